@@ -1,0 +1,665 @@
+//! The XSpace decoder: protobuf bytes straight into the compact model, without building
+//! intermediate message objects.
+//!
+//! Plan of a decode:
+//!
+//! ```text
+//!  XSpace bytes ──scan──> plane ranges, errors/warnings/hostnames
+//!  each plane   ──scan──> line ranges; metadata maps and plane stats decoded first
+//!                         (the file stores lines before metadata, but lines need it)
+//!  all lines of all planes ──rayon, largest first──> event and stat columns
+//!  sequential merge, file order: line-local strings and placeholder metadata
+//!                         become plane-wide, so ids do not depend on thread count
+//! ```
+//!
+//! Every decoded range can be handed back to the OS as soon as it is consumed
+//! ([`ReleasePages`]), so decoding a memory-mapped file does not keep the whole file
+//! resident next to the model.
+
+use crate::columns::{BlockedI64, EscapedI64};
+use crate::diagnostics::{DiagnosticKind, Diagnostics};
+use crate::error::{DecodeError, WireError};
+use crate::model::{
+    EventColumns, EventMetadata, EventMetadataId, META_MASK, RawValue, StatColumns, StatMetadata, StatMetadataId,
+    XLine, XPlane, XSpace,
+};
+use crate::schema::{HostEventType, StatType};
+use crate::strings::{StrId, StringTable};
+use crate::wire::{Reader, WireType};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use std::borrow::Cow;
+use std::io::Read;
+use std::ops::Range;
+
+/// Receives byte ranges of the input that the decoder no longer needs.
+pub trait ReleasePages: Sync {
+    /// `range` (absolute offsets into the decoded buffer) has been consumed.
+    fn release(&self, range: Range<usize>);
+}
+
+/// A [`ReleasePages`] that keeps everything (for in-memory buffers).
+pub struct KeepPages;
+
+impl ReleasePages for KeepPages {
+    fn release(&self, _range: Range<usize>) {}
+}
+
+/// How often (in bytes) a long line hands consumed input back.
+const RELEASE_EVERY: usize = 4 << 20;
+/// Largest gunzipped `compressed_str_value` accepted (a guard against gzip bombs).
+const MAX_DECOMPRESSED_STR: u64 = 256 << 20;
+/// Metadata indexes are stored in 28 bits; placeholders count down from the top.
+const MAX_METADATA: usize = (META_MASK as usize) / 2;
+
+/// Decodes an XSpace from memory.
+pub fn decode_xspace(buf: &[u8]) -> Result<XSpace, DecodeError> {
+    decode_xspace_with(buf, &KeepPages)
+}
+
+/// Decodes an XSpace, reporting consumed ranges to `release`.
+pub fn decode_xspace_with(buf: &[u8], release: &dyn ReleasePages) -> Result<XSpace, DecodeError> {
+    if buf.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    let mut space = XSpace::default();
+    let mut diag = Diagnostics::default();
+    let mut plane_ranges = Vec::new();
+    let mut known_fields = 0usize;
+    let mut r = Reader::new(buf, 0);
+    let ctx = |e: WireError| DecodeError::Wire { source: e, context: "XSpace".into() };
+    while !r.is_empty() {
+        let (field, wt) = r.tag().map_err(ctx)?;
+        match (field, wt) {
+            (1, WireType::Len) => {
+                plane_ranges.push(r.len_delimited().map_err(ctx)?);
+                known_fields += 1;
+            }
+            (2..=4, WireType::Len) => {
+                let (bytes, _) = r.len_delimited().map_err(ctx)?;
+                let s = utf8(bytes, &mut diag).into_owned();
+                match field {
+                    2 => space.errors.push(s),
+                    3 => space.warnings.push(s),
+                    _ => space.hostnames.push(s),
+                }
+                known_fields += 1;
+            }
+            _ => {
+                r.skip(field, wt).map_err(ctx)?;
+                diag.add(DiagnosticKind::UnknownField, 1);
+            }
+        }
+    }
+    if known_fields == 0 {
+        return Err(DecodeError::NotAnXSpace(buf.len()));
+    }
+
+    // Planes: scan and decode metadata (sequential; metadata is small).
+    let mut scans = Vec::with_capacity(plane_ranges.len());
+    for (i, &(bytes, base)) in plane_ranges.iter().enumerate() {
+        let scan = scan_plane(bytes, base, &mut diag)
+            .map_err(|e| DecodeError::Wire { source: e, context: format!("XSpace.planes[{i}]") })?;
+        scans.push(scan);
+    }
+    let mut planes = Vec::with_capacity(scans.len());
+    for (i, scan) in scans.iter_mut().enumerate() {
+        let plane = decode_plane_metadata(scan, &mut diag)
+            .map_err(|e| DecodeError::Wire { source: e, context: format!("XSpace.planes[{i}] metadata") })?;
+        planes.push(plane);
+    }
+
+    // Lines of all planes, in parallel, largest first for balance.
+    let mut jobs: Vec<(usize, usize, &[u8], usize)> = scans
+        .iter()
+        .enumerate()
+        .flat_map(|(p, s)| s.lines.iter().enumerate().map(move |(l, &(b, base))| (p, l, b, base)))
+        .collect();
+    jobs.sort_by_key(|&(p, l, b, _)| (std::cmp::Reverse(b.len()), p, l));
+    let planes_ref = &planes;
+    let decoded: Vec<((usize, usize), Result<LineOut, WireError>)> = jobs
+        .par_iter()
+        .map(|&(p, l, bytes, base)| ((p, l), decode_line(bytes, base, &planes_ref[p], release)))
+        .collect();
+    let mut by_position: Vec<Vec<Option<LineOut>>> =
+        scans.iter().map(|s| (0..s.lines.len()).map(|_| None).collect()).collect();
+    for ((p, l), out) in decoded {
+        let out =
+            out.map_err(|e| DecodeError::Wire { source: e, context: format!("XSpace.planes[{p}].lines[{l}]") })?;
+        by_position[p][l] = Some(out);
+    }
+    for (plane, outs) in planes.iter_mut().zip(by_position) {
+        for out in outs.into_iter().flatten() {
+            let line = merge_line(plane, out, &mut diag)?;
+            plane.lines.push(line);
+        }
+    }
+    space.planes = planes;
+    space.diagnostics = diag;
+    Ok(space)
+}
+
+fn utf8<'a>(bytes: &'a [u8], diag: &mut Diagnostics) -> Cow<'a, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => {
+            diag.add(DiagnosticKind::InvalidUtf8, 1);
+            String::from_utf8_lossy(bytes)
+        }
+    }
+}
+
+/// Where a plane's parts are, before decoding them.
+struct PlaneScan<'a> {
+    id: i64,
+    name: String,
+    lines: Vec<(&'a [u8], usize)>,
+    event_metadata: Vec<(&'a [u8], usize)>,
+    stat_metadata: Vec<(&'a [u8], usize)>,
+    stats: Vec<(&'a [u8], usize)>,
+}
+
+fn scan_plane<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Result<PlaneScan<'a>, WireError> {
+    let mut scan = PlaneScan {
+        id: 0,
+        name: String::new(),
+        lines: Vec::new(),
+        event_metadata: Vec::new(),
+        stat_metadata: Vec::new(),
+        stats: Vec::new(),
+    };
+    let mut r = Reader::new(bytes, base);
+    while !r.is_empty() {
+        match r.tag()? {
+            (1, WireType::Varint) => scan.id = r.varint()? as i64,
+            (2, WireType::Len) => scan.name = utf8(r.len_delimited()?.0, diag).into_owned(),
+            (3, WireType::Len) => scan.lines.push(r.len_delimited()?),
+            (4, WireType::Len) => scan.event_metadata.push(r.len_delimited()?),
+            (5, WireType::Len) => scan.stat_metadata.push(r.len_delimited()?),
+            (6, WireType::Len) => scan.stats.push(r.len_delimited()?),
+            (field, wt) => {
+                r.skip(field, wt)?;
+                diag.add(DiagnosticKind::UnknownField, 1);
+            }
+        }
+    }
+    Ok(scan)
+}
+
+/// Reads a map entry `{key = 1 (int64), value = 2 (message)}`.
+fn map_entry<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Result<(i64, (&'a [u8], usize)), WireError> {
+    let mut key = 0i64;
+    let mut value: (&[u8], usize) = (&[], base);
+    let mut r = Reader::new(bytes, base);
+    while !r.is_empty() {
+        match r.tag()? {
+            (1, WireType::Varint) => key = r.varint()? as i64,
+            (2, WireType::Len) => value = r.len_delimited()?,
+            (field, wt) => {
+                r.skip(field, wt)?;
+                diag.add(DiagnosticKind::UnknownField, 1);
+            }
+        }
+    }
+    Ok((key, value))
+}
+
+fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Result<XPlane, WireError> {
+    let mut strings = StringTable::default();
+
+    // Stat metadata first: every stat refers to it.
+    let mut stat_metadata: Vec<StatMetadata> = Vec::with_capacity(scan.stat_metadata.len());
+    let mut stat_metadata_by_id: FxHashMap<i64, StatMetadataId> = FxHashMap::default();
+    for &(bytes, base) in &scan.stat_metadata {
+        let (key, (value, vbase)) = map_entry(bytes, base, diag)?;
+        let mut id = 0i64;
+        let mut name = StrId::EMPTY;
+        let mut description = StrId::EMPTY;
+        let mut r = Reader::new(value, vbase);
+        while !r.is_empty() {
+            match r.tag()? {
+                (1, WireType::Varint) => id = r.varint()? as i64,
+                (2, WireType::Len) => name = strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                (3, WireType::Len) => description = strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                (field, wt) => {
+                    r.skip(field, wt)?;
+                    diag.add(DiagnosticKind::UnknownField, 1);
+                }
+            }
+        }
+        let stat_type = StatType::from_name(strings.get(name));
+        let entry = StatMetadata { id, name, description, stat_type };
+        if let Some(&existing) = stat_metadata_by_id.get(&key) {
+            diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
+            stat_metadata[existing.index()] = entry;
+        } else {
+            if stat_metadata.len() >= MAX_METADATA {
+                return Err(WireError { offset: base as u64, what: "more stat metadata than oxprof supports" });
+            }
+            stat_metadata_by_id.insert(key, StatMetadataId(stat_metadata.len() as u32));
+            stat_metadata.push(entry);
+        }
+    }
+
+    let mut plane = XPlane {
+        id: scan.id,
+        name: std::mem::take(&mut scan.name),
+        lines: Vec::with_capacity(scan.lines.len()),
+        strings,
+        event_metadata: Vec::with_capacity(scan.event_metadata.len()),
+        event_metadata_by_id: FxHashMap::default(),
+        stat_metadata_in_file: stat_metadata.len(),
+        stat_metadata,
+        stat_metadata_by_id,
+        metadata_stats: StatColumns::default(),
+        plane_stats: StatColumns::default(),
+        bytes: Vec::new(),
+        event_metadata_in_file: 0,
+    };
+
+    // Event metadata, with their stats.
+    for &(bytes, base) in &scan.event_metadata {
+        let (key, (value, vbase)) = map_entry(bytes, base, diag)?;
+        let mut entry = EventMetadata {
+            id: 0,
+            name: StrId::EMPTY,
+            display_name: StrId::EMPTY,
+            metadata: Box::default(),
+            child_ids: Box::default(),
+            host_event_type: None,
+            stats: 0..0,
+        };
+        let stats_start = plane.metadata_stats.len() as u32;
+        let mut child_ids = Vec::new();
+        let mut r = Reader::new(value, vbase);
+        while !r.is_empty() {
+            match r.tag()? {
+                (1, WireType::Varint) => entry.id = r.varint()? as i64,
+                (2, WireType::Len) => entry.name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                (4, WireType::Len) => entry.display_name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                (3, WireType::Len) => entry.metadata = r.len_delimited()?.0.into(),
+                (5, WireType::Len) => {
+                    let (b, off) = r.len_delimited()?;
+                    decode_owned_stat(b, off, &mut plane, StatTarget::Metadata, diag)?;
+                }
+                (6, WireType::Varint) => child_ids.push(r.varint()? as i64),
+                (6, WireType::Len) => {
+                    let (b, off) = r.len_delimited()?;
+                    let mut packed = Reader::new(b, off);
+                    while !packed.is_empty() {
+                        child_ids.push(packed.varint()? as i64);
+                    }
+                }
+                (field, wt) => {
+                    r.skip(field, wt)?;
+                    diag.add(DiagnosticKind::UnknownField, 1);
+                }
+            }
+        }
+        entry.stats = stats_start..plane.metadata_stats.len() as u32;
+        entry.child_ids = child_ids.into();
+        entry.host_event_type = HostEventType::from_name(plane.strings.get(entry.name));
+        if let Some(&existing) = plane.event_metadata_by_id.get(&key) {
+            diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
+            plane.event_metadata[existing.index()] = entry;
+        } else {
+            if plane.event_metadata.len() >= MAX_METADATA {
+                return Err(WireError { offset: base as u64, what: "more event metadata than oxprof supports" });
+            }
+            plane.event_metadata_by_id.insert(key, EventMetadataId(plane.event_metadata.len() as u32));
+            plane.event_metadata.push(entry);
+        }
+    }
+    plane.event_metadata_in_file = plane.event_metadata.len();
+
+    for &(bytes, base) in &scan.stats {
+        decode_owned_stat(bytes, base, &mut plane, StatTarget::Plane, diag)?;
+    }
+    plane.metadata_stats.finish();
+    plane.plane_stats.finish();
+    Ok(plane)
+}
+
+#[derive(Clone, Copy)]
+enum StatTarget {
+    Metadata,
+    Plane,
+}
+
+/// Decodes one stat of a metadata entry or of the plane (strings go to the plane table).
+fn decode_owned_stat(
+    bytes: &[u8],
+    base: usize,
+    plane: &mut XPlane,
+    target: StatTarget,
+    diag: &mut Diagnostics,
+) -> Result<(), WireError> {
+    let raw = read_stat(bytes, base, diag)?;
+    let meta = resolve_stat_metadata(plane, raw.metadata_id, diag);
+    let value = match raw.value {
+        StatPayload::Value(v) => v,
+        StatPayload::Str(s) => RawValue::Str(plane.strings.intern(&utf8(s, diag))),
+        StatPayload::Compressed(c) => RawValue::Str(plane.strings.intern(&gunzip_str(c, diag))),
+        StatPayload::Bytes(b) => {
+            plane.bytes.push(b.into());
+            RawValue::Bytes((plane.bytes.len() - 1) as u32)
+        }
+    };
+    if let RawValue::Ref(id) = value {
+        check_ref(&plane.stat_metadata_by_id, id, diag);
+    }
+    let columns = match target {
+        StatTarget::Metadata => &mut plane.metadata_stats,
+        StatTarget::Plane => &mut plane.plane_stats,
+    };
+    columns.push(meta, value);
+    Ok(())
+}
+
+/// Metadata index for a file id, adding a placeholder entry if the file lacks it.
+fn resolve_stat_metadata(plane: &mut XPlane, id: i64, diag: &mut Diagnostics) -> u32 {
+    if let Some(m) = plane.stat_metadata_by_id.get(&id) {
+        return m.0;
+    }
+    diag.add(DiagnosticKind::UnknownStatMetadata, 1);
+    let index = plane.stat_metadata.len() as u32;
+    plane.stat_metadata.push(StatMetadata { id, name: StrId::EMPTY, description: StrId::EMPTY, stat_type: None });
+    plane.stat_metadata_by_id.insert(id, StatMetadataId(index));
+    index
+}
+
+fn check_ref(by_id: &FxHashMap<i64, StatMetadataId>, id: u64, diag: &mut Diagnostics) {
+    if i64::try_from(id).map_or(true, |id| !by_id.contains_key(&id)) {
+        diag.add(DiagnosticKind::DanglingRefValue, 1);
+    }
+}
+
+fn gunzip_str(bytes: &[u8], diag: &mut Diagnostics) -> String {
+    let mut out = Vec::new();
+    let limited = flate2::read::GzDecoder::new(bytes).take(MAX_DECOMPRESSED_STR + 1).read_to_end(&mut out);
+    match limited {
+        Ok(n) if (n as u64) <= MAX_DECOMPRESSED_STR => utf8(&out, diag).into_owned(),
+        _ => {
+            diag.add(DiagnosticKind::BadCompressedString, 1);
+            String::new()
+        }
+    }
+}
+
+enum StatPayload<'a> {
+    Value(RawValue),
+    Str(&'a [u8]),
+    Bytes(&'a [u8]),
+    Compressed(&'a [u8]),
+}
+
+struct RawStat<'a> {
+    metadata_id: i64,
+    value: StatPayload<'a>,
+}
+
+/// Reads one `XStat` message. The value oneof keeps the last value field, as protobuf does.
+#[inline]
+fn read_stat<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Result<RawStat<'a>, WireError> {
+    let mut stat = RawStat { metadata_id: 0, value: StatPayload::Value(RawValue::Unset) };
+    let mut r = Reader::new(bytes, base);
+    while !r.is_empty() {
+        match r.tag()? {
+            (1, WireType::Varint) => stat.metadata_id = r.varint()? as i64,
+            (2, WireType::Fixed64) => stat.value = StatPayload::Value(RawValue::Double(f64::from_bits(r.fixed64()?))),
+            (3, WireType::Varint) => stat.value = StatPayload::Value(RawValue::U64(r.varint()?)),
+            (4, WireType::Varint) => stat.value = StatPayload::Value(RawValue::I64(r.varint()? as i64)),
+            (5, WireType::Len) => stat.value = StatPayload::Str(r.len_delimited()?.0),
+            (6, WireType::Len) => stat.value = StatPayload::Bytes(r.len_delimited()?.0),
+            (7, WireType::Varint) => stat.value = StatPayload::Value(RawValue::Ref(r.varint()?)),
+            (8, WireType::Len) => stat.value = StatPayload::Compressed(r.len_delimited()?.0),
+            (field, wt) => {
+                r.skip(field, wt)?;
+                diag.add(DiagnosticKind::UnknownField, 1);
+            }
+        }
+    }
+    Ok(stat)
+}
+
+/// A decoded line before its strings and placeholders are made plane-wide.
+struct LineOut {
+    line: XLine,
+    strings: StringTable,
+    /// File ids of event metadata the plane lacks; event `u32::MAX - k` means entry k.
+    unknown_events: Vec<i64>,
+    /// File ids of stat metadata the plane lacks; stat meta `META_MASK - k` means entry k.
+    unknown_stats: Vec<i64>,
+    diag: Diagnostics,
+}
+
+fn decode_line(bytes: &[u8], base: usize, plane: &XPlane, release: &dyn ReleasePages) -> Result<LineOut, WireError> {
+    let estimate = bytes.len() / 32;
+    let mut out = LineOut {
+        line: XLine {
+            id: 0,
+            display_id: 0,
+            name: String::new(),
+            display_name: String::new(),
+            timestamp_ns: 0,
+            duration_ps: 0,
+            events: EventColumns {
+                metadata: Vec::with_capacity(estimate),
+                offset_ps: BlockedI64::with_capacity(estimate),
+                duration_ps: EscapedI64::with_capacity(estimate),
+                stats_end: Vec::with_capacity(estimate),
+                occurrences: Vec::new(),
+            },
+            stats: StatColumns::default(),
+            bytes: Vec::new(),
+        },
+        strings: StringTable::default(),
+        unknown_events: Vec::new(),
+        unknown_stats: Vec::new(),
+        diag: Diagnostics::default(),
+    };
+    let mut unknown_event_index: FxHashMap<i64, u32> = FxHashMap::default();
+    let mut unknown_stat_index: FxHashMap<i64, u32> = FxHashMap::default();
+    let mut released_to = base;
+    let mut r = Reader::new(bytes, base);
+    while !r.is_empty() {
+        match r.tag()? {
+            (1, WireType::Varint) => out.line.id = r.varint()? as i64,
+            (10, WireType::Varint) => out.line.display_id = r.varint()? as i64,
+            (2, WireType::Len) => out.line.name = utf8(r.len_delimited()?.0, &mut out.diag).into_owned(),
+            (11, WireType::Len) => out.line.display_name = utf8(r.len_delimited()?.0, &mut out.diag).into_owned(),
+            (3, WireType::Varint) => out.line.timestamp_ns = r.varint()? as i64,
+            (9, WireType::Varint) => out.line.duration_ps = r.varint()? as i64,
+            (4, WireType::Len) => {
+                let (ev, ev_base) = r.len_delimited()?;
+                decode_event(ev, ev_base, plane, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
+                if r.offset() - released_to >= RELEASE_EVERY {
+                    release.release(released_to..r.offset());
+                    released_to = r.offset();
+                }
+            }
+            (field, wt) => {
+                r.skip(field, wt)?;
+                out.diag.add(DiagnosticKind::UnknownField, 1);
+            }
+        }
+    }
+    release.release(released_to..base + bytes.len());
+    out.line.events.metadata.shrink_to_fit();
+    out.line.events.offset_ps.finish();
+    out.line.events.duration_ps.finish();
+    out.line.events.stats_end.shrink_to_fit();
+    out.line.stats.finish();
+    Ok(out)
+}
+
+#[inline]
+fn decode_event(
+    bytes: &[u8],
+    base: usize,
+    plane: &XPlane,
+    out: &mut LineOut,
+    unknown_event_index: &mut FxHashMap<i64, u32>,
+    unknown_stat_index: &mut FxHashMap<i64, u32>,
+) -> Result<(), WireError> {
+    let mut metadata_id = 0i64;
+    let mut offset_ps = 0i64;
+    let mut occurrences: Option<i64> = None;
+    let mut duration_ps = 0i64;
+    let mut r = Reader::new(bytes, base);
+    while !r.is_empty() {
+        match r.tag()? {
+            (1, WireType::Varint) => metadata_id = r.varint()? as i64,
+            (2, WireType::Varint) => {
+                offset_ps = r.varint()? as i64;
+                occurrences = None;
+            }
+            (5, WireType::Varint) => {
+                occurrences = Some(r.varint()? as i64);
+                offset_ps = 0;
+            }
+            (3, WireType::Varint) => duration_ps = r.varint()? as i64,
+            (4, WireType::Len) => {
+                let (sb, sbase) = r.len_delimited()?;
+                let stat = read_stat(sb, sbase, &mut out.diag)?;
+                let meta = match plane.stat_metadata_by_id.get(&stat.metadata_id) {
+                    Some(m) => m.0,
+                    None => {
+                        out.diag.add(DiagnosticKind::UnknownStatMetadata, 1);
+                        if out.unknown_stats.len() >= MAX_METADATA {
+                            return Err(WireError { offset: sbase as u64, what: "too many unknown stat metadata ids" });
+                        }
+                        let next = out.unknown_stats.len() as u32;
+                        let k = *unknown_stat_index.entry(stat.metadata_id).or_insert_with(|| {
+                            out.unknown_stats.push(stat.metadata_id);
+                            next
+                        });
+                        META_MASK - k
+                    }
+                };
+                let value = match stat.value {
+                    StatPayload::Value(v) => v,
+                    StatPayload::Str(s) => RawValue::Str(out.strings.intern(&utf8(s, &mut out.diag))),
+                    StatPayload::Compressed(c) => {
+                        let s = gunzip_str(c, &mut out.diag);
+                        RawValue::Str(out.strings.intern(&s))
+                    }
+                    StatPayload::Bytes(b) => {
+                        out.line.bytes.push(b.into());
+                        RawValue::Bytes((out.line.bytes.len() - 1) as u32)
+                    }
+                };
+                if let RawValue::Ref(id) = value {
+                    check_ref(&plane.stat_metadata_by_id, id, &mut out.diag);
+                }
+                out.line.stats.push(meta, value);
+            }
+            (field, wt) => {
+                r.skip(field, wt)?;
+                out.diag.add(DiagnosticKind::UnknownField, 1);
+            }
+        }
+    }
+    let meta = match plane.event_metadata_by_id.get(&metadata_id) {
+        Some(m) => m.0,
+        None => {
+            out.diag.add(DiagnosticKind::UnknownEventMetadata, 1);
+            if out.unknown_events.len() >= MAX_METADATA {
+                return Err(WireError { offset: base as u64, what: "too many unknown event metadata ids" });
+            }
+            let next = out.unknown_events.len() as u32;
+            let k = *unknown_event_index.entry(metadata_id).or_insert_with(|| {
+                out.unknown_events.push(metadata_id);
+                next
+            });
+            u32::MAX - k
+        }
+    };
+    let events = &mut out.line.events;
+    if let Some(n) = occurrences {
+        events.occurrences.push((events.metadata.len() as u32, n));
+    }
+    events.metadata.push(meta);
+    events.offset_ps.push(offset_ps);
+    events.duration_ps.push(duration_ps);
+    if out.line.stats.len() > u32::MAX as usize - 1 {
+        return Err(WireError { offset: base as u64, what: "more stats in one line than oxprof supports" });
+    }
+    events.stats_end.push(out.line.stats.len() as u32);
+    Ok(())
+}
+
+/// Makes a decoded line's strings and placeholder metadata plane-wide.
+fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> Result<XLine, DecodeError> {
+    diag.merge(&out.diag);
+    let line = &mut out.line;
+    if out.strings.len() > 1 {
+        let remap: Vec<StrId> = out.strings.iter().map(|(_, s)| plane.strings.intern(s)).collect();
+        for row in 0..line.stats.len() {
+            if line.stats.is_str(row) {
+                let local = line.stats.value_bits(row) as usize;
+                line.stats.set_value(row, remap.get(local).map_or(0, |id| id.0));
+            }
+        }
+    }
+    if !out.unknown_stats.is_empty() {
+        let remap: Vec<u32> = out
+            .unknown_stats
+            .iter()
+            .map(|&id| match plane.stat_metadata_by_id.get(&id) {
+                Some(m) => m.0,
+                None => {
+                    let index = plane.stat_metadata.len() as u32;
+                    plane.stat_metadata.push(StatMetadata {
+                        id,
+                        name: StrId::EMPTY,
+                        description: StrId::EMPTY,
+                        stat_type: None,
+                    });
+                    plane.stat_metadata_by_id.insert(id, StatMetadataId(index));
+                    index
+                }
+            })
+            .collect();
+        let first_placeholder = META_MASK - (remap.len() as u32 - 1);
+        for row in 0..line.stats.len() {
+            let meta = line.stats.meta(row);
+            if meta >= first_placeholder {
+                line.stats.set_meta(row, remap[(META_MASK - meta) as usize]);
+            }
+        }
+    }
+    if !out.unknown_events.is_empty() {
+        let remap: Vec<u32> = out
+            .unknown_events
+            .iter()
+            .map(|&id| match plane.event_metadata_by_id.get(&id) {
+                Some(m) => m.0,
+                None => {
+                    let index = plane.event_metadata.len() as u32;
+                    plane.event_metadata.push(EventMetadata {
+                        id,
+                        name: StrId::EMPTY,
+                        display_name: StrId::EMPTY,
+                        metadata: Box::default(),
+                        child_ids: Box::default(),
+                        host_event_type: None,
+                        stats: 0..0,
+                    });
+                    plane.event_metadata_by_id.insert(id, EventMetadataId(index));
+                    index
+                }
+            })
+            .collect();
+        let first_placeholder = u32::MAX - (remap.len() as u32 - 1);
+        for meta in &mut line.events.metadata {
+            if *meta >= first_placeholder {
+                *meta = remap[(u32::MAX - *meta) as usize];
+            }
+        }
+    }
+    if plane.stat_metadata.len() >= MAX_METADATA || plane.event_metadata.len() >= MAX_METADATA {
+        return Err(DecodeError::TooLarge("more metadata entries in one plane than oxprof supports"));
+    }
+    Ok(out.line)
+}

@@ -1,0 +1,39 @@
+//! oxprof's format layer: decodes profiler files into a compact, typed, read-only model.
+//!
+//! * [`decode_xspace`] / [`load_xspace`]: XSpace protobuf bytes or files (`.xplane.pb`,
+//!   optionally gzip-compressed) into an [`XSpace`].
+//! * [`discover`]: runs and hosts under a log directory, the way XProf lays them out.
+//! * [`schema`]: stat and event types resolved by name, as XProf resolves them.
+//! * [`testing`]: a builder that writes XSpace bytes for tests.
+//!
+//! Invariant: nothing outside this crate sees protobuf wire types; the model holds
+//! interned strings and dense typed ids. Odd input is repaired and counted in
+//! [`Diagnostics`], never dropped silently; only structurally broken input is an error.
+
+mod columns;
+mod decode;
+mod diagnostics;
+pub mod discovery;
+mod error;
+mod load;
+mod model;
+pub mod schema;
+mod strings;
+pub mod testing;
+mod wire;
+
+/// prost types generated from the vendored `xplane.proto` (used to write, never to read).
+#[allow(missing_docs, clippy::all)]
+mod pb {
+    include!(concat!(env!("OUT_DIR"), "/tensorflow.profiler.rs"));
+}
+
+pub use decode::{KeepPages, ReleasePages, decode_xspace, decode_xspace_with};
+pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
+pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
+pub use error::{DecodeError, LoadError, WireError};
+pub use load::{decode_bytes, load_xspace};
+pub use model::{
+    Event, EventMetadata, EventMetadataId, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine, XPlane, XSpace,
+};
+pub use strings::{StrId, StringTable};
