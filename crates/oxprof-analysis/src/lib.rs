@@ -1,4 +1,7 @@
 //! oxprof's analysis layer: pure functions from the decoded model to reports.
 //! No IO and no HTTP here; callers load files and render outputs.
 
+// Library code must not panic on bad input: no unwrap/expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod inspect;

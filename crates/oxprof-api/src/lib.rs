@@ -2,6 +2,9 @@
 //! It loads files and calls the analyses; it knows nothing of sockets or terminals, so the
 //! CLI and the server are thin shells around it and everything here is testable directly.
 
+// Library code must not panic on bad input: no unwrap/expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 mod error;
 pub mod inspect;
 

@@ -10,6 +10,9 @@
 //! interned strings and dense typed ids. Odd input is repaired and counted in
 //! [`Diagnostics`], never dropped silently; only structurally broken input is an error.
 
+// Library code must not panic on bad input: no unwrap/expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 mod columns;
 mod decode;
 mod diagnostics;

@@ -193,7 +193,7 @@ mod tests {
         assert!(r.varint().is_err());
         let mut r = Reader::new(&[0x80, 0x80], 5);
         let err = r.varint().unwrap_err();
-        assert_eq!(err.offset, 7);
+        assert_eq!(err.offset, 5, "errors point at the start of the bad varint");
     }
 
     #[test]

@@ -1,0 +1,266 @@
+//! The `oxprof` binary end to end: inspect output against XProf's own protobuf counts, bad
+//! input of every kind (clear one-line errors, exit code 2, no panic, no hang), and
+//! snapshots of the help and of a human-readable report.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs oxprof with a hard time limit: a hang is a failure, not a stuck test run.
+fn oxprof(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("oxprof {args:?} hung for 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "oxprof {args:?} panicked: {stderr}");
+    Output { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8(out.stdout).unwrap(), stderr }
+}
+
+/// Plane and line counts of `oxprof inspect --json` for one host, shaped like the
+/// references.
+fn counts_of_host(host: &Value) -> Value {
+    let planes: Vec<Value> = host["planes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "id": p["id"], "name": p["name"], "events": p["events"],
+                "event_metadata": p["event_metadata"], "stat_metadata": p["stat_metadata"],
+                "lines": p["lines"].as_array().unwrap().iter()
+                    .map(|l| serde_json::json!({"id": l["id"], "name": l["name"], "events": l["events"]}))
+                    .collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Value::Array(planes)
+}
+
+#[test]
+fn inspect_counts_equal_xprof_protobuf_counts_on_refkit_fixtures() {
+    let fixtures = std::fs::read_dir(repo_root().join("testdata/profiles")).unwrap();
+    let mut checked = 0;
+    for dir in fixtures.flatten() {
+        let dir = dir.path();
+        let reference: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("xplane_summary.json")).unwrap()).unwrap();
+        let out = oxprof(&["inspect", "--json", dir.to_str().unwrap()]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let report: Value = serde_json::from_str(&out.stdout).unwrap();
+        let host = &report["runs"][0]["hosts"][0];
+        let expected: Vec<Value> = reference[0]["planes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "id": p["id"], "name": p["name"], "events": p["num_events"],
+                    "event_metadata": p["num_event_metadata"], "stat_metadata": p["num_stat_metadata"],
+                    "lines": p["lines"].as_array().unwrap().iter()
+                        .map(|l| serde_json::json!({"id": l["id"], "name": l["name"], "events": l["num_events"]}))
+                        .collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        assert_eq!(counts_of_host(host), Value::Array(expected), "{}", dir.display());
+        assert_eq!(host["hostnames"], reference[0]["hostnames"]);
+        checked += 1;
+    }
+    assert!(checked >= 5);
+}
+
+#[test]
+fn inspect_counts_equal_xprof_protobuf_counts_on_external_profiles() {
+    let external = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
+    if !external.is_dir() {
+        eprintln!("SKIP: {} is absent; third-party profiles not checked", external.display());
+        return;
+    }
+    let reference: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("testdata/external-counts/counts.json")).unwrap(),
+    )
+    .unwrap();
+    for (rel, expected) in reference.as_object().unwrap() {
+        let file = external.join(rel);
+        let out = oxprof(&["inspect", "--json", file.to_str().unwrap()]);
+        assert_eq!(out.code, 0, "{rel}: {}", out.stderr);
+        let report: Value = serde_json::from_str(&out.stdout).unwrap();
+        let host = &report["runs"][0]["hosts"][0];
+        assert_eq!(counts_of_host(host), expected["planes"], "{rel}");
+        assert_eq!(host["hostnames"], expected["hostnames"], "{rel}");
+    }
+}
+
+#[test]
+fn a_multi_host_run_lists_every_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("plugins/profile/2026_01_01_00_00_00");
+    std::fs::create_dir_all(&run).unwrap();
+    let src = repo_root().join("testdata/profiles/jax_train");
+    let gz = find_gz(&src);
+    std::fs::copy(&gz, run.join("worker0.xplane.pb.gz")).unwrap();
+    std::fs::copy(&gz, run.join("worker1.xplane.pb.gz")).unwrap();
+    let out = oxprof(&["inspect", "--json", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let hosts: Vec<&str> =
+        report["runs"][0]["hosts"].as_array().unwrap().iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["worker0", "worker1"]);
+    assert_eq!(report["runs"][0]["run"], "2026_01_01_00_00_00");
+}
+
+fn find_gz(dir: &Path) -> PathBuf {
+    for entry in walk(dir) {
+        if entry.to_string_lossy().ends_with(".xplane.pb.gz") {
+            return entry;
+        }
+    }
+    panic!("no fixture under {}", dir.display());
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+fn real_profile_bytes() -> Vec<u8> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let gz = find_gz(&repo_root().join("testdata/profiles/tf_custom_loop"));
+    flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()).read_to_end(&mut bytes).unwrap();
+    bytes
+}
+
+/// Asserts a clear one-line error on stderr that names `file`, and exit code 2.
+fn assert_bad_input(out: &Output, file: &str, mentions: &str) {
+    assert_eq!(out.code, 2, "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+    let line = out.stderr.lines().find(|l| l.contains(file)).unwrap_or_else(|| {
+        panic!("no error line naming {file}: {}", out.stderr);
+    });
+    assert!(line.starts_with("oxprof: "), "{line}");
+    assert!(line.to_lowercase().contains(mentions), "expected {mentions:?} in {line:?}");
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::File::create(path).unwrap().write_all(bytes).unwrap();
+}
+
+#[test]
+fn bad_input_gives_one_clear_line_and_exit_code_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = real_profile_bytes();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty.xplane.pb", Vec::new(), "empty"),
+        ("truncated.xplane.pb", real[..real.len() / 2].to_vec(), "incomplete"),
+        ("random.xplane.pb", (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect(), "xplane.pb"),
+        (
+            "garbage.xplane.pb.gz",
+            {
+                let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+                gz.extend_from_slice(b"this is not deflate data at all");
+                gz
+            },
+            "gzip",
+        ),
+        ("text.xplane.pb", b"{\"traceEvents\": []}".to_vec(), "not"),
+    ];
+    for (name, bytes, mentions) in cases {
+        let path = tmp.path().join(name);
+        write(&path, &bytes);
+        let out = oxprof(&["inspect", path.to_str().unwrap()]);
+        assert_bad_input(&out, name, mentions);
+        assert_eq!(out.stderr.lines().count(), 1, "{name}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_directory_without_profiles_explains_the_layout() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("logs/plugins/profile/empty_run")).unwrap();
+    let out = oxprof(&["inspect", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no profiles found"), "{}", out.stderr);
+    assert!(out.stderr.contains("plugins/profile/<session>/<host>.xplane.pb"), "{}", out.stderr);
+    let missing = tmp.path().join("does-not-exist");
+    let out = oxprof(&["inspect", missing.to_str().unwrap()]);
+    assert_bad_input(&out, "does-not-exist", "cannot read");
+}
+
+#[test]
+fn an_unreadable_file_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    // /proc/self/mem is a regular file whose read at offset 0 fails, even for root.
+    let link = tmp.path().join("unreadable.xplane.pb");
+    std::os::unix::fs::symlink("/proc/self/mem", &link).unwrap();
+    let out = oxprof(&["inspect", link.to_str().unwrap()]);
+    assert_bad_input(&out, "unreadable.xplane.pb", "cannot read");
+}
+
+#[test]
+fn a_bad_host_next_to_good_ones_is_reported_and_the_good_ones_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("plugins/profile/run1");
+    std::fs::create_dir_all(&run).unwrap();
+    write(&run.join("good.xplane.pb"), &real_profile_bytes());
+    write(&run.join("zero.xplane.pb"), &[]);
+    let out = oxprof(&["inspect", "--json", tmp.path().to_str().unwrap()]);
+    assert_bad_input(&out, "zero.xplane.pb", "empty");
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let hosts = report["runs"][0]["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[0]["host"], "good");
+    assert!(hosts[0]["planes"].as_array().unwrap().len() >= 2);
+    assert_eq!(hosts[1]["host"], "zero");
+    assert!(hosts[1]["error"].as_str().unwrap().contains("empty"));
+}
+
+#[test]
+fn help_is_stable() {
+    let out = oxprof(&["--help"]);
+    assert_eq!(out.code, 0);
+    insta::assert_snapshot!("help", out.stdout);
+    let out = oxprof(&["inspect", "--help"]);
+    insta::assert_snapshot!("inspect_help", out.stdout);
+}
+
+#[test]
+fn inspect_text_report_is_stable() {
+    let out = oxprof(&["inspect", "testdata/profiles/tf_custom_loop"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    insta::assert_snapshot!("inspect_tf_custom_loop", out.stdout);
+}
