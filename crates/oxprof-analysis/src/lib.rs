@@ -4,4 +4,9 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod grouping;
 pub mod inspect;
+pub mod jsoncmp;
+pub mod op_stats;
+pub mod tf_op;
+pub mod tools;

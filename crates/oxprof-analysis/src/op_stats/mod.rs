@@ -1,0 +1,5 @@
+//! XSpace → OpStats, the per-host database behind most tools, and the multi-host combine.
+
+pub mod types;
+
+pub use types::*;
