@@ -4,6 +4,7 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod advice;
 pub mod grouping;
 pub mod inspect;
 pub mod jsoncmp;

@@ -1,4 +1,4 @@
-//! API errors. Each maps to a CLI exit code and (later) an HTTP status.
+//! API errors. Each maps to a CLI exit code and an HTTP status.
 
 /// Why a request failed as a whole.
 #[derive(Debug, thiserror::Error)]
@@ -6,6 +6,9 @@ pub enum ApiError {
     /// The path holds no profiles, or cannot be read.
     #[error(transparent)]
     Discovery(#[from] oxprof_format::DiscoveryError),
+    /// A profile file could not be loaded.
+    #[error(transparent)]
+    Load(#[from] oxprof_format::LoadError),
     /// No run of that name.
     #[error("no run named {name:?}; available runs: {available}")]
     UnknownRun {
@@ -14,4 +17,44 @@ pub enum ApiError {
         /// Comma-separated run names.
         available: String,
     },
+    /// No host of that name in the run.
+    #[error("no host named {host:?} in run {run:?}; available hosts: {available} (or ALL_HOSTS)")]
+    UnknownHost {
+        /// The requested host.
+        host: String,
+        /// The run.
+        run: String,
+        /// Comma-separated host names.
+        available: String,
+    },
+    /// No tool of that name.
+    #[error("unknown tool {0:?}")]
+    UnknownTool(String),
+    /// A tool oxprof knows but does not compute yet.
+    #[error("tool {tool:?} is not available in this version of oxprof")]
+    NotYetAvailable {
+        /// The tool.
+        tool: String,
+    },
+    /// A parameter is missing or malformed.
+    #[error("bad parameter {name:?}: {reason}")]
+    BadParameter {
+        /// The parameter.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl ApiError {
+    /// The HTTP status this error maps to.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            ApiError::UnknownRun { .. } | ApiError::UnknownHost { .. } | ApiError::UnknownTool(_) => 404,
+            ApiError::Discovery(_) => 404,
+            ApiError::BadParameter { .. } => 400,
+            ApiError::Load(_) => 422,
+            ApiError::NotYetAvailable { .. } => 501,
+        }
+    }
 }

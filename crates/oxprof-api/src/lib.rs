@@ -5,7 +5,9 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod data;
 mod error;
 pub mod inspect;
+pub mod table;
 
 pub use error::ApiError;

@@ -163,6 +163,11 @@ impl XPlane {
         self.stat_metadata_in_file
     }
 
+    /// Dense ids of all event metadata, in [`XPlane::event_metadata`] order.
+    pub fn event_metadata_ids(&self) -> impl Iterator<Item = EventMetadataId> + use<> {
+        (0..self.event_metadata.len() as u32).map(EventMetadataId)
+    }
+
     /// Event metadata by dense id.
     #[inline]
     pub fn event_metadata_at(&self, id: EventMetadataId) -> &EventMetadata {

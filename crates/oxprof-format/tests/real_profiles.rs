@@ -185,3 +185,17 @@ fn thousands_of_mutations_never_panic_and_agree_with_prost() {
     eprintln!("{count} mutations: {accepted} decoded, {rejected} rejected with an error");
     assert!(rejected > 0 && accepted > 0);
 }
+
+/// Inputs the fuzzer once flagged, kept so they stay fixed.
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let dir = repo_root().join("testdata/fuzz-regressions");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let bytes = std::fs::read(entry.path()).unwrap();
+        let _ = oxprof_format::decode_bytes(&entry.path(), &bytes);
+        assert!(crosscheck(&bytes).is_ok(), "{}", entry.path().display());
+        n += 1;
+    }
+    assert!(n > 0);
+}

@@ -1,8 +1,8 @@
 //! The `oxprof` command: a thin shell over `oxprof-api`. Parses arguments, prints
 //! responses, maps failures to exit codes (2 = bad input).
 
-use anyhow::Result;
-use clap::{Parser, Subcommand};
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,6 +24,42 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print one tool's output, as XProf's /data endpoint returns it (or as CSV/Markdown).
+    Data {
+        /// Tool: overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer.
+        tool: String,
+        /// A log directory, a run directory, or one .xplane.pb(.gz) file.
+        path: PathBuf,
+        /// Run name (default: the newest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// Host name, or ALL_HOSTS (default: all hosts).
+        #[arg(long)]
+        host: Option<String>,
+        /// Tool parameter as key=value (repeatable), e.g. --param group_by=category.
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        params: Vec<(String, String)>,
+        /// Output format: the exact JSON body, or the first table as CSV or Markdown.
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+    },
+}
+
+/// Output formats of `oxprof data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// The body XProf's server returns.
+    Json,
+    /// The first table as CSV (like XProf's /data_csv).
+    Csv,
+    /// The first table as Markdown, followed by oxprof's notes.
+    Md,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
 }
 
 /// Exit code for bad input (unreadable or corrupt profiles, nothing found).
@@ -57,6 +93,31 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
+        }
+        Command::Data { tool, path, run, host, params, format } => {
+            let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };
+            let response = oxprof_api::data::data(&path, &request)?;
+            match format {
+                Format::Json => {
+                    println!("{}", response.body);
+                    for note in &response.notes {
+                        eprintln!("note: {note}");
+                    }
+                }
+                Format::Csv | Format::Md => {
+                    let json = response.json.as_ref().context("this tool's output is not JSON")?;
+                    let table = oxprof_api::table::first_table(json).context("this tool's output has no table")?;
+                    if format == Format::Csv {
+                        print!("{}", oxprof_api::table::to_csv(table));
+                    } else {
+                        print!("{}", oxprof_api::table::to_markdown(table));
+                        for note in &response.notes {
+                            println!("\n> **Note:** {note}");
+                        }
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

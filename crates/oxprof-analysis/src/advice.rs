@@ -1,0 +1,68 @@
+//! oxprof's own advice about a profile, beyond XProf's outputs: e.g. why no steps were
+//! found and what to change in the training script. Shown by the CLI (`--format md`) and the
+//! UI next to the XProf-compatible data, never inside it.
+
+use crate::grouping::EventGroups;
+use oxprof_format::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
+use std::collections::BTreeMap;
+
+/// Explains a profile in which no steps were found. Empty when steps exist.
+pub fn missing_steps_advice(space: &XSpace, groups: &EventGroups) -> Vec<String> {
+    if !groups.groups().is_empty() {
+        return Vec::new();
+    }
+    let Some(host) = space.plane(HOST_THREADS_PLANE_NAME) else {
+        return vec![
+            "No steps found: the profile has no host trace (/host:CPU), so steps cannot be detected.".to_string(),
+        ];
+    };
+    // Events that carry a step number but are not step roots (no `_r`): Keras 3's
+    // `Trace("Profiled batch", step_num=…)` is the common case.
+    let mut unmarked: BTreeMap<&str, usize> = BTreeMap::new();
+    for event in host.events() {
+        let stats = event.stats();
+        let has_step = stats.get(StatType::StepNum).is_some() || stats.get(StatType::IterNum).is_some();
+        if has_step && stats.get(StatType::IsRoot).is_none() {
+            *unmarked.entry(event.name()).or_default() += 1;
+        }
+    }
+    if let Some((name, count)) = unmarked.iter().max_by_key(|&(_, &n)| n) {
+        return vec![format!(
+            "No steps found: {count} \"{name}\" events carry a step number but no `_r=1` root marker, so \
+             XProf (and oxprof's XProf-compatible output) cannot tell steps apart. Keras 3's model.fit marks \
+             batches this way. To get per-step analysis, wrap each training step in \
+             `tf.profiler.experimental.Trace(\"train\", step_num=step, _r=1)` (TensorFlow) or \
+             `jax.profiler.StepTraceAnnotation(\"train\", step_num=step)` (JAX)."
+        )];
+    }
+    vec![
+        "No steps found: the profile has no step markers. Wrap each training step in \
+         `tf.profiler.experimental.Trace(\"train\", step_num=step, _r=1)` (TensorFlow) or \
+         `jax.profiler.StepTraceAnnotation(\"train\", step_num=step)` (JAX) to get per-step analysis."
+            .to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxprof_format::testing::XSpaceBuilder;
+
+    #[test]
+    fn explains_keras_batches_without_root_marker() {
+        // python |- Profiled batch (step_num=3) -|- Profiled batch (step_num=4) -|
+        let bytes = XSpaceBuilder::new()
+            .plane("/host:CPU", |p| {
+                p.line(1, "python", 0, |l| {
+                    l.event("Profiled batch", 0, 100).stat("step_num", 3i64);
+                    l.event("Profiled batch", 100, 100).stat("step_num", 4i64);
+                });
+            })
+            .to_bytes();
+        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let advice = missing_steps_advice(&space, &EventGroups::default());
+        assert_eq!(advice.len(), 1);
+        assert!(advice[0].contains("2 \"Profiled batch\" events"), "{}", advice[0]);
+        assert!(advice[0].contains("_r=1"));
+    }
+}

@@ -1,0 +1,119 @@
+//! The `data` request: one tool's output for a run and a host selection, with the body
+//! XProf's `/data/plugin/profile/data?run=&tag=&host=` returns.
+//!
+//! Host selection follows XProf: `host=ALL_HOSTS` or no host means every host of the run
+//! (their OpStats combined); `host=h` means that host's file only.
+
+use crate::ApiError;
+use oxprof_analysis::op_stats::OpStats;
+use oxprof_analysis::op_stats::convert::{HostAnalysis, xspace_to_op_stats};
+use oxprof_format::{HostFile, Run, discover, load_xspace};
+use rayon::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The host selector meaning "every host of the run".
+pub const ALL_HOSTS: &str = "ALL_HOSTS";
+
+/// Tools oxprof serves from OpStats, with the names XProf uses (and legacy aliases).
+pub const OP_STATS_TOOLS: &[&str] =
+    &["overview_page", "input_pipeline_analyzer", "framework_op_stats", "tensorflow_stats", "pod_viewer"];
+
+/// A request for one tool's data.
+#[derive(Debug, Clone, Default)]
+pub struct DataRequest {
+    /// Run name (`None`: the newest run).
+    pub run: Option<String>,
+    /// Tool name (`tag` in XProf's URL).
+    pub tool: String,
+    /// Host (`None` or `ALL_HOSTS`: all hosts).
+    pub host: Option<String>,
+    /// Further tool parameters.
+    pub params: BTreeMap<String, String>,
+}
+
+/// A tool's response.
+#[derive(Debug, Clone)]
+pub struct DataResponse {
+    /// MIME type of `body`.
+    pub content_type: &'static str,
+    /// The body, byte for byte what XProf's server returns (before compression).
+    pub body: String,
+    /// The JSON value of `body`, when it is JSON.
+    pub json: Option<Value>,
+    /// oxprof's own notes for users (e.g. why no steps were found); not part of `body`.
+    pub notes: Vec<String>,
+}
+
+/// Resolves a run under `path`.
+pub fn select_run(path: &Path, run: Option<&str>) -> Result<Run, ApiError> {
+    let discovery = discover(path)?;
+    match run {
+        None => discovery
+            .runs
+            .into_iter()
+            .next()
+            .ok_or_else(|| ApiError::UnknownRun { name: String::new(), available: String::new() }),
+        Some(name) => {
+            let available = discovery.runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ");
+            discovery
+                .runs
+                .into_iter()
+                .find(|r| r.name == name)
+                .ok_or_else(|| ApiError::UnknownRun { name: name.to_string(), available })
+        }
+    }
+}
+
+/// The files a host selection means, as XProf selects them.
+pub fn select_hosts<'a>(run: &'a Run, host: Option<&str>) -> Result<Vec<&'a HostFile>, ApiError> {
+    match host {
+        None | Some("") | Some(ALL_HOSTS) => Ok(run.hosts.iter().collect()),
+        Some(h) => run.hosts.iter().find(|f| f.host == h).map(|f| vec![f]).ok_or_else(|| ApiError::UnknownHost {
+            host: h.to_string(),
+            run: run.name.clone(),
+            available: run.hosts.iter().map(|f| f.host.as_str()).collect::<Vec<_>>().join(", "),
+        }),
+    }
+}
+
+/// Loads and converts each selected host (in parallel), then combines them.
+pub fn op_stats_for(files: &[&HostFile]) -> Result<(OpStats, Vec<HostAnalysis>), ApiError> {
+    let analyses: Vec<HostAnalysis> = files
+        .par_iter()
+        .map(|f| load_xspace(&f.path).map(|space| xspace_to_op_stats(&space)).map_err(ApiError::from))
+        .collect::<Result<_, _>>()?;
+    let combined = combine(&analyses);
+    Ok((combined, analyses))
+}
+
+fn combine(analyses: &[HostAnalysis]) -> OpStats {
+    match analyses {
+        [one] => one.op_stats.clone(),
+        // Multi-host combine lands with the combiner; until then the first host.
+        many => many.first().map(|a| a.op_stats.clone()).unwrap_or_default(),
+    }
+}
+
+/// Answers a data request for the profiles under `path`.
+pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError> {
+    let tool = request.tool.trim_end_matches('^');
+    if !OP_STATS_TOOLS.contains(&tool) {
+        return Err(ApiError::UnknownTool(tool.to_string()));
+    }
+    let run = select_run(path, request.run.as_deref())?;
+    let files = select_hosts(&run, request.host.as_deref())?;
+    let (op_stats, analyses) = op_stats_for(&files)?;
+    let json = render_op_stats_tool(tool, &op_stats)?;
+    let notes = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
+    Ok(DataResponse { content_type: "application/json", body: json.to_string(), json: Some(json), notes })
+}
+
+fn render_op_stats_tool(tool: &str, _op_stats: &OpStats) -> Result<Value, ApiError> {
+    Err(ApiError::NotYetAvailable { tool: tool.to_string() })
+}
+
+fn host_notes(host: &str, analysis: &HostAnalysis) -> Vec<String> {
+    analysis.advice.iter().map(|a| format!("{host}: {a}")).collect()
+}

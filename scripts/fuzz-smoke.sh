@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Bounded fuzz smoke test of the XSpace decoder (fuzz/fuzz_targets/decode_xspace.rs).
+#
+#   scripts/fuzz-smoke.sh            # 60 s of fuzzing
+#   FUZZ_SECONDS=600 scripts/fuzz-smoke.sh
+#
+# Steps: install cargo-fuzz if missing, build the target, seed the corpus (small profiles
+# under testdata/profiles plus a few XSpaces written here byte by byte; larger profiles
+# are decoded once each), fuzz for FUZZ_SECONDS. Exits non-zero on any crash, timeout or
+# out-of-memory; the input that triggered it is left in fuzz/artifacts/decode_xspace/.
+#
+# Runs on the stable toolchain: `--sanitizer none` makes cargo-fuzz pass only stable rustc
+# flags (the SanitizerCoverage instrumentation libFuzzer needs is stable). The decoded
+# path is safe Rust, so panics, overflow checks (debug assertions are on) and the
+# target's own model checks are what find bugs. FUZZ_SANITIZER=address opts into
+# AddressSanitizer, which needs unstable rustc flags and so RUSTC_BOOTSTRAP=1 on stable.
+#
+# Env: FUZZ_SECONDS (default 60), FUZZ_SANITIZER (default none),
+#      FUZZ_SEED_MAX_BYTES (default 65536: larger decompressed profiles are decoded once
+#      each instead of seeding the corpus).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+fuzz_dir="$root/fuzz"
+target=decode_xspace
+seconds="${FUZZ_SECONDS:-60}"
+sanitizer="${FUZZ_SANITIZER:-none}"
+seed_max="${FUZZ_SEED_MAX_BYTES:-65536}"
+corpus="$fuzz_dir/corpus/$target"
+artifacts="$fuzz_dir/artifacts/$target"
+
+log() { printf 'fuzz-smoke: %s\n' "$*" >&2; }
+
+# (a) cargo-fuzz
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    log "installing cargo-fuzz"
+    cargo install cargo-fuzz --locked
+fi
+log "$(cargo fuzz --version), $(rustc --version)"
+
+if [[ "$sanitizer" != none ]] && ! rustc --version | grep -q nightly; then
+    export RUSTC_BOOTSTRAP=1 # -Zsanitizer on a stable compiler
+fi
+cd "$fuzz_dir"
+
+# (b) build
+log "building $target (sanitizer: $sanitizer)"
+cargo fuzz build --sanitizer "$sanitizer" "$target"
+
+# (c) seed corpus
+mkdir -p "$corpus" "$artifacts"
+
+# Protobuf encoding into hex strings (hex keeps NUL bytes intact in shell variables).
+varint() { # unsigned LEB128 of a 64-bit value (negative numbers as two's complement)
+    local v=$1 out="" b
+    while :; do
+        b=$((v & 0x7f))
+        v=$(((v >> 7) & 0x01ffffffffffffff))
+        if ((v == 0)); then
+            out+=$(printf '%02x' "$b")
+            break
+        fi
+        out+=$(printf '%02x' $((b | 0x80)))
+    done
+    printf '%s' "$out"
+}
+hexof() { od -An -v -tx1 | tr -d ' \n'; }         # stdin bytes -> hex
+str() { printf '%s' "$1" | hexof; }                 # string -> hex
+num() { varint $(($1 << 3)); varint "$2"; }         # varint field
+msg() { varint $((($1 << 3) | 2)); varint $((${#2} / 2)); printf '%s' "$2"; } # length-delimited field
+text() { msg "$1" "$(str "$2")"; }                  # string field
+f64() { varint $((($1 << 3) | 1)); printf '%s' "$2"; } # fixed64 field, $2 = 16 hex digits, little-endian
+write_hex() { printf '%b' "$(printf '%s' "$1" | sed 's/../\\x&/g')" >"$2"; }
+
+# XStat: metadata_id, then one value field.
+stat_i64() { msg "$1" "$(num 1 "$2")$(num 4 "$3")"; }
+stat_u64() { msg "$1" "$(num 1 "$2")$(num 3 "$3")"; }
+stat_f64() { msg "$1" "$(num 1 "$2")$(f64 2 "$3")"; }
+stat_str() { msg "$1" "$(num 1 "$2")$(text 5 "$3")"; }
+stat_bytes() { msg "$1" "$(num 1 "$2")$(msg 6 "$3")"; }
+stat_ref() { msg "$1" "$(num 1 "$2")$(num 7 "$3")"; }
+stat_gz() { msg "$1" "$(num 1 "$2")$(msg 8 "$(printf '%s' "$3" | gzip -c -n | hexof)")"; }
+# Map entries of XPlane.stat_metadata (5) and XPlane.event_metadata (4).
+stat_meta() { msg 5 "$(num 1 "$1")$(msg 2 "$(num 1 "$1")$(text 2 "$2")$(text 3 "$3")")"; }
+event_meta() { msg 4 "$(num 1 "$1")$(msg 2 "$(num 1 "$1")$(text 2 "$2")$3")"; } # key, name, more fields
+
+seed_synthetic() {
+    local line1 line2 cpu gpu
+    line1="$(num 1 1)$(num 10 1)$(text 2 python)$(text 11 'Python thread')$(num 3 1700000000000000000)$(num 9 2000000)"
+    line1+=$(msg 4 "$(num 1 1)$(num 2 0)$(num 3 100000)$(stat_i64 4 1 3)$(stat_i64 4 2 1)$(stat_u64 4 3 7)$(stat_f64 4 8 000000000000f83f)$(stat_str 4 5 'kernel<<<1,1>>>')$(stat_bytes 4 6 0102ff00)$(stat_ref 4 7 1)$(stat_gz 4 5 'compressed text')")
+    line1+=$(msg 4 "$(num 1 2)$(num 2 10)$(num 3 500)$(stat_u64 4 4 -1)")
+    line1+=$(msg 4 "$(num 1 2)$(num 5 42)$(num 3 900)")         # aggregated: num_occurrences
+    line1+=$(msg 4 "$(num 1 99)$(num 2 20)$(num 3 1)$(stat_i64 4 77 -5)") # unknown event and stat metadata
+    line2="$(num 1 2)$(text 2 'tf_Compute')$(num 3 1700000000000001000)"
+    line2+=$(msg 4 "$(num 1 3)$(num 2 5)$(num 3 7)$(stat_u64 4 3 7)$(stat_i64 4 2 1)")
+    cpu="$(num 1 0)$(text 2 /host:CPU)$(msg 3 "$line1")$(msg 3 "$line2")"
+    cpu+=$(event_meta 1 train "$(text 4 'train step')$(msg 3 0a0b)$(stat_i64 5 1 3)$(msg 6 "$(varint 2)$(varint 3)")")
+    cpu+=$(event_meta 2 matmul "$(num 6 1)")
+    cpu+=$(event_meta 3 'ExecutorState::Process' "")
+    cpu+="$(stat_meta 1 step_num '')$(stat_meta 2 _r '')$(stat_meta 3 group_id '')$(stat_meta 4 correlation_id '')"
+    cpu+="$(stat_meta 5 kernel_details 'launch details')$(stat_meta 6 'Hlo Proto' '')$(stat_meta 7 flow '')$(stat_meta 8 fragmentation '')"
+    cpu+="$(stat_i64 6 1 12)$(stat_str 6 6 plane-level)"
+    gpu="$(num 1 1)$(text 2 /device:GPU:0)$(num 15 9)" # field 15: unknown
+    gpu+=$(msg 3 "$(num 1 7)$(text 2 'Stream #7')$(num 3 1700000000000000000)$(msg 4 "$(num 1 1)$(num 2 3)$(num 3 4)")")
+    gpu+="$(event_meta 1 'fusion.1' "")$(stat_meta 1 clock_rate '')$(stat_u64 6 1 1410000)$(stat_f64 6 1 000000000000f0bf)"
+
+    write_hex "$(text 4 host-0)$(text 2 'an error')$(text 3 'a warning')" "$corpus/seed-hostnames"
+    write_hex "$(msg 1 "$cpu")$(text 4 host-0)" "$corpus/seed-host-plane"
+    write_hex "$(msg 1 "$cpu")$(msg 1 "$gpu")$(num 9 1)$(text 4 host-0)" "$corpus/seed-two-planes"
+    write_hex "$(msg 1 "$(text 2 /host:CPU)")" "$corpus/seed-empty-plane"
+    gzip -c -n "$corpus/seed-host-plane" >"$corpus/seed-host-plane-gzip"
+}
+seed_synthetic
+
+# Real profiles: small ones seed the corpus; larger ones are decoded and walked once each
+# (fuzzing megabyte inputs runs ~200x slower and covered less in a 60 s run than the
+# synthetic seeds alone, measured on the 0.5-1 MB profiles of testdata/profiles).
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+touch "$work/.start" # artifacts newer than this come from this run
+seeded=0 large=0
+if [[ -d "$root/testdata/profiles" ]]; then
+    while IFS= read -r -d '' gz; do
+        name="testdata-$(printf '%s' "${gz#"$root/testdata/profiles/"}" | tr '/' '_')"
+        name="${name%.gz}"
+        if ! gzip -dc "$gz" >"$work/$name"; then
+            log "warning: cannot decompress $gz, skipped"
+            rm -f "$work/$name"
+        elif (($(stat -c %s "$work/$name") <= seed_max)); then
+            mv "$work/$name" "$corpus/$name"
+            seeded=$((seeded + 1))
+        else
+            large=$((large + 1))
+        fi
+    done < <(find "$root/testdata/profiles" -name '*.xplane.pb.gz' -type f -print0 | sort -z)
+fi
+log "corpus: $(find "$corpus" -type f | wc -l) files; testdata/profiles: $seeded seeded," \
+    "$large larger than $seed_max bytes (decoded once each)"
+
+# Runs the fuzz binary; on failure names the reproducers and exits with its status.
+fuzz() {
+    local status=0
+    cargo fuzz run --sanitizer "$sanitizer" "$target" "$@" || status=$?
+    if ((status != 0)); then
+        log "FAILED (exit $status): crash, timeout or out-of-memory. Reproducers:"
+        find "$artifacts" -type f -newer "$work/.start" -print >&2 || true
+        log "reproduce: (cd fuzz && cargo fuzz run --sanitizer $sanitizer $target <file>)"
+        exit "$status"
+    fi
+}
+limits=(-rss_limit_mb=2048 -timeout=10)
+if ((large > 0)); then
+    log "decoding the $large larger profiles once each"
+    fuzz "$work"/testdata-* -- "${limits[@]}"
+fi
+
+# (d) fuzz
+log "fuzzing $target for ${seconds}s"
+fuzz "$corpus" -- -max_total_time="$seconds" "${limits[@]}" -print_final_stats=1
+log "passed: no crash in ${seconds}s"
