@@ -29,6 +29,9 @@ pub enum DecodeError {
     /// The buffer is empty.
     #[error("the file is empty (0 bytes)")]
     Empty,
+    /// Bytes that should hold an `xla.HloProto` do not.
+    #[error("not a valid HLO proto ({0} bytes)")]
+    NotAnHloProto(usize),
     /// A limit of the in-memory model was exceeded.
     #[error("too large to load: {0}")]
     TooLarge(&'static str),

@@ -4,6 +4,7 @@
 //!   optionally gzip-compressed) into an [`XSpace`].
 //! * [`discover`]: runs and hosts under a log directory, the way XProf lays them out.
 //! * [`schema`]: stat and event types resolved by name, as XProf resolves them.
+//! * [`hlo`]: the XLA HLO modules a profile carries, decoded into a small model.
 //! * [`testing`]: a builder that writes XSpace bytes for tests.
 //!
 //! Invariant: nothing outside this crate sees protobuf wire types; the model holds
@@ -18,6 +19,7 @@ mod decode;
 mod diagnostics;
 pub mod discovery;
 mod error;
+pub mod hlo;
 mod load;
 mod model;
 pub mod schema;

@@ -1,4 +1,8 @@
 //! XProf's tools, one module each, rendering OpStats (or the model) into XProf's wire
 //! formats.
 
+pub mod csv;
 pub mod datatable;
+pub mod framework_op_stats;
+pub mod op_record;
+pub mod pod_viewer;
