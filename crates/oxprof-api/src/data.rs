@@ -110,8 +110,13 @@ pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError
     Ok(DataResponse { content_type: "application/json", body: json.to_string(), json: Some(json), notes })
 }
 
-fn render_op_stats_tool(tool: &str, _op_stats: &OpStats) -> Result<Value, ApiError> {
-    Err(ApiError::NotYetAvailable { tool: tool.to_string() })
+fn render_op_stats_tool(tool: &str, op_stats: &OpStats) -> Result<Value, ApiError> {
+    use oxprof_analysis::tools;
+    match tool {
+        "framework_op_stats" | "tensorflow_stats" => Ok(tools::framework_op_stats::framework_op_stats(op_stats)),
+        "pod_viewer" => Ok(tools::pod_viewer::pod_viewer(op_stats)),
+        _ => Err(ApiError::NotYetAvailable { tool: tool.to_string() }),
+    }
 }
 
 fn host_notes(host: &str, analysis: &HostAnalysis) -> Vec<String> {

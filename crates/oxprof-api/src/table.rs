@@ -1,5 +1,5 @@
-//! Tables for people and spreadsheets: the first DataTable of a tool's JSON output as CSV
-//! (like XProf's `/data_csv`) or as a Markdown table.
+//! Tables for people: the first DataTable of a tool's JSON output as Markdown (CSV like
+//! XProf's `/data_csv` is `oxprof_analysis::tools::csv`).
 
 use serde_json::Value;
 
@@ -45,21 +45,6 @@ fn rows(table: &Value) -> Vec<Vec<String>> {
         .unwrap_or_default()
 }
 
-/// CSV with every field quoted and the column labels as header (XProf's `/data_csv`).
-pub fn to_csv(table: &Value) -> String {
-    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-    let mut out = String::new();
-    let header: Vec<String> = labels(table).iter().map(|l| quote(l)).collect();
-    out.push_str(&header.join(","));
-    out.push_str("\r\n");
-    for row in rows(table) {
-        let fields: Vec<String> = row.iter().map(|c| quote(c)).collect();
-        out.push_str(&fields.join(","));
-        out.push_str("\r\n");
-    }
-    out
-}
-
 /// A GitHub-flavoured Markdown table.
 pub fn to_markdown(table: &Value) -> String {
     let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
@@ -82,7 +67,6 @@ mod tests {
         let json = json!([{}, {"cols": [{"id": "a", "label": "A", "type": "string"}, {"id": "b", "label": "B|x", "type": "number"}],
             "rows": [{"c": [{"v": "x\"y"}, {"v": 1.5}]}]}]);
         let t = first_table(&json).unwrap();
-        assert_eq!(to_csv(t), "\"A\",\"B|x\"\r\n\"x\"\"y\",\"1.5\"\r\n");
         assert_eq!(to_markdown(t), "| A | B\\|x |\n|---|---|\n| x\"y | 1.5 |\n");
     }
 }

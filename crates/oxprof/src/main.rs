@@ -108,7 +108,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let json = response.json.as_ref().context("this tool's output is not JSON")?;
                     let table = oxprof_api::table::first_table(json).context("this tool's output has no table")?;
                     if format == Format::Csv {
-                        print!("{}", oxprof_api::table::to_csv(table));
+                        print!("{}", oxprof_analysis::tools::csv::datatable_to_csv(table));
                     } else {
                         print!("{}", oxprof_api::table::to_markdown(table));
                         for note in &response.notes {
