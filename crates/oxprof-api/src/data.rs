@@ -115,6 +115,8 @@ fn render_op_stats_tool(tool: &str, op_stats: &OpStats) -> Result<Value, ApiErro
     match tool {
         "framework_op_stats" | "tensorflow_stats" => Ok(tools::framework_op_stats::framework_op_stats(op_stats)),
         "pod_viewer" => Ok(tools::pod_viewer::pod_viewer(op_stats)),
+        "overview_page" => Ok(tools::overview_page::overview_page(op_stats)),
+        "input_pipeline_analyzer" => Ok(tools::input_pipeline::input_pipeline_analyzer(op_stats)),
         _ => Err(ApiError::NotYetAvailable { tool: tool.to_string() }),
     }
 }

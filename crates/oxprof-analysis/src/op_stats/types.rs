@@ -264,6 +264,12 @@ pub struct OpMetricsDb {
     /// Busy time (TPU duty cycle).
     #[serde(with = "pbjson_u64")]
     pub busy_time_ps: u64,
+    /// Busy time measured with high confidence (TPU duty cycle).
+    #[serde(with = "pbjson_u64")]
+    pub busy_time_high_confidence_ps: u64,
+    /// Idle time measured with high confidence (TPU duty cycle).
+    #[serde(with = "pbjson_u64")]
+    pub idle_time_high_confidence_ps: u64,
 }
 
 /// `PerfEnv`: hardware peaks.
