@@ -8,6 +8,7 @@ pub mod advice;
 pub mod grouping;
 pub mod inspect;
 pub mod jsoncmp;
+pub mod model_tracker;
 pub mod op_stats;
 pub mod tf_op;
 pub mod tools;

@@ -6,7 +6,7 @@
 
 use crate::ApiError;
 use oxprof_analysis::op_stats::OpStats;
-use oxprof_analysis::op_stats::convert::{HostAnalysis, xspace_to_op_stats};
+use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts, xspace_to_op_stats};
 use oxprof_format::{HostFile, Run, discover, load_xspace};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -78,21 +78,20 @@ pub fn select_hosts<'a>(run: &'a Run, host: Option<&str>) -> Result<Vec<&'a Host
     }
 }
 
-/// Loads and converts each selected host (in parallel), then combines them.
-pub fn op_stats_for(files: &[&HostFile]) -> Result<(OpStats, Vec<HostAnalysis>), ApiError> {
-    let analyses: Vec<HostAnalysis> = files
+/// Loads and converts each selected host (in parallel; each XSpace is dropped as soon as
+/// its OpStats exist).
+pub fn analyze_hosts(files: &[&HostFile]) -> Result<Vec<HostAnalysis>, ApiError> {
+    files
         .par_iter()
         .map(|f| load_xspace(&f.path).map(|space| xspace_to_op_stats(&space)).map_err(ApiError::from))
-        .collect::<Result<_, _>>()?;
-    let combined = combine(&analyses);
-    Ok((combined, analyses))
+        .collect()
 }
 
-fn combine(analyses: &[HostAnalysis]) -> OpStats {
-    match analyses {
-        [one] => one.op_stats.clone(),
-        // Multi-host combine lands with the combiner; until then the first host.
-        many => many.first().map(|a| a.op_stats.clone()).unwrap_or_default(),
+/// The step database each OpStats tool reads in XProf 2.24.2.
+fn step_selection(tool: &str) -> StepSelection {
+    match tool {
+        "overview_page" | "input_pipeline_analyzer" => StepSelection::DropIncomplete,
+        _ => StepSelection::All,
     }
 }
 
@@ -104,7 +103,8 @@ pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError
     }
     let run = select_run(path, request.run.as_deref())?;
     let files = select_hosts(&run, request.host.as_deref())?;
-    let (op_stats, analyses) = op_stats_for(&files)?;
+    let analyses = analyze_hosts(&files)?;
+    let op_stats = combine_hosts(&analyses, step_selection(tool));
     let json = render_op_stats_tool(tool, &op_stats)?;
     let notes = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
     Ok(DataResponse { content_type: "application/json", body: json.to_string(), json: Some(json), notes })

@@ -1,27 +1,117 @@
-//! XSpace → OpStats for one host (`ConvertXSpaceToOpStats` in XProf), after step grouping.
+//! XSpace → OpStats for one host (`ConvertXSpaceToOpStats` in XProf), after step grouping,
+//! and the multi-host combine.
 //!
 //! Each part (op metrics, steps, environment, kernels, tf.functions) lives in its own
-//! module; this function only runs them in XProf's order and assembles the result.
+//! module; this file only runs them in XProf's order and assembles the result.
+//!
+//! XProf 2.24.2 builds two step databases: the overview page and the input-pipeline
+//! analyzer see steps with the first and last dropped when there are more than five
+//! (`maybe_drop_incomplete_steps`), the pod viewer sees all of them. [`HostAnalysis`]
+//! keeps both so each tool gets what XProf gives it.
 
-use super::types::OpStats;
+use super::types::{OpStats, StepDatabaseResult};
+use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
 use crate::grouping::{EventGroups, group_events};
+use crate::model_tracker::any_module_trains;
 use oxprof_format::XSpace;
+use oxprof_format::hlo::hlo_modules;
 
-/// Everything computed for one host: its OpStats and the grouping it was built from.
+/// With more steps than this, the first and last are dropped as possibly incomplete.
+const DROP_INCOMPLETE_STEP_THRESHOLD: usize = 5;
+
+/// Which step database a tool reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepSelection {
+    /// Every step found (pod viewer, and the default of `ConvertXSpaceToOpStats`).
+    All,
+    /// First and last step dropped when there are more than five (overview page, input
+    /// pipeline analyzer).
+    DropIncomplete,
+}
+
+/// Everything computed for one host.
 #[derive(Debug, Clone, Default)]
 pub struct HostAnalysis {
-    /// The host's OpStats.
+    /// The host's OpStats with every step.
     pub op_stats: OpStats,
-    /// Step grouping of its events.
-    pub groups: EventGroups,
     /// oxprof's advice for this host (e.g. why no steps were found).
     pub advice: Vec<String>,
+    /// Number of events that took part in grouping (for diagnostics).
+    pub grouped: bool,
+}
+
+impl HostAnalysis {
+    /// The OpStats a tool reading `steps` sees.
+    pub fn op_stats_for(&self, steps: StepSelection) -> OpStats {
+        let mut op_stats = self.op_stats.clone();
+        if steps == StepSelection::DropIncomplete {
+            drop_incomplete_steps(&mut op_stats.step_db);
+        }
+        op_stats
+    }
+}
+
+/// Drops the first and last step when there are more than five.
+pub fn drop_incomplete_steps(step_db: &mut StepDatabaseResult) {
+    if step_db.step_sequence.len() > DROP_INCOMPLETE_STEP_THRESHOLD {
+        step_db.step_sequence.remove(0);
+        step_db.step_sequence.pop();
+    }
 }
 
 /// Converts one host's XSpace into OpStats, as XProf's OpStats tools see it.
 pub fn xspace_to_op_stats(space: &XSpace) -> HostAnalysis {
     let groups = group_events(space);
-    let op_stats = OpStats::default();
+    let op_stats = op_stats_from_groups(space, &groups);
     let advice = crate::advice::missing_steps_advice(space, &groups);
-    HostAnalysis { op_stats, groups, advice }
+    HostAnalysis { op_stats, advice, grouped: groups.computed() }
+}
+
+/// `ConvertXSpaceToOpStats` with every option on, given the host's step grouping.
+pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
+    let mut op_stats = OpStats {
+        diagnostics: environment::diagnostics(space),
+        run_environment: environment::run_environment(space),
+        core_id_to_details: environment::core_id_to_details(space),
+        ..Default::default()
+    };
+    let (device_planes, is_tpu) = environment::device_planes(space);
+    if let Some(first) = device_planes.first() {
+        op_stats.perf_env = Some(environment::perf_env_from_plane(first));
+    }
+    op_stats.device_op_metrics_db = device_op_metrics::device_op_metrics_db(space, Some(groups), None);
+    if !is_tpu {
+        op_stats.kernel_stats_db = kernel_stats::kernel_stats_db(device_planes.iter().copied(), None);
+    }
+
+    let (modules, _undecodable) = hlo_modules(space);
+    if any_module_trains(modules.iter().map(|(_, m)| m)) {
+        op_stats.run_environment.is_training = true;
+    }
+
+    if let Some(host) = host_op_metrics::find_host_plane(space) {
+        op_stats.host_op_metrics_db = host_op_metrics::host_op_metrics_db(space, host, groups);
+        op_stats.performance_counter_result = environment::performance_counter_result(space);
+        op_stats.tf_function_db = tf_functions::tf_function_db(space, host);
+    }
+
+    let steps = steps_db::xspace_to_step_db(space, groups, &super::step_events::NoTpuOpMetrics, false);
+    op_stats.step_db = steps.step_db;
+    op_stats.device_op_metrics_db.precision_stats = Some(steps.precision_stats);
+    op_stats.hlo_metrics_db_complete_steps_only = steps.hlo_metrics_db_complete_steps_only;
+
+    op_stats.program_id_to_name_map = modules.into_iter().map(|(id, m)| (id, m.name)).collect();
+    op_stats
+}
+
+/// Combines the hosts of a run (`CombineAllOpStats` with step intersection); a single host
+/// is returned unchanged.
+pub fn combine_hosts(hosts: &[HostAnalysis], steps: StepSelection) -> OpStats {
+    match hosts {
+        [one] => one.op_stats_for(steps),
+        many => {
+            let all: Vec<OpStats> = many.iter().map(|h| h.op_stats_for(steps)).collect();
+            combine::combine_hosts_op_stats(&all)
+        }
+    }
 }
