@@ -195,6 +195,8 @@ struct LineScratch {
     /// Candidates in begin order, only built when event order is not begin order.
     begin_order: Vec<u32>,
     stack: Vec<OpenOp>,
+    /// Op table index → position in the line's database (`NO_OP` = not seen yet).
+    op_positions: Vec<u32>,
 }
 
 /// `ConvertHostThreadsXPlaneToOpMetricsDb`: the framework-op database of the host plane at
@@ -285,10 +287,12 @@ fn push_candidate(scratch: &mut LineScratch, candidate: Candidate, end_ps: u64) 
 /// per-activity buffer.
 fn replay_line_activities(table: &HostOpTable<'_>, scratch: &mut LineScratch) -> OpMetricsDb {
     let mut builder = HostOpMetricsDbBuilder::new();
-    let LineScratch { candidates, ends, begin_order, stack } = scratch;
+    let LineScratch { candidates, ends, begin_order, stack, op_positions } = scratch;
     if candidates.is_empty() {
         return builder.into_db();
     }
+    op_positions.clear();
+    op_positions.resize(table.ops.len(), NO_OP);
     ends.sort_unstable();
     let begins_sorted = candidates.windows(2).all(|w| w[0].begin_ps <= w[1].begin_ps);
     begin_order.clear();
@@ -343,7 +347,19 @@ fn replay_line_activities(table: &HostOpTable<'_>, scratch: &mut LineScratch) ->
         let Some(candidate) = candidates.get(candidate_index as usize) else { continue };
         let Some(op) = table.ops.get(candidate.op as usize) else { continue };
         let span = Timespan::from_end_points(open.start_ps, end_ps);
-        builder.enter_op(op.name, op.op_type, candidate.is_eager, span.duration_ps, open.children_ps, op.id);
+        // Remember where each table op lives in the line's database: one name lookup per
+        // op and line instead of one per execution.
+        let position = match op_positions.get(candidate.op as usize) {
+            Some(&p) if p != NO_OP => p as usize,
+            _ => {
+                let p = builder.op_position(op.id, op.name);
+                if let (Some(slot), Ok(p32)) = (op_positions.get_mut(candidate.op as usize), u32::try_from(p)) {
+                    *slot = p32;
+                }
+                p
+            }
+        };
+        builder.enter_op_at(position, op.op_type, candidate.is_eager, span.duration_ps, open.children_ps);
         if let Some(parent) = stack.last_mut() {
             parent.children_ps = parent.children_ps.wrapping_add(span.duration_ps);
         }

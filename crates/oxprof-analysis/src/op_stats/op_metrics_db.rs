@@ -60,18 +60,30 @@ impl OpMetricsDbBuilder {
     /// `LookupOrInsertNewOpMetrics`: the op with this key, appended (with only
     /// `hlo_module_id` and `name` set) if it is new.
     pub fn lookup_or_insert(&mut self, hlo_module_id: u64, name: &str) -> &mut OpMetrics {
+        let position = self.position(hlo_module_id, name);
+        // In range by construction (checked or just pushed).
+        &mut self.db.metrics_db[position]
+    }
+
+    /// The position in `metrics_db` of the op with this key, appended if new. Positions
+    /// stay valid for the builder's life (ops are only appended), so callers that see the
+    /// same op many times can remember it and use [`Self::op_at`].
+    pub fn position(&mut self, hlo_module_id: u64, name: &str) -> usize {
         let len = self.db.metrics_db.len();
         let known = self.index.get(&hlo_module_id).and_then(|by_name| by_name.get(name)).copied().filter(|&p| p < len);
-        let position = match known {
+        match known {
             Some(p) => p,
             None => {
                 self.db.metrics_db.push(OpMetrics { hlo_module_id, name: name.to_string(), ..Default::default() });
                 self.index.entry(hlo_module_id).or_default().insert(name.to_string(), len);
                 len
             }
-        };
-        // In range by construction (checked or just pushed).
-        &mut self.db.metrics_db[position]
+        }
+    }
+
+    /// The op at a position returned by [`Self::position`].
+    pub fn op_at(&mut self, position: usize) -> Option<&mut OpMetrics> {
+        self.db.metrics_db.get_mut(position)
     }
 
     /// The database so far.
@@ -120,8 +132,27 @@ impl HostOpMetricsDbBuilder {
         children_time_ps: u64,
         id: i64,
     ) {
+        let position = self.op_position(id, name);
+        self.enter_op_at(position, category, is_eager, time_ps, children_time_ps);
+    }
+
+    /// The position of the op keyed `(id, name)`, created if new, for [`Self::enter_op_at`].
+    pub fn op_position(&mut self, id: i64, name: &str) -> usize {
+        self.base.position(id as u64, name)
+    }
+
+    /// [`Self::enter_op`] on the op at a position from [`Self::op_position`] (saves the
+    /// name lookup when the caller already knows the op).
+    pub fn enter_op_at(
+        &mut self,
+        position: usize,
+        category: &str,
+        is_eager: bool,
+        time_ps: u64,
+        children_time_ps: u64,
+    ) {
         let self_time_ps = time_ps.wrapping_sub(children_time_ps);
-        let op = self.base.lookup_or_insert(id as u64, name);
+        let Some(op) = self.base.op_at(position) else { return };
         if op.category.is_empty() {
             op.category = category.to_string();
         }

@@ -171,6 +171,9 @@ pub fn line_tf_function_db(plane: &XPlane, line: &XLine) -> TfFunctionDb {
 pub fn tf_function_db(space: &XSpace, plane_index: usize) -> TfFunctionDb {
     let mut db = TfFunctionDb::default();
     let Some(plane) = space.planes.get(plane_index) else { return db };
+    if plane.stat_metadata_of_type(StatType::TfFunctionCall).is_none() {
+        return db; // No event can be a call: skip scanning every stat.
+    }
     for line in &plane.lines {
         combine_tf_function_db(&line_tf_function_db(plane, line), &mut db);
     }
