@@ -3,142 +3,23 @@
 //! worker hosts share ([`StepIntersection`]) and renumbered from 0, core ids become global
 //! (`host * 1000 + core`), op databases and environments are merged.
 //!
-//! Holds private minimal versions of parts other modules will own: the `OpMetricsDb`
-//! combiner (`OpMetricsDbCombiner`), kernel-report ordering and the tf.function combine.
+//! Op databases are merged with [`OpMetricsDbCombiner`], tf.functions with
+//! [`combine_tf_function_db`].
 
 use super::hardware::{has_device, parse_hardware_type};
+use super::op_metrics_db::OpMetricsDbCombiner;
 use super::step_intersection::StepIntersection;
+use super::tf_functions::combine_tf_function_db;
 use super::types::{
-    HardwareType, KernelReport, KernelStatsDb, MemoryAccessed, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics,
-    PerCoreStepInfo, PerfEnv, PerformanceCounterResult, PrecisionStats, RunEnvironment, StepDatabaseResult, TfFunction,
-    TfFunctionDb, tf_function_mode,
+    HardwareType, KernelReport, KernelStatsDb, OpMetricsDb, OpStats, OpStatsDiagnostics, PerCoreStepInfo, PerfEnv,
+    PerformanceCounterResult, RunEnvironment, StepDatabaseResult,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// `kMaxNumOfKernels`: kernel reports kept after combining.
 const MAX_NUM_OF_KERNELS: usize = 1000;
 /// `kMaxDevicesPerHost` of `GlobalCoreId`.
 const MAX_DEVICES_PER_HOST: u32 = 1000;
-
-// ---------------------------------------------------------------------------------------
-// OpMetricsDb combining (private minimal version of `OpMetricsDbCombiner`).
-// ---------------------------------------------------------------------------------------
-
-/// Accumulates op databases into one: ops are matched by `(hlo_module_id, name)` and
-/// appended in first-seen order; times, counts, FLOPs and bytes are summed.
-#[derive(Debug, Default)]
-pub(crate) struct OpMetricsDbCombiner {
-    db: OpMetricsDb,
-    index: HashMap<(u64, String), usize>,
-}
-
-impl OpMetricsDbCombiner {
-    /// An empty result.
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds `src` (`OpMetricsDbCombiner::Combine`).
-    pub(crate) fn combine(&mut self, src: &OpMetricsDb, update_num_cores: bool) {
-        let dst = &mut self.db;
-        dst.total_host_infeed_enq_duration_ps =
-            dst.total_host_infeed_enq_duration_ps.wrapping_add(src.total_host_infeed_enq_duration_ps);
-        dst.total_host_infeed_enq_start_timestamp_ps_diff = dst
-            .total_host_infeed_enq_start_timestamp_ps_diff
-            .wrapping_add(src.total_host_infeed_enq_start_timestamp_ps_diff);
-        dst.total_time_ps = dst.total_time_ps.wrapping_add(src.total_time_ps);
-        dst.total_op_time_ps = dst.total_op_time_ps.wrapping_add(src.total_op_time_ps);
-        dst.idle_time_ps = dst.idle_time_ps.wrapping_add(src.idle_time_ps);
-        dst.busy_time_ps = dst.busy_time_ps.wrapping_add(src.busy_time_ps);
-        dst.normalized_total_op_time_ps = dst.normalized_total_op_time_ps.wrapping_add(src.normalized_total_op_time_ps);
-        let src_precision = src.precision_stats.clone().unwrap_or_default();
-        let precision = dst.precision_stats.get_or_insert_with(PrecisionStats::default);
-        precision.compute_16bit_ps = precision.compute_16bit_ps.wrapping_add(src_precision.compute_16bit_ps);
-        precision.compute_32bit_ps = precision.compute_32bit_ps.wrapping_add(src_precision.compute_32bit_ps);
-        for metrics in &src.metrics_db {
-            let key = (metrics.hlo_module_id, metrics.name.clone());
-            let position = *self.index.entry(key).or_insert_with(|| {
-                dst.metrics_db.push(OpMetrics {
-                    hlo_module_id: metrics.hlo_module_id,
-                    name: metrics.name.clone(),
-                    ..Default::default()
-                });
-                dst.metrics_db.len() - 1
-            });
-            if let Some(target) = dst.metrics_db.get_mut(position) {
-                copy_op_metrics_metadata(metrics, target);
-                combine_op_metrics(metrics, target, update_num_cores);
-            }
-        }
-    }
-
-    /// The combined database.
-    pub(crate) fn into_db(self) -> OpMetricsDb {
-        self.db
-    }
-}
-
-/// `CopyOpMetricsMetadata`: descriptive fields the destination lacks.
-fn copy_op_metrics_metadata(src: &OpMetrics, dst: &mut OpMetrics) {
-    if dst.long_name.is_empty() {
-        dst.long_name.clone_from(&src.long_name);
-    }
-    if dst.fingerprint == 0 {
-        dst.fingerprint = src.fingerprint;
-    }
-    if dst.category.is_empty() {
-        dst.category.clone_from(&src.category);
-    }
-    if dst.provenance.is_empty() {
-        dst.provenance.clone_from(&src.provenance);
-    }
-    if dst.deduplicated_name.is_empty() {
-        dst.deduplicated_name.clone_from(&src.deduplicated_name);
-    }
-    if dst.children.is_none() && src.children.is_some() {
-        dst.children.clone_from(&src.children);
-    }
-    if dst.source_info.is_none() && src.source_info.is_some() {
-        dst.source_info.clone_from(&src.source_info);
-    }
-    if dst.core_type == Default::default() {
-        dst.core_type = src.core_type;
-    }
-}
-
-/// `CombineOpMetrics`.
-fn combine_op_metrics(src: &OpMetrics, dst: &mut OpMetrics, update_num_cores: bool) {
-    dst.min_time_ps = if dst.occurrences == 0 { src.min_time_ps } else { src.min_time_ps.min(dst.min_time_ps) };
-    dst.is_eager |= src.is_eager;
-    dst.occurrences = dst.occurrences.wrapping_add(src.occurrences);
-    dst.time_ps = dst.time_ps.wrapping_add(src.time_ps);
-    dst.self_time_ps = dst.self_time_ps.wrapping_add(src.self_time_ps);
-    dst.normalized_time_ps = dst.normalized_time_ps.wrapping_add(src.normalized_time_ps);
-    dst.flops = dst.flops.wrapping_add(src.flops);
-    dst.model_flops = dst.model_flops.wrapping_add(src.model_flops);
-    dst.flops_v2 += src.flops_v2;
-    dst.model_flops_v2 += src.model_flops_v2;
-    dst.bytes_accessed = dst.bytes_accessed.wrapping_add(src.bytes_accessed);
-    dst.autotuned |= src.autotuned;
-    if update_num_cores {
-        dst.num_cores = dst.num_cores.wrapping_add(src.num_cores);
-    }
-    combine_memory_accessed_breakdown(&src.memory_accessed_breakdown, &mut dst.memory_accessed_breakdown);
-    dst.dma_stall_ps = dst.dma_stall_ps.wrapping_add(src.dma_stall_ps);
-    if src.vdd_energy_j.is_some() || dst.vdd_energy_j.is_some() {
-        dst.vdd_energy_j = Some(src.vdd_energy_j.unwrap_or(0.0) + dst.vdd_energy_j.unwrap_or(0.0));
-    }
-}
-
-/// `CombineMemoryAccessedBreakdown`: bytes summed per (memory space, direction).
-fn combine_memory_accessed_breakdown(src: &[MemoryAccessed], dst: &mut Vec<MemoryAccessed>) {
-    for s in src {
-        match dst.iter_mut().find(|d| d.memory_space == s.memory_space && d.operation_type == s.operation_type) {
-            Some(d) => d.bytes_accessed = d.bytes_accessed.wrapping_add(s.bytes_accessed),
-            None => dst.push(s.clone()),
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Hosts.
@@ -252,48 +133,6 @@ fn sort_and_keep_top_kernel_reports(db: &mut KernelStatsDb) {
         b.total_duration_ns.cmp(&a.total_duration_ns).then_with(|| kernel_report_key(a).cmp(&kernel_report_key(b)))
     });
     db.reports.truncate(MAX_NUM_OF_KERNELS);
-}
-
-/// `CombineCompilers` on compiler names (empty = `INVALID_COMPILER`).
-fn combine_compilers(a: &str, b: &str) -> String {
-    let invalid = |c: &str| c.is_empty() || c == "INVALID_COMPILER";
-    if invalid(a) {
-        b.to_string()
-    } else if invalid(b) || a == b {
-        a.to_string()
-    } else {
-        "MIXED_COMPILER".to_string()
-    }
-}
-
-/// `ComputeExpensiveCallPercent`: share of self time in traced or eager calls.
-fn expensive_call_percent(function: &TfFunction) -> f64 {
-    let (mut total, mut expensive) = (0u64, 0u64);
-    for (mode, metrics) in &function.metrics {
-        total = total.wrapping_add(metrics.self_time_ps);
-        if *mode == tf_function_mode::TRACED || *mode == tf_function_mode::EAGER {
-            expensive = expensive.wrapping_add(metrics.self_time_ps);
-        }
-    }
-    if total == 0 { 0.0 } else { 100.0 * expensive as f64 / total as f64 }
-}
-
-/// `CombineTfFunctionDb`.
-fn combine_tf_function_db(src: &TfFunctionDb, dst: &mut TfFunctionDb) {
-    for (name, src_fn) in &src.tf_functions {
-        let Some(dst_fn) = dst.tf_functions.get_mut(name) else {
-            dst.tf_functions.insert(name.clone(), src_fn.clone());
-            continue;
-        };
-        dst_fn.total_tracing_count = src_fn.total_tracing_count.max(dst_fn.total_tracing_count);
-        dst_fn.compiler = combine_compilers(&src_fn.compiler, &dst_fn.compiler);
-        for (mode, metrics) in &src_fn.metrics {
-            let slot = dst_fn.metrics.entry(*mode).or_default();
-            slot.count = slot.count.wrapping_add(metrics.count);
-            slot.self_time_ps = slot.self_time_ps.wrapping_add(metrics.self_time_ps);
-        }
-        dst_fn.expensive_call_percent = expensive_call_percent(dst_fn);
-    }
 }
 
 /// `CombinePerCoreStepInfo`: one host's step into the combined step `dst`.
@@ -436,7 +275,8 @@ pub fn combine_hosts_op_stats(all: &[OpStats]) -> OpStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op_stats::types::StepInfoResult;
+    use crate::op_stats::tf_functions::combine_compilers;
+    use crate::op_stats::types::{OpMetrics, StepInfoResult};
 
     fn host(name: &str, device_type: &str, steps: &[(u64, u64)]) -> OpStats {
         let step_sequence = steps

@@ -3,11 +3,11 @@
 //! `xprof/convert/step_events_to_steps_db.cc`), and the step part of
 //! `ConvertXSpaceToOpStats` that builds it from an XSpace ([`xspace_to_step_db`]).
 
-use super::combine::OpMetricsDbCombiner;
 use super::event_span::{
     EventType, StepDetails, StepEvents, compute_precision_stats, intersect_combine_step_events,
     into_non_overlapped_step_events, union_combine_step_events_owned,
 };
+use super::op_metrics_db::OpMetricsDbCombiner;
 use super::step_events::{
     SPARSE_CORE_INDEX_START, TpuOpMetricsBuilder, device_plane_step_events, host_plane_step_events, is_xspace_grouped,
 };

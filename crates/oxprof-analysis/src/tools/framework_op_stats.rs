@@ -3,8 +3,9 @@
 //! Port of `xprof/convert/op_stats_to_tf_stats.cc` and the parts of `model_tracker.cc` and
 //! `kernel_stats_utils.cc` it uses.
 
+use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
 use crate::op_stats::{KernelStatsDb, OpMetrics, OpMetricsDb, OpStats, PerfEnv, RunEnvironment};
-use crate::tf_op::{is_jax_op_type, is_tf_op_name, is_tf_op_type, parse_tf_name_scopes, parse_tf_op_fullname};
+use crate::tf_op::{is_jax_op_type, is_tf_op_name, is_tf_op_type, parse_tf_name_scopes};
 use crate::tools::datatable::{Cell, ColumnType, DataTable};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, execution_times, pico_to_micro, roofline_metrics, safe_divide,
@@ -71,7 +72,7 @@ pub fn framework_op_stats(op_stats: &OpStats) -> Value {
 /// `ConvertOpStatsToTfStats`: device rows come from the HLO ops grouped by the framework op
 /// that produced them; host rows are the host framework ops as they are.
 pub fn tf_stats_database(op_stats: &OpStats) -> TfStatsDatabase {
-    let device_tf_db = tf_metrics_db_from_device_op_metrics_db(&op_stats.device_op_metrics_db);
+    let device_tf_db = create_tf_metrics_db_from_device_op_metrics_db(&op_stats.device_op_metrics_db, true);
     let kernel_stats = group_kernel_reports_by_op_name(&op_stats.kernel_stats_db);
     let perf_env = op_stats.perf_env.clone().unwrap_or_default();
     let sides = TableInputs {
@@ -106,48 +107,6 @@ fn group_kernel_reports_by_op_name(db: &KernelStatsDb) -> HashMap<&str, OpKernel
         }
     }
     by_op
-}
-
-/// `CreateTfMetricsDbFromDeviceOpMetricsDb` (with idle): folds HLO ops into the framework op
-/// named by their provenance (`name:Type`), or into themselves (type `Unknown`) when they
-/// have none; IDLE stays IDLE. Framework ops keep first-seen order; their occurrences are
-/// the maximum over their HLO ops, times/FLOPs/bytes the sums, eagerness and core type
-/// those of the last HLO op folded in.
-// TODO(lead): replace with `op_stats::op_metrics_db`'s version once it exists.
-fn tf_metrics_db_from_device_op_metrics_db(device_db: &OpMetricsDb) -> OpMetricsDb {
-    let mut tf_db = OpMetricsDb::default();
-    let mut index_by_name: HashMap<&str, usize> = HashMap::new();
-    for device_op in &device_db.metrics_db {
-        let (name, op_type) = if device_op.category == IDLE {
-            (IDLE, IDLE)
-        } else if device_op.provenance.is_empty() {
-            (device_op.name.as_str(), "")
-        } else {
-            let tf_op = parse_tf_op_fullname(&device_op.provenance);
-            (tf_op.name, tf_op.op_type)
-        };
-        let index = *index_by_name.entry(name).or_insert_with(|| {
-            tf_db.metrics_db.push(OpMetrics { name: name.to_string(), ..Default::default() });
-            tf_db.metrics_db.len() - 1
-        });
-        let Some(tf_op) = tf_db.metrics_db.get_mut(index) else { continue };
-        if tf_op.category.is_empty() {
-            tf_op.category = if op_type.is_empty() { "Unknown".to_string() } else { op_type.to_string() };
-        }
-        tf_op.is_eager = device_op.is_eager;
-        tf_op.occurrences = tf_op.occurrences.max(device_op.occurrences);
-        tf_op.time_ps = tf_op.time_ps.wrapping_add(device_op.time_ps);
-        tf_op.self_time_ps = tf_op.self_time_ps.wrapping_add(device_op.self_time_ps);
-        tf_op.flops = tf_op.flops.wrapping_add(device_op.flops);
-        tf_op.flops_v2 += device_op.flops_v2;
-        tf_op.model_flops = tf_op.model_flops.wrapping_add(device_op.model_flops);
-        tf_op.model_flops_v2 += device_op.model_flops_v2;
-        tf_op.bytes_accessed = tf_op.bytes_accessed.wrapping_add(device_op.bytes_accessed);
-        tf_op.core_type = device_op.core_type;
-    }
-    tf_db.total_op_time_ps = device_db.total_op_time_ps;
-    tf_db.total_time_ps = device_db.total_time_ps;
-    tf_db
 }
 
 /// What `GenerateTfStatsTable` reads.

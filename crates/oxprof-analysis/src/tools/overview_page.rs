@@ -3,6 +3,7 @@
 //! (port of `xprof/convert/op_stats_to_overview_page.cc` as XProf 2.24.2 renders it).
 
 use crate::op_stats::HardwareType;
+use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
 use crate::op_stats::{
     HostDependentJobInfo, KernelStatsDb, OpStats, OpStatsDiagnostics, PrecisionStats, RunEnvironment,
 };
@@ -13,7 +14,7 @@ use crate::tools::input_pipeline::{
 };
 use crate::tools::step_breakdown::{
     diagnostics_data_table, idle_time_ratio, is_idle_op, one_digit, pico_to_nano, populate_overview_diagnostics,
-    printf_fixed, safe_divide, six_digits, sorted_op_metrics_db, tf_metrics_db_from_device_op_metrics_db, two_digits,
+    printf_fixed, safe_divide, six_digits, sorted_op_metrics_db, two_digits,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -349,7 +350,7 @@ fn is_outside_compilation_op(tf_op_fullname: &str, hlo_expression: &str) -> bool
 /// share, GFLOP/s, TensorCore use), the precision split, and host/device op shares.
 pub fn compute_analysis_result(op_stats: &OpStats) -> OverviewPageAnalysis {
     let mut analysis = OverviewPageAnalysis::default();
-    let device_tf_db = tf_metrics_db_from_device_op_metrics_db(&op_stats.device_op_metrics_db, false);
+    let device_tf_db = create_tf_metrics_db_from_device_op_metrics_db(&op_stats.device_op_metrics_db, false);
     let kernel_stats = kernel_stats_by_op_name(&op_stats.kernel_stats_db);
     let total_device_time_ps = device_tf_db.total_time_ps as f64;
     let mut cumulative = 0.0;

@@ -4,9 +4,7 @@
 //! the device framework-op database behind the overview's top-10 table.
 
 use crate::op_stats::{OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics};
-use crate::tf_op::parse_tf_op_fullname;
 use crate::tools::datatable::{ColumnType, DataTable};
-use std::collections::HashMap;
 
 /// `EventType` of `xprof/utils/event_span.h`: the keys of `GenericStepBreakdown.type_ps`.
 pub mod event_type {
@@ -371,54 +369,6 @@ pub fn idle_time_ratio(db: &OpMetricsDb) -> f64 {
     1.0 - safe_divide(db.total_op_time_ps as f64, db.total_time_ps as f64)
 }
 
-/// `CreateTfMetricsDbFromDeviceOpMetricsDb`: device (HLO) ops folded into framework ops.
-///
-/// Each device op goes to the framework op of its provenance (`name:Type`, parsed), or to
-/// an op of its own name when it has none; the framework op's category is its type
-/// (`Unknown` when untyped). Times and FLOPs add up; occurrences take the maximum;
-/// `is_eager` and `core_type` come from the last device op. The idle op is kept (as
-/// `IDLE`) only `with_idle`; the total time is then the device total, else the op time.
-///
-/// Private stand-in for the shared `op_stats::op_metrics_db` helper.
-pub fn tf_metrics_db_from_device_op_metrics_db(device_db: &OpMetricsDb, with_idle: bool) -> OpMetricsDb {
-    let mut tf_db = OpMetricsDb::default();
-    let mut index_by_name: HashMap<String, usize> = HashMap::new();
-    for device_op in &device_db.metrics_db {
-        let (tf_name, tf_type) = if is_idle_op(device_op) {
-            if !with_idle {
-                continue;
-            }
-            (IDLE, IDLE)
-        } else if device_op.provenance.is_empty() {
-            (device_op.name.as_str(), "")
-        } else {
-            let tf_op = parse_tf_op_fullname(&device_op.provenance);
-            (tf_op.name, tf_op.op_type)
-        };
-        let index = *index_by_name.entry(tf_name.to_string()).or_insert_with(|| {
-            tf_db.metrics_db.push(OpMetrics { name: tf_name.to_string(), ..OpMetrics::default() });
-            tf_db.metrics_db.len() - 1
-        });
-        let Some(tf_op) = tf_db.metrics_db.get_mut(index) else { continue };
-        if tf_op.category.is_empty() {
-            tf_op.category = if tf_type.is_empty() { "Unknown".into() } else { tf_type.into() };
-        }
-        tf_op.is_eager = device_op.is_eager;
-        tf_op.occurrences = tf_op.occurrences.max(device_op.occurrences);
-        tf_op.time_ps = tf_op.time_ps.wrapping_add(device_op.time_ps);
-        tf_op.self_time_ps = tf_op.self_time_ps.wrapping_add(device_op.self_time_ps);
-        tf_op.flops = tf_op.flops.wrapping_add(device_op.flops);
-        tf_op.flops_v2 += device_op.flops_v2;
-        tf_op.model_flops = tf_op.model_flops.wrapping_add(device_op.model_flops);
-        tf_op.model_flops_v2 += device_op.model_flops_v2;
-        tf_op.bytes_accessed = tf_op.bytes_accessed.wrapping_add(device_op.bytes_accessed);
-        tf_op.core_type = device_op.core_type;
-    }
-    tf_db.total_op_time_ps = device_db.total_op_time_ps;
-    tf_db.total_time_ps = if with_idle { device_db.total_time_ps } else { device_db.total_op_time_ps };
-    tf_db
-}
-
 /// XProf's own OpStats and outputs, for golden tests of the tools.
 #[cfg(test)]
 pub(crate) mod reference {
@@ -533,6 +483,7 @@ pub(crate) mod reference {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
 
     #[test]
     fn stat_keeps_tsl_quirks() {
@@ -596,13 +547,13 @@ mod tests {
             total_time_ps: 116,
             ..OpMetricsDb::default()
         };
-        let tf = tf_metrics_db_from_device_op_metrics_db(&device, false);
+        let tf = create_tf_metrics_db_from_device_op_metrics_db(&device, false);
         assert_eq!(tf.total_time_ps, 16);
         let names: Vec<_> = tf.metrics_db.iter().map(|m| (m.name.as_str(), m.category.as_str())).collect();
         assert_eq!(names, [("model/dense/MatMul", "MatMul"), ("copy-done", "Unknown")]);
         assert_eq!((tf.metrics_db[0].self_time_ps, tf.metrics_db[0].occurrences), (12, 3));
         assert_eq!(tf.metrics_db[0].flops_v2, 20.0);
-        let with_idle = tf_metrics_db_from_device_op_metrics_db(&device, true);
+        let with_idle = create_tf_metrics_db_from_device_op_metrics_db(&device, true);
         assert_eq!(with_idle.metrics_db.len(), 3);
         assert_eq!(with_idle.total_time_ps, 116);
     }
