@@ -4,7 +4,7 @@
 //! `kernel_stats_utils.cc` it uses.
 
 use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
-use crate::op_stats::{KernelStatsDb, OpMetrics, OpMetricsDb, OpStats, PerfEnv, RunEnvironment};
+use crate::op_stats::{KernelStatsDb, OpMetricsDb, OpStats, PerfEnv, RunEnvironment};
 use crate::tf_op::{is_jax_op_type, is_tf_op_name, is_tf_op_type, parse_tf_name_scopes};
 use crate::tools::datatable::{Cell, ColumnType, DataTable};
 use crate::tools::op_record::{
