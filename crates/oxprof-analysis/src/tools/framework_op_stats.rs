@@ -295,6 +295,7 @@ fn is_jax_op_name_and_type(op_name: &str, op_type: &str) -> bool {
 mod tests {
     use super::*;
     use crate::jsoncmp::{CmpOptions, compare};
+    use crate::op_stats::OpMetrics;
     use crate::op_stats::{HardwareType, KernelReport};
     use golden::{external_cases, load_op_stats, read_json, refkit_cases};
 
