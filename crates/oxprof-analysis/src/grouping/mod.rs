@@ -100,6 +100,13 @@ impl EventGroups {
         self.step_names.get(&(plane as u32, line as u32, event as u32)).map(String::as_str)
     }
 
+    /// The step names of one line's events, as `(event, name)` in event order (for
+    /// whole-line scans).
+    pub fn line_step_names(&self, plane: usize, line: usize) -> impl Iterator<Item = (usize, &str)> + '_ {
+        let (p, l) = (plane as u32, line as u32);
+        self.step_names.range((p, l, 0)..=(p, l, u32::MAX)).map(|(&(_, _, e), name)| (e as usize, name.as_str()))
+    }
+
     /// Whether XProf's `MergeHostSteps` removed this TPU Steps-line event.
     pub fn is_removed(&self, plane: usize, line: usize, event: usize) -> bool {
         self.removed.contains(&(plane as u32, line as u32, event as u32))

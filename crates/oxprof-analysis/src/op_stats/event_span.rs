@@ -241,7 +241,28 @@ impl StepDetails {
     }
 
     /// Adds a typed span.
+    ///
+    /// A span of the same type as the previous one that starts inside it (or where it ends)
+    /// extends it instead of being stored: the union covers the same time, so every
+    /// per-type duration derived from the spans is unchanged, and nested events (a Python
+    /// call inside a Python call) cost nothing. This keeps a 3 M-event host trace at a few
+    /// spans per step instead of one per event.
+    ///
+    /// ```text
+    /// before:  |---- compute ----|            after: |-------- compute --------|
+    ///               |- compute -|    |- compute -|      (one span, same coverage)
+    /// ```
     pub fn add_event(&mut self, event: EventTypeSpan) {
+        if let Some(last) = self.events.last_mut()
+            && last.event_type == event.event_type
+            && last.span.begin_ps <= event.span.begin_ps
+            && event.span.begin_ps <= last.span.end_ps()
+        {
+            if event.span.end_ps() > last.span.end_ps() {
+                last.span = Timespan::from_end_points(last.span.begin_ps, event.span.end_ps());
+            }
+            return;
+        }
         self.events.push(event);
     }
 

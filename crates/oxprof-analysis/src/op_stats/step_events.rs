@@ -266,15 +266,23 @@ fn host_line_step_events(
     let mut result = StepEvents::new();
     let mut stack: Vec<PipelineRef> = Vec::new();
     let has_device = device_step_events.is_some();
-    for event in line.events(plane) {
-        let group_id = groups.group_id(plane_index, line_index, event.index());
+    // Stats are read only when the plane has one this scan uses (most host events have
+    // none of them); group ids and step names are walked along with the events.
+    let reads_stats =
+        async_pipeline_parents.is_some() || plane.stat_metadata_of_type(StatType::CorrelationId).is_some();
+    let mut step_names = groups.line_step_names(plane_index, line_index).peekable();
+    let line_groups = groups.line_group_ids(plane_index, line_index).chain(std::iter::repeat(None));
+    for (event, group_id) in line.events(plane).zip(line_groups) {
+        while step_names.peek().is_some_and(|&(e, _)| e < event.index()) {
+            step_names.next();
+        }
         if group_id.is_none() && async_pipeline_parents.is_none() {
             continue; // Neither a step event nor on a thread whose pipeline stack matters.
         }
         let mut correlation_id = -1i64;
         let mut stage_name = "";
         let (mut consumer_type, mut consumer_id) = (None, None);
-        for stat in event.stats() {
+        for stat in event.stats().take(if reads_stats { usize::MAX } else { 0 }) {
             match stat.stat_type() {
                 Some(StatType::CorrelationId) => correlation_id = int_value(&stat),
                 Some(StatType::InputPipelineStageName) => stage_name = stat.as_str().unwrap_or(""),
@@ -312,7 +320,10 @@ fn host_line_step_events(
         if device_step_events.is_some_and(|d| !d.contains_key(&group_id)) {
             continue;
         }
-        let step_name = groups.step_name(plane_index, line_index, event.index()).unwrap_or("");
+        let step_name = match step_names.peek() {
+            Some(&(e, name)) if e == event.index() => name,
+            _ => "",
+        };
         let kind = kinds.get(&event, host_name_kind);
         let span = Timespan::of_event(&event);
         if kind == HostNameKind::ExplicitMarker {
