@@ -57,6 +57,39 @@ pub fn to_markdown(table: &Value) -> String {
     out
 }
 
+/// Every DataTable of a tool's JSON (a table, or an array of them) as Markdown: each
+/// table's custom properties as a list (empty values left out), then its rows. Tables with
+/// neither are skipped.
+pub fn all_to_markdown(json: &Value) -> String {
+    let tables: Vec<&Value> = match json {
+        Value::Array(items) => items.iter().filter(|t| t.get("cols").is_some()).collect(),
+        Value::Object(m) if m.contains_key("cols") => vec![json],
+        _ => Vec::new(),
+    };
+    let mut parts = Vec::new();
+    for table in tables {
+        let mut part = String::new();
+        if let Some(props) = table.get("p").and_then(Value::as_object) {
+            for (key, value) in props {
+                let text = value.as_str().map_or_else(|| value.to_string(), str::to_string);
+                if !text.is_empty() {
+                    part.push_str(&format!("- **{key}**: {}\n", text.replace('\n', " ")));
+                }
+            }
+        }
+        if table["rows"].as_array().is_some_and(|r| !r.is_empty()) {
+            if !part.is_empty() {
+                part.push('\n');
+            }
+            part.push_str(&to_markdown(table));
+        }
+        if !part.is_empty() {
+            parts.push(part);
+        }
+    }
+    parts.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +101,8 @@ mod tests {
             "rows": [{"c": [{"v": "x\"y"}, {"v": 1.5}]}]}]);
         let t = first_table(&json).unwrap();
         assert_eq!(to_markdown(t), "| A | B\\|x |\n|---|---|\n| x\"y | 1.5 |\n");
+        let with_props = json!([{"cols": [], "rows": [], "p": {"verdict": "input-bound", "empty": ""}}, t]);
+        let md = all_to_markdown(&with_props);
+        assert!(md.starts_with("- **verdict**: input-bound\n\n| A |"), "{md}");
     }
 }

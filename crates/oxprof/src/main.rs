@@ -39,7 +39,7 @@ enum Command {
         /// Tool parameter as key=value (repeatable), e.g. --param group_by=category.
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
         params: Vec<(String, String)>,
-        /// Output format: the exact JSON body, or the first table as CSV or Markdown.
+        /// Output format: the exact JSON body, the first table as CSV, or every table as Markdown.
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
     },
@@ -52,7 +52,7 @@ enum Format {
     Json,
     /// The first table as CSV (like XProf's /data_csv).
     Csv,
-    /// The first table as Markdown, followed by oxprof's notes.
+    /// Every table (and its properties) as Markdown, followed by oxprof's notes.
     Md,
 }
 
@@ -104,16 +104,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         eprintln!("note: {note}");
                     }
                 }
-                Format::Csv | Format::Md => {
+                Format::Csv => {
                     let json = response.json.as_ref().context("this tool's output is not JSON")?;
                     let table = oxprof_api::table::first_table(json).context("this tool's output has no table")?;
-                    if format == Format::Csv {
-                        print!("{}", oxprof_analysis::tools::csv::datatable_to_csv(table));
-                    } else {
-                        print!("{}", oxprof_api::table::to_markdown(table));
-                        for note in &response.notes {
-                            println!("\n> **Note:** {note}");
-                        }
+                    print!("{}", oxprof_analysis::tools::csv::datatable_to_csv(table));
+                }
+                Format::Md => {
+                    let json = response.json.as_ref().context("this tool's output is not JSON")?;
+                    print!("{}", oxprof_api::table::all_to_markdown(json));
+                    for note in &response.notes {
+                        println!("\n> **Note:** {note}");
                     }
                 }
             }
