@@ -2,13 +2,13 @@
 //! found and what to change in the training script. Shown by the CLI (`--format md`) and the
 //! UI next to the XProf-compatible data, never inside it.
 
-use crate::grouping::EventGroups;
 use oxprof_format::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
 use std::collections::BTreeMap;
 
-/// Explains a profile in which no steps were found. Empty when steps exist.
-pub fn missing_steps_advice(space: &XSpace, groups: &EventGroups) -> Vec<String> {
-    if !groups.groups().is_empty() {
+/// Explains a profile in which no steps were found (`steps_found` false). Empty when steps
+/// exist.
+pub fn missing_steps_advice(space: &XSpace, steps_found: bool) -> Vec<String> {
+    if steps_found {
         return Vec::new();
     }
     let Some(host) = space.plane(HOST_THREADS_PLANE_NAME) else {
@@ -19,7 +19,9 @@ pub fn missing_steps_advice(space: &XSpace, groups: &EventGroups) -> Vec<String>
     // Events that carry a step number but are not step roots (no `_r`): Keras 3's
     // `Trace("Profiled batch", step_num=…)` is the common case.
     let mut unmarked: BTreeMap<&str, usize> = BTreeMap::new();
-    for event in host.events() {
+    // Framework-internal events (executor, function runs) carry step numbers too; only
+    // user-level annotations are candidates.
+    for event in host.events().filter(|e| e.metadata().host_event_type.is_none()) {
         let stats = event.stats();
         let has_step = stats.get(StatType::StepNum).is_some() || stats.get(StatType::IterNum).is_some();
         if has_step && stats.get(StatType::IsRoot).is_none() {
@@ -60,7 +62,8 @@ mod tests {
             })
             .to_bytes();
         let space = oxprof_format::decode_xspace(&bytes).unwrap();
-        let advice = missing_steps_advice(&space, &EventGroups::default());
+        let advice = missing_steps_advice(&space, false);
+        assert!(missing_steps_advice(&space, true).is_empty());
         assert_eq!(advice.len(), 1);
         assert!(advice[0].contains("2 \"Profiled batch\" events"), "{}", advice[0]);
         assert!(advice[0].contains("_r=1"));

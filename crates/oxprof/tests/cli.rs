@@ -264,3 +264,38 @@ fn inspect_text_report_is_stable() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     insta::assert_snapshot!("inspect_tf_custom_loop", out.stdout);
 }
+
+/// The README's first command: the input-pipeline verdict of the bundled demo profile.
+#[test]
+fn readme_demo_is_stable() {
+    let out = oxprof(&["data", "input_pipeline_analyzer", "testdata/profiles/tf_custom_loop", "--format", "md"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("Your program is HIGHLY input-bound"), "{}", out.stdout);
+    insta::assert_snapshot!("readme_demo", out.stdout);
+}
+
+#[test]
+fn data_csv_and_json_agree_with_xprof_formats() {
+    let out = oxprof(&["data", "framework_op_stats", "testdata/profiles/tf_custom_loop", "--format", "csv"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let expected =
+        std::fs::read_to_string(repo_root().join("testdata/profiles/tf_custom_loop/xprof_out/framework_op_stats.csv"))
+            .unwrap();
+    assert_eq!(out.stdout, expected, "CSV differs from XProf's /data_csv");
+    let out = oxprof(&["data", "pod_viewer", "testdata/profiles/tf_custom_loop", "--host", "vm"]);
+    let body: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(body["podStatsSequence"]["podStatsMap"].as_array().is_some_and(|s| s.len() == 30), "{}", out.stdout);
+}
+
+#[test]
+fn data_errors_are_clear() {
+    let out = oxprof(&["data", "no_such_tool", "testdata/profiles/tf_custom_loop"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("unknown tool"), "{}", out.stderr);
+    let out = oxprof(&["data", "overview_page", "testdata/profiles/tf_custom_loop", "--host", "nope"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no host named \"nope\"") && out.stderr.contains("vm"), "{}", out.stderr);
+    let out = oxprof(&["data", "overview_page", "testdata/profiles/tf_keras_fit", "--format", "md"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("No steps found"), "{}", out.stdout);
+}

@@ -63,7 +63,7 @@ pub fn drop_incomplete_steps(step_db: &mut StepDatabaseResult) {
 pub fn xspace_to_op_stats(space: &XSpace) -> HostAnalysis {
     let groups = group_events(space);
     let op_stats = op_stats_from_groups(space, &groups);
-    let advice = crate::advice::missing_steps_advice(space, &groups);
+    let advice = crate::advice::missing_steps_advice(space, !op_stats.step_db.step_sequence.is_empty());
     HostAnalysis { op_stats, advice, grouped: groups.computed() }
 }
 
