@@ -6,6 +6,7 @@
 
 pub mod advice;
 pub mod grouping;
+pub mod hlo_lookup;
 pub mod inspect;
 pub mod jsoncmp;
 pub mod model_tracker;

@@ -79,9 +79,12 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
     if let Some(first) = device_planes.first() {
         op_stats.perf_env = Some(environment::perf_env_from_plane(first));
     }
-    op_stats.device_op_metrics_db = device_op_metrics::device_op_metrics_db(space, Some(groups), None);
+    // XLA ops on device planes are described and costed through XProf's HLO module map.
+    let hlo_map = (!device_planes.is_empty()).then(|| crate::hlo_lookup::HloModuleMap::from_space(space));
+    let hlo = hlo_map.as_ref().map(|m| m as &dyn device_op_metrics::HloModuleLookup);
+    op_stats.device_op_metrics_db = device_op_metrics::device_op_metrics_db(space, Some(groups), hlo);
     if !is_tpu {
-        op_stats.kernel_stats_db = kernel_stats::kernel_stats_db(device_planes.iter().copied(), None);
+        op_stats.kernel_stats_db = kernel_stats::kernel_stats_db(device_planes.iter().copied(), hlo);
     }
 
     let (modules, _undecodable) = hlo_modules(space);

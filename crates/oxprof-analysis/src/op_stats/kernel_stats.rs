@@ -42,6 +42,12 @@ const TENSOR_CORE_KERNEL_PATTERNS: &[&str] = &[
     "wmma",
     "moe_mxgemm",
     "gemm_fusion",
+    // AMD composable-kernel and hipBLASLt names XProf 2.24.2 counts (found by probing it).
+    "gemm_xdl",
+    "TileFmhaShape<",
+    "TileFmhaBwdShape<",
+    "TileGemmShape<",
+    "TileFlatmmShape<",
 ];
 
 /// Whether the name contains `_MI<digits>x<digits>x<digits>`: the matrix instruction shape
@@ -245,7 +251,7 @@ fn kernel_key<'a>(
     if let (Some(hlo_op), Some(lookup), Some(program_id)) = (stats.hlo_op, hlo, stats.program_id)
         && let Some(instruction) = lookup.instruction(program_id, hlo_op)
     {
-        op_name = instruction.tf_op_name();
+        op_name = parse_tf_op_fullname(instruction.tf_op_name()).name;
         eligible = is_op_tensor_core_eligible(op_name) || eligible;
     }
     let key = KernelKey {
