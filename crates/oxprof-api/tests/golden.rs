@@ -173,3 +173,23 @@ fn op_stats_tools_equal_xprof() {
     eprintln!("golden: {passed} passed, {} failed, {gaps} known gaps", failures.len());
     assert!(failures.is_empty(), "{} golden cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// The same bytes whatever the number of threads (hosts, lines and planes are processed in
+/// parallel; ids and orders must not depend on it).
+#[test]
+fn outputs_do_not_depend_on_the_thread_count() {
+    let mut inputs = vec![repo_root().join("testdata/profiles/tf_custom_loop")];
+    if let Some(ext) = external_dir() {
+        inputs.push(ext.join("openxla-xprof/demo/plugins/profile/GPU-multi-worker"));
+    }
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    for input in &inputs {
+        for &tool in TOOLS {
+            let request = DataRequest { tool: tool.into(), host: Some("ALL_HOSTS".into()), ..Default::default() };
+            let a = one.install(|| data(input, &request)).unwrap().body;
+            let b = four.install(|| data(input, &request)).unwrap().body;
+            assert_eq!(a, b, "{tool} on {} differs between 1 and 4 threads", input.display());
+        }
+    }
+}
