@@ -5,7 +5,7 @@
 #   scripts/compare-tools.sh [PROFILE.xplane.pb] [TOOL ...]
 #     PROFILE  default bench-data/jax_large.xplane.pb (scripts/gen-large-profile.sh)
 #     TOOL     default overview_page
-#   RUNS=3   runs per cell (min time, max peak RSS are reported)
+#   RUNS=3   runs per cell (min time, max peak RSS are reported; MB = 10^6 bytes)
 #
 # oxprof: `oxprof data TOOL FILE` (whole process). XProf: a fresh Python process calling
 # `xprof.convert.raw_to_tool_data.xspace_to_tool_data` on a fresh copy of the file (XProf
@@ -39,7 +39,7 @@ measure() {
     best=$(awk -v a="$best" -v b="$t" 'BEGIN { print (a == "" || b < a) ? b : a }')
     rss=$(( m > rss ? m : rss ))
   done
-  echo "$best $((rss / 1024))"
+  echo "$best $((rss * 1024 / 1000000))"
 }
 
 xprof_run() { # tool
@@ -85,7 +85,7 @@ for tool in "${tools[@]}"; do
       start=$(date +%s.%N)
       curl -fs --compressed "http://127.0.0.1:$port/data/plugin/profile/data?run=run&tag=$tool&host=host" > /dev/null || true
       end=$(date +%s.%N)
-      hwm=$(awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$server_pid/status" 2>/dev/null || echo 0)
+      hwm=$(awk '/VmHWM/ { print int($2 * 1024 / 1000000) }' "/proc/$server_pid/status" 2>/dev/null || echo 0)
       kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""
       t=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
       best=$(awk -v a="$best" -v b="$t" 'BEGIN { print (a == "" || b < a) ? b : a }')

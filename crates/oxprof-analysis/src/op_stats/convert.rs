@@ -12,9 +12,9 @@
 use super::types::{OpStats, StepDatabaseResult};
 use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
 use crate::grouping::{EventGroups, group_events};
-use crate::model_tracker::any_module_trains;
+use crate::model_tracker::ModelTracker;
 use oxprof_format::XSpace;
-use oxprof_format::hlo::hlo_modules;
+use oxprof_format::hlo::{decode_hlo_proto, hlo_proto_bytes};
 
 /// With more steps than this, the first and last are dropped as possibly incomplete.
 const DROP_INCOMPLETE_STEP_THRESHOLD: usize = 5;
@@ -87,9 +87,16 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
         op_stats.kernel_stats_db = kernel_stats::kernel_stats_db(device_planes.iter().copied(), hlo);
     }
 
-    let (modules, _undecodable) = hlo_modules(space);
-    if any_module_trains(modules.iter().map(|(_, m)| m)) {
-        op_stats.run_environment.is_training = true;
+    // One module decoded at a time: only its name and whether it trains are kept.
+    let mut program_names = std::collections::BTreeMap::new();
+    for (program_id, bytes) in hlo_proto_bytes(space) {
+        let Ok(module) = decode_hlo_proto(bytes) else { continue };
+        if !op_stats.run_environment.is_training {
+            let mut tracker = ModelTracker::default();
+            tracker.process_module(&module);
+            op_stats.run_environment.is_training = tracker.is_training();
+        }
+        program_names.insert(program_id, module.name);
     }
 
     if let Some(host) = host_op_metrics::find_host_plane(space) {
@@ -103,7 +110,7 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
     op_stats.device_op_metrics_db.precision_stats = Some(steps.precision_stats);
     op_stats.hlo_metrics_db_complete_steps_only = steps.hlo_metrics_db_complete_steps_only;
 
-    op_stats.program_id_to_name_map = modules.into_iter().map(|(id, m)| (id, m.name)).collect();
+    op_stats.program_id_to_name_map = program_names;
     op_stats
 }
 
