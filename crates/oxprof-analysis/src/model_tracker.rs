@@ -61,6 +61,11 @@ impl ModelTracker {
         }
     }
 
+    /// `GetTaskType`: `Training` when gradients were seen, else `Inference`.
+    pub fn task_type(&self) -> &'static str {
+        if self.is_training() { "Training" } else { "Inference" }
+    }
+
     /// Whether gradients were computed, i.e. the model trains.
     pub fn is_training(&self) -> bool {
         self.has_tf_gradients_op || self.has_tf_gradient_tape_op || self.has_jax_transpose_namescope

@@ -3,9 +3,9 @@
 //! Port of `xprof/convert/op_stats_to_tf_stats.cc` and the parts of `model_tracker.cc` and
 //! `kernel_stats_utils.cc` it uses.
 
+use crate::model_tracker::ModelTracker;
 use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
 use crate::op_stats::{KernelStatsDb, OpMetricsDb, OpStats, PerfEnv, RunEnvironment};
-use crate::tf_op::{is_jax_op_type, is_tf_op_name, is_tf_op_type, parse_tf_name_scopes};
 use crate::tools::datatable::{Cell, ColumnType, DataTable};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, execution_times, pico_to_micro, roofline_metrics, safe_divide,
@@ -232,63 +232,6 @@ pub fn tf_stats_data_table(records: &[TfStatsRecord], device_type: &str) -> Data
     // architecture is always reported as unknown.
     table.prop("architecture_type", "Unknown");
     table
-}
-
-/// The part of XProf's `ModelTracker` the framework op table uses: whether the ops look like
-/// training (TensorFlow `gradients*`/`gradient_tape` name scopes, or a JAX
-/// `transpose(…)` name scope, i.e. a VJP).
-#[derive(Debug, Default)]
-struct ModelTracker {
-    has_tf_gradients_op: bool,
-    has_tf_gradient_tape_op: bool,
-    has_jax_transpose_namescope: bool,
-}
-
-impl ModelTracker {
-    fn process_op(&mut self, op_name: &str, op_type: &str) {
-        if is_tf_op_type(op_type) && is_tf_op_name(op_name) {
-            self.process_tf_op(op_name);
-        } else if is_jax_op_name_and_type(op_name, op_type) || op_type.is_empty() {
-            self.process_jax_op(op_name);
-        }
-    }
-
-    fn process_tf_op(&mut self, op_name: &str) {
-        if self.has_tf_gradient_tape_op && self.has_tf_gradients_op {
-            return;
-        }
-        for scope in parse_tf_name_scopes(op_name) {
-            if let Some(rest) = scope.strip_prefix("gradient") {
-                if rest == "_tape" {
-                    self.has_tf_gradient_tape_op = true;
-                } else if rest.starts_with('s') {
-                    self.has_tf_gradients_op = true;
-                }
-            }
-        }
-    }
-
-    fn process_jax_op(&mut self, op_name: &str) {
-        if !self.has_jax_transpose_namescope && op_name.split('/').any(|scope| scope.starts_with("transpose(")) {
-            self.has_jax_transpose_namescope = true;
-        }
-    }
-
-    fn task_type(&self) -> &'static str {
-        if self.has_tf_gradients_op || self.has_tf_gradient_tape_op || self.has_jax_transpose_namescope {
-            "Training"
-        } else {
-            "Inference"
-        }
-    }
-}
-
-/// `IsJaxOpNameAndType`: a JAX op type whose text appears in the op name's last component.
-fn is_jax_op_name_and_type(op_name: &str, op_type: &str) -> bool {
-    if op_name.is_empty() || !is_jax_op_type(op_type) {
-        return false;
-    }
-    op_name.rsplit('/').next().is_some_and(|last| last.contains(op_type))
 }
 
 #[cfg(test)]
