@@ -11,6 +11,7 @@
 use super::duty_cycle::{Timespan, tpu_duty_cycle};
 use super::environment::{device_planes, sparse_core_id, wire};
 use super::hardware::{double_value, int_or_uint, int_value, str_value, uint_value};
+use super::op_metrics_db::{OpMetricsDbCombiner, combine_memory_accessed_breakdown, combine_op_metrics_dbs};
 use super::types::{
     MemoryAccessed, MemoryOperationType, OpMetrics, OpMetricsDb, PrecisionStats, SourceInfo, TpuCoreType,
 };
@@ -120,133 +121,9 @@ fn add_idle_op(db: &mut OpMetricsDb) {
     });
 }
 
-/// `CombineMemoryAccessedBreakdown`: adds bytes per (memory space, direction), appending
-/// new pairs in source order.
-fn combine_memory_accessed(src: &[MemoryAccessed], dst: &mut Vec<MemoryAccessed>) {
-    for s in src {
-        match dst.iter_mut().find(|d| d.memory_space == s.memory_space && d.operation_type == s.operation_type) {
-            Some(d) => d.bytes_accessed = d.bytes_accessed.wrapping_add(s.bytes_accessed),
-            None => dst.push(MemoryAccessed {
-                operation_type: s.operation_type,
-                memory_space: s.memory_space,
-                bytes_accessed: s.bytes_accessed,
-            }),
-        }
-    }
-}
-
-/// `OpMetricsDbCombiner`: merges databases op by op (keyed by module id and name), in the
-/// order ops are first seen.
-struct DbCombiner<'a> {
-    db: &'a mut OpMetricsDb,
-    index: HashMap<(u64, String), usize>,
-}
-
-impl<'a> DbCombiner<'a> {
-    fn new(db: &'a mut OpMetricsDb) -> Self {
-        DbCombiner { db, index: HashMap::new() }
-    }
-
-    /// `OpMetricsDbCombiner::Combine`.
-    fn combine(&mut self, src: &OpMetricsDb, update_num_cores: bool) {
-        let dst = &mut *self.db;
-        dst.total_host_infeed_enq_duration_ps =
-            dst.total_host_infeed_enq_duration_ps.wrapping_add(src.total_host_infeed_enq_duration_ps);
-        dst.total_host_infeed_enq_start_timestamp_ps_diff = dst
-            .total_host_infeed_enq_start_timestamp_ps_diff
-            .wrapping_add(src.total_host_infeed_enq_start_timestamp_ps_diff);
-        dst.total_time_ps = dst.total_time_ps.wrapping_add(src.total_time_ps);
-        dst.total_op_time_ps = dst.total_op_time_ps.wrapping_add(src.total_op_time_ps);
-        dst.idle_time_ps = dst.idle_time_ps.wrapping_add(src.idle_time_ps);
-        dst.busy_time_ps = dst.busy_time_ps.wrapping_add(src.busy_time_ps);
-        dst.idle_time_high_confidence_ps =
-            dst.idle_time_high_confidence_ps.wrapping_add(src.idle_time_high_confidence_ps);
-        dst.busy_time_high_confidence_ps =
-            dst.busy_time_high_confidence_ps.wrapping_add(src.busy_time_high_confidence_ps);
-        dst.normalized_total_op_time_ps = dst.normalized_total_op_time_ps.wrapping_add(src.normalized_total_op_time_ps);
-        let precision = dst.precision_stats.get_or_insert_with(PrecisionStats::default);
-        if let Some(p) = &src.precision_stats {
-            precision.compute_16bit_ps = precision.compute_16bit_ps.wrapping_add(p.compute_16bit_ps);
-            precision.compute_32bit_ps = precision.compute_32bit_ps.wrapping_add(p.compute_32bit_ps);
-        }
-        for src_metrics in &src.metrics_db {
-            let key = (src_metrics.hlo_module_id, src_metrics.name.clone());
-            let index = *self.index.entry(key).or_insert_with(|| {
-                dst.metrics_db.push(OpMetrics {
-                    hlo_module_id: src_metrics.hlo_module_id,
-                    name: src_metrics.name.clone(),
-                    ..Default::default()
-                });
-                dst.metrics_db.len() - 1
-            });
-            if let Some(d) = dst.metrics_db.get_mut(index) {
-                copy_metadata(src_metrics, d);
-                combine_op_metrics(src_metrics, d, update_num_cores);
-            }
-        }
-    }
-}
-
-/// `CopyOpMetricsMetadata`: fills the destination's empty descriptive fields.
-fn copy_metadata(src: &OpMetrics, dst: &mut OpMetrics) {
-    if dst.long_name.is_empty() {
-        dst.long_name.clone_from(&src.long_name);
-    }
-    if dst.fingerprint == 0 {
-        dst.fingerprint = src.fingerprint;
-    }
-    if dst.category.is_empty() {
-        dst.category.clone_from(&src.category);
-    }
-    if dst.provenance.is_empty() {
-        dst.provenance.clone_from(&src.provenance);
-    }
-    if dst.deduplicated_name.is_empty() {
-        dst.deduplicated_name.clone_from(&src.deduplicated_name);
-    }
-    if dst.children.is_none() && src.children.is_some() {
-        dst.children.clone_from(&src.children);
-    }
-    if dst.source_info.is_none() && src.source_info.is_some() {
-        dst.source_info.clone_from(&src.source_info);
-    }
-    if dst.core_type == TpuCoreType::Unknown {
-        dst.core_type = src.core_type;
-    }
-}
-
-/// `CombineOpMetrics`: adds the numbers of one op into another.
-fn combine_op_metrics(src: &OpMetrics, dst: &mut OpMetrics, update_num_cores: bool) {
-    dst.min_time_ps = if dst.occurrences == 0 { src.min_time_ps } else { src.min_time_ps.min(dst.min_time_ps) };
-    dst.is_eager = dst.is_eager || src.is_eager;
-    dst.occurrences = dst.occurrences.wrapping_add(src.occurrences);
-    dst.time_ps = dst.time_ps.wrapping_add(src.time_ps);
-    dst.self_time_ps = dst.self_time_ps.wrapping_add(src.self_time_ps);
-    dst.normalized_time_ps = dst.normalized_time_ps.wrapping_add(src.normalized_time_ps);
-    dst.flops = dst.flops.wrapping_add(src.flops);
-    dst.model_flops = dst.model_flops.wrapping_add(src.model_flops);
-    dst.flops_v2 += src.flops_v2;
-    dst.model_flops_v2 += src.model_flops_v2;
-    dst.bytes_accessed = dst.bytes_accessed.wrapping_add(src.bytes_accessed);
-    dst.autotuned = dst.autotuned || src.autotuned;
-    if update_num_cores {
-        dst.num_cores = dst.num_cores.wrapping_add(src.num_cores);
-    }
-    combine_memory_accessed(&src.memory_accessed_breakdown, &mut dst.memory_accessed_breakdown);
-    dst.dma_stall_ps = dst.dma_stall_ps.wrapping_add(src.dma_stall_ps);
-    if src.vdd_energy_j.is_some() || dst.vdd_energy_j.is_some() {
-        dst.vdd_energy_j = Some(src.vdd_energy_j.unwrap_or(0.0) + dst.vdd_energy_j.unwrap_or(0.0));
-    }
-}
-
 /// Combines per-plane databases into one (`OpMetricsDbCombiner`, counting cores).
 pub fn combine_dbs<'a>(dbs: impl IntoIterator<Item = &'a OpMetricsDb>) -> OpMetricsDb {
-    let mut out = OpMetricsDb::default();
-    let mut combiner = DbCombiner::new(&mut out);
-    for db in dbs {
-        combiner.combine(db, true);
-    }
-    out
+    combine_op_metrics_dbs(dbs, true)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -530,7 +407,9 @@ impl<'p> KeyedOpBuilder<'p> {
             if let Some(sc) = children {
                 let db = op.children.get_or_insert_with(Default::default);
                 // A fresh combiner over the (possibly non-empty) children, as in XProf.
-                DbCombiner::new(db).combine(sc, false);
+                let mut combiner = OpMetricsDbCombiner::over(std::mem::take(&mut **db));
+                combiner.combine(sc, false);
+                **db = combiner.into_db();
             }
             if let Some(dst) = self.ops.get_mut(slot) {
                 *dst = op;
@@ -961,7 +840,7 @@ impl DeviceOpBuilder {
                     },
                 })
                 .collect();
-            combine_memory_accessed(&breakdown, &mut op.memory_accessed_breakdown);
+            combine_memory_accessed_breakdown(&breakdown, &mut op.memory_accessed_breakdown);
         }
         self.db.total_op_time_ps = self.db.total_op_time_ps.wrapping_add(data.time_ps);
     }

@@ -782,6 +782,10 @@ impl OpMetricsDbCombiner {
         dst.total_op_time_ps = dst.total_op_time_ps.wrapping_add(src.total_op_time_ps);
         dst.idle_time_ps = dst.idle_time_ps.wrapping_add(src.idle_time_ps);
         dst.busy_time_ps = dst.busy_time_ps.wrapping_add(src.busy_time_ps);
+        dst.idle_time_high_confidence_ps =
+            dst.idle_time_high_confidence_ps.wrapping_add(src.idle_time_high_confidence_ps);
+        dst.busy_time_high_confidence_ps =
+            dst.busy_time_high_confidence_ps.wrapping_add(src.busy_time_high_confidence_ps);
         dst.normalized_total_op_time_ps = dst.normalized_total_op_time_ps.wrapping_add(src.normalized_total_op_time_ps);
         let src_precision = src.precision_stats.clone().unwrap_or_default();
         let precision = dst.precision_stats.get_or_insert_with(PrecisionStats::default);
