@@ -11,5 +11,7 @@ pub mod inspect;
 pub mod jsoncmp;
 pub mod model_tracker;
 pub mod op_stats;
+#[cfg(test)]
+mod test_support;
 pub mod tf_op;
 pub mod tools;

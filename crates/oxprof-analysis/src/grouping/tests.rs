@@ -4,13 +4,15 @@
 
 use super::reference::reference_group;
 use super::*;
+use crate::test_support::repo_root;
 use oxprof_format::testing::{LineBuilder, PlaneBuilder, Value, XSpaceBuilder};
 use oxprof_format::{decode_xspace, load_xspace};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+fn external_dir() -> Option<PathBuf> {
+    let dir = crate::test_support::external_path();
+    dir.is_dir().then_some(dir)
 }
 
 /// Time and memory on the 3 M-event profile (run with `--release --ignored --nocapture`).
@@ -859,13 +861,10 @@ fn random_equivalence(seeds: std::ops::Range<u64>) {
 /// XProf's step names (`step_db.step_sequence[*].step_info_per_core[*].step_name`) of an
 /// `op_stats.json` (plain or gzip), or None when the file is missing.
 fn xprof_step_names(path: &Path) -> Option<BTreeSet<String>> {
-    let bytes = if path.extension().is_some_and(|e| e == "gz") {
-        let out = std::process::Command::new("gzip").arg("-dc").arg(path).output().ok()?;
-        out.status.success().then_some(out.stdout)?
-    } else {
-        std::fs::read(path).ok()?
-    };
-    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    if !path.exists() {
+        return None;
+    }
+    let json = crate::test_support::read_json(path);
     let mut names = BTreeSet::new();
     for step in json["step_db"]["step_sequence"].as_array().into_iter().flatten() {
         for info in step["step_info_per_core"].as_object().into_iter().flat_map(|o| o.values()) {
@@ -920,13 +919,6 @@ fn refkit_profiles_step_names_are_group_names() {
         }
         eprintln!("{name}: {} groups, XProf {} steps", ours.len(), expected.len());
     }
-}
-
-fn external_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
-    dir.is_dir().then_some(dir)
 }
 
 /// Third-party profiles: TPU (v6e inference), JAX on MI300X, and a TF 2020 multi-GPU file

@@ -388,8 +388,7 @@ fn record(program_id: u64, view: &dyn HloInstructionView) -> Value {
 }
 
 fn read_gz_json(path: &std::path::Path) -> Value {
-    let out = std::process::Command::new("gzip").arg("-dc").arg(path).output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
+    crate::test_support::read_json(path)
 }
 
 /// Every instruction of every HLO module of the external profiles, and of hand-written

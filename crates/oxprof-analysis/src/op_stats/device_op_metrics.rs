@@ -1043,27 +1043,10 @@ pub fn precision_stats(step_event_spans: impl IntoIterator<Item = (i32, u64)>) -
 /// Helpers shared by the reference tests of the device-side OpStats modules.
 #[cfg(test)]
 pub(crate) mod testutil {
-    use crate::op_stats::types::OpStats;
+    pub(crate) use crate::test_support::{external_root, repo_root};
     use oxprof_format::XSpace;
     use serde_json::Value;
     use std::path::{Path, PathBuf};
-
-    pub(crate) fn repo_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-    }
-
-    /// The external test data folder, or `None` (with a SKIP note) when absent.
-    pub(crate) fn external_root() -> Option<PathBuf> {
-        let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            eprintln!("SKIP: no external test data at {}", dir.display());
-            None
-        }
-    }
 
     /// A reference profile: its name, its XSpace files, and XProf's OpStats.
     pub(crate) struct RefCase {
@@ -1138,20 +1121,12 @@ pub(crate) mod testutil {
     /// XProf's OpStats JSON as a value, read through oxprof's types (so fields oxprof's
     /// OpStats lacks are dropped).
     pub(crate) fn reference(path: &Path) -> Value {
-        let text = if path.extension().is_some_and(|e| e == "gz") {
-            let out = std::process::Command::new("gzip").arg("-dc").arg(path).output().unwrap();
-            String::from_utf8(out.stdout).unwrap()
-        } else {
-            std::fs::read_to_string(path).unwrap()
-        };
-        let op_stats: OpStats = serde_json::from_str(&text).unwrap();
-        serde_json::to_value(op_stats).unwrap()
+        serde_json::to_value(crate::test_support::load_op_stats(path)).unwrap()
     }
 
     /// The raw reference JSON (all of XProf's fields).
     pub(crate) fn raw_reference(path: &Path) -> Value {
-        let out = std::process::Command::new("gzip").arg("-dc").arg(path).output().unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
+        crate::test_support::read_json(path)
     }
 
     pub(crate) fn load(case: &RefCase) -> XSpace {

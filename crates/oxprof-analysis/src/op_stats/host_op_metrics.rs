@@ -562,17 +562,8 @@ pub(crate) mod reference_tests {
     use crate::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::op_metrics_db::combine_op_metrics_dbs;
     use crate::op_stats::types::OpStats;
+    pub(crate) use crate::test_support::{external_path as external_root, repo_root};
     use std::path::{Path, PathBuf};
-
-    pub(crate) fn repo_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-    }
-
-    pub(crate) fn external_root() -> PathBuf {
-        std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("../shared/testdata/external"))
-    }
 
     /// The refkit profiles: name, xplane path, XProf's OpStats.
     pub(crate) fn refkit_profiles() -> Vec<(String, PathBuf, OpStats)> {
@@ -608,9 +599,7 @@ pub(crate) mod reference_tests {
     /// XProf's OpStats of an external profile (`testdata/external-opstats/<name>.op_stats.json.gz`).
     pub(crate) fn external_op_stats(name: &str) -> OpStats {
         let path = repo_root().join(format!("testdata/external-opstats/{name}.op_stats.json.gz"));
-        let out = std::process::Command::new("gzip").arg("-dc").arg(&path).output().unwrap();
-        assert!(out.status.success(), "cannot read {}", path.display());
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        crate::test_support::load_op_stats(&path)
     }
 
     /// Differences between XProf's database and ours, with `is_eager`-only differences

@@ -347,38 +347,8 @@ pub(crate) mod reference_tests {
     use super::*;
     use crate::jsoncmp::{CmpOptions, CmpReport, compare};
     use crate::op_stats::step_events::NoTpuOpMetrics;
-    use crate::op_stats::types::OpStats;
+    pub(crate) use crate::test_support::{external_root, load_op_stats as xprof_op_stats, repo_root};
     use std::path::{Path, PathBuf};
-
-    pub(crate) fn repo_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-    }
-
-    /// The third-party profiles folder, or `None` (with a SKIP note) when absent.
-    pub(crate) fn external_root() -> Option<PathBuf> {
-        let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            eprintln!("SKIP: {} is absent; third-party profiles not checked", dir.display());
-            None
-        }
-    }
-
-    /// XProf's OpStats from a `.json` or `.json.gz` file (through oxprof's types, so fields
-    /// oxprof does not model are dropped on both sides).
-    pub(crate) fn xprof_op_stats(path: &Path) -> OpStats {
-        let text = if path.extension().is_some_and(|e| e == "gz") {
-            let out = std::process::Command::new("gzip").arg("-dc").arg(path).output().unwrap();
-            assert!(out.status.success(), "cannot read {}", path.display());
-            String::from_utf8(out.stdout).unwrap()
-        } else {
-            std::fs::read_to_string(path).unwrap()
-        };
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
 
     /// Compares two serializable values as XProf's proto JSON.
     pub(crate) fn compare_json<T: serde::Serialize>(expected: &T, actual: &T) -> CmpReport {

@@ -456,42 +456,14 @@ mod tests {
 /// tests in this directory).
 #[cfg(test)]
 pub(crate) mod golden {
-    use crate::op_stats::OpStats;
-    use serde_json::Value;
-    use std::path::{Path, PathBuf};
+    pub(crate) use crate::test_support::{load_op_stats, read_json, read_text, repo_root};
+    use std::path::PathBuf;
 
     /// One profile: XProf's OpStats and the folder of XProf's outputs computed from it.
     pub(crate) struct Case {
         pub name: String,
         pub op_stats: PathBuf,
         pub xprof_out: PathBuf,
-    }
-
-    fn repo_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-    }
-
-    /// Text of `path`, or of `path.gz` (decompressed with the system's `gzip`).
-    pub(crate) fn read_text(path: &Path) -> String {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return text;
-        }
-        let gz = if path.extension().is_some_and(|e| e == "gz") {
-            path.to_path_buf()
-        } else {
-            PathBuf::from(format!("{}.gz", path.display()))
-        };
-        let out = std::process::Command::new("gzip").arg("-dc").arg(&gz).output().unwrap();
-        assert!(out.status.success(), "cannot read {}", gz.display());
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    pub(crate) fn read_json(path: &Path) -> Value {
-        serde_json::from_str(&read_text(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
-
-    pub(crate) fn load_op_stats(path: &Path) -> OpStats {
-        serde_json::from_str(&read_text(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
     /// The committed refkit profiles.

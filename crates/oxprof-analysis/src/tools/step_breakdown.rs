@@ -374,28 +374,15 @@ pub fn idle_time_ratio(db: &OpMetricsDb) -> f64 {
 pub(crate) mod reference {
     use crate::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::OpStats;
+    use crate::test_support::{read_text, repo_root};
     use serde_json::Value;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     /// One profile: XProf's OpStats and the folder of XProf's tool outputs.
     pub(crate) struct Case {
         pub name: String,
         pub op_stats: PathBuf,
         pub xprof_out: PathBuf,
-    }
-
-    fn repo_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-    }
-
-    fn read_text(path: &Path) -> String {
-        if path.extension().is_some_and(|e| e == "gz") {
-            let out = std::process::Command::new("gzip").arg("-dc").arg(path).output().unwrap();
-            assert!(out.status.success(), "cannot read {}", path.display());
-            String::from_utf8(out.stdout).unwrap()
-        } else {
-            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        }
     }
 
     /// Every case: the refkit profiles, plus the third-party ones when the shared folder

@@ -1,0 +1,57 @@
+//! Helpers shared by the tests that compare oxprof with XProf's references: where the
+//! repository and the third-party profiles are, and reading (gzipped) JSON references.
+
+use crate::op_stats::OpStats;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub(crate) fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `../shared/testdata/external` (or `OXPROF_EXTERNAL_TESTDATA`), whether present or not.
+pub(crate) fn external_path() -> PathBuf {
+    std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/testdata/external"))
+}
+
+/// The third-party profiles folder, or `None` with a SKIP note when it is absent.
+pub(crate) fn external_root() -> Option<PathBuf> {
+    let dir = external_path();
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("SKIP: {} is absent; third-party profiles not checked", dir.display());
+        None
+    }
+}
+
+/// Text of `path`, gunzipped when it ends in `.gz`, else of `path` or `path.gz`.
+pub(crate) fn read_text(path: &Path) -> String {
+    if path.extension().is_none_or(|e| e != "gz")
+        && let Ok(text) = std::fs::read_to_string(path)
+    {
+        return text;
+    }
+    let gz = if path.extension().is_some_and(|e| e == "gz") {
+        path.to_path_buf()
+    } else {
+        PathBuf::from(format!("{}.gz", path.display()))
+    };
+    let file = std::fs::File::open(&gz).unwrap_or_else(|e| panic!("{}: {e}", gz.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file).read_to_string(&mut text).unwrap_or_else(|e| panic!("{}: {e}", gz.display()));
+    text
+}
+
+/// A JSON reference.
+pub(crate) fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&read_text(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// XProf's OpStats (through oxprof's types, so fields oxprof does not model are dropped).
+pub(crate) fn load_op_stats(path: &Path) -> OpStats {
+    serde_json::from_str(&read_text(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
