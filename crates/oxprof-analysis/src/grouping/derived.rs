@@ -2,8 +2,9 @@
 //! changes existing events: `ProcessUngroupedEvents` on GPU planes, where every ungrouped
 //! event inherits the group of the latest grouped event before it in time order.
 
-use super::kinds::{Span, is_derived_thread_id};
+use super::kinds::Span;
 use super::tables::NO_GROUP;
+use crate::op_stats::step_events::is_derived_thread_id;
 use oxprof_format::XPlane;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -457,13 +457,6 @@ pub(crate) fn parse_device_ordinal(device_name: &str) -> Option<u32> {
     parse_capture(digits)
 }
 
-/// XProf's `IsDerivedThreadId(int)`: line ids are truncated to 32 bits first.
-pub(crate) fn is_derived_thread_id(line_id: i64) -> bool {
-    let min = 0xdead_beef_u32 as i32;
-    let id = line_id as i32;
-    id >= min && id <= min + 49 + 240
-}
-
 /// `Timespan(begin, duration)` with XProf's unsigned arithmetic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Span {
@@ -502,6 +495,7 @@ impl Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op_stats::step_events::is_derived_thread_id;
 
     #[test]
     fn plane_name_parsers_follow_xprof() {

@@ -12,6 +12,7 @@ use super::duty_cycle::{Timespan, tpu_duty_cycle};
 use super::environment::{device_planes, sparse_core_id, wire};
 use super::hardware::{double_value, int_or_uint, int_value, str_value, uint_value};
 use super::op_metrics_db::{OpMetricsDbCombiner, combine_memory_accessed_breakdown, combine_op_metrics_dbs};
+use super::step_events::is_derived_thread_id;
 use super::types::{
     MemoryAccessed, MemoryOperationType, OpMetrics, OpMetricsDb, PrecisionStats, SourceInfo, TpuCoreType,
 };
@@ -710,14 +711,6 @@ fn add_fusion_children(op: &mut OpMetrics, instruction: &dyn HloInstruction, dep
 // ---------------------------------------------------------------------------------------
 // GPU: ops from stream events (XLA ops through the HLO lookup, else framework ops).
 // ---------------------------------------------------------------------------------------
-
-/// `IsDerivedThreadId`: line ids XProf reserves for derived lines (steps, framework ops,
-/// HLO modules/ops, source, host offload, ...), compared as 32-bit ints.
-pub fn is_derived_thread_id(line_id: i64) -> bool {
-    const MIN: i32 = 0xdead_beef_u32 as i32;
-    const MAX: i32 = MIN + 49 + 240;
-    (MIN..=MAX).contains(&(line_id as i32))
-}
 
 /// The GPU event stats the op database uses (`GpuEventStats`, own stats only).
 #[derive(Default)]

@@ -4,6 +4,7 @@
 
 use super::event_span::Timespan;
 use super::op_metrics_db::{HostOpMetricsDbBuilder, OpMetricsDbCombiner, add_idle_op, set_total_time_ps};
+use super::step_events::is_derived_thread_id;
 use super::types::OpMetricsDb;
 use crate::grouping::EventGroups;
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
@@ -19,13 +20,6 @@ const NO_OP: u32 = u32::MAX;
 /// `FindPlaneWithName`), to pass to [`host_op_metrics_db`].
 pub fn find_host_plane(space: &XSpace) -> Option<usize> {
     space.planes.iter().position(|p| p.name == HOST_THREADS_PLANE_NAME)
-}
-
-/// `IsDerivedThreadId`: line ids XProf reserves for derived lines, compared as C `int`s.
-fn is_derived_thread_id(line_id: i64) -> bool {
-    const MIN: i32 = 0xdead_beef_u32 as i32;
-    const MAX: i32 = MIN + 49 + 240;
-    (MIN..=MAX).contains(&(line_id as i32))
 }
 
 /// The event's own stat of a type (`XEventVisitor::GetStat` does not look at metadata).

@@ -3,8 +3,9 @@
 //! and cut to the top 1000. A port of XProf's `xplane_to_kernel_stats_db.cc`,
 //! `kernel_stats_utils.cc` and the kernel callback of `ConvertXSpaceToOpStats`.
 
-use super::device_op_metrics::{HloModuleLookup, is_derived_thread_id};
+use super::device_op_metrics::HloModuleLookup;
 use super::hardware::{int_or_uint, str_value};
+use super::step_events::is_derived_thread_id;
 use super::types::{KernelReport, KernelStatsDb};
 use crate::tf_op::parse_tf_op_fullname;
 use oxprof_format::schema::StatType;
