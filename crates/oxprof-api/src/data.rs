@@ -95,12 +95,49 @@ fn step_selection(tool: &str) -> StepSelection {
     }
 }
 
+/// Which part of oxprof answers a tool. Each family lives in its own module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolFamily {
+    /// Rendered from the (combined) OpStats of the selected hosts: this module.
+    OpStats,
+    /// The trace viewer (`trace_viewer`, `trace_viewer@`): `crate::trace`.
+    Trace,
+    /// `memory_profile`, from the host planes' allocator events: `crate::memory_profile`.
+    MemoryProfile,
+    /// Tools over one HLO module (`memory_viewer`, `graph_viewer`, `module_list`): `crate::hlo_tools`.
+    Hlo,
+}
+
+impl ToolFamily {
+    /// The family answering `tool` (without XProf's trailing `^`), or `None` for unknown tools.
+    pub fn of(tool: &str) -> Option<ToolFamily> {
+        if OP_STATS_TOOLS.contains(&tool) {
+            Some(ToolFamily::OpStats)
+        } else if crate::trace::TOOLS.contains(&tool) {
+            Some(ToolFamily::Trace)
+        } else if crate::memory_profile::TOOLS.contains(&tool) {
+            Some(ToolFamily::MemoryProfile)
+        } else if crate::hlo_tools::TOOLS.contains(&tool) {
+            Some(ToolFamily::Hlo)
+        } else {
+            None
+        }
+    }
+}
+
 /// Answers a data request for the profiles under `path`.
 pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError> {
     let tool = request.tool.trim_end_matches('^');
-    if !OP_STATS_TOOLS.contains(&tool) {
-        return Err(ApiError::UnknownTool(tool.to_string()));
+    match ToolFamily::of(tool) {
+        Some(ToolFamily::OpStats) => op_stats_data(path, tool, request),
+        Some(ToolFamily::Trace) => crate::trace::data(path, tool, request),
+        Some(ToolFamily::MemoryProfile) => crate::memory_profile::data(path, tool, request),
+        Some(ToolFamily::Hlo) => crate::hlo_tools::data(path, tool, request),
+        None => Err(ApiError::UnknownTool(tool.to_string())),
     }
+}
+
+fn op_stats_data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
     let run = select_run(path, request.run.as_deref())?;
     let files = select_hosts(&run, request.host.as_deref())?;
     let analyses = analyze_hosts(&files)?;

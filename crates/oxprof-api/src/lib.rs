@@ -7,7 +7,10 @@
 
 pub mod data;
 mod error;
+pub mod hlo_tools;
 pub mod inspect;
+pub mod memory_profile;
 pub mod table;
+pub mod trace;
 
 pub use error::ApiError;
