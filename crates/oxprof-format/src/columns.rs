@@ -8,6 +8,10 @@
 //!   Timestamps within a line are close together, so almost every block is narrow.
 //! * [`EscapedI64`]: a 32-bit value per row; values outside `0..u32::MAX` are kept in a
 //!   sorted side table (long durations are rare).
+//! * [`IdColumn`]: 16-bit ids until one does not fit, then 32-bit (planes rarely have
+//!   more than 65,536 event metadata entries).
+//! * [`RowEnds`]: the end of each event's stats in its line, as a 32-bit base per block
+//!   of 64 events plus a 16-bit offset (events hold a handful of stats each).
 
 /// Rows per block in [`BlockedI64`].
 const BLOCK: usize = 64;
@@ -133,9 +137,205 @@ impl EscapedI64 {
     }
 }
 
+/// A column of ids, 16 bits per row while every id fits, else 32.
+#[derive(Debug, Clone)]
+pub(crate) enum IdColumn {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Default for IdColumn {
+    fn default() -> Self {
+        IdColumn::Narrow(Vec::new())
+    }
+}
+
+impl IdColumn {
+    pub(crate) fn with_capacity(rows: usize) -> Self {
+        IdColumn::Narrow(Vec::with_capacity(rows))
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, id: u32) {
+        match self {
+            IdColumn::Narrow(ids) => match u16::try_from(id) {
+                Ok(narrow) => ids.push(narrow),
+                Err(_) => {
+                    self.widen();
+                    self.push(id);
+                }
+            },
+            IdColumn::Wide(ids) => ids.push(id),
+        }
+    }
+
+    /// Switches to 32-bit storage (once per line at most).
+    fn widen(&mut self) {
+        if let IdColumn::Narrow(ids) = self {
+            let mut wide = Vec::with_capacity(ids.capacity());
+            wide.extend(ids.iter().map(|&id| u32::from(id)));
+            *self = IdColumn::Wide(wide);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, row: usize) -> u32 {
+        match self {
+            IdColumn::Narrow(ids) => u32::from(ids[row]),
+            IdColumn::Wide(ids) => ids[row],
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            IdColumn::Narrow(ids) => ids.len(),
+            IdColumn::Wide(ids) => ids.len(),
+        }
+    }
+
+    /// Replaces every id by `f(id)`.
+    pub(crate) fn map_in_place(&mut self, f: impl Fn(u32) -> u32) {
+        let needs_wide = match self {
+            IdColumn::Narrow(ids) => ids.iter().any(|&id| u16::try_from(f(u32::from(id))).is_err()),
+            IdColumn::Wide(_) => false,
+        };
+        if needs_wide {
+            self.widen();
+        }
+        match self {
+            IdColumn::Narrow(ids) => ids.iter_mut().for_each(|id| *id = f(u32::from(*id)) as u16),
+            IdColumn::Wide(ids) => ids.iter_mut().for_each(|id| *id = f(*id)),
+        }
+    }
+
+    pub(crate) fn shrink_to_fit(&mut self) {
+        match self {
+            IdColumn::Narrow(ids) => ids.shrink_to_fit(),
+            IdColumn::Wide(ids) => ids.shrink_to_fit(),
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            IdColumn::Narrow(ids) => ids.capacity() * 2,
+            IdColumn::Wide(ids) => ids.capacity() * 4,
+        }
+    }
+}
+
+/// Marks a row of [`RowEnds`] whose offset is in the side table.
+const ESCAPED_END: u16 = u16::MAX;
+
+/// Non-decreasing `u32` row ends (each event's stats end): per block of 64 rows, the end
+/// before the block; per row, its offset from it. Offsets that do not fit 16 bits go to a
+/// sorted side table.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RowEnds {
+    block_start: Vec<u32>,
+    offset: Vec<u16>,
+    escaped: Vec<(u32, u32)>,
+    last: u32,
+}
+
+impl RowEnds {
+    pub(crate) fn with_capacity(rows: usize) -> Self {
+        RowEnds {
+            block_start: Vec::with_capacity(rows / BLOCK + 1),
+            offset: Vec::with_capacity(rows),
+            ..Default::default()
+        }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, end: u32) {
+        let row = self.offset.len();
+        if row.is_multiple_of(BLOCK) {
+            self.block_start.push(self.last);
+        }
+        let start = self.block_start[row / BLOCK];
+        match u16::try_from(end.wrapping_sub(start)) {
+            Ok(offset) if offset != ESCAPED_END && end >= start => self.offset.push(offset),
+            _ => {
+                self.escaped.push((row as u32, end));
+                self.offset.push(ESCAPED_END);
+            }
+        }
+        self.last = end;
+    }
+
+    /// The end of row `row`.
+    #[inline]
+    pub(crate) fn get(&self, row: usize) -> u32 {
+        let offset = self.offset[row];
+        if offset != ESCAPED_END {
+            return self.block_start[row / BLOCK] + u32::from(offset);
+        }
+        match self.escaped.binary_search_by_key(&(row as u32), |&(r, _)| r) {
+            Ok(i) => self.escaped[i].1,
+            Err(_) => self.block_start[row / BLOCK],
+        }
+    }
+
+    /// `start..end` of row `row` (its start is the previous row's end).
+    #[inline]
+    pub(crate) fn range(&self, row: usize) -> std::ops::Range<u32> {
+        let start = if row == 0 { 0 } else { self.get(row - 1) };
+        start..self.get(row)
+    }
+
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.block_start.shrink_to_fit();
+        self.offset.shrink_to_fit();
+        self.escaped.shrink_to_fit();
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.block_start.capacity() * 4 + self.offset.capacity() * 2 + self.escaped.capacity() * 8
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn id_column_widens_when_an_id_does_not_fit() {
+        let mut col = IdColumn::with_capacity(4);
+        for id in [0, 7, 65_535] {
+            col.push(id);
+        }
+        assert!(matches!(col, IdColumn::Narrow(_)));
+        col.push(70_000);
+        col.push(3);
+        assert!(matches!(col, IdColumn::Wide(_)));
+        assert_eq!((0..col.len()).map(|r| col.get(r)).collect::<Vec<_>>(), [0, 7, 65_535, 70_000, 3]);
+        let mut small = IdColumn::with_capacity(2);
+        small.push(1);
+        small.push(2);
+        small.map_in_place(|id| if id == 2 { u32::MAX - 1 } else { id });
+        assert_eq!((small.get(0), small.get(1)), (1, u32::MAX - 1));
+    }
+
+    #[test]
+    fn row_ends_round_trip_small_and_large_offsets() {
+        // Rows with 0..3 stats, one row with 100,000 stats, then more small rows.
+        let mut ends = Vec::new();
+        let mut end = 0u32;
+        for row in 0..300u32 {
+            end += if row == 130 { 100_000 } else { row % 4 };
+            ends.push(end);
+        }
+        let mut col = RowEnds::with_capacity(0);
+        for &e in &ends {
+            col.push(e);
+        }
+        col.shrink_to_fit();
+        for (row, &e) in ends.iter().enumerate() {
+            assert_eq!(col.get(row), e, "row {row}");
+            let start = if row == 0 { 0 } else { ends[row - 1] };
+            assert_eq!(col.range(row), start..e);
+        }
+    }
 
     #[test]
     fn blocked_column_round_trips_narrow_and_wide_blocks() {

@@ -16,7 +16,7 @@
 //! ([`ReleasePages`]), so decoding a memory-mapped file does not keep the whole file
 //! resident next to the model.
 
-use crate::columns::{BlockedI64, EscapedI64};
+use crate::columns::{BlockedI64, EscapedI64, IdColumn, RowEnds};
 use crate::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::error::{DecodeError, WireError};
 use crate::model::{
@@ -444,10 +444,10 @@ fn decode_line(bytes: &[u8], base: usize, plane: &XPlane, release: &dyn ReleaseP
             timestamp_ns: 0,
             duration_ps: 0,
             events: EventColumns {
-                metadata: Vec::with_capacity(estimate),
+                metadata: IdColumn::with_capacity(estimate),
                 offset_ps: BlockedI64::with_capacity(estimate),
                 duration_ps: EscapedI64::with_capacity(estimate),
-                stats_end: Vec::with_capacity(estimate),
+                stats_end: RowEnds::with_capacity(estimate),
                 occurrences: Vec::new(),
             },
             stats: StatColumns::default(),
@@ -652,11 +652,9 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
             })
             .collect();
         let first_placeholder = u32::MAX - (remap.len() as u32 - 1);
-        for meta in &mut line.events.metadata {
-            if *meta >= first_placeholder {
-                *meta = remap[(u32::MAX - *meta) as usize];
-            }
-        }
+        line.events
+            .metadata
+            .map_in_place(|meta| if meta >= first_placeholder { remap[(u32::MAX - meta) as usize] } else { meta });
     }
     if plane.stat_metadata.len() >= MAX_METADATA || plane.event_metadata.len() >= MAX_METADATA {
         return Err(DecodeError::TooLarge("more metadata entries in one plane than oxprof supports"));

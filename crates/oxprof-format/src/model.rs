@@ -8,7 +8,7 @@
 //! * string ids index the owning plane's [`StringTable`];
 //! * order of planes, lines, events and stats is the file's order.
 
-use crate::columns::{BlockedI64, EscapedI64};
+use crate::columns::{BlockedI64, EscapedI64, IdColumn, RowEnds};
 use crate::diagnostics::Diagnostics;
 use crate::schema::{HostEventType, StatType};
 use crate::strings::{StrId, StringTable};
@@ -321,21 +321,21 @@ impl XLine {
 /// Per-line event columns.
 #[derive(Debug, Default)]
 pub(crate) struct EventColumns {
-    pub(crate) metadata: Vec<u32>,
+    pub(crate) metadata: IdColumn,
     pub(crate) offset_ps: BlockedI64,
     pub(crate) duration_ps: EscapedI64,
     /// End (exclusive) of each event's stats in the line's stat columns.
-    pub(crate) stats_end: Vec<u32>,
+    pub(crate) stats_end: RowEnds,
     /// `(row, num_occurrences)` for aggregated events, sorted by row.
     pub(crate) occurrences: Vec<(u32, i64)>,
 }
 
 impl EventColumns {
     fn heap_bytes(&self) -> usize {
-        self.metadata.capacity() * 4
+        self.metadata.heap_bytes()
             + self.offset_ps.heap_bytes()
             + self.duration_ps.heap_bytes()
-            + self.stats_end.capacity() * 4
+            + self.stats_end.heap_bytes()
             + self.occurrences.capacity() * 16
     }
 }
@@ -512,13 +512,13 @@ impl<'a> Event<'a> {
     /// Its metadata's dense id.
     #[inline]
     pub fn metadata_id(&self) -> EventMetadataId {
-        EventMetadataId(self.line.events.metadata[self.row as usize])
+        EventMetadataId(self.line.events.metadata.get(self.row as usize))
     }
 
     /// Its metadata.
     #[inline]
     pub fn metadata(&self) -> &'a EventMetadata {
-        &self.plane.event_metadata[self.line.events.metadata[self.row as usize] as usize]
+        &self.plane.event_metadata[self.line.events.metadata.get(self.row as usize) as usize]
     }
 
     /// Metadata name.
@@ -565,10 +565,8 @@ impl<'a> Event<'a> {
 
     /// The event's own stats (not its metadata's).
     pub fn stats(&self) -> Stats<'a> {
-        let ends = &self.line.events.stats_end;
-        let row = self.row as usize;
-        let start = if row == 0 { 0 } else { ends[row - 1] };
-        Stats { plane: self.plane, columns: &self.line.stats, bytes: &self.line.bytes, rows: start..ends[row] }
+        let rows = self.line.events.stats_end.range(self.row as usize);
+        Stats { plane: self.plane, columns: &self.line.stats, bytes: &self.line.bytes, rows }
     }
 
     /// Stats of the event's metadata (shared by every event of that kind).

@@ -355,7 +355,12 @@ impl<'s> Forest<'s> {
             }
         }
         self.context_entries.reserve_exact(bound);
-        self.raw_context_keys[0].reserve(bound / 2);
+        // Both maps: which one the keys fall into (with or without pid) is not known yet,
+        // and growing a map of ~10^6 keys by rehashing holds two copies at once. Reserved
+        // but unused buckets cost address space only.
+        for keys in &mut self.raw_context_keys {
+            keys.reserve(bound / 2);
+        }
         for nodes in [&mut self.node_event, &mut self.nest_parent, &mut self.nest_hops] {
             nodes.reserve_exact(bound);
         }
