@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs everything CI runs: formatting, lints, all tests, and a bounded fuzz smoke run.
-# Works on a fresh machine with only the Rust toolchain; installs what it needs itself.
+# Runs everything CI runs: formatting, lints, all Rust tests (including live captures from
+# a real JAX program), the web UI's checks and browser tests, and a bounded fuzz smoke run.
+# Works on a fresh machine with the Rust toolchain, Python 3.11 with pip and Node 20 with
+# npm; installs the rest itself (a JAX venv in .venv-test, Debian's chromium).
 #   FUZZ_SECONDS=60   length of the fuzz smoke run (0 skips it)
+#   SKIP_LIVE=1       skip the live-capture tests (no Python venv)
+#   SKIP_UI=1         skip the web UI's checks
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
@@ -12,8 +16,19 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+if [ "${SKIP_LIVE:-0}" != "1" ]; then
+  step "python venv with JAX for the live-capture tests"
+  bash scripts/setup-python.sh
+  export OXPROF_REQUIRE_LIVE=1
+fi
+
 step "cargo test"
 cargo test --workspace --locked
+
+if [ "${SKIP_UI:-0}" != "1" ]; then
+  step "web UI"
+  bash scripts/test-ui.sh
+fi
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   step "fuzz smoke (${FUZZ_SECONDS:-60} s)"

@@ -12,6 +12,9 @@ mod cost;
 mod graph;
 mod print;
 
+pub(crate) use graph::Graph as HloGraph;
+pub(crate) use print::{PrintOptions, print_instruction, print_shape as print_shape_with_layout};
+
 use crate::op_stats::device_op_metrics::{
     HloInstruction as HloInstructionView, HloMemoryAccess, HloModuleLookup, HloPerformance, HloSourceInfo,
 };
@@ -257,7 +260,8 @@ impl HloInstructionView for InstructionView {
             if c.fusion_instr != Some(self.index) {
                 return Vec::new();
             }
-            c.instrs.iter().map(|&i| InstructionView::new(Arc::clone(&self.core), i)).collect()
+            // XProf loads modules without preserving ids: fused children keep proto order.
+            c.proto_order.iter().map(|&i| InstructionView::new(Arc::clone(&self.core), i)).collect()
         });
         children.iter().map(|c| c as &dyn HloInstructionView).collect()
     }

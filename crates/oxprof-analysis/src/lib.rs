@@ -15,3 +15,4 @@ pub mod op_stats;
 mod test_support;
 pub mod tf_op;
 pub mod tools;
+pub mod trace;

@@ -17,8 +17,17 @@ use std::path::Path;
 pub const ALL_HOSTS: &str = "ALL_HOSTS";
 
 /// Tools oxprof serves from OpStats, with the names XProf uses (and legacy aliases).
-pub const OP_STATS_TOOLS: &[&str] =
-    &["overview_page", "input_pipeline_analyzer", "framework_op_stats", "tensorflow_stats", "pod_viewer"];
+pub const OP_STATS_TOOLS: &[&str] = &[
+    "overview_page",
+    "input_pipeline_analyzer",
+    "framework_op_stats",
+    "tensorflow_stats",
+    "pod_viewer",
+    "kernel_stats",
+    "op_profile",
+    "hlo_stats",
+    "roofline_model",
+];
 
 /// A request for one tool's data.
 #[derive(Debug, Clone, Default)]
@@ -106,6 +115,8 @@ pub enum ToolFamily {
     MemoryProfile,
     /// Tools over one HLO module (`memory_viewer`, `graph_viewer`, `module_list`): `crate::hlo_tools`.
     Hlo,
+    /// `tf_data_bottleneck_analysis`, from the host planes' tf.data iterator events: `crate::tf_data`.
+    TfData,
 }
 
 impl ToolFamily {
@@ -119,6 +130,8 @@ impl ToolFamily {
             Some(ToolFamily::MemoryProfile)
         } else if crate::hlo_tools::TOOLS.contains(&tool) {
             Some(ToolFamily::Hlo)
+        } else if crate::tf_data::TOOLS.contains(&tool) {
+            Some(ToolFamily::TfData)
         } else {
             None
         }
@@ -133,6 +146,7 @@ pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError
         Some(ToolFamily::Trace) => crate::trace::data(path, tool, request),
         Some(ToolFamily::MemoryProfile) => crate::memory_profile::data(path, tool, request),
         Some(ToolFamily::Hlo) => crate::hlo_tools::data(path, tool, request),
+        Some(ToolFamily::TfData) => crate::tf_data::data(path, tool, request),
         None => Err(ApiError::UnknownTool(tool.to_string())),
     }
 }
@@ -142,14 +156,27 @@ fn op_stats_data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataR
     let files = select_hosts(&run, request.host.as_deref())?;
     let analyses = analyze_hosts(&files)?;
     let op_stats = combine_hosts(&analyses, step_selection(tool));
-    let json = render_op_stats_tool(tool, &op_stats)?;
-    let notes = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
-    Ok(DataResponse { content_type: "application/json", body: json.to_string(), json: Some(json), notes })
+    let json = render_op_stats_tool(tool, &op_stats, &request.params)?;
+    let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
+    notes.extend(oxprof_analysis::tools::hlo_stats::device_tool_notes(tool, &op_stats));
+    let body = match tool {
+        // A proto message: XProf prints it with protobuf's JSON printer (field order).
+        "op_profile" => oxprof_analysis::tools::op_profile::proto_json_text(&json),
+        _ => json.to_string(),
+    };
+    Ok(DataResponse { content_type: "application/json", body, json: Some(json), notes })
 }
 
-fn render_op_stats_tool(tool: &str, op_stats: &OpStats) -> Result<Value, ApiError> {
+fn render_op_stats_tool(tool: &str, op_stats: &OpStats, params: &BTreeMap<String, String>) -> Result<Value, ApiError> {
     use oxprof_analysis::tools;
     match tool {
+        "kernel_stats" => Ok(tools::kernel_stats::kernel_stats(op_stats)),
+        "hlo_stats" => Ok(tools::hlo_stats::hlo_stats(op_stats)),
+        "roofline_model" => Ok(tools::roofline_model::roofline_model(op_stats)),
+        "op_profile" => {
+            let grouping = tools::op_profile::Grouping::from_param(params.get("group_by").map(String::as_str));
+            Ok(tools::op_profile::op_profile(op_stats, grouping))
+        }
         "framework_op_stats" | "tensorflow_stats" => Ok(tools::framework_op_stats::framework_op_stats(op_stats)),
         "pod_viewer" => Ok(tools::pod_viewer::pod_viewer(op_stats)),
         "overview_page" => Ok(tools::overview_page::overview_page(op_stats)),

@@ -8,9 +8,11 @@
 pub mod data;
 mod error;
 pub mod hlo_tools;
+pub mod http;
 pub mod inspect;
 pub mod memory_profile;
 pub mod table;
+pub mod tf_data;
 pub mod trace;
 
 pub use error::ApiError;

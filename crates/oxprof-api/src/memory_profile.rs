@@ -1,13 +1,60 @@
-//! The `memory_profile` tool: allocator activity of the selected hosts.
+//! The `memory_profile` tool: allocator activity of one host, as XProf's
+//! `MemoryProfileProcessor` serves it.
+//!
+//! Host selection follows XProf: the tool reads exactly one XSpace. `host=h` selects that
+//! host; no host (or `ALL_HOSTS`) works only when the run has a single host, otherwise the
+//! request fails as XProf's does ("expects only 1 XSpace"). A host without a `/host:CPU`
+//! plane gets XProf's empty body.
 
 use crate::ApiError;
-use crate::data::{DataRequest, DataResponse};
+use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, select_run};
+use oxprof_analysis::tools::memory_profile::memory_profile;
+use oxprof_format::load_xspace;
 use std::path::Path;
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_profile"];
 
 /// Answers a data request for one of [`TOOLS`].
-pub fn data(_path: &Path, tool: &str, _request: &DataRequest) -> Result<DataResponse, ApiError> {
-    Err(ApiError::NotYetAvailable { tool: tool.to_string() })
+pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+    if !TOOLS.contains(&tool) {
+        return Err(ApiError::UnknownTool(tool.to_string()));
+    }
+    let run = select_run(path, request.run.as_deref())?;
+    let files = select_hosts(&run, request.host.as_deref())?;
+    let [file] = files.as_slice() else {
+        let hosts = files.iter().map(|f| f.host.as_str()).collect::<Vec<_>>().join(", ");
+        return Err(ApiError::BadParameter {
+            name: "host".into(),
+            reason: format!(
+                "memory_profile reads one host (XProf: \"expects only 1 XSpace path but gets {}\"); \
+                 choose one of: {hosts} (not {ALL_HOSTS})",
+                files.len()
+            ),
+        });
+    };
+    let space = load_xspace(&file.path)?;
+    let Some(profile) = memory_profile(&space) else {
+        return Ok(DataResponse {
+            content_type: "application/json",
+            body: String::new(),
+            json: None,
+            notes: vec![format!(
+                "{}: no /host:CPU plane, so no allocator events (XProf answers an empty body)",
+                file.host
+            )],
+        });
+    };
+    drop(space);
+    let mut notes = Vec::new();
+    if profile.memory_ids.is_empty() {
+        notes.push(format!(
+            "{}: no MemoryAllocation/MemoryDeallocation events on /host:CPU (TensorFlow records them \
+             for its allocators; JAX and most GPU profiles have none)",
+            file.host
+        ));
+    }
+    let body = profile.to_json_string();
+    let json = serde_json::from_str(&body).ok();
+    Ok(DataResponse { content_type: "application/json", body, json, notes })
 }

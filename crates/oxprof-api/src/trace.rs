@@ -1,13 +1,273 @@
 //! The trace viewer: XProf's `trace_viewer` / `trace_viewer@` bodies and oxprof's level-of-detail trace API.
+//!
+//! Each host's XSpace is loaded, grouped and indexed once ([`HostTraceData`]); the last few
+//! hosts stay in memory so that later requests (zooms, details, search) only render. The
+//! index can also be cached on disk beside the profile (`<file>.oxprof-trace-v1.idx`,
+//! validated against the file's size and modification time; opt-in with
+//! `OXPROF_TRACE_CACHE=1`). Writing the cache is best effort (read-only folders are fine).
+//!
+//! LOD routes (for the server, under `/oxprof/api/trace`): see [`route`].
 
 use crate::ApiError;
-use crate::data::{DataRequest, DataResponse};
-use std::path::Path;
+use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, select_run};
+use oxprof_analysis::grouping::{EventGroups, group_events};
+use oxprof_analysis::trace::lod::{self, LodHost, LodRequest};
+use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
+use oxprof_analysis::trace::{TraceIndex, cache, read_index, write_index};
+use oxprof_format::{HostFile, XSpace, load_xspace};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["trace_viewer", "trace_viewer@"];
 
+/// How many hosts' trace data stay in memory.
+const KEEP_HOSTS: usize = 2;
+
+/// One host's decoded profile, grouping and trace index.
+pub struct HostTraceData {
+    /// Host name.
+    pub host: String,
+    /// The decoded XSpace.
+    pub space: XSpace,
+    /// Its grouping.
+    pub groups: EventGroups,
+    /// Its trace index.
+    pub index: TraceIndex,
+    /// Whether the index came from the on-disk cache.
+    pub index_from_cache: bool,
+}
+
+impl HostTraceData {
+    fn xprof(&self) -> HostTrace<'_> {
+        HostTrace { space: &self.space, groups: &self.groups, index: &self.index }
+    }
+
+    fn lod(&self) -> LodHost<'_> {
+        LodHost { space: &self.space, groups: &self.groups, index: &self.index }
+    }
+}
+
+/// (file size, modification time ns) of a profile file: the cache key.
+fn file_state(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
+    Some((meta.len(), mtime))
+}
+
+/// The disk cache is opt-in (`OXPROF_TRACE_CACHE=1`): it writes beside the user's
+/// profiles.
+fn disk_cache_enabled() -> bool {
+    std::env::var("OXPROF_TRACE_CACHE").is_ok_and(|v| v == "1")
+}
+
+/// Loads, groups and indexes one host (the index from the disk cache when valid).
+pub fn load_host(file: &HostFile, use_disk_cache: bool) -> Result<HostTraceData, ApiError> {
+    let state = file_state(&file.path);
+    let cache_path = cache::cache_path_for(&file.path);
+    let space = load_xspace(&file.path)?;
+    if use_disk_cache
+        && let Some(state) = state
+        && let Ok(bytes) = std::fs::read(&cache_path)
+        && let Ok(index) = read_index(&bytes, state)
+    {
+        let groups = group_events(&space);
+        return Ok(HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: true });
+    }
+    // Grouping and the index are independent: build them side by side.
+    let (groups, index) = rayon::join(|| group_events(&space), || TraceIndex::build(&space, &file.host));
+    if use_disk_cache && let Some(state) = state {
+        // Best effort, written atomically (temp file + rename).
+        let tmp = cache_path.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, write_index(&index, state)).is_ok() && std::fs::rename(&tmp, &cache_path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok(HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: false })
+}
+
+type Resident = Vec<(PathBuf, (u64, u64), Arc<HostTraceData>)>;
+
+fn resident() -> &'static Mutex<Resident> {
+    static RESIDENT: OnceLock<Mutex<Resident>> = OnceLock::new();
+    RESIDENT.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// The host's trace data, from memory if loaded before (and the file is unchanged).
+pub fn host_data(file: &HostFile) -> Result<Arc<HostTraceData>, ApiError> {
+    let state = file_state(&file.path).unwrap_or((0, 0));
+    if let Ok(list) = resident().lock()
+        && let Some((_, _, data)) = list.iter().find(|(p, s, _)| *p == file.path && *s == state)
+    {
+        return Ok(Arc::clone(data));
+    }
+    let data = Arc::new(load_host(file, disk_cache_enabled())?);
+    if let Ok(mut list) = resident().lock() {
+        list.retain(|(p, _, _)| *p != file.path);
+        list.insert(0, (file.path.clone(), state, Arc::clone(&data)));
+        list.truncate(KEEP_HOSTS);
+    }
+    Ok(data)
+}
+
+/// Drops every host kept in memory (tests, benchmarks).
+pub fn clear_resident() {
+    if let Ok(mut list) = resident().lock() {
+        list.clear();
+    }
+}
+
+fn bad(name: &str, reason: impl Into<String>) -> ApiError {
+    ApiError::BadParameter { name: name.to_string(), reason: reason.into() }
+}
+
+/// The hosts a trace request means: `hosts=a,b` (XProf's streaming parameter), else the
+/// `host` selection.
+fn trace_hosts<'a>(run: &'a oxprof_format::Run, request: &DataRequest) -> Result<Vec<&'a HostFile>, ApiError> {
+    if let Some(list) = request.params.get("hosts").filter(|h| !h.trim().is_empty()) {
+        let mut out = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+            out.extend(select_hosts(run, Some(name))?);
+        }
+        return Ok(out);
+    }
+    select_hosts(run, request.host.as_deref())
+}
+
 /// Answers a data request for one of [`TOOLS`].
-pub fn data(_path: &Path, tool: &str, _request: &DataRequest) -> Result<DataResponse, ApiError> {
-    Err(ApiError::NotYetAvailable { tool: tool.to_string() })
+pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+    let run = select_run(path, request.run.as_deref())?;
+    let files = trace_hosts(&run, request)?;
+    let params = &request.params;
+    let req = tv::parse_request(|k| params.get(k).cloned()).map_err(|e| bad("trace_viewer_options", e))?;
+    let hosts: Vec<Arc<HostTraceData>> = files.par_iter().map(|f| host_data(f)).collect::<Result<_, _>>()?;
+    let views: Vec<HostTrace<'_>> = hosts.iter().map(|h| h.xprof()).collect();
+    let mut notes = Vec::new();
+    let body = if tool == "trace_viewer" {
+        if views.len() > 1 {
+            notes.push("trace_viewer shows one host; showing the first (use trace_viewer@ for several)".to_string());
+        }
+        match views.first() {
+            Some(h) => tv::legacy_trace_json(h),
+            None => return Err(bad("host", "no host selected")),
+        }
+    } else {
+        tv::trace_viewer_json(&views, &req).map_err(|e| bad("event_name", e.to_string()))?
+    };
+    let total: usize = hosts.iter().map(|h| h.index.num_events).sum();
+    if tool == "trace_viewer@" && total >= oxprof_analysis::trace::DISABLE_STREAMING_THRESHOLD {
+        notes.push(format!(
+            "{total} events: downsampled as XProf does; oxprof's /oxprof/api/trace routes browse every event"
+        ));
+    }
+    Ok(DataResponse { content_type: "application/json", body, json: None, notes })
+}
+
+// ---- oxprof's level-of-detail API ------------------------------------------------------
+
+fn one_host(path: &Path, run: Option<&str>, host: Option<&str>) -> Result<Arc<HostTraceData>, ApiError> {
+    let run = select_run(path, run)?;
+    let host = host.filter(|h| !h.is_empty() && *h != ALL_HOSTS);
+    let files = select_hosts(&run, host)?;
+    let file = files.first().ok_or_else(|| bad("host", "the run has no hosts"))?;
+    host_data(file)
+}
+
+fn num<T: std::str::FromStr>(params: &BTreeMap<String, String>, key: &str) -> Result<Option<T>, ApiError> {
+    match params.get(key).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => s.parse::<T>().map(Some).map_err(|_| bad(key, format!("not a number: {s:?}"))),
+    }
+}
+
+/// `GET /oxprof/api/trace/tracks`: sections (processes) and their tracks.
+pub fn tracks(path: &Path, run: Option<&str>, host: Option<&str>) -> Result<lod::TrackList, ApiError> {
+    let data = one_host(path, run, host)?;
+    Ok(lod::track_list(&data.lod()))
+}
+
+/// `GET /oxprof/api/trace/window?start_ps=&end_ps=&width=&tracks=1,2&exact_limit=`: drawable
+/// items of a window; hidden events are counted per track.
+pub fn window(
+    path: &Path,
+    run: Option<&str>,
+    host: Option<&str>,
+    params: &BTreeMap<String, String>,
+) -> Result<lod::LodResponse, ApiError> {
+    let data = one_host(path, run, host)?;
+    let tracks = match params.get("tracks").map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        None => None,
+        Some(list) => Some(
+            list.split(',')
+                .map(|t| t.trim().parse::<u32>().map_err(|_| bad("tracks", format!("not a track id: {t:?}"))))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    let req = LodRequest {
+        start_ps: num(params, "start_ps")?,
+        end_ps: num(params, "end_ps")?,
+        width: num(params, "width")?.unwrap_or(lod::DEFAULT_WIDTH).clamp(1, 100_000),
+        tracks,
+        exact_limit: num(params, "exact_limit")?.unwrap_or(lod::DEFAULT_EXACT_LIMIT),
+    };
+    Ok(lod::window(&data.lod(), &req))
+}
+
+/// `GET /oxprof/api/trace/event?id=`: one event's details.
+pub fn event(path: &Path, run: Option<&str>, host: Option<&str>, id: u64) -> Result<lod::EventDetails, ApiError> {
+    let data = one_host(path, run, host)?;
+    lod::event_details(&data.lod(), id).ok_or_else(|| bad("id", format!("no event with id {id}")))
+}
+
+/// `GET /oxprof/api/trace/search?prefix=&limit=`: name-prefix search over the whole trace.
+pub fn search(
+    path: &Path,
+    run: Option<&str>,
+    host: Option<&str>,
+    prefix: &str,
+    limit: Option<usize>,
+) -> Result<lod::SearchResponse, ApiError> {
+    if prefix.is_empty() {
+        return Err(bad("prefix", "empty"));
+    }
+    let data = one_host(path, run, host)?;
+    Ok(lod::search(&data.lod(), prefix, limit.unwrap_or(lod::DEFAULT_SEARCH_LIMIT)))
+}
+
+/// `GET /oxprof/api/trace/flow?id=`: the events of one flow.
+pub fn flow(path: &Path, run: Option<&str>, host: Option<&str>, flow_id: u64) -> Result<lod::FlowResponse, ApiError> {
+    let data = one_host(path, run, host)?;
+    Ok(lod::flow_events(&data.lod(), flow_id))
+}
+
+/// Routes `/oxprof/api/trace/<sub>` for the server: `sub` is `tracks`, `window`, `event`,
+/// `search` or `flow`; `get` reads query parameters (`run`, `host` and the route's own).
+pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<serde_json::Value, ApiError> {
+    let run = get("run").filter(|r| !r.is_empty());
+    let host = get("host").filter(|h| !h.is_empty());
+    let (run, host) = (run.as_deref(), host.as_deref());
+    let keys = ["start_ps", "end_ps", "width", "tracks", "exact_limit"];
+    let params: BTreeMap<String, String> = keys.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
+    let id = |key: &str| -> Result<u64, ApiError> {
+        let v = get(key).ok_or_else(|| bad(key, "missing"))?;
+        v.trim().parse::<u64>().map_err(|_| bad(key, format!("not a number: {v:?}")))
+    };
+    fn to_json<T: Serialize>(v: T) -> Result<serde_json::Value, ApiError> {
+        serde_json::to_value(v).map_err(|e| ApiError::BadParameter { name: "response".into(), reason: e.to_string() })
+    }
+    match sub.trim_matches('/') {
+        "tracks" => to_json(tracks(path, run, host)?),
+        "window" => to_json(window(path, run, host, &params)?),
+        "event" => to_json(event(path, run, host, id("id")?)?),
+        "search" => {
+            let prefix = get("prefix").unwrap_or_default();
+            let limit = get("limit").and_then(|l| l.trim().parse::<usize>().ok());
+            to_json(search(path, run, host, &prefix, limit)?)
+        }
+        "flow" => to_json(flow(path, run, host, id("id")?)?),
+        other => Err(ApiError::UnknownTool(format!("trace/{other}"))),
+    }
 }

@@ -286,6 +286,14 @@ mod wire {
         pub deduplicated_name: String,
         #[prost(int32, tag = "15")]
         pub stack_frame_id: i32,
+        #[prost(string, tag = "16")]
+        pub scheduling_name: String,
+        #[prost(int32, tag = "17")]
+        pub source_end_line: i32,
+        #[prost(int32, tag = "18")]
+        pub source_column: i32,
+        #[prost(int32, tag = "19")]
+        pub source_end_column: i32,
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -505,6 +513,178 @@ mod wire {
         #[prost(double, repeated, tag = "18")]
         pub c128s: Vec<f64>,
     }
+
+    /// `xla.HloProto` read for the module attributes the HLO printer needs.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloProtoModuleExtras {
+        #[prost(message, optional, tag = "1")]
+        pub hlo_module: Option<ModuleExtrasProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ModuleExtrasProto {
+        #[prost(message, optional, tag = "4")]
+        pub host_program_shape: Option<ProgramShapeProto>,
+        #[prost(message, optional, tag = "7")]
+        pub schedule: Option<HloScheduleProto>,
+        #[prost(message, optional, tag = "8")]
+        pub input_output_alias: Option<HloInputOutputAliasProto>,
+        #[prost(message, optional, tag = "17")]
+        pub stack_frame_index: Option<StackFrameIndexEnds>,
+        #[prost(message, optional, tag = "19")]
+        pub frontend_attributes: Option<FrontendAttributes>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ProgramShapeProto {
+        #[prost(message, repeated, tag = "1")]
+        pub parameters: Vec<ShapeProto>,
+        #[prost(message, optional, tag = "2")]
+        pub result: Option<ShapeProto>,
+        #[prost(string, repeated, tag = "3")]
+        pub parameter_names: Vec<String>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloScheduleProto {
+        #[prost(btree_map = "int64, message", tag = "1")]
+        pub sequences: std::collections::BTreeMap<i64, InstructionSequence>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct InstructionSequence {
+        #[prost(int64, repeated, tag = "1")]
+        pub instruction_ids: Vec<i64>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloInputOutputAliasProto {
+        #[prost(message, repeated, tag = "1")]
+        pub entries: Vec<AliasEntryProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct AliasEntryProto {
+        #[prost(int64, repeated, tag = "1")]
+        pub output_shape_index: Vec<i64>,
+        #[prost(int64, tag = "2")]
+        pub parameter_number: i64,
+        #[prost(int64, repeated, tag = "3")]
+        pub parameter_shape_index: Vec<i64>,
+        #[prost(int32, tag = "4")]
+        pub kind: i32,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct StackFrameIndexEnds {
+        #[prost(message, repeated, tag = "3")]
+        pub file_locations: Vec<FileLocationEnds>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct FileLocationEnds {
+        #[prost(int32, tag = "5")]
+        pub end_line: i32,
+        #[prost(int32, tag = "6")]
+        pub end_column: i32,
+    }
+
+    /// `xla.HloProto` read for its buffer assignment only (field 3).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloProtoBufferAssignment {
+        #[prost(message, optional, tag = "3")]
+        pub buffer_assignment: Option<BufferAssignmentProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct BufferAssignmentProto {
+        #[prost(message, repeated, tag = "1")]
+        pub logical_buffers: Vec<LogicalBufferProto>,
+        #[prost(message, repeated, tag = "3")]
+        pub buffer_allocations: Vec<BufferAllocationProto>,
+        #[prost(message, repeated, tag = "4")]
+        pub heap_simulator_traces: Vec<HeapSimulatorTrace>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct LogicalBufferProto {
+        #[prost(int64, tag = "1")]
+        pub id: i64,
+        #[prost(int64, tag = "2")]
+        pub size: i64,
+        #[prost(message, optional, tag = "3")]
+        pub defined_at: Option<LogicalBufferLocation>,
+        #[prost(int64, tag = "4")]
+        pub color: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct LogicalBufferLocation {
+        #[prost(string, tag = "2")]
+        pub instruction_name: String,
+        #[prost(int64, repeated, tag = "3")]
+        pub shape_index: Vec<i64>,
+        #[prost(int64, tag = "4")]
+        pub instruction_id: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct BufferAllocationProto {
+        #[prost(int64, tag = "1")]
+        pub index: i64,
+        #[prost(int64, tag = "2")]
+        pub size: i64,
+        #[prost(bool, tag = "3")]
+        pub is_thread_local: bool,
+        #[prost(bool, tag = "5")]
+        pub is_entry_computation_parameter: bool,
+        #[prost(int64, tag = "6")]
+        pub parameter_number: i64,
+        #[prost(bool, tag = "7")]
+        pub maybe_live_out: bool,
+        #[prost(int64, tag = "8")]
+        pub color: i64,
+        #[prost(message, repeated, tag = "9")]
+        pub assigned: Vec<BufferAllocationAssigned>,
+        #[prost(bool, tag = "11")]
+        pub is_tuple: bool,
+        #[prost(bool, tag = "12")]
+        pub is_constant: bool,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct BufferAllocationAssigned {
+        #[prost(int64, tag = "1")]
+        pub logical_buffer_id: i64,
+        #[prost(int64, tag = "2")]
+        pub offset: i64,
+        #[prost(int64, tag = "3")]
+        pub size: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HeapSimulatorTrace {
+        #[prost(message, repeated, tag = "1")]
+        pub events: Vec<HeapSimulatorEvent>,
+        #[prost(bool, tag = "2")]
+        pub whole_module_simulation: bool,
+        #[prost(int64, tag = "3")]
+        pub buffer_allocation_index: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HeapSimulatorEvent {
+        #[prost(int32, tag = "1")]
+        pub kind: i32,
+        #[prost(int64, tag = "2")]
+        pub buffer_id: i64,
+        #[prost(string, tag = "3")]
+        pub computation_name: String,
+        #[prost(string, tag = "4")]
+        pub instruction_name: String,
+        #[prost(int64, tag = "5")]
+        pub share_with_canonical_id: i64,
+    }
 }
 
 /// `xla.PrimitiveType` numbers oxprof names.
@@ -654,6 +834,14 @@ pub struct OpMetadata {
     pub deduplicated_name: String,
     /// Stack frame id (1-based into the module's stack frame index; 0 = none).
     pub stack_frame_id: i32,
+    /// Last source line (0 = unset).
+    pub source_end_line: i32,
+    /// Source column (0 = unset).
+    pub source_column: i32,
+    /// Last source column (0 = unset).
+    pub source_end_column: i32,
+    /// Scheduling name.
+    pub scheduling_name: String,
 }
 
 /// A layout (`xla.LayoutProto`, the fields oxprof prints and sizes with).
@@ -1142,6 +1330,10 @@ fn convert_instruction(i: wire::HloInstructionProto) -> HloInstruction {
             source_line: md.source_line,
             deduplicated_name: md.deduplicated_name,
             stack_frame_id: md.stack_frame_id,
+            source_end_line: md.source_end_line,
+            source_column: md.source_column,
+            source_end_column: md.source_end_column,
+            scheduling_name: md.scheduling_name,
         },
         literal: i.literal.map(convert_literal),
         parameter_number: i.parameter_number,
@@ -1282,6 +1474,205 @@ pub fn decode_hlo_proto(bytes: &[u8]) -> Result<HloModule, DecodeError> {
             stack_frames: s.stack_frames.into_iter().map(|f| (f.file_location_id, f.parent_frame_id)).collect(),
         }),
     })
+}
+
+/// Module attributes XLA's HLO printer shows that [`HloModule`] does not carry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModuleExtras {
+    /// Entry parameter shapes with layouts (`host_program_shape`), when present.
+    pub program_parameters: Vec<Shape>,
+    /// Entry result shape with layout, when there is a program shape.
+    pub program_result: Option<Shape>,
+    /// Schedule: instruction ids in execution order, by computation id; `None` when the
+    /// module is not scheduled.
+    pub schedule: Option<Vec<(i64, Vec<i64>)>>,
+    /// Input/output aliasing: `(output index, parameter number, parameter index, kind)`
+    /// (kind 1 = may-alias, 2 = must-alias).
+    pub input_output_alias: Vec<(Vec<i64>, i64, Vec<i64>, i32)>,
+    /// Module frontend attributes, sorted by key.
+    pub frontend_attributes: Vec<(String, String)>,
+    /// `(end_line, end_column)` of each stack-frame-index file location.
+    pub file_location_ends: Vec<(i32, i32)>,
+}
+
+/// Decodes the [`ModuleExtras`] of serialized `xla.HloProto` bytes.
+pub fn decode_module_extras(bytes: &[u8]) -> Result<ModuleExtras, DecodeError> {
+    let proto = wire::HloProtoModuleExtras::decode(bytes).map_err(|_| DecodeError::NotAnHloProto(bytes.len()))?;
+    let m = proto.hlo_module.unwrap_or_default();
+    let (program_parameters, program_result) = match m.host_program_shape {
+        Some(p) => {
+            (p.parameters.into_iter().map(convert_shape).collect(), Some(convert_shape(p.result.unwrap_or_default())))
+        }
+        None => (Vec::new(), None),
+    };
+    Ok(ModuleExtras {
+        program_parameters,
+        program_result,
+        schedule: m.schedule.map(|s| s.sequences.into_iter().map(|(k, v)| (k, v.instruction_ids)).collect()),
+        input_output_alias: m
+            .input_output_alias
+            .map(|a| {
+                a.entries
+                    .into_iter()
+                    .map(|e| (e.output_shape_index, e.parameter_number, e.parameter_shape_index, e.kind))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        frontend_attributes: m.frontend_attributes.map(|f| f.map.into_iter().collect()).unwrap_or_default(),
+        file_location_ends: m
+            .stack_frame_index
+            .map(|s| s.file_locations.into_iter().map(|l| (l.end_line, l.end_column)).collect())
+            .unwrap_or_default(),
+    })
+}
+
+/// XLA's buffer assignment of a module (`xla.BufferAssignmentProto`, field 3 of
+/// `xla.HloProto`): logical buffers, the allocations they were packed into, and the heap
+/// simulator traces (buffer aliases are skipped).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BufferAssignment {
+    /// Logical buffers (one per value an instruction defines).
+    pub logical_buffers: Vec<LogicalBuffer>,
+    /// Buffer allocations, in proto order.
+    pub buffer_allocations: Vec<BufferAllocation>,
+    /// Heap simulator traces, in proto order.
+    pub heap_simulator_traces: Vec<HeapSimulatorTrace>,
+}
+
+/// `xla.LogicalBufferProto`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogicalBuffer {
+    /// Id (referenced by allocations and heap events).
+    pub id: i64,
+    /// Size in bytes (padded, as allocated).
+    pub size: i64,
+    /// Memory color (memory space).
+    pub color: i64,
+    /// Id of the defining instruction.
+    pub instruction_id: i64,
+    /// Name of the defining instruction (deprecated in the proto; may be empty).
+    pub instruction_name: String,
+    /// Index of the buffer within the instruction's (tuple) shape.
+    pub shape_index: Vec<i64>,
+}
+
+/// `xla.BufferAllocationProto`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BufferAllocation {
+    /// Index.
+    pub index: i64,
+    /// Size in bytes.
+    pub size: i64,
+    /// Thread-local.
+    pub is_thread_local: bool,
+    /// Holds a tuple's index table.
+    pub is_tuple: bool,
+    /// Holds an entry computation parameter.
+    pub is_entry_computation_parameter: bool,
+    /// Holds a constant.
+    pub is_constant: bool,
+    /// Parameter number of an entry parameter.
+    pub parameter_number: i64,
+    /// May be live out of the program.
+    pub maybe_live_out: bool,
+    /// Memory color (memory space).
+    pub color: i64,
+    /// Logical buffers placed in it: `(logical buffer id, offset, size)`.
+    pub assigned: Vec<(i64, i64, i64)>,
+}
+
+/// Kind of a heap simulator event (`xla.HeapSimulatorTrace.Event.Kind`).
+pub mod heap_event_kind {
+    /// A buffer is allocated.
+    pub const ALLOC: i32 = 0;
+    /// A buffer is freed.
+    pub const FREE: i32 = 1;
+    /// A buffer shares the memory of a canonical buffer.
+    pub const SHARE_WITH: i32 = 2;
+}
+
+/// One heap simulator event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeapSimulatorEvent {
+    /// [`heap_event_kind`] number.
+    pub kind: i32,
+    /// Logical buffer id.
+    pub buffer_id: i64,
+    /// Computation of the instruction causing the event.
+    pub computation_name: String,
+    /// Instruction causing the event.
+    pub instruction_name: String,
+    /// For `SHARE_WITH`: the canonical buffer.
+    pub share_with_canonical_id: i64,
+}
+
+/// `xla.HeapSimulatorTrace`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeapSimulatorTrace {
+    /// Events in simulation order.
+    pub events: Vec<HeapSimulatorEvent>,
+    /// Whether the whole module was simulated at once.
+    pub whole_module_simulation: bool,
+    /// Allocation the trace claims to belong to (not trusted by XProf).
+    pub buffer_allocation_index: i64,
+}
+
+/// Decodes the buffer assignment of serialized `xla.HloProto` bytes; `Ok(None)` when the
+/// proto has none.
+pub fn decode_buffer_assignment(bytes: &[u8]) -> Result<Option<BufferAssignment>, DecodeError> {
+    let proto = wire::HloProtoBufferAssignment::decode(bytes).map_err(|_| DecodeError::NotAnHloProto(bytes.len()))?;
+    Ok(proto.buffer_assignment.map(|b| BufferAssignment {
+        logical_buffers: b
+            .logical_buffers
+            .into_iter()
+            .map(|l| {
+                let at = l.defined_at.unwrap_or_default();
+                LogicalBuffer {
+                    id: l.id,
+                    size: l.size,
+                    color: l.color,
+                    instruction_id: at.instruction_id,
+                    instruction_name: at.instruction_name,
+                    shape_index: at.shape_index,
+                }
+            })
+            .collect(),
+        buffer_allocations: b
+            .buffer_allocations
+            .into_iter()
+            .map(|a| BufferAllocation {
+                index: a.index,
+                size: a.size,
+                is_thread_local: a.is_thread_local,
+                is_tuple: a.is_tuple,
+                is_entry_computation_parameter: a.is_entry_computation_parameter,
+                is_constant: a.is_constant,
+                parameter_number: a.parameter_number,
+                maybe_live_out: a.maybe_live_out,
+                color: a.color,
+                assigned: a.assigned.into_iter().map(|x| (x.logical_buffer_id, x.offset, x.size)).collect(),
+            })
+            .collect(),
+        heap_simulator_traces: b
+            .heap_simulator_traces
+            .into_iter()
+            .map(|t| HeapSimulatorTrace {
+                events: t
+                    .events
+                    .into_iter()
+                    .map(|e| HeapSimulatorEvent {
+                        kind: e.kind,
+                        buffer_id: e.buffer_id,
+                        computation_name: e.computation_name,
+                        instruction_name: e.instruction_name,
+                        share_with_canonical_id: e.share_with_canonical_id,
+                    })
+                    .collect(),
+                whole_module_simulation: t.whole_module_simulation,
+                buffer_allocation_index: t.buffer_allocation_index,
+            })
+            .collect(),
+    }))
 }
 
 /// The raw `Hlo Proto` bytes of every program in `/host:metadata`, by program id, as XProf

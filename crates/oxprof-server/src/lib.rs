@@ -1,1 +1,241 @@
-//! oxprof's HTTP server: XProf-compatible routes and the web UI (thin: routing, compression, static files; request → response logic lives in `oxprof-api`).
+//! oxprof's HTTP server: XProf-compatible routes and the web UI (thin: binding, compression,
+//! static files embedded at build time, blocking work off the async threads, graceful
+//! shutdown; the request → response logic lives in `oxprof_api::http`).
+
+mod assets;
+mod demo;
+
+use axum::Router;
+use axum::body::Body as AxumBody;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use oxprof_api::http::{Body, HttpResponse, Service, ServiceOptions};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use tower_http::compression::CompressionLayer;
+
+pub use oxprof_api::http::DEFAULT_CACHE_BYTES;
+
+/// Where the embedded web UI came from at build time (`ui/dist`, or the placeholder page).
+pub fn ui_source() -> &'static str {
+    assets::source()
+}
+
+/// Default port of `oxprof serve`.
+pub const DEFAULT_PORT: u16 = 8791;
+
+/// What to serve and where.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// A log directory, run directory or profile file; `None` serves the bundled demo.
+    pub path: Option<PathBuf>,
+    /// Address to bind (loopback unless told otherwise).
+    pub bind: IpAddr,
+    /// Port (0: any free port).
+    pub port: u16,
+    /// Bound of the in-memory response cache, in bytes.
+    pub cache_bytes: usize,
+    /// Log one line per request to stderr.
+    pub log_requests: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            path: None,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: DEFAULT_PORT,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            log_requests: false,
+        }
+    }
+}
+
+/// A server running on a tokio runtime.
+pub struct RunningServer {
+    /// The bound address (the real port when 0 was asked).
+    pub addr: SocketAddr,
+    /// The directory served (the demo's temporary directory for the demo).
+    pub root: PathBuf,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<io::Result<()>>,
+    // Keeps the demo's extracted files alive as long as the server runs.
+    _demo: Option<tempfile::TempDir>,
+}
+
+impl RunningServer {
+    /// `http://addr/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Stops accepting connections, finishes requests in flight, and waits.
+    pub async fn shutdown(mut self) -> io::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        (&mut self.task).await.map_err(io::Error::other)?
+    }
+
+    /// Waits until the server stops (after Ctrl-C / SIGTERM when started by [`serve_blocking`]).
+    pub async fn wait(mut self) -> io::Result<()> {
+        (&mut self.task).await.map_err(io::Error::other)?
+    }
+}
+
+/// Binds and starts serving (on the current tokio runtime).
+pub async fn start(options: ServeOptions) -> io::Result<RunningServer> {
+    start_with(options, std::future::pending()).await
+}
+
+async fn start_with(
+    options: ServeOptions,
+    external_stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> io::Result<RunningServer> {
+    let (root, demo_dir) = match &options.path {
+        Some(path) => (path.clone(), None),
+        None => {
+            let dir = demo::extract()?;
+            (dir.path().to_path_buf(), Some(dir))
+        }
+    };
+    let service_options =
+        ServiceOptions { root: root.clone(), cache_bytes: options.cache_bytes, demo: demo_dir.is_some() };
+    let service = Service::new(service_options, Arc::new(assets::Embedded))
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
+    // Captures go into `<logdir>/plugins/profile/<session>/`: only offered when a log
+    // directory is served (not the demo, a single file or a run directory).
+    let service = match capture_logdir(&root, demo_dir.is_some()) {
+        Some(logdir) => service.with_capture(Box::new(move |query| {
+            let params = query.unique_pairs().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+            let answer = oxprof_capture::route::capture_profile_blocking(Some(&logdir), &params);
+            HttpResponse::json(answer.status, &answer.body)
+        })),
+        None => service,
+    };
+    let service = Arc::new(service);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(options.bind, options.port)).await.map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrInUse {
+            io::Error::new(e.kind(), format!("port {} is in use (pass --port 0 for any free port)", options.port))
+        } else {
+            e
+        }
+    })?;
+    let addr = listener.local_addr()?;
+    let state = AppState { service, log_requests: options.log_requests };
+    let app = Router::new().fallback(handle).with_state(state).layer(CompressionLayer::new().gzip(true));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let stop = async move {
+        tokio::select! {
+            _ = rx => {}
+            _ = external_stop => {}
+        }
+    };
+    let task = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
+    Ok(RunningServer { addr, root, shutdown: Some(tx), task, _demo: demo_dir })
+}
+
+/// Runs a server until Ctrl-C or SIGTERM; `on_ready` gets it once it listens (to print
+/// the URL).
+pub fn serve_blocking(options: ServeOptions, on_ready: impl FnOnce(&RunningServer)) -> io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let server = start_with(options, shutdown_signal()).await?;
+        on_ready(&server);
+        server.wait().await
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    service: Arc<Service>,
+    log_requests: bool,
+}
+
+/// Every request: hand (method, path, query) to the API on a blocking thread.
+async fn handle(State(state): State<AppState>, request: Request) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_string();
+    let path = request.uri().path().to_string();
+    let query = request.uri().query().unwrap_or("").to_string();
+    let service = state.service.clone();
+    let (m, p, q) = (method.clone(), path.clone(), query.clone());
+    let answered = tokio::task::spawn_blocking(move || service.handle(&m, &p, &q)).await;
+    let response = match answered {
+        Ok(response) => response,
+        Err(_) => internal_error(),
+    };
+    if state.log_requests {
+        let sep = if query.is_empty() { "" } else { "?" };
+        eprintln!(
+            "{method} {path}{sep}{query} {} {} B {:.1} ms",
+            response.status,
+            response.body.as_bytes().len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    to_axum(response)
+}
+
+fn internal_error() -> HttpResponse {
+    // The API never panics out of `handle`; this covers a failed blocking task.
+    let body = br#"{"error": "internal error", "status": 500}"#;
+    HttpResponse { status: 500, content_type: "application/json", headers: Vec::new(), body: Body::Static(body) }
+}
+
+fn to_axum(response: HttpResponse) -> Response {
+    let body = match response.body {
+        Body::Static(bytes) => bytes::Bytes::from_static(bytes),
+        Body::Shared(bytes) => bytes::Bytes::from_owner(bytes),
+    };
+    let mut out = Response::new(AxumBody::from(body));
+    *out.status_mut() = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = out.headers_mut();
+    headers.insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static(response.content_type));
+    for (name, value) in response.headers {
+        // `from_bytes` accepts canonical case and stores the lowercase name.
+        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) {
+            headers.append(name, value);
+        }
+    }
+    out
+}
+
+/// The log directory captures are written to, when `root` is one: a directory that is not
+/// itself a run (holds no `.xplane.pb` file directly) and not the bundled demo.
+fn capture_logdir(root: &std::path::Path, demo: bool) -> Option<PathBuf> {
+    if demo || !root.is_dir() {
+        return None;
+    }
+    let is_run = std::fs::read_dir(root).ok()?.flatten().any(|entry| {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        name.ends_with(".xplane.pb") || name.ends_with(".xplane.pb.gz")
+    });
+    (!is_run).then(|| root.to_path_buf())
+}

@@ -43,6 +43,29 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
     },
+    /// Capture a profile from running TensorFlow/JAX programs (their profiler servers)
+    /// into <logdir>/plugins/profile/<session>/<host_port>.xplane.pb.
+    Capture(oxprof_capture::cli::CaptureArgs),
+    /// Serve the web UI and XProf-compatible HTTP routes for a log directory, run or file.
+    ///
+    /// With no path, serves a bundled demo (two small real profiles). Binds to loopback
+    /// unless --bind says otherwise.
+    Serve {
+        /// A log directory, a run directory, or one .xplane.pb(.gz) file (default: the bundled demo).
+        path: Option<PathBuf>,
+        /// Port to listen on (0: any free port).
+        #[arg(long, default_value_t = oxprof_server::DEFAULT_PORT)]
+        port: u16,
+        /// Address to bind. Anything but loopback exposes the profiles to the network.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        /// Bound of the in-memory cache of computed tool outputs, in MB.
+        #[arg(long, value_name = "MB", default_value_t = 512)]
+        cache_mb: usize,
+        /// Do not log requests to stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 /// Output formats of `oxprof data`.
@@ -93,6 +116,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
+        }
+        Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
+        Command::Serve { path, port, bind, cache_mb, quiet } => {
+            if !bind.is_loopback() {
+                eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
+            }
+            let options = oxprof_server::ServeOptions {
+                path,
+                bind,
+                port,
+                cache_bytes: cache_mb.saturating_mul(1 << 20),
+                log_requests: !quiet,
+            };
+            let demo = options.path.is_none();
+            oxprof_server::serve_blocking(options, |server| {
+                let what = if demo { "the bundled demo".to_string() } else { server.root.display().to_string() };
+                println!("oxprof: serving {what} at {}", server.url());
+                println!("oxprof: press Ctrl-C to stop");
+            })
+            .context("cannot serve")?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Data { tool, path, run, host, params, format } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };

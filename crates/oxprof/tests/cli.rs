@@ -299,3 +299,48 @@ fn data_errors_are_clear() {
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("No steps found"), "{}", out.stdout);
 }
+
+#[test]
+fn serve_help_is_stable() {
+    let out = oxprof(&["serve", "--help"]);
+    assert_eq!(out.code, 0);
+    insta::assert_snapshot!("serve_help", out.stdout);
+}
+
+/// `oxprof serve` end to end: prints its URL, answers XProf's /runs for the bundled demo,
+/// and stops cleanly on SIGTERM.
+#[test]
+fn serve_prints_its_url_and_serves_the_demo() {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        .args(["serve", "--port", "0", "--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("{line}"));
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let addr = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(stream, "GET /data/plugin/profile/runs HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.ends_with(r#"["tf_custom_loop/2026_11_22_03_01_43", "jax_train/2026_11_22_03_01_45"]"#), "{reply}");
+    // SIGTERM to the child we started: a graceful stop with exit code 0.
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(Instant::now() < deadline, "oxprof serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(0));
+}

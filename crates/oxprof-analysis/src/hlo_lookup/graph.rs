@@ -287,6 +287,9 @@ pub(crate) struct Comp {
     pub(crate) name: String,
     /// Instructions, sorted by proto id (XLA's `instructions()` order).
     pub(crate) instrs: Vec<usize>,
+    /// Instructions in proto order: XLA's `instructions()` order when the module is loaded
+    /// without preserving instruction ids, as XProf loads it (`fused_instructions()`).
+    pub(crate) proto_order: Vec<usize>,
     /// Root node.
     pub(crate) root: usize,
     /// Parameters by parameter number.
@@ -360,6 +363,7 @@ impl Graph {
                 order.push((hlo.id, index));
                 nodes.push(Node { hlo, op, operands, users: Vec::new(), control_preds, called });
             }
+            let proto_order: Vec<usize> = order.iter().map(|&(_, index)| index).collect();
             order.sort_by_key(|&(id, _)| id);
             let root = *by_id.get(&computation.root_id)?;
             if computation.id == entry_computation_id || (entry.is_none() && computation.name == entry_computation_name)
@@ -370,6 +374,7 @@ impl Graph {
             comps.push(Comp {
                 name: computation.name,
                 instrs: order.into_iter().map(|(_, index)| index).collect(),
+                proto_order,
                 root,
                 params,
                 fusion_instr: None,

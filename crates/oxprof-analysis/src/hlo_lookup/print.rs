@@ -1,6 +1,6 @@
-//! HLO text of one instruction, as XProf shows it (`long_name` of device ops): XLA's
-//! `HloInstruction::ToString` with XProf's print options (no metadata, no backend config,
-//! operand shapes shown, large constants elided), e.g.
+//! HLO text of one instruction: XLA's `HloInstruction::ToString` with the print options
+//! oxprof needs ([`PrintOptions`]); [`expression`] is XProf's `long_name` of device ops (no
+//! metadata, no backend config, operand shapes shown, large constants elided), e.g.
 //! `%fusion.3 = bf16[8,128]{1,0} fusion(bf16[8,128]{1,0} %p), kind=kLoop, calls=%fused`.
 //!
 //! Shapes print with their layouts (`{1,0:T(8,128)S(1)}`), operands with their shapes, and
@@ -25,10 +25,42 @@ const MAX_LITERAL_ELEMENTS: i64 = 1 << 20;
 /// Tuple elements and operands carry an index comment every this many entries.
 const INDEX_ANNOTATION_INTERVAL: usize = 5;
 
+/// The `HloPrintOptions` oxprof's printers vary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PrintOptions {
+    /// `%` before instruction and computation names.
+    pub(crate) percent: bool,
+    /// Operand shapes before operand names.
+    pub(crate) operand_shapes: bool,
+    /// Constants with more than 10 elements in full (else `{...}`).
+    pub(crate) large_constants: bool,
+    /// `metadata={...}`.
+    pub(crate) metadata: bool,
+    /// `backend_config=...`.
+    pub(crate) backend_config: bool,
+    /// `control-predecessors={...}`.
+    pub(crate) control_dependencies: bool,
+    /// `/*index=5*/` before every 5th operand.
+    pub(crate) operand_index_annotations: bool,
+}
+
+impl PrintOptions {
+    /// XProf's `long_name` options (`HloInstruction::ToString` in its HLO wrapper).
+    pub(crate) const XPROF_EXPRESSION: PrintOptions = PrintOptions {
+        percent: true,
+        operand_shapes: true,
+        large_constants: false,
+        metadata: false,
+        backend_config: false,
+        control_dependencies: true,
+        operand_index_annotations: true,
+    };
+}
+
 /// `UncachedExpression`: the instruction's text, cut at 1 MB.
 pub(crate) fn expression(graph: &Graph, node: &Node) -> String {
     let mut out = String::new();
-    print_instruction(graph, node, &mut out);
+    print_instruction(graph, node, PrintOptions::XPROF_EXPRESSION, &mut out);
     if out.len() > MAX_EXPRESSION_SIZE {
         let mut cut = MAX_EXPRESSION_SIZE;
         while !out.is_char_boundary(cut) {
@@ -851,10 +883,53 @@ fn print_sharding(s: &Sharding, out: &mut String) {
     }
 }
 
-/// `HloInstruction::Print` with XProf's options.
-fn print_instruction(graph: &Graph, node: &Node, out: &mut String) {
+/// `OpMetadataToString`: the set fields, space-separated.
+fn metadata_string(md: &oxprof_format::hlo::OpMetadata) -> String {
+    let mut parts = Vec::new();
+    if !md.op_type.is_empty() {
+        parts.push(format!("op_type=\"{}\"", c_escape(&md.op_type)));
+    }
+    if !md.op_name.is_empty() {
+        parts.push(format!("op_name=\"{}\"", c_escape(&md.op_name)));
+    }
+    if !md.source_file.is_empty() {
+        parts.push(format!("source_file=\"{}\"", c_escape(&md.source_file)));
+    }
+    if md.source_line != 0 {
+        parts.push(format!("source_line={}", md.source_line));
+    }
+    if md.source_end_line != 0 {
+        parts.push(format!("source_end_line={}", md.source_end_line));
+    }
+    if md.source_column != 0 {
+        parts.push(format!("source_column={}", md.source_column));
+    }
+    if md.source_end_column != 0 {
+        parts.push(format!("source_end_column={}", md.source_end_column));
+    }
+    if !md.deduplicated_name.is_empty() {
+        parts.push(format!("deduplicated_name=\"{}\"", c_escape(&md.deduplicated_name)));
+    }
+    if md.stack_frame_id != 0 {
+        parts.push(format!("stack_frame_id={}", md.stack_frame_id));
+    }
+    if !md.scheduling_name.is_empty() {
+        parts.push(format!("scheduling_name=\"{}\"", c_escape(&md.scheduling_name)));
+    }
+    parts.join(" ")
+}
+
+/// Whether text lexes as a JSON object (XLA then prints a backend config unquoted).
+fn lexes_as_json_dict(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with('{') && t.ends_with('}')
+}
+
+/// `HloInstruction::Print` with the given options.
+pub(crate) fn print_instruction(graph: &Graph, node: &Node, options: PrintOptions, out: &mut String) {
     let h = &node.hlo;
-    out.push('%');
+    let pct = if options.percent { "%" } else { "" };
+    out.push_str(pct);
     out.push_str(&h.name);
     out.push_str(" = ");
     print_shape(&h.shape, out);
@@ -863,7 +938,7 @@ fn print_instruction(graph: &Graph, node: &Node, out: &mut String) {
     out.push('(');
     match node.op {
         Opcode::Constant => {
-            let small = h.shape.is_array() && h.shape.elements() <= 10;
+            let small = h.shape.is_array() && (options.large_constants || h.shape.elements() <= 10);
             match &h.literal {
                 Some(literal) if small => print_literal(literal, out),
                 _ => out.push_str("{...}"),
@@ -876,14 +951,17 @@ fn print_instruction(graph: &Graph, node: &Node, out: &mut String) {
             for (i, &operand) in node.operands.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
-                    if i % INDEX_ANNOTATION_INTERVAL == 0 {
+                    if options.operand_index_annotations && i % INDEX_ANNOTATION_INTERVAL == 0 {
                         let _ = write!(out, "/*index={i}*/");
                     }
                 }
                 match graph.node(operand) {
                     Some(o) => {
-                        print_shape(&o.hlo.shape, out);
-                        out.push_str(" %");
+                        if options.operand_shapes {
+                            print_shape(&o.hlo.shape, out);
+                            out.push(' ');
+                        }
+                        out.push_str(pct);
                         out.push_str(&o.hlo.name);
                     }
                     None => out.push_str("null "),
@@ -899,25 +977,25 @@ fn print_instruction(graph: &Graph, node: &Node, out: &mut String) {
         Opcode::While => {
             // `called_computations()` of a while is {body, condition}.
             if let (Some(&body), Some(&cond)) = (node.called.first(), node.called.get(1)) {
-                attrs.push(format!("condition=%{}", comp_name(cond)));
-                attrs.push(format!("body=%{}", comp_name(body)));
+                attrs.push(format!("condition={pct}{}", comp_name(cond)));
+                attrs.push(format!("body={pct}{}", comp_name(body)));
             }
         }
         Opcode::SelectAndScatter => {
             if let (Some(&select), Some(&scatter)) = (node.called.first(), node.called.get(1)) {
-                attrs.push(format!("select=%{}", comp_name(select)));
-                attrs.push(format!("scatter=%{}", comp_name(scatter)));
+                attrs.push(format!("select={pct}{}", comp_name(select)));
+                attrs.push(format!("scatter={pct}{}", comp_name(scatter)));
             }
         }
         Opcode::Conditional => {
             let pred = graph.operand(node, 0).is_some_and(|o| o.hlo.shape.element_type == primitive::PRED);
             if pred {
                 if let (Some(&t), Some(&f)) = (node.called.first(), node.called.get(1)) {
-                    attrs.push(format!("true_computation=%{}", comp_name(t)));
-                    attrs.push(format!("false_computation=%{}", comp_name(f)));
+                    attrs.push(format!("true_computation={pct}{}", comp_name(t)));
+                    attrs.push(format!("false_computation={pct}{}", comp_name(f)));
                 }
             } else {
-                let names: Vec<String> = node.called.iter().map(|&c| format!("%{}", comp_name(c))).collect();
+                let names: Vec<String> = node.called.iter().map(|&c| format!("{pct}{}", comp_name(c))).collect();
                 attrs.push(format!("branch_computations={{{}}}", names.join(", ")));
             }
         }
@@ -932,7 +1010,7 @@ fn print_instruction(graph: &Graph, node: &Node, out: &mut String) {
         | Opcode::TopK
         | Opcode::Sort => {
             if let Some(&c) = node.called.first() {
-                attrs.push(format!("to_apply=%{}", comp_name(c)));
+                attrs.push(format!("to_apply={pct}{}", comp_name(c)));
             }
             if node.op == Opcode::Call && h.is_composite {
                 attrs.push("is_composite=true".into());
@@ -940,13 +1018,13 @@ fn print_instruction(graph: &Graph, node: &Node, out: &mut String) {
         }
         Opcode::CustomCall => {
             if !node.called.is_empty() {
-                let names: Vec<String> = node.called.iter().map(|&c| format!("%{}", comp_name(c))).collect();
+                let names: Vec<String> = node.called.iter().map(|&c| format!("{pct}{}", comp_name(c))).collect();
                 attrs.push(format!("called_computations={{{}}}", names.join(", ")));
             }
         }
         _ => {
             if !node.called.is_empty() {
-                let names: Vec<String> = node.called.iter().map(|&c| format!("%{}", comp_name(c))).collect();
+                let names: Vec<String> = node.called.iter().map(|&c| format!("{pct}{}", comp_name(c))).collect();
                 attrs.push(format!("calls={}", names.join(", ")));
             }
         }
@@ -960,10 +1038,30 @@ fn print_instruction(graph: &Graph, node: &Node, out: &mut String) {
         let parts: Vec<String> = h.frontend_attributes.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
         attrs.push(format!("frontend_attributes={{{}}}", parts.join(",")));
     }
-    if !node.control_preds.is_empty() {
+    if options.control_dependencies && !node.control_preds.is_empty() {
         let names: Vec<String> =
-            node.control_preds.iter().filter_map(|&p| graph.node(p)).map(|p| format!("%{}", p.hlo.name)).collect();
+            node.control_preds.iter().filter_map(|&p| graph.node(p)).map(|p| format!("{pct}{}", p.hlo.name)).collect();
         attrs.push(format!("control-predecessors={{{}}}", names.join(", ")));
+    }
+    // XLA prints metadata only when it names an op, a file or a scheduling name.
+    let md = &h.metadata;
+    let has_metadata = !md.op_type.is_empty()
+        || !md.op_name.is_empty()
+        || !md.source_file.is_empty()
+        || !md.scheduling_name.is_empty();
+    if options.metadata && has_metadata {
+        attrs.push(format!("metadata={{{}}}", metadata_string(md)));
+    }
+    if options.backend_config && !h.backend_config.is_empty() {
+        // The XLA behind XProf 2.24.2 reads GPU backend configs into its own
+        // `GpuBackendConfig`, which has no `wait_on_operation_queues`: an empty one newer
+        // compilers write is dropped when the config is printed again.
+        let config = String::from_utf8_lossy(&h.backend_config).replace("\"wait_on_operation_queues\":[],", "");
+        if lexes_as_json_dict(&config) {
+            attrs.push(format!("backend_config={config}"));
+        } else {
+            attrs.push(format!("backend_config=\"{}\"", c_escape(&config)));
+        }
     }
     for attr in attrs {
         out.push_str(", ");

@@ -1,0 +1,311 @@
+//! A [`TraceIndex`] as bytes, for an on-disk cache beside the profile.
+//!
+//! Layout (little endian): magic `OXPTRIDX`, format version, the source file's size and
+//! modification time (ns), payload length, FNV-1a 64 checksum of the payload, payload.
+//! [`read_index`] rejects anything that does not match exactly (other version, other source
+//! file state, truncated or corrupted bytes), so a stale or damaged cache is never used:
+//! callers rebuild the index and overwrite it. No IO here: callers read and write files.
+
+use super::index::{DeviceInfo, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever the index layout or its meaning changes.
+pub const CACHE_VERSION: u32 = 1;
+const MAGIC: &[u8; 8] = b"OXPTRIDX";
+
+/// Why a cache was not usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheError {
+    /// Not a cache file, or truncated header.
+    BadHeader,
+    /// Written by another format version.
+    Version(u32),
+    /// The source file changed since the cache was written.
+    Stale,
+    /// Checksum or structure mismatch.
+    Corrupt,
+}
+
+impl std::fmt::Display for CacheError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheError::BadHeader => f.write_str("not an oxprof trace index cache"),
+            CacheError::Version(v) => write!(f, "trace index cache version {v}, expected {CACHE_VERSION}"),
+            CacheError::Stale => f.write_str("trace index cache is older than its profile"),
+            CacheError::Corrupt => f.write_str("trace index cache is corrupt"),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
+/// Where the cache of a profile file lives: `<file>.oxprof-trace-v<N>.idx`.
+pub fn cache_path_for(profile: &Path) -> PathBuf {
+    let mut name = profile.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".oxprof-trace-v{CACHE_VERSION}.idx"));
+    profile.with_file_name(name)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn len(&mut self, n: usize) {
+        self.u64(n as u64);
+    }
+    fn str(&mut self, s: &str) {
+        self.len(s.len());
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn u32s(&mut self, v: &[u32]) {
+        self.len(v.len());
+        self.0.reserve(v.len() * 4);
+        for &x in v {
+            self.u32(x);
+        }
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CacheError> {
+        let end = self.at.checked_add(n).ok_or(CacheError::Corrupt)?;
+        let s = self.bytes.get(self.at..end).ok_or(CacheError::Corrupt)?;
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, CacheError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, CacheError> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self) -> Result<u32, CacheError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, CacheError> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    /// A count, bounded by the bytes left (each element takes at least `min_size`).
+    fn len(&mut self, min_size: usize) -> Result<usize, CacheError> {
+        let n = usize::try_from(self.u64()?).map_err(|_| CacheError::Corrupt)?;
+        if n.saturating_mul(min_size.max(1)) > self.bytes.len().saturating_sub(self.at) {
+            return Err(CacheError::Corrupt);
+        }
+        Ok(n)
+    }
+    fn str(&mut self) -> Result<String, CacheError> {
+        let n = self.len(1)?;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| CacheError::Corrupt)
+    }
+    fn u32s(&mut self) -> Result<Vec<u32>, CacheError> {
+        let n = self.len(4)?;
+        let raw = self.take(n * 4)?;
+        Ok(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    }
+}
+
+/// Serializes an index; `source` = (file size, modification time in ns) of the profile.
+pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(64 + index.num_events * 7));
+    w.str(&index.hostname);
+    w.u64(index.min_ps);
+    w.u64(index.max_ps);
+    w.len(index.num_events);
+    w.len(index.stack_frames.len());
+    for (fp, s) in &index.stack_frames {
+        w.u64(*fp);
+        w.str(s);
+    }
+    w.len(index.devices.len());
+    for d in &index.devices {
+        w.u32(d.device_id);
+        w.str(&d.name);
+        w.len(d.resources.len());
+        for r in &d.resources {
+            w.u32(r.resource_id);
+            w.str(&r.name);
+            w.len(r.num_events);
+        }
+    }
+    w.len(index.tracks.len());
+    for t in &index.tracks {
+        w.u32(t.device_id);
+        match &t.kind {
+            Some(TrackKind::Thread { resource_id }) => {
+                w.u8(0);
+                w.u32(*resource_id);
+            }
+            Some(TrackKind::Counter { name }) => {
+                w.u8(1);
+                w.str(name);
+            }
+            None => w.u8(2),
+        }
+        w.u32(t.plane);
+        w.u32s(&t.lines);
+        w.len(t.line_of.len());
+        for &x in &t.line_of {
+            w.u16(x);
+        }
+        w.u32(t.count);
+        w.u32s(&t.src);
+        w.len(t.regions.len());
+        for &(ts, dur) in &t.regions {
+            w.u64(ts as u64);
+            w.u64(dur as u64);
+        }
+        w.len(t.serial.len());
+        for &x in &t.serial {
+            w.u16(x);
+        }
+        w.len(t.levels.len());
+        for l in &t.levels {
+            w.u32s(l);
+        }
+        w.u32s(&t.flow_pos);
+        w.len(t.flow_data.len());
+        for &f in &t.flow_data {
+            w.u64(f);
+        }
+        w.u64(t.max_duration_ps);
+    }
+    let payload = w.0;
+    let mut out = Vec::with_capacity(payload.len() + 44);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&CACHE_VERSION.to_le_bytes());
+    out.extend_from_slice(&source.0.to_le_bytes());
+    out.extend_from_slice(&source.1.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&fnv1a(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Deserializes an index written by [`write_index`] for the same source file state.
+pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheError> {
+    let mut h = Reader { bytes, at: 0 };
+    if h.take(8).map_err(|_| CacheError::BadHeader)? != MAGIC {
+        return Err(CacheError::BadHeader);
+    }
+    let version = h.u32().map_err(|_| CacheError::BadHeader)?;
+    if version != CACHE_VERSION {
+        return Err(CacheError::Version(version));
+    }
+    let size = h.u64().map_err(|_| CacheError::BadHeader)?;
+    let mtime = h.u64().map_err(|_| CacheError::BadHeader)?;
+    if (size, mtime) != source {
+        return Err(CacheError::Stale);
+    }
+    let len = h.u64().map_err(|_| CacheError::BadHeader)?;
+    let checksum = h.u64().map_err(|_| CacheError::BadHeader)?;
+    let payload = bytes.get(h.at..).ok_or(CacheError::Corrupt)?;
+    if payload.len() as u64 != len || fnv1a(payload) != checksum {
+        return Err(CacheError::Corrupt);
+    }
+    let mut r = Reader { bytes: payload, at: 0 };
+    let mut index = TraceIndex { hostname: r.str()?, min_ps: r.u64()?, max_ps: r.u64()?, ..TraceIndex::default() };
+    index.num_events = usize::try_from(r.u64()?).map_err(|_| CacheError::Corrupt)?;
+    for _ in 0..r.len(16)? {
+        let fp = r.u64()?;
+        index.stack_frames.push((fp, r.str()?));
+    }
+    for _ in 0..r.len(16)? {
+        let device_id = r.u32()?;
+        let name = r.str()?;
+        let mut resources = Vec::new();
+        for _ in 0..r.len(20)? {
+            let resource_id = r.u32()?;
+            let name = r.str()?;
+            let num_events = usize::try_from(r.u64()?).map_err(|_| CacheError::Corrupt)?;
+            resources.push(ResourceInfo { resource_id, name, num_events });
+        }
+        index.devices.push(DeviceInfo { device_id, name, resources });
+    }
+    for _ in 0..r.len(8)? {
+        let device_id = r.u32()?;
+        let kind = match r.u8()? {
+            0 => Some(TrackKind::Thread { resource_id: r.u32()? }),
+            1 => Some(TrackKind::Counter { name: r.str()? }),
+            2 => None,
+            _ => return Err(CacheError::Corrupt),
+        };
+        let plane = r.u32()?;
+        let lines = r.u32s()?;
+        let n = r.len(2)?;
+        let line_of = (0..n).map(|_| r.u16()).collect::<Result<Vec<_>, _>>()?;
+        let count = r.u32()?;
+        let src = r.u32s()?;
+        let n = r.len(16)?;
+        let regions = (0..n).map(|_| Ok((r.u64()? as i64, r.u64()? as i64))).collect::<Result<Vec<_>, CacheError>>()?;
+        let n = r.len(2)?;
+        let serial = (0..n).map(|_| r.u16()).collect::<Result<Vec<_>, _>>()?;
+        let n = r.len(8)?;
+        let levels = (0..n).map(|_| r.u32s()).collect::<Result<Vec<_>, _>>()?;
+        let flow_pos = r.u32s()?;
+        let n = r.len(8)?;
+        let flow_data = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
+        let max_duration_ps = r.u64()?;
+        // Structural checks: every per-event table has one entry per event, and positions
+        // are in range, so views never index out of bounds.
+        let count_usize = count as usize;
+        let positions_ok = levels.iter().flatten().all(|&p| p < count)
+            && flow_pos.iter().all(|&p| p < count)
+            && flow_pos.len() == flow_data.len()
+            && (src.is_empty() || src.len() == count_usize)
+            && (line_of.is_empty() || line_of.len() == count_usize)
+            && line_of.iter().all(|&l| usize::from(l) < lines.len())
+            && !lines.is_empty();
+        if serial.len() != count_usize || !positions_ok {
+            return Err(CacheError::Corrupt);
+        }
+        index.tracks.push(TrackInfo {
+            device_id,
+            kind,
+            plane,
+            lines,
+            line_of,
+            count,
+            src,
+            regions,
+            serial,
+            levels,
+            flow_pos,
+            flow_data,
+            max_duration_ps,
+        });
+    }
+    if r.at != payload.len() {
+        return Err(CacheError::Corrupt);
+    }
+    Ok(index)
+}

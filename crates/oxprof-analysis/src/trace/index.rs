@@ -1,0 +1,1080 @@
+//! The trace index of one host: XProf's trace-events container
+//! (`xprof/convert/xplane_to_trace_container.cc`) and its zoom-level storage
+//! (`trace_viewer/trace_events.cc`: `GetEventsByLevel`, `MaybeAddEventUniqueId`), kept as
+//! compact per-track tables over the read-only model.
+//!
+//! Processes and threads get XProf's ids: host planes (`/host:CPU…`, sorted by name) from
+//! pid 701 up, GPU planes (else TPU planes) `1 + plane.id` (501+ clamps to 1), custom planes
+//! `501 + plane.id`; a thread is a line, tid = the line's display id (else its id) cut to 32
+//! bits. Lines named `_counters_` become one counter track per event name.
+
+use super::visibility::{LevelAssigner, Visibility};
+use crate::grouping::EventGroups;
+use oxprof_format::{Event, XLine, XPlane, XSpace};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// XProf's `kHostThreadsDeviceId`: pid of the first host plane.
+pub const HOST_THREADS_DEVICE_ID: u32 = 701;
+/// `kFirstDeviceId`.
+const FIRST_DEVICE_ID: u32 = 1;
+/// `kLastDeviceId`.
+const LAST_DEVICE_ID: u32 = 500;
+/// `kFirstCustomPlaneDeviceId`.
+const FIRST_CUSTOM_PLANE_DEVICE_ID: u32 = 501;
+/// `kCounterEventsLineName`.
+const COUNTER_LINE_NAME: &str = "_counters_";
+/// Prefixes of planes XProf shows.
+const HOST_PLANE_PREFIX: &str = "/host:CPU";
+const GPU_PLANE_PREFIX: &str = "/device:GPU:";
+const TPU_PLANE_PREFIX: &str = "/device:TPU:";
+const CUSTOM_PLANE_PREFIX: &str = "/device:CUSTOM:";
+
+/// XProf's 13 zoom levels (`kLayerResolutions`): 1 s down to 1 ps.
+pub const LAYER_RESOLUTIONS_PS: [u64; 13] = [
+    1_000_000_000_000,
+    100_000_000_000,
+    10_000_000_000,
+    1_000_000_000,
+    100_000_000,
+    10_000_000,
+    1_000_000,
+    100_000,
+    10_000,
+    1_000,
+    100,
+    10,
+    1,
+];
+/// Number of zoom levels.
+pub(crate) const NUM_LEVELS: usize = LAYER_RESOLUTIONS_PS.len();
+/// `src` marker of a synthetic `ThreadpoolListener::Region` event.
+pub(crate) const REGION_BIT: u32 = 1 << 31;
+/// Serial numbers at or above this get no storage key in XProf (the event is dropped).
+pub(crate) const MAX_SERIAL: u32 = 256;
+
+/// `XFlow` direction as XProf's trace event flow entry type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FlowEntry {
+    /// `FLOW_START` (`kFlowOut`).
+    Start,
+    /// `FLOW_MID` (`kFlowInOut`).
+    Mid,
+    /// `FLOW_END` (`kFlowIn`).
+    End,
+}
+
+/// A flow binding of one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flow {
+    pub(crate) id: u64,
+    pub(crate) entry: FlowEntry,
+    /// `ContextType` (0..=63).
+    pub(crate) category: u8,
+    /// The event has an `_a` (`is_async`) stat.
+    pub(crate) is_async: bool,
+}
+
+impl Flow {
+    /// `id` in bits 0–55, entry type in 56–57, category in 58–62, async in 63.
+    pub(crate) fn pack(self) -> u64 {
+        let entry = match self.entry {
+            FlowEntry::Start => 0u64,
+            FlowEntry::Mid => 1,
+            FlowEntry::End => 2,
+        };
+        (self.id & ((1 << 56) - 1))
+            | (entry << 56)
+            | (u64::from(self.category & 31) << 58)
+            | (u64::from(self.is_async) << 63)
+    }
+
+    pub(crate) fn unpack(v: u64) -> Flow {
+        let entry = match (v >> 56) & 3 {
+            0 => FlowEntry::Start,
+            1 => FlowEntry::Mid,
+            _ => FlowEntry::End,
+        };
+        Flow { id: v & ((1 << 56) - 1), entry, category: ((v >> 58) & 31) as u8, is_async: v >> 63 != 0 }
+    }
+}
+
+/// A process of the trace (one plane).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// XProf's device id (the JSON `pid`, before the multi-host offset).
+    pub device_id: u32,
+    /// `"<host> <plane name>"`.
+    pub name: String,
+    /// Threads, sorted by id.
+    pub resources: Vec<ResourceInfo>,
+}
+
+/// A thread of a process (one line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// The JSON `tid`.
+    pub resource_id: u32,
+    /// The line's display name.
+    pub name: String,
+    /// Number of events of the line.
+    pub num_events: usize,
+}
+
+/// What a track holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrackKind {
+    /// Complete events of a thread.
+    Thread {
+        /// The thread id.
+        resource_id: u32,
+    },
+    /// Counter samples of one name.
+    Counter {
+        /// Counter name.
+        name: String,
+    },
+}
+
+/// Identifies one event of the index: track and position in the track's sorted order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventRef {
+    /// Track index.
+    pub track: u32,
+    /// Position in the track.
+    pub pos: u32,
+}
+
+impl EventRef {
+    /// A single integer id (`track << 32 | pos`), used by the LOD API.
+    pub fn to_id(self) -> u64 {
+        (u64::from(self.track) << 32) | u64::from(self.pos)
+    }
+
+    /// The inverse of [`EventRef::to_id`].
+    pub fn from_id(id: u64) -> EventRef {
+        EventRef { track: (id >> 32) as u32, pos: id as u32 }
+    }
+}
+
+/// One track: a thread or a counter, with its events in XProf's order.
+#[derive(Debug, Clone, Default)]
+pub struct TrackInfo {
+    /// Process id (before the multi-host offset).
+    pub device_id: u32,
+    /// Thread or counter.
+    pub kind: Option<TrackKind>,
+    /// Plane index in the XSpace.
+    pub plane: u32,
+    /// Line indexes in the plane (several lines can share one display id).
+    pub(crate) lines: Vec<u32>,
+    /// Per event: which of `lines` (empty when there is one line).
+    pub(crate) line_of: Vec<u16>,
+    /// Number of events.
+    pub(crate) count: u32,
+    /// Per event: the event's index in its line, or `REGION_BIT | region`; empty when the
+    /// track is one line already in order (position = index).
+    pub(crate) src: Vec<u32>,
+    /// Synthetic Region events: (timestamp ps, duration ps).
+    pub(crate) regions: Vec<(i64, i64)>,
+    /// Per event: XProf's serial (unique id among events with the same timestamp);
+    /// `u16` because serials ≥ 256 mean "dropped".
+    pub(crate) serial: Vec<u16>,
+    /// Per zoom level: positions of the events first visible at that level, ascending.
+    pub(crate) levels: Vec<Vec<u32>>,
+    /// Positions of the events with a flow binding, ascending.
+    pub(crate) flow_pos: Vec<u32>,
+    /// Their flows, packed (see [`Flow::pack`]).
+    pub(crate) flow_data: Vec<u64>,
+    /// Longest event duration (ps), for window searches.
+    pub(crate) max_duration_ps: u64,
+}
+
+impl TrackInfo {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// True without events.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The source index of the event at `pos` (see `src`).
+    pub(crate) fn src_at(&self, pos: u32) -> Option<u32> {
+        if pos >= self.count {
+            return None;
+        }
+        if self.src.is_empty() { Some(pos) } else { self.src.get(pos as usize).copied() }
+    }
+
+    /// Every flow binding as (position, flow).
+    pub(crate) fn flows(&self) -> impl Iterator<Item = (u32, Flow)> + '_ {
+        self.flow_pos.iter().zip(&self.flow_data).map(|(&p, &f)| (p, Flow::unpack(f)))
+    }
+
+    /// The thread id, for thread tracks.
+    pub fn resource_id(&self) -> Option<u32> {
+        match &self.kind {
+            Some(TrackKind::Thread { resource_id }) => Some(*resource_id),
+            _ => None,
+        }
+    }
+
+    /// The counter name, for counter tracks.
+    pub fn counter_name(&self) -> Option<&str> {
+        match &self.kind {
+            Some(TrackKind::Counter { name }) => Some(name),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn flow_at(&self, pos: u32) -> Option<Flow> {
+        let i = self.flow_pos.binary_search(&pos).ok()?;
+        self.flow_data.get(i).map(|&f| Flow::unpack(f))
+    }
+
+    /// Whether the event was dropped by XProf's storage (serial ≥ 256).
+    pub(crate) fn is_dropped(&self, pos: u32) -> bool {
+        self.serial.get(pos as usize).is_none_or(|&s| u32::from(s) >= MAX_SERIAL)
+    }
+}
+
+/// The trace index of one host (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct TraceIndex {
+    /// Host name (device names start with it).
+    pub hostname: String,
+    /// Processes, sorted by id.
+    pub devices: Vec<DeviceInfo>,
+    /// Tracks, sorted by (device id, counters first, thread id).
+    pub tracks: Vec<TrackInfo>,
+    /// Earliest event start (ps), XProf's `min_timestamp_ps`.
+    pub min_ps: u64,
+    /// Latest event end (ps), XProf's `max_timestamp_ps`.
+    pub max_ps: u64,
+    /// Total number of events.
+    pub num_events: usize,
+    /// `"@@"`-interned strings of XProf's name table (long names and `hlo_text` values
+    /// longer than 16 bytes), the `stackFrames` of the JSON; sorted by XProf's fingerprint.
+    pub stack_frames: Vec<(u64, String)>,
+}
+
+/// Read access to one event's data in the model.
+#[derive(Clone, Copy)]
+pub(crate) struct EventView<'a> {
+    /// The model event (None for synthetic Region events).
+    pub(crate) event: Option<Event<'a>>,
+    pub(crate) ts: u64,
+    pub(crate) dur: u64,
+    pub(crate) plane_index: usize,
+    pub(crate) line_index: usize,
+}
+
+impl<'a> EventView<'a> {
+    /// XProf's event name: the display name if set, else the name; `step_name` wins.
+    pub(crate) fn name(&self, groups: &'a EventGroups) -> &'a str {
+        match self.event {
+            None => REGION_EVENT_NAME,
+            Some(e) => {
+                if let Some(step) = step_name(groups, self.plane_index, self.line_index, &e) {
+                    return step;
+                }
+                e.display_name()
+            }
+        }
+    }
+
+    pub(crate) fn group_id(&self, groups: &EventGroups) -> Option<i64> {
+        let e = self.event?;
+        groups.group_id(self.plane_index, self.line_index, e.index())
+    }
+}
+
+/// The name of the synthetic Region events of the threadpool line mutator.
+pub(crate) const REGION_EVENT_NAME: &str = "ThreadpoolListener::Region";
+const START_REGION: &str = "ThreadpoolListener::StartRegion";
+const STOP_REGION: &str = "ThreadpoolListener::StopRegion";
+
+fn step_name<'a>(groups: &'a EventGroups, plane: usize, line: usize, e: &Event<'a>) -> Option<&'a str> {
+    if let Some(name) = groups.step_name(plane, line, e.index()) {
+        return Some(name);
+    }
+    // An already grouped file carries the stat itself; EventGroups reports it too, but a
+    // metadata-level `step_name` is only visible through the stats.
+    e.stat(oxprof_format::schema::StatType::StepName).and_then(|s| s.as_str()).filter(|s| !s.is_empty())
+}
+
+/// XProf's `IsInternalEvent`, by metadata name.
+pub(crate) fn is_internal_event_name(name: &str) -> bool {
+    matches!(
+        name,
+        "MemoryAllocation"
+            | "MemoryDeallocation"
+            | "PrefetchProduce"
+            | "PrefetchConsume"
+            | "Prefetch::Produce"
+            | "Prefetch::Consume"
+            | "ParallelInterleaveProduce"
+            | "ParallelInterleaveConsume"
+            | "ParallelInterleaveInitializedInput"
+            | "ParallelMapProduce"
+            | "ParallelMapConsume"
+            | "MapAndBatchProduce"
+            | "MapAndBatchConsume"
+            | "ParseExampleProduce"
+            | "ParseExampleConsume"
+    )
+}
+
+/// XProf's `IsInternalStat`, by stat name.
+pub(crate) fn is_internal_stat_name(name: &str) -> bool {
+    matches!(name, "kernel_details" | "_pt" | "_p" | "_ct" | "_c" | "_r" | "flops" | "program_id" | "symbol_id")
+}
+
+/// `ContextType` names (`GetContextTypeString`); generic and legacy have none.
+pub(crate) fn context_type_name(category: u8) -> &'static str {
+    match category {
+        2 => "tf_exec",
+        3 => "tfrt_exec",
+        4 => "batch_sched",
+        5 => "PjRt",
+        6 => "as_batch_sched",
+        7 => "tfrt_rt",
+        8 => "tpu_embed",
+        9 => "gpu_launch",
+        10 => "batcher",
+        11 => "tpu_stream",
+        12 => "tpu_launch",
+        13 => "pathways_exec",
+        14 => "pjrt_library_call",
+        15 => "threadpool_event",
+        16 => "jax_serving_executor",
+        _ => "",
+    }
+}
+
+/// `GetSafeContextType`: categories past the last known one are generic.
+fn safe_context_type(value: u64) -> u8 {
+    if value > 16 { 0 } else { value as u8 }
+}
+
+/// `XFlow::FromStatValue`: direction in bits 0–1, id in bits 2–57, category in 58–63.
+fn decode_flow(encoded: u64) -> Option<(u64, FlowEntry, u8)> {
+    let entry = match encoded & 3 {
+        1 => FlowEntry::End,
+        2 => FlowEntry::Start,
+        3 => FlowEntry::Mid,
+        _ => return None, // FLOW_NONE: XProf adds no flow binding
+    };
+    Some(((encoded >> 2) & ((1 << 56) - 1), entry, safe_context_type(encoded >> 58)))
+}
+
+/// A stand-in for `XFlow::GetFlowId` (`absl::HashOf(...)` masked to 56 bits): XProf's
+/// value is salted per process, so only equality matters.
+fn flow_id(parts: &[u64]) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &p in parts {
+        h ^= p.wrapping_add(0x9e37_79b9_7f4a_7c15).wrapping_add(h << 6).wrapping_add(h >> 2);
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^= h >> 31;
+    }
+    h & ((1 << 56) - 1)
+}
+
+/// Which stat metadata of a plane matter for flows, by dense stat metadata index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FlowStat {
+    Flow,
+    Async,
+    Correlation,
+    ProducerType,
+    Producer,
+    ConsumerType,
+    Consumer,
+}
+
+/// Per plane: the flow-relevant kind of each stat metadata, and whether any exists.
+struct FlowStats {
+    kinds: Vec<Option<FlowStat>>,
+    any: bool,
+}
+
+impl FlowStats {
+    fn new(plane: &XPlane) -> FlowStats {
+        let kinds: Vec<Option<FlowStat>> = plane
+            .stat_metadata()
+            .iter()
+            .map(|m| match plane.str(m.name) {
+                "flow" => Some(FlowStat::Flow),
+                "_a" => Some(FlowStat::Async),
+                "correlation_id" => Some(FlowStat::Correlation),
+                "_pt" => Some(FlowStat::ProducerType),
+                "_p" => Some(FlowStat::Producer),
+                "_ct" => Some(FlowStat::ConsumerType),
+                "_c" => Some(FlowStat::Consumer),
+                _ => None,
+            })
+            .collect();
+        let any = kinds.iter().any(Option::is_some);
+        FlowStats { kinds, any }
+    }
+
+    fn kind(&self, s: &oxprof_format::Stat<'_>) -> Option<FlowStat> {
+        self.kinds.get(s.metadata_id().index()).copied().flatten()
+    }
+}
+
+/// The flow of an event: its own `flow` stat (metadata stats first, then event stats; the
+/// last one wins), then those `AddFlowsToXplane` appends when XProf groups the space
+/// (correlation id; producer; consumer — again the last wins).
+fn event_flow(e: &Event<'_>, kinds: &FlowStats, synthesize: Option<(u64, bool)>) -> Option<Flow> {
+    let mut flow = None;
+    let mut is_async = false;
+    let mut corr = None;
+    let (mut pt, mut p, mut ct, mut c) = (None, None, None, None);
+    for (own, s) in e.metadata_stats().map(|s| (false, s)).chain(e.stats().map(|s| (true, s))) {
+        match kinds.kind(&s) {
+            None => {}
+            Some(FlowStat::Flow) => {
+                if let Some((id, entry, category)) = s.as_u64().and_then(decode_flow) {
+                    flow = Some(Flow { id, entry, category, is_async: false });
+                }
+            }
+            Some(FlowStat::Async) => is_async = true,
+            // `AddFlowsToXplane` reads the event's own stats only.
+            Some(_) if !own => {}
+            Some(FlowStat::Correlation) => corr = s.as_u64(),
+            Some(FlowStat::ProducerType) => pt = s.as_u64(),
+            Some(FlowStat::Producer) => p = s.as_u64(),
+            Some(FlowStat::ConsumerType) => ct = s.as_u64(),
+            Some(FlowStat::Consumer) => c = s.as_u64(),
+        }
+    }
+    if let Some((host_id, is_host_plane)) = synthesize {
+        if let Some(corr) = corr {
+            let entry = if is_host_plane { FlowEntry::Start } else { FlowEntry::End };
+            flow = Some(Flow { id: flow_id(&[host_id, corr]), entry, category: 9, is_async: false });
+        }
+        if let (Some(t), Some(id)) = (pt, p) {
+            let t = safe_context_type(t);
+            flow = Some(Flow {
+                id: flow_id(&[host_id, id, u64::from(t)]),
+                entry: FlowEntry::Start,
+                category: t,
+                is_async: false,
+            });
+        }
+        if let (Some(t), Some(id)) = (ct, c) {
+            let t = safe_context_type(t);
+            flow = Some(Flow {
+                id: flow_id(&[host_id, id, u64::from(t)]),
+                entry: FlowEntry::End,
+                category: t,
+                is_async: false,
+            });
+        }
+    }
+    flow.map(|f| Flow { is_async, ..f })
+}
+
+/// A plane to convert, with its device id.
+struct PlaneJob {
+    plane: usize,
+    device_id: u32,
+}
+
+/// XProf's plane selection and device ids (`ConvertXSpaceToTraceEventsContainer`).
+fn plane_jobs(space: &XSpace) -> Vec<PlaneJob> {
+    let mut jobs = Vec::new();
+    let mut hosts: Vec<usize> =
+        (0..space.planes.len()).filter(|&i| space.planes[i].name.starts_with(HOST_PLANE_PREFIX)).collect();
+    hosts.sort_by(|&a, &b| space.planes[a].name.cmp(&space.planes[b].name));
+    for (k, plane) in hosts.into_iter().enumerate() {
+        jobs.push(PlaneJob { plane, device_id: HOST_THREADS_DEVICE_ID + k as u32 });
+    }
+    let mut devices: Vec<usize> =
+        (0..space.planes.len()).filter(|&i| space.planes[i].name.starts_with(GPU_PLANE_PREFIX)).collect();
+    if devices.is_empty() {
+        devices = (0..space.planes.len()).filter(|&i| space.planes[i].name.starts_with(TPU_PLANE_PREFIX)).collect();
+    }
+    for plane in devices {
+        let mut pid = FIRST_DEVICE_ID.wrapping_add(space.planes[plane].id as u32);
+        if pid > LAST_DEVICE_ID {
+            pid = FIRST_DEVICE_ID;
+        }
+        jobs.push(PlaneJob { plane, device_id: pid });
+    }
+    for (i, p) in space.planes.iter().enumerate() {
+        if p.name.starts_with(CUSTOM_PLANE_PREFIX) {
+            jobs.push(PlaneJob { plane: i, device_id: FIRST_CUSTOM_PLANE_DEVICE_ID.wrapping_add(p.id as u32) });
+        }
+    }
+    jobs
+}
+
+/// Pairs StopRegion events with the latest StartRegion carrying `_c` (XProf's threadpool
+/// line mutator; see `grouping::preprocess::threadpool_regions`), as (ts, duration).
+///
+/// ```text
+/// worker  |Start _c=7|......work......|Stop|   |Stop|
+///         |<------- Region ----------->|
+///         |<------------- Region ---------------->|
+/// ```
+fn threadpool_regions(plane: &XPlane, line: &XLine, start_md: &[bool], stop_md: &[bool]) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut start: Option<i64> = None;
+    for e in line.events(plane) {
+        let m = e.metadata_id().index();
+        if start_md.get(m).copied().unwrap_or(false) {
+            if e.stats().any(|s| s.name() == "_c") {
+                start = Some(e.timestamp_ps());
+            }
+        } else if stop_md.get(m).copied().unwrap_or(false)
+            && let Some(ts) = start.filter(|&ts| ts != 0)
+        {
+            out.push((ts, e.timestamp_ps().wrapping_sub(ts)));
+        }
+    }
+    out
+}
+
+/// Options of [`TraceIndex::build`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildOptions {
+    /// Add XProf's preprocessing flows and Region events (true unless the XSpace was
+    /// already grouped, as XProf's `PreprocessSingleHostXSpace` decides).
+    pub preprocess: bool,
+}
+
+/// A track under construction.
+struct TrackSpec {
+    device_id: u32,
+    kind: TrackKind,
+    plane: usize,
+    lines: Vec<u32>,
+    /// Counter tracks: metadata ids of this counter's events.
+    counter_metadata: Option<u32>,
+    /// Add Region events from these lines.
+    regions: bool,
+}
+
+impl TraceIndex {
+    /// Builds the index of one host's XSpace (tracks in parallel).
+    pub fn build(space: &XSpace, hostname: &str) -> TraceIndex {
+        let preprocess = !crate::grouping::is_xspace_grouped(space);
+        Self::build_with(space, hostname, BuildOptions { preprocess })
+    }
+
+    /// [`TraceIndex::build`] with explicit options.
+    pub fn build_with(space: &XSpace, hostname: &str, options: BuildOptions) -> TraceIndex {
+        let host_id =
+            space.hostnames.first().map_or(0, |h| flow_id(&[h.len() as u64]) ^ h.bytes().map(u64::from).sum::<u64>());
+        let mut devices: BTreeMap<u32, DeviceInfo> = BTreeMap::new();
+        let mut specs: Vec<TrackSpec> = Vec::new();
+        for job in plane_jobs(space) {
+            let Some(plane) = space.planes.get(job.plane) else { continue };
+            if plane.lines.is_empty() {
+                continue;
+            }
+            let device = devices.entry(job.device_id).or_insert_with(|| DeviceInfo {
+                device_id: job.device_id,
+                name: String::new(),
+                resources: Vec::new(),
+            });
+            device.name = format!("{hostname} {}", plane.name);
+            let names: Vec<&str> = plane.event_metadata().iter().map(|m| plane.str(m.name)).collect();
+            let start_md: Vec<bool> = names.iter().map(|n| *n == START_REGION).collect();
+            let stop_md: Vec<bool> = names.iter().map(|n| *n == STOP_REGION).collect();
+            let regions = options.preprocess && start_md.contains(&true) && stop_md.contains(&true);
+            let mut by_resource: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            let mut counters: BTreeMap<String, (u32, Vec<u32>)> = BTreeMap::new();
+            for (li, line) in plane.lines.iter().enumerate() {
+                if line.event_count() == 0 || line.name.starts_with("counters_") {
+                    continue;
+                }
+                if line.name == COUNTER_LINE_NAME {
+                    for e in line.events(plane) {
+                        let name = e.name().to_string();
+                        let entry = counters.entry(name).or_insert((e.metadata_id().index() as u32, Vec::new()));
+                        if !entry.1.contains(&(li as u32)) {
+                            entry.1.push(li as u32);
+                        }
+                    }
+                    continue;
+                }
+                let rid = (if line.display_id != 0 { line.display_id } else { line.id }) as u32;
+                let name = if line.display_name.is_empty() { line.name.clone() } else { line.display_name.clone() };
+                match device.resources.iter_mut().find(|r| r.resource_id == rid) {
+                    Some(r) => {
+                        r.name = name;
+                        r.num_events = line.event_count();
+                    }
+                    None => {
+                        device.resources.push(ResourceInfo { resource_id: rid, name, num_events: line.event_count() })
+                    }
+                }
+                by_resource.entry(rid).or_default().push(li as u32);
+            }
+            device.resources.sort_by_key(|r| r.resource_id);
+            for (name, (metadata, lines)) in counters {
+                specs.push(TrackSpec {
+                    device_id: job.device_id,
+                    kind: TrackKind::Counter { name },
+                    plane: job.plane,
+                    lines,
+                    counter_metadata: Some(metadata),
+                    regions: false,
+                });
+            }
+            for (rid, lines) in by_resource {
+                specs.push(TrackSpec {
+                    device_id: job.device_id,
+                    kind: TrackKind::Thread { resource_id: rid },
+                    plane: job.plane,
+                    lines,
+                    counter_metadata: None,
+                    regions,
+                });
+            }
+        }
+        specs.sort_by(|a, b| {
+            let key = |s: &TrackSpec| match &s.kind {
+                TrackKind::Counter { .. } => (s.device_id, 0u8, 0u32),
+                TrackKind::Thread { resource_id } => (s.device_id, 1, *resource_id),
+            };
+            key(a).cmp(&key(b))
+        });
+        let mut tracks: Vec<TrackInfo> =
+            specs.par_iter().map(|spec| build_track(space, spec, options, host_id)).collect();
+        tracks.retain(|t| !t.is_empty());
+        let mut index = TraceIndex {
+            hostname: hostname.to_string(),
+            devices: devices.into_values().collect(),
+            num_events: tracks.iter().map(TrackInfo::len).sum(),
+            tracks,
+            ..TraceIndex::default()
+        };
+        index.compute_span(space);
+        index.assign_serials_and_levels(space);
+        index.stack_frames = collect_stack_frames(space, &index);
+        index
+    }
+
+    /// `ExpandTraceSpan` over all events.
+    fn compute_span(&mut self, space: &XSpace) {
+        const MAX_TS: u64 = u64::MAX / 2;
+        let spans: Vec<(u64, u64)> = self
+            .tracks
+            .par_iter()
+            .map(|t| {
+                let (mut lo, mut hi) = (u64::MAX, 0u64);
+                for pos in 0..t.len() as u32 {
+                    if let Some(v) = view_in(space, t, pos) {
+                        let end = v.ts.wrapping_add(v.dur);
+                        if v.ts <= MAX_TS {
+                            lo = lo.min(v.ts);
+                        }
+                        if end <= MAX_TS {
+                            hi = hi.max(end);
+                        }
+                    }
+                }
+                (lo, hi)
+            })
+            .collect();
+        self.min_ps = spans.iter().map(|s| s.0).min().unwrap_or(0);
+        self.max_ps = spans.iter().map(|s| s.1).max().unwrap_or(0);
+        if self.min_ps == u64::MAX {
+            self.min_ps = 0;
+        }
+    }
+
+    /// `MaybeAddEventUniqueId` (serials over all events in XProf's global order) and
+    /// `GetEventsByLevel` (each event's first visible zoom level).
+    ///
+    /// The global order is a k-way merge of the already sorted tracks by XProf's
+    /// `TraceEventsComparator` (timestamp, longer first, device, threads before counters,
+    /// thread id). Flow visibility per level is decided in that order first (only the first
+    /// event of a flow counts), then tracks are assigned levels in parallel.
+    fn assign_serials_and_levels(&mut self, space: &XSpace) {
+        let span_of = |t: &TrackInfo, pos: u32| view_in(space, t, pos).map_or((0, 0), |v| (v.ts, v.dur));
+        let tracks = &self.tracks;
+        let trace_span = (self.min_ps, self.max_ps.saturating_sub(self.min_ps));
+        // Two independent passes over XProf's global order, side by side: serials over all
+        // events, and the flows' first visible levels over flow events only.
+        let (serials, flow_levels) = rayon::join(
+            || {
+                let mut serials: Vec<Vec<u16>> = tracks.iter().map(|t| vec![0; t.len()]).collect();
+                let mut last_ts = u64::MAX;
+                let mut serial: u32 = 0;
+                merge_in_order(
+                    tracks,
+                    |t| t.count,
+                    |_, p| p,
+                    span_of,
+                    |ti, pos, ts, _| {
+                        serial = if ts == last_ts { serial.saturating_add(1) } else { 0 };
+                        last_ts = ts;
+                        if let Some(slot) = serials.get_mut(ti).and_then(|s| s.get_mut(pos as usize)) {
+                            *slot = serial.min(u32::from(u16::MAX)) as u16;
+                        }
+                    },
+                );
+                serials
+            },
+            || {
+                let mut flow_levels: FxHashMap<u64, u8> = FxHashMap::default();
+                let mut flow_vis: Vec<Visibility> =
+                    (0..NUM_LEVELS - 1).map(|l| Visibility::new(trace_span, LAYER_RESOLUTIONS_PS[l])).collect();
+                let count = |t: &TrackInfo| t.flow_pos.len() as u32;
+                let at = |t: &TrackInfo, k: u32| t.flow_pos.get(k as usize).copied().unwrap_or(0);
+                merge_in_order(tracks, count, at, span_of, |ti, k, ts, dur| {
+                    let Some(&packed) = tracks[ti].flow_data.get(k as usize) else { return };
+                    let flow = Flow::unpack(packed);
+                    let binding = Some((flow.id, flow.entry));
+                    let mut level = 0;
+                    while level < NUM_LEVELS - 1 {
+                        if flow_vis[level].visible_at_resolution(ti, ts, dur, binding, true) {
+                            break;
+                        }
+                        level += 1;
+                    }
+                    for vis in flow_vis.iter_mut().skip(level + 1) {
+                        vis.set_visible_at_resolution(ti, ts, dur, binding, true);
+                    }
+                    flow_levels.entry(flow.id).or_insert(level as u8);
+                });
+                flow_levels
+            },
+        );
+        let tracks = std::mem::take(&mut self.tracks);
+        self.tracks = tracks
+            .into_par_iter()
+            .zip(serials.into_par_iter())
+            .map(|(mut t, serial)| {
+                t.serial = serial;
+                let mut assigner = LevelAssigner::new(t.resource_id().is_some());
+                let mut levels: Vec<Vec<u32>> = vec![Vec::new(); NUM_LEVELS];
+                let mut flows = t.flow_pos.iter().zip(&t.flow_data).peekable();
+                for pos in 0..t.count {
+                    let (ts, dur) = span_of(&t, pos);
+                    let mut flow_level = None;
+                    if let Some(&(&p, &packed)) = flows.peek()
+                        && p == pos
+                    {
+                        flows.next();
+                        let id = Flow::unpack(packed).id;
+                        flow_level =
+                            Some(flow_levels.get(&id).map(|&l| usize::from(l)).filter(|&l| l < NUM_LEVELS - 1));
+                    }
+                    let level = assigner.assign(ts, dur, flow_level);
+                    if !t.is_dropped(pos) {
+                        levels[level].push(pos);
+                    }
+                }
+                t.levels = levels;
+                t
+            })
+            .collect();
+    }
+}
+
+/// Visits items of the tracks in XProf's global event order (`TraceEventsComparator`:
+/// start, longer first, device, threads before counters, thread id; then track and
+/// position): a k-way merge of the tracks, each already in that order. `count(t)` items per
+/// track, item `k` at position `at(t, k)`; `visit(track, k, ts, dur)`.
+fn merge_in_order(
+    tracks: &[TrackInfo],
+    count: impl Fn(&TrackInfo) -> u32,
+    at: impl Fn(&TrackInfo, u32) -> u32,
+    span_of: impl Fn(&TrackInfo, u32) -> (u64, u64),
+    mut visit: impl FnMut(usize, u32, u64, u64),
+) {
+    let key = |ti: usize, k: u32| {
+        let t = &tracks[ti];
+        let (ts, dur) = span_of(t, at(t, k));
+        let (class, rid) = match &t.kind {
+            Some(TrackKind::Thread { resource_id }) => (0u8, *resource_id),
+            _ => (1, 0),
+        };
+        Reverse((ts, Reverse(dur), t.device_id, class, rid, ti, k))
+    };
+    let mut heap = BinaryHeap::with_capacity(tracks.len());
+    for (ti, t) in tracks.iter().enumerate() {
+        if count(t) > 0 {
+            heap.push(key(ti, 0));
+        }
+    }
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse((ts, Reverse(dur), _, _, _, ti, k)) = *top;
+        visit(ti, k, ts, dur);
+        if k + 1 < count(&tracks[ti]) {
+            *top = key(ti, k + 1);
+        } else {
+            std::collections::binary_heap::PeekMut::pop(top);
+        }
+    }
+}
+
+/// Read access to the event at `pos` of a track.
+pub(crate) fn view_in<'a>(space: &'a XSpace, t: &TrackInfo, pos: u32) -> Option<EventView<'a>> {
+    let plane_index = t.plane as usize;
+    let plane = space.planes.get(plane_index)?;
+    let src = t.src_at(pos)?;
+    let which = if t.line_of.is_empty() { 0 } else { usize::from(*t.line_of.get(pos as usize)?) };
+    let line_index = *t.lines.get(which)? as usize;
+    let line = plane.lines.get(line_index)?;
+    if src & REGION_BIT != 0 {
+        let &(ts, dur) = t.regions.get((src & !REGION_BIT) as usize)?;
+        return Some(EventView { event: None, ts: ts as u64, dur: dur as u64, plane_index, line_index });
+    }
+    let index = src as usize;
+    if index >= line.event_count() {
+        return None;
+    }
+    let e = line.event(plane, index);
+    Some(EventView {
+        event: Some(e),
+        ts: e.timestamp_ps() as u64,
+        dur: e.duration_ps() as u64,
+        plane_index,
+        line_index,
+    })
+}
+
+/// Builds one track: its events (minus internal ones) in XProf's order (timestamp
+/// ascending, duration descending, file order on ties), and their flows.
+fn build_track(space: &XSpace, spec: &TrackSpec, options: BuildOptions, host_id: u64) -> TrackInfo {
+    let mut t = TrackInfo {
+        device_id: spec.device_id,
+        kind: Some(spec.kind.clone()),
+        plane: spec.plane as u32,
+        lines: spec.lines.clone(),
+        ..TrackInfo::default()
+    };
+    let Some(plane) = space.planes.get(spec.plane) else { return t };
+    let internal: Vec<bool> =
+        plane.event_metadata().iter().map(|m| is_internal_event_name(plane.str(m.name))).collect();
+    let is_host_plane = !plane.name.starts_with("/device");
+    let synthesize = options.preprocess.then_some((host_id, is_host_plane));
+    // Fast path: one line, already in XProf's order, nothing to skip: positions are the
+    // line's indexes and no per-event table is needed; with Region events, the sorted
+    // regions are merged in (events first on ties, as the stable sort below would).
+    if spec.lines.len() == 1
+        && spec.counter_metadata.is_none()
+        && let Some(line) = spec.lines.first().and_then(|&li| plane.lines.get(li as usize))
+    {
+        let mut in_order = true;
+        let mut previous: Option<(u64, u64)> = None;
+        let mut max_duration = 0u64;
+        for e in line.events(plane) {
+            if internal.get(e.metadata_id().index()).copied().unwrap_or(false) {
+                in_order = false;
+                break;
+            }
+            let key = (e.timestamp_ps() as u64, e.duration_ps() as u64);
+            if previous.is_some_and(|p| p.0 > key.0 || (p.0 == key.0 && p.1 < key.1)) {
+                in_order = false;
+                break;
+            }
+            previous = Some(key);
+            max_duration = max_duration.max(key.1);
+        }
+        if in_order {
+            t.count = line.event_count() as u32;
+            t.max_duration_ps = max_duration;
+            if spec.regions {
+                merge_regions(plane, line, &mut t);
+            }
+            add_flows(space, &mut t, synthesize);
+            return t;
+        }
+    }
+    // (ts, duration, line selector, src)
+    let mut rows: Vec<(u64, u64, u16, u32)> = Vec::new();
+    for (k, &li) in spec.lines.iter().enumerate() {
+        let Some(line) = plane.lines.get(li as usize) else { continue };
+        let counter_name =
+            spec.counter_metadata.and_then(|cm| plane.event_metadata().get(cm as usize)).map(|m| plane.str(m.name));
+        for e in line.events(plane) {
+            let m = e.metadata_id().index();
+            if internal.get(m).copied().unwrap_or(false) {
+                continue;
+            }
+            if let Some(name) = counter_name
+                && plane.str(e.metadata().name) != name
+            {
+                continue;
+            }
+            rows.push((e.timestamp_ps() as u64, e.duration_ps() as u64, k as u16, e.index() as u32));
+        }
+        if spec.regions {
+            let start_md: Vec<bool> =
+                plane.event_metadata().iter().map(|m| plane.str(m.name) == START_REGION).collect();
+            let stop_md: Vec<bool> = plane.event_metadata().iter().map(|m| plane.str(m.name) == STOP_REGION).collect();
+            for (ts, dur) in threadpool_regions(plane, line, &start_md, &stop_md) {
+                rows.push((ts as u64, dur as u64, k as u16, REGION_BIT | t.regions.len() as u32));
+                t.regions.push((ts, dur));
+            }
+        }
+    }
+    // XProf 2.24.2 keeps ties (same start and duration) in file order (its event name
+    // tie-break does not show in its output: see the TF name-scope lines of the
+    // GPU-multi-worker profile), so the sort is stable on (start, duration descending).
+    let cmp = |a: &(u64, u64, u16, u32), b: &(u64, u64, u16, u32)| -> Ordering { a.0.cmp(&b.0).then(b.1.cmp(&a.1)) };
+    let sorted = rows.windows(2).all(|w| cmp(&w[0], &w[1]) != Ordering::Greater);
+    if !sorted {
+        rows.par_sort_by(cmp);
+    }
+    t.max_duration_ps = rows.iter().map(|r| r.1).max().unwrap_or(0);
+    if spec.lines.len() > 1 {
+        t.line_of = rows.iter().map(|r| r.2).collect();
+    }
+    t.count = rows.len() as u32;
+    t.src = rows.iter().map(|r| r.3).collect();
+    drop(rows);
+    if matches!(spec.kind, TrackKind::Thread { .. }) {
+        add_flows(space, &mut t, synthesize);
+    }
+    t
+}
+
+/// Adds the Region events of a line whose own events are in order (`src` empty) to a
+/// track, merging them into XProf's order without a per-event sort table.
+fn merge_regions(plane: &XPlane, line: &XLine, t: &mut TrackInfo) {
+    let start_md: Vec<bool> = plane.event_metadata().iter().map(|m| plane.str(m.name) == START_REGION).collect();
+    let stop_md: Vec<bool> = plane.event_metadata().iter().map(|m| plane.str(m.name) == STOP_REGION).collect();
+    let mut regions = threadpool_regions(plane, line, &start_md, &stop_md);
+    if regions.is_empty() {
+        return;
+    }
+    let key = |ts: i64, dur: i64| (ts as u64, Reverse(dur as u64));
+    let mut order: Vec<u32> = (0..regions.len() as u32).collect();
+    order.sort_by_key(|&r| key(regions[r as usize].0, regions[r as usize].1));
+    let count = line.event_count();
+    let mut src = Vec::with_capacity(count + regions.len());
+    let mut next = order.iter().peekable();
+    for e in line.events(plane) {
+        let k = key(e.timestamp_ps(), e.duration_ps());
+        while let Some(&&r) = next.peek() {
+            let (ts, dur) = regions[r as usize];
+            if key(ts, dur) < k {
+                src.push(REGION_BIT | r);
+                next.next();
+            } else {
+                break;
+            }
+        }
+        src.push(e.index() as u32);
+    }
+    src.extend(next.map(|&r| REGION_BIT | r));
+    t.max_duration_ps = t.max_duration_ps.max(regions.iter().map(|r| r.1 as u64).max().unwrap_or(0));
+    t.count = src.len() as u32;
+    t.src = src;
+    t.regions = std::mem::take(&mut regions);
+}
+
+/// Finds the flow binding of every event of a thread track.
+fn add_flows(space: &XSpace, t: &mut TrackInfo, synthesize: Option<(u64, bool)>) {
+    let Some(plane) = space.planes.get(t.plane as usize) else { return };
+    let kinds = FlowStats::new(plane);
+    if !kinds.any {
+        return;
+    }
+    // Chunks in parallel (one long line is common: a Python tracer thread).
+    const CHUNK: u32 = 1 << 16;
+    let track: &TrackInfo = t;
+    let found: Vec<Vec<(u32, u64)>> = (0..t.count.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut out = Vec::new();
+            for pos in c * CHUNK..((c + 1) * CHUNK).min(track.count) {
+                if let Some(v) = view_in(space, track, pos)
+                    && let Some(e) = v.event
+                    && let Some(flow) = event_flow(&e, &kinds, synthesize)
+                {
+                    out.push((pos, flow.pack()));
+                }
+            }
+            out
+        })
+        .collect();
+    let n: usize = found.iter().map(Vec::len).sum();
+    t.flow_pos.reserve_exact(n);
+    t.flow_data.reserve_exact(n);
+    for (pos, packed) in found.into_iter().flatten() {
+        t.flow_pos.push(pos);
+        t.flow_data.push(packed);
+    }
+}
+
+/// XProf's name table entries starting with `"@@"`: `long_name` (the event name of events
+/// with a display name) and `hlo_text` argument values longer than 16 bytes; numbered in
+/// the JSON by fingerprint order.
+fn collect_stack_frames(space: &XSpace, index: &TraceIndex) -> Vec<(u64, String)> {
+    let mut names: BTreeMap<u64, String> = BTreeMap::new();
+    let mut seen_planes: Vec<u32> = index.tracks.iter().map(|t| t.plane).collect();
+    seen_planes.sort_unstable();
+    seen_planes.dedup();
+    for t in &index.tracks {
+        if !matches!(t.kind, Some(TrackKind::Thread { .. })) {
+            continue;
+        }
+        let Some(plane) = space.planes.get(t.plane as usize) else { continue };
+        // Metadata ids used by this track's events that have display names.
+        let mut used = vec![false; plane.event_metadata_count()];
+        for pos in 0..t.len() as u32 {
+            if let Some(v) = view_in(space, t, pos)
+                && let Some(e) = v.event
+            {
+                let m = e.metadata_id().index();
+                if let Some(u) = used.get_mut(m) {
+                    *u = true;
+                }
+            }
+        }
+        for (m, md) in plane.event_metadata().iter().enumerate() {
+            if !used.get(m).copied().unwrap_or(false) {
+                continue;
+            }
+            if md.display_name != oxprof_format::StrId::EMPTY {
+                let long = truncate_long_name(plane.str(md.name));
+                if long.len() > 16 {
+                    let s = format!("@@{long}");
+                    names.insert(super::numfmt::stdlib_hash_bytes(s.as_bytes()), s);
+                }
+            }
+            if let Some(id) = plane.event_metadata_ids().nth(m) {
+                for s in plane.metadata_stats(id) {
+                    if s.name() == "hlo_text"
+                        && let Some(v) = s.as_str()
+                        && v.len() > 16
+                    {
+                        let s = format!("@@{v}");
+                        names.insert(super::numfmt::stdlib_hash_bytes(s.as_bytes()), s);
+                    }
+                }
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// XProf truncates `long_name` arguments to 10,000 bytes.
+pub(crate) fn truncate_long_name(name: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 10_000;
+    if name.len() > MAX {
+        let mut end = MAX;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        std::borrow::Cow::Owned(format!("{}...<truncated>", &name[..end]))
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
+}

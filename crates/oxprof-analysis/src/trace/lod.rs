@@ -1,0 +1,546 @@
+//! oxprof's level-of-detail trace API for the UI: any window at any zoom returns a bounded
+//! number of drawable items per track, with what was left out counted, and exact events
+//! once few enough are in the window. No event cap: every event stays reachable by
+//! zooming, by search (whole trace) and by id.
+//!
+//! The summary reuses the index's zoom levels (XProf's 13 resolutions, each event stored at
+//! the coarsest level at which it is visible). For a window of span `S` drawn `W` bins
+//! wide the resolution is `r = S / W`; only levels with resolution ≥ `r` are read (binary
+//! searches per level), then XProf's visibility rule at `r` keeps per row and nesting depth
+//! events that are ≥ `r` long or ≥ `r` apart. That bounds the items to about `2 W` per
+//! depth, whatever the event count:
+//!
+//! ```text
+//! window      |<----------------------- S ----------------------->|
+//! bins        |  r  |  r  |  r  |  r  | ...                    W  |
+//! level ≤ L   [=====]  [=]      [====]  [=]    (events ≥ r or ≥ r apart)
+//! hidden      ·· · ·· ·   ·· ·  ·   ·· ·      (counted per track, not sent)
+//! ```
+//!
+//! When a track has at most `exact_limit` events in the window, all of them are returned
+//! (`exact: true`).
+
+use super::index::{EventRef, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, TraceIndex, TrackInfo, TrackKind, view_in};
+use super::visibility::Visibility;
+use super::xprof::{ArgValue, event_args};
+use crate::grouping::EventGroups;
+use oxprof_format::XSpace;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Default number of bins across the window.
+pub const DEFAULT_WIDTH: u32 = 2000;
+/// Default: tracks with at most this many events in the window are sent exactly.
+pub const DEFAULT_EXACT_LIMIT: usize = 5000;
+/// Default number of search matches returned.
+pub const DEFAULT_SEARCH_LIMIT: usize = 1000;
+
+/// One host's data.
+#[derive(Clone, Copy)]
+pub struct LodHost<'a> {
+    /// The decoded XSpace.
+    pub space: &'a XSpace,
+    /// Its grouping.
+    pub groups: &'a EventGroups,
+    /// Its index.
+    pub index: &'a TraceIndex,
+}
+
+/// The track list: one section per process, one track per thread or counter.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TrackList {
+    /// Host name.
+    pub host: String,
+    /// Earliest event start (ps).
+    pub start_ps: u64,
+    /// Latest event end (ps).
+    pub end_ps: u64,
+    /// Number of events of the host.
+    pub num_events: usize,
+    /// Processes.
+    pub sections: Vec<Section>,
+}
+
+/// A process.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Section {
+    /// XProf's pid (single-host numbering, no host offset).
+    pub pid: u32,
+    /// `"<host> <plane>"`.
+    pub name: String,
+    /// Its tracks, in display order.
+    pub tracks: Vec<TrackSummary>,
+}
+
+/// A track.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TrackSummary {
+    /// Track id (use in requests).
+    pub id: u32,
+    /// `thread` or `counter`.
+    pub kind: &'static str,
+    /// Thread id (threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
+    /// Thread name or counter name.
+    pub name: String,
+    /// Number of events.
+    pub num_events: usize,
+}
+
+/// A window request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LodRequest {
+    /// Window start (ps); `None`: trace start.
+    pub start_ps: Option<u64>,
+    /// Window end (ps); `None`: trace end.
+    pub end_ps: Option<u64>,
+    /// Bins across the window (pixels).
+    pub width: u32,
+    /// Tracks to return (`None`: all).
+    pub tracks: Option<Vec<u32>>,
+    /// Tracks with at most this many events in the window are returned exactly.
+    pub exact_limit: usize,
+}
+
+impl Default for LodRequest {
+    fn default() -> Self {
+        LodRequest {
+            start_ps: None,
+            end_ps: None,
+            width: DEFAULT_WIDTH,
+            tracks: None,
+            exact_limit: DEFAULT_EXACT_LIMIT,
+        }
+    }
+}
+
+/// A window response.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LodResponse {
+    /// Window start (ps).
+    pub start_ps: u64,
+    /// Window end (ps).
+    pub end_ps: u64,
+    /// Resolution used (ps per bin).
+    pub resolution_ps: u64,
+    /// Event names, referenced by index from the events.
+    pub names: Vec<String>,
+    /// Per requested track.
+    pub tracks: Vec<LodTrack>,
+    /// Events in the window over all returned tracks.
+    pub total_in_window: usize,
+    /// Events returned.
+    pub total_returned: usize,
+    /// Events in the window not returned (merged into the drawn ones at this zoom).
+    pub total_hidden: usize,
+}
+
+/// One track of a window response.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LodTrack {
+    /// Track id.
+    pub id: u32,
+    /// True when every event of the window is returned.
+    pub exact: bool,
+    /// Events overlapping the window.
+    pub in_window: usize,
+    /// Events not returned.
+    pub hidden: usize,
+    /// Drawable events (threads), time-sorted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<LodEvent>,
+    /// Counter samples `[ts_ps, value]` (counters).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<(u64, f64)>,
+}
+
+/// A drawable event.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LodEvent {
+    /// Event id (for details).
+    pub id: u64,
+    /// Index into [`LodResponse::names`].
+    pub name: u32,
+    /// Start (ps).
+    pub ts_ps: u64,
+    /// Duration (ps).
+    pub dur_ps: u64,
+    /// Flow binding: `[flow id, "start"|"mid"|"end"]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<(u64, &'static str)>,
+}
+
+/// Event details.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EventDetails {
+    /// Event id.
+    pub id: u64,
+    /// Track id.
+    pub track: u32,
+    /// pid.
+    pub pid: u32,
+    /// tid (threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
+    /// Name.
+    pub name: String,
+    /// Start (ps).
+    pub ts_ps: u64,
+    /// Duration (ps).
+    pub dur_ps: u64,
+    /// Step (group) id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<i64>,
+    /// XProf's serial among equal timestamps.
+    pub serial: u32,
+    /// Flow binding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<(u64, &'static str)>,
+    /// Arguments (stats), as XProf shows them.
+    pub args: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Search results.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SearchResponse {
+    /// The prefix searched.
+    pub prefix: String,
+    /// Matches in the whole trace.
+    pub total: usize,
+    /// True when `matches` holds fewer than `total`.
+    pub truncated: bool,
+    /// The first matches by time.
+    pub matches: Vec<SearchMatch>,
+}
+
+/// One search match.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SearchMatch {
+    /// Event id.
+    pub id: u64,
+    /// Track id.
+    pub track: u32,
+    /// Name.
+    pub name: String,
+    /// Start (ps).
+    pub ts_ps: u64,
+    /// Duration (ps).
+    pub dur_ps: u64,
+}
+
+/// The events of one flow.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlowResponse {
+    /// Flow id.
+    pub flow: u64,
+    /// Its events, by time.
+    pub events: Vec<SearchMatch>,
+}
+
+fn entry_name(e: FlowEntry) -> &'static str {
+    match e {
+        FlowEntry::Start => "start",
+        FlowEntry::Mid => "mid",
+        FlowEntry::End => "end",
+    }
+}
+
+/// The track list.
+pub fn track_list(host: &LodHost<'_>) -> TrackList {
+    let index = host.index;
+    let sections = index
+        .devices
+        .iter()
+        .map(|d| Section {
+            pid: d.device_id,
+            name: d.name.clone(),
+            tracks: index
+                .tracks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.device_id == d.device_id)
+                .map(|(i, t)| match &t.kind {
+                    Some(TrackKind::Counter { name }) => TrackSummary {
+                        id: i as u32,
+                        kind: "counter",
+                        tid: None,
+                        name: name.clone(),
+                        num_events: t.len(),
+                    },
+                    _ => {
+                        let tid = t.resource_id();
+                        let name = d
+                            .resources
+                            .iter()
+                            .find(|r| Some(r.resource_id) == tid)
+                            .map(|r| r.name.clone())
+                            .unwrap_or_default();
+                        TrackSummary { id: i as u32, kind: "thread", tid, name, num_events: t.len() }
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    TrackList {
+        host: index.hostname.clone(),
+        start_ps: index.min_ps,
+        end_ps: index.max_ps,
+        num_events: index.num_events,
+        sections,
+    }
+}
+
+/// Positions of a track's events of levels `0..=last` overlapping `[begin, end]`, sorted.
+fn window_positions(space: &XSpace, t: &TrackInfo, begin: u64, end: u64, last: usize) -> Vec<u32> {
+    let mut out = Vec::new();
+    let ts_at = |pos: u32| view_in(space, t, pos).map_or(0, |v| v.ts);
+    for level in 0..=last.min(NUM_LEVELS - 1) {
+        let Some(list) = t.levels.get(level) else { continue };
+        // Events of level > 0 are shorter than the previous level's resolution (else they
+        // would be visible there), so they start at most that much before the window.
+        let reach = if level == 0 { t.max_duration_ps } else { LAYER_RESOLUTIONS_PS[level - 1] };
+        let min_ts = begin.saturating_sub(reach);
+        let lo = list.partition_point(|&p| ts_at(p) < min_ts);
+        let hi = list.partition_point(|&p| ts_at(p) <= end);
+        for &pos in list.get(lo..hi).unwrap_or(&[]) {
+            if let Some(v) = view_in(space, t, pos)
+                && v.ts.wrapping_add(v.dur) >= begin
+            {
+                out.push(pos);
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Number of events of a track overlapping `[begin, end]` (all levels).
+fn count_in_window(space: &XSpace, t: &TrackInfo, begin: u64, end: u64) -> usize {
+    let ts_at = |pos: u32| view_in(space, t, pos).map_or(0, |v| v.ts);
+    let mut n = 0;
+    for (level, list) in t.levels.iter().enumerate() {
+        let reach = if level == 0 { t.max_duration_ps } else { LAYER_RESOLUTIONS_PS[level - 1] };
+        let lo = list.partition_point(|&p| ts_at(p) < begin.saturating_sub(reach));
+        let mid = list.partition_point(|&p| ts_at(p) < begin);
+        let hi = list.partition_point(|&p| ts_at(p) <= end);
+        // Events starting inside the window count directly; earlier ones if they reach in.
+        n += hi.saturating_sub(mid);
+        for &pos in list.get(lo..mid).unwrap_or(&[]) {
+            if view_in(space, t, pos).is_some_and(|v| v.ts.wrapping_add(v.dur) >= begin) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// A window at a zoom.
+pub fn window(host: &LodHost<'_>, req: &LodRequest) -> LodResponse {
+    let index = host.index;
+    let begin = req.start_ps.unwrap_or(index.min_ps).max(index.min_ps);
+    let end = req.end_ps.unwrap_or(index.max_ps).min(index.max_ps).max(begin);
+    let width = u64::from(req.width.max(1));
+    let resolution_ps = ((end - begin) / width).max(1);
+    // Read levels whose resolution is at least `resolution_ps` (plus the first finer one,
+    // whose events may still be ≥ r apart).
+    let last = (0..NUM_LEVELS).find(|&l| LAYER_RESOLUTIONS_PS[l] <= resolution_ps).unwrap_or(NUM_LEVELS - 1);
+    let selected: Vec<usize> = match &req.tracks {
+        Some(ids) => ids.iter().map(|&i| i as usize).filter(|&i| i < index.tracks.len()).collect(),
+        None => (0..index.tracks.len()).collect(),
+    };
+    let per_track: Vec<(usize, LodTrackRaw)> = {
+        use rayon::prelude::*;
+        selected
+            .par_iter()
+            .map(|&ti| (ti, track_window(host, ti, begin, end, resolution_ps, last, req.exact_limit)))
+            .collect()
+    };
+    let mut names: Vec<String> = Vec::new();
+    let mut name_ids: HashMap<&str, u32> = HashMap::new();
+    let mut tracks = Vec::with_capacity(per_track.len());
+    let (mut total_in, mut total_ret) = (0, 0);
+    for (ti, raw) in per_track {
+        let t = &index.tracks[ti];
+        let mut events = Vec::new();
+        let mut samples = Vec::new();
+        let is_counter = matches!(t.kind, Some(TrackKind::Counter { .. }));
+        for &pos in &raw.positions {
+            let Some(v) = view_in(host.space, t, pos) else { continue };
+            if is_counter {
+                let value = event_args(host.space, t, pos).first().map_or(0.0, |(_, a)| match a {
+                    ArgValue::Int(x) => *x as f64,
+                    ArgValue::Uint(x) => *x as f64,
+                    ArgValue::Double(x) => *x,
+                    ArgValue::Str(_) => 0.0,
+                });
+                samples.push((v.ts, value));
+                continue;
+            }
+            let name = v.name(host.groups);
+            let next = names.len() as u32;
+            let id = *name_ids.entry(name).or_insert_with(|| {
+                names.push(name.to_string());
+                next
+            });
+            events.push(LodEvent {
+                id: EventRef { track: ti as u32, pos }.to_id(),
+                name: id,
+                ts_ps: v.ts,
+                dur_ps: v.dur,
+                flow: t.flow_at(pos).map(|f| (f.id, entry_name(f.entry))),
+            });
+        }
+        let returned = raw.positions.len();
+        total_in += raw.in_window;
+        total_ret += returned;
+        tracks.push(LodTrack {
+            id: ti as u32,
+            exact: raw.exact,
+            in_window: raw.in_window,
+            hidden: raw.in_window.saturating_sub(returned),
+            events,
+            samples,
+        });
+    }
+    LodResponse {
+        start_ps: begin,
+        end_ps: end,
+        resolution_ps,
+        names,
+        tracks,
+        total_in_window: total_in,
+        total_returned: total_ret,
+        total_hidden: total_in.saturating_sub(total_ret),
+    }
+}
+
+struct LodTrackRaw {
+    positions: Vec<u32>,
+    in_window: usize,
+    exact: bool,
+}
+
+fn track_window(
+    host: &LodHost<'_>,
+    ti: usize,
+    begin: u64,
+    end: u64,
+    resolution_ps: u64,
+    last: usize,
+    exact_limit: usize,
+) -> LodTrackRaw {
+    let t = &host.index.tracks[ti];
+    let in_window = count_in_window(host.space, t, begin, end);
+    if in_window <= exact_limit {
+        let positions = window_positions(host.space, t, begin, end, NUM_LEVELS - 1);
+        return LodTrackRaw { in_window: positions.len(), positions, exact: true };
+    }
+    let candidates = window_positions(host.space, t, begin, end, last);
+    let mut vis = Visibility::new((begin, end - begin), resolution_ps);
+    let is_thread = t.resource_id().is_some();
+    let positions: Vec<u32> = candidates
+        .into_iter()
+        .filter(|&pos| {
+            let Some(v) = view_in(host.space, t, pos) else { return false };
+            vis.visible(0, v.ts, v.dur, None, is_thread)
+        })
+        .collect();
+    LodTrackRaw { positions, in_window, exact: false }
+}
+
+/// Details of one event by id.
+pub fn event_details(host: &LodHost<'_>, id: u64) -> Option<EventDetails> {
+    let r = EventRef::from_id(id);
+    let t = host.index.tracks.get(r.track as usize)?;
+    let v = view_in(host.space, t, r.pos)?;
+    let mut args = serde_json::Map::new();
+    for (name, value) in super::xprof::event_args_with(host.space, Some(host.groups), t, r.pos) {
+        let json = match value {
+            ArgValue::Int(x) => serde_json::Value::from(x),
+            ArgValue::Uint(x) => serde_json::Value::from(x),
+            ArgValue::Double(x) => serde_json::Value::from(x),
+            ArgValue::Str(s) => serde_json::Value::from(s),
+        };
+        args.insert(name, json);
+    }
+    Some(EventDetails {
+        id,
+        track: r.track,
+        pid: t.device_id,
+        tid: t.resource_id(),
+        name: match &t.kind {
+            Some(TrackKind::Counter { name }) => name.clone(),
+            _ => v.name(host.groups).to_string(),
+        },
+        ts_ps: v.ts,
+        dur_ps: v.dur,
+        group_id: v.group_id(host.groups),
+        serial: u32::from(t.serial.get(r.pos as usize).copied().unwrap_or(0)),
+        flow: t.flow_at(r.pos).map(|f| (f.id, entry_name(f.entry))),
+        args,
+    })
+}
+
+/// Events whose name starts with `prefix`, anywhere in the trace, earliest first.
+pub fn search(host: &LodHost<'_>, prefix: &str, limit: usize) -> SearchResponse {
+    use rayon::prelude::*;
+    let index = host.index;
+    let per_track: Vec<Vec<(u64, u32, u32)>> = index
+        .tracks
+        .par_iter()
+        .enumerate()
+        .map(|(ti, t)| {
+            let mut hits = Vec::new();
+            if let Some(TrackKind::Counter { name }) = &t.kind {
+                if name.starts_with(prefix) {
+                    hits.extend(
+                        (0..t.len() as u32).filter_map(|p| view_in(host.space, t, p).map(|v| (v.ts, ti as u32, p))),
+                    );
+                }
+                return hits;
+            }
+            for pos in 0..t.len() as u32 {
+                if let Some(v) = view_in(host.space, t, pos)
+                    && v.name(host.groups).starts_with(prefix)
+                {
+                    hits.push((v.ts, ti as u32, pos));
+                }
+            }
+            hits
+        })
+        .collect();
+    let total: usize = per_track.iter().map(Vec::len).sum();
+    let mut all: Vec<(u64, u32, u32)> = per_track.into_iter().flatten().collect();
+    all.sort_unstable();
+    all.truncate(limit);
+    let matches =
+        all.into_iter().filter_map(|(_, ti, pos)| to_match(host, EventRef { track: ti, pos })).collect::<Vec<_>>();
+    SearchResponse { prefix: prefix.to_string(), total, truncated: matches.len() < total, matches }
+}
+
+fn to_match(host: &LodHost<'_>, r: EventRef) -> Option<SearchMatch> {
+    let t = host.index.tracks.get(r.track as usize)?;
+    let v = view_in(host.space, t, r.pos)?;
+    let name = match &t.kind {
+        Some(TrackKind::Counter { name }) => name.clone(),
+        _ => v.name(host.groups).to_string(),
+    };
+    Some(SearchMatch { id: r.to_id(), track: r.track, name, ts_ps: v.ts, dur_ps: v.dur })
+}
+
+/// All events bound to a flow, by time.
+pub fn flow_events(host: &LodHost<'_>, flow_id: u64) -> FlowResponse {
+    let mut refs: Vec<(u64, EventRef)> = Vec::new();
+    for (ti, t) in host.index.tracks.iter().enumerate() {
+        for (pos, f) in t.flows() {
+            if f.id == flow_id
+                && let Some(v) = view_in(host.space, t, pos)
+            {
+                refs.push((v.ts, EventRef { track: ti as u32, pos }));
+            }
+        }
+    }
+    refs.sort_unstable();
+    FlowResponse { flow: flow_id, events: refs.into_iter().filter_map(|(_, r)| to_match(host, r)).collect() }
+}

@@ -1,0 +1,87 @@
+//! Number and hash formats XProf's trace JSON depends on: `absl::StrCat`'s six-digit
+//! doubles (`%g`), and libstdc++'s `std::hash<std::string_view>` (the fingerprints that
+//! order the `stackFrames` ids).
+
+/// `%g` with 6 significant digits, as `absl::StrCat(double)` prints (e.g. `0.03193`,
+/// `14.2083`, `1.79533e+12`).
+pub fn format_g6(value: f64) -> String {
+    if !value.is_finite() {
+        return if value.is_nan() {
+            "nan".to_string()
+        } else if value > 0.0 {
+            "inf".to_string()
+        } else {
+            "-inf".to_string()
+        };
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0".to_string() } else { "0".to_string() };
+    }
+    const PRECISION: i32 = 6;
+    // The exponent after rounding to 6 significant digits.
+    let sci = format!("{:.*e}", (PRECISION - 1) as usize, value);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..PRECISION).contains(&exp) {
+        let mantissa = strip_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        let decimals = (PRECISION - 1 - exp).max(0) as usize;
+        strip_zeros(&format!("{value:.decimals$}")).to_string()
+    }
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
+}
+
+/// libstdc++'s `std::_Hash_bytes(ptr, len, 0xc70f6907)` on 64-bit targets (the value of
+/// `std::hash<std::string_view>`), a MurmurHash2 variant.
+pub fn stdlib_hash_bytes(bytes: &[u8]) -> u64 {
+    const MUL: u64 = (0xc6a4_a793_u64 << 32) + 0x5bd1_e995;
+    const SEED: u64 = 0xc70f_6907;
+    let shift_mix = |v: u64| v ^ (v >> 47);
+    let len = bytes.len() as u64;
+    let mut hash = SEED ^ len.wrapping_mul(MUL);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let data = shift_mix(u64::from_le_bytes(word).wrapping_mul(MUL)).wrapping_mul(MUL);
+        hash ^= data;
+        hash = hash.wrapping_mul(MUL);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let data = rest.iter().rev().fold(0u64, |acc, &b| (acc << 8) + u64::from(b));
+        hash ^= data;
+        hash = hash.wrapping_mul(MUL);
+    }
+    hash = shift_mix(hash).wrapping_mul(MUL);
+    shift_mix(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g6_matches_printf() {
+        assert_eq!(format_g6(0.03193), "0.03193");
+        assert_eq!(format_g6(14.2083), "14.2083");
+        assert_eq!(format_g6(61.330_712), "61.3307");
+        assert_eq!(format_g6(1_795_325_752_204.891), "1.79533e+12");
+        assert_eq!(format_g6(0.000_012_345_6), "1.23456e-05");
+        assert_eq!(format_g6(100_000.0), "100000");
+        assert_eq!(format_g6(1_000_000.0), "1e+06");
+        assert_eq!(format_g6(0.0), "0");
+    }
+
+    #[test]
+    fn stdlib_hash_is_stable() {
+        // Different inputs give different values and the empty input the seed mix.
+        assert_ne!(stdlib_hash_bytes(b"abc"), stdlib_hash_bytes(b"abd"));
+        assert_eq!(stdlib_hash_bytes(b"@@x"), stdlib_hash_bytes(b"@@x"));
+    }
+}

@@ -1,0 +1,258 @@
+//! XProf's downsampling rule (`trace_viewer/trace_viewer_visibility.cc`,
+//! `TraceViewerVisibility`) and the per-track zoom-level assignment built on it
+//! (`ProcessTrackEventsParallel` in `trace_events.cc`).
+//!
+//! At a resolution `r` (ps), an event of a thread row is visible when
+//! * it lasts at least `r`, or
+//! * it is the first event at its nesting depth, or starts at least `r` after the end of
+//!   the last visible event at that depth;
+//! * a flow event is visible when the first event of its flow was (that first event may
+//!   also be visible because its arrow point, the event end, is `r` past the row's last
+//!   visible arrow).
+//!
+//! Counter samples are visible when at least `r` after the last visible sample of the
+//! same counter.
+//!
+//! ```text
+//! r = 10        0    10   20   30   40
+//! depth 0      [=====A=====]   [B]  [C]      A: long; B: 3 after A → hidden; C: visible
+//! depth 1        [a][b]                      a: first at depth 1; b: hidden (gap 0)
+//! ```
+
+use super::index::{FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS};
+use rustc_hash::FxHashMap as HashMap;
+
+/// Below this many events XProf's streaming viewer does not downsample
+/// (`kDisableStreamingThreshold`).
+pub const DISABLE_STREAMING_THRESHOLD: usize = 500_000;
+
+/// Per-row state: the end of the last visible event per nesting depth, and the arrow
+/// point of the last visible flow event.
+#[derive(Debug, Clone, Default)]
+struct RowVisibility {
+    last_end: Vec<u64>,
+    last_flow: Option<u64>,
+}
+
+impl RowVisibility {
+    /// Nesting depth of an event starting at `begin`: the first depth whose last visible
+    /// event ended at or before `begin`.
+    fn depth(&self, begin: u64) -> usize {
+        self.last_end.iter().position(|&end| end <= begin).unwrap_or(self.last_end.len())
+    }
+
+    fn set_last_end(&mut self, depth: usize, end: u64) {
+        self.last_end.truncate(depth);
+        self.last_end.push(end);
+    }
+}
+
+/// `TraceViewerVisibility`: visibility of events evaluated in timestamp order.
+#[derive(Debug, Clone)]
+pub(crate) struct Visibility {
+    /// Visible span (begin, duration).
+    span: (u64, u64),
+    resolution_ps: u64,
+    /// Per row (a dense row index: the track): nesting state.
+    rows: Vec<RowVisibility>,
+    flows: HashMap<u64, bool>,
+    /// Per row: the last visible counter sample.
+    counters: Vec<Option<u64>>,
+}
+
+impl Visibility {
+    /// Visibility for `span` = (begin ps, duration ps) at `resolution_ps` (0: no
+    /// downsampling).
+    pub(crate) fn new(span: (u64, u64), resolution_ps: u64) -> Visibility {
+        Visibility { span, resolution_ps, rows: Vec::new(), flows: HashMap::default(), counters: Vec::new() }
+    }
+
+    fn counter_slot(&mut self, row: usize) -> &mut Option<u64> {
+        if self.counters.len() <= row {
+            self.counters.resize(row + 1, None);
+        }
+        &mut self.counters[row]
+    }
+
+    /// `Visible`: overlaps the span and is distinguishable at the resolution.
+    pub(crate) fn visible(
+        &mut self,
+        row: usize,
+        ts: u64,
+        dur: u64,
+        flow: Option<(u64, FlowEntry)>,
+        is_thread: bool,
+    ) -> bool {
+        if self.span.1 == 0 {
+            return true;
+        }
+        let (begin, end) = (self.span.0, self.span.0.wrapping_add(self.span.1));
+        if !(begin <= ts.wrapping_add(dur) && ts <= end) {
+            return false;
+        }
+        if self.resolution_ps == 0 {
+            return true;
+        }
+        self.visible_at_resolution(row, ts, dur, flow, is_thread)
+    }
+
+    /// `VisibleAtResolution` (updates the state when visible).
+    pub(crate) fn visible_at_resolution(
+        &mut self,
+        row: usize,
+        ts: u64,
+        dur: u64,
+        flow: Option<(u64, FlowEntry)>,
+        is_thread: bool,
+    ) -> bool {
+        let r = self.resolution_ps;
+        if !is_thread {
+            let last = self.counter_slot(row);
+            let visible = last.is_none_or(|l| ts.wrapping_sub(l) >= r);
+            if visible {
+                *last = Some(ts);
+            }
+            return visible;
+        }
+        let mut visible = dur >= r;
+        if self.rows.len() <= row {
+            self.rows.resize(row + 1, RowVisibility::default());
+        }
+        let state = &mut self.rows[row];
+        let depth = state.depth(ts);
+        if !visible {
+            visible = state.last_end.get(depth).is_none_or(|&last| ts.wrapping_sub(last) >= r);
+        }
+        if let Some((flow_id, entry)) = flow {
+            let end = ts.wrapping_add(dur);
+            let inserted = !self.flows.contains_key(&flow_id);
+            let value = self.flows.entry(flow_id).or_insert(visible);
+            if !visible {
+                if inserted {
+                    *value = state.last_flow.is_none_or(|last| end.wrapping_sub(last) >= r);
+                }
+                visible = *value;
+            }
+            if entry == FlowEntry::End {
+                self.flows.remove(&flow_id);
+            }
+            if visible {
+                state.last_flow = Some(end);
+            }
+        }
+        if visible {
+            state.set_last_end(depth, ts.wrapping_add(dur));
+        }
+        visible
+    }
+
+    /// `SetVisibleAtResolution`: records the event as visible.
+    pub(crate) fn set_visible_at_resolution(
+        &mut self,
+        row: usize,
+        ts: u64,
+        dur: u64,
+        flow: Option<(u64, FlowEntry)>,
+        is_thread: bool,
+    ) {
+        if !is_thread {
+            *self.counter_slot(row) = Some(ts);
+            return;
+        }
+        if self.rows.len() <= row {
+            self.rows.resize(row + 1, RowVisibility::default());
+        }
+        let state = &mut self.rows[row];
+        if let Some((flow_id, entry)) = flow {
+            if entry == FlowEntry::End {
+                self.flows.remove(&flow_id);
+            } else {
+                self.flows.entry(flow_id).or_insert(true);
+            }
+            state.last_flow = Some(ts.wrapping_add(dur));
+        }
+        let depth = state.depth(ts);
+        state.set_last_end(depth, ts.wrapping_add(dur));
+    }
+}
+
+/// Assigns each event of one track the first zoom level at which it is visible
+/// (`ProcessTrackEventsParallel`), given the flows' first visible levels.
+///
+/// One track is one row, so each level keeps a single row state (no maps). Flow events
+/// take their flow's level (or the first level they are long enough for) and are only
+/// recorded; XProf's per-track flow map is never read for them, so it is not kept.
+pub(crate) struct LevelAssigner {
+    rows: Vec<RowVisibility>,
+    counters: Vec<Option<u64>>,
+    is_thread: bool,
+}
+
+impl LevelAssigner {
+    pub(crate) fn new(is_thread: bool) -> LevelAssigner {
+        LevelAssigner {
+            rows: vec![RowVisibility::default(); NUM_LEVELS - 1],
+            counters: vec![None; NUM_LEVELS - 1],
+            is_thread,
+        }
+    }
+
+    /// `VisibleAtResolution` for a non-flow event at one level (updates when visible).
+    fn visible(&mut self, level: usize, ts: u64, dur: u64) -> bool {
+        let r = LAYER_RESOLUTIONS_PS[level];
+        if !self.is_thread {
+            let last = &mut self.counters[level];
+            let visible = last.is_none_or(|l| ts.wrapping_sub(l) >= r);
+            if visible {
+                *last = Some(ts);
+            }
+            return visible;
+        }
+        let row = &mut self.rows[level];
+        let depth = row.depth(ts);
+        let visible = dur >= r || row.last_end.get(depth).is_none_or(|&last| ts.wrapping_sub(last) >= r);
+        if visible {
+            row.set_last_end(depth, ts.wrapping_add(dur));
+        }
+        visible
+    }
+
+    /// `SetVisibleAtResolution` at one level.
+    fn record(&mut self, level: usize, ts: u64, dur: u64) {
+        if !self.is_thread {
+            self.counters[level] = Some(ts);
+            return;
+        }
+        let row = &mut self.rows[level];
+        let depth = row.depth(ts);
+        row.set_last_end(depth, ts.wrapping_add(dur));
+    }
+
+    /// The level of the next event of the track (events in track order).
+    pub(crate) fn assign(&mut self, ts: u64, dur: u64, flow_first_level: Option<Option<usize>>) -> usize {
+        let last = NUM_LEVELS - 1;
+        let mut level = 0;
+        if let Some(first_visible) = flow_first_level {
+            while level < last {
+                if first_visible.is_some_and(|v| level >= v) || dur >= LAYER_RESOLUTIONS_PS[level] {
+                    break;
+                }
+                level += 1;
+            }
+            if level < last {
+                self.record(level, ts, dur);
+            }
+        } else {
+            while level < last {
+                if self.visible(level, ts, dur) {
+                    break;
+                }
+                level += 1;
+            }
+        }
+        for l in level + 1..last {
+            self.record(l, ts, dur);
+        }
+        level
+    }
+}

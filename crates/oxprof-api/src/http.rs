@@ -1,0 +1,734 @@
+//! oxprof's HTTP API as a function: (method, path, query) → status, headers, body.
+//!
+//! [`Service::handle`] answers XProf's routes (under `/data/plugin/profile` and at the
+//! root path, as XProf does), oxprof's own `/oxprof/api/...` routes, and the web UI's
+//! static files (with a single-page-app fallback for deep links). The server crate only
+//! binds sockets, compresses and moves bytes; everything a client can observe (routing,
+//! parameter checks, status codes, bodies, security headers) is decided here and tested
+//! without sockets.
+//!
+//! Safety rules enforced here:
+//! * names from the client (`run`, `host`, `tag`, `module_name`) are checked, then only
+//!   looked up among what discovery found: they are never joined to a path;
+//! * `session_path` / `run_path` are resolved (symlinks included) and must lie inside the
+//!   served root; discovered runs whose files resolve outside it are not served;
+//! * bad parameters → 400, unknown run/host/tool → 404, both with a JSON `{"error": …}`;
+//!   a panic while answering becomes a 500 JSON body without internals.
+
+mod cache;
+mod catalog;
+mod query;
+
+pub use cache::CacheStats;
+pub use catalog::{ServedRun, available_tools, hosts_for_tool, order_tools};
+pub use query::Query;
+
+use crate::ApiError;
+use crate::data::{ALL_HOSTS, DataRequest, DataResponse, ToolFamily};
+use cache::{FlightCache, Weighted};
+use catalog::Catalog;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// XProf's route prefix; every XProf route is also answered without it.
+pub const XPROF_PREFIX: &str = "/data/plugin/profile";
+/// oxprof's own routes.
+pub const OXPROF_PREFIX: &str = "/oxprof/api";
+/// Default bound of the response cache.
+pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
+
+/// The Content-Security-Policy of every response: only our own origin; no inline scripts;
+/// inline styles allowed (chart libraries set element styles).
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+     img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+     form-action 'self'; frame-ancestors 'none'";
+
+/// A response body: static bytes (embedded assets) or shared bytes (cached results).
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// Bytes compiled into the binary.
+    Static(&'static [u8]),
+    /// Bytes shared with the cache.
+    Shared(Arc<[u8]>),
+}
+
+impl Body {
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Body::Static(b) => b,
+            Body::Shared(b) => b,
+        }
+    }
+}
+
+/// A response, ready to be written by the server.
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// HTTP status code.
+    pub status: u16,
+    /// `Content-Type`.
+    pub content_type: &'static str,
+    /// Further headers (security headers included).
+    pub headers: Vec<(&'static str, String)>,
+    /// The body (uncompressed; the server compresses).
+    pub body: Body,
+}
+
+impl HttpResponse {
+    fn new(status: u16, content_type: &'static str, body: Body) -> Self {
+        HttpResponse { status, content_type, headers: Vec::new(), body }
+    }
+
+    /// A JSON body (compact, as serde_json writes it).
+    pub fn json(status: u16, value: &Value) -> Self {
+        Self::bytes(status, "application/json", value.to_string().into_bytes())
+    }
+
+    /// A JSON body formatted like Python's `json.dumps(..., sort_keys=True)`, which XProf
+    /// uses for its listing routes (`["a", "b"]`, `{"k": v}`).
+    fn python_json(value: &Value) -> Self {
+        Self::bytes(200, "application/json", python_json_bytes(value))
+    }
+
+    /// A body of bytes with its content type.
+    pub fn bytes(status: u16, content_type: &'static str, body: Vec<u8>) -> Self {
+        Self::new(status, content_type, Body::Shared(body.into()))
+    }
+
+    /// The body as UTF-8 text (lossy), for tests and logs.
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(self.body.as_bytes()).into_owned()
+    }
+
+    /// The body parsed as JSON, if it is JSON.
+    pub fn body_json(&self) -> Option<Value> {
+        serde_json::from_slice(self.body.as_bytes()).ok()
+    }
+
+    /// The value of a header set here (first match, case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A request failure with its HTTP status; rendered as `{"error": message, "status": n}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    /// HTTP status code.
+    pub status: u16,
+    /// A message for users (never internals such as stack traces).
+    pub message: String,
+}
+
+impl HttpError {
+    /// 400 for a parameter.
+    pub fn bad_parameter(name: &str, reason: &str) -> Self {
+        HttpError { status: 400, message: format!("bad parameter {name:?}: {reason}") }
+    }
+
+    /// 400 with a message.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        HttpError { status: 400, message: message.into() }
+    }
+
+    /// 404 with a message.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        HttpError { status: 404, message: message.into() }
+    }
+
+    fn internal() -> Self {
+        HttpError { status: 500, message: "internal error while answering this request (see the server log)".into() }
+    }
+
+    fn response(&self) -> HttpResponse {
+        HttpResponse::json(self.status, &json!({"error": self.message, "status": self.status}))
+    }
+}
+
+impl From<ApiError> for HttpError {
+    fn from(e: ApiError) -> Self {
+        let status = e.http_status();
+        // Status 5xx from the API are our own limits (not yet available), safe to show.
+        HttpError { status, message: e.to_string() }
+    }
+}
+
+/// One embedded static file of the web UI.
+#[derive(Debug, Clone, Copy)]
+pub struct Asset {
+    /// The bytes.
+    pub bytes: &'static [u8],
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+}
+
+/// Where the web UI's files come from (the server embeds them in the binary).
+pub trait Assets: Send + Sync {
+    /// The file at `path` (relative, no leading `/`, e.g. `index.html`, `assets/app.js`).
+    fn get(&self, path: &str) -> Option<Asset>;
+}
+
+/// No UI at all: a page that says so.
+pub struct NoAssets;
+
+impl Assets for NoAssets {
+    fn get(&self, path: &str) -> Option<Asset> {
+        (path == "index.html").then_some(Asset {
+            bytes: b"<!doctype html><meta charset=utf-8><title>oxprof</title><p>The oxprof web UI is not built into this binary. The API is at /data/plugin/profile/runs and /oxprof/api/runs.</p>",
+            content_type: "text/html; charset=utf-8",
+        })
+    }
+}
+
+/// Options of a [`Service`].
+#[derive(Debug, Clone)]
+pub struct ServiceOptions {
+    /// The log directory, run directory or file served.
+    pub root: PathBuf,
+    /// Bound of the response cache, in bytes.
+    pub cache_bytes: usize,
+    /// True when serving the bundled demo (reported by `/oxprof/api/info`).
+    pub demo: bool,
+}
+
+impl ServiceOptions {
+    /// Default options for `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ServiceOptions { root: root.into(), cache_bytes: DEFAULT_CACHE_BYTES, demo: false }
+    }
+}
+
+/// A computed result kept in the cache: the body and what the routes need besides it.
+#[derive(Debug)]
+struct Computed {
+    content_type: &'static str,
+    body: Arc<[u8]>,
+    notes: Vec<String>,
+}
+
+impl Weighted for Computed {
+    fn weight(&self) -> usize {
+        self.body.len() + self.notes.iter().map(String::len).sum::<usize>() + 64
+    }
+}
+
+/// Answers `/capture_profile` (wired by whoever provides capturing; see [`Service::with_capture`]).
+pub type CaptureHandler = dyn Fn(&Query) -> HttpResponse + Send + Sync;
+
+/// The HTTP API over one served root.
+pub struct Service {
+    options: ServiceOptions,
+    catalog: Catalog,
+    cache: FlightCache<Computed, HttpError>,
+    assets: Arc<dyn Assets>,
+    capture: Option<Box<CaptureHandler>>,
+    extensions: Vec<(String, Box<ExtensionHandler>)>,
+}
+
+/// Answers an extra `/oxprof/api/<name>` route (see [`Service::with_route`]). It may use
+/// [`Service::resolve_run`] and [`Service::cached`].
+pub type ExtensionHandler = dyn Fn(&Service, &Query) -> Result<HttpResponse, HttpError> + Send + Sync;
+
+impl Service {
+    /// A service over `options.root`, which must exist (it may hold no profiles yet).
+    pub fn new(options: ServiceOptions, assets: Arc<dyn Assets>) -> std::io::Result<Service> {
+        let catalog = Catalog::new(&options.root)?;
+        let cache = FlightCache::new(options.cache_bytes);
+        Ok(Service { options, catalog, cache, assets, capture: None, extensions: Vec::new() })
+    }
+
+    /// Adds a route `/oxprof/api<path>` (e.g. `/trace/events`) answered by `handler`, for
+    /// features wired in by the binary (panics inside become 500s like everywhere else).
+    pub fn with_route(mut self, path: &str, handler: Box<ExtensionHandler>) -> Self {
+        self.extensions.push((path.to_string(), handler));
+        self
+    }
+
+    /// The run a request names (`run`, checked; optionally within `session_path` /
+    /// `run_path`), or 400/404.
+    pub fn resolve_run(&self, q: &Query) -> Result<ServedRun, HttpError> {
+        self.run_of(q)
+    }
+
+    /// A response computed once per `key` for all concurrent callers and kept in the
+    /// bounded cache. Include [`ServedRun::fingerprint`] in the key so that rewritten
+    /// files are not answered from the cache.
+    pub fn cached(
+        &self,
+        key: &str,
+        compute: impl FnOnce() -> Result<(&'static str, Vec<u8>), HttpError>,
+    ) -> Result<HttpResponse, HttpError> {
+        let computed = self.cache.get_or_compute(&format!("ext\0{key}"), false, || {
+            let (content_type, body) = catch_unwind(AssertUnwindSafe(compute)).map_err(|_| HttpError::internal())??;
+            Ok(Computed { content_type, body: body.into(), notes: Vec::new() })
+        })?;
+        Ok(HttpResponse::new(200, computed.content_type, Body::Shared(computed.body.clone())))
+    }
+
+    /// Adds a `/capture_profile` handler (without one the route answers 501).
+    pub fn with_capture(mut self, handler: Box<CaptureHandler>) -> Self {
+        self.capture = Some(handler);
+        self
+    }
+
+    /// The served root.
+    pub fn root(&self) -> &Path {
+        self.catalog.root()
+    }
+
+    /// Cache counters.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Answers one request. `path` is the URL path (still percent-encoded), `query` the
+    /// raw query string without `?`. Never panics: a panic inside becomes a 500.
+    pub fn handle(&self, method: &str, path: &str, query: &str) -> HttpResponse {
+        let mut response = match catch_unwind(AssertUnwindSafe(|| self.route(method, path, query))) {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => error.response(),
+            Err(_) => HttpError::internal().response(),
+        };
+        add_security_headers(&mut response);
+        response
+    }
+
+    fn route(&self, method: &str, path: &str, raw_query: &str) -> Result<HttpResponse, HttpError> {
+        let is_read = method == "GET" || method == "HEAD";
+        let route = path.strip_prefix(XPROF_PREFIX).filter(|r| r.is_empty() || r.starts_with('/')).unwrap_or(path);
+        let route = if route.len() > 1 { route.trim_end_matches('/') } else { route };
+        let route = if route.is_empty() { "/" } else { route };
+        let api = |m: &str| -> Result<Query, HttpError> {
+            if method != m && !(m == "GET" && is_read) {
+                return Err(HttpError { status: 405, message: format!("{route} accepts {m} only") });
+            }
+            Query::parse(raw_query)
+        };
+        match route {
+            "/runs" => self.runs(&api("GET")?),
+            "/run_tools" => self.run_tools(&api("GET")?),
+            "/hosts" => self.hosts(&api("GET")?),
+            "/data" => self.data_route(&api("GET")?),
+            "/data_csv" => self.data_csv(&api("GET")?),
+            "/module_list" => self.module_list(&api("GET")?),
+            "/config" => {
+                api("GET")?;
+                let hide_capture = self.capture.is_none();
+                Ok(HttpResponse::python_json(
+                    &json!({"enableTabNameLabel": false, "hideCaptureProfileButton": hide_capture, "srcPathPrefix": null}),
+                ))
+            }
+            "/version" => {
+                api("GET")?;
+                Ok(HttpResponse::bytes(200, "text/plain", env!("CARGO_PKG_VERSION").as_bytes().to_vec()))
+            }
+            "/capture_profile" => {
+                let q = api("GET")?;
+                match &self.capture {
+                    Some(handler) => Ok(handler(&q)),
+                    None => Err(HttpError { status: 501, message: "capturing is not available in this server".into() }),
+                }
+            }
+            "/generate_cache" => self.generate_cache(&api("POST")?),
+            _ if route.starts_with(OXPROF_PREFIX) => self.oxprof_route(&route[OXPROF_PREFIX.len()..], &api("GET")?),
+            _ if is_read => self.static_file(route),
+            _ => Err(HttpError { status: 405, message: "method not allowed".into() }),
+        }
+    }
+
+    // ---- XProf routes ----------------------------------------------------------------
+
+    fn runs(&self, q: &Query) -> Result<HttpResponse, HttpError> {
+        let names: Vec<String> = match self.catalog.scoped_runs(q.get("session_path"), q.get("run_path"))? {
+            Some(scoped) => scoped.runs.into_iter().map(|r| r.name).collect(),
+            None => self.catalog.rescan().runs.iter().map(|r| r.name.clone()).collect(),
+        };
+        Ok(HttpResponse::python_json(&json!(names)))
+    }
+
+    /// The run a request names (`run`, optionally within `session_path` / `run_path`).
+    fn run_of(&self, q: &Query) -> Result<ServedRun, HttpError> {
+        let name = q.get_nonempty("run");
+        if let Some(name) = name {
+            query::check_run_name("run", name)?;
+        }
+        match self.catalog.scoped_runs(q.get("session_path"), q.get("run_path"))? {
+            Some(scoped) => {
+                let found = match name {
+                    None => scoped.runs.into_iter().next(),
+                    Some(n) => scoped.runs.into_iter().find(|r| r.name == n),
+                };
+                found.ok_or_else(|| HttpError::not_found(format!("no run named {:?} in that path", name.unwrap_or(""))))
+            }
+            None => self.catalog.find_run(name),
+        }
+    }
+
+    fn run_tools(&self, q: &Query) -> Result<HttpResponse, HttpError> {
+        let run = self.run_of(q)?;
+        Ok(HttpResponse::python_json(&json!(self.tools_of(&run)?)))
+    }
+
+    /// The tools of a run in `/run_tools` order (cached per run files).
+    fn tools_of(&self, run: &ServedRun) -> Result<Vec<String>, HttpError> {
+        let key = format!("run_tools\0{}", run.fingerprint());
+        let computed = self.cache.get_or_compute(&key, false, || {
+            let Some(first) = run.hosts.first() else {
+                return Ok(Computed {
+                    content_type: "application/json",
+                    body: Arc::from(&b"[]"[..]),
+                    notes: Vec::new(),
+                });
+            };
+            let space = oxprof_format::load_xspace(&first.path).map_err(|e| HttpError::from(ApiError::from(e)))?;
+            let tools = order_tools(&available_tools(&space));
+            Ok(Computed {
+                content_type: "application/json",
+                body: json!(tools).to_string().into_bytes().into(),
+                notes: Vec::new(),
+            })
+        })?;
+        serde_json::from_slice(&computed.body).map_err(|_| HttpError::internal())
+    }
+
+    fn hosts(&self, q: &Query) -> Result<HttpResponse, HttpError> {
+        let run = self.run_of(q)?;
+        let tool = q.get_nonempty("tag");
+        if let Some(tool) = tool {
+            query::check_plain_name("tag", tool)?;
+        }
+        let hosts: Vec<Value> = hosts_for_tool(&run, tool).into_iter().map(|h| json!({"hostname": h})).collect();
+        Ok(HttpResponse::python_json(&Value::Array(hosts)))
+    }
+
+    fn module_list(&self, q: &Query) -> Result<HttpResponse, HttpError> {
+        let run = self.run_of(q)?;
+        let files = catalog::hlo_proto_files(&run.dir);
+        if !files.is_empty() {
+            return Ok(HttpResponse::bytes(200, "text/plain", files.join(",").into_bytes()));
+        }
+        let request = DataRequest { run: None, tool: "module_list".into(), host: None, params: BTreeMap::new() };
+        let computed = self.computed(&run, &request, false)?;
+        Ok(HttpResponse::new(200, "text/plain", Body::Shared(computed.body.clone())))
+    }
+
+    /// Checks a data request's parameters and resolves its run.
+    fn data_request(&self, q: &Query) -> Result<(ServedRun, DataRequest, bool), HttpError> {
+        let tool = q.get_nonempty("tag").ok_or_else(|| HttpError::bad_parameter("tag", "missing (the tool name)"))?;
+        query::check_plain_name("tag", tool)?;
+        let base_tool = tool.trim_end_matches('^');
+        if ToolFamily::of(base_tool).is_none() {
+            return Err(HttpError::not_found(format!("unknown tool {tool:?}")));
+        }
+        if let Some(module) = q.get("module_name") {
+            query::check_plain_name("module_name", module)?;
+        }
+        let run = self.run_of(q)?;
+        let host = q.get_nonempty("host");
+        if let Some(host) = host {
+            query::check_plain_name("host", host)?;
+            if host != ALL_HOSTS && run.host(host).is_none() {
+                return Err(HttpError::not_found(format!("no host named {host:?} in run {:?}", run.name)));
+            }
+        }
+        if let Some(hosts) = q.get_nonempty("hosts") {
+            for h in hosts.split(',') {
+                query::check_plain_name("hosts", h)?;
+                if run.host(h).is_none() {
+                    return Err(HttpError::not_found(format!("no host named {h:?} in run {:?}", run.name)));
+                }
+            }
+        }
+        const NOT_TOOL_PARAMS: [&str; 6] = ["run", "tag", "host", "session_path", "run_path", "use_saved_result"];
+        let params: BTreeMap<String, String> = q
+            .unique_pairs()
+            .filter(|(k, _)| !NOT_TOOL_PARAMS.contains(k))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let refresh = !q.bool_arg("use_saved_result", true);
+        let request = DataRequest { run: None, tool: base_tool.to_string(), host: host.map(str::to_string), params };
+        Ok((run, request, refresh))
+    }
+
+    /// A data request's result, from the cache or computed once for all concurrent callers.
+    fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Computed>, HttpError> {
+        let mut key =
+            format!("data\0{}\0{}\0{}", run.fingerprint(), request.tool, request.host.as_deref().unwrap_or(""));
+        for (k, v) in &request.params {
+            key.push_str(&format!("\0{k}={v}"));
+        }
+        self.cache.get_or_compute(&key, refresh, || {
+            // A panic in a tool is a 500 shared by this flight's waiters, and not kept.
+            let response: DataResponse = catch_unwind(AssertUnwindSafe(|| crate::data::data(&run.data_path, request)))
+                .map_err(|_| HttpError::internal())??;
+            Ok(Computed {
+                content_type: response.content_type,
+                body: response.body.into_bytes().into(),
+                notes: response.notes,
+            })
+        })
+    }
+
+    fn data_route(&self, q: &Query) -> Result<HttpResponse, HttpError> {
+        let (run, request, refresh) = self.data_request(q)?;
+        let computed = self.computed(&run, &request, refresh)?;
+        Ok(HttpResponse::new(200, computed.content_type, Body::Shared(computed.body.clone())))
+    }
+
+    fn data_csv(&self, q: &Query) -> Result<HttpResponse, HttpError> {
+        let (run, request, refresh) = self.data_request(q)?;
+        let computed = self.computed(&run, &request, refresh)?;
+        let not_csv = || HttpError::bad_request("CSV format not supported for this tool type");
+        if !computed.content_type.starts_with("application/json") {
+            return Err(not_csv());
+        }
+        let json: Value = serde_json::from_slice(&computed.body).map_err(|_| not_csv())?;
+        let table = crate::table::first_table(&json).ok_or_else(not_csv)?;
+        let csv = oxprof_analysis::tools::csv::datatable_to_csv(table);
+        let mut response = HttpResponse::bytes(200, "text/csv", csv.into_bytes());
+        response.headers.push(("Content-Disposition", format!("attachment; filename=\"{}\"", csv_filename(q))));
+        Ok(response)
+    }
+
+    fn generate_cache(&self, q: &Query) -> Result<HttpResponse, HttpError> {
+        // Accepted for XProf compatibility; oxprof computes on demand and caches in memory.
+        let session =
+            q.get_nonempty("session_path").ok_or_else(|| HttpError::bad_parameter("session_path", "missing"))?;
+        self.catalog.scoped_runs(Some(session), None)?;
+        Ok(HttpResponse::python_json(&json!({"message": "Cache generation started", "status": "ACCEPTED"}))
+            .with_status(202))
+    }
+
+    // ---- oxprof routes -----------------------------------------------------------------
+
+    fn oxprof_route(&self, route: &str, q: &Query) -> Result<HttpResponse, HttpError> {
+        match route {
+            "/info" => Ok(HttpResponse::json(
+                200,
+                &json!({
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "root": self.root().display().to_string(),
+                    "demo": self.options.demo,
+                    "cache": self.cache_stats(),
+                    "tools": known_tools(),
+                }),
+            )),
+            "/runs" => {
+                let snapshot = self.catalog.rescan();
+                let runs: Vec<Value> = snapshot.runs.iter().map(run_summary).collect();
+                Ok(HttpResponse::json(
+                    200,
+                    &json!({
+                        "root": self.root().display().to_string(),
+                        "runs": runs,
+                        "skipped": snapshot.skipped,
+                        "empty_reason": if snapshot.runs.is_empty() { snapshot.empty_reason.clone() } else { None },
+                    }),
+                ))
+            }
+            "/run" => {
+                let run = self.run_of(q)?;
+                let tools = self.tools_of(&run)?;
+                let mut summary = run_summary(&run);
+                summary["tools"] = json!(tools);
+                Ok(HttpResponse::json(200, &summary))
+            }
+            "/notes" => {
+                let (run, request, refresh) = self.data_request(q)?;
+                let computed = self.computed(&run, &request, refresh)?;
+                Ok(HttpResponse::json(
+                    200,
+                    &json!({"notes": computed.notes, "content_type": computed.content_type, "bytes": computed.body.len()}),
+                ))
+            }
+            // The trace viewer's level-of-detail routes (crate::trace::route).
+            _ if route.starts_with("/trace/") => {
+                let run = self.run_of(q)?;
+                let get = |k: &str| if k == "run" { None } else { q.get(k).map(str::to_string) };
+                Ok(HttpResponse::json(200, &crate::trace::route(&run.data_path, &route["/trace".len()..], &get)?))
+            }
+            _ => match self.extensions.iter().find(|(path, _)| path == route) {
+                Some((_, handler)) => handler(self, q),
+                None => Err(HttpError::not_found(format!("no oxprof API route {route:?}"))),
+            },
+        }
+    }
+
+    // ---- static files ------------------------------------------------------------------
+
+    fn static_file(&self, route: &str) -> Result<HttpResponse, HttpError> {
+        let relative = route.trim_start_matches('/');
+        let relative = if relative.is_empty() || relative == "local" { "index.html" } else { relative };
+        if let Some(asset) = self.assets.get(relative) {
+            let mut response = HttpResponse::new(200, asset.content_type, Body::Static(asset.bytes));
+            // Asset names are not content-hashed: browsers revalidate (no stale UI after an upgrade).
+            response.headers.push(("Cache-Control", "no-cache".to_string()));
+            return Ok(response);
+        }
+        // Deep links of the single-page app (plain path segments, no file extension, no
+        // escapes) get index.html; anything else that is not an asset is a 404.
+        let plain = relative.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_/".contains(&b));
+        if plain && let Some(index) = self.assets.get("index.html") {
+            let mut response = HttpResponse::new(200, index.content_type, Body::Static(index.bytes));
+            response.headers.push(("Cache-Control", "no-cache".to_string()));
+            return Ok(response);
+        }
+        Err(HttpError::not_found("no such file"))
+    }
+}
+
+impl HttpResponse {
+    fn with_status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+}
+
+fn add_security_headers(response: &mut HttpResponse) {
+    response.headers.push(("Content-Security-Policy", CONTENT_SECURITY_POLICY.to_string()));
+    response.headers.push(("X-Content-Type-Options", "nosniff".to_string()));
+    response.headers.push(("Referrer-Policy", "no-referrer".to_string()));
+    response.headers.push(("X-Frame-Options", "DENY".to_string()));
+    if response.status >= 400 || response.header("Cache-Control").is_none() {
+        response.headers.push(("Cache-Control", "no-store".to_string()));
+    }
+}
+
+/// Every tool name oxprof knows, with the part of oxprof that answers it.
+fn known_tools() -> Vec<Value> {
+    let families = [
+        ("op_stats", crate::data::OP_STATS_TOOLS),
+        ("trace", crate::trace::TOOLS),
+        ("memory_profile", crate::memory_profile::TOOLS),
+        ("hlo", crate::hlo_tools::TOOLS),
+    ];
+    families
+        .iter()
+        .flat_map(|(family, tools)| tools.iter().map(move |t| json!({"name": t, "family": family})))
+        .collect()
+}
+
+fn run_summary(run: &ServedRun) -> Value {
+    let hosts: Vec<Value> = run
+        .hosts
+        .iter()
+        .map(|h| {
+            let (bytes, modified_ns) = catalog::file_stamp(&h.path);
+            let file = h.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            json!({"name": h.host, "file": file, "bytes": bytes, "modified_unix_ms": (modified_ns / 1_000_000) as u64})
+        })
+        .collect();
+    json!({"name": run.name, "hosts": hosts})
+}
+
+/// XProf's `_generate_csv_filename`: `<tool>_<run>_<host suffix>.csv`, each part reduced
+/// to `[A-Za-z0-9_-]`, the host suffix being the part after the last `-`.
+fn csv_filename(q: &Query) -> String {
+    let safe = |s: &str| {
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect::<String>()
+    };
+    let tool = q.get("tag").unwrap_or("data");
+    let run = q.get("run").unwrap_or("");
+    let host = q.get("host").unwrap_or("");
+    let host_suffix = if host.is_empty() { "" } else { host.rsplit('-').next().unwrap_or("") };
+    let parts: Vec<String> = [safe(tool), safe(run), safe(host_suffix)].into_iter().filter(|p| !p.is_empty()).collect();
+    format!("{}.csv", parts.join("_"))
+}
+
+/// `json.dumps(value, sort_keys=True)` of Python: `", "` and `": "` separators, keys
+/// sorted, non-ASCII escaped as `\uXXXX`.
+fn python_json_bytes(value: &Value) -> Vec<u8> {
+    let mut out = String::new();
+    write_python_json(value, &mut out);
+    out.into_bytes()
+}
+
+fn write_python_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_python_json(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_python_string(key, out);
+                out.push_str(": ");
+                if let Some(v) = map.get(key) {
+                    write_python_json(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::String(s) => write_python_string(s, out),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn write_python_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_json_matches_xprof_listing_bodies() {
+        let v = json!({"srcPathPrefix": null, "enableTabNameLabel": false, "hideCaptureProfileButton": false});
+        assert_eq!(
+            String::from_utf8(python_json_bytes(&v)).unwrap(),
+            r#"{"enableTabNameLabel": false, "hideCaptureProfileButton": false, "srcPathPrefix": null}"#
+        );
+        assert_eq!(
+            String::from_utf8(python_json_bytes(&json!(["a", "é", "\u{1F600}"]))).unwrap(),
+            r#"["a", "\u00e9", "\ud83d\ude00"]"#
+        );
+        assert_eq!(
+            String::from_utf8(python_json_bytes(&json!([{"hostname": "vm"}]))).unwrap(),
+            r#"[{"hostname": "vm"}]"#
+        );
+    }
+
+    #[test]
+    fn csv_file_names_follow_xprof() {
+        let q = Query::parse("tag=framework_op_stats&run=tf%2F2026_11&host=vm").unwrap();
+        assert_eq!(csv_filename(&q), "framework_op_stats_tf_2026_11_vm.csv");
+        let q = Query::parse("tag=hlo_stats&run=r&host=worker-3").unwrap();
+        assert_eq!(csv_filename(&q), "hlo_stats_r_3.csv");
+    }
+}

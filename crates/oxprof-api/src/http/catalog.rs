@@ -1,0 +1,439 @@
+//! What the server may read: the runs under its root, rescanned cheaply, and confined to
+//! the root (no run, host or session path can name a file outside it, symlinks included).
+//! Also XProf's per-run listings: `/run_tools` (tool availability from the first host's
+//! planes), `/hosts` (with `ALL_HOSTS` where XProf offers it).
+
+use super::HttpError;
+use crate::data::ALL_HOSTS;
+use oxprof_format::schema::{
+    GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
+};
+use oxprof_format::{HostFile, XSpace, discover};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// A run the server serves.
+#[derive(Debug, Clone)]
+pub struct ServedRun {
+    /// The run name as `/runs` lists it.
+    pub name: String,
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The path handed to `data::data` so that it finds exactly this run's hosts.
+    pub data_path: PathBuf,
+    /// Host files, sorted by host name.
+    pub hosts: Vec<HostFile>,
+}
+
+impl ServedRun {
+    /// The host file named `host`.
+    pub fn host(&self, host: &str) -> Option<&HostFile> {
+        self.hosts.iter().find(|h| h.host == host)
+    }
+
+    /// A fingerprint of the run's files (path, size, modification time) for cache keys:
+    /// a rewritten or added file changes it.
+    pub fn fingerprint(&self) -> String {
+        let mut out = self.data_path.to_string_lossy().into_owned();
+        for host in &self.hosts {
+            let (len, modified) = file_stamp(&host.path);
+            out.push_str(&format!("|{}:{len}:{modified}", host.host));
+        }
+        out
+    }
+}
+
+/// Size and modification time (ns since the epoch) of a file; zeros when unreadable.
+pub fn file_stamp(path: &Path) -> (u64, u128) {
+    std::fs::metadata(path)
+        .map(|m| {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            (m.len(), modified)
+        })
+        .unwrap_or((0, 0))
+}
+
+/// One scan of the root.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Runs, newest (greatest name) first, as XProf sorts them.
+    pub runs: Vec<ServedRun>,
+    /// What was skipped and why (unreadable directories, files outside the root).
+    pub skipped: Vec<String>,
+    /// Why nothing was found, when nothing was.
+    pub empty_reason: Option<String>,
+}
+
+/// The served root and its latest scan.
+pub struct Catalog {
+    root: PathBuf,
+    canonical_root: PathBuf,
+    root_is_file: bool,
+    latest: Mutex<Option<(Instant, Arc<Snapshot>)>>,
+}
+
+/// A request for an unknown run rescans at most this often (new runs otherwise appear on
+/// the next `/runs`).
+const MIN_RESCAN_INTERVAL: Duration = Duration::from_secs(2);
+
+impl Catalog {
+    /// A catalog of `root` (a log directory, a run directory or one profile file).
+    pub fn new(root: &Path) -> std::io::Result<Catalog> {
+        let canonical_root = root.canonicalize()?;
+        let root_is_file = canonical_root.is_file();
+        Ok(Catalog { root: root.to_path_buf(), canonical_root, root_is_file, latest: Mutex::new(None) })
+    }
+
+    /// The root as given.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Scans the root now.
+    pub fn rescan(&self) -> Arc<Snapshot> {
+        let snapshot = Arc::new(self.scan(&self.root));
+        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), snapshot.clone()));
+        snapshot
+    }
+
+    /// The latest scan (scanning if there is none yet).
+    pub fn current(&self) -> Arc<Snapshot> {
+        let latest = self.latest.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(_, s)| s.clone());
+        latest.unwrap_or_else(|| self.rescan())
+    }
+
+    fn latest_is_old(&self) -> bool {
+        self.latest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= MIN_RESCAN_INTERVAL)
+    }
+
+    /// The run named `name` (`None`: the newest). A name not in the latest scan triggers
+    /// one rescan (rate-limited) before answering 404.
+    pub fn find_run(&self, name: Option<&str>) -> Result<ServedRun, HttpError> {
+        let lookup = |s: &Snapshot| match name {
+            None => s.runs.first().cloned(),
+            Some(n) => s.runs.iter().find(|r| r.name == n).cloned(),
+        };
+        if let Some(run) = lookup(&self.current()) {
+            return Ok(run);
+        }
+        if self.latest_is_old()
+            && let Some(run) = lookup(&self.rescan())
+        {
+            return Ok(run);
+        }
+        Err(match name {
+            None => HttpError::not_found("no profiles found under the served path"),
+            Some(n) => HttpError::not_found(format!("no run named {n:?}")),
+        })
+    }
+
+    /// Runs of XProf's `session_path` (one run directory) or `run_path` (a directory of
+    /// run directories) parameter, both confined to the root.
+    pub fn scoped_runs(
+        &self,
+        session_path: Option<&str>,
+        run_path: Option<&str>,
+    ) -> Result<Option<Snapshot>, HttpError> {
+        if let Some(raw) = session_path.filter(|s| !s.is_empty()) {
+            let dir = self.confine("session_path", raw)?;
+            let mut snapshot = self.scan_direct_run(&dir);
+            snapshot.runs.retain(|r| r.dir == dir);
+            return Ok(Some(snapshot));
+        }
+        if let Some(raw) = run_path.filter(|s| !s.is_empty()) {
+            let dir = self.confine("run_path", raw)?;
+            let mut snapshot = Snapshot::default();
+            let entries = std::fs::read_dir(&dir).map_err(|_| HttpError::not_found("run_path cannot be read"))?;
+            for entry in entries.flatten() {
+                let sub = entry.path();
+                if sub.is_dir() {
+                    let found = self.scan_direct_run(&sub);
+                    snapshot.runs.extend(found.runs.into_iter().filter(|r| r.dir == sub));
+                    snapshot.skipped.extend(found.skipped);
+                }
+            }
+            snapshot.runs.sort_by(|a, b| b.name.cmp(&a.name));
+            return Ok(Some(snapshot));
+        }
+        Ok(None)
+    }
+
+    /// Resolves a client-given directory (relative to the root, or absolute) and checks
+    /// that, with every symlink resolved, it lies inside the root.
+    fn confine(&self, param: &str, raw: &str) -> Result<PathBuf, HttpError> {
+        if raw.contains('\0') {
+            return Err(HttpError::bad_parameter(param, "contains a NUL byte"));
+        }
+        if self.root_is_file {
+            return Err(HttpError::bad_parameter(param, "not supported when a single file is served"));
+        }
+        let given = Path::new(raw);
+        let joined = if given.is_absolute() { given.to_path_buf() } else { self.canonical_root.join(given) };
+        let resolved = joined.canonicalize().map_err(|_| HttpError::not_found(format!("{param} does not exist")))?;
+        if !resolved.starts_with(&self.canonical_root) {
+            return Err(HttpError::bad_parameter(param, "is outside the served directory"));
+        }
+        if !resolved.is_dir() {
+            return Err(HttpError::bad_parameter(param, "is not a directory"));
+        }
+        Ok(resolved)
+    }
+
+    fn scan_direct_run(&self, dir: &Path) -> Snapshot {
+        match discover(dir) {
+            Ok(d) => self.confined(d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(), d.skipped, false),
+            Err(e) => Snapshot { empty_reason: Some(e.to_string()), ..Snapshot::default() },
+        }
+    }
+
+    fn scan(&self, path: &Path) -> Snapshot {
+        match discover(path) {
+            Ok(d) => self.confined(
+                d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(),
+                d.skipped,
+                self.root_is_file,
+            ),
+            Err(e) => Snapshot { empty_reason: Some(e.to_string()), ..Snapshot::default() },
+        }
+    }
+
+    /// Keeps the runs whose every host file lies inside the root (symlinks resolved).
+    fn confined(
+        &self,
+        runs: Vec<(String, PathBuf, Vec<HostFile>)>,
+        skipped: Vec<(PathBuf, String)>,
+        single_file: bool,
+    ) -> Snapshot {
+        let mut snapshot = Snapshot {
+            skipped: skipped.into_iter().map(|(p, why)| format!("{}: {why}", p.display())).collect(),
+            ..Snapshot::default()
+        };
+        for (name, dir, hosts) in runs {
+            let outside = hosts.iter().find(|h| {
+                !h.path.canonicalize().is_ok_and(|c| {
+                    if self.root_is_file { c == self.canonical_root } else { c.starts_with(&self.canonical_root) }
+                })
+            });
+            if let Some(host) = outside {
+                snapshot
+                    .skipped
+                    .push(format!("run {name:?}: {} resolves outside the served path", host.path.display()));
+                continue;
+            }
+            let data_path = if single_file { self.root.clone() } else { dir.clone() };
+            snapshot.runs.push(ServedRun { name, dir, data_path, hosts });
+        }
+        if snapshot.runs.is_empty() && snapshot.empty_reason.is_none() {
+            snapshot.empty_reason = Some(format!("{}: no profiles found inside the served path", self.root.display()));
+        }
+        snapshot
+    }
+}
+
+/// XProf's `/hosts` list for a run and tool (`hosts_from_xplane_filenames`): host names
+/// sorted; with several hosts, `ALL_HOSTS` alone for the tools that only support all
+/// hosts, `ALL_HOSTS` added for those that support it.
+pub fn hosts_for_tool(run: &ServedRun, tool: Option<&str>) -> Vec<String> {
+    const ALL_HOSTS_ONLY: [&str; 3] = ["overview_page", "pod_viewer", "smart_suggestion"];
+    const ALL_HOSTS_SUPPORTED: [&str; 6] = [
+        "input_pipeline_analyzer",
+        "framework_op_stats",
+        "kernel_stats",
+        "overview_page",
+        "pod_viewer",
+        "megascale_stats",
+    ];
+    let mut hosts: Vec<String> = run.hosts.iter().map(|h| h.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+    if hosts.len() > 1 {
+        let tool = tool.unwrap_or_default();
+        if ALL_HOSTS_ONLY.contains(&tool) {
+            hosts = vec![ALL_HOSTS.to_string()];
+        } else if ALL_HOSTS_SUPPORTED.contains(&tool) {
+            hosts.push(ALL_HOSTS.to_string());
+            hosts.sort();
+        }
+    }
+    hosts
+}
+
+/// The order XProf's frontend lists tools in (`_get_active_tools`); others follow alphabetically.
+const TOOL_SORT_ORDER: [&str; 20] = [
+    "overview_page",
+    "trace_viewer",
+    "trace_viewer@",
+    "graph_viewer",
+    "op_profile",
+    "hlo_op_profile",
+    "input_pipeline_analyzer",
+    "input_pipeline",
+    "kernel_stats",
+    "memory_profile",
+    "memory_viewer",
+    "roofline_model",
+    "perf_counters",
+    "pod_viewer",
+    "framework_op_stats",
+    "tensorflow_stats",
+    "hlo_op_stats",
+    "hlo_stats",
+    "inference_profile",
+    "megascale_stats",
+];
+
+/// The tools XProf's C++ `GetAvailableToolNames` lists for a run, computed from its first
+/// host's XSpace, in that function's order (`tool_names.json` in the references).
+pub fn available_tools(first_host: &XSpace) -> Vec<&'static str> {
+    let mut tools = vec![
+        "trace_viewer@",
+        "overview_page",
+        "input_pipeline_analyzer",
+        "framework_op_stats",
+        "memory_profile",
+        "op_profile",
+        "hlo_stats",
+        "roofline_model",
+    ];
+    let has_gpu = first_host.planes_with_prefix(GPU_PLANE_PREFIX).next().is_some();
+    let has_hlo = first_host
+        .planes
+        .iter()
+        .filter(|p| p.name == METADATA_PLANE_NAME)
+        .any(|p| p.stat_metadata_of_type(StatType::HloProto).is_some());
+    let has_dcn = first_host
+        .plane(HOST_THREADS_PLANE_NAME)
+        .is_some_and(|p| p.event_metadata().iter().any(|m| p.str(m.name).starts_with("MegaScale:")));
+    let has_counters = first_host
+        .planes_with_prefix(TPU_PLANE_PREFIX)
+        .any(|p| p.lines.iter().any(|line| line.events(p).any(|e| e.stat(StatType::CounterValue).is_some())));
+    if has_gpu {
+        tools.push("kernel_stats");
+    }
+    if has_hlo {
+        tools.extend(["memory_viewer", "graph_viewer"]);
+    }
+    if has_dcn {
+        tools.push("megascale_stats");
+    }
+    if has_counters {
+        tools.extend(["perf_counters", "utilization_viewer"]);
+    }
+    tools
+}
+
+/// `/run_tools`' order: XProf's frontend order, `trace_viewer` dropped when
+/// `trace_viewer@` is there, then the rest alphabetically.
+pub fn order_tools(tools: &[&str]) -> Vec<String> {
+    let streaming = tools.contains(&"trace_viewer@");
+    let present = |t: &str| tools.contains(&t) && !(streaming && t == "trace_viewer");
+    let mut ordered: Vec<String> = TOOL_SORT_ORDER.iter().filter(|t| present(t)).map(|t| t.to_string()).collect();
+    let mut rest: Vec<String> =
+        tools.iter().filter(|t| present(t) && !TOOL_SORT_ORDER.contains(t)).map(|t| t.to_string()).collect();
+    rest.sort();
+    rest.dedup();
+    ordered.extend(rest);
+    ordered
+}
+
+/// XProf's `/module_list` when the run directory holds `*.hlo_proto.pb` files: their
+/// module names, comma-joined, in sorted file-name order.
+pub fn hlo_proto_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.strip_suffix(".hlo_proto.pb").map(str::to_string))
+                .filter(|n| !n.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_with_hosts(hosts: &[&str]) -> ServedRun {
+        ServedRun {
+            name: "r".into(),
+            dir: PathBuf::from("/r"),
+            data_path: PathBuf::from("/r"),
+            hosts: hosts
+                .iter()
+                .map(|h| HostFile { host: h.to_string(), path: PathBuf::from(format!("/r/{h}.xplane.pb")) })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn hosts_follow_xprofs_all_hosts_rule() {
+        let two = run_with_hosts(&["b_host", "a_host"]);
+        assert_eq!(hosts_for_tool(&two, Some("overview_page")), ["ALL_HOSTS"]);
+        assert_eq!(hosts_for_tool(&two, Some("pod_viewer")), ["ALL_HOSTS"]);
+        assert_eq!(hosts_for_tool(&two, Some("framework_op_stats")), ["ALL_HOSTS", "a_host", "b_host"]);
+        assert_eq!(hosts_for_tool(&two, Some("trace_viewer@")), ["a_host", "b_host"]);
+        assert_eq!(hosts_for_tool(&two, None), ["a_host", "b_host"]);
+        // Python's sorted(): code points, so digits and capitals before lowercase.
+        let mixed = run_with_hosts(&["zz", "10.0.0.1_6003"]);
+        assert_eq!(hosts_for_tool(&mixed, Some("kernel_stats")), ["10.0.0.1_6003", "ALL_HOSTS", "zz"]);
+        let one = run_with_hosts(&["vm"]);
+        assert_eq!(hosts_for_tool(&one, Some("overview_page")), ["vm"]);
+    }
+
+    #[test]
+    fn tools_are_ordered_like_xprofs_frontend() {
+        let ordered =
+            order_tools(&["trace_viewer@", "zeta_tool", "trace_viewer", "hlo_stats", "overview_page", "alpha_tool"]);
+        assert_eq!(ordered, ["overview_page", "trace_viewer@", "hlo_stats", "alpha_tool", "zeta_tool"]);
+        assert_eq!(order_tools(&["trace_viewer", "kernel_stats"]), ["trace_viewer", "kernel_stats"]);
+    }
+
+    #[test]
+    fn available_tools_follow_the_planes() {
+        use oxprof_format::testing::{Value, XSpaceBuilder};
+        let decode = |b: XSpaceBuilder| oxprof_format::decode_xspace(&b.to_bytes()).unwrap();
+        let base =
+            ["trace_viewer@", "overview_page", "input_pipeline_analyzer", "framework_op_stats", "memory_profile"];
+        let cpu_only = decode(XSpaceBuilder::new().plane("/host:CPU", |p| {
+            p.line(1, "thread", 0, |l| {
+                l.event("op", 0, 10);
+            });
+        }));
+        let tools = available_tools(&cpu_only);
+        assert_eq!(&tools[..5], base);
+        assert_eq!(tools.len(), 8, "{tools:?}");
+        // GPU planes → kernel_stats; HLO protos → memory_viewer, graph_viewer; MegaScale
+        // events → megascale_stats; TPU counters → perf_counters, utilization_viewer.
+        let everything = decode(
+            XSpaceBuilder::new()
+                .plane("/device:GPU:0", |_| {})
+                .plane("/host:metadata", |p| {
+                    p.event_metadata_stat("jit_f", "Hlo Proto", Value::Bytes(vec![]));
+                })
+                .plane("/host:CPU", |p| {
+                    p.event_metadata("MegaScale: all-reduce");
+                })
+                .plane("/device:TPU:0", |p| {
+                    p.line(1, "counters", 0, |l| {
+                        l.event("c", 0, 1).stat("counter_value", Value::U64(3));
+                    });
+                }),
+        );
+        let tools = available_tools(&everything);
+        assert_eq!(
+            &tools[8..],
+            ["kernel_stats", "memory_viewer", "graph_viewer", "megascale_stats", "perf_counters", "utilization_viewer"]
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! The `tf_data_bottleneck_analysis` tool: tf.data input pipelines of the selected hosts,
+//! their slowest calls and bottleneck iterators, as the old TensorBoard profiler served it
+//! (three DataTables; shape in `oxprof_analysis::tools::tf_data`). XProf 2.24 no longer
+//! serves this tool.
+//!
+//! Host selection: the old tool read all hosts (no host or `ALL_HOSTS`); `host=h` reads
+//! one. Each host is named by its XSpace's first hostname, else by its file name, as XProf
+//! did. A host without a `/host:CPU` plane (which XProf refused) is skipped with a note.
+
+use crate::ApiError;
+use crate::data::{DataRequest, DataResponse, select_hosts, select_run};
+use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
+use oxprof_format::load_xspace;
+use oxprof_format::schema::HOST_THREADS_PLANE_NAME;
+use rayon::prelude::*;
+use std::path::Path;
+
+/// Tools answered here.
+pub const TOOLS: &[&str] = &["tf_data_bottleneck_analysis"];
+
+/// Answers a data request for one of [`TOOLS`].
+pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+    if !TOOLS.contains(&tool) {
+        return Err(ApiError::UnknownTool(tool.to_string()));
+    }
+    let run = select_run(path, request.run.as_deref())?;
+    let files = select_hosts(&run, request.host.as_deref())?;
+    // Each XSpace is dropped as soon as its statistics exist.
+    let per_host: Vec<(String, String, Option<TfDataStats>)> = files
+        .par_iter()
+        .map(|f| {
+            let space = load_xspace(&f.path)?;
+            let name = space.hostnames.first().filter(|h| !h.is_empty()).cloned().unwrap_or_else(|| f.host.clone());
+            let stats = space.plane(HOST_THREADS_PLANE_NAME).map(host_tf_data_stats);
+            Ok((f.host.clone(), name, stats))
+        })
+        .collect::<Result<_, ApiError>>()?;
+    let mut notes = Vec::new();
+    let mut hosts: Vec<(String, TfDataStats)> = Vec::new();
+    let mut named: Vec<(String, String)> = Vec::new();
+    for (file_host, name, stats) in per_host {
+        if let Some((first, _)) = named.iter().find(|(_, n)| *n == name) {
+            notes.push(format!(
+                "{file_host} and {first} both call their host {name:?}: their input pipelines are merged under that \
+                 name, as XProf does"
+            ));
+        }
+        named.push((file_host.clone(), name.clone()));
+        match stats {
+            Some(stats) => hosts.push((name, stats)),
+            None => notes.push(format!("{file_host}: no /host:CPU plane; host skipped (XProf refused such a host)")),
+        }
+    }
+    let combined = combine(hosts);
+    if !combined.has_tf_data_events() {
+        notes.push(
+            "no tf.data events: no Iterator::… events on the host threads of the selected hosts, so there is no \
+             input pipeline to analyze (TensorFlow records them while a tf.data iterator runs during the capture)"
+                .into(),
+        );
+    }
+    let body = combined.to_json_string();
+    let json = serde_json::from_str(&body).ok();
+    Ok(DataResponse { content_type: "application/json", body, json, notes })
+}

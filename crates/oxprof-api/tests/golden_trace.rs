@@ -1,0 +1,439 @@
+//! Parity of `trace_viewer@` with XProf 2.24.2, and checks of oxprof's LOD trace API.
+//!
+//! Trace events are compared as multisets (XProf's order of counter series and flows is not
+//! defined) after masking flow ids (`bind_id`, `id`: XProf hashes them with a per-process
+//! salt) and reading `ts`/`dur` as integer picoseconds; everything else of each event
+//! (`pid`, `tid`, `name`, `ph`, `args` incl. `group_id` and `uid`, `z`, flow direction and
+//! category) must be equal, and so must the header fields.
+//!
+//! Goldens: the refkit profiles' `xprof_out/trace_viewer@*.json.gz` (default view at
+//! resolution 8000, a 20–30 ms window, a `Thunk` prefix search, one event's details), and
+//! the third-party outputs in `../shared/testdata/external-xprof-out/` (skipped when absent).
+//! Device planes of profiles that need XProf's derived timelines (GPU profiles XProf groups
+//! itself, TPU) are compared on their host plane only: see `DEVICE_GAPS`.
+
+use oxprof_api::data::{DataRequest, data};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Profiles whose device planes differ because oxprof does not build XProf's derived
+/// timelines (Steps / XLA Modules / XLA Ops / Framework Ops / Name Scope / Source code /
+/// Launch Stats lines) yet: only pid 1701 (the host plane) is compared.
+const DEVICE_GAPS: &[&str] = &["AMD-AGI-TraceLens", "tpu_inference_2"];
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn external_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
+    dir.is_dir().then_some(dir)
+}
+
+fn external_outputs_dir() -> Option<PathBuf> {
+    let dir = repo_root().join("../shared/testdata/external-xprof-out");
+    dir.is_dir().then_some(dir)
+}
+
+fn read_json(path: &Path) -> Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = if path.extension().is_some_and(|e| e == "gz") {
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut s).unwrap();
+        s
+    } else {
+        String::from_utf8(bytes).unwrap()
+    };
+    serde_json::from_str(&text).unwrap()
+}
+
+fn ps(v: &Value) -> Value {
+    v.as_f64().map_or(v.clone(), |x| Value::from((x * 1e6).round() as i64))
+}
+
+/// An event with flow ids masked and times as integer ps, as a canonical string.
+fn normalized(e: &Value) -> String {
+    let mut e = e.clone();
+    if let Some(o) = e.as_object_mut() {
+        for k in ["bind_id", "id"] {
+            if o.contains_key(k) {
+                o.insert(k.to_string(), Value::from("F"));
+            }
+        }
+        for k in ["ts", "dur"] {
+            if let Some(v) = o.get(k).map(ps) {
+                o.insert(k.to_string(), v);
+            }
+        }
+        if let Some(Value::Array(entries)) = o.get_mut("entries") {
+            for entry in entries {
+                if let Some(first) = entry.get_mut(0) {
+                    *first = ps(first);
+                }
+            }
+        }
+    }
+    let sorted: BTreeMap<String, Value> =
+        e.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
+    serde_json::to_string(&sorted).unwrap()
+}
+
+fn event_multiset(v: &Value, pid: Option<u64>) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for e in v["traceEvents"].as_array().unwrap() {
+        if e.as_object().is_some_and(|o| o.is_empty()) {
+            continue;
+        }
+        if pid.is_some_and(|p| e["pid"].as_u64() != Some(p)) {
+            continue;
+        }
+        *out.entry(normalized(e)).or_insert(0) += 1;
+    }
+    out
+}
+
+/// Differences between XProf's and oxprof's outputs (empty: equal).
+fn differences(expected: &Value, actual: &Value, pid: Option<u64>) -> Vec<String> {
+    let mut diffs = Vec::new();
+    if pid.is_none() {
+        for key in ["returnedEventsSize", "filteredByVisibility", "details", "stackFrames", "totalCounterEvents"] {
+            if expected[key] != actual[key] {
+                diffs.push(format!("{key}: expected {} got {}", expected[key], actual[key]));
+            }
+        }
+        for i in 0..2 {
+            let (e, a) = (expected["fullTimespan"][i].as_f64(), actual["fullTimespan"][i].as_f64());
+            if e.zip(a).is_none_or(|(e, a)| (e - a).abs() > 1e-6 * e.abs().max(1.0)) {
+                diffs.push(format!("fullTimespan[{i}]: expected {e:?} got {a:?}"));
+            }
+        }
+    }
+    let (e, a) = (event_multiset(expected, pid), event_multiset(actual, pid));
+    let mut missing: Vec<&String> =
+        e.iter().filter(|(k, n)| a.get(*k).copied().unwrap_or(0) < **n).map(|(k, _)| k).collect();
+    let mut extra: Vec<&String> =
+        a.iter().filter(|(k, n)| e.get(*k).copied().unwrap_or(0) < **n).map(|(k, _)| k).collect();
+    missing.sort();
+    extra.sort();
+    if !missing.is_empty() || !extra.is_empty() {
+        diffs.push(format!(
+            "{} events only in XProf's output, {} only in oxprof's; e.g. expected {:?} / got {:?}",
+            missing.len(),
+            extra.len(),
+            missing.first(),
+            extra.first()
+        ));
+    }
+    diffs
+}
+
+fn run_tool(path: &Path, host: Option<&str>, params: &[(&str, &str)]) -> Value {
+    let request = DataRequest {
+        run: None,
+        tool: "trace_viewer@".to_string(),
+        host: host.map(str::to_string),
+        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+    };
+    let response = data(path, &request).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&response.body).unwrap()
+}
+
+const REFKIT: &[&str] = &["jax_train", "tf_custom_loop", "tf_keras_fit", "tf_memory", "tf_memory_nobfc"];
+
+/// (golden file suffix, request parameters) of the refkit goldens.
+const VARIANTS: &[(&str, &[(&str, &str)])] = &[
+    ("", &[("resolution", "8000")]),
+    (".zoom_20_30", &[("resolution", "8000"), ("start_time_ms", "20"), ("end_time_ms", "30")]),
+    (".search_Thunk", &[("resolution", "8000"), ("search_prefix", "Thunk")]),
+    (
+        ".event",
+        &[
+            ("event_name", "ThunkExecutor::Execute"),
+            ("start_time_ms", "30.667564"),
+            ("duration_ms", "0.701116"),
+            ("unique_id", "0"),
+        ],
+    ),
+];
+
+#[test]
+fn refkit_profiles_match_xprof() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for name in REFKIT {
+        let dir = repo_root().join("testdata/profiles").join(name);
+        for (suffix, params) in VARIANTS {
+            let golden = dir.join(format!("xprof_out/trace_viewer@{suffix}.json.gz"));
+            if !golden.exists() {
+                continue;
+            }
+            checked += 1;
+            let actual = run_tool(&dir, None, params);
+            let diffs = differences(&read_json(&golden), &actual, None);
+            if !diffs.is_empty() {
+                failures.push(format!("{name}{suffix}: {}", diffs.join("; ")));
+            }
+        }
+    }
+    assert!(checked >= 9, "goldens missing: {checked} checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// XProf's legacy `trace_viewer` (the whole trace, every argument as a string).
+#[test]
+fn legacy_trace_viewer_matches_xprof() {
+    let dir = repo_root().join("testdata/profiles/jax_train");
+    let golden = dir.join("xprof_out/trace_viewer.json.gz");
+    let request = DataRequest { tool: "trace_viewer".to_string(), ..Default::default() };
+    let actual: Value = serde_json::from_str(&data(&dir, &request).unwrap().body).unwrap();
+    let expected = read_json(&golden);
+    let masked = |v: &Value| -> HashMap<String, usize> {
+        let mut v = v.clone();
+        for e in v["traceEvents"].as_array_mut().unwrap() {
+            if let Some(args) = e.get_mut("args").and_then(Value::as_object_mut)
+                && args.contains_key("flow")
+            {
+                args.insert("flow".to_string(), Value::from("F"));
+            }
+        }
+        event_multiset(&v, None)
+    };
+    assert_eq!(masked(&expected), masked(&actual));
+}
+
+#[test]
+fn external_profiles_match_xprof() {
+    let (Some(ext), Some(out)) = (external_dir(), external_outputs_dir()) else {
+        eprintln!("SKIP: external test data not found");
+        return;
+    };
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        (
+            "openxla-xprof/demo/plugins/profile/GPU-multi-worker/34.83.195.179_6003.xplane.pb",
+            "openxla-xprof/34.83.195.179_6003",
+            None,
+        ),
+        (
+            "openxla-xprof/demo/plugins/profile/GPU-multi-worker",
+            "openxla-xprof/GPU-multi-worker_two_hosts/ALL_HOSTS",
+            None,
+        ),
+        (
+            "openxla-xprof/demo/plugins/profile/GPU-multi-worker",
+            "openxla-xprof/GPU-multi-worker_two_hosts/34.83.195.180_6003",
+            Some("34.83.195.180_6003"),
+        ),
+        ("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb", "openxla-xprof/tpu_inference_2", None),
+        (
+            "AMD-AGI-TraceLens/tests/traces/mi300/jax08_gemm/tw003.xplane.pb",
+            "AMD-AGI-TraceLens/jax08_gemm__tw003",
+            None,
+        ),
+        (
+            "AMD-AGI-TraceLens/tests/test_data_jax_te_fused_attn_categorization/934987a2fc2f.xplane.pb",
+            "AMD-AGI-TraceLens/934987a2fc2f",
+            None,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (input, output, host) in cases {
+        let input_path = ext.join(input);
+        let golden = if output.contains("two_hosts") {
+            let (folder, host_dir) = output.rsplit_once('/').unwrap();
+            out.join(folder).join("xprof_out").join(host_dir).join("trace_viewer@.json.gz")
+        } else {
+            out.join(output).join("xprof_out/trace_viewer@.json.gz")
+        };
+        if !input_path.exists() || !golden.exists() {
+            eprintln!("SKIP: {input}");
+            continue;
+        }
+        let actual = run_tool(&input_path, *host, &[("resolution", "8000")]);
+        let pid = DEVICE_GAPS.iter().any(|g| output.contains(g)).then_some(1701);
+        let diffs = differences(&read_json(&golden), &actual, pid);
+        if !diffs.is_empty() {
+            failures.push(format!("{output}: {}", diffs.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The LOD API on a refkit profile: every event is reachable, windows are bounded and
+/// count what they hide, details and search work across the whole trace.
+#[test]
+fn lod_api_on_refkit_profile() {
+    let dir = repo_root().join("testdata/profiles/jax_train");
+    let tracks = oxprof_api::trace::tracks(&dir, None, None).unwrap();
+    let total: usize = tracks.sections.iter().flat_map(|s| &s.tracks).map(|t| t.num_events).sum();
+    assert_eq!(total, tracks.num_events);
+    assert_eq!(tracks.sections[0].pid, 701);
+    // Full view at 500 bins: bounded per track, hidden events counted.
+    let params: BTreeMap<String, String> =
+        [("width", "500"), ("exact_limit", "100")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let w = oxprof_api::trace::window(&dir, None, None, &params).unwrap();
+    assert_eq!(w.total_in_window, total);
+    assert_eq!(w.total_returned + w.total_hidden, total);
+    for t in &w.tracks {
+        assert!(t.events.len() <= 4 * 500 * 8, "track {} returned {}", t.id, t.events.len());
+        assert!(t.events.windows(2).all(|p| p[0].ts_ps <= p[1].ts_ps));
+    }
+    // Zoomed in on 10 µs: exact.
+    let start = w.start_ps + (w.end_ps - w.start_ps) / 2;
+    let params: BTreeMap<String, String> =
+        [("start_ps", start.to_string()), ("end_ps", (start + 10_000_000).to_string())]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    let z = oxprof_api::trace::window(&dir, None, None, &params).unwrap();
+    assert!(z.tracks.iter().all(|t| t.exact && t.hidden == 0));
+    // Search returns matches anywhere; details by id.
+    let s = oxprof_api::trace::search(&dir, None, None, "ThunkExecutor", Some(3)).unwrap();
+    assert!(s.total > 3 && s.truncated && s.matches.len() == 3);
+    let d = oxprof_api::trace::event(&dir, None, None, s.matches[0].id).unwrap();
+    assert!(d.name.starts_with("ThunkExecutor"));
+    // A flow: both ends found.
+    let flow_event = w.tracks.iter().flat_map(|t| &t.events).find_map(|e| e.flow).unwrap();
+    let f = oxprof_api::trace::flow(&dir, None, None, flow_event.0).unwrap();
+    assert!(f.events.len() >= 2);
+}
+
+/// The server's `/oxprof/api/trace/<sub>` dispatcher.
+#[test]
+fn trace_routes_dispatch() {
+    let dir = repo_root().join("testdata/profiles/tf_keras_fit");
+    let params: HashMap<&str, String> = [("width", "100".to_string()), ("prefix", "Iterator".to_string())].into();
+    let get = |k: &str| params.get(k).cloned();
+    let tracks = oxprof_api::trace::route(&dir, "tracks", &get).unwrap();
+    assert!(!tracks["sections"].as_array().unwrap().is_empty());
+    let window = oxprof_api::trace::route(&dir, "/window", &get).unwrap();
+    assert_eq!(
+        window["resolution_ps"].as_u64().unwrap(),
+        (window["end_ps"].as_u64().unwrap() - window["start_ps"].as_u64().unwrap()) / 100
+    );
+    let search = oxprof_api::trace::route(&dir, "search", &get).unwrap();
+    assert!(search["total"].as_u64().unwrap() > 0);
+    let id = search["matches"][0]["id"].as_u64().unwrap().to_string();
+    let with_id = |k: &str| if k == "id" { Some(id.clone()) } else { None };
+    let event = oxprof_api::trace::route(&dir, "event", &with_id).unwrap();
+    assert!(event["name"].as_str().unwrap().starts_with("Iterator"));
+    assert!(oxprof_api::trace::route(&dir, "nope", &get).is_err());
+    assert!(oxprof_api::trace::route(&dir, "event", &|_| None).is_err());
+}
+
+/// Disk cache: written beside the profile when enabled, reused, and a stale or corrupt
+/// file is ignored and rewritten.
+#[test]
+fn disk_cache_is_validated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = repo_root().join("testdata/profiles/jax_train");
+    let file = walk(&src).into_iter().find(|p| p.to_string_lossy().ends_with(".xplane.pb.gz")).unwrap();
+    let dst = tmp.path().join("vm.xplane.pb.gz");
+    std::fs::copy(&file, &dst).unwrap();
+    let host = oxprof_format::HostFile { host: "vm".to_string(), path: dst.clone() };
+    let fresh = oxprof_api::trace::load_host(&host, true).unwrap();
+    assert!(!fresh.index_from_cache);
+    let cache = oxprof_analysis::trace::cache::cache_path_for(&dst);
+    assert!(cache.exists());
+    let cached = oxprof_api::trace::load_host(&host, true).unwrap();
+    assert!(cached.index_from_cache);
+    assert_eq!(cached.index.num_events, fresh.index.num_events);
+    // Corrupt it: ignored, rebuilt, rewritten.
+    let mut bytes = std::fs::read(&cache).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x5a;
+    std::fs::write(&cache, &bytes).unwrap();
+    let rebuilt = oxprof_api::trace::load_host(&host, true).unwrap();
+    assert!(!rebuilt.index_from_cache);
+    assert!(oxprof_api::trace::load_host(&host, true).unwrap().index_from_cache);
+    // Truncated: ignored.
+    std::fs::write(&cache, &bytes[..10]).unwrap();
+    assert!(!oxprof_api::trace::load_host(&host, true).unwrap().index_from_cache);
+    // Another state of the profile file (size, mtime): the cache is stale.
+    let bytes_now = std::fs::read(&cache).unwrap();
+    assert_eq!(
+        oxprof_analysis::trace::read_index(&bytes_now, (1, 2)).unwrap_err(),
+        oxprof_analysis::trace::CacheError::Stale
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Times the phases on the 85 MB / 3 M-event JAX profile (release build:
+/// `cargo test --release -p oxprof-api --test golden_trace -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn measure_large_profile() {
+    let Some(path) = std::env::var_os("OXPROF_LARGE_XPLANE").map(PathBuf::from).or_else(|| {
+        let dir = PathBuf::from("/work/refdata/jax_large/plugins/profile");
+        std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path().join("vm.xplane.pb")).find(|p| p.exists())
+    }) else {
+        eprintln!("SKIP: no large profile");
+        return;
+    };
+    let t0 = std::time::Instant::now();
+    let space = oxprof_format::load_xspace(&path).unwrap();
+    let t1 = std::time::Instant::now();
+    let groups = oxprof_analysis::grouping::group_events(&space);
+    let t2 = std::time::Instant::now();
+    let index = oxprof_analysis::trace::TraceIndex::build(&space, "vm");
+    let t3 = std::time::Instant::now();
+    let host = oxprof_analysis::trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
+    let req = oxprof_analysis::trace::xprof::TraceViewRequest { resolution: 8000.0, ..Default::default() };
+    let body = oxprof_analysis::trace::xprof::trace_viewer_json(&[host], &req).unwrap();
+    let t4 = std::time::Instant::now();
+    if let Some(out) = std::env::var_os("OXPROF_TRACE_OUT") {
+        std::fs::write(&out, &body).unwrap();
+        let zoom = oxprof_analysis::trace::xprof::TraceViewRequest {
+            resolution: 8000.0,
+            start_time_ms: 3000.0,
+            end_time_ms: 3100.0,
+            ..Default::default()
+        };
+        let zoomed = oxprof_analysis::trace::xprof::trace_viewer_json(&[host], &zoom).unwrap();
+        std::fs::write(PathBuf::from(out).with_extension("zoom.json"), zoomed).unwrap();
+    }
+    let lod_host = oxprof_analysis::trace::lod::LodHost { space: &space, groups: &groups, index: &index };
+    let full = oxprof_analysis::trace::lod::window(&lod_host, &Default::default());
+    let t5 = std::time::Instant::now();
+    let mid = (index.min_ps + index.max_ps) / 2;
+    let zoom = oxprof_analysis::trace::lod::window(
+        &lod_host,
+        &oxprof_analysis::trace::lod::LodRequest {
+            start_ps: Some(mid),
+            end_ps: Some(mid + 50_000_000_000),
+            ..Default::default()
+        },
+    );
+    let t6 = std::time::Instant::now();
+    let index_bytes = oxprof_analysis::trace::write_index(&index, (0, 0)).len();
+    println!(
+        "events {} | load {:?} group {:?} index {:?} ({} B serialized) trace_viewer@ {:?} ({} B) | LOD full {:?} ({} items, {} hidden) zoom 50ms {:?} ({} items)",
+        index.num_events,
+        t1 - t0,
+        t2 - t1,
+        t3 - t2,
+        index_bytes,
+        t4 - t3,
+        body.len(),
+        t5 - t4,
+        full.total_returned,
+        full.total_hidden,
+        t6 - t5,
+        zoom.total_returned
+    );
+}

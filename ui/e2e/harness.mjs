@@ -1,0 +1,160 @@
+// A small end-to-end harness: starts `oxprof serve` processes, launches Debian's chromium
+// through playwright-core, runs named tests with console-error tracking and screenshots,
+// and prints "N passed, N failed".
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import { extname, join, normalize, resolve as resolvePath } from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const CHROMIUM = process.env.OXPROF_CHROMIUM || '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+];
+
+/** Starts `oxprof serve PATH --port 0` on 127.0.0.1 and resolves with its URL once it listens. */
+export function startServer(bin, path) {
+  return new Promise((resolve, reject) => {
+    const args = ['serve', ...(path ? [path] : []), '--port', '0', '--bind', '127.0.0.1', '--quiet'];
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new Error(`oxprof serve did not start within 60 s\nstdout: ${out}\nstderr: ${err}`));
+    }, 60_000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/at (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        const server = { url: m[1], stop: () => stopChild(child), child };
+        if (process.env.OXPROF_E2E_DEV_DIST) devProxy(server, process.env.OXPROF_E2E_DEV_DIST).then(resolve, reject);
+        else resolve(server);
+      }
+    });
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`oxprof serve exited with ${code}\nstdout: ${out}\nstderr: ${err}`));
+    });
+  });
+}
+
+/**
+ * Development only (OXPROF_E2E_DEV_DIST=ui/dist): a proxy in front of oxprof that serves the
+ * UI files from that directory instead of the ones embedded in the binary, so the UI can be
+ * tested without rebuilding oxprof. Everything else (API, headers) comes from oxprof.
+ */
+function devProxy(server, distDir) {
+  const dist = resolvePath(distDir);
+  const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
+  const proxy = createServer((req, res) => {
+    const path = new URL(req.url, 'http://x').pathname;
+    const file = path === '/' ? join(dist, 'index.html') : join(dist, normalize(path));
+    if (!path.startsWith('/data/') && !path.startsWith('/oxprof/') && file.startsWith(dist) && existsSync(file) && extname(file)) {
+      res.writeHead(200, { 'Content-Type': types[extname(file)] || 'application/octet-stream' });
+      res.end(readFileSync(file));
+      return;
+    }
+    const upstream = request(new URL(req.url, server.url), { method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', (e) => res.destroy(e));
+    req.pipe(upstream);
+  });
+  return new Promise((resolve) =>
+    proxy.listen(0, '127.0.0.1', () => {
+      const stop = server.stop;
+      resolve({ ...server, url: `http://127.0.0.1:${proxy.address().port}`, stop: () => (proxy.close(), stop()) });
+    }),
+  );
+}
+
+function stopChild(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+  });
+}
+
+export class Harness {
+  constructor(artifacts) {
+    this.artifacts = artifacts;
+    this.results = [];
+    mkdirSync(artifacts, { recursive: true });
+  }
+
+  async launch() {
+    this.browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  }
+
+  async close() {
+    await this.browser?.close();
+  }
+
+  /**
+   * Runs `fn({page, consoleErrors, shot})` in a fresh 1280x800 page. The test fails on an
+   * exception or on console errors / page errors not matched by `allowConsole`.
+   */
+  async test(name, fn, { allowConsole = null, viewport = { width: 1280, height: 800 } } = {}) {
+    const context = await this.browser.newContext({ viewport, acceptDownloads: true });
+    const page = await context.newPage();
+    const consoleErrors = [];
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' && !(allowConsole && allowConsole.test(msg.text()))) consoleErrors.push(msg.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message}`));
+    const safe = name.replace(/[^A-Za-z0-9_-]+/g, '_');
+    const shot = async (suffix = '') => {
+      await page.evaluate(() => window.scrollTo(0, 0)).catch(() => undefined);
+      return page.screenshot({ path: join(this.artifacts, `${safe}${suffix}.png`), fullPage: true });
+    };
+    const started = Date.now();
+    try {
+      await fn({ page, consoleErrors, shot });
+      if (consoleErrors.length) throw new Error(`console errors:\n  ${consoleErrors.join('\n  ')}`);
+      this.results.push({ name, ok: true });
+      console.log(`ok   ${name} (${Date.now() - started} ms)`);
+    } catch (e) {
+      await shot('.failure').catch(() => undefined);
+      this.results.push({ name, ok: false, error: e });
+      console.log(`FAIL ${name}\n     ${String(e && e.stack ? e.stack : e).split('\n').join('\n     ')}`);
+    } finally {
+      await context.close();
+    }
+  }
+
+  skip(name, why) {
+    this.results.push({ name, ok: true, skipped: true });
+    console.log(`SKIP ${name}: ${why}`);
+  }
+
+  summary() {
+    const failed = this.results.filter((r) => !r.ok).length;
+    const skipped = this.results.filter((r) => r.skipped).length;
+    const passed = this.results.length - failed - skipped;
+    console.log(`\ne2e: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+    return failed;
+  }
+}
+
+export function assert(condition, message) {
+  if (!condition) throw new Error(`assertion failed: ${message}`);
+}
+
+export function assertEqual(actual, expected, message) {
+  const a = JSON.stringify(actual);
+  const b = JSON.stringify(expected);
+  if (a !== b) throw new Error(`${message}: expected ${b}, got ${a}`);
+}

@@ -1,0 +1,122 @@
+// The server API: XProf-compatible routes under /data/plugin/profile and oxprof's own
+// /oxprof/api routes. Errors carry the server's own message (its JSON `error` field).
+
+export const PROFILE_PREFIX = '/data/plugin/profile';
+
+/** A failed request: `message` is the server's message when it sent one. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly url: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** Extracts a human-readable message from an error body (JSON `{error|message}` or text). */
+export function errorMessage(body: string, status: number, statusText: string): string {
+  const trimmed = body.trim();
+  if (trimmed.startsWith('{')) {
+    try {
+      const parsed = JSON.parse(trimmed) as Record<string, unknown>;
+      for (const key of ['error', 'message', 'detail']) {
+        const v = parsed[key];
+        if (typeof v === 'string' && v) return v;
+        if (v && typeof v === 'object' && typeof (v as { message?: unknown }).message === 'string') {
+          return (v as { message: string }).message;
+        }
+      }
+    } catch {
+      // not JSON after all: fall through to the text.
+    }
+  }
+  if (trimmed && trimmed.length < 2000 && !trimmed.startsWith('<')) return trimmed;
+  return `${status} ${statusText}`.trim();
+}
+
+export type Params = Record<string, string | undefined>;
+
+/** The URL of `route` with the non-empty `params`. */
+export function buildUrl(route: string, params: Params = {}): string {
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') search.set(k, v);
+  const q = search.toString();
+  return q ? `${route}?${q}` : route;
+}
+
+async function request(url: string): Promise<Response> {
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: { Accept: 'application/json, text/plain, */*' } });
+  } catch (e) {
+    throw new ApiError(`Cannot reach the oxprof server (${e instanceof Error ? e.message : String(e)})`, 0, url);
+  }
+  if (!response.ok) {
+    const body = await response.text().catch(() => '');
+    throw new ApiError(errorMessage(body, response.status, response.statusText), response.status, url);
+  }
+  return response;
+}
+
+export async function getJson<T>(url: string): Promise<T> {
+  const response = await request(url);
+  const text = await response.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new ApiError(`The server's answer is not JSON: ${text.slice(0, 200)}`, response.status, url);
+  }
+}
+
+export async function getText(url: string): Promise<string> {
+  return (await request(url)).text();
+}
+
+export interface HostEntry {
+  hostname: string;
+}
+
+/** What the UI asks the server. */
+export interface Api {
+  runs(): Promise<string[]>;
+  runTools(run: string): Promise<string[]>;
+  hosts(run: string, tool: string): Promise<string[]>;
+  data(run: string, tool: string, host: string, params?: Params): Promise<unknown>;
+  dataCsvUrl(run: string, tool: string, host: string, params?: Params): string;
+  notes(run: string, tool: string, host: string, params?: Params): Promise<string[]>;
+}
+
+/** The notes route oxprof adds (oxprof's own user-facing notes for a data request). */
+export const NOTES_ROUTE = '/oxprof/api/notes';
+
+/** The API of the server this page came from. */
+export const serverApi: Api = {
+  runs: () => getJson<string[]>(`${PROFILE_PREFIX}/runs`),
+  runTools: (run) => getJson<string[]>(buildUrl(`${PROFILE_PREFIX}/run_tools`, { run })),
+  hosts: async (run, tool) => {
+    const list = await getJson<(HostEntry | string)[]>(buildUrl(`${PROFILE_PREFIX}/hosts`, { run, tag: tool }));
+    return list.map((h) => (typeof h === 'string' ? h : h.hostname));
+  },
+  data: (run, tool, host, params = {}) =>
+    getJson<unknown>(buildUrl(`${PROFILE_PREFIX}/data`, { run, tag: tool, host, ...params })),
+  dataCsvUrl: (run, tool, host, params = {}) =>
+    buildUrl(`${PROFILE_PREFIX}/data_csv`, { run, tag: tool, host, ...params }),
+  notes: async (run, tool, host, params = {}) => {
+    try {
+      const body = await getJson<unknown>(buildUrl(NOTES_ROUTE, { run, tag: tool, host, ...params }));
+      return parseNotes(body);
+    } catch (e) {
+      // Older servers have no notes route: no notes then.
+      if (e instanceof ApiError && e.status === 404) return [];
+      throw e;
+    }
+  },
+};
+
+/** Notes from `{"notes": [...]}` or a plain list of strings. */
+export function parseNotes(body: unknown): string[] {
+  const list = Array.isArray(body) ? body : (body as { notes?: unknown } | null)?.notes;
+  return Array.isArray(list) ? list.filter((n): n is string => typeof n === 'string' && n.length > 0) : [];
+}

@@ -1,0 +1,230 @@
+// The app shell: Runs, Tools and Hosts selectors, a refresh button, loading/error/empty
+// states, oxprof's notes, and the page of the selected tool. The URL holds the whole view
+// (`?run=R&tool=T&host=H&...`), so every view can be linked to and restored.
+
+import { type Api, ApiError, getJson } from './api';
+import { disposeCharts } from './components/chart';
+import { notesBox } from './components/common';
+import type { ViewStore } from './components/table';
+import { h, replaceChildren } from './dom';
+import { type Page, type PageContext, toolName } from './page';
+import { pageFor, toolNeedsNoData } from './pages';
+import { type ViewState, formatState, parseState, toolLink } from './state';
+
+type Phase = 'loading' | 'ready' | 'error' | 'empty';
+
+export class App {
+  private state: ViewState;
+  private generation = 0;
+  /** A host to keep after a tool change, when the new tool's host list has it. */
+  private preferredHost = '';
+  private runs: string[] = [];
+  private tools: string[] = [];
+  private hosts: string[] = [];
+  private readonly runSelect = h('select', { id: 'run-select', 'data-role': 'run', 'aria-label': 'Run' });
+  private readonly toolSelect = h('select', { id: 'tool-select', 'data-role': 'tool', 'aria-label': 'Tool' });
+  private readonly hostSelect = h('select', { id: 'host-select', 'data-role': 'host', 'aria-label': 'Host' });
+  private readonly refreshButton = h(
+    'button',
+    { type: 'button', class: 'button', 'data-role': 'refresh', title: 'Look for new runs and recompute' },
+    '⟳ Refresh',
+  );
+  private readonly main = h('main', { id: 'content' });
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly api: Api,
+  ) {
+    this.state = parseState(location.search);
+    this.runSelect.addEventListener('change', () => this.select({ run: this.runSelect.value, tool: this.state.tool, host: '' }));
+    this.toolSelect.addEventListener('change', () => {
+      // Keep the host when the new tool lists it too (checked in load()).
+      this.preferredHost = this.state.host;
+      this.select({ run: this.state.run, tool: this.toolSelect.value, host: '' });
+    });
+    this.hostSelect.addEventListener('change', () => this.select({ run: this.state.run, tool: this.state.tool, host: this.hostSelect.value }));
+    this.refreshButton.addEventListener('click', () => void this.load());
+    window.addEventListener('popstate', () => {
+      this.state = parseState(location.search);
+      void this.load();
+    });
+  }
+
+  start(): void {
+    const label = (text: string, control: HTMLElement) => h('label', { class: 'selector' }, h('span', null, text), control);
+    replaceChildren(
+      this.root,
+      h(
+        'header',
+        { class: 'app-header' },
+        h('a', { class: 'brand', href: '?' }, 'oxprof'),
+        label('Runs', this.runSelect),
+        label('Tools', this.toolSelect),
+        label('Hosts', this.hostSelect),
+        this.refreshButton,
+      ),
+      this.main,
+    );
+    void this.load();
+  }
+
+  /** A new selection from the selectors: a new history entry, then load. */
+  private select(selection: { run: string; tool: string; host: string }): void {
+    this.state = { ...selection, view: {} };
+    history.pushState(null, '', formatState(this.state) || location.pathname);
+    void this.load();
+  }
+
+  private setPhase(phase: Phase): void {
+    document.body.dataset.state = phase;
+  }
+
+  /** Loads runs, tools, hosts and the data of the view in the URL, then shows its page. */
+  private async load(): Promise<void> {
+    const generation = ++this.generation;
+    const stale = () => generation !== this.generation;
+    this.setPhase('loading');
+    disposeCharts();
+    replaceChildren(this.main, h('div', { class: 'loading', 'data-role': 'loading' }, h('span', { class: 'spinner' }), 'Looking for runs…'));
+    try {
+      this.runs = await this.api.runs();
+      if (stale()) return;
+      if (this.runs.length === 0) {
+        await this.showEmpty(stale);
+        return;
+      }
+      const run = this.state.run || this.runs[0] || '';
+      fillSelect(this.runSelect, this.runs, run, (r) => r);
+      if (!this.runs.includes(run)) {
+        throw new ApiError(`No run named "${run}". Available runs: ${this.runs.join(', ')}.`, 404, '');
+      }
+      this.tools = await this.api.runTools(run);
+      if (stale()) return;
+      const tool = this.state.tool || this.tools[0] || '';
+      fillSelect(this.toolSelect, this.tools, tool, toolName);
+      if (!tool) throw new ApiError(`Run "${run}" has no tools (no readable profile files).`, 404, '');
+      this.hosts = await this.api.hosts(run, tool);
+      if (stale()) return;
+      const preferred = this.preferredHost && this.hosts.includes(this.preferredHost) ? this.preferredHost : '';
+      this.preferredHost = '';
+      const host = this.state.host || preferred || this.hosts[0] || '';
+      fillSelect(this.hostSelect, this.hosts, host, (x) => x);
+      const resolved = { run, tool, host };
+      if (resolved.run !== this.state.run || resolved.tool !== this.state.tool || resolved.host !== this.state.host) {
+        this.state = { ...this.state, ...resolved };
+        history.replaceState(null, '', formatState(this.state));
+      }
+      document.title = `${toolName(tool)} · ${run} · oxprof`;
+      await this.showTool(stale);
+    } catch (e) {
+      if (stale()) return;
+      this.showError(e);
+    }
+  }
+
+  private async showTool(stale: () => boolean): Promise<void> {
+    const { run, tool, host } = this.state;
+    replaceChildren(
+      this.main,
+      h('div', { class: 'loading', 'data-role': 'loading' }, h('span', { class: 'spinner' }), `Loading ${toolName(tool)} for ${run}${host ? ` (${host})` : ''}…`),
+    );
+    const page: Page = pageFor(tool);
+    const [data, notes] = toolNeedsNoData(tool)
+      ? [null, [] as string[]]
+      : await Promise.all([this.api.data(run, tool, host), this.api.notes(run, tool, host).catch(() => [] as string[])]);
+    if (stale()) return;
+    const view: ViewStore = {
+      get: (key) => this.state.view[key] ?? '',
+      set: (key, value) => {
+        if (value === null || value === '') delete this.state.view[key];
+        else this.state.view[key] = value;
+        history.replaceState(null, '', formatState(this.state));
+      },
+    };
+    const ctx: PageContext = {
+      api: this.api,
+      state: this.state,
+      data,
+      view,
+      link: (t) => toolLink(this.state, t),
+      csvUrl: this.api.dataCsvUrl(run, tool, host),
+    };
+    disposeCharts();
+    const body = page(ctx);
+    replaceChildren(
+      this.main,
+      h('h1', { class: 'page-title', 'data-role': 'page-title' }, toolName(tool), h('span', { class: 'page-subtitle' }, ` ${run}${host ? ' · ' + host : ''}`)),
+      notesBox(notes),
+      body,
+    );
+    this.setPhase('ready');
+  }
+
+  private showError(e: unknown): void {
+    disposeCharts();
+    const message = e instanceof Error ? e.message : String(e);
+    const status = e instanceof ApiError && e.status ? `HTTP ${e.status}` : '';
+    replaceChildren(
+      this.main,
+      h(
+        'div',
+        { class: 'error', 'data-role': 'error', role: 'alert' },
+        h('h2', null, 'Could not load this view'),
+        h('p', { 'data-role': 'error-message' }, message),
+        status ? h('p', { class: 'muted' }, status) : null,
+        h('button', { type: 'button', class: 'button', onclick: () => void this.load() }, 'Try again'),
+      ),
+    );
+    this.setPhase('error');
+  }
+
+  private async showEmpty(stale: () => boolean): Promise<void> {
+    fillSelect(this.runSelect, [], '', (x) => x);
+    fillSelect(this.toolSelect, [], '', (x) => x);
+    fillSelect(this.hostSelect, [], '', (x) => x);
+    let root = '';
+    let reason = '';
+    let skipped: string[] = [];
+    try {
+      const info = await getJson<{ root?: string; empty_reason?: string | null; skipped?: string[] }>('/oxprof/api/runs');
+      root = info.root ?? '';
+      reason = info.empty_reason ?? '';
+      skipped = info.skipped ?? [];
+    } catch {
+      // The explanation below is enough without the server's details.
+    }
+    if (stale()) return;
+    replaceChildren(
+      this.main,
+      h(
+        'div',
+        { class: 'empty card', 'data-role': 'empty' },
+        h('h2', null, 'No profiles found'),
+        root ? h('p', null, 'oxprof serves ', h('code', null, root), '.') : null,
+        reason ? h('p', { class: 'notes' }, reason) : null,
+        h('p', null, 'oxprof looks for XProf/TensorBoard profiles laid out like this:'),
+        h(
+          'pre',
+          { class: 'layout' },
+          [
+            'LOGDIR/',
+            '  [train/]plugins/profile/',
+            '    RUN_NAME/                       (one folder per capture, e.g. 2024_01_31_12_00_00)',
+            '      HOST.xplane.pb[.gz]           (one file per host)',
+          ].join('\n'),
+        ),
+        h('p', null, 'Start oxprof with that directory (', h('code', null, 'oxprof serve LOGDIR'), '), a run directory, or a single ', h('code', null, '.xplane.pb'), ' file. New runs appear when you press Refresh.'),
+        skipped.length ? h('details', null, h('summary', null, `${skipped.length} paths skipped`), h('ul', null, skipped.map((s) => h('li', null, s)))) : null,
+      ),
+    );
+    this.setPhase('empty');
+  }
+}
+
+function fillSelect(select: HTMLSelectElement, values: string[], selected: string, label: (v: string) => string): void {
+  const options = values.map((v) => h('option', { value: v, title: v }, label(v) === v ? v : `${label(v)} (${v})`));
+  if (selected && !values.includes(selected)) options.unshift(h('option', { value: selected }, `${label(selected) === selected ? selected : `${label(selected)} (${selected})`} (not listed)`));
+  replaceChildren(select, options);
+  select.value = selected;
+  select.disabled = values.length === 0;
+}

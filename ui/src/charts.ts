@@ -1,0 +1,166 @@
+// Chart options built from tool data (pure functions, unit tested): the stacked step-time
+// graph, top-N pies with an "Other" sector, stacked columns.
+
+import { type DataTable, cellValue, columnIndex } from './datatable';
+import { escapeHtml } from './dom';
+import { COMPUTE_GREEN, INPUT_RED, PALETTE } from './components/chart';
+
+/** Fixed colors of step-time categories (by column id): input wait red, device compute green. */
+const STEP_COLORS: Record<string, string> = {
+  deviceComputeTimeMs: COMPUTE_GREEN,
+  tcComputeTimeMs: COMPUTE_GREEN,
+  infeedTimeMs: INPUT_RED,
+  tcInfeedTimeMs: INPUT_RED,
+  scv0InfeedTimeMs: '#ff7f0e',
+  deviceToDeviceTimeMs: '#9467bd',
+  deviceCollectivesTimeMs: '#8c564b',
+  hostComputeTimeMs: '#1f77b4',
+  kernelLaunchTimeMs: '#e377c2',
+  outfeedTimeMs: '#bcbd22',
+  tcOutfeedTimeMs: '#bcbd22',
+  compileTimeMs: '#17becf',
+  otherTimeMs: '#7f7f7f',
+  tcIdleTimeMs: '#c7c7c7',
+  hostTransferTimeMs: '#aec7e8',
+  scv0ComputeTimeMs: '#98df8a',
+};
+
+export interface StepSeries {
+  id: string;
+  name: string;
+  color: string;
+  values: number[];
+}
+
+export interface StepGraph {
+  steps: string[];
+  series: StepSeries[];
+  tooltips: string[];
+}
+
+/**
+ * The step-time graph's data from the step table: one stacked series per category column
+ * named in `p.step_time_graph_column_ids` (else every number column but `stepTimeMs` and
+ * the infeed-percent ones), in that order.
+ */
+export function stepGraph(table: DataTable): StepGraph {
+  const cols = table.cols ?? [];
+  const rows = table.rows ?? [];
+  const listed = (table.p?.step_time_graph_column_ids ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((id) => id && id !== 'stepnum' && id !== 'tooltip');
+  const ids = listed.length
+    ? listed.filter((id) => columnIndex(table, id) >= 0)
+    : cols
+        .filter((c) => c.type === 'number' && c.id !== 'stepTimeMs' && !c.id.startsWith('infeedPercent'))
+        .map((c) => c.id);
+  const stepIndex = columnIndex(table, 'stepnum');
+  const tooltipIndex = columnIndex(table, 'tooltip');
+  const series = ids.map((id, i) => {
+    const index = columnIndex(table, id);
+    const column = cols[index];
+    return {
+      id,
+      name: (column?.label || id).replace(/ \(in ms\)$/, ''),
+      color: STEP_COLORS[id] ?? PALETTE[i % PALETTE.length] ?? '#888',
+      values: rows.map((r) => Number(cellValue(r, index) ?? 0)),
+    };
+  });
+  return {
+    steps: rows.map((r, i) => String(cellValue(r, stepIndex) ?? i)),
+    series,
+    tooltips: rows.map((r) => String(cellValue(r, tooltipIndex) ?? '')),
+  };
+}
+
+/** ECharts option of the stacked step-time graph (milliseconds per step). */
+export function stepGraphOption(graph: StepGraph, title = 'Step time (ms)'): Record<string, unknown> {
+  // Many steps: a zoom slider (and mouse-wheel zoom) below the axis.
+  const zoom = graph.steps.length > 60;
+  return {
+    animation: false,
+    title: { text: title, left: 'center', textStyle: { fontSize: 14 } },
+    tooltip: {
+      trigger: 'axis',
+      axisPointer: { type: 'shadow' },
+      confine: true,
+      formatter: (params: { dataIndex: number }[]) => {
+        const i = params[0]?.dataIndex ?? 0;
+        const text = graph.tooltips[i] || `Step ${graph.steps[i] ?? i}`;
+        return escapeHtml(text).replace(/\n/g, '<br>');
+      },
+    },
+    legend: { type: 'scroll', bottom: 0 },
+    grid: { left: 60, right: 24, top: 40, bottom: zoom ? 116 : 90 },
+    xAxis: { type: 'category', data: graph.steps, name: 'Step', nameLocation: 'middle', nameGap: 28 },
+    yAxis: { type: 'value', name: 'ms' },
+    dataZoom: zoom ? [{ type: 'inside' }, { type: 'slider', bottom: 34, height: 18 }] : [],
+    series: graph.series.map((s) => ({
+      name: s.name,
+      type: 'bar',
+      stack: 'step',
+      barMaxWidth: 56,
+      itemStyle: { color: s.color },
+      emphasis: { focus: 'series' },
+      data: s.values,
+    })),
+  };
+}
+
+export interface PieSlice {
+  name: string;
+  value: number;
+}
+
+/** Sums `value` by `name`, largest first (ties by name), keeping `limit` slices and summing the rest into "Other". */
+export function pieSlices(pairs: [string, number][], limit = 10): PieSlice[] {
+  const sums = new Map<string, number>();
+  for (const [name, value] of pairs) {
+    if (!Number.isFinite(value)) continue;
+    sums.set(name, (sums.get(name) ?? 0) + value);
+  }
+  const sorted = [...sums.entries()]
+    .map(([name, value]) => ({ name, value }))
+    .filter((s) => s.value > 0)
+    .sort((a, b) => b.value - a.value || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (sorted.length <= limit) return sorted;
+  const kept = sorted.slice(0, limit);
+  const rest = sorted.slice(limit).reduce((sum, s) => sum + s.value, 0);
+  return [...kept, { name: 'Other', value: rest }];
+}
+
+/** ECharts option of a pie with a scrolling legend and value/percent tooltips. */
+export function pieOption(title: string, slices: PieSlice[], unit: string): Record<string, unknown> {
+  return {
+    animation: false,
+    color: PALETTE,
+    title: { text: title, left: 'center', textStyle: { fontSize: 13 } },
+    tooltip: {
+      trigger: 'item',
+      confine: true,
+      formatter: (p: { name: string; value: number; percent: number }) =>
+        `${escapeHtml(p.name)}<br>${p.value.toLocaleString('en-US', { maximumFractionDigits: 3 })} ${escapeHtml(unit)} (${p.percent.toFixed(1)}%)`,
+    },
+    legend: {
+      type: 'scroll',
+      orient: 'vertical',
+      right: 8,
+      top: 32,
+      bottom: 8,
+      width: '38%',
+      tooltip: { show: true },
+      formatter: (name: string) => (name.length > 34 ? `${name.slice(0, 33)}…` : name),
+    },
+    series: [
+      {
+        type: 'pie',
+        radius: ['0%', '58%'],
+        center: ['32%', '55%'],
+        minShowLabelAngle: 6,
+        label: { show: true, formatter: '{d}%', fontSize: 11 },
+        data: slices,
+      },
+    ],
+  };
+}

@@ -1,0 +1,109 @@
+// Small shared page pieces: cards, notes/diagnostics boxes, safe rendering of the few
+// HTML anchors XProf puts in its recommendation strings, tool-name links.
+
+import { type DataTable, cellValue, columnIndex } from '../datatable';
+import { h } from '../dom';
+import { TOOL_NAMES } from '../page';
+
+export function card(title: string | null, ...children: (Node | string | null | false)[]): HTMLElement {
+  return h('section', { class: 'card' }, title ? h('h2', null, title) : null, ...children);
+}
+
+/** oxprof's own notes (why no steps were found, what was skipped...). */
+export function notesBox(notes: string[]): HTMLElement | null {
+  if (!notes.length) return null;
+  return h(
+    'aside',
+    { class: 'notes', 'data-role': 'notes', role: 'note' },
+    h('strong', null, notes.length === 1 ? 'Note from oxprof' : 'Notes from oxprof'),
+    h('ul', null, notes.map((n) => h('li', null, n))),
+  );
+}
+
+/** The diagnostics table (`severity`, `message`) as warning/error boxes. */
+export function diagnosticsBox(table: DataTable | null): HTMLElement | null {
+  if (!table?.rows?.length) return null;
+  const sev = columnIndex(table, 'severity');
+  const msg = columnIndex(table, 'message');
+  const items = table.rows.map((r) => ({
+    severity: String(cellValue(r, sev) ?? 'INFO'),
+    message: String(cellValue(r, msg) ?? ''),
+  }));
+  return h(
+    'aside',
+    { class: 'diagnostics', 'data-role': 'diagnostics' },
+    items.map((d) =>
+      h('p', { class: `diag diag-${d.severity.toLowerCase()}` }, h('strong', null, `${d.severity}: `), d.message),
+    ),
+  );
+}
+
+/** XProf's diagnostics object (`{info, warnings, errors}`) as boxes. */
+export function diagnosticsObjectBox(diag: unknown): HTMLElement | null {
+  if (!diag || typeof diag !== 'object') return null;
+  const d = diag as Record<string, unknown>;
+  const list = (key: string, severity: string) =>
+    (Array.isArray(d[key]) ? (d[key] as unknown[]) : []).map((m) => ({ severity, message: String(m) }));
+  const items = [...list('errors', 'ERROR'), ...list('warnings', 'WARNING'), ...list('info', 'INFO')];
+  if (!items.length) return null;
+  return h(
+    'aside',
+    { class: 'diagnostics', 'data-role': 'diagnostics' },
+    items.map((i) => h('p', { class: `diag diag-${i.severity.toLowerCase()}` }, h('strong', null, `${i.severity}: `), i.message)),
+  );
+}
+
+const ANCHOR = /<a\s+[^>]*href\s*=\s*"([^"]*)"[^>]*>(.*?)<\/a>/gi;
+
+/**
+ * Text that may hold `<a href="...">label</a>` anchors (XProf's recommendations) as DOM
+ * nodes: anchors with http(s) targets become links opening a new tab; any other markup
+ * is shown as text, never interpreted.
+ */
+export function richText(text: string, link?: (tool: string) => string): Node[] {
+  const nodes: Node[] = [];
+  let last = 0;
+  for (const m of text.matchAll(ANCHOR)) {
+    const index = m.index ?? 0;
+    if (index > last) nodes.push(...toolLinks(text.slice(last, index), link));
+    const href = m[1] ?? '';
+    const label = (m[2] ?? '').replace(/<[^>]*>/g, '');
+    if (/^https?:\/\//i.test(href)) {
+      nodes.push(h('a', { href, target: '_blank', rel: 'noopener noreferrer' }, label));
+    } else {
+      nodes.push(document.createTextNode(label));
+    }
+    last = index + m[0].length;
+  }
+  if (last < text.length) nodes.push(...toolLinks(text.slice(last), link));
+  return nodes;
+}
+
+/** Plain text with XProf tool names (e.g. `input_pipeline_analyzer`) turned into links to those tools. */
+export function toolLinks(text: string, link?: (tool: string) => string): Node[] {
+  if (!link) return [document.createTextNode(text)];
+  const names = Object.keys(TOOL_NAMES).sort((a, b) => b.length - a.length);
+  const pattern = new RegExp(`\\b(${names.map((n) => n.replace(/[@^]/g, '\\$&')).join('|')})\\b`, 'g');
+  const nodes: Node[] = [];
+  let last = 0;
+  for (const m of text.matchAll(pattern)) {
+    const index = m.index ?? 0;
+    if (index > last) nodes.push(document.createTextNode(text.slice(last, index)));
+    const tool = m[1] ?? '';
+    nodes.push(h('a', { href: link(tool), class: 'tool-link', 'data-tool': tool }, tool));
+    last = index + m[0].length;
+  }
+  if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
+  return nodes;
+}
+
+/** A big metric: title, value (with its spread), optional sub-lines. */
+export function metric(title: string, value: string, key: string, detail?: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'metric', 'data-metric': key },
+    h('div', { class: 'metric-title' }, title),
+    h('div', { class: 'metric-value', 'data-role': 'value' }, value),
+    detail ? h('div', { class: 'metric-detail' }, detail) : null,
+  );
+}

@@ -1,0 +1,31 @@
+// Which page shows which tool; tools without a dedicated page get the generic one.
+
+import type { Page } from '../page';
+import { frameworkOpStatsPage } from './framework_op_stats';
+import { genericPage, noDataPage } from './generic';
+import { inputPipelinePage } from './input_pipeline';
+import { kernelStatsPage } from './kernel_stats';
+import { overviewPage } from './overview';
+import { podViewerPage } from './pod_viewer';
+
+const PAGES: Record<string, Page> = {
+  overview_page: overviewPage,
+  input_pipeline_analyzer: inputPipelinePage,
+  input_pipeline: inputPipelinePage,
+  framework_op_stats: frameworkOpStatsPage,
+  tensorflow_stats: frameworkOpStatsPage,
+  kernel_stats: kernelStatsPage,
+  pod_viewer: podViewerPage,
+};
+
+/** Tools whose data is not a table or summary (trace events, graphs): the UI links to the raw data instead. */
+const NO_DATA_TOOLS = new Set(['trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer']);
+
+export function toolNeedsNoData(tool: string): boolean {
+  return NO_DATA_TOOLS.has(tool);
+}
+
+export function pageFor(tool: string): Page {
+  if (NO_DATA_TOOLS.has(tool)) return noDataPage;
+  return PAGES[tool] ?? genericPage;
+}

@@ -1,0 +1,31 @@
+// Build configuration: a deterministic bundle (no content hashes, relative base) in ui/dist,
+// which the oxprof server embeds. `scripts/check-dist.mjs` verifies a rebuild reproduces it.
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  base: '/',
+  build: {
+    outDir: process.env.OXPROF_UI_OUT_DIR || 'dist',
+    emptyOutDir: true,
+    sourcemap: false,
+    reportCompressedSize: false,
+    chunkSizeWarningLimit: 1200,
+    rollupOptions: {
+      output: {
+        entryFileNames: 'assets/index.js',
+        chunkFileNames: 'assets/[name].js',
+        assetFileNames: 'assets/[name][extname]',
+      },
+    },
+  },
+  server: {
+    // `npm run dev` proxies the API to a running `oxprof serve` (OXPROF_URL, default port 8791).
+    proxy: Object.fromEntries(
+      ['/data', '/oxprof'].map((prefix) => [prefix, process.env.OXPROF_URL || 'http://127.0.0.1:8791']),
+    ),
+  },
+  test: {
+    environment: 'jsdom',
+    include: ['test/**/*.test.ts'],
+  },
+});
