@@ -265,7 +265,7 @@ fn inspect_text_report_is_stable() {
     insta::assert_snapshot!("inspect_tf_custom_loop", out.stdout);
 }
 
-/// The README's first command: the input-pipeline verdict of the bundled demo profile.
+/// The README's headless command: the input-pipeline verdict of the bundled demo profile.
 #[test]
 fn readme_demo_is_stable() {
     let out = oxprof(&["data", "input_pipeline_analyzer", "testdata/profiles/tf_custom_loop", "--format", "md"]);
