@@ -6,126 +6,28 @@
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
 //! differences per failing case.
 
+use common::{ALL_HOSTS, Case, external_dir, read_text};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
 use oxprof_api::ApiError;
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
-use std::io::Read;
 use std::path::{Path, PathBuf};
+
+mod common;
+
+/// The cases of this tool: XProf reads one XSpace for `memory_profile`, so third-party
+/// cases are per host only; refkit bodies must be byte-identical.
+fn cases() -> Vec<Case> {
+    common::cases().into_iter().filter(|c| c.refkit || c.host != ALL_HOSTS).collect()
+}
+
+fn load_expected_text(dir: &Path) -> Option<String> {
+    read_text(&dir.join("memory_profile.json"))
+}
 
 /// Cases that do not match XProf, as case-name prefixes, each with its reason. The test
 /// fails if one of them starts matching, so this list only shrinks.
 const KNOWN_GAPS: &[&str] = &[];
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn external_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
-    dir.is_dir().then_some(dir)
-}
-
-fn external_outputs_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("OXPROF_EXTERNAL_XPROF_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/testdata/external-xprof-out"));
-    dir.is_dir().then_some(dir)
-}
-
-/// One profile (file or run directory), a host, XProf's output folder, and whether the
-/// body must be byte-identical.
-struct Case {
-    name: String,
-    input: PathBuf,
-    host: &'static str,
-    expected: PathBuf,
-    exact_bytes: bool,
-}
-
-fn cases() -> Vec<Case> {
-    let mut cases = Vec::new();
-    for name in ["tf_keras_fit", "tf_custom_loop", "jax_train", "tf_memory", "tf_memory_nobfc"] {
-        let dir = repo_root().join("testdata/profiles").join(name);
-        for host in ["vm", "ALL_HOSTS"] {
-            cases.push(Case {
-                name: format!("{name}/{host}"),
-                input: dir.clone(),
-                host,
-                expected: dir.join("xprof_out"),
-                exact_bytes: true,
-            });
-        }
-    }
-    let (Some(ext), Some(out)) = (external_dir(), external_outputs_dir()) else {
-        eprintln!("SKIP: ../shared/testdata/external(-xprof-out) absent; third-party profiles not checked");
-        return cases;
-    };
-    let amd = ext.join("AMD-AGI-TraceLens/tests");
-    let singles: Vec<(&str, PathBuf, &'static str)> = vec![
-        (
-            "AMD-AGI-TraceLens/934987a2fc2f",
-            amd.join("test_data_jax_te_fused_attn_categorization/934987a2fc2f.xplane.pb"),
-            "934987a2fc2f",
-        ),
-        ("AMD-AGI-TraceLens/jax08_attention__tw003", amd.join("traces/mi300/jax08_attention/tw003.xplane.pb"), "tw003"),
-        ("AMD-AGI-TraceLens/jax08_conv__tw003", amd.join("traces/mi300/jax08_conv/tw003.xplane.pb"), "tw003"),
-        (
-            "AMD-AGI-TraceLens/jax08_elementwise__tw003",
-            amd.join("traces/mi300/jax08_elementwise/tw003.xplane.pb"),
-            "tw003",
-        ),
-        ("AMD-AGI-TraceLens/jax08_gemm__tw003", amd.join("traces/mi300/jax08_gemm/tw003.xplane.pb"), "tw003"),
-        (
-            "AMD-AGI-TraceLens/chi-mi300x-013.ord.vultr.cpe.ice.amd.com",
-            amd.join("traces/mi300/jax_conv_minimal"),
-            "chi-mi300x-013.ord.vultr.cpe.ice.amd.com",
-        ),
-        (
-            "openxla-xprof/34.83.195.179_6003",
-            ext.join("openxla-xprof/demo/plugins/profile/GPU-multi-worker/34.83.195.179_6003.xplane.pb"),
-            "34.83.195.179_6003",
-        ),
-        (
-            "openxla-xprof/tpu_inference_2",
-            ext.join("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb"),
-            "tpu_inference_2",
-        ),
-    ];
-    for (name, input, host) in singles {
-        cases.push(Case {
-            name: format!("{name}/{host}"),
-            input,
-            host,
-            expected: out.join(name).join("xprof_out"),
-            exact_bytes: false,
-        });
-    }
-    let two = ext.join("openxla-xprof/demo/plugins/profile/GPU-multi-worker");
-    let two_out = out.join("openxla-xprof/GPU-multi-worker_two_hosts/xprof_out");
-    for host in ["34.83.195.179_6003", "34.83.195.180_6003"] {
-        cases.push(Case {
-            name: format!("GPU-multi-worker_two_hosts/{host}"),
-            input: two.clone(),
-            host,
-            expected: two_out.join(host),
-            exact_bytes: false,
-        });
-    }
-    cases
-}
-
-fn load_expected_text(dir: &Path) -> Option<String> {
-    if let Ok(t) = std::fs::read_to_string(dir.join("memory_profile.json")) {
-        return Some(t);
-    }
-    let mut t = String::new();
-    let file = std::fs::File::open(dir.join("memory_profile.json.gz")).ok()?;
-    flate2::read::GzDecoder::new(file).read_to_string(&mut t).ok()?;
-    Some(t)
-}
 
 /// XProf merges identical live allocations (equal sizes, op, region, dtype and shape) into
 /// one breakdown row and keeps the snapshot of whichever came first out of a hash map and
@@ -177,14 +79,14 @@ fn memory_profile_equals_xprof() {
         };
         let mut actual = response.json.clone().unwrap_or(Value::Null);
         let mut expected = expected;
-        if !case.exact_bytes {
+        if !case.refkit {
             mask_row_representatives(&mut expected);
             mask_row_representatives(&mut actual);
         }
         let report = compare(&expected, &actual, CmpOptions::default());
         let mut ok = report.is_match();
         let mut summary = report.summary(show);
-        if ok && case.exact_bytes && response.body != expected_text.trim_end() {
+        if ok && case.refkit && response.body != expected_text.trim_end() {
             ok = false;
             summary = "same JSON value, different bytes".into();
         }

@@ -9,6 +9,7 @@
 //! then control predecessors.
 
 use super::graph::{Graph, Node, Opcode};
+use crate::printf::format_g;
 use oxprof_format::hlo::{Layout, Literal, Shape, Sharding, WindowDimension, primitive};
 use std::fmt::Write as _;
 
@@ -180,27 +181,6 @@ fn round_trip_float(value: f64, digits10: usize, max_digits10: usize, same: impl
     }
     let short = format_g(value, digits10);
     if short.parse::<f64>().is_ok_and(&same) { short } else { format_g(value, max_digits10) }
-}
-
-/// C's `%.{precision}g`.
-pub(crate) fn format_g(value: f64, precision: usize) -> String {
-    let precision = precision.max(1);
-    if value == 0.0 {
-        return if value.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let scientific = format!("{:.*e}", precision - 1, value);
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let strip = |s: &str| -> String {
-        if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s.to_string() }
-    };
-    if exponent < -4 || exponent >= precision as i32 {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", strip(mantissa), exponent.abs())
-    } else {
-        let decimals = (precision as i32 - 1 - exponent).max(0) as usize;
-        strip(&format!("{value:.decimals$}"))
-    }
 }
 
 /// One element of a literal, as `Literal::Print` shows it.

@@ -25,6 +25,7 @@
 //!   iteration order).
 
 use crate::grouping::{EventGroups, group_events, is_xspace_grouped};
+use crate::printf::write_proto_json_string;
 use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
 use oxprof_format::{StatValue, XPlane, XSpace};
 use std::collections::{BTreeMap, HashMap};
@@ -687,7 +688,7 @@ impl MemoryProfile {
             if i > 0 {
                 out.push(',');
             }
-            json_string(&mut out, id);
+            write_proto_json_string(&mut out, id);
             out.push(':');
             self.write_allocator(&mut out, allocator);
         }
@@ -696,7 +697,7 @@ impl MemoryProfile {
             if i > 0 {
                 out.push(',');
             }
-            json_string(&mut out, id);
+            write_proto_json_string(&mut out, id);
         }
         let _ = write!(out, "],\"version\":{},\"hloModules\":[", self.version);
         for (i, m) in self.hlo_modules.iter().enumerate() {
@@ -704,13 +705,13 @@ impl MemoryProfile {
                 out.push(',');
             }
             out.push_str("{\"name\":");
-            json_string(&mut out, &m.name);
+            write_proto_json_string(&mut out, &m.name);
             let _ = write!(
                 out,
                 ",\"startTimePs\":\"{}\",\"endTimePs\":\"{}\",\"id\":\"{}\",\"planeName\":",
                 m.start_time_ps, m.end_time_ps, m.id
             );
-            json_string(&mut out, &m.plane_name);
+            write_proto_json_string(&mut out, &m.plane_name);
             out.push('}');
         }
         out.push_str("]}");
@@ -776,13 +777,13 @@ impl MemoryProfile {
             m.allocation_bytes,
             m.address
         );
-        json_string(out, self.str(m.tf_op_name));
+        write_proto_json_string(out, self.str(m.tf_op_name));
         let _ = write!(out, ",\"stepId\":\"{}\",\"regionType\":", m.step_id);
-        json_string(out, self.str(m.region_type));
+        write_proto_json_string(out, self.str(m.region_type));
         out.push_str(",\"dataType\":");
-        json_string(out, self.str(m.data_type));
+        write_proto_json_string(out, self.str(m.data_type));
         out.push_str(",\"tensorShape\":");
-        json_string(out, self.str(m.tensor_shape));
+        write_proto_json_string(out, self.str(m.tensor_shape));
         out.push('}');
     }
 }
@@ -797,63 +798,9 @@ fn write_stats(out: &mut String, s: &AggregationStats) {
     let _ = write!(out, ",\"peakBytesInUse\":\"{}\"}}", s.peak_bytes_in_use);
 }
 
-/// A JSON string with the escapes protobuf's JSON printer uses for these fields.
-fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// A double as protobuf's JSON printer writes it: `"NaN"`, `"Infinity"`, `"-Infinity"`,
-/// else `SimpleDtoa` (`%.15g`, or `%.17g` when 15 digits do not round-trip).
+/// A double as protobuf's JSON printer writes it (`SimpleDtoa`; non-finite values quoted).
 pub fn proto_json_double(out: &mut String, v: f64) {
-    if v.is_nan() {
-        out.push_str("\"NaN\"");
-    } else if v.is_infinite() {
-        out.push_str(if v > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" });
-    } else {
-        let short = format_g(v, 15);
-        if short.parse::<f64>().ok() == Some(v) {
-            out.push_str(&short);
-        } else {
-            out.push_str(&format_g(v, 17));
-        }
-    }
-}
-
-/// C's `%.{precision}g`.
-fn format_g(v: f64, precision: usize) -> String {
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let sci = format!("{:.*e}", precision - 1, v);
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exponent.parse().unwrap_or(0);
-    if exp < -4 || exp >= precision as i32 {
-        let m = strip_zeros(mantissa);
-        format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
-    } else {
-        let decimals = (precision as i32 - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{v:.decimals$}")).to_string()
-    }
-}
-
-fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
+    out.push_str(&crate::printf::proto_json_double(v));
 }
 
 #[cfg(test)]

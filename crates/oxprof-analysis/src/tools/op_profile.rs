@@ -10,6 +10,7 @@ use crate::op_stats::op_metrics_db::{
     total_time_ps,
 };
 use crate::op_stats::{HardwareType, MemoryOperationType, OpMetrics, OpStats, SourceInfo, TpuCoreType};
+use crate::printf::{proto_json_double, write_proto_json_string};
 use crate::tools::op_record::{
     MEMORY_SPACE_HBM, MEMORY_SPACE_ON_CHIP, giga_bytes_per_second_per_core,
     giga_flops_per_second_per_core_normalized_on_dvfs, giga_to_gibi, pico_to_nano, safe_divide, tera_to_giga,
@@ -816,8 +817,8 @@ fn write_proto_json(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&simple_dtoa(n.as_f64().unwrap_or(0.0))),
-        Value::String(text) => write_proto_string(text, out),
+        Value::Number(n) => out.push_str(&proto_json_double(n.as_f64().unwrap_or(0.0))),
+        Value::String(text) => write_proto_json_string(out, text),
         Value::Array(items) => {
             out.push('[');
             for (index, item) in items.iter().enumerate() {
@@ -837,72 +838,13 @@ fn write_proto_json(value: &Value, out: &mut String) {
                 if index > 0 {
                     out.push(',');
                 }
-                write_proto_string(key, out);
+                write_proto_json_string(out, key);
                 out.push(':');
                 write_proto_json(item, out);
             }
             out.push('}');
         }
     }
-}
-
-/// `printf("%.{precision}g", v)`: `precision` significant digits, trailing zeros removed,
-/// scientific (`1.5e-06`, `2e+17`) when the exponent is below -4 or not below `precision`.
-fn printf_g(v: f64, precision: usize) -> String {
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let strip = |text: &str| -> String {
-        if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text.to_string() }
-    };
-    // Rust rounds the exact binary value like glibc's printf; the exponent after rounding
-    // picks the style.
-    let scientific = format!("{:.*e}", precision.saturating_sub(1), v);
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((scientific.as_str(), "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if exponent < -4 || exponent >= precision as i32 {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", strip(mantissa), exponent.unsigned_abs())
-    } else {
-        let decimals = usize::try_from(precision as i32 - 1 - exponent).unwrap_or(0);
-        strip(&format!("{v:.decimals$}"))
-    }
-}
-
-/// protobuf's `SimpleDtoa` (its JSON printer's doubles): `%.15g` when that reads back as
-/// the same double, else `%.17g`; non-finite values as protobuf names them.
-fn simple_dtoa(v: f64) -> String {
-    if v.is_nan() {
-        return "\"NaN\"".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "\"Infinity\"".into() } else { "\"-Infinity\"".into() };
-    }
-    let short = printf_g(v, 15);
-    if short.parse::<f64>().ok() == Some(v) { short } else { printf_g(v, 17) }
-}
-
-/// A JSON string as protobuf escapes it.
-fn write_proto_string(text: &str, out: &mut String) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -938,11 +880,11 @@ mod tests {
     #[test]
     fn proto_json_text_prints_like_protobuf() {
         // %.15g when it reads back, else %.17g (trailing zeros dropped), 2-digit exponents.
-        assert_eq!(simple_dtoa(0.069_671_487_717_328_98), "0.069671487717328978");
-        assert_eq!(simple_dtoa(8.142_000_327_721_873e-6), "8.142000327721873e-06");
-        assert_eq!(simple_dtoa(9_456_212_000.0), "9456212000");
-        assert_eq!(simple_dtoa(1e16), "1e+16");
-        assert_eq!(simple_dtoa(0.5), "0.5");
+        assert_eq!(proto_json_double(0.069_671_487_717_328_98), "0.069671487717328978");
+        assert_eq!(proto_json_double(8.142_000_327_721_873e-6), "8.142000327721873e-06");
+        assert_eq!(proto_json_double(9_456_212_000.0), "9456212000");
+        assert_eq!(proto_json_double(1e16), "1e+16");
+        assert_eq!(proto_json_double(0.5), "0.5");
         let value = json!({"numChildren": 2, "name": "a<b>", "metrics": {"rawTime": 1.0, "flops": 0.25}});
         assert_eq!(
             proto_json_text(&value),

@@ -5,35 +5,13 @@
 /// `%g` with 6 significant digits, as `absl::StrCat(double)` prints (e.g. `0.03193`,
 /// `14.2083`, `1.79533e+12`).
 pub fn format_g6(value: f64) -> String {
-    if !value.is_finite() {
-        return if value.is_nan() {
-            "nan".to_string()
-        } else if value > 0.0 {
-            "inf".to_string()
-        } else {
-            "-inf".to_string()
-        };
-    }
-    if value == 0.0 {
-        return if value.is_sign_negative() { "-0".to_string() } else { "0".to_string() };
-    }
-    const PRECISION: i32 = 6;
-    // The exponent after rounding to 6 significant digits.
-    let sci = format!("{:.*e}", (PRECISION - 1) as usize, value);
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..PRECISION).contains(&exp) {
-        let mantissa = strip_zeros(mantissa);
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exp.abs())
+    if value.is_nan() {
+        "nan".to_string()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf".to_string() } else { "-inf".to_string() }
     } else {
-        let decimals = (PRECISION - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{value:.decimals$}")).to_string()
+        crate::printf::format_g(value, 6)
     }
-}
-
-fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
 }
 
 /// libstdc++'s `std::_Hash_bytes(ptr, len, 0xc70f6907)` on 64-bit targets (the value of
