@@ -6,8 +6,11 @@
 // Env: OXPROF_BIN (required), OXPROF_E2E_LOGDIR (default: <repo>/testdata/profiles),
 // OXPROF_EXTERNAL_TESTDATA (default: <repo>/../shared/testdata/external; the GPU pages
 // use its GPU-multi-worker profile when present), OXPROF_E2E_ARTIFACTS (screenshots,
-// default ui/e2e-artifacts).
+// default ui/e2e-artifacts), OXPROF_PYTHON_VENV (default <repo>/.venv-test: a venv with
+// jax for the live capture test, skipped without it unless OXPROF_REQUIRE_LIVE=1).
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -131,6 +134,75 @@ async function selectValues(page) {
     tool: document.querySelector('[data-role="tool"]').value,
     host: document.querySelector('[data-role="host"]').value,
   }));
+}
+
+/** A free loopback port (bound and released). */
+function freePort() {
+  return new Promise((resolveP, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolveP(port));
+    });
+  });
+}
+
+/**
+ * Starts scripts/live/jax_train_server.py (a JAX training loop with the profiler server on)
+ * and resolves once it prints READY (as crates/oxprof/tests/capture.rs does). Its stdin is
+ * held open: closing it (stop) ends the program.
+ */
+async function startJaxWorker(python) {
+  const port = await freePort();
+  const script = join(repo, 'scripts/live/jax_train_server.py');
+  const child = spawn(python, [script, '--port', String(port), '--seconds', '300'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, JAX_PLATFORMS: 'cpu', TF_CPP_MIN_LOG_LEVEL: '2' },
+  });
+  const stop = () =>
+    new Promise((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) return done();
+      child.once('exit', () => done());
+      child.stdin.end();
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+    });
+  await new Promise((ready, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`the JAX worker did not start within 180 s\nstderr: ${err.slice(-2000)}`));
+    }, 180_000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (/^READY/m.test(out)) {
+        clearTimeout(timer);
+        ready();
+      }
+    });
+    child.stderr.on('data', (d) => (err += d));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the JAX worker exited with ${code}\nstderr: ${err.slice(-2000)}`));
+    });
+  });
+  return { address: `127.0.0.1:${port}`, stop };
+}
+
+/** Opens the Capture profile dialog, fills it and submits; resolves with the final state. */
+async function capture(page, fields) {
+  await page.click('[data-role="capture"]');
+  await page.locator('[data-role="capture-dialog"]').waitFor({ state: 'visible' });
+  for (const [role, value] of Object.entries(fields)) {
+    const el = page.locator(`[data-role="capture-dialog"] [data-role="${role}"]`);
+    if ((await el.evaluate((e) => e.tagName)) === 'SELECT') await el.selectOption(value);
+    else await el.fill(value);
+  }
+  await page.click('[data-role="capture-submit"]');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.querySelector('[data-role="capture-backdrop"]')?.dataset.state ?? ''), null, { timeout: 180_000 });
+  return page.locator('[data-role="capture-backdrop"]').getAttribute('data-state');
 }
 
 // ---- the tests -------------------------------------------------------------------------
@@ -492,6 +564,97 @@ try {
     });
   } finally {
     rmSync(emptyDir, { recursive: true, force: true });
+  }
+
+  // Capture profile: `oxprof serve DIR` over a log directory offers capturing.
+  const captureDir = mkdtempSync(join(tmpdir(), 'oxprof-capture-'));
+  try {
+    const served = await startServer(bin, captureDir);
+    servers.push(served);
+    const config = await api(served.url, 'config');
+    assertEqual(config.hideCaptureProfileButton, false, '/config offers capturing for a log directory');
+    await h.test('capture: the dialog opens from the keyboard, has XProf\'s defaults, Escape closes it', async ({ page, shot }) => {
+      await page.goto(served.url);
+      await waitReady(page, 'empty');
+      const button = page.locator('[data-role="capture"]');
+      await button.waitFor({ state: 'visible' });
+      await button.focus();
+      await page.keyboard.press('Enter');
+      await page.locator('[data-role="capture-dialog"]').waitFor({ state: 'visible' });
+      assertEqual(await page.evaluate(() => document.activeElement?.dataset.role), 'service_addr', 'focus in the address field');
+      const values = {};
+      for (const role of ['duration', 'num_retry', 'host_tracer_level', 'device_tracer_level', 'python_tracer_level']) values[role] = await page.inputValue(`[data-role="${role}"]`);
+      assertEqual(values, { duration: '2000', num_retry: '3', host_tracer_level: '2', device_tracer_level: '1', python_tracer_level: '0' }, 'defaults');
+      await shot();
+      await page.keyboard.press('Escape');
+      await page.locator('[data-role="capture-dialog"]').waitFor({ state: 'hidden' });
+      assertEqual(await page.evaluate(() => document.activeElement?.dataset.role), 'capture', 'focus back on the button');
+    });
+    await h.test('capture: a dead address shows the server\'s error and the failed worker', async ({ page, shot }) => {
+      await page.goto(served.url);
+      await waitReady(page, 'empty');
+      const state = await capture(page, { service_addr: '127.0.0.1:1', num_retry: '0' });
+      assertEqual(state, 'error', 'dialog state');
+      const message = await text(page, '[data-role="capture-error"] [data-role="capture-message"]');
+      assert(message.includes('127.0.0.1:1'), `error message names the address: ${message}`);
+      const failed = await page.locator('[data-role="capture-failed"] li').allInnerTexts();
+      assert(failed.length === 1 && failed[0].startsWith('127.0.0.1:1: '), `failed workers: ${JSON.stringify(failed)}`);
+      // The same request to the API answers an error JSON naming the same worker.
+      const r = await fetch(new URL('/data/plugin/profile/capture_profile?service_addr=127.0.0.1:1&duration=100&num_retry=0', served.url));
+      const body = await r.json();
+      assert(r.status >= 400 && typeof body.error === 'string' && body.failed?.[0]?.address === '127.0.0.1:1', `API error: ${JSON.stringify(body)}`);
+      assertEqual(await page.evaluate(() => document.body.dataset.state), 'empty', 'no run was added');
+      await shot();
+      assert(await page.evaluate(() => !!document.activeElement?.closest('[data-role="capture-dialog"]')), 'the focus stays in the dialog');
+      await page.keyboard.press('Escape');
+      await page.locator('[data-role="capture-dialog"]').waitFor({ state: 'hidden' });
+    }, { allowConsole: /Failed to load resource|500/ });
+
+    const venv = process.env.OXPROF_PYTHON_VENV || join(repo, '.venv-test');
+    const python = join(venv, 'bin/python');
+    const liveName = 'capture: 1000 ms from a live JAX program adds a run, selected, and its overview loads';
+    if (existsSync(python)) {
+      let worker = null;
+      try {
+        worker = await startJaxWorker(python);
+        await h.test(liveName, async ({ page, shot }) => {
+          await page.goto(served.url);
+          await waitReady(page, 'empty');
+          const state = await capture(page, { service_addr: worker.address, duration: '1000' });
+          const status = await text(page, '[data-role="capture-status"]');
+          assertEqual(state, 'done', `dialog state (${status})`);
+          const run = await text(page, '[data-role="capture-run"]');
+          assertEqual(await page.locator('[data-role="capture-captured"] li').allInnerTexts(), [worker.address], 'captured workers');
+          await waitReady(page);
+          const runsNow = await api(served.url, 'runs');
+          assert(runsNow.includes(run), `the API lists the new run ${run}: ${JSON.stringify(runsNow)}`);
+          const options = await page.locator('[data-role="run"] option').evaluateAll((os) => os.map((o) => o.value));
+          assertEqual(options, runsNow, 'Runs selector refreshed');
+          assertEqual((await selectValues(page)).run, run, 'new run selected');
+          assertEqual(new URL(page.url()).searchParams.get('run'), run, 'URL names the new run');
+          await page.keyboard.press('Escape');
+          await page.locator('[data-role="capture-dialog"]').waitFor({ state: 'hidden' });
+          if ((await selectValues(page)).tool !== 'overview_page') {
+            await page.selectOption('[data-role="tool"]', 'overview_page');
+            await waitReady(page);
+          }
+          await page.locator('[data-page="overview_page"]').waitFor();
+          await shot();
+        });
+      } catch (e) {
+        h.results.push({ name: liveName, ok: false, error: e });
+        console.log(`FAIL ${liveName}\n     ${String(e && e.stack ? e.stack : e).split('\n').join('\n     ')}`);
+      } finally {
+        await worker?.stop();
+      }
+    } else if (process.env.OXPROF_REQUIRE_LIVE === '1') {
+      h.results.push({ name: liveName, ok: false, error: new Error(`no venv at ${venv}`) });
+      console.log(`FAIL ${liveName}: OXPROF_REQUIRE_LIVE=1 but ${python} is missing (run scripts/setup-python.sh)`);
+    } else {
+      h.skip(liveName, `no Python venv at ${venv} (run scripts/setup-python.sh)`);
+    }
+  } finally {
+    rmSync(captureDir, { recursive: true, force: true });
   }
   exitCode = h.summary() ? 1 : 0;
 } catch (e) {

@@ -86,6 +86,60 @@ export interface Api {
   data(run: string, tool: string, host: string, params?: Params): Promise<unknown>;
   dataCsvUrl(run: string, tool: string, host: string, params?: Params): string;
   notes(run: string, tool: string, host: string, params?: Params): Promise<string[]>;
+  /** `/config` (absent in tests that do not need it). */
+  config?(): Promise<ProfileConfig>;
+  /** `/capture_profile`: the server's answer, success or error. */
+  capture?(params: Params): Promise<CaptureReply>;
+}
+
+/** XProf's `/config`. */
+export interface ProfileConfig {
+  hideCaptureProfileButton?: boolean;
+}
+
+export interface CapturedWorker {
+  address: string;
+}
+
+export interface FailedWorker {
+  address: string;
+  error?: string;
+  kind?: string;
+  attempts?: number;
+}
+
+/** A `/capture_profile` answer: 200 `{result, run, captured, failed}` or an error `{error, failed?}`. */
+export interface CaptureReply {
+  ok: boolean;
+  status: number;
+  result?: string;
+  run?: string;
+  error?: string;
+  captured: CapturedWorker[];
+  failed: FailedWorker[];
+}
+
+/** Reads a `/capture_profile` answer (any status) into a [`CaptureReply`]. */
+export function parseCaptureReply(status: number, statusText: string, body: string): CaptureReply {
+  const ok = status >= 200 && status < 300;
+  let parsed: Record<string, unknown> | null = null;
+  try {
+    const value: unknown = JSON.parse(body);
+    if (value && typeof value === 'object' && !Array.isArray(value)) parsed = value as Record<string, unknown>;
+  } catch {
+    // not JSON: the text is the message.
+  }
+  const list = <T>(v: unknown, check: (x: Record<string, unknown>) => T | null): T[] =>
+    Array.isArray(v) ? v.flatMap((x) => (x && typeof x === 'object' ? [check(x as Record<string, unknown>)] : [])).filter((x): x is T => x !== null) : [];
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  const captured = list(parsed?.captured, (x) => (typeof x.address === 'string' ? { address: x.address } : null));
+  const failed = list(parsed?.failed, (x) =>
+    typeof x.address === 'string'
+      ? { address: x.address, error: str(x.error), kind: str(x.kind), attempts: typeof x.attempts === 'number' ? x.attempts : undefined }
+      : null,
+  );
+  const error = str(parsed?.error) || (ok && parsed ? undefined : errorMessage(body, status, statusText));
+  return { ok: ok && !parsed?.error, status, result: str(parsed?.result), run: str(parsed?.run), error, captured, failed };
 }
 
 /** The notes route oxprof adds (oxprof's own user-facing notes for a data request). */
@@ -103,6 +157,17 @@ export const serverApi: Api = {
     getJson<unknown>(buildUrl(`${PROFILE_PREFIX}/data`, { run, tag: tool, host, ...params })),
   dataCsvUrl: (run, tool, host, params = {}) =>
     buildUrl(`${PROFILE_PREFIX}/data_csv`, { run, tag: tool, host, ...params }),
+  config: () => getJson<ProfileConfig>(`${PROFILE_PREFIX}/config`),
+  capture: async (params) => {
+    const url = buildUrl(`${PROFILE_PREFIX}/capture_profile`, params);
+    let response: Response;
+    try {
+      response = await fetch(url, { headers: { Accept: 'application/json' } });
+    } catch (e) {
+      throw new ApiError(`Cannot reach the oxprof server (${e instanceof Error ? e.message : String(e)})`, 0, url);
+    }
+    return parseCaptureReply(response.status, response.statusText, await response.text().catch(() => ''));
+  },
   notes: async (run, tool, host, params = {}) => {
     try {
       const body = await getJson<unknown>(buildUrl(NOTES_ROUTE, { run, tag: tool, host, ...params }));

@@ -3,6 +3,7 @@
 // (`?run=R&tool=T&host=H&...`), so every view can be linked to and restored.
 
 import { type Api, ApiError, getJson } from './api';
+import { CaptureDialog } from './capture';
 import { disposeCharts } from './components/chart';
 import { notesBox } from './components/common';
 import type { ViewStore } from './components/table';
@@ -29,6 +30,13 @@ export class App {
     { type: 'button', class: 'button', 'data-role': 'refresh', title: 'Look for new runs and recompute' },
     '⟳ Refresh',
   );
+  /** Shown only when the server's `/config` offers capturing (`hideCaptureProfileButton: false`). */
+  private readonly captureButton = h(
+    'button',
+    { type: 'button', class: 'button hidden', 'data-role': 'capture', 'aria-haspopup': 'dialog', title: 'Capture a profile from running programs into a new run' },
+    '● Capture profile',
+  );
+  private captureDialog: CaptureDialog | null = null;
   private readonly main = h('main', { id: 'content' });
 
   constructor(
@@ -44,6 +52,7 @@ export class App {
     });
     this.hostSelect.addEventListener('change', () => this.select({ run: this.state.run, tool: this.state.tool, host: this.hostSelect.value }));
     this.refreshButton.addEventListener('click', () => void this.load());
+    this.captureButton.addEventListener('click', () => this.openCapture());
     window.addEventListener('popstate', () => {
       this.state = parseState(location.search);
       void this.load();
@@ -62,10 +71,35 @@ export class App {
         label('Tools', this.toolSelect),
         label('Hosts', this.hostSelect),
         this.refreshButton,
+        this.captureButton,
       ),
       this.main,
     );
+    void this.showCaptureWhenOffered();
     void this.load();
+  }
+
+  /** Shows the Capture profile button when the server says capturing is wired. */
+  private async showCaptureWhenOffered(): Promise<void> {
+    const capture = this.api.capture;
+    if (!this.api.config || !capture) return;
+    try {
+      const config = await this.api.config();
+      if (config.hideCaptureProfileButton !== false) return;
+    } catch {
+      return; // no config: no button.
+    }
+    this.captureDialog = new CaptureDialog({
+      capture: (params) => capture(params),
+      // The new run: refresh the Runs selector and open it (its first tool).
+      onCaptured: (run) => this.select({ run, tool: '', host: '' }),
+    });
+    this.root.appendChild(this.captureDialog.element);
+    this.captureButton.classList.remove('hidden');
+  }
+
+  private openCapture(): void {
+    this.captureDialog?.open();
   }
 
   /** A new selection from the selectors: a new history entry, then load. */
