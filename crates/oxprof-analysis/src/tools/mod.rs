@@ -7,6 +7,7 @@ pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod hlo_stats;
 pub mod input_pipeline;
+pub mod json_text;
 pub mod kernel_stats;
 pub mod memory_profile;
 pub mod memory_viewer;
