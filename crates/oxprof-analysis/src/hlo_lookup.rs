@@ -74,6 +74,18 @@ pub struct InstructionView {
 }
 
 impl InstructionView {
+    /// `HloInstructionWrapper::source_info()`: `<basename of the metadata's source
+    /// file>:<source line>`, empty when the metadata names no file.
+    pub(crate) fn source_info_text(&self) -> String {
+        let Some(n) = self.node() else { return String::new() };
+        let md = &n.hlo.metadata;
+        if md.source_file.is_empty() {
+            return String::new();
+        }
+        let base = md.source_file.rsplit('/').next().unwrap_or(&md.source_file);
+        format!("{base}:{}", md.source_line)
+    }
+
     fn new(core: Arc<ModuleCore>, index: usize) -> Self {
         InstructionView {
             core,

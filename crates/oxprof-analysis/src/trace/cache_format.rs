@@ -10,7 +10,7 @@ use super::index::{DeviceInfo, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the index layout or its meaning changes.
-pub const CACHE_VERSION: u32 = 1;
+pub const CACHE_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"OXPTRIDX";
 
 /// Why a cache was not usable.
@@ -198,6 +198,13 @@ pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
             w.u64(f);
         }
         w.u64(t.max_duration_ps);
+        w.u32s(&t.derived_name_ids);
+        w.len(t.derived_names.as_ref().map_or(0, |n| n.len()));
+        for (shown, long) in t.derived_names.iter().flat_map(|n| n.entries()) {
+            w.str(shown);
+            w.u8(u8::from(long.is_some()));
+            w.str(long.unwrap_or(""));
+        }
     }
     let payload = w.0;
     let mut out = Vec::with_capacity(payload.len() + 44);
@@ -275,6 +282,23 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
         let n = r.len(8)?;
         let flow_data = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
         let max_duration_ps = r.u64()?;
+        let derived_name_ids = r.u32s()?;
+        let n = r.len(17)?;
+        let derived_entries = (0..n)
+            .map(|_| {
+                let shown = r.str()?;
+                let has_long = r.u8()? != 0;
+                let long = r.str()?;
+                Ok((shown, has_long.then_some(long)))
+            })
+            .collect::<Result<Vec<_>, CacheError>>()?;
+        if derived_name_ids.iter().any(|&id| id as usize >= derived_entries.len())
+            || (!derived_name_ids.is_empty() && derived_name_ids.len() != regions.len())
+        {
+            return Err(CacheError::Corrupt);
+        }
+        let derived_names = (!derived_name_ids.is_empty())
+            .then(|| std::sync::Arc::new(super::derived::DerivedNames::from_entries(derived_entries)));
         // Structural checks: every per-event table has one entry per event, and positions
         // are in range, so views never index out of bounds.
         let count_usize = count as usize;
@@ -302,6 +326,8 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
             flow_pos,
             flow_data,
             max_duration_ps,
+            derived_name_ids,
+            derived_names,
         });
     }
     if r.at != payload.len() {

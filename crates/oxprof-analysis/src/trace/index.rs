@@ -6,8 +6,11 @@
 //! Processes and threads get XProf's ids: host planes (`/host:CPU…`, sorted by name) from
 //! pid 701 up, GPU planes (else TPU planes) `1 + plane.id` (501+ clamps to 1), custom planes
 //! `501 + plane.id`; a thread is a line, tid = the line's display id (else its id) cut to 32
-//! bits. Lines named `_counters_` become one counter track per event name.
+//! bits. Lines named `_counters_` become one counter track per event name. GPU planes of
+//! XSpaces XProf preprocesses (not already grouped) also get XProf's derived lines
+//! (`derived.rs`), and their stream lines the display ids XProf gives them then.
 
+use super::derived::{DerivedNames, DerivedPlane, derive_gpu_plane};
 use super::visibility::{LevelAssigner, Visibility};
 use crate::grouping::EventGroups;
 use oxprof_format::{Event, XLine, XPlane, XSpace};
@@ -190,6 +193,11 @@ pub struct TrackInfo {
     pub(crate) flow_data: Vec<u64>,
     /// Longest event duration (ps), for window searches.
     pub(crate) max_duration_ps: u64,
+    /// Derived-line tracks (see `derived.rs`): per region, the name id of the event in
+    /// `derived_names`; empty for other tracks.
+    pub(crate) derived_name_ids: Vec<u32>,
+    /// Names of the plane's derived events (shared by its derived tracks).
+    pub(crate) derived_names: Option<std::sync::Arc<DerivedNames>>,
 }
 
 impl TrackInfo {
@@ -237,6 +245,13 @@ impl TrackInfo {
         self.flow_data.get(i).map(|&f| Flow::unpack(f))
     }
 
+    /// The `long_name` of a derived-line event with a display name.
+    pub(crate) fn derived_long_name(&self, pos: u32) -> Option<&str> {
+        let region = self.src_at(pos)?.checked_sub(REGION_BIT)?;
+        let id = *self.derived_name_ids.get(region as usize)?;
+        self.derived_names.as_ref()?.long_name(id)
+    }
+
     /// Whether the event was dropped by XProf's storage (serial ≥ 256).
     pub(crate) fn is_dropped(&self, pos: u32) -> bool {
         self.serial.get(pos as usize).is_none_or(|&s| u32::from(s) >= MAX_SERIAL)
@@ -272,13 +287,15 @@ pub(crate) struct EventView<'a> {
     pub(crate) dur: u64,
     pub(crate) plane_index: usize,
     pub(crate) line_index: usize,
+    /// Name of a derived-line event (`event` is None then).
+    pub(crate) derived_name: Option<&'a str>,
 }
 
 impl<'a> EventView<'a> {
     /// XProf's event name: the display name if set, else the name; `step_name` wins.
     pub(crate) fn name(&self, groups: &'a EventGroups) -> &'a str {
         match self.event {
-            None => REGION_EVENT_NAME,
+            None => self.derived_name.unwrap_or(REGION_EVENT_NAME),
             Some(e) => {
                 if let Some(step) = step_name(groups, self.plane_index, self.line_index, &e) {
                     return step;
@@ -561,6 +578,8 @@ struct TrackSpec {
     counter_metadata: Option<u32>,
     /// Add Region events from these lines.
     regions: bool,
+    /// A derived line: its events and the plane's derived names.
+    derived: Option<(Vec<super::derived::DerivedEvent>, std::sync::Arc<DerivedNames>)>,
 }
 
 impl TraceIndex {
@@ -576,7 +595,19 @@ impl TraceIndex {
             space.hostnames.first().map_or(0, |h| flow_id(&[h.len() as u64]) ^ h.bytes().map(u64::from).sum::<u64>());
         let mut devices: BTreeMap<u32, DeviceInfo> = BTreeMap::new();
         let mut specs: Vec<TrackSpec> = Vec::new();
-        for job in plane_jobs(space) {
+        let jobs = plane_jobs(space);
+        // XProf's `GenerateDerivedTimeLines` (run with its preprocessing) on GPU planes.
+        let derive = options.preprocess
+            && jobs.iter().any(|j| space.planes.get(j.plane).is_some_and(|p| p.name.starts_with(GPU_PLANE_PREFIX)));
+        let hlo = if derive { crate::hlo_lookup::HloModuleMap::from_space(space) } else { Default::default() };
+        let derived: Vec<Option<DerivedPlane>> = jobs
+            .par_iter()
+            .map(|j| {
+                let plane = space.planes.get(j.plane)?;
+                (derive && plane.name.starts_with(GPU_PLANE_PREFIX)).then(|| derive_gpu_plane(plane, &hlo))
+            })
+            .collect();
+        for (job, derived) in jobs.into_iter().zip(derived) {
             let Some(plane) = space.planes.get(job.plane) else { continue };
             if plane.lines.is_empty() {
                 continue;
@@ -607,7 +638,10 @@ impl TraceIndex {
                     }
                     continue;
                 }
-                let rid = (if line.display_id != 0 { line.display_id } else { line.id }) as u32;
+                let rid = match derived.as_ref().and_then(|d| d.stream_display_id(li as u32)) {
+                    Some(display_id) => display_id,
+                    None => (if line.display_id != 0 { line.display_id } else { line.id }) as u32,
+                };
                 let name = if line.display_name.is_empty() { line.name.clone() } else { line.display_name.clone() };
                 match device.resources.iter_mut().find(|r| r.resource_id == rid) {
                     Some(r) => {
@@ -620,6 +654,25 @@ impl TraceIndex {
                 }
                 by_resource.entry(rid).or_default().push(li as u32);
             }
+            if let Some(mut d) = derived {
+                let names = std::sync::Arc::new(std::mem::take(&mut d.names));
+                for line in d.lines {
+                    device.resources.push(ResourceInfo {
+                        resource_id: line.display_id,
+                        name: line.name,
+                        num_events: line.events.len(),
+                    });
+                    specs.push(TrackSpec {
+                        device_id: job.device_id,
+                        kind: TrackKind::Thread { resource_id: line.display_id },
+                        plane: job.plane,
+                        lines: vec![line.source_line],
+                        counter_metadata: None,
+                        regions: false,
+                        derived: Some((line.events, std::sync::Arc::clone(&names))),
+                    });
+                }
+            }
             device.resources.sort_by_key(|r| r.resource_id);
             for (name, (metadata, lines)) in counters {
                 specs.push(TrackSpec {
@@ -629,6 +682,7 @@ impl TraceIndex {
                     lines,
                     counter_metadata: Some(metadata),
                     regions: false,
+                    derived: None,
                 });
             }
             for (rid, lines) in by_resource {
@@ -639,6 +693,7 @@ impl TraceIndex {
                     lines,
                     counter_metadata: None,
                     regions,
+                    derived: None,
                 });
             }
         }
@@ -822,7 +877,7 @@ fn merge_in_order(
 }
 
 /// Read access to the event at `pos` of a track.
-pub(crate) fn view_in<'a>(space: &'a XSpace, t: &TrackInfo, pos: u32) -> Option<EventView<'a>> {
+pub(crate) fn view_in<'a>(space: &'a XSpace, t: &'a TrackInfo, pos: u32) -> Option<EventView<'a>> {
     let plane_index = t.plane as usize;
     let plane = space.planes.get(plane_index)?;
     let src = t.src_at(pos)?;
@@ -830,8 +885,13 @@ pub(crate) fn view_in<'a>(space: &'a XSpace, t: &TrackInfo, pos: u32) -> Option<
     let line_index = *t.lines.get(which)? as usize;
     let line = plane.lines.get(line_index)?;
     if src & REGION_BIT != 0 {
-        let &(ts, dur) = t.regions.get((src & !REGION_BIT) as usize)?;
-        return Some(EventView { event: None, ts: ts as u64, dur: dur as u64, plane_index, line_index });
+        let region = (src & !REGION_BIT) as usize;
+        let &(ts, dur) = t.regions.get(region)?;
+        let derived_name = match (&t.derived_names, t.derived_name_ids.get(region)) {
+            (Some(names), Some(&id)) => Some(names.shown(id)),
+            _ => None,
+        };
+        return Some(EventView { event: None, ts: ts as u64, dur: dur as u64, plane_index, line_index, derived_name });
     }
     let index = src as usize;
     if index >= line.event_count() {
@@ -844,6 +904,7 @@ pub(crate) fn view_in<'a>(space: &'a XSpace, t: &TrackInfo, pos: u32) -> Option<
         dur: e.duration_ps() as u64,
         plane_index,
         line_index,
+        derived_name: None,
     })
 }
 
@@ -858,6 +919,10 @@ fn build_track(space: &XSpace, spec: &TrackSpec, options: BuildOptions, host_id:
         ..TrackInfo::default()
     };
     let Some(plane) = space.planes.get(spec.plane) else { return t };
+    if let Some((events, names)) = &spec.derived {
+        build_derived_track(&mut t, events, names);
+        return t;
+    }
     let internal: Vec<bool> =
         plane.event_metadata().iter().map(|m| is_internal_event_name(plane.str(m.name))).collect();
     let is_host_plane = !plane.name.starts_with("/device");
@@ -944,6 +1009,23 @@ fn build_track(space: &XSpace, spec: &TrackSpec, options: BuildOptions, host_id:
     t
 }
 
+/// Fills a derived-line track: its events as Region-like synthetic events in XProf's
+/// order (start ascending, longer first, creation order on ties).
+fn build_derived_track(
+    t: &mut TrackInfo,
+    events: &[super::derived::DerivedEvent],
+    names: &std::sync::Arc<DerivedNames>,
+) {
+    let mut order: Vec<u32> = (0..events.len() as u32).collect();
+    order.sort_by_key(|&i| events.get(i as usize).map_or((0, Reverse(0)), |e| (e.ts as u64, Reverse(e.dur as u64))));
+    t.regions = order.iter().filter_map(|&i| events.get(i as usize)).map(|e| (e.ts, e.dur)).collect();
+    t.derived_name_ids = order.iter().filter_map(|&i| events.get(i as usize)).map(|e| e.name).collect();
+    t.src = (0..t.regions.len() as u32).map(|i| REGION_BIT | i).collect();
+    t.count = t.regions.len() as u32;
+    t.max_duration_ps = t.regions.iter().map(|r| r.1 as u64).max().unwrap_or(0);
+    t.derived_names = Some(std::sync::Arc::clone(names));
+}
+
 /// Adds the Region events of a line whose own events are in order (`src` empty) to a
 /// track, merging them into XProf's order without a per-event sort table.
 fn merge_regions(plane: &XPlane, line: &XLine, t: &mut TrackInfo) {
@@ -1023,6 +1105,23 @@ fn collect_stack_frames(space: &XSpace, index: &TraceIndex) -> Vec<(u64, String)
     seen_planes.dedup();
     for t in &index.tracks {
         if !matches!(t.kind, Some(TrackKind::Thread { .. })) {
+            continue;
+        }
+        if let Some(derived) = &t.derived_names {
+            let mut used = vec![false; derived.len()];
+            for &id in &t.derived_name_ids {
+                if let Some(u) = used.get_mut(id as usize) {
+                    *u = true;
+                }
+            }
+            for (id, _) in used.iter().enumerate().filter(|(_, u)| **u) {
+                if let Some(long) = derived.long_name(id as u32).map(truncate_long_name)
+                    && long.len() > 16
+                {
+                    let s = format!("@@{long}");
+                    names.insert(super::numfmt::stdlib_hash_bytes(s.as_bytes()), s);
+                }
+            }
             continue;
         }
         let Some(plane) = space.planes.get(t.plane as usize) else { continue };

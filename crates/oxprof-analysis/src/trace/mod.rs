@@ -14,6 +14,7 @@
 //! * [`cache`]: the index serialized beside the profile (versioned, validated).
 
 mod cache_format;
+mod derived;
 mod index;
 pub mod lod;
 mod numfmt;

@@ -373,7 +373,12 @@ pub(crate) fn event_args_with(
 ) -> Vec<(String, ArgValue)> {
     let mut args = Vec::new();
     let Some(v) = view_in(space, t, pos) else { return args };
-    let Some(e) = v.event else { return args };
+    let Some(e) = v.event else {
+        if let Some(long) = t.derived_long_name(pos) {
+            args.push(("long_name".to_string(), ArgValue::Str(truncate_long_name(long).into_owned())));
+        }
+        return args;
+    };
     if e.metadata().display_name != oxprof_format::StrId::EMPTY {
         args.push(("long_name".to_string(), ArgValue::Str(truncate_long_name(e.name()).into_owned())));
     }
