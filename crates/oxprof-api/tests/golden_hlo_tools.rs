@@ -6,12 +6,15 @@
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
 //! differences per failing case.
 
+use common::{external_dir, external_outputs_dir, repo_root};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+mod common;
 
 /// Cases that do not match XProf yet, as `(variant, case prefix)` where the variant is
 /// `memory_viewer` or the graph viewer type; each with its reason. The test fails if one
@@ -20,24 +23,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 fn is_known_gap(variant: &str, case: &str) -> bool {
     KNOWN_GAPS.iter().any(|&(v, prefix)| v == variant && case.starts_with(prefix))
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn external_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
-    dir.is_dir().then_some(dir)
-}
-
-fn external_outputs_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("OXPROF_EXTERNAL_XPROF_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/testdata/external-xprof-out"));
-    dir.is_dir().then_some(dir)
 }
 
 /// One run and the folder of XProf's outputs for it.

@@ -13,32 +13,19 @@
 //! Ops / XLA Modules / XLA Ops / Source code per stream); TPU device planes, whose derived
 //! lines oxprof does not build yet, are compared on their host plane only: see `DEVICE_GAPS`.
 
+use common::{external_dir, external_outputs_dir, repo_root};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 /// Profiles whose device planes differ because oxprof does not build XProf's derived
 /// timelines of TPU planes (`DeriveLinesFromStats`) yet: only pid 1701 (the host plane)
 /// is compared. This list may only shrink.
 const DEVICE_GAPS: &[&str] = &["tpu_inference_2"];
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn external_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared/testdata/external"));
-    dir.is_dir().then_some(dir)
-}
-
-fn external_outputs_dir() -> Option<PathBuf> {
-    let dir = repo_root().join("../shared/testdata/external-xprof-out");
-    dir.is_dir().then_some(dir)
-}
 
 fn read_json(path: &Path) -> Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
