@@ -108,6 +108,8 @@ export class Harness {
    * exception or on console errors / page errors not matched by `allowConsole`.
    */
   async test(name, fn, { allowConsole = null, viewport = { width: 1280, height: 800 } } = {}) {
+    // OXPROF_E2E_ONLY=text runs only the tests whose name contains it (development only).
+    if (process.env.OXPROF_E2E_ONLY && !name.includes(process.env.OXPROF_E2E_ONLY)) return this.skip(name, 'OXPROF_E2E_ONLY');
     const context = await this.browser.newContext({ viewport, acceptDownloads: true });
     const page = await context.newPage();
     const consoleErrors = [];

@@ -399,6 +399,127 @@ try {
     });
   }
 
+  // The trace viewer on the jax_train profile (oxprof's LOD trace API).
+  {
+    const traceRun = runs.find((r) => r.includes('jax_train'));
+    const traceApi = async (route, params) => {
+      const url = new URL(`/oxprof/api/trace/${route}`, base);
+      for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+      const r = await fetch(url);
+      if (!r.ok) throw new Error(`${url}: HTTP ${r.status} ${await r.text()}`);
+      return r.json();
+    };
+    const shown = async (page) => {
+      const w = page.locator('[data-role="trace-window"]');
+      return { start: Number(await w.getAttribute('data-start-ps')), end: Number(await w.getAttribute('data-end-ps')) };
+    };
+    const urlSpan = (page) => {
+      const p = new URL(page.url()).searchParams;
+      return { start: Number(p.get('start_ps')), end: Number(p.get('end_ps')) };
+    };
+    const canvasWidth = (page) => page.locator('[data-role="trace-canvas"]').evaluate((c) => c.clientWidth);
+    /** The page's counts equal the API's window for the shown span and the canvas width. */
+    const checkCounts = async (page, span) => {
+      const win = await traceApi('window', { run: traceRun, start_ps: span.start, end_ps: span.end, width: await canvasWidth(page) });
+      const box = page.locator('[data-role="trace-hidden"]');
+      assertEqual(await box.getAttribute('data-hidden'), String(win.total_hidden), 'hidden count');
+      assertEqual(await box.getAttribute('data-in-window'), String(win.total_in_window), 'events in window');
+      return win;
+    };
+    if (!traceRun) {
+      h.skip('trace viewer', 'no jax_train run');
+    } else {
+      const tracks = await traceApi('tracks', { run: traceRun });
+      const full = { start: tracks.start_ps, end: tracks.end_ps };
+
+      await h.test('trace viewer: loads the tracks of every section and counts what the zoom merges', async ({ page, shot }) => {
+        await open(page, base, { run: traceRun, tool: 'trace_viewer' });
+        assertEqual(
+          await page.locator('[data-section]').allInnerTexts(),
+          tracks.sections.map((s) => s.name),
+          'sections',
+        );
+        const ids = await page.locator('[data-track]').evaluateAll((els) => els.map((e) => Number(e.dataset.track)));
+        assertEqual(ids, tracks.sections.flatMap((s) => s.tracks.map((t) => t.id)), 'one track per thread, in order');
+        assertEqual(await shown(page), full, 'the whole trace by default');
+        const win = await checkCounts(page, full);
+        assert(win.total_hidden > 0, 'the whole jax_train trace merges events at this zoom');
+        assert((await text(page, '[data-role="trace-hidden"]')).includes('merged or hidden'), 'the hidden count is shown');
+        await shot();
+      });
+
+      await h.test('trace viewer: W/S/A/D change the window, kept in the URL', async ({ page, shot }) => {
+        await open(page, base, { run: traceRun, tool: 'trace_viewer' });
+        await page.focus('[data-chart="trace"]');
+        await page.keyboard.press('w');
+        await waitReady(page);
+        const z1 = urlSpan(page);
+        assert(z1.end - z1.start < (full.end - full.start) * 0.51 && z1.end > z1.start, `W zooms in: ${JSON.stringify(z1)}`);
+        assertEqual(await shown(page), z1, 'shown window = URL');
+        await checkCounts(page, z1);
+        await page.keyboard.press('d');
+        await waitReady(page);
+        const z2 = urlSpan(page);
+        assert(z2.start > z1.start && z2.end - z2.start === z1.end - z1.start, `D pans right: ${JSON.stringify(z2)}`);
+        await page.keyboard.press('w');
+        await waitReady(page);
+        const z3 = urlSpan(page);
+        assert(z3.end - z3.start < z2.end - z2.start, `W zooms in again: ${JSON.stringify(z3)}`);
+        await checkCounts(page, z3);
+        await page.keyboard.press('s');
+        await waitReady(page);
+        const z4 = urlSpan(page);
+        assert(z4.end - z4.start > z3.end - z3.start, `S zooms out: ${JSON.stringify(z4)}`);
+        await shot();
+      });
+
+      await h.test('trace viewer: clicking a slice shows its details as the API gives them', async ({ page, shot }) => {
+        await open(page, base, { run: traceRun, tool: 'trace_viewer' });
+        const span = await shown(page);
+        const win = await traceApi('window', { run: traceRun, start_ps: span.start, end_ps: span.end, width: await canvasWidth(page) });
+        // The longest event of a track is at depth 0; prefer one with arguments.
+        let target = null;
+        for (const t of win.tracks) {
+          if (!t.events?.length) continue;
+          const longest = t.events.reduce((a, b) => (b.dur_ps > a.dur_ps ? b : a));
+          const details = await traceApi('event', { run: traceRun, id: longest.id });
+          if (!target || (Object.keys(details.args).length && !Object.keys(target.details.args).length) || (!!Object.keys(details.args).length === !!Object.keys(target.details.args).length && longest.dur_ps > target.event.dur_ps)) {
+            target = { track: t.id, event: longest, details };
+          }
+        }
+        assert(target, 'an event to click');
+        const canvas = await page.locator('[data-role="trace-canvas"]').boundingBox();
+        const label = await page.locator(`[data-track="${target.track}"]`).boundingBox();
+        const mid = target.event.ts_ps + target.event.dur_ps / 2;
+        const x = canvas.x + ((mid - span.start) / (span.end - span.start)) * canvas.width;
+        await page.mouse.click(x, label.y + 9);
+        await page.waitForFunction((id) => document.querySelector('[data-role="trace-details"]')?.dataset.eventId === id, String(target.event.id), { timeout: 10_000 });
+        const d = target.details;
+        assertEqual(await text(page, '[data-role="trace-details"] [data-field="name"]'), d.name, 'name');
+        assertEqual(await page.getAttribute('[data-role="trace-details"] [data-field="start"]', 'data-ps'), String(d.ts_ps), 'start');
+        assertEqual(await page.getAttribute('[data-role="trace-details"] [data-field="duration"]', 'data-ps'), String(d.dur_ps), 'duration');
+        const args = await page.locator('[data-role="trace-details"] [data-arg]').evaluateAll((rows) =>
+          rows.map((r) => [r.dataset.arg, r.querySelector('td').textContent]),
+        );
+        assertEqual(args, Object.entries(d.args).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]), 'arguments');
+        await shot();
+      });
+
+      await h.test('trace viewer: a deep link restores the window', async ({ page, shot }) => {
+        const len = full.end - full.start;
+        const span = { start: full.start + Math.round(len * 0.4), end: full.start + Math.round(len * 0.45) };
+        await open(page, base, { run: traceRun, tool: 'trace_viewer', start_ps: String(span.start), end_ps: String(span.end) });
+        assertEqual(await shown(page), span, 'shown window');
+        assertEqual(urlSpan(page), span, 'URL keeps the window');
+        await checkCounts(page, span);
+        await page.reload();
+        await waitReady(page);
+        assertEqual(await shown(page), span, 'window after reload');
+        await shot();
+      });
+    }
+  }
+
   // Tools without a dedicated page: the generic DataTable page.
   {
     const tools = await api(base, 'run_tools', { run: stepsRun });

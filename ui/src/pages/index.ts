@@ -7,6 +7,7 @@ import { inputPipelinePage } from './input_pipeline';
 import { kernelStatsPage } from './kernel_stats';
 import { overviewPage } from './overview';
 import { podViewerPage } from './pod_viewer';
+import { traceViewerPage } from './trace_viewer';
 
 const PAGES: Record<string, Page> = {
   overview_page: overviewPage,
@@ -18,7 +19,13 @@ const PAGES: Record<string, Page> = {
   pod_viewer: podViewerPage,
 };
 
-/** Tools whose data is not a table or summary (trace events, graphs): the UI links to the raw data instead. */
+/** Pages that load their own data (no `/data` request by the shell). */
+const SELF_LOADING: Record<string, Page> = {
+  trace_viewer: traceViewerPage,
+  'trace_viewer@': traceViewerPage,
+};
+
+/** Tools whose data is not a table or summary (trace events, graphs): the shell does not fetch `/data` (the trace viewer reads oxprof's trace API; the others link to the raw data). */
 const NO_DATA_TOOLS = new Set(['trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer']);
 
 export function toolNeedsNoData(tool: string): boolean {
@@ -26,6 +33,7 @@ export function toolNeedsNoData(tool: string): boolean {
 }
 
 export function pageFor(tool: string): Page {
+  if (SELF_LOADING[tool]) return SELF_LOADING[tool];
   if (NO_DATA_TOOLS.has(tool)) return noDataPage;
   return PAGES[tool] ?? genericPage;
 }

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import {
+  MIN_SPAN_PS,
+  TimeScale,
+  clampSpan,
+  colorFor,
+  formatDuration,
+  formatMicros,
+  layoutDepths,
+  layoutTrack,
+  panSpan,
+  sliceAt,
+  spanFromView,
+  spanToView,
+  zoomSpan,
+} from '../src/trace';
+import { pageFor, toolNeedsNoData } from '../src/pages';
+import { traceViewerPage } from '../src/pages/trace_viewer';
+
+const ev = (ts_ps: number, dur_ps: number) => ({ ts_ps, dur_ps });
+
+describe('trace layout by depth', () => {
+  it('nests children in their parents and reuses depths after an event ends', () => {
+    // XProf order: start ascending, longer first.
+    const events = [ev(0, 100), ev(0, 50), ev(10, 20), ev(50, 30), ev(100, 10), ev(105, 0), ev(200, 5)];
+    expect(layoutDepths(events)).toEqual([0, 1, 2, 1, 0, 1, 0]);
+  });
+  it('puts zero-length events at the depth of their parent + 1 and never nests under them', () => {
+    expect(layoutDepths([ev(0, 10), ev(5, 0), ev(5, 2)])).toEqual([0, 1, 1]);
+  });
+  it('an event starting exactly where another ends is a sibling', () => {
+    expect(layoutDepths([ev(0, 10), ev(10, 10), ev(20, 0)])).toEqual([0, 0, 0]);
+  });
+  it('layoutTrack and sliceAt find the innermost slice under the pointer', () => {
+    const slices = layoutTrack({
+      id: 3,
+      exact: true,
+      in_window: 3,
+      hidden: 0,
+      events: [
+        { id: 1, name: 0, ts_ps: 0, dur_ps: 100 },
+        { id: 2, name: 1, ts_ps: 20, dur_ps: 10 },
+        { id: 3, name: 2, ts_ps: 60, dur_ps: 0 },
+      ],
+    });
+    expect(slices.map((s) => [s.event.id, s.depth, s.track])).toEqual([[1, 0, 3], [2, 1, 3], [3, 1, 3]]);
+    expect(sliceAt(slices, 0, 50, 1)?.event.id).toBe(1);
+    expect(sliceAt(slices, 1, 25, 1)?.event.id).toBe(2);
+    expect(sliceAt(slices, 1, 61, 2)?.event.id).toBe(3); // a zero-length slice is hit within its minimum width
+    expect(sliceAt(slices, 1, 45, 1)).toBeNull();
+    expect(sliceAt(slices, 2, 25, 1)).toBeNull();
+    expect(layoutTrack({ id: 0, exact: true, in_window: 0, hidden: 0 })).toEqual([]); // `events` absent when empty
+  });
+});
+
+describe('time <-> pixel mapping', () => {
+  it('maps the window onto the width and back', () => {
+    const s = new TimeScale({ start: 1000, end: 3000 }, 200);
+    expect(s.toX(1000)).toBe(0);
+    expect(s.toX(3000)).toBe(200);
+    expect(s.toX(2000)).toBe(100);
+    expect(s.toPs(50)).toBe(1500);
+    expect(s.psPerPx).toBe(10);
+    for (const x of [0, 13, 199]) expect(s.toX(s.toPs(x))).toBeCloseTo(x, 9);
+  });
+});
+
+describe('pan and zoom', () => {
+  const bounds = { start: 1_000_000, end: 2_000_000 };
+  it('zooms around an anchor and stays in bounds', () => {
+    expect(zoomSpan(bounds, 1_500_000, 0.5, bounds)).toEqual({ start: 1_250_000, end: 1_750_000 });
+    expect(zoomSpan(bounds, 1_000_000, 0.5, bounds)).toEqual({ start: 1_000_000, end: 1_500_000 });
+    expect(zoomSpan({ start: 1_250_000, end: 1_750_000 }, 1_500_000, 4, bounds)).toEqual(bounds);
+    const tiny = zoomSpan(bounds, 1_500_000, 1e-9, bounds);
+    expect(tiny.end - tiny.start).toBe(MIN_SPAN_PS);
+  });
+  it('pans by a delta and stops at the edges keeping the length', () => {
+    const w = { start: 1_200_000, end: 1_400_000 };
+    expect(panSpan(w, 100_000, bounds)).toEqual({ start: 1_300_000, end: 1_500_000 });
+    expect(panSpan(w, -900_000, bounds)).toEqual({ start: 1_000_000, end: 1_200_000 });
+    expect(panSpan(w, 5_000_000, bounds)).toEqual({ start: 1_800_000, end: 2_000_000 });
+    expect(clampSpan({ start: 0, end: 1e12 }, bounds)).toEqual(bounds);
+  });
+});
+
+describe('the window in the URL', () => {
+  const bounds = { start: 8_643_000, end: 61_330_691_000 };
+  const view = (v: Record<string, string>) => (k: string) => v[k] ?? '';
+  it('reads start_ps/end_ps, defaults to the whole trace, rejects junk', () => {
+    expect(spanFromView(view({}), bounds)).toEqual(bounds);
+    expect(spanFromView(view({ start_ps: '10000000', end_ps: '20000000' }), bounds)).toEqual({ start: 10_000_000, end: 20_000_000 });
+    expect(spanFromView(view({ start_ps: 'x', end_ps: '2' }), bounds)).toEqual(bounds);
+    expect(spanFromView(view({ start_ps: '30', end_ps: '20' }), bounds)).toEqual(bounds);
+    expect(spanFromView(view({ start_ps: '0', end_ps: '20000000' }), bounds)).toEqual({ start: 8_643_000, end: 20_000_000 });
+  });
+  it('writes the window, and nothing for the whole trace (round trip)', () => {
+    expect(spanToView(bounds, bounds)).toEqual({ start_ps: null, end_ps: null });
+    const w = { start: 10_000_000, end: 20_000_000 };
+    const v = spanToView(w, bounds) as Record<string, string>;
+    expect(v).toEqual({ start_ps: '10000000', end_ps: '20000000' });
+    expect(spanFromView(view(v), bounds)).toEqual(w);
+  });
+});
+
+describe('colors and durations', () => {
+  it('colors are stable by name and differ between names', () => {
+    expect(colorFor('dot.1')).toBe(colorFor('dot.1'));
+    expect(colorFor('dot.1')).not.toBe(colorFor('dot.2'));
+    expect(colorFor('x')).toMatch(/^hsl\(\d+, 55%, \d+%\)$/);
+  });
+  it('formats picoseconds', () => {
+    expect(formatDuration(0)).toBe('0 ps');
+    expect(formatDuration(1500)).toBe('1.5 ns');
+    expect(formatDuration(68_452_000)).toBe('68.45 µs');
+    expect(formatDuration(61_322_048_000)).toBe('61.32 ms');
+    expect(formatDuration(2e12)).toBe('2 s');
+    expect(formatMicros(68_452_000)).toBe('68.452 µs');
+    expect(formatMicros(1_234_567_891)).toBe('1,234.567891 µs');
+  });
+});
+
+describe('trace viewer registration', () => {
+  it('trace_viewer and trace_viewer@ get the trace page, without a /data request', () => {
+    expect(pageFor('trace_viewer')).toBe(traceViewerPage);
+    expect(pageFor('trace_viewer@')).toBe(traceViewerPage);
+    expect(toolNeedsNoData('trace_viewer')).toBe(true);
+  });
+});
