@@ -30,6 +30,27 @@ fn strip_zeros(s: &str) -> &str {
     if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
 }
 
+/// absl's `CEscape`: C escapes for `\n`, `\t`, `\r`, `\\`, `"`, `'` and octal escapes for
+/// non-printable bytes (how XLA prints string attributes).
+pub fn c_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\'' => out.push_str("\\'"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                let _ = write!(out, "\\{b:03o}");
+            }
+        }
+    }
+    out
+}
+
 /// protobuf's `SimpleDtoa` as its JSON printer writes doubles: `%.15g` when that reads back
 /// as the same double, else `%.17g`; non-finite values as the quoted strings `"NaN"`,
 /// `"Infinity"`, `"-Infinity"`.
@@ -91,6 +112,11 @@ mod tests {
         assert_eq!(proto_json_double(8.142_000_327_721_873e-6), "8.142000327721873e-06");
         assert_eq!(proto_json_double(f64::NAN), "\"NaN\"");
         assert_eq!(proto_json_double(f64::NEG_INFINITY), "\"-Infinity\"");
+    }
+
+    #[test]
+    fn c_escape_like_absl() {
+        assert_eq!(c_escape("a\"b'\n\u{1}é"), "a\\\"b\\'\\n\\001\\303\\251");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! then control predecessors.
 
 use super::graph::{Graph, Node, Opcode};
-use crate::printf::format_g;
+use crate::printf::{c_escape, format_g};
 use oxprof_format::hlo::{Layout, Literal, Shape, Sharding, WindowDimension, primitive};
 use std::fmt::Write as _;
 
@@ -465,26 +465,6 @@ fn replica_groups_string(node: &Node) -> String {
     }
     let groups: Vec<String> = node.hlo.replica_groups.iter().map(|g| braces(g)).collect();
     format!("{{{}}}", groups.join(","))
-}
-
-/// `CEscape`: C escapes for `\n`, `\t`, `\r`, `\\`, `"`, `'` and non-printable bytes.
-fn c_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\'' => out.push_str("\\'"),
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\{b:03o}");
-            }
-        }
-    }
-    out
 }
 
 /// `CustomCallApiVersion_Name`.

@@ -17,6 +17,7 @@
 //! ```
 
 use crate::hlo_lookup::{HloGraph, PrintOptions, print_instruction, print_shape_with_layout};
+use crate::printf::c_escape;
 use oxprof_format::hlo::{HloModule, ModuleExtras, Shape};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -31,26 +32,6 @@ pub enum TextKind {
     /// `me_graph` as XProf 2.24.2 answers it: `long_txt` with metadata and the stack
     /// frame index.
     Metadata,
-}
-
-/// `CEscape`.
-fn c_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\'' => out.push_str("\\'"),
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\{b:03o}");
-            }
-        }
-    }
-    out
 }
 
 /// A shape without its layouts (`ShapeUtil::HumanString`).
