@@ -9,7 +9,7 @@
 // default ui/e2e-artifacts), OXPROF_PYTHON_VENV (default <repo>/.venv-test: a venv with
 // jax for the live capture test, skipped without it unless OXPROF_REQUIRE_LIVE=1).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -541,6 +541,17 @@ try {
         if (first) await checkTable(page, tables.length === 1 ? 't' : `t${tables.indexOf(first)}`, first, first.cols[0].id);
         await shot();
       });
+    }
+  }
+
+  // Page suites in e2e/suites/*.mjs: each exports `register(ctx)` and adds its tests with
+  // ctx.h.test against the main server (ctx.base).
+  {
+    const dir = join(ui, 'e2e/suites');
+    const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort() : [];
+    for (const f of files) {
+      const suite = await import(join(dir, f));
+      await suite.register({ h, base, runs, pick, api, hostsOf, open, waitReady, checkTable, text, selectValues, parseCsv, repo, ui, external, artifacts });
     }
   }
 
