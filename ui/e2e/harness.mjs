@@ -2,9 +2,8 @@
 // through playwright-core, runs named tests with console-error tracking and screenshots,
 // and prints "N passed, N failed".
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createServer, request } from 'node:http';
-import { extname, join, normalize, resolve as resolvePath } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join, resolve as resolvePath } from 'node:path';
 import { chromium } from 'playwright-core';
 
 export const CHROMIUM = process.env.OXPROF_CHROMIUM || '/usr/bin/chromium';
@@ -23,7 +22,12 @@ export const CHROMIUM_ARGS = [
 export function startServer(bin, path) {
   return new Promise((resolve, reject) => {
     const args = ['serve', ...(path ? [path] : []), '--port', '0', '--bind', '127.0.0.1', '--quiet'];
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // OXPROF_E2E_DEV_DIST=dir (development): the server serves the UI build in that
+    // directory instead of the one embedded in the binary (OXPROF_UI_DIR), so UI changes
+    // are tested without rebuilding oxprof.
+    const env = { ...process.env };
+    if (process.env.OXPROF_E2E_DEV_DIST) env.OXPROF_UI_DIR = resolvePath(process.env.OXPROF_E2E_DEV_DIST);
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';
     let err = '';
     const timer = setTimeout(() => {
@@ -35,9 +39,7 @@ export function startServer(bin, path) {
       const m = out.match(/at (http:\/\/127\.0\.0\.1:\d+)/);
       if (m) {
         clearTimeout(timer);
-        const server = { url: m[1], stop: () => stopChild(child), child };
-        if (process.env.OXPROF_E2E_DEV_DIST) devProxy(server, process.env.OXPROF_E2E_DEV_DIST).then(resolve, reject);
-        else resolve(server);
+        resolve({ url: m[1], stop: () => stopChild(child), child });
       }
     });
     child.stderr.on('data', (d) => (err += d));
@@ -48,36 +50,6 @@ export function startServer(bin, path) {
   });
 }
 
-/**
- * Development only (OXPROF_E2E_DEV_DIST=ui/dist): a proxy in front of oxprof that serves the
- * UI files from that directory instead of the ones embedded in the binary, so the UI can be
- * tested without rebuilding oxprof. Everything else (API, headers) comes from oxprof.
- */
-function devProxy(server, distDir) {
-  const dist = resolvePath(distDir);
-  const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
-  const proxy = createServer((req, res) => {
-    const path = new URL(req.url, 'http://x').pathname;
-    const file = path === '/' ? join(dist, 'index.html') : join(dist, normalize(path));
-    if (!path.startsWith('/data/') && !path.startsWith('/oxprof/') && file.startsWith(dist) && existsSync(file) && extname(file)) {
-      res.writeHead(200, { 'Content-Type': types[extname(file)] || 'application/octet-stream' });
-      res.end(readFileSync(file));
-      return;
-    }
-    const upstream = request(new URL(req.url, server.url), { method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode, up.headers);
-      up.pipe(res);
-    });
-    upstream.on('error', (e) => res.destroy(e));
-    req.pipe(upstream);
-  });
-  return new Promise((resolve) =>
-    proxy.listen(0, '127.0.0.1', () => {
-      const stop = server.stop;
-      resolve({ ...server, url: `http://127.0.0.1:${proxy.address().port}`, stop: () => (proxy.close(), stop()) });
-    }),
-  );
-}
 
 function stopChild(child) {
   return new Promise((resolve) => {

@@ -105,7 +105,11 @@ async fn start_with(
     };
     let service_options =
         ServiceOptions { root: root.clone(), cache_bytes: options.cache_bytes, demo: demo_dir.is_some() };
-    let service = Service::new(service_options, Arc::new(assets::Embedded))
+    let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
+        Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),
+        None => Arc::new(assets::Embedded),
+    };
+    let service = Service::new(service_options, ui)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
     // Captures go into `<logdir>/plugins/profile/<session>/`: only offered when a log
     // directory is served (not the demo, a single file or a run directory).
