@@ -322,8 +322,11 @@ fn every_response_carries_security_headers() {
     for url in ["/", "/runs", "/data?tag=nope", "/nope.js", "/oxprof/api/info"] {
         let response = get(&service, url);
         let csp = response.header("Content-Security-Policy").unwrap();
-        assert!(csp.contains("default-src 'self'") && csp.contains("script-src 'self';"), "{csp}");
-        assert!(!csp.contains("unsafe-eval") && !csp.contains("script-src 'self' 'unsafe-inline'"));
+        assert!(csp.contains("default-src 'self'") && csp.contains("script-src 'self' 'wasm-unsafe-eval';"), "{csp}");
+        // WebAssembly compilation only: no JavaScript eval, no inline scripts.
+        assert!(
+            !csp.replace("'wasm-unsafe-eval'", "").contains("unsafe-eval") && !csp.contains("'unsafe-inline'; style")
+        );
         assert_eq!(response.header("X-Content-Type-Options"), Some("nosniff"));
         assert_eq!(response.header("Referrer-Policy"), Some("no-referrer"));
     }
@@ -546,4 +549,20 @@ fn extension_routes_resolve_runs_and_share_the_cache() {
     assert_json_error(&get(&service, "/oxprof/api/echo_run?run=..%2Fx"), 400);
     assert_json_error(&get(&service, "/oxprof/api/echo_run?run=nope"), 404);
     assert!(ok.header("Content-Security-Policy").is_some());
+}
+
+#[test]
+fn hlo_tools_accept_the_module_name_as_host_like_xprofs_frontend() {
+    let service = service(&profiles());
+    let run = enc("jax_train/2026_11_22_03_01_45");
+    let module = enc("jit_train_step(26)");
+    let ok =
+        get(&service, &format!("/data?run={run}&tag=memory_viewer&host={module}&module_name={module}&memory_space=0"));
+    assert_eq!(ok.status, 200, "{}", ok.body_text());
+    // A name that is neither a host nor a module is still refused (by the HLO tools).
+    let unknown = get(&service, &format!("/data?run={run}&tag=memory_viewer&host=nope&module_name=nope"));
+    assert!((400..500).contains(&unknown.status), "{} {}", unknown.status, unknown.body_text());
+    // Other tools still require a real host.
+    let overview = get(&service, &format!("/data?run={run}&tag=overview_page&host={module}"));
+    assert_eq!(overview.status, 404);
 }
