@@ -7,12 +7,22 @@
 //! Modules are linked once when the map is built; the cost analysis of a module runs the
 //! first time one of its instructions is asked for its performance, and each instruction's
 //! strings are computed on first use.
+//!
+//! Also here, for the graph viewer: XLA's HLO graph dumper (`dot`: the Graphviz DOT of a
+//! computation or of a node's neighbourhood) and the protobuf text printer of `HloProto`
+//! (`pbtxt`, with XProf's schema in `pbtxt_schema`).
 
 mod cost;
+mod dot;
 mod graph;
+mod pbtxt;
+mod pbtxt_schema;
 mod print;
 
+pub use dot::RenderOptions as DotRenderOptions;
+pub(crate) use dot::render as render_dot;
 pub(crate) use graph::Graph as HloGraph;
+pub(crate) use pbtxt::hlo_proto_text;
 pub(crate) use print::{PrintOptions, print_instruction, print_shape as print_shape_with_layout};
 
 use crate::op_stats::device_op_metrics::{

@@ -258,7 +258,26 @@ fn graph_viewer_data(set: &ModuleSet, run: &Run, request: &DataRequest) -> Resul
             let json = serde_json::from_str(&body).ok();
             return Ok(DataResponse { content_type: "text/plain", body, json, notes: Vec::new() });
         }
-        "graph" | "json" | "pb" | "pbtxt" | "custom_call" => {
+        "graph" | "dot" => return graph_data(&loaded, request, kind),
+        "pbtxt" => {
+            let body = graph_viewer::proto_text(&loaded.bytes).map_err(|reason| ApiError::BadParameter {
+                name: "module_name".into(),
+                reason: format!("Unable to convert to xla.HloProto pbtxt representation: {reason}"),
+            })?;
+            return Ok(DataResponse { content_type: "application/octet-stream", body, json: None, notes: Vec::new() });
+        }
+        "pb" => {
+            // XProf answers the proto's bytes (`SerializeAsString`, equal to the stored
+            // bytes up to the order of map entries). A `DataResponse` body is text:
+            // binary bodies are served by [`graph_viewer_proto_bytes`].
+            return match String::from_utf8(loaded.bytes.clone()) {
+                Ok(body) => Ok(DataResponse { content_type: "application/octet-stream", body, json: None, notes: Vec::new() }),
+                Err(_) => Err(ApiError::NotYetAvailable {
+                    tool: "graph_viewer (type=pb: a binary body; oxprof_api::hlo_tools::graph_viewer_proto_bytes serves it)".into(),
+                }),
+            };
+        }
+        "json" | "custom_call" => {
             return Err(ApiError::NotYetAvailable { tool: format!("graph_viewer (type={kind})") });
         }
         other => {
@@ -280,4 +299,61 @@ fn graph_viewer_data(set: &ModuleSet, run: &Run, request: &DataRequest) -> Resul
         .map_err(|reason| ApiError::BadParameter { name: "module_name".into(), reason })?;
     let content_type = if text_kind == TextKind::Metadata { "text/plain" } else { "application/octet-stream" };
     Ok(DataResponse { content_type, body: text, json: None, notes: Vec::new() })
+}
+
+/// `type=graph` (XProf: the DOT of a node's neighbourhood, wrapped in an HTML page for
+/// `format=html`, bare for `format=dot`) and oxprof's `type=dot` (the bare DOT as plain
+/// text, for oxprof's UI). Parameters as XProf's frontend sends them: `node_name`,
+/// `graph_width` (digits, else 3), `show_metadata=true`, `merge_fusion=true`.
+fn graph_data(loaded: &LoadedModule, request: &DataRequest, kind: &str) -> Result<DataResponse, ApiError> {
+    let Some(module) = loaded.module.as_ref() else {
+        return Err(ApiError::BadParameter {
+            name: "module_name".into(),
+            reason: "No HLO module found in the HLO proto".into(),
+        });
+    };
+    let flag = |name: &str| param(request, name).is_some_and(|v| v == "true" || v == "1");
+    let radius = param(request, "graph_width")
+        .filter(|v| v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(3);
+    let options = graph_viewer::DotRenderOptions {
+        radius,
+        show_backend_config: flag("show_metadata"),
+        show_fusion_subcomputations: !flag("merge_fusion"),
+    };
+    let format = if kind == "dot" { "dot" } else { param(request, "format").unwrap_or("html") };
+    if format != "html" && format != "dot" {
+        return Err(ApiError::BadParameter {
+            name: "format".into(),
+            reason: format!(
+                "graph format {format:?} is not served (XProf: \"Can't render as URL; no URL renderer was registered.\"); use html or dot"
+            ),
+        });
+    }
+    let node = param(request, "node_name").unwrap_or("");
+    let dot = graph_viewer::graph_dot(module, node, options)
+        .map_err(|reason| ApiError::BadParameter { name: "node_name".into(), reason })?;
+    if format == "dot" {
+        return Ok(DataResponse { content_type: "text/plain", body: dot, json: None, notes: Vec::new() });
+    }
+    Ok(DataResponse { content_type: "text/html", body: graph_viewer::graph_html(&dot), json: None, notes: Vec::new() })
+}
+
+/// The binary outputs among the tools (`graph_viewer` with `type=pb`), which a
+/// [`DataResponse`]'s text body cannot carry: `None` for every other request, which
+/// [`crate::data::data`] answers. Callers serving bodies (HTTP, CLI) ask here first.
+pub fn binary_output(path: &Path, request: &DataRequest) -> Option<Result<Vec<u8>, ApiError>> {
+    let is_pb = request.tool == "graph_viewer" && request.params.get("type").is_some_and(|t| t == "pb");
+    is_pb.then(|| graph_viewer_proto_bytes(path, request))
+}
+
+/// `graph_viewer` with `type=pb`: the module's `xla.HloProto` bytes, as stored in the run
+/// (XProf re-serializes the parsed proto: the same bytes up to the order of map entries,
+/// which its C++ serializer does not fix). Empty for a run without HLO (`NO_MODULE`).
+pub fn graph_viewer_proto_bytes(path: &Path, request: &DataRequest) -> Result<Vec<u8>, ApiError> {
+    let run = select_run(path, request.run.as_deref())?;
+    let set = module_set(&run)?;
+    let name = requested_module(&set, &run, request)?;
+    Ok(load_module(&set, &run, name)?.bytes)
 }

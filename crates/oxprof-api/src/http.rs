@@ -468,6 +468,15 @@ impl Service {
         }
         self.cache.get_or_compute(&key, refresh, || {
             // A panic in a tool is a 500 shared by this flight's waiters, and not kept.
+            let binary = catch_unwind(AssertUnwindSafe(|| crate::hlo_tools::binary_output(&run.data_path, request)))
+                .map_err(|_| HttpError::internal())?;
+            if let Some(bytes) = binary {
+                return Ok(Computed {
+                    content_type: "application/octet-stream",
+                    body: bytes?.into(),
+                    notes: Vec::new(),
+                });
+            }
             let response: DataResponse = catch_unwind(AssertUnwindSafe(|| crate::data::data(&run.data_path, request)))
                 .map_err(|_| HttpError::internal())??;
             Ok(Computed {

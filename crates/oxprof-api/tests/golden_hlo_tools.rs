@@ -1,7 +1,7 @@
 //! Parity of the HLO-module tools with XProf 2.24.2: `memory_viewer` (every module XProf's
-//! reference run recorded) and the `graph_viewer` text views, for the committed refkit
-//! profiles and the third-party profiles (read in place, skipped when absent); plus
-//! `module_list` and the guards on module names.
+//! reference run recorded) and the `graph_viewer` views (text, `pbtxt`, `pb`, and the
+//! Graphviz `graph` page), for the committed refkit profiles and the third-party profiles
+//! (read in place, skipped when absent); plus `module_list` and the guards on module names.
 //!
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
 //! differences per failing case.
@@ -9,6 +9,7 @@
 use common::{external_dir, external_outputs_dir, repo_root};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
+use oxprof_api::hlo_tools::graph_viewer_proto_bytes;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -252,6 +253,301 @@ fn graph_viewer_text_equals_xprof() {
         "{} cases differ from XProf:\n{}",
         tally.failures.len(),
         tally.failures.join("\n")
+    );
+}
+
+/// `type=pbtxt`: the `HloProto` in protobuf text format, byte for byte.
+#[test]
+fn graph_viewer_pbtxt_equals_xprof() {
+    let filter = std::env::var("OXPROF_GOLDEN_FILTER").unwrap_or_default();
+    let mut tally = Tally { passed: 0, gaps: 0, failures: Vec::new() };
+    for case in cases() {
+        for (variant, file) in recorded(&case.expected, "graph_viewer", &[".txt", ".txt.gz"]) {
+            let Some(module) = variant.strip_suffix(".pbtxt") else { continue };
+            let label = format!("graph_viewer {} {module} pbtxt", case.name);
+            if !label.contains(&filter) {
+                continue;
+            }
+            let Some(expected) = read_text(&file) else {
+                tally.failures.push(format!("{label}: unreadable {}", file.display()));
+                continue;
+            };
+            let actual = match data(&case.input, &request("graph_viewer", module, &[("type", "pbtxt")])) {
+                Ok(r) => {
+                    assert_eq!(r.content_type, "application/octet-stream");
+                    r.body
+                }
+                Err(e) => {
+                    tally.failures.push(format!("{label}: {e}"));
+                    continue;
+                }
+            };
+            tally.record("pbtxt", &case.name, label, expected == actual, || first_difference(&expected, &actual));
+        }
+    }
+    eprintln!("graph_viewer pbtxt golden: {} passed, {} failed", tally.passed, tally.failures.len());
+    assert!(tally.passed >= 4, "no pbtxt references found");
+    assert!(tally.failures.is_empty(), "{}", tally.failures.join("\n"));
+}
+
+/// `type=pb`: the proto's bytes. XProf re-serializes the parsed proto, which writes map
+/// entries (the schedule's sequences) in hash order: equal bytes, or equal length and equal
+/// content (the text format sorts map entries).
+#[test]
+fn graph_viewer_pb_equals_xprof() {
+    let mut tally = Tally { passed: 0, gaps: 0, failures: Vec::new() };
+    let mut byte_equal = 0;
+    for case in cases() {
+        for (variant, file) in recorded(&case.expected, "graph_viewer", &[".bin", ".txt"]) {
+            let Some(module) = variant.strip_suffix(".pb") else { continue };
+            let label = format!("graph_viewer {} {module} pb", case.name);
+            let Ok(expected) = std::fs::read(&file) else {
+                tally.failures.push(format!("{label}: unreadable {}", file.display()));
+                continue;
+            };
+            let req = request("graph_viewer", module, &[("type", "pb")]);
+            let actual = match graph_viewer_proto_bytes(&case.input, &req) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    tally.failures.push(format!("{label}: {e}"));
+                    continue;
+                }
+            };
+            let text = |b: &[u8]| oxprof_analysis::tools::graph_viewer::proto_text(b).unwrap_or_default();
+            let same = expected == actual;
+            byte_equal += usize::from(same);
+            let matched = same || (expected.len() == actual.len() && text(&expected) == text(&actual));
+            tally.record("pb", &case.name, label, matched, || {
+                format!(
+                    "{} vs {} bytes; {}",
+                    expected.len(),
+                    actual.len(),
+                    first_difference(&text(&expected), &text(&actual))
+                )
+            });
+            // Through `data`, a text body: the empty proto only.
+            if expected.is_empty() {
+                assert_eq!(data(&case.input, &req).map(|r| r.body).ok(), Some(String::new()), "{module}");
+            }
+        }
+    }
+    eprintln!(
+        "graph_viewer pb golden: {} passed ({byte_equal} byte for byte), {} failed",
+        tally.passed,
+        tally.failures.len()
+    );
+    assert!(tally.passed >= 4, "no pb references found");
+    assert!(tally.failures.is_empty(), "{}", tally.failures.join("\n"));
+}
+
+/// A DOT graph with what XProf randomizes made comparable: node and cluster ids (XLA's
+/// memory addresses) renamed by first appearance, and the stylesheet's hover rules (in
+/// XLA's hash-map order) sorted.
+fn normalized_dot(dot: &str) -> (String, Vec<String>) {
+    let (dot, rules) = match (dot.find("stylesheet=<\n"), dot.find("\n>\n")) {
+        (Some(start), Some(end)) if start < end => {
+            let css = &dot[start + "stylesheet=<\n".len()..end];
+            let (head, rest) = css.split_once("  }\n\n").unwrap_or((css, ""));
+            let mut rules: Vec<String> =
+                rest.split("\n\n").map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect();
+            rules.sort();
+            (format!("{}{head}  }}\n\n<RULES>{}", &dot[..start + "stylesheet=<\n".len()], &dot[end..]), rules)
+        }
+        _ => (dot.to_string(), Vec::new()),
+    };
+    let mut ids: BTreeMap<(char, String), String> = BTreeMap::new();
+    let mut counts = [0usize; 2];
+    let mut rename = |kind: char, id: &str| -> String {
+        let slot = usize::from(kind == 'C');
+        ids.entry((kind, id.to_string()))
+            .or_insert_with(|| {
+                counts[slot] += 1;
+                format!("{kind}{}", counts[slot])
+            })
+            .clone()
+    };
+    let mut out = Vec::new();
+    for line in dot.split('\n') {
+        // `cluster_<id>` anywhere (subgraphs, ltail, the root tag).
+        let mut text = String::new();
+        let mut rest = line;
+        while let Some(at) = rest.find("cluster_") {
+            text.push_str(&rest[..at + "cluster_".len()]);
+            rest = &rest[at + "cluster_".len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 {
+                text.push_str(&rename('C', &rest[..digits]));
+                rest = &rest[digits..];
+            }
+        }
+        text.push_str(rest);
+        // `<id> [label=` and `<id> -> <id> [`.
+        let mut words: Vec<String> = text.splitn(4, ' ').map(str::to_string).collect();
+        let numeric = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+        if words.len() >= 2 && numeric(&words[0]) && words[1].starts_with("[label=") {
+            words[0] = rename('N', &words[0]);
+        } else if words.len() >= 3 && words[1] == "->" {
+            for i in [0, 2] {
+                if numeric(&words[i]) {
+                    words[i] = rename('N', &words[i]);
+                }
+            }
+        }
+        out.push(words.join(" "));
+    }
+    (out.join("\n"), rules)
+}
+
+/// The DOT inside XProf's graph page, and the page around it.
+fn split_graph_page(html: &str) -> Option<(String, &str)> {
+    const OPEN: &str = "const data = `";
+    const CLOSE: &str = "`;\n    const results";
+    let start = html.find(OPEN)? + OPEN.len();
+    let end = html.find(CLOSE)?;
+    (start <= end).then(|| (format!("{}{}", &html[..start], &html[end..]), &html[start..end]))
+}
+
+/// The ROOT instruction of the ENTRY computation in HLO text (the node refkit asks for).
+fn entry_root(hlo_text: &str) -> Option<String> {
+    let mut in_entry = false;
+    for line in hlo_text.lines() {
+        if line.starts_with("ENTRY ") {
+            in_entry = true;
+        } else if in_entry && line.trim().starts_with("ROOT ") {
+            return line.split_whitespace().nth(1).map(str::to_string);
+        } else if in_entry && line.starts_with('}') {
+            break;
+        }
+    }
+    None
+}
+
+/// `type=graph&format=html` (XProf's Graphviz page of the neighbourhood of the entry's
+/// root, `graph_width=3`): the page byte for byte, the DOT modulo what XProf randomizes
+/// (see [`normalized_dot`]); `type=dot` is the same DOT. Also the references of a full
+/// refkit run (`../refdata/<profile>/xprof_out`) when present.
+#[test]
+fn graph_viewer_graph_equals_xprof() {
+    let filter = std::env::var("OXPROF_GOLDEN_FILTER").unwrap_or_default();
+    let mut tally = Tally { passed: 0, gaps: 0, failures: Vec::new() };
+    let mut all = cases();
+    let refdata = repo_root().join("../refdata/tpu_inference_2/xprof_out");
+    if let Some(tpu) = all.iter().find(|c| c.name == "openxla-xprof/tpu_inference_2").map(|c| c.input.clone())
+        && refdata.is_dir()
+    {
+        all.push(Case { name: "refdata/tpu_inference_2".into(), input: tpu, expected: refdata });
+    }
+    for case in all {
+        for (variant, file) in recorded(&case.expected, "graph_viewer", &[".html", ".html.gz"]) {
+            let Some(module) = variant.strip_suffix(".graph") else { continue };
+            let label = format!("graph_viewer {} {module} graph", case.name);
+            if !label.contains(&filter) {
+                continue;
+            }
+            let Some(expected) = read_text(&file) else {
+                tally.failures.push(format!("{label}: unreadable {}", file.display()));
+                continue;
+            };
+            let short = data(&case.input, &request("graph_viewer", module, &[("type", "short_txt")]));
+            let Some(node) = short.ok().and_then(|r| entry_root(&r.body)) else {
+                tally.failures.push(format!("{label}: no entry root"));
+                continue;
+            };
+            let extra = [("type", "graph"), ("node_name", node.as_str()), ("format", "html"), ("graph_width", "3")];
+            let page = match data(&case.input, &request("graph_viewer", module, &extra)) {
+                Ok(r) => {
+                    assert_eq!(r.content_type, "text/html");
+                    r.body
+                }
+                Err(e) => {
+                    tally.failures.push(format!("{label}: {e}"));
+                    continue;
+                }
+            };
+            let dot = data(&case.input, &request("graph_viewer", module, &[("type", "dot"), ("node_name", &node)]))
+                .map(|r| r.body)
+                .unwrap_or_default();
+            let (Some((expected_frame, expected_dot)), Some((frame, actual_dot))) =
+                (split_graph_page(&expected), split_graph_page(&page))
+            else {
+                tally.failures.push(format!("{label}: no DOT in the page"));
+                continue;
+            };
+            let (e, a) = (normalized_dot(expected_dot), normalized_dot(actual_dot));
+            let matched = expected_frame == frame && e == a && dot == actual_dot;
+            tally.record("graph", &case.name, label, matched, || {
+                if expected_frame != frame {
+                    format!("page: {}", first_difference(&expected_frame, &frame))
+                } else if e.0 != a.0 {
+                    format!("dot: {}", first_difference(&e.0, &a.0))
+                } else if e.1 != a.1 {
+                    format!("stylesheet rules differ ({} vs {})", e.1.len(), a.1.len())
+                } else {
+                    "type=dot differs from the page's DOT".into()
+                }
+            });
+        }
+    }
+    eprintln!("graph_viewer graph golden: {} passed, {} failed", tally.passed, tally.failures.len());
+    assert!(tally.passed >= 3, "no graph references found");
+    assert!(tally.failures.is_empty(), "{}", tally.failures.join("\n"));
+}
+
+/// The graph view's parameters and errors: XProf's message for unknown nodes, a
+/// computation's name draws the whole computation, and hostile module names are refused.
+#[test]
+fn graph_viewer_graph_parameters_and_errors() {
+    let dir = repo_root().join("testdata/profiles/jax_train");
+    let module = "jit_train_step(26)";
+    let err =
+        data(&dir, &request("graph_viewer", module, &[("type", "dot"), ("node_name", "no_such_node")])).unwrap_err();
+    assert!(err.to_string().contains("Couldn't find HloInstruction or HloComputation named no_such_node."), "{err}");
+    assert_eq!(err.http_status(), 400);
+    let err = data(&dir, &request("graph_viewer", module, &[("type", "graph")])).unwrap_err();
+    assert!(err.to_string().contains("node_name should not be empty"), "{err}");
+    let err =
+        data(&dir, &request("graph_viewer", module, &[("type", "graph"), ("node_name", "tuple.5"), ("format", "url")]))
+            .unwrap_err();
+    assert_eq!(err.http_status(), 400);
+    for hostile in ["../secret", "/etc/passwd", ".."] {
+        let err =
+            data(&dir, &request("graph_viewer", hostile, &[("type", "dot"), ("node_name", "tuple.5")])).unwrap_err();
+        assert!(err.to_string().contains("no HLO module"), "{hostile}: {err}");
+    }
+    // Names match case-insensitively and with a leading `%`, as in XProf.
+    let a = data(&dir, &request("graph_viewer", module, &[("type", "dot"), ("node_name", "tuple.5")])).unwrap();
+    let b = data(&dir, &request("graph_viewer", module, &[("type", "dot"), ("node_name", "%TUPLE.5")])).unwrap();
+    assert_eq!(a.content_type, "text/plain");
+    assert_eq!(a.body, b.body);
+    assert!(a.body.starts_with("digraph G {\n"), "{}", a.body);
+    assert!(a.body.contains("label = <<b>Neighborhood of 3 nodes around tuple.5<br/>Computation "), "{}", a.body);
+    // A wider neighbourhood draws more; merged fusions draw no fused clusters.
+    let wide = data(
+        &dir,
+        &request("graph_viewer", module, &[("type", "dot"), ("node_name", "tuple.5"), ("graph_width", "6")]),
+    )
+    .unwrap();
+    assert!(wide.body.len() > a.body.len());
+    let merged = data(
+        &dir,
+        &request("graph_viewer", module, &[("type", "dot"), ("node_name", "tuple.5"), ("merge_fusion", "true")]),
+    )
+    .unwrap();
+    assert!(!merged.body.contains("Fused expression for"), "{}", merged.body);
+    // A computation's name draws the computation whole, with an empty label.
+    let entry = data(&dir, &request("graph_viewer", module, &[("type", "short_txt")])).unwrap();
+    let entry_name = entry
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("ENTRY "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let whole = data(&dir, &request("graph_viewer", module, &[("type", "dot"), ("node_name", &entry_name)])).unwrap();
+    assert!(
+        whole.body.contains(&format!("label = <<b><br/>Computation {entry_name}<br/>ENTRY computation</b>>;")),
+        "{}",
+        whole.body
     );
 }
 

@@ -566,3 +566,23 @@ fn hlo_tools_accept_the_module_name_as_host_like_xprofs_frontend() {
     let overview = get(&service, &format!("/data?run={run}&tag=overview_page&host={module}"));
     assert_eq!(overview.status, 404);
 }
+
+#[test]
+fn graph_viewer_pb_is_served_as_binary() {
+    let service = service(&profiles());
+    let run = enc("jax_train/2026_11_22_03_01_45");
+    let module = enc("jit_train_step(26)");
+    let response =
+        get(&service, &format!("/data?run={run}&tag=graph_viewer&host={module}&module_name={module}&type=pb"));
+    assert_eq!(response.status, 200, "{}", response.body_text());
+    assert_eq!(response.content_type, "application/octet-stream");
+    let expected =
+        std::fs::read(profiles().join("jax_train/xprof_out/graph_viewer.jit_train_step(26).pb.bin")).unwrap();
+    // XProf's C++ serializer orders map entries freely: same length, same bytes as a multiset.
+    let mut got = response.body.as_bytes().to_vec();
+    assert_eq!(got.len(), expected.len());
+    let mut want = expected.clone();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+}

@@ -140,6 +140,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Data { tool, path, run, host, params, format } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };
+            if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&path, &request) {
+                // A binary body (graph_viewer type=pb) is written as is.
+                use std::io::Write;
+                std::io::stdout().write_all(&bytes?).context("cannot write to stdout")?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let response = oxprof_api::data::data(&path, &request)?;
             match format {
                 Format::Json => {

@@ -291,7 +291,7 @@ fn f32_to_f16(v: f32) -> u16 {
 }
 
 /// `Literal::PrintWithoutShapeOneline` for arrays: `3`, `{1, 2}`, `{ { 1, 2 }, { 3, 4 } }`.
-fn print_literal(literal: &Literal, out: &mut String) {
+pub(crate) fn print_literal(literal: &Literal, out: &mut String) {
     let dims = &literal.shape.dimensions;
     if !(0..=MAX_LITERAL_ELEMENTS).contains(&literal.shape.elements()) || dims.iter().any(|&d| d < 0) {
         out.push_str("{...}");
@@ -558,15 +558,18 @@ fn kind_attributes(graph: &Graph, node: &Node, attrs: &mut Vec<String>) {
             }
         }
         Opcode::Dot => {
+            // `DotDimensionNumbersToString` is one attribute.
             if let Some(d) = &h.dot_dimension_numbers {
+                let mut parts = Vec::new();
                 if !d.lhs_batch_dimensions.is_empty() {
-                    attrs.push(format!("lhs_batch_dims={}", braces(&d.lhs_batch_dimensions)));
+                    parts.push(format!("lhs_batch_dims={}", braces(&d.lhs_batch_dimensions)));
                 }
-                attrs.push(format!("lhs_contracting_dims={}", braces(&d.lhs_contracting_dimensions)));
+                parts.push(format!("lhs_contracting_dims={}", braces(&d.lhs_contracting_dimensions)));
                 if !d.rhs_batch_dimensions.is_empty() {
-                    attrs.push(format!("rhs_batch_dims={}", braces(&d.rhs_batch_dimensions)));
+                    parts.push(format!("rhs_batch_dims={}", braces(&d.rhs_batch_dimensions)));
                 }
-                attrs.push(format!("rhs_contracting_dims={}", braces(&d.rhs_contracting_dimensions)));
+                parts.push(format!("rhs_contracting_dims={}", braces(&d.rhs_contracting_dimensions)));
+                attrs.push(parts.join(", "));
             }
             precision_attributes(node, attrs);
         }
@@ -885,55 +888,23 @@ fn lexes_as_json_dict(text: &str) -> bool {
     t.starts_with('{') && t.ends_with('}')
 }
 
-/// `HloInstruction::Print` with the given options.
-pub(crate) fn print_instruction(graph: &Graph, node: &Node, options: PrintOptions, out: &mut String) {
+/// `HloInstruction::ExtraAttributesToString`: the kind's own attributes, then (when
+/// `subcomputations`) the called computations by name, sharding, frontend attributes and
+/// (when `control_dependencies`) control predecessors.
+pub(crate) fn extra_attributes(
+    graph: &Graph,
+    node: &Node,
+    percent: bool,
+    subcomputations: bool,
+    control_dependencies: bool,
+) -> Vec<String> {
     let h = &node.hlo;
-    let pct = if options.percent { "%" } else { "" };
-    out.push_str(pct);
-    out.push_str(&h.name);
-    out.push_str(" = ");
-    print_shape(&h.shape, out);
-    out.push(' ');
-    out.push_str(&h.opcode);
-    out.push('(');
-    match node.op {
-        Opcode::Constant => {
-            let small = h.shape.is_array() && (options.large_constants || h.shape.elements() <= 10);
-            match &h.literal {
-                Some(literal) if small => print_literal(literal, out),
-                _ => out.push_str("{...}"),
-            }
-        }
-        Opcode::Parameter => {
-            let _ = write!(out, "{}", h.parameter_number);
-        }
-        _ => {
-            for (i, &operand) in node.operands.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                    if options.operand_index_annotations && i % INDEX_ANNOTATION_INTERVAL == 0 {
-                        let _ = write!(out, "/*index={i}*/");
-                    }
-                }
-                match graph.node(operand) {
-                    Some(o) => {
-                        if options.operand_shapes {
-                            print_shape(&o.hlo.shape, out);
-                            out.push(' ');
-                        }
-                        out.push_str(pct);
-                        out.push_str(&o.hlo.name);
-                    }
-                    None => out.push_str("null "),
-                }
-            }
-        }
-    }
-    out.push(')');
     let mut attrs = Vec::new();
     kind_attributes(graph, node, &mut attrs);
+    let pct = if percent { "%" } else { "" };
     let comp_name = |c: usize| graph.comps.get(c).map_or("", |c| c.name.as_str());
     match node.op {
+        _ if !subcomputations => {}
         Opcode::While => {
             // `called_computations()` of a while is {body, condition}.
             if let (Some(&body), Some(&cond)) = (node.called.first(), node.called.get(1)) {
@@ -998,11 +969,60 @@ pub(crate) fn print_instruction(graph: &Graph, node: &Node, options: PrintOption
         let parts: Vec<String> = h.frontend_attributes.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
         attrs.push(format!("frontend_attributes={{{}}}", parts.join(",")));
     }
-    if options.control_dependencies && !node.control_preds.is_empty() {
+    if control_dependencies && !node.control_preds.is_empty() {
         let names: Vec<String> =
             node.control_preds.iter().filter_map(|&p| graph.node(p)).map(|p| format!("{pct}{}", p.hlo.name)).collect();
         attrs.push(format!("control-predecessors={{{}}}", names.join(", ")));
     }
+    attrs
+}
+
+/// `HloInstruction::Print` with the given options.
+pub(crate) fn print_instruction(graph: &Graph, node: &Node, options: PrintOptions, out: &mut String) {
+    let h = &node.hlo;
+    let pct = if options.percent { "%" } else { "" };
+    out.push_str(pct);
+    out.push_str(&h.name);
+    out.push_str(" = ");
+    print_shape(&h.shape, out);
+    out.push(' ');
+    out.push_str(&h.opcode);
+    out.push('(');
+    match node.op {
+        Opcode::Constant => {
+            let small = h.shape.is_array() && (options.large_constants || h.shape.elements() <= 10);
+            match &h.literal {
+                Some(literal) if small => print_literal(literal, out),
+                _ => out.push_str("{...}"),
+            }
+        }
+        Opcode::Parameter => {
+            let _ = write!(out, "{}", h.parameter_number);
+        }
+        _ => {
+            for (i, &operand) in node.operands.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                    if options.operand_index_annotations && i % INDEX_ANNOTATION_INTERVAL == 0 {
+                        let _ = write!(out, "/*index={i}*/");
+                    }
+                }
+                match graph.node(operand) {
+                    Some(o) => {
+                        if options.operand_shapes {
+                            print_shape(&o.hlo.shape, out);
+                            out.push(' ');
+                        }
+                        out.push_str(pct);
+                        out.push_str(&o.hlo.name);
+                    }
+                    None => out.push_str("null "),
+                }
+            }
+        }
+    }
+    out.push(')');
+    let mut attrs = extra_attributes(graph, node, options.percent, true, options.control_dependencies);
     // XLA prints metadata only when it names an op, a file or a scheduling name.
     let md = &h.metadata;
     let has_metadata = !md.op_type.is_empty()

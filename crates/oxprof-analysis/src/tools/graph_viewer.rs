@@ -1,6 +1,8 @@
-//! `graph_viewer` text views of an HLO module: XLA's `HloModule::ToString` with the print
+//! `graph_viewer` views of an HLO module: XLA's `HloModule::ToString` with the print
 //! options XProf's graph viewer uses (`short_txt`, `long_txt`, and the metadata-rich
-//! `me_graph`).
+//! `me_graph`), the Graphviz graph of a node's neighbourhood ([`graph_dot`], wrapped by
+//! [`graph_html`] in XProf's page), the protobuf text of the module's proto
+//! ([`proto_text`]) and the operand/user names of a node ([`adjacent_nodes`]).
 //!
 //! Layout of the text (`HloModule::Print`):
 //!
@@ -16,7 +18,10 @@
 //! ENTRY <entry computation> ...
 //! ```
 
-use crate::hlo_lookup::{HloGraph, PrintOptions, print_instruction, print_shape_with_layout};
+pub use crate::hlo_lookup::DotRenderOptions;
+use crate::hlo_lookup::{
+    HloGraph, PrintOptions, hlo_proto_text, print_instruction, print_shape_with_layout, render_dot,
+};
 use crate::printf::c_escape;
 use oxprof_format::hlo::{HloModule, ModuleExtras, Shape};
 use std::collections::{HashMap, HashSet};
@@ -383,6 +388,137 @@ fn print_stack_frame_index(index: &FrameIndex, out: &mut String) {
     }
 }
 
+/// `type=pbtxt`: the `xla.HloProto` bytes in protobuf text format, as XProf prints them
+/// (C++ `TextFormat` with unknown fields hidden, XProf's schema).
+pub fn proto_text(hlo_proto: &[u8]) -> Result<String, String> {
+    hlo_proto_text(hlo_proto)
+}
+
+/// `type=graph`'s DOT (XProf's `Plot` with `format=dot`): the whole computation when
+/// `node_name` names one, else the neighbourhood of `options.radius` steps around the
+/// instruction named so (see [`crate::hlo_lookup`]'s DOT port for what differs from run
+/// to run in XProf's text).
+pub fn graph_dot(module: &HloModule, node_name: &str, options: DotRenderOptions) -> Result<String, String> {
+    render_dot(module, node_name, options)
+}
+
+/// XProf's `WrapDotInHtml` (layout engine `dot`): a page that renders the DOT with
+/// Graphviz in WebAssembly, as `type=graph&format=html` answers.
+///
+/// XProf pastes the DOT into a JavaScript template literal as is, so a backtick or `${`
+/// in a name or op name would end the literal and run as script. oxprof escapes `\`,
+/// `` ` `` and `${` in that case only (the page then shows the same DOT as the others),
+/// and is byte for byte XProf's page otherwise.
+pub fn graph_html(dot: &str) -> String {
+    let template = GRAPH_HTML_TEMPLATE.replace("$LAYOUT_ENGINE", "dot");
+    let escaped;
+    let dot = if dot.contains('`') || dot.contains("${") {
+        escaped = dot.replace('\\', "\\\\").replace('`', "\\`").replace("${", "\\${");
+        escaped.as_str()
+    } else {
+        dot
+    };
+    match template.split_once("$DOT") {
+        Some((head, tail)) => {
+            let mut out = String::with_capacity(head.len() + dot.len() + tail.len());
+            out.push_str(head);
+            out.push_str(dot);
+            out.push_str(tail);
+            out
+        }
+        None => template,
+    }
+}
+
+/// XProf's `graphviz_helper.h` page around a DOT graph.
+const GRAPH_HTML_TEMPLATE: &str = r#"
+<!DOCTYPE html>
+<html>
+<head>
+  <meta charset="utf-8">
+  <style type="text/css">
+    body {
+      height: 100vh;
+      margin: 0;
+    }
+    #graph-container {height:95vh;width:100%;padding:10px;display:block;}
+    #graph-container svg { height: 100% !important; width: 100% !important;}
+    .node, .cluster {cursor:pointer;}
+    .cluster:hover, .node:hover {outline: solid 3px black;}
+  </style>
+</head>
+<body>
+  <script src="https://www.gstatic.com/external_hosted/hpcc_js_wasm/index.min.js"
+      integrity="sha384-LigJPbR3TOfU/Xbb+PjiN1dGJYPweLk7kiGnaMgmxnUmKWaCFKbb5tH6iLlyVhPZ"
+      crossorigin="anonymous"></script>
+  <script src="https://www.gstatic.com/external_hosted/svg_pan_zoom/svg-pan-zoom.js"></script>
+  <div id="graph-container"></div>
+  <script>
+    const cssregex = new RegExp('stylesheet=<([^]*)\n>\n', 'gm');
+    const hpccWasm = window["@hpcc-js/wasm"];
+    const data = `$DOT`;
+    const results = cssregex.exec(data);
+    // graphviz has problem dealing with large stylesheets.
+    // https://github.com/tensorflow/tensorflow/issues/17220#issuecomment-369228492
+    // In order to avoid the problem, remove the stylesheet from the dot and
+    // insert it directly info the rendered SVG.
+
+    let dot_data = data;
+    let css_data = '';
+    if (results !== null) {
+        css_data = results[1].replace(/\s*data:.*\s*,/,''); // Strip content-type field.
+        // CSS inside DOT is URL-escaped, so we must unescape it
+        // before we can insert it into SVG.
+        css_data = unescape(css_data);
+        dot_data = data.replace(cssregex, ''); // Remove the stylesheet
+    }
+
+    var render_start = performance.now()
+    function add_controls(svg) {
+        var htmlblob = new Blob([document.documentElement.innerHTML],
+                                {type: 'text/html'});
+        var savehtml = document.createElement('a');
+        savehtml.setAttribute('href', URL.createObjectURL(htmlblob));
+        savehtml.setAttribute('download', 'graph.html');
+        savehtml.innerHTML = " [Save HTML+SVG] ";
+        document.body.append(savehtml);
+        var svgblob = new Blob([svg], {type: 'image/svg'});
+        var savesvg = document.createElement('a');
+        savesvg.setAttribute('href', URL.createObjectURL(svgblob));
+        savesvg.setAttribute('download', 'graph.svg');
+        savesvg.innerHTML = " [Save SVG] ";
+        document.body.append(savesvg);
+        var dotblob =  new Blob([data], {type: 'text/dot'});
+        var savedot = document.createElement('a');
+        savedot.setAttribute('href', URL.createObjectURL(dotblob));
+        savedot.setAttribute('download', 'graph.dot');
+        savedot.innerHTML = " [Save DOT] ";
+        document.body.append(savedot);
+        // Will get called after embed element was loaded
+        var render_end = performance.now();
+        var render_note = document.createElement('div')
+        render_note.innerHTML = 'Rendering took '
+                                + (render_end - render_start).toFixed(2) + "ms."
+        document.body.append(render_note);
+    }
+    const render_callback = svg => {
+      const container = document.getElementById('graph-container')
+      container.innerHTML = `${svg}<style>${css_data}</style>`;
+      const panZoom = svgPanZoom(container.children[0], {
+        zoomEnabled: true,
+        dblClickZoomEnabled: false,
+        controlIconsEnabled: true,
+        maxZoom: 200,
+        minZoom: 0,
+      });
+      add_controls(svg);
+    };
+    hpccWasm.graphviz.layout(dot_data, "svg", "$LAYOUT_ENGINE").then(render_callback);
+  </script>
+</body>
+</html>
+"#;
+
 /// `GetAdjacentNodes` (`type=adj_nodes`): the names of an instruction's operands and
 /// users, looking through `get-tuple-element`s, as `{"consumer_names":[..],"operand_names":[..]}`.
 pub fn adjacent_nodes(module: &HloModule, node_name: &str) -> Result<String, String> {
@@ -486,6 +622,22 @@ mod tests {
             ..Default::default()
         };
         (module, extras)
+    }
+
+    #[test]
+    fn graph_page_embeds_the_dot_once() {
+        let (m, _) = module();
+        let dot = graph_dot(&m, "f", DotRenderOptions::default()).unwrap();
+        let page = graph_html(&dot);
+        assert!(page.starts_with("\n<!DOCTYPE html>\n<html>\n"));
+        assert!(page.contains(&format!("const data = `{dot}`;\n    const results")));
+        assert!(page.contains("hpccWasm.graphviz.layout(dot_data, \"svg\", \"dot\")"));
+        assert!(!page.contains("$DOT") && !page.contains("$LAYOUT_ENGINE"));
+        // A DOT that happens to contain the placeholders is not rewritten.
+        assert!(graph_html("$LAYOUT_ENGINE").contains("const data = `$LAYOUT_ENGINE`;"));
+        // Backticks and `${` cannot end the script's template literal.
+        let hostile = graph_html("a`;alert(1);` ${x} \\`");
+        assert!(hostile.contains("const data = `a\\`;alert(1);\\` \\${x} \\\\\\``;"), "{hostile}");
     }
 
     #[test]
