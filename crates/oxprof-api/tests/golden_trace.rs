@@ -9,9 +9,9 @@
 //! Goldens: the refkit profiles' `xprof_out/trace_viewer@*.json.gz` (default view at
 //! resolution 8000, a 20–30 ms window, a `Thunk` prefix search, one event's details), and
 //! the third-party outputs in `../shared/testdata/external-xprof-out/` (skipped when absent).
-//! GPU device planes include XProf's derived timelines (Framework Name Scope / Framework
-//! Ops / XLA Modules / XLA Ops / Source code per stream); TPU device planes, whose derived
-//! lines oxprof does not build yet, are compared on their host plane only: see `DEVICE_GAPS`.
+//! Device planes include XProf's derived timelines: per GPU stream Framework Name Scope /
+//! Framework Ops / XLA Modules / XLA Ops / Source code; on TPU planes Framework Name Scope /
+//! Framework Ops / Source code with group ids and the Host Offload Ops rows.
 
 use common::{external_dir, external_outputs_dir, repo_root};
 use oxprof_api::data::{DataRequest, data};
@@ -21,11 +21,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 mod common;
-
-/// Profiles whose device planes differ because oxprof does not build XProf's derived
-/// timelines of TPU planes (`DeriveLinesFromStats`) yet: only pid 1701 (the host plane)
-/// is compared. This list may only shrink.
-const DEVICE_GAPS: &[&str] = &["tpu_inference_2"];
 
 fn read_json(path: &Path) -> Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -70,13 +65,10 @@ fn normalized(e: &Value) -> String {
     serde_json::to_string(&sorted).unwrap()
 }
 
-fn event_multiset(v: &Value, pid: Option<u64>) -> HashMap<String, usize> {
+fn event_multiset(v: &Value) -> HashMap<String, usize> {
     let mut out = HashMap::new();
     for e in v["traceEvents"].as_array().unwrap() {
         if e.as_object().is_some_and(|o| o.is_empty()) {
-            continue;
-        }
-        if pid.is_some_and(|p| e["pid"].as_u64() != Some(p)) {
             continue;
         }
         *out.entry(normalized(e)).or_insert(0) += 1;
@@ -85,22 +77,20 @@ fn event_multiset(v: &Value, pid: Option<u64>) -> HashMap<String, usize> {
 }
 
 /// Differences between XProf's and oxprof's outputs (empty: equal).
-fn differences(expected: &Value, actual: &Value, pid: Option<u64>) -> Vec<String> {
+fn differences(expected: &Value, actual: &Value) -> Vec<String> {
     let mut diffs = Vec::new();
-    if pid.is_none() {
-        for key in ["returnedEventsSize", "filteredByVisibility", "details", "stackFrames", "totalCounterEvents"] {
-            if expected[key] != actual[key] {
-                diffs.push(format!("{key}: expected {} got {}", expected[key], actual[key]));
-            }
-        }
-        for i in 0..2 {
-            let (e, a) = (expected["fullTimespan"][i].as_f64(), actual["fullTimespan"][i].as_f64());
-            if e.zip(a).is_none_or(|(e, a)| (e - a).abs() > 1e-6 * e.abs().max(1.0)) {
-                diffs.push(format!("fullTimespan[{i}]: expected {e:?} got {a:?}"));
-            }
+    for key in ["returnedEventsSize", "filteredByVisibility", "details", "stackFrames", "totalCounterEvents"] {
+        if expected[key] != actual[key] {
+            diffs.push(format!("{key}: expected {} got {}", expected[key], actual[key]));
         }
     }
-    let (e, a) = (event_multiset(expected, pid), event_multiset(actual, pid));
+    for i in 0..2 {
+        let (e, a) = (expected["fullTimespan"][i].as_f64(), actual["fullTimespan"][i].as_f64());
+        if e.zip(a).is_none_or(|(e, a)| (e - a).abs() > 1e-6 * e.abs().max(1.0)) {
+            diffs.push(format!("fullTimespan[{i}]: expected {e:?} got {a:?}"));
+        }
+    }
+    let (e, a) = (event_multiset(expected), event_multiset(actual));
     let mut missing: Vec<&String> =
         e.iter().filter(|(k, n)| a.get(*k).copied().unwrap_or(0) < **n).map(|(k, _)| k).collect();
     let mut extra: Vec<&String> =
@@ -161,7 +151,7 @@ fn refkit_profiles_match_xprof() {
             }
             checked += 1;
             let actual = run_tool(&dir, None, params);
-            let diffs = differences(&read_json(&golden), &actual, None);
+            let diffs = differences(&read_json(&golden), &actual);
             if !diffs.is_empty() {
                 failures.push(format!("{name}{suffix}: {}", diffs.join("; ")));
             }
@@ -188,7 +178,7 @@ fn legacy_trace_viewer_matches_xprof() {
                 args.insert("flow".to_string(), Value::from("F"));
             }
         }
-        event_multiset(&v, None)
+        event_multiset(&v)
     };
     assert_eq!(masked(&expected), masked(&actual));
 }
@@ -261,8 +251,7 @@ fn external_profiles_match_xprof() {
             continue;
         }
         let actual = run_tool(&input_path, *host, &[("resolution", "8000")]);
-        let pid = DEVICE_GAPS.iter().any(|g| output.contains(g)).then_some(1701);
-        let diffs = differences(&read_json(&golden), &actual, pid);
+        let diffs = differences(&read_json(&golden), &actual);
         if !diffs.is_empty() {
             failures.push(format!("{output}: {}", diffs.join("; ")));
         }
@@ -307,6 +296,98 @@ fn lod_api_on_refkit_profile() {
     let flow_event = w.tracks.iter().flat_map(|t| &t.events).find_map(|e| e.flow).unwrap();
     let f = oxprof_api::trace::flow(&dir, None, None, flow_event.0).unwrap();
     assert!(f.events.len() >= 2);
+}
+
+/// The LOD API lists the derived lines of TPU planes as tracks, with XProf's event counts
+/// (those of its `trace_viewer@` output, which shows every event of this small profile).
+#[test]
+fn lod_tracks_include_tpu_derived_lines() {
+    let Some(ext) = external_dir() else {
+        eprintln!("SKIP: external test data not found");
+        return;
+    };
+    let path = ext.join("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb");
+    if !path.exists() {
+        eprintln!("SKIP: {}", path.display());
+        return;
+    }
+    let tracks = oxprof_api::trace::tracks(&path, None, None).unwrap();
+    let tpu0 = tracks.sections.iter().find(|s| s.name.ends_with("/device:TPU:0")).unwrap();
+    let count = |name: &str| tpu0.tracks.iter().find(|t| t.name == name).map(|t| t.num_events);
+    assert_eq!(count("Framework Name Scope"), Some(208));
+    assert_eq!(count("Framework Ops"), Some(104));
+    assert_eq!(count("Source code"), Some(104));
+    let rows: Vec<usize> = (0..5).filter_map(|k| count(&format!("Host Offload Ops row {k}"))).collect();
+    assert_eq!(rows, [164, 165, 164, 107]);
+    assert_eq!(tpu0.tracks.iter().find(|t| t.name == "Framework Ops").and_then(|t| t.tid), Some(0xdead_bef2));
+}
+
+/// Event details and search on the TPU derived lines, against XProf 2.24.2's answers to the
+/// same requests (recorded with the refkit's XProf on this file: `xprof.convert.
+/// raw_to_tool_data.xspace_to_tool_data(..., "trace_viewer@", {"trace_viewer_options":
+/// ...})`): the event (full arguments, incl. the Host Offload event's stats) and the
+/// stack frames.
+#[test]
+fn tpu_derived_event_details_match_xprof() {
+    let Some(ext) = external_dir() else {
+        eprintln!("SKIP: external test data not found");
+        return;
+    };
+    let path = ext.join("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb");
+    if !path.exists() {
+        eprintln!("SKIP: {}", path.display());
+        return;
+    }
+    const SOURCE_37: &str = "experimental/users/davelacey/host_offload_stress_test/host_offload_stress_test.py:37";
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[
+                ("event_name", "broadcast_in_dim"),
+                ("start_time_ms", "5439.0117445"),
+                ("duration_ms", "4.443766328"),
+                ("unique_id", "2"),
+            ],
+            r#"{"event":{"pid":1003,"tid":3735928562,"name":"broadcast_in_dim","ts":5439011.7445,"dur":4443.766328,"ph":"X","args":{"group_id":1},"sf":1,"z":2},"stackFrames":{"1":{"name":"jit(broadcast_in_dim)/jit(main)/broadcast_in_dim:"}}}"#,
+        ),
+        (
+            &[
+                ("event_name", "jit(broadcast_in_dim)"),
+                ("start_time_ms", "5439.0117445"),
+                ("duration_ms", "4.443766328"),
+                ("unique_id", "1"),
+            ],
+            r#"{"event":{"pid":1003,"tid":3735928561,"name":"jit(broadcast_in_dim)","ts":5439011.7445,"dur":4443.766328,"ph":"X","args":{"group_id":1},"z":1},"stackFrames":{}}"#,
+        ),
+        (
+            &[
+                ("event_name", "offload-copy.0"),
+                ("start_time_ms", "19500.5429495"),
+                ("duration_ms", "189.172518906"),
+                ("unique_id", "0"),
+            ],
+            r#"{"event":{"pid":1003,"tid":3735928567,"name":"offload-copy.0","ts":19500542.9495,"dur":189172.518906,"ph":"X","args":{"long_name":"","raw_bytes_accessed":5368709120,"shape_with_layout":"(f32[5,1024,1024,256]{3,2,1,0:T(8,128)}, f32[5,1024,1024,256]{3,2,1,0:T(8,128)S(5)}, u32[]{:S(2)})"}},"stackFrames":{}}"#,
+        ),
+        (
+            &[
+                ("event_name", SOURCE_37),
+                ("start_time_ms", "5439.0117445"),
+                ("duration_ms", "4.443766328"),
+                ("unique_id", "3"),
+            ],
+            r#"{"event":{"pid":1003,"tid":3735928566,"name":"experimental/users/davelacey/host_offload_stress_test/host_offload_stress_test.py:37","ts":5439011.7445,"dur":4443.766328,"ph":"X","args":{"group_id":1},"z":3},"stackFrames":{}}"#,
+        ),
+    ];
+    for (params, expected) in cases {
+        let expected: Value = serde_json::from_str(expected).unwrap();
+        let actual = run_tool(&path, None, params);
+        let events: Vec<&Value> = actual["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(events.len(), 1, "{params:?}");
+        assert_eq!(normalized(events[0]), normalized(&expected["event"]), "{params:?}");
+        assert_eq!(actual["stackFrames"], expected["stackFrames"], "{params:?}");
+    }
+    // Search: every Host Offload event of that name (XProf returns 400).
+    let found = run_tool(&path, None, &[("resolution", "8000"), ("search_prefix", "offload-copy.5")]);
+    assert_eq!(found["returnedEventsSize"], 400);
 }
 
 /// The server's `/oxprof/api/trace/<sub>` dispatcher.

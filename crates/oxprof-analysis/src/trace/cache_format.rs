@@ -10,7 +10,7 @@ use super::index::{DeviceInfo, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the index layout or its meaning changes.
-pub const CACHE_VERSION: u32 = 2;
+pub const CACHE_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"OXPTRIDX";
 
 /// Why a cache was not usable.
@@ -205,6 +205,18 @@ pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
             w.u8(u8::from(long.is_some()));
             w.str(long.unwrap_or(""));
         }
+        let offload = t.derived_names.as_ref().map_or(&[][..], |n| n.offload_entries());
+        w.len(offload.len());
+        for (id, args) in offload {
+            w.u32(*id);
+            w.u8(u8::from(args.raw_bytes_accessed.is_some()) | (u8::from(args.shape_with_layout.is_some()) << 1));
+            w.u64(args.raw_bytes_accessed.unwrap_or(0) as u64);
+            w.str(args.shape_with_layout.as_deref().unwrap_or(""));
+        }
+        w.len(t.derived_groups.len());
+        for &g in &t.derived_groups {
+            w.u64(g as u64);
+        }
     }
     let payload = w.0;
     let mut out = Vec::with_capacity(payload.len() + 44);
@@ -297,8 +309,35 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
         {
             return Err(CacheError::Corrupt);
         }
-        let derived_names = (!derived_name_ids.is_empty())
-            .then(|| std::sync::Arc::new(super::derived::DerivedNames::from_entries(derived_entries)));
+        let n = r.len(21)?;
+        let offload = (0..n)
+            .map(|_| {
+                let id = r.u32()?;
+                let flags = r.u8()?;
+                let bytes = r.u64()? as i64;
+                let shape = r.str()?;
+                let args = super::derived::OffloadArgs {
+                    raw_bytes_accessed: (flags & 1 != 0).then_some(bytes),
+                    shape_with_layout: (flags & 2 != 0).then_some(shape),
+                };
+                Ok((id, args))
+            })
+            .collect::<Result<Vec<_>, CacheError>>()?;
+        if offload.iter().any(|(id, _)| *id as usize >= derived_entries.len())
+            || offload.windows(2).any(|w| w[0].0 >= w[1].0)
+        {
+            return Err(CacheError::Corrupt);
+        }
+        let derived_names = (!derived_name_ids.is_empty()).then(|| {
+            let mut names = super::derived::DerivedNames::from_entries(derived_entries);
+            names.set_offload_entries(offload);
+            std::sync::Arc::new(names)
+        });
+        let n = r.len(8)?;
+        let derived_groups = (0..n).map(|_| Ok(r.u64()? as i64)).collect::<Result<Vec<_>, CacheError>>()?;
+        if !derived_groups.is_empty() && derived_groups.len() != derived_name_ids.len() {
+            return Err(CacheError::Corrupt);
+        }
         // Structural checks: every per-event table has one entry per event, and positions
         // are in range, so views never index out of bounds.
         let count_usize = count as usize;
@@ -328,6 +367,7 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
             max_duration_ps,
             derived_name_ids,
             derived_names,
+            derived_groups,
         });
     }
     if r.at != payload.len() {

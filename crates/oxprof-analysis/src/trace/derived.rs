@@ -4,9 +4,12 @@
 //! kernels' `hlo_module` / `hlo_op` / `program_id` stats and the HLO modules' metadata,
 //! and the display ids XProf gives the stream lines and their derived lines.
 //!
-//! Not ported (yet): the "Steps" line and `group_id`s of derived events (they need the
-//! step grouping, which the trace index is built without), "Launch Stats", and the
-//! scope-range-id tree plane.
+//! Not ported (yet) for GPU planes: the "Steps" line and `group_id`s of derived events
+//! (they need the step grouping, which the trace index is built without), "Launch Stats",
+//! and the scope-range-id tree plane.
+//!
+//! The line builder (`DerivedXLineBuilder`) is shared with the TPU derived lines
+//! (`tpu_derived.rs`), which do carry group ids.
 
 use crate::hlo_lookup::HloModuleMap;
 use crate::op_stats::device_op_metrics::HloInstruction;
@@ -17,7 +20,7 @@ use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 
 /// `kThreadIdDerivedMin` / `kThreadIdDerivedMax` (XLA's trace_utils.h).
-const DERIVED_MIN: i64 = 0xdead_beef;
+pub(crate) const DERIVED_MIN: i64 = 0xdead_beef;
 const DERIVED_MAX: i64 = DERIVED_MIN + 49 + 240;
 /// Display-id slots per stream in XProf 2.24.2's trace: the stream, then its derived
 /// lines (seen in its outputs: streams at tids 1, 8, 15, 22, …).
@@ -25,18 +28,27 @@ const SLOTS_PER_STREAM: u32 = 7;
 
 /// The derived lines of one stream, in display order, with their line name prefixes.
 const LINE_NAMES: [&str; 5] = ["Framework Name Scope", "Framework Ops", "XLA Modules", "XLA Ops", "Source code"];
-const NAME_SCOPE: usize = 0;
-const TF_OP: usize = 1;
+pub(crate) const NAME_SCOPE: usize = 0;
+pub(crate) const TF_OP: usize = 1;
 const HLO_MODULE: usize = 2;
 const HLO_OP: usize = 3;
-const SOURCE: usize = 4;
+pub(crate) const SOURCE: usize = 4;
 
-/// One derived event: absolute start and duration (ps) and its name id.
+/// One derived event: absolute start and duration (ps), its name id and its `group_id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DerivedEvent {
     pub(crate) ts: i64,
     pub(crate) dur: i64,
     pub(crate) name: u32,
+    pub(crate) group: Option<i64>,
+}
+
+/// The arguments XProf gives a "Host Offload Ops" event: `raw_bytes_accessed` of its done
+/// op's metadata and `shape_with_layout` of its start op's metadata.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct OffloadArgs {
+    pub(crate) raw_bytes_accessed: Option<i64>,
+    pub(crate) shape_with_layout: Option<String>,
 }
 
 /// A derived line of a plane.
@@ -57,18 +69,45 @@ pub(crate) struct DerivedLine {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DerivedNames {
     ids: FxHashMap<String, u32>,
+    /// Ids of nameless host-offload events by display name and arguments
+    /// (`CreateEventMetadata` + `set_display_name`).
+    offload_ids: FxHashMap<(String, OffloadArgs), u32>,
+    /// The arguments of those events, by ascending id.
+    offload_args: Vec<(u32, OffloadArgs)>,
+    /// Display names of the plane's own event metadata by name, which
+    /// `GetOrCreateEventMetadata` finds before creating new metadata (only while deriving).
+    existing: FxHashMap<String, String>,
     shown: Vec<String>,
     long: Vec<Option<String>>,
 }
 
 impl DerivedNames {
+    /// Names that also see the plane's own metadata with display names (XProf's
+    /// `XPlaneBuilder` looks names up in the plane's metadata first).
+    pub(crate) fn seeded_from(plane: &XPlane) -> Self {
+        let mut existing = FxHashMap::default();
+        for m in plane.event_metadata() {
+            let display = plane.str(m.display_name);
+            if !display.is_empty() {
+                existing.entry(plane.str(m.name).to_string()).or_insert_with(|| display.to_string());
+            }
+        }
+        DerivedNames { existing, ..DerivedNames::default() }
+    }
+
+    /// Drops the lookup table of [`Self::seeded_from`] once the lines are derived.
+    pub(crate) fn finish(&mut self) {
+        self.existing = FxHashMap::default();
+    }
+
     /// `GetOrCreateEventMetadata(name)`; the display name is set on creation only.
-    fn intern(&mut self, name: &str, display: Option<&str>) -> u32 {
+    pub(crate) fn intern(&mut self, name: &str, display: Option<&str>) -> u32 {
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
         let id = self.shown.len() as u32;
         self.ids.insert(name.to_string(), id);
+        let display = self.existing.get(name).map(String::as_str).or(display);
         match display.filter(|d| !d.is_empty()) {
             Some(d) => {
                 self.shown.push(d.to_string());
@@ -80,6 +119,37 @@ impl DerivedNames {
             }
         }
         id
+    }
+
+    /// A nameless host-offload event shown as `display` (its `long_name` is empty) with
+    /// its arguments.
+    pub(crate) fn intern_offload(&mut self, display: &str, args: OffloadArgs) -> u32 {
+        let key = (display.to_string(), args);
+        if let Some(&id) = self.offload_ids.get(&key) {
+            return id;
+        }
+        let id = self.shown.len() as u32;
+        self.shown.push(key.0.clone());
+        self.long.push(Some(String::new()));
+        self.offload_args.push((id, key.1.clone()));
+        self.offload_ids.insert(key, id);
+        id
+    }
+
+    /// The arguments of a host-offload event.
+    pub(crate) fn offload_args(&self, id: u32) -> Option<&OffloadArgs> {
+        let i = self.offload_args.binary_search_by_key(&id, |e| e.0).ok()?;
+        self.offload_args.get(i).map(|e| &e.1)
+    }
+
+    /// Every host-offload event's arguments by id (for the index cache).
+    pub(crate) fn offload_entries(&self) -> &[(u32, OffloadArgs)] {
+        &self.offload_args
+    }
+
+    /// Host-offload arguments read back from the index cache (ids ascending).
+    pub(crate) fn set_offload_entries(&mut self, entries: Vec<(u32, OffloadArgs)>) {
+        self.offload_args = entries;
     }
 
     /// Every (shown name, long name), by id (for the index cache).
@@ -95,7 +165,7 @@ impl DerivedNames {
     /// Names read back from the index cache.
     pub(crate) fn from_entries(entries: Vec<(String, Option<String>)>) -> Self {
         let (shown, long) = entries.into_iter().unzip();
-        DerivedNames { ids: FxHashMap::default(), shown, long }
+        DerivedNames { shown, long, ..DerivedNames::default() }
     }
 
     /// The metadata name of an event with a display name (XProf's `long_name`).
@@ -133,28 +203,50 @@ struct LastEvent {
     /// Index in the line's events.
     event: usize,
     name: u32,
+    group: Option<i64>,
     scope_range_id: Option<i64>,
 }
 
-/// `DerivedXLineBuilder`: merges consecutive kernels with the same name per level.
+/// `DerivedXLineBuilder`: merges consecutive events with the same name per level.
 #[derive(Debug, Default)]
-struct LineBuilder {
-    events: Vec<DerivedEvent>,
+pub(crate) struct LineBuilder {
+    pub(crate) events: Vec<DerivedEvent>,
     last_by_level: Vec<Option<LastEvent>>,
+    /// Not a GPU plane: an event without group id only grows over small gaps.
+    gap_limited: bool,
 }
 
 impl LineBuilder {
-    /// `ExpandOrAddLevelEvent` on a GPU plane without group ids: the last event of the
-    /// level grows to cover the kernel when it has the same name (and a compatible scope
-    /// range id); otherwise the levels from here down are closed and a new event starts.
-    fn expand_or_add(&mut self, name: u32, span: (i64, i64), scope_range_id: Option<i64>, level: usize) -> bool {
+    /// `ExpandOrAddLevelEvent`: the last event of the level grows to cover the new span
+    /// when it has the same name and group id (and a compatible scope range id) — on
+    /// other than GPU planes, without a group id, only when the gap to the new span is at
+    /// most twice the last event's duration; otherwise the levels from here down are
+    /// closed and a new event starts.
+    ///
+    /// ```text
+    /// non-GPU, no group:  |a|  |a|        |a|      -->  |a======|        |a|
+    ///                     0 1  2 3  ...   9 10          (gap 1 <= 2*1)   (gap 6 > 2*3)
+    /// ```
+    fn expand_or_add(
+        &mut self,
+        name: u32,
+        span: (i64, i64),
+        group: Option<i64>,
+        scope_range_id: Option<i64>,
+        level: usize,
+    ) -> bool {
         if self.last_by_level.len() <= level {
             self.last_by_level.resize(level + 1, None);
         }
         if let Some(Some(last)) = self.last_by_level.get(level).copied()
             && last.name == name
+            && last.group == group
             && (scope_range_id.is_none() || last.scope_range_id.is_none() || last.scope_range_id == scope_range_id)
             && let Some(e) = self.events.get_mut(last.event)
+            && (!self.gap_limited
+                || group.is_some()
+                || (e.ts as u64).wrapping_add(e.dur as u64).wrapping_add(2u64.wrapping_mul(e.dur as u64))
+                    >= span.0 as u64)
         {
             let end = e.ts.wrapping_add(e.dur).max(span.0.wrapping_add(span.1));
             e.ts = e.ts.min(span.0);
@@ -162,9 +254,9 @@ impl LineBuilder {
             return false;
         }
         self.reset_from(level);
-        self.events.push(DerivedEvent { ts: span.0, dur: span.1, name });
+        self.events.push(DerivedEvent { ts: span.0, dur: span.1, name, group });
         if let Some(slot) = self.last_by_level.get_mut(level) {
-            *slot = Some(LastEvent { event: self.events.len() - 1, name, scope_range_id });
+            *slot = Some(LastEvent { event: self.events.len() - 1, name, group, scope_range_id });
         }
         true
     }
@@ -224,14 +316,22 @@ impl LineBuilder {
 /// The five derived lines of one stream, with XProf's dependencies: closing the module
 /// level closes the name scopes and XLA ops; closing the name scopes closes the TF ops.
 #[derive(Default)]
-struct Builders {
-    lines: [LineBuilder; 5],
-    /// Reused buffer of name-scope ids.
-    scopes: Vec<u32>,
+pub(crate) struct Builders {
+    pub(crate) lines: [LineBuilder; 5],
 }
 
 impl Builders {
-    fn reset(&mut self, line: usize, level: usize) {
+    /// Builders for a plane other than a GPU plane (see [`LineBuilder::expand_or_add`]).
+    pub(crate) fn gap_limited() -> Self {
+        let mut b = Builders::default();
+        for line in &mut b.lines {
+            line.gap_limited = true;
+        }
+        b
+    }
+
+    /// `ResetLastEvents(level)` of one line (and, at level 0, its dependent lines).
+    pub(crate) fn reset(&mut self, line: usize, level: usize) {
         if let Some(b) = self.lines.get_mut(line) {
             b.reset_from(level);
         }
@@ -247,9 +347,18 @@ impl Builders {
         }
     }
 
-    fn add(&mut self, line: usize, name: u32, span: (i64, i64), scope_range_id: Option<i64>, level: usize) {
+    /// `ExpandOrAddEvent` / `ExpandOrAddLevelEvent` on one line.
+    pub(crate) fn add(
+        &mut self,
+        line: usize,
+        name: u32,
+        span: (i64, i64),
+        group: Option<i64>,
+        scope_range_id: Option<i64>,
+        level: usize,
+    ) {
         let Some(b) = self.lines.get_mut(line) else { return };
-        if b.expand_or_add(name, span, scope_range_id, level) && level == 0 {
+        if b.expand_or_add(name, span, group, scope_range_id, level) && level == 0 {
             // A new level-0 event resets the dependent lines too (`ResetLastEvents(0)`).
             let dependents: &[usize] = match line {
                 HLO_MODULE => &[NAME_SCOPE, HLO_OP],
@@ -263,31 +372,66 @@ impl Builders {
     }
 
     /// `ExpandOrAddEvents`: one event per level, then the deeper levels are closed.
-    fn add_levels(&mut self, line: usize, names: &[u32], span: (i64, i64), scope_range_ids: &[Option<i64>]) {
+    fn add_levels(
+        &mut self,
+        line: usize,
+        names: &[u32],
+        span: (i64, i64),
+        group: Option<i64>,
+        scope_range_ids: &[Option<i64>],
+    ) {
         if names.is_empty() {
             return;
         }
         for (level, &name) in names.iter().enumerate() {
-            self.add(line, name, span, scope_range_ids.get(level).copied().flatten(), level);
+            self.add(line, name, span, group, scope_range_ids.get(level).copied().flatten(), level);
         }
         self.reset(line, names.len());
     }
 
-    /// `ProcessTfOpEvent`.
-    fn add_tf_op(&mut self, names: &mut DerivedNames, full_name: &str, span: (i64, i64)) {
-        let op = parse_tf_op_fullname(full_name);
-        if matches!(op.category, TfOpCategory::TensorFlow | TfOpCategory::Jax) {
-            let mut scopes = std::mem::take(&mut self.scopes);
-            scopes.clear();
-            scopes.extend(parse_tf_name_scopes(op.name).into_iter().map(|s| names.intern(s, None)));
-            self.add_levels(NAME_SCOPE, &scopes, span, &[]);
-            self.scopes = scopes;
+    /// `ProcessTfOpEvent`, with the op's names interned ([`TfOpCache`]).
+    pub(crate) fn add_tf_op(&mut self, ids: &TfOpIds, span: (i64, i64), group: Option<i64>) {
+        if let Some(scopes) = &ids.scopes {
+            self.add_levels(NAME_SCOPE, scopes, span, group, &[]);
         }
+        self.add(TF_OP, ids.op, span, group, None, 0);
+    }
+}
+
+/// The derived-event names of one framework op: its name scopes (only for TensorFlow and
+/// JAX ops) and the op itself.
+#[derive(Debug, Clone)]
+pub(crate) struct TfOpIds {
+    scopes: Option<Vec<u32>>,
+    op: u32,
+}
+
+impl TfOpIds {
+    /// Interns the names `ProcessTfOpEvent` creates for `full_name`.
+    fn resolve(names: &mut DerivedNames, full_name: &str) -> TfOpIds {
+        let op = parse_tf_op_fullname(full_name);
+        let scopes = matches!(op.category, TfOpCategory::TensorFlow | TfOpCategory::Jax)
+            .then(|| parse_tf_name_scopes(op.name).into_iter().map(|s| names.intern(s, None)).collect());
         let id = match names.ids.get(full_name) {
             Some(&id) => id,
             None => names.intern(full_name, Some(&tf_op_event_name(&op))),
         };
-        self.add(TF_OP, id, span, None, 0);
+        TfOpIds { scopes, op: id }
+    }
+}
+
+/// [`TfOpIds`] by framework op name, so each name is parsed and interned once.
+#[derive(Debug, Default)]
+pub(crate) struct TfOpCache(FxHashMap<String, TfOpIds>);
+
+impl TfOpCache {
+    /// The names of `full_name`, interned on first use.
+    pub(crate) fn get(&mut self, names: &mut DerivedNames, full_name: &str) -> Option<&TfOpIds> {
+        if !self.0.contains_key(full_name) {
+            let ids = TfOpIds::resolve(names, full_name);
+            self.0.insert(full_name.to_string(), ids);
+        }
+        self.0.get(full_name)
     }
 }
 
@@ -368,13 +512,15 @@ fn derive_stream(plane: &XPlane, li: usize, hlo: &HloModuleMap, names: &mut Deri
     let Some(line) = plane.lines.get(li) else { return builders };
     let mut order: Vec<(i64, i64, usize)> =
         line.events(plane).map(|e| (e.timestamp_ps(), e.duration_ps(), e.index())).collect();
-    order.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    // XLA's `GetSortedEvents`: start, then shorter first, in libstdc++'s unstable order.
+    super::cxx_sort::introsort(&mut order, |a, b| (a.0 as u64, a.1 as u64) < (b.0 as u64, b.1 as u64));
     // Buffers reused across kernels: no allocation per kernel once names are interned.
     let mut hlo_op_ids: Vec<u32> = Vec::new();
     let mut range_ids: Vec<Option<i64>> = Vec::new();
     let mut key = String::new();
     // Source line name id per HLO instruction (by address in the module map).
     let mut source_ids: FxHashMap<usize, Option<u32>> = FxHashMap::default();
+    let mut tf_ops = TfOpCache::default();
     for &(ts, dur, index) in &order {
         if index >= line.event_count() {
             continue;
@@ -389,7 +535,7 @@ fn derive_stream(plane: &XPlane, li: usize, hlo: &HloModuleMap, names: &mut Deri
                 let _ = write!(key, "({p})");
             }
             let id = names.intern(&key, None);
-            builders.add(HLO_MODULE, id, span, stats.scope_range_id, 0);
+            builders.add(HLO_MODULE, id, span, None, stats.scope_range_id, 0);
         }
         if !stats.hlo_ops.is_empty() {
             hlo_op_ids.clear();
@@ -415,23 +561,27 @@ fn derive_stream(plane: &XPlane, li: usize, hlo: &HloModuleMap, names: &mut Deri
             if hlo_op_ids.len() == 1 && stats.scope_range_id.is_some() {
                 range_ids.push(stats.scope_range_id);
             }
-            builders.add_levels(HLO_OP, &hlo_op_ids, span, &range_ids);
+            builders.add_levels(HLO_OP, &hlo_op_ids, span, None, &range_ids);
             let symbol = stats.program_id.and_then(|p| hlo.view(p, last_op));
             if let Some(instr) = symbol {
                 let tf_op_name = instr.op_full_name();
-                if !tf_op_name.is_empty() {
-                    builders.add_tf_op(names, tf_op_name, span);
+                if !tf_op_name.is_empty()
+                    && let Some(ids) = tf_ops.get(names, tf_op_name)
+                {
+                    builders.add_tf_op(ids, span, None);
                 }
                 let source = *source_ids.entry(std::ptr::from_ref(instr) as usize).or_insert_with(|| {
                     let text = instr.source_info_text();
                     (!text.is_empty()).then(|| names.intern(&text, None))
                 });
                 if let Some(id) = source {
-                    builders.add(SOURCE, id, span, None, 0);
+                    builders.add(SOURCE, id, span, None, None, 0);
                 }
             }
-        } else if !stats.tf_op.is_empty() {
-            builders.add_tf_op(names, stats.tf_op, span);
+        } else if !stats.tf_op.is_empty()
+            && let Some(ids) = tf_ops.get(names, stats.tf_op)
+        {
+            builders.add_tf_op(ids, span, None);
         }
     }
     builders

@@ -8,9 +8,11 @@
 //! `501 + plane.id`; a thread is a line, tid = the line's display id (else its id) cut to 32
 //! bits. Lines named `_counters_` become one counter track per event name. GPU planes of
 //! XSpaces XProf preprocesses (not already grouped) also get XProf's derived lines
-//! (`derived.rs`), and their stream lines the display ids XProf gives them then.
+//! (`derived.rs`), and their stream lines the display ids XProf gives them then; TPU
+//! TensorCore planes get theirs from `tpu_derived.rs` (which needs the step grouping).
 
 use super::derived::{DerivedNames, DerivedPlane, derive_gpu_plane};
+use super::tpu_derived::{derive_tpu_plane, is_tensor_core_plane};
 use super::visibility::{LevelAssigner, Visibility};
 use crate::grouping::EventGroups;
 use oxprof_format::{Event, XLine, XPlane, XSpace};
@@ -198,7 +200,13 @@ pub struct TrackInfo {
     pub(crate) derived_name_ids: Vec<u32>,
     /// Names of the plane's derived events (shared by its derived tracks).
     pub(crate) derived_names: Option<std::sync::Arc<DerivedNames>>,
+    /// Derived-line tracks: per region, the event's group id ([`NO_DERIVED_GROUP`]: none);
+    /// empty when no event of the track has one.
+    pub(crate) derived_groups: Vec<i64>,
 }
+
+/// [`TrackInfo::derived_groups`] of a derived event without group id.
+pub(crate) const NO_DERIVED_GROUP: i64 = i64::MIN;
 
 impl TrackInfo {
     /// Number of events.
@@ -289,6 +297,8 @@ pub(crate) struct EventView<'a> {
     pub(crate) line_index: usize,
     /// Name of a derived-line event (`event` is None then).
     pub(crate) derived_name: Option<&'a str>,
+    /// Group id of a derived-line event.
+    pub(crate) derived_group: Option<i64>,
 }
 
 impl<'a> EventView<'a> {
@@ -306,7 +316,7 @@ impl<'a> EventView<'a> {
     }
 
     pub(crate) fn group_id(&self, groups: &EventGroups) -> Option<i64> {
-        let e = self.event?;
+        let Some(e) = self.event else { return self.derived_group };
         groups.group_id(self.plane_index, self.line_index, e.index())
     }
 }
@@ -591,6 +601,17 @@ impl TraceIndex {
 
     /// [`TraceIndex::build`] with explicit options.
     pub fn build_with(space: &XSpace, hostname: &str, options: BuildOptions) -> TraceIndex {
+        Self::build_with_groups(space, hostname, options, None)
+    }
+
+    /// [`TraceIndex::build_with`] given the XSpace's step grouping, which the derived lines
+    /// of TPU planes need (computed here when needed and not given).
+    pub fn build_with_groups(
+        space: &XSpace,
+        hostname: &str,
+        options: BuildOptions,
+        groups: Option<&EventGroups>,
+    ) -> TraceIndex {
         let host_id =
             space.hostnames.first().map_or(0, |h| flow_id(&[h.len() as u64]) ^ h.bytes().map(u64::from).sum::<u64>());
         let mut devices: BTreeMap<u32, DeviceInfo> = BTreeMap::new();
@@ -600,13 +621,21 @@ impl TraceIndex {
         let derive = options.preprocess
             && jobs.iter().any(|j| space.planes.get(j.plane).is_some_and(|p| p.name.starts_with(GPU_PLANE_PREFIX)));
         let hlo = if derive { crate::hlo_lookup::HloModuleMap::from_space(space) } else { Default::default() };
+        let derive_tpu = options.preprocess
+            && jobs.iter().any(|j| space.planes.get(j.plane).is_some_and(|p| is_tensor_core_plane(&p.name)));
+        let own_groups = (derive_tpu && groups.is_none()).then(|| crate::grouping::group_events(space));
+        let tpu_groups = groups.or(own_groups.as_ref());
         let derived: Vec<Option<DerivedPlane>> = jobs
             .par_iter()
             .map(|j| {
                 let plane = space.planes.get(j.plane)?;
+                if let Some(groups) = tpu_groups.filter(|_| is_tensor_core_plane(&plane.name)) {
+                    return Some(derive_tpu_plane(plane, j.plane, groups));
+                }
                 (derive && plane.name.starts_with(GPU_PLANE_PREFIX)).then(|| derive_gpu_plane(plane, &hlo))
             })
             .collect();
+        drop(own_groups);
         for (job, derived) in jobs.into_iter().zip(derived) {
             let Some(plane) = space.planes.get(job.plane) else { continue };
             if plane.lines.is_empty() {
@@ -808,7 +837,7 @@ impl TraceIndex {
             },
         );
         let tracks = std::mem::take(&mut self.tracks);
-        self.tracks = tracks
+        let out = tracks
             .into_par_iter()
             .zip(serials.into_par_iter())
             .map(|(mut t, serial)| {
@@ -836,6 +865,7 @@ impl TraceIndex {
                 t
             })
             .collect();
+        self.tracks = out;
     }
 }
 
@@ -850,13 +880,12 @@ fn merge_in_order(
     span_of: impl Fn(&TrackInfo, u32) -> (u64, u64),
     mut visit: impl FnMut(usize, u32, u64, u64),
 ) {
+    let has_async: Vec<bool> = tracks.iter().map(has_async_flows).collect();
     let key = |ti: usize, k: u32| {
         let t = &tracks[ti];
-        let (ts, dur) = span_of(t, at(t, k));
-        let (class, rid) = match &t.kind {
-            Some(TrackKind::Thread { resource_id }) => (0u8, *resource_id),
-            _ => (1, 0),
-        };
+        let pos = at(t, k);
+        let (ts, dur) = span_of(t, pos);
+        let (class, rid) = order_class(t, pos, has_async[ti]);
         Reverse((ts, Reverse(dur), t.device_id, class, rid, ti, k))
     };
     let mut heap = BinaryHeap::with_capacity(tracks.len());
@@ -876,6 +905,23 @@ fn merge_in_order(
     }
 }
 
+/// The part of XProf's `TraceEventsComparator` after start, duration and device: events
+/// with a resource id (thread events) first, by resource id; then counters and async
+/// events (an async flow event has no resource id). `has_async` is
+/// [`has_async_flows`] of the track (checked once per track, not per event).
+pub(crate) fn order_class(t: &TrackInfo, pos: u32, has_async: bool) -> (u8, u32) {
+    match &t.kind {
+        Some(TrackKind::Thread { .. }) if has_async && t.flow_at(pos).is_some_and(|f| f.is_async) => (1, 0),
+        Some(TrackKind::Thread { resource_id }) => (0, *resource_id),
+        _ => (1, 0),
+    }
+}
+
+/// Whether some event of the track is an async flow event.
+pub(crate) fn has_async_flows(t: &TrackInfo) -> bool {
+    t.flow_data.iter().any(|&f| Flow::unpack(f).is_async)
+}
+
 /// Read access to the event at `pos` of a track.
 pub(crate) fn view_in<'a>(space: &'a XSpace, t: &'a TrackInfo, pos: u32) -> Option<EventView<'a>> {
     let plane_index = t.plane as usize;
@@ -891,7 +937,16 @@ pub(crate) fn view_in<'a>(space: &'a XSpace, t: &'a TrackInfo, pos: u32) -> Opti
             (Some(names), Some(&id)) => Some(names.shown(id)),
             _ => None,
         };
-        return Some(EventView { event: None, ts: ts as u64, dur: dur as u64, plane_index, line_index, derived_name });
+        let derived_group = t.derived_groups.get(region).copied().filter(|&g| g != NO_DERIVED_GROUP);
+        return Some(EventView {
+            event: None,
+            ts: ts as u64,
+            dur: dur as u64,
+            plane_index,
+            line_index,
+            derived_name,
+            derived_group,
+        });
     }
     let index = src as usize;
     if index >= line.event_count() {
@@ -905,6 +960,7 @@ pub(crate) fn view_in<'a>(space: &'a XSpace, t: &'a TrackInfo, pos: u32) -> Opti
         plane_index,
         line_index,
         derived_name: None,
+        derived_group: None,
     })
 }
 
@@ -927,20 +983,22 @@ fn build_track(space: &XSpace, spec: &TrackSpec, options: BuildOptions, host_id:
         plane.event_metadata().iter().map(|m| is_internal_event_name(plane.str(m.name))).collect();
     let is_host_plane = !plane.name.starts_with("/device");
     let synthesize = options.preprocess.then_some((host_id, is_host_plane));
-    // Fast path: one line, already in XProf's order, nothing to skip: positions are the
-    // line's indexes and no per-event table is needed; with Region events, the sorted
-    // regions are merged in (events first on ties, as the stable sort below would).
+    // Fast path: one line whose shown events are already in XProf's order: positions are
+    // the line's indexes (or, when internal events are left out, a table of the kept
+    // indexes) and no sort table is needed; with Region events, the sorted regions are
+    // merged in (events first on ties, as the stable sort below would).
     if spec.lines.len() == 1
         && spec.counter_metadata.is_none()
         && let Some(line) = spec.lines.first().and_then(|&li| plane.lines.get(li as usize))
     {
         let mut in_order = true;
+        let mut skipped = false;
         let mut previous: Option<(u64, u64)> = None;
         let mut max_duration = 0u64;
         for e in line.events(plane) {
             if internal.get(e.metadata_id().index()).copied().unwrap_or(false) {
-                in_order = false;
-                break;
+                skipped = true;
+                continue;
             }
             let key = (e.timestamp_ps() as u64, e.duration_ps() as u64);
             if previous.is_some_and(|p| p.0 > key.0 || (p.0 == key.0 && p.1 < key.1)) {
@@ -950,8 +1008,19 @@ fn build_track(space: &XSpace, spec: &TrackSpec, options: BuildOptions, host_id:
             previous = Some(key);
             max_duration = max_duration.max(key.1);
         }
-        if in_order {
-            t.count = line.event_count() as u32;
+        let kept: Vec<u32> = if in_order && skipped {
+            line.events(plane)
+                .filter(|e| !internal.get(e.metadata_id().index()).copied().unwrap_or(false))
+                .map(|e| e.index() as u32)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // (A line of internal events only takes the general path: an empty `src` means
+        // "every event" here.)
+        if in_order && (!skipped || !kept.is_empty()) {
+            t.count = if skipped { kept.len() as u32 } else { line.event_count() as u32 };
+            t.src = kept;
             t.max_duration_ps = max_duration;
             if spec.regions {
                 merge_regions(plane, line, &mut t);
@@ -1020,6 +1089,10 @@ fn build_derived_track(
     order.sort_by_key(|&i| events.get(i as usize).map_or((0, Reverse(0)), |e| (e.ts as u64, Reverse(e.dur as u64))));
     t.regions = order.iter().filter_map(|&i| events.get(i as usize)).map(|e| (e.ts, e.dur)).collect();
     t.derived_name_ids = order.iter().filter_map(|&i| events.get(i as usize)).map(|e| e.name).collect();
+    if events.iter().any(|e| e.group.is_some()) {
+        t.derived_groups =
+            order.iter().filter_map(|&i| events.get(i as usize)).map(|e| e.group.unwrap_or(NO_DERIVED_GROUP)).collect();
+    }
     t.src = (0..t.regions.len() as u32).map(|i| REGION_BIT | i).collect();
     t.count = t.regions.len() as u32;
     t.max_duration_ps = t.regions.iter().map(|r| r.1 as u64).max().unwrap_or(0);
@@ -1038,10 +1111,16 @@ fn merge_regions(plane: &XPlane, line: &XLine, t: &mut TrackInfo) {
     let key = |ts: i64, dur: i64| (ts as u64, Reverse(dur as u64));
     let mut order: Vec<u32> = (0..regions.len() as u32).collect();
     order.sort_by_key(|&r| key(regions[r as usize].0, regions[r as usize].1));
-    let count = line.event_count();
+    // The line's shown events: all of them, or those `t.src` lists.
+    let kept = std::mem::take(&mut t.src);
+    let count = if kept.is_empty() { line.event_count() } else { kept.len() };
     let mut src = Vec::with_capacity(count + regions.len());
     let mut next = order.iter().peekable();
-    for e in line.events(plane) {
+    let all = 0..line.event_count() as u32;
+    let indexes: Box<dyn Iterator<Item = u32>> =
+        if kept.is_empty() { Box::new(all) } else { Box::new(kept.iter().copied()) };
+    for index in indexes {
+        let e = line.event(plane, index as usize);
         let k = key(e.timestamp_ps(), e.duration_ps());
         while let Some(&&r) = next.peek() {
             let (ts, dur) = regions[r as usize];

@@ -12,12 +12,18 @@
 //! * [`lod`]: oxprof's own level-of-detail API for the UI (bounded items per track at any
 //!   zoom, hidden events counted, no event cap).
 //! * [`cache`]: the index serialized beside the profile (versioned, validated).
+//! * [`aggregate`]: exact per-name statistics of a selection (tracks × time range) and an
+//!   event's self time, for the UI's selections.
 
+pub mod aggregate;
 mod cache_format;
+mod cxx_sort;
 mod derived;
 mod index;
 pub mod lod;
 mod numfmt;
+mod tpu_derived;
+mod tpu_groups;
 mod visibility;
 pub mod xprof;
 

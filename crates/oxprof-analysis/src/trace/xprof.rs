@@ -11,10 +11,11 @@
 
 use super::MAX_DEVICES_PER_HOST;
 use super::index::{
-    EventRef, Flow, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, TraceIndex, TrackInfo, TrackKind, context_type_name,
-    is_internal_stat_name, truncate_long_name, view_in,
+    EventRef, Flow, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, REGION_BIT, TraceIndex, TrackInfo, TrackKind,
+    context_type_name, has_async_flows, is_internal_stat_name, order_class, truncate_long_name, view_in,
 };
 use super::numfmt::{format_g6, stdlib_hash_bytes};
+use super::tpu_groups::{ShownGroups, shown_groups};
 use super::visibility::{DISABLE_STREAMING_THRESHOLD, Visibility};
 use crate::grouping::EventGroups;
 use oxprof_format::{StatValue, XSpace};
@@ -145,14 +146,12 @@ fn load_window(host: &HostTrace<'_>, req: &TraceViewRequest) -> Selection {
     let mut kept: Vec<Vec<u32>> = vec![Vec::new(); index.tracks.len()];
     // XProf's global order: k-way merge of the tracks by the event comparator.
     let mut heap = BinaryHeap::new();
+    let has_async: Vec<bool> = index.tracks.iter().map(has_async_flows).collect();
     let key = |ti: usize, k: usize| {
         let t = &index.tracks[ti];
         let pos = candidates[ti][k];
         let (ts, dur) = view_in(host.space, t, pos).map_or((0, 0), |v| (v.ts, v.dur));
-        let (class, rid) = match &t.kind {
-            Some(TrackKind::Thread { resource_id }) => (0u8, *resource_id),
-            _ => (1, 0),
-        };
+        let (class, rid) = order_class(t, pos, has_async[ti]);
         Reverse((ts, Reverse(dur), t.device_id, class, rid, ti, k))
     };
     for (ti, c) in candidates.iter().enumerate() {
@@ -377,6 +376,20 @@ pub(crate) fn event_args_with(
         if let Some(long) = t.derived_long_name(pos) {
             args.push(("long_name".to_string(), ArgValue::Str(truncate_long_name(long).into_owned())));
         }
+        // A "Host Offload Ops" event: the stats XProf copies from its ops' metadata.
+        let offload = t
+            .src_at(pos)
+            .and_then(|src| src.checked_sub(REGION_BIT))
+            .and_then(|region| t.derived_name_ids.get(region as usize))
+            .and_then(|&id| t.derived_names.as_ref()?.offload_args(id));
+        if let Some(o) = offload {
+            if let Some(bytes) = o.raw_bytes_accessed {
+                args.push(("raw_bytes_accessed".to_string(), ArgValue::Int(bytes)));
+            }
+            if let Some(shape) = &o.shape_with_layout {
+                args.push(("shape_with_layout".to_string(), ArgValue::Str(shape.clone())));
+            }
+        }
         return args;
     };
     if e.metadata().display_name != oxprof_format::StrId::EMPTY {
@@ -426,6 +439,8 @@ struct JsonWriter<'a> {
     hosts: &'a [HostTrace<'a>],
     /// Stack frame ids by fingerprint.
     frame_ids: BTreeMap<u64, u64>,
+    /// Per host: group ids the trace shows instead of the grouping's (TPU module lines).
+    shown_groups: Vec<ShownGroups>,
 }
 
 impl JsonWriter<'_> {
@@ -466,7 +481,11 @@ impl JsonWriter<'_> {
             }
             out.push_str(",\"ph\":\"X\"");
         }
-        let group = v.group_id(h.groups);
+        let shown = match v.event {
+            Some(e) => self.shown_groups.get(host).and_then(|s| s.get(v.plane_index, v.line_index, e.index())),
+            None => None,
+        };
+        let group = shown.or_else(|| v.group_id(h.groups));
         let mut sep = "";
         out.push_str(",\"args\":{");
         if let Some(g) = group {
@@ -634,7 +653,8 @@ fn render(hosts: &[HostTrace<'_>], selections: &[Selection], req: &TraceViewRequ
     let min_ps = hosts.iter().map(|h| h.index.min_ps).min().unwrap_or(0);
     let max_ps = hosts.iter().map(|h| h.index.max_ps).max().unwrap_or(0);
 
-    let mut w = JsonWriter { out: String::with_capacity(256 + returned * 160), hosts, frame_ids };
+    let shown_groups = hosts.iter().map(|h| shown_groups(h.space, h.groups)).collect();
+    let mut w = JsonWriter { out: String::with_capacity(256 + returned * 160), hosts, frame_ids, shown_groups };
     let out = &mut w.out;
     out.push_str("{\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true}, \"codeLink\":\"\",");
     out.push_str("\"useNewBackend\": false,");
