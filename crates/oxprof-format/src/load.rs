@@ -22,6 +22,7 @@ const MMAP_THRESHOLD: u64 = 1 << 20;
 
 /// Reads and decodes one XSpace file (`.xplane.pb` or gzip-compressed).
 pub fn load_xspace(path: &Path) -> Result<XSpace, LoadError> {
+    return_large_blocks_to_the_os();
     let io = |source| LoadError::Io { path: path.to_path_buf(), source };
     let mut file = std::fs::File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
@@ -49,8 +50,37 @@ pub fn load_xspace(path: &Path) -> Result<XSpace, LoadError> {
     decode_xspace_with(&map, &release).map_err(|e| LoadError::decode(path.to_path_buf(), e))
 }
 
+/// Pins glibc's mmap threshold at its default (128 KiB), once per process.
+///
+/// glibc raises the threshold each time a large block is freed (up to 32 MiB): after the
+/// decoder frees its per-line buffers, the multi-megabyte tables of the analyses (grouping
+/// forest, trace index sort rows, hash maps) come from the heap instead of their own
+/// mappings, and their pages stay resident after they are freed. On the 85 MB profile that
+/// kept 15 MB of freed grouping tables in RSS for the rest of a request. A pinned threshold
+/// (setting it also turns the adjustment off) gives every block of 128 KiB or more back to
+/// the OS as soon as it is freed. Other allocators and platforms: nothing to do.
+fn return_large_blocks_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            unsafe extern "C" {
+                fn mallopt(param: i32, value: i32) -> i32;
+            }
+            /// glibc's `M_MMAP_THRESHOLD` (malloc.h).
+            const M_MMAP_THRESHOLD: i32 = -3;
+            // SAFETY: glibc's `mallopt` is thread-safe and only tunes the allocator; Rust's
+            // default global allocator on linux-gnu is glibc's malloc.
+            unsafe {
+                mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+            }
+        });
+    }
+}
+
 /// Reads an XSpace from bytes already in memory (plain or gzip).
 pub fn decode_bytes(path_for_errors: &Path, bytes: &[u8]) -> Result<XSpace, LoadError> {
+    return_large_blocks_to_the_os();
     if bytes.starts_with(&GZIP_MAGIC) {
         let mut data = Vec::new();
         flate2::read::MultiGzDecoder::new(bytes)

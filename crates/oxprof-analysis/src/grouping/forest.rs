@@ -88,6 +88,70 @@ const F_ASYNC: u8 = 64;
 /// A context group key: `(context type, context id, pid)`.
 type ContextKey = (i32, ContextId, Option<i32>);
 
+/// A raw-id context key: context type and pid packed in one word, and the id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RawContextKey {
+    packed: u64,
+    id: u64,
+}
+
+/// Low id bits kept in place by [`RawContextKey`]'s hash.
+const LOCALITY_BITS: u32 = 10;
+
+impl std::hash::Hash for RawContextKey {
+    /// A hash that keeps nearby ids in nearby buckets, so the context map is walked almost
+    /// sequentially rather than missing the cache on every event.
+    ///
+    /// Context ids are mostly counters: a thunk's `_p` and its end's `_c` on the same
+    /// thread are `base + k`, `base + k + 1`, … Their low [`LOCALITY_BITS`] bits are kept as
+    /// they are (consecutive ids land in consecutive buckets); the higher id bits and the
+    /// type/pid word are mixed (fmix64) into the bucket block and into the 7 top bits
+    /// hashbrown compares first. Ids that differ only in low bits cannot cluster: they map
+    /// to distinct buckets of one block (tables smaller than a block see the low bits only,
+    /// bounded by the block size).
+    ///
+    /// ```text
+    ///   id = | high bits ............ | low 10 bits |
+    ///   h  = | fmix(high ^ packed) ... | low 10 bits |   (top 7 bits ^= hash of low bits)
+    /// ```
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut mixed = (self.id >> LOCALITY_BITS) ^ self.packed.rotate_left(29);
+        mixed ^= mixed >> 33;
+        mixed = mixed.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        mixed ^= mixed >> 33;
+        mixed = mixed.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        mixed ^= mixed >> 33;
+        let low = self.id & ((1 << LOCALITY_BITS) - 1);
+        // The top 7 bits also vary with the low bits, or every slot of a probed group of
+        // one block would pass hashbrown's first filter.
+        let tag = low.wrapping_mul(0x9e37_79b9_7f4a_7c15) & (0x7f << 57);
+        state.write_u64(((mixed << LOCALITY_BITS) | low) ^ tag);
+    }
+}
+
+/// Passes a precomputed 64-bit hash through (for [`RawContextKey`]).
+#[derive(Default)]
+struct PassThroughHasher(u64);
+
+impl std::hash::Hasher for PassThroughHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = i;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Raw context keys → key index.
+type RawContextMap = std::collections::HashMap<RawContextKey, u32, std::hash::BuildHasherDefault<PassThroughHasher>>;
+
 /// Producer role bit in a context entry.
 const PRODUCER_BIT: u32 = 1 << 31;
 
@@ -168,8 +232,8 @@ pub(crate) struct Forest<'s> {
     launches: Vec<(u64, u32)>,
     executes: Vec<(u64, u32)>,
     tf_data_step_ids: FxHashSet<i64>,
-    /// Raw-id context keys `(type and pid packed, id)` → key index, without and with pid.
-    raw_context_keys: [FxHashMap<(u64, u64), u32>; 2],
+    /// Raw-id context keys → key index, without and with pid.
+    raw_context_keys: [RawContextMap; 2],
     /// Other (hashed-tuple) context keys → key index.
     context_keys: FxHashMap<ContextKey, u32>,
     context_key_count: u32,
@@ -231,7 +295,7 @@ impl<'s> Forest<'s> {
             launches: Vec::new(),
             executes: Vec::new(),
             tf_data_step_ids: FxHashSet::default(),
-            raw_context_keys: [FxHashMap::default(), FxHashMap::default()],
+            raw_context_keys: [RawContextMap::default(), RawContextMap::default()],
             context_keys: FxHashMap::default(),
             context_key_count: 0,
             context_entries: Vec::new(),
@@ -319,7 +383,7 @@ impl<'s> Forest<'s> {
             (ty, ContextId::Raw(id), pid) => {
                 // (type, pid) in one word; keys with and without a pid in separate maps.
                 let packed = (u64::from(ty as u32) << 32) | u64::from(pid.unwrap_or(0) as u32);
-                *self.raw_context_keys[usize::from(pid.is_some())].entry((packed, id)).or_insert(next)
+                *self.raw_context_keys[usize::from(pid.is_some())].entry(RawContextKey { packed, id }).or_insert(next)
             }
             other => *self.context_keys.entry(other).or_insert(next),
         };
@@ -632,7 +696,7 @@ impl<'s> Forest<'s> {
         // Context groups: bucket the entries by key, keeping their order.
         let keys = self.context_key_count as usize;
         self.context_keys = FxHashMap::default();
-        self.raw_context_keys = [FxHashMap::default(), FxHashMap::default()];
+        self.raw_context_keys = [RawContextMap::default(), RawContextMap::default()];
         let entries = std::mem::take(&mut self.context_entries);
         let mut start = vec![0u32; keys + 1];
         for &(k, _) in &entries {

@@ -10,8 +10,8 @@
 //! metadata), as XProf's `XEventVisitor` does.
 
 use super::event_span::{
-    EventType, EventTypeSpan, StepEvents, StepMarker, StepMarkerType, Timespan, intersect_combine_step_events,
-    union_combine_step_events_owned,
+    EventType, EventTypeSpan, StepDetails, StepEvents, StepMarker, StepMarkerType, Timespan,
+    intersect_combine_step_events, union_combine_step_events_owned,
 };
 use super::types::{AllReduceInfo, OpMetricsDb};
 use crate::grouping::EventGroups;
@@ -272,6 +272,7 @@ fn host_line_step_events(
         async_pipeline_parents.is_some() || plane.stat_metadata_of_type(StatType::CorrelationId).is_some();
     let mut step_names = groups.line_step_names(plane_index, line_index).peekable();
     let line_groups = groups.line_group_ids(plane_index, line_index).chain(std::iter::repeat(None));
+    let mut current: Option<(i64, &mut StepDetails)> = None;
     for (event, group_id) in line.events(plane).zip(line_groups) {
         while step_names.peek().is_some_and(|&(e, _)| e < event.index()) {
             step_names.next();
@@ -282,13 +283,15 @@ fn host_line_step_events(
         let mut correlation_id = -1i64;
         let mut stage_name = "";
         let (mut consumer_type, mut consumer_id) = (None, None);
-        for stat in event.stats().take(if reads_stats { usize::MAX } else { 0 }) {
-            match stat.stat_type() {
-                Some(StatType::CorrelationId) => correlation_id = int_value(&stat),
-                Some(StatType::InputPipelineStageName) => stage_name = stat.as_str().unwrap_or(""),
-                Some(StatType::ConsumerType) => consumer_type = stat.as_u64(),
-                Some(StatType::ConsumerId) => consumer_id = stat.as_u64(),
-                _ => {}
+        if reads_stats {
+            for stat in event.stats() {
+                match stat.stat_type() {
+                    Some(StatType::CorrelationId) => correlation_id = int_value(&stat),
+                    Some(StatType::InputPipelineStageName) => stage_name = stat.as_str().unwrap_or(""),
+                    Some(StatType::ConsumerType) => consumer_type = stat.as_u64(),
+                    Some(StatType::ConsumerId) => consumer_id = stat.as_u64(),
+                    _ => {}
+                }
             }
         }
         // The pipeline stack only matters when the plane has pipeline stages at all.
@@ -325,20 +328,29 @@ fn host_line_step_events(
             _ => "",
         };
         let kind = kinds.get(&event, host_name_kind);
+        if kind == HostNameKind::NotCompute && step_name.is_empty() {
+            continue;
+        }
         let span = Timespan::of_event(&event);
+        // Consecutive events mostly share a step: look the step up only when it changes.
+        let details = match current.take() {
+            Some((id, details)) if id == group_id => details,
+            _ => result.entry(group_id).or_default(),
+        };
         if kind == HostNameKind::ExplicitMarker {
             let marker = StepMarker { marker_type: StepMarkerType::ExplicitHost, core_id: None, span };
-            result.entry(group_id).or_default().add_marker(marker);
+            details.add_marker(marker);
         } else if !step_name.is_empty() {
             let marker = StepMarker { marker_type: StepMarkerType::ImplicitHost, core_id: None, span };
-            result.entry(group_id).or_default().add_marker(marker);
-        } else if kind != HostNameKind::NotCompute {
+            details.add_marker(marker);
+        } else {
             let event_type = classify_cpu_event(kind, has_device, correlation_id >= 0, root_stage);
-            result.entry(group_id).or_default().add_event(EventTypeSpan { event_type, span });
+            details.add_event(EventTypeSpan { event_type, span });
         }
         if !step_name.is_empty() {
-            result.entry(group_id).or_default().set_step_name(step_name);
+            details.set_step_name(step_name);
         }
+        current = Some((group_id, details));
     }
     result
 }
