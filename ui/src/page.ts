@@ -38,6 +38,7 @@ export const TOOL_NAMES: Record<string, string> = {
   memory_profile: 'Memory profile',
   memory_viewer: 'Memory viewer',
   graph_viewer: 'Graph viewer',
+  tf_data_bottleneck_analysis: 'tf.data bottleneck analysis',
   perf_counters: 'Perf counters',
   inference_profile: 'Inference profile',
   megascale_stats: 'Megascale stats',

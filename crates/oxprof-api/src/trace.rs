@@ -11,9 +11,10 @@
 use crate::ApiError;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, select_run};
 use oxprof_analysis::grouping::{EventGroups, group_events};
+use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest};
 use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
-use oxprof_analysis::trace::{TraceIndex, cache, read_index, write_index};
+use oxprof_analysis::trace::{EventRef, TraceIndex, cache, read_index, write_index};
 use oxprof_format::{HostFile, XSpace, load_xspace};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -183,6 +184,18 @@ fn num<T: std::str::FromStr>(params: &BTreeMap<String, String>, key: &str) -> Re
     }
 }
 
+/// The `tracks=1,2` parameter (`None` when absent or empty: all tracks).
+fn track_ids(params: &BTreeMap<String, String>) -> Result<Option<Vec<u32>>, ApiError> {
+    match params.get("tracks").map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(list) => list
+            .split(',')
+            .map(|t| t.trim().parse::<u32>().map_err(|_| bad("tracks", format!("not a track id: {t:?}"))))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+    }
+}
+
 /// `GET /oxprof/api/trace/tracks`: sections (processes) and their tracks.
 pub fn tracks(path: &Path, run: Option<&str>, host: Option<&str>) -> Result<lod::TrackList, ApiError> {
     let data = one_host(path, run, host)?;
@@ -198,14 +211,7 @@ pub fn window(
     params: &BTreeMap<String, String>,
 ) -> Result<lod::LodResponse, ApiError> {
     let data = one_host(path, run, host)?;
-    let tracks = match params.get("tracks").map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        None => None,
-        Some(list) => Some(
-            list.split(',')
-                .map(|t| t.trim().parse::<u32>().map_err(|_| bad("tracks", format!("not a track id: {t:?}"))))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
+    let tracks = track_ids(params)?;
     let req = LodRequest {
         start_ps: num(params, "start_ps")?,
         end_ps: num(params, "end_ps")?,
@@ -216,10 +222,31 @@ pub fn window(
     Ok(lod::window(&data.lod(), &req))
 }
 
+/// One event's details plus its self time (duration minus its direct children's).
+#[derive(Debug, Clone, Serialize)]
+pub struct EventWithSelf {
+    /// The details.
+    #[serde(flatten)]
+    pub details: lod::EventDetails,
+    /// Self time (ps); absent for counter samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_ps: Option<u64>,
+}
+
+impl std::ops::Deref for EventWithSelf {
+    type Target = lod::EventDetails;
+
+    fn deref(&self) -> &lod::EventDetails {
+        &self.details
+    }
+}
+
 /// `GET /oxprof/api/trace/event?id=`: one event's details.
-pub fn event(path: &Path, run: Option<&str>, host: Option<&str>, id: u64) -> Result<lod::EventDetails, ApiError> {
+pub fn event(path: &Path, run: Option<&str>, host: Option<&str>, id: u64) -> Result<EventWithSelf, ApiError> {
     let data = one_host(path, run, host)?;
-    lod::event_details(&data.lod(), id).ok_or_else(|| bad("id", format!("no event with id {id}")))
+    let details = lod::event_details(&data.lod(), id).ok_or_else(|| bad("id", format!("no event with id {id}")))?;
+    let r = EventRef::from_id(id);
+    Ok(EventWithSelf { details, self_ps: agg::self_time(&data.lod(), r.track, r.pos) })
 }
 
 /// `GET /oxprof/api/trace/search?prefix=&limit=`: name-prefix search over the whole trace.
@@ -237,14 +264,66 @@ pub fn search(
     Ok(lod::search(&data.lod(), prefix, limit.unwrap_or(lod::DEFAULT_SEARCH_LIMIT)))
 }
 
+/// `GET /oxprof/api/trace/aggregate?start_ps=&end_ps=&tracks=1,2`: per-name statistics of
+/// every event of the tracks (all thread tracks by default) overlapping the range (default:
+/// the whole trace). Exact: computed from the index, not from what a window draws.
+pub fn aggregate(
+    path: &Path,
+    run: Option<&str>,
+    host: Option<&str>,
+    params: &BTreeMap<String, String>,
+) -> Result<agg::Aggregate, ApiError> {
+    let data = one_host(path, run, host)?;
+    let tracks = track_ids(params)?;
+    let begin = num(params, "start_ps")?.unwrap_or(data.index.min_ps);
+    let end = num(params, "end_ps")?.unwrap_or(data.index.max_ps);
+    if end < begin {
+        return Err(bad("end_ps", "before start_ps"));
+    }
+    Ok(agg::aggregate(&data.lod(), tracks.as_deref(), begin, end))
+}
+
 /// `GET /oxprof/api/trace/flow?id=`: the events of one flow.
 pub fn flow(path: &Path, run: Option<&str>, host: Option<&str>, flow_id: u64) -> Result<lod::FlowResponse, ApiError> {
     let data = one_host(path, run, host)?;
     Ok(lod::flow_events(&data.lod(), flow_id))
 }
 
+/// Flow ids are 56-bit: more than a JSON number keeps exactly in JavaScript (2^53). The
+/// LOD routes answer them as decimal strings: the `flow` binding `[id, entry]` of window
+/// events and event details, and the `flow` of the flow route. (XProf's `/data` bodies are
+/// not affected.)
+fn flow_ids_as_strings(sub: &str, value: &mut serde_json::Value) {
+    fn binding(v: &mut serde_json::Value) {
+        if let Some(id) = v.get_mut("flow").and_then(|f| f.get_mut(0))
+            && let Some(n) = id.as_u64()
+        {
+            *id = serde_json::Value::String(n.to_string());
+        }
+    }
+    match sub {
+        "window" => {
+            let tracks = value.get_mut("tracks").and_then(|t| t.as_array_mut());
+            for track in tracks.into_iter().flatten() {
+                let events = track.get_mut("events").and_then(|e| e.as_array_mut());
+                events.into_iter().flatten().for_each(binding);
+            }
+        }
+        "event" => binding(value),
+        "flow" => {
+            if let Some(id) = value.get_mut("flow")
+                && let Some(n) = id.as_u64()
+            {
+                *id = serde_json::Value::String(n.to_string());
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Routes `/oxprof/api/trace/<sub>` for the server: `sub` is `tracks`, `window`, `event`,
-/// `search` or `flow`; `get` reads query parameters (`run`, `host` and the route's own).
+/// `search`, `flow` or `aggregate`; `get` reads query parameters (`run`, `host` and the
+/// route's own). Flow ids are answered as strings (see [`flow_ids_as_strings`]).
 pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<serde_json::Value, ApiError> {
     let run = get("run").filter(|r| !r.is_empty());
     let host = get("host").filter(|h| !h.is_empty());
@@ -258,7 +337,8 @@ pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Re
     fn to_json<T: Serialize>(v: T) -> Result<serde_json::Value, ApiError> {
         serde_json::to_value(v).map_err(|e| ApiError::BadParameter { name: "response".into(), reason: e.to_string() })
     }
-    match sub.trim_matches('/') {
+    let sub = sub.trim_matches('/');
+    let mut value = match sub {
         "tracks" => to_json(tracks(path, run, host)?),
         "window" => to_json(window(path, run, host, &params)?),
         "event" => to_json(event(path, run, host, id("id")?)?),
@@ -268,6 +348,9 @@ pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Re
             to_json(search(path, run, host, &prefix, limit)?)
         }
         "flow" => to_json(flow(path, run, host, id("id")?)?),
+        "aggregate" => to_json(aggregate(path, run, host, &params)?),
         other => Err(ApiError::UnknownTool(format!("trace/{other}"))),
-    }
+    }?;
+    flow_ids_as_strings(sub, &mut value);
+    Ok(value)
 }

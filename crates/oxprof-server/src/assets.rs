@@ -39,7 +39,10 @@ impl FromDir {
         if !files.iter().any(|(name, _)| name == "index.html") {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
-                format!("{}: no index.html (build the UI into it: cd ui && npx vite build --outDir DIR)", dir.display()),
+                format!(
+                    "{}: no index.html (build the UI into it: cd ui && npx vite build --outDir DIR)",
+                    dir.display()
+                ),
             ));
         }
         files.sort_by(|a, b| a.0.cmp(&b.0));
@@ -47,7 +50,11 @@ impl FromDir {
     }
 }
 
-fn collect(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(String, &'static [u8])>) -> std::io::Result<()> {
+fn collect(
+    root: &std::path::Path,
+    dir: &std::path::Path,
+    out: &mut Vec<(String, &'static [u8])>,
+) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let kind = entry.file_type()?;

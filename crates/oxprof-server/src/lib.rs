@@ -109,8 +109,8 @@ async fn start_with(
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),
         None => Arc::new(assets::Embedded),
     };
-    let service = Service::new(service_options, ui)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
+    let service =
+        Service::new(service_options, ui).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
     // Captures go into `<logdir>/plugins/profile/<session>/`: only offered when a log
     // directory is served (not the demo, a single file or a run directory).
     let service = match capture_logdir(&root, demo_dir.is_some()) {

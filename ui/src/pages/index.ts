@@ -3,10 +3,17 @@
 import type { Page } from '../page';
 import { frameworkOpStatsPage } from './framework_op_stats';
 import { genericPage, noDataPage } from './generic';
+import { graphViewerPage } from './graph_viewer';
+import { hloStatsPage } from './hlo_stats';
 import { inputPipelinePage } from './input_pipeline';
 import { kernelStatsPage } from './kernel_stats';
+import { memoryProfilePage } from './memory_profile';
+import { memoryViewerPage } from './memory_viewer';
+import { opProfilePage } from './op_profile';
 import { overviewPage } from './overview';
 import { podViewerPage } from './pod_viewer';
+import { rooflinePage } from './roofline';
+import { tfDataPage } from './tf_data';
 import { traceViewerPage } from './trace_viewer';
 
 const PAGES: Record<string, Page> = {
@@ -17,12 +24,21 @@ const PAGES: Record<string, Page> = {
   tensorflow_stats: frameworkOpStatsPage,
   kernel_stats: kernelStatsPage,
   pod_viewer: podViewerPage,
+  op_profile: opProfilePage,
+  hlo_op_profile: opProfilePage,
+  hlo_stats: hloStatsPage,
+  hlo_op_stats: hloStatsPage,
+  roofline_model: rooflinePage,
+  memory_profile: memoryProfilePage,
+  tf_data_bottleneck_analysis: tfDataPage,
 };
 
 /** Pages that load their own data (no `/data` request by the shell). */
 const SELF_LOADING: Record<string, Page> = {
   trace_viewer: traceViewerPage,
   'trace_viewer@': traceViewerPage,
+  graph_viewer: graphViewerPage,
+  memory_viewer: memoryViewerPage,
 };
 
 /** Tools whose data is not a table or summary (trace events, graphs): the shell does not fetch `/data` (the trace viewer reads oxprof's trace API; the others link to the raw data). */

@@ -1,49 +1,81 @@
 // The trace viewer: a canvas fed by oxprof's level-of-detail trace API
-// (/oxprof/api/trace/{tracks,window,event}). One section per process, one track per thread,
-// slices laid out by depth; pan/zoom (wheel, drag, W/S/A/D) fetch new windows; a click
-// shows the slice's details; what the zoom merges or hides is counted; the window is in the URL.
+// (/oxprof/api/trace/{tracks,window,event,search,flow,aggregate}). One collapsible section
+// per process, one track per thread (slices by depth) or counter (area chart); tools:
+// select (click one, drag many → exact aggregate), pan, zoom, timing; wheel / W S A D zoom
+// and pan at any time; search over the whole trace with next / previous; flow arrows of the
+// selected event; what the zoom merges or hides is counted. The view is in the URL.
+//
+// Performance: windows are fetched with half a window of margin on each side, so panning
+// redraws from memory (one draw per animation frame) and fetches only when the view leaves
+// the loaded range or the zoom changes; only the rows on screen are drawn.
 
 import { buildUrl, getJson } from '../api';
 import { card } from '../components/common';
 import { h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
 import {
-  type Slice,
+  AXIS,
+  type AggregateKey,
+  type EventRef,
+  type FlowResult,
+  HEADER,
+  type Layout,
+  ROW,
+  type SearchResult,
   type Span,
   TimeScale,
+  type TraceAggregate,
   type TraceEvent,
   type TraceTracks,
   type TraceWindow,
-  type TrackInfo,
+  type TrackRow,
+  aggregateTotals,
   colorFor,
+  counterSteps,
+  firstVisible,
+  flowArrows,
   formatDuration,
   formatMicros,
-  layoutTrack,
+  layoutSections,
   panSpan,
+  rowAt,
   sliceAt,
+  sortAggregate,
+  spanForMatch,
   spanFromView,
   spanToView,
+  stepMatch,
+  tracksInBand,
+  visibleTrackIds,
   zoomSpan,
 } from '../trace';
+import { type TraceTool, type TraceView, TOOLS, viewFromUrl, viewToUrl } from '../trace/view';
 
 const TRACE_API = '/oxprof/api/trace';
-const ROW = 18;
-const HEADER = 22;
-const AXIS = 24;
-const FETCH_DELAY_MS = 80;
+const FETCH_DELAY_MS = 40;
+const SEARCH_DELAY_MS = 250;
+const URL_DELAY_MS = 150;
+const SEARCH_LIMIT = 1000;
+const TOOL_LABELS: Record<TraceTool, string> = { select: 'Select (1)', pan: 'Pan (2)', zoom: 'Zoom (3)', timing: 'Timing (4)' };
+const TOOL_HELP: Record<TraceTool, string> = {
+  select: 'click a slice for its details; drag to select many (aggregate by name)',
+  pan: 'drag to pan; click a slice for its details',
+  zoom: 'drag an interval to zoom to it; click to zoom in (shift: out)',
+  timing: 'drag to mark an interval and measure it',
+};
 
-interface TrackRow {
-  info: TrackInfo;
-  top: number;
-  depths: number;
-  slices: Slice[];
-  hidden: number;
-  samples?: [number, number][];
+interface Loaded {
+  range: Span;
+  width: number;
+  tracksKey: string;
 }
+
+type Drag = { x0: number; y0: number; x: number; y: number; span: Span; moved: boolean; shift: boolean };
 
 export function traceViewerPage(ctx: PageContext): HTMLElement {
   const { run, host } = ctx.state;
   const url = (route: string, params: Record<string, string | undefined> = {}) => buildUrl(`${TRACE_API}/${route}`, { run, host, ...params });
+  const view: TraceView = viewFromUrl(ctx.view.get);
 
   const status = h('div', { class: 'trace-status', 'data-role': 'trace-status' });
   const hiddenBox = h('div', { class: 'trace-hidden', 'data-role': 'trace-hidden' });
@@ -52,9 +84,37 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   const plot = h('div', { class: 'trace-plot' }, canvas);
   const viewer = h(
     'div',
-    { class: 'trace-viewer', 'data-chart': 'trace', 'data-ready': 'false', tabindex: 0, 'aria-label': 'Trace: W/S zoom, A/D pan, drag to pan, click to select' },
+    {
+      class: 'trace-viewer',
+      'data-chart': 'trace',
+      'data-ready': 'false',
+      tabindex: 0,
+      'aria-label': 'Trace: W/S zoom, A/D pan, 1-4 choose the tool (select, pan, zoom, timing)',
+    },
     labels,
     plot,
+  );
+  const toolButtons = TOOLS.map((t) =>
+    h('button', { type: 'button', class: 'trace-tool', 'data-tool': t, title: TOOL_HELP[t], onclick: () => setTool(t) }, TOOL_LABELS[t]),
+  );
+  const help = h('span', { class: 'muted trace-help', 'data-role': 'trace-help' });
+  const timingBox = h('span', { class: 'trace-timing', 'data-role': 'trace-timing', style: 'margin-left:12px;font-variant-numeric:tabular-nums' });
+  const searchInput = h('input', {
+    type: 'search',
+    placeholder: 'Search names (prefix)',
+    'data-role': 'trace-search',
+    'aria-label': 'Search events by name prefix',
+    style: 'width:16em',
+  });
+  const searchStatus = h('span', { class: 'muted', 'data-role': 'search-status', style: 'margin-left:6px;font-variant-numeric:tabular-nums' });
+  const prevButton = h('button', { type: 'button', 'data-role': 'search-prev', title: 'Previous match (shift+Enter)', onclick: () => void stepSearch(-1) }, '◀');
+  const nextButton = h('button', { type: 'button', 'data-role': 'search-next', title: 'Next match (Enter)', onclick: () => void stepSearch(1) }, '▶');
+  const toolbar = h(
+    'div',
+    { class: 'trace-toolbar', 'data-role': 'trace-toolbar', style: 'display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:6px 0' },
+    toolButtons,
+    h('span', { style: 'margin-left:12px' }, searchInput, prevButton, nextButton, searchStatus),
+    timingBox,
   );
   const details = h('div', { class: 'trace-details', 'data-role': 'trace-details' }, h('p', { class: 'muted' }, 'Click a slice to see its details.'));
   const page = h(
@@ -63,7 +123,8 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     card(
       null,
       h('div', { class: 'card-header' }, status, hiddenBox),
-      h('p', { class: 'muted trace-help' }, 'Zoom: mouse wheel or W/S · Pan: drag or A/D · Click a slice for its details.'),
+      toolbar,
+      h('p', { class: 'muted trace-help', style: 'margin:2px 0 6px' }, 'Wheel or W/S: zoom · shift+wheel or A/D: pan · ', help),
       viewer,
     ),
     card('Details', details),
@@ -73,184 +134,538 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   let bounds: Span = { start: 0, end: 1 };
   let span: Span = { start: 0, end: 1 };
   let data: TraceWindow | null = null;
-  let rows: TrackRow[] = [];
-  let selected: number | null = null;
-  let seq = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let loaded: Loaded | null = null;
+  let lay: Layout = { sections: [], rows: [], height: AXIS };
+  const minDepths = new Map<number, number>();
   let width = 0;
+  let canvasHeight = 1;
+  let drag: Drag | null = null;
+  let flow: { id: string; events: EventRef[] } | null = null;
+  let search: { prefix: string; result: SearchResult | null; index: number } = { prefix: view.search, result: null, index: -1 };
+  let aggregate: TraceAggregate | null = null;
+  let aggSort: { key: AggregateKey; desc: boolean } = { key: 'total_ps', desc: true };
+  let inFlight = false;
+  let fetchTimer: ReturnType<typeof setTimeout> | undefined;
+  let searchTimer: ReturnType<typeof setTimeout> | undefined;
+  let urlTimer: ReturnType<typeof setTimeout> | undefined;
+  let drawPending = false;
+  let pendingDetails = 0;
+  let colors: string[] = [];
+  let textWidths: number[] = [];
+
+  searchInput.value = view.search;
 
   const setError = (e: unknown) => {
     viewer.dataset.ready = 'true';
     replaceChildren(status, h('span', { class: 'error', 'data-role': 'trace-error' }, `Could not load the trace: ${e instanceof Error ? e.message : String(e)}`));
   };
-
   const plotWidth = () => Math.max(100, Math.floor(plot.clientWidth || 900));
+  const saveView = () => {
+    for (const [k, v] of Object.entries(viewToUrl(view))) ctx.view.set(k, v);
+  };
 
-  function layout(): void {
-    rows = [];
-    let y = AXIS;
-    const byId = new Map((data?.tracks ?? []).map((t) => [t.id, t]));
-    const labelNodes: HTMLElement[] = [];
-    for (const section of tracks?.sections ?? []) {
-      labelNodes.push(h('div', { class: 'trace-section', style: `top:${y}px;height:${HEADER}px`, 'data-section': section.pid }, section.name));
-      y += HEADER;
-      for (const info of section.tracks) {
-        const wt = byId.get(info.id);
-        const slices = wt ? layoutTrack(wt) : [];
-        const depths = info.kind === 'counter' ? 2 : Math.max(1, ...slices.map((s) => s.depth + 1));
-        const row: TrackRow = { info, top: y, depths, slices, hidden: wt?.hidden ?? 0, samples: wt?.samples };
-        rows.push(row);
-        const height = depths * ROW;
-        labelNodes.push(
-          h(
-            'div',
-            { class: 'trace-track-label', style: `top:${y}px;height:${height}px`, 'data-track': info.id, 'data-depths': depths, title: info.name },
-            h('span', { class: 'trace-track-name' }, info.name),
-            row.hidden ? h('span', { class: 'trace-track-hidden', 'data-role': 'track-hidden' }, ` +${row.hidden.toLocaleString()} merged`) : null,
-          ),
-        );
-        y += height + 2;
-      }
+  // ---- readiness (for tests and the benchmark): no fetch pending, details loaded ---------
+  function updateReady(): void {
+    const ready = !!tracks && !inFlight && !needsFetch() && pendingDetails === 0 && urlTimer === undefined;
+    viewer.dataset.ready = String(ready);
+  }
+
+  // ---- layout and drawing ----------------------------------------------------------------
+  function relayout(): void {
+    if (!tracks) return;
+    lay = layoutSections(tracks, data, view.collapsed, minDepths);
+    for (const r of lay.rows) minDepths.set(r.info.id, r.depths);
+    const nodes: HTMLElement[] = [];
+    for (const s of lay.sections) {
+      nodes.push(
+        h(
+          'div',
+          {
+            class: 'trace-section',
+            style: `top:${s.top}px;height:${HEADER}px;cursor:pointer;user-select:none`,
+            'data-section': s.pid,
+            'data-collapsed': String(s.collapsed),
+            role: 'button',
+            'aria-expanded': String(!s.collapsed),
+            title: `${s.collapsed ? 'Expand' : 'Collapse'} (${s.tracks} tracks)`,
+            onclick: () => toggleSection(s.pid),
+          },
+          h('span', { 'aria-hidden': 'true', style: 'display:inline-block;width:1em' }, s.collapsed ? '▸' : '▾'),
+          h('span', { 'data-role': 'section-name' }, s.name),
+          s.collapsed ? h('span', { class: 'muted', style: 'font-weight:400' }, ` (${s.tracks} tracks)`) : null,
+        ),
+      );
     }
-    replaceChildren(labels, labelNodes);
-    const height = y + 4;
-    labels.style.height = `${height}px`;
-    viewer.style.height = `${height}px`;
+    for (const row of lay.rows) {
+      nodes.push(
+        h(
+          'div',
+          {
+            class: 'trace-track-label',
+            style: `top:${row.top}px;height:${row.depths * ROW}px`,
+            'data-track': row.info.id,
+            'data-kind': row.info.kind,
+            'data-depths': row.depths,
+            title: row.info.name,
+          },
+          h('span', { class: 'trace-track-name' }, row.info.name),
+          row.hidden ? h('span', { class: 'trace-track-hidden', 'data-role': 'track-hidden' }, ` +${row.hidden.toLocaleString()} merged`) : null,
+        ),
+      );
+    }
+    replaceChildren(labels, nodes);
+    labels.style.height = `${lay.height}px`;
+    viewer.style.height = `${lay.height}px`;
+    resizeCanvas();
+  }
+
+  /**
+   * The canvas covers only the visible part of the plot (at most one screen high) and
+   * follows the page's scroll: drawing and compositing cost stay bounded however many
+   * tracks the trace has. `offset` is the plot's y at the canvas top.
+   */
+  function resizeCanvas(): void {
     width = plotWidth();
+    plot.style.height = `${lay.height}px`;
+    canvasHeight = Math.max(1, Math.min(lay.height, window.innerHeight || lay.height));
     const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.floor(width * dpr);
-    canvas.height = Math.floor(height * dpr);
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
+    const cw = Math.floor(width * dpr);
+    const ch = Math.floor(canvasHeight * dpr);
+    if (canvas.width !== cw || canvas.height !== ch) {
+      canvas.width = cw;
+      canvas.height = ch;
+      canvas.style.width = `${width}px`;
+      canvas.style.height = `${canvasHeight}px`;
+    }
+  }
+
+  function requestDraw(): void {
+    if (drawPending) return;
+    drawPending = true;
+    requestAnimationFrame(() => {
+      drawPending = false;
+      draw();
+    });
   }
 
   function draw(): void {
     const g = canvas.getContext('2d');
     if (!g || !tracks) return;
     const dpr = window.devicePixelRatio || 1;
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, width, canvas.height / dpr);
+    const height = lay.height;
+    // Follow the scroll: the canvas shows plot rows [offset, offset + canvasHeight).
+    const offset = Math.round(Math.max(0, Math.min(height - canvasHeight, -plot.getBoundingClientRect().top)));
+    canvas.style.position = 'absolute';
+    canvas.style.left = '0';
+    canvas.style.top = `${offset}px`;
+    canvas.dataset.offset = String(offset);
+    g.setTransform(dpr, 0, 0, dpr, 0, -offset * dpr);
+    g.clearRect(0, offset, width, canvasHeight);
     const scale = new TimeScale(span, width);
+    const top = offset;
+    const bottom = offset + canvasHeight;
+    g.font = '11px sans-serif';
     // Time axis, relative to the trace start.
     g.fillStyle = '#555';
-    g.font = '11px sans-serif';
-    g.strokeStyle = '#ddd';
+    g.strokeStyle = '#e3e3e3';
+    g.lineWidth = 1;
     const step = niceStep((span.end - span.start) / 8);
+    g.beginPath();
     for (let t = Math.ceil((span.start - bounds.start) / step) * step; t + bounds.start <= span.end; t += step) {
       const x = Math.round(scale.toX(t + bounds.start)) + 0.5;
-      g.beginPath();
       g.moveTo(x, AXIS - 6);
-      g.lineTo(x, canvas.height / dpr);
-      g.stroke();
+      g.lineTo(x, height);
       g.fillText(formatDuration(t), x + 3, AXIS - 10);
     }
+    g.stroke();
+    // Section headers.
+    g.fillStyle = '#eef1f5';
+    for (const s of lay.sections) g.fillRect(0, s.top, width, HEADER);
+
     const names = data?.names ?? [];
-    for (const row of rows) {
+    const prefix = search.prefix;
+    const matchId = search.result?.matches[search.index]?.id;
+    const selectedId = view.selected;
+    let selectedBox: [number, number, number] | null = null;
+    const highlights: [number, number, number][] = [];
+    for (const row of lay.rows) {
+      const rowBottom = row.top + row.depths * ROW;
+      if (rowBottom < top || row.top > bottom) continue;
       if (row.samples?.length) {
-        const max = Math.max(...row.samples.map((s) => s[1]), 1e-12);
-        g.fillStyle = colorFor(row.info.name);
-        g.beginPath();
-        const base = row.top + row.depths * ROW;
-        g.moveTo(scale.toX(row.samples[0]?.[0] ?? span.start), base);
-        for (const [ts, v] of row.samples) g.lineTo(scale.toX(ts), base - (v / max) * (row.depths * ROW - 2));
-        g.lineTo(scale.toX(row.samples[row.samples.length - 1]?.[0] ?? span.end), base);
-        g.fill();
+        drawCounter(g, row, scale);
         continue;
       }
-      for (const s of row.slices) {
-        const x0 = scale.toX(s.event.ts_ps);
-        const x1 = scale.toX(s.event.ts_ps + s.event.dur_ps);
-        if (x1 < 0 || x0 > width) continue;
+      // Right edge drawn so far per depth: a slice within an already painted pixel is
+      // skipped (at most about one rectangle per pixel and depth, whatever the count).
+      const painted: number[] = [];
+      const slices = row.slices;
+      for (let i = firstVisible(slices, span.start, row.maxDur); i < slices.length; i++) {
+        const s = slices[i];
+        if (!s) break;
+        const e = s.event;
+        if (e.ts_ps > span.end) break; // sorted by start: the rest is right of the view
+        const x0 = scale.toX(e.ts_ps);
+        const x1 = scale.toX(e.ts_ps + e.dur_ps);
+        if (x1 < 0) continue;
         const x = Math.max(x0, -1);
         const w = Math.max(1, Math.min(x1, width + 1) - x);
+        const edge = painted[s.depth] ?? -Infinity;
+        if (x + w <= edge && e.id !== selectedId && e.id !== matchId) continue;
+        painted[s.depth] = Math.max(edge, Math.floor(x) + 1, x + w);
         const y = row.top + s.depth * ROW;
-        const name = names[s.event.name] ?? '';
-        g.fillStyle = colorFor(name);
+        g.fillStyle = colors[e.name] ?? '#999';
         g.fillRect(x, y + 1, w, ROW - 2);
-        if (s.event.id === selected) {
-          g.strokeStyle = '#000';
-          g.lineWidth = 2;
-          g.strokeRect(x + 1, y + 2, Math.max(1, w - 2), ROW - 4);
-          g.lineWidth = 1;
-          g.strokeStyle = '#ddd';
-        }
-        if (w > 30) {
-          g.save();
-          g.beginPath();
-          g.rect(x, y, w, ROW);
-          g.clip();
+        if (e.id === selectedId) selectedBox = [x, y, w];
+        if (prefix && (names[e.name] ?? '').startsWith(prefix)) highlights.push([x, y, w]);
+        else if (e.id === matchId) highlights.push([x, y, w]);
+        if (w > 24) {
+          const name = names[e.name] ?? '';
+          const tw = textWidths[e.name] ?? (textWidths[e.name] = g.measureText(name).width);
           g.fillStyle = '#111';
-          g.fillText(name, x + 3, y + ROW - 5);
-          g.restore();
+          if (tw <= w - 6) g.fillText(name, x + 3, y + ROW - 5);
+          else {
+            const chars = Math.floor((name.length * (w - 14)) / tw);
+            if (chars > 0) g.fillText(`${name.slice(0, chars)}…`, x + 3, y + ROW - 5);
+          }
         }
+      }
+    }
+    if (highlights.length) {
+      g.strokeStyle = '#f4b400';
+      g.lineWidth = 2;
+      g.beginPath();
+      for (const [x, y, w] of highlights) g.rect(x + 1, y + 2, Math.max(1, w - 2), ROW - 4);
+      g.stroke();
+    }
+    if (selectedBox) {
+      const [x, y, w] = selectedBox;
+      g.strokeStyle = '#000';
+      g.lineWidth = 2;
+      g.strokeRect(x + 1, y + 2, Math.max(1, w - 2), ROW - 4);
+    }
+    g.lineWidth = 1;
+    drawFlows(g, scale);
+    drawOverlays(g, scale, height);
+  }
+
+  function drawCounter(g: CanvasRenderingContext2D, row: TrackRow, scale: TimeScale): void {
+    const { points, max } = counterSteps(row.samples ?? [], data?.end_ps ?? span.end);
+    const base = row.top + row.depths * ROW - 1;
+    const hgt = row.depths * ROW - 4;
+    const scaleMax = max > 0 ? max : 1;
+    const color = colorFor(row.info.name);
+    g.fillStyle = color;
+    g.globalAlpha = 0.55;
+    g.beginPath();
+    g.moveTo(scale.toX(points[0]?.[0] ?? span.start), base);
+    for (const [ps, v] of points) g.lineTo(scale.toX(ps), base - (Math.max(0, v) / scaleMax) * hgt);
+    g.lineTo(scale.toX(points[points.length - 1]?.[0] ?? span.end), base);
+    g.closePath();
+    g.fill();
+    g.globalAlpha = 1;
+    g.strokeStyle = color;
+    g.beginPath();
+    points.forEach(([ps, v], i) => {
+      const x = scale.toX(ps);
+      const y = base - (Math.max(0, v) / scaleMax) * hgt;
+      if (i === 0) g.moveTo(x, y);
+      else g.lineTo(x, y);
+    });
+    g.stroke();
+    g.fillStyle = '#333';
+    g.fillText(`max ${formatNumber(max)}`, 4, row.top + 11);
+  }
+
+  /** Where a flow's event is drawn: its row's depth of that slice (0 when merged away). */
+  function locate(e: EventRef): { y: number } | null {
+    const row = lay.rows.find((r) => r.info.id === e.track);
+    if (!row) return null;
+    const slice = row.slices.find((s) => s.event.id === e.id);
+    return { y: row.top + (slice?.depth ?? 0) * ROW + ROW / 2 };
+  }
+
+  function drawFlows(g: CanvasRenderingContext2D, scale: TimeScale): void {
+    const arrows = flow ? flowArrows(flow.events, locate) : [];
+    canvas.dataset.flowArrows = String(arrows.length);
+    if (flow) canvas.dataset.flowId = flow.id;
+    else delete canvas.dataset.flowId;
+    if (!arrows.length) return;
+    g.strokeStyle = '#d93025';
+    g.fillStyle = '#d93025';
+    g.lineWidth = 1.5;
+    for (const a of arrows) {
+      const x0 = scale.toX(a.from.ps);
+      const x1 = scale.toX(a.to.ps);
+      g.beginPath();
+      g.moveTo(x0, a.from.y);
+      const mx = (x0 + x1) / 2;
+      g.bezierCurveTo(mx, a.from.y, mx, a.to.y, x1, a.to.y);
+      g.stroke();
+      // Arrow head pointing right into the target.
+      g.beginPath();
+      g.moveTo(x1, a.to.y);
+      g.lineTo(x1 - 7, a.to.y - 4);
+      g.lineTo(x1 - 7, a.to.y + 4);
+      g.closePath();
+      g.fill();
+    }
+    g.lineWidth = 1;
+  }
+
+  function drawOverlays(g: CanvasRenderingContext2D, scale: TimeScale, height: number): void {
+    // Drag selection (committed).
+    if (view.range) {
+      const x0 = scale.toX(view.range.span.start);
+      const x1 = scale.toX(view.range.span.end);
+      g.fillStyle = 'rgba(26,115,232,0.15)';
+      g.strokeStyle = 'rgba(26,115,232,0.8)';
+      const chosen = new Set(view.range.tracks);
+      for (const row of lay.rows) {
+        if (!chosen.has(row.info.id)) continue;
+        g.fillRect(x0, row.top, Math.max(1, x1 - x0), row.depths * ROW);
+      }
+    }
+    // Timing mark.
+    if (view.timing) {
+      const x0 = scale.toX(view.timing.start);
+      const x1 = scale.toX(view.timing.end);
+      g.fillStyle = 'rgba(0,0,0,0.07)';
+      g.fillRect(x0, AXIS, Math.max(1, x1 - x0), height - AXIS);
+      g.strokeStyle = '#1a73e8';
+      g.beginPath();
+      g.moveTo(Math.round(x0) + 0.5, 0);
+      g.lineTo(Math.round(x0) + 0.5, height);
+      g.moveTo(Math.round(x1) + 0.5, 0);
+      g.lineTo(Math.round(x1) + 0.5, height);
+      g.stroke();
+      const label = formatDuration(view.timing.end - view.timing.start);
+      const tw = g.measureText(label).width + 8;
+      const lx = Math.min(Math.max(0, (x0 + x1) / 2 - tw / 2), width - tw);
+      g.fillStyle = '#1a73e8';
+      g.fillRect(lx, 2, tw, 14);
+      g.fillStyle = '#fff';
+      g.fillText(label, lx + 4, 13);
+    }
+    // A drag in progress.
+    if (drag?.moved) {
+      const x0 = Math.min(drag.x0, drag.x);
+      const x1 = Math.max(drag.x0, drag.x);
+      if (view.tool === 'select') {
+        g.fillStyle = 'rgba(26,115,232,0.12)';
+        g.strokeStyle = 'rgba(26,115,232,0.9)';
+        const y0 = Math.min(drag.y0, drag.y);
+        const y1 = Math.max(drag.y0, drag.y);
+        g.fillRect(x0, y0, x1 - x0, y1 - y0);
+        g.strokeRect(x0 + 0.5, y0 + 0.5, x1 - x0, y1 - y0);
+      } else if (view.tool === 'zoom' || view.tool === 'timing') {
+        g.fillStyle = view.tool === 'zoom' ? 'rgba(26,115,232,0.12)' : 'rgba(0,0,0,0.07)';
+        g.fillRect(x0, AXIS, x1 - x0, height - AXIS);
       }
     }
   }
 
+  // ---- status ------------------------------------------------------------------------------
   function showCounts(): void {
     const shown = `${formatDuration(span.start - bounds.start)} – ${formatDuration(span.end - bounds.start)} (${formatDuration(span.end - span.start)} of ${formatDuration(bounds.end - bounds.start)})`;
     replaceChildren(status, h('span', { 'data-role': 'trace-window', 'data-start-ps': span.start, 'data-end-ps': span.end }, shown));
-    if (!data) return replaceChildren(hiddenBox);
+    if (!data || !loaded) return replaceChildren(hiddenBox);
     hiddenBox.dataset.hidden = String(data.total_hidden);
     hiddenBox.dataset.inWindow = String(data.total_in_window);
+    hiddenBox.dataset.fetchStart = String(data.start_ps);
+    hiddenBox.dataset.fetchEnd = String(data.end_ps);
+    hiddenBox.dataset.fetchWidth = String(loaded.width);
+    hiddenBox.dataset.fetchTracks = loaded.tracksKey;
     replaceChildren(
       hiddenBox,
       data.total_hidden
-        ? `${data.total_in_window.toLocaleString()} events in this window; ${data.total_hidden.toLocaleString()} merged or hidden at this zoom (zoom in to see them).`
-        : `${data.total_in_window.toLocaleString()} events in this window, all shown.`,
+        ? `${data.total_in_window.toLocaleString()} events loaded (this window ± half); ${data.total_hidden.toLocaleString()} merged or hidden at this zoom (zoom in to see them).`
+        : `${data.total_in_window.toLocaleString()} events loaded (this window ± half), all shown.`,
     );
     hiddenBox.classList.toggle('has-hidden', data.total_hidden > 0);
   }
 
-  async function fetchWindow(): Promise<void> {
-    const mine = ++seq;
-    viewer.dataset.ready = 'false';
-    try {
-      const w = await getJson<TraceWindow>(url('window', { start_ps: String(span.start), end_ps: String(span.end), width: String(plotWidth()) }));
-      if (mine !== seq) return;
-      data = w;
-      layout();
-      draw();
-      showCounts();
-      viewer.dataset.ready = 'true';
-    } catch (e) {
-      if (mine === seq) setError(e);
+  function showTiming(): void {
+    if (!view.timing) {
+      delete timingBox.dataset.ps;
+      return replaceChildren(timingBox);
     }
+    const len = view.timing.end - view.timing.start;
+    timingBox.dataset.ps = String(len);
+    timingBox.dataset.startPs = String(view.timing.start);
+    timingBox.dataset.endPs = String(view.timing.end);
+    replaceChildren(
+      timingBox,
+      `Interval: ${formatDuration(len)} (${formatMicros(len)}) from ${formatDuration(view.timing.start - bounds.start)} `,
+      h('button', { type: 'button', 'data-role': 'timing-clear', onclick: () => setTiming(null) }, 'clear'),
+    );
+  }
+
+  function setTool(t: TraceTool): void {
+    view.tool = t;
+    for (const b of toolButtons) b.setAttribute('aria-pressed', String(b.dataset.tool === t));
+    canvas.style.cursor = t === 'pan' ? 'grab' : t === 'select' ? 'default' : 'crosshair';
+    replaceChildren(help, `${TOOL_LABELS[t]}: ${TOOL_HELP[t]}.`);
+    saveView();
+  }
+
+  function setTiming(t: Span | null): void {
+    view.timing = t;
+    saveView();
+    showTiming();
+    requestDraw();
+  }
+
+  // ---- windows -----------------------------------------------------------------------------
+  /** The `tracks` parameter: '' for all, 'none' when every section is collapsed. */
+  function tracksKey(): string {
+    const ids = tracks ? visibleTrackIds(tracks, view.collapsed) : null;
+    return ids === null ? '' : ids.length ? ids.join(',') : 'none';
+  }
+
+  function wanted(): Loaded {
+    const len = span.end - span.start;
+    const px = plotWidth();
+    const range = { start: Math.max(bounds.start, Math.floor(span.start - len / 2)), end: Math.min(bounds.end, Math.ceil(span.end + len / 2)) };
+    const w = Math.max(1, Math.min(100_000, Math.round((px * (range.end - range.start)) / Math.max(1, len))));
+    return { range, width: w, tracksKey: tracksKey() };
+  }
+
+  function needsFetch(): boolean {
+    if (!tracks) return false;
+    if (!loaded) return true;
+    if (loaded.tracksKey !== tracksKey()) return true;
+    if (span.start < loaded.range.start || span.end > loaded.range.end) return true;
+    // Resolution of the loaded data against the view's (ps per pixel).
+    const loadedRes = (loaded.range.end - loaded.range.start) / loaded.width;
+    const viewRes = (span.end - span.start) / plotWidth();
+    return loadedRes > viewRes * 1.5 || loadedRes < viewRes / 1.5;
+  }
+
+  /** Fetches soon: throttled (not debounced), so a long pan keeps loading as it goes. */
+  function scheduleFetch(delay = FETCH_DELAY_MS): void {
+    if (inFlight || fetchTimer !== undefined) return;
+    fetchTimer = setTimeout(() => {
+      fetchTimer = undefined;
+      void fetchWindow();
+    }, delay);
+  }
+
+  async function fetchWindow(): Promise<void> {
+    if (inFlight || !needsFetch()) return updateReady();
+    const want = wanted();
+    inFlight = true;
+    updateReady();
+    try {
+      // Every section collapsed: nothing to fetch.
+      const empty: TraceWindow = { start_ps: want.range.start, end_ps: want.range.end, resolution_ps: 1, names: [], tracks: [], total_in_window: 0, total_returned: 0, total_hidden: 0 };
+      const w =
+        want.tracksKey === 'none'
+          ? empty
+          : await getJson<TraceWindow>(
+              url('window', {
+                start_ps: String(want.range.start),
+                end_ps: String(want.range.end),
+                width: String(want.width),
+                tracks: want.tracksKey || undefined,
+              }),
+            );
+      data = w;
+      loaded = want;
+      const probe = canvas.getContext('2d');
+      if (probe) probe.font = '11px sans-serif';
+      colors = w.names.map((n) => colorFor(n));
+      textWidths = [];
+      relayout();
+      showCounts();
+      draw();
+    } catch (e) {
+      setError(e);
+      inFlight = false;
+      return;
+    }
+    inFlight = false;
+    if (needsFetch()) scheduleFetch(0);
+    updateReady();
+  }
+
+  /** Writes the window to the URL, at most every URL_DELAY_MS (browsers throttle history updates). */
+  function saveSpanSoon(): void {
+    if (urlTimer !== undefined) return;
+    urlTimer = setTimeout(() => {
+      urlTimer = undefined;
+      for (const [k, v] of Object.entries(spanToView(span, bounds))) ctx.view.set(k, v);
+      updateReady();
+    }, URL_DELAY_MS);
   }
 
   function setSpan(next: Span): void {
     if (next.start === span.start && next.end === span.end) return;
     span = next;
-    for (const [k, v] of Object.entries(spanToView(span, bounds))) ctx.view.set(k, v);
-    viewer.dataset.ready = 'false';
-    draw();
+    saveSpanSoon();
     showCounts();
-    clearTimeout(timer);
-    timer = setTimeout(() => void fetchWindow(), FETCH_DELAY_MS);
+    requestDraw();
+    if (needsFetch()) scheduleFetch();
+    updateReady();
+  }
+
+  function toggleSection(pid: number): void {
+    if (view.collapsed.has(pid)) view.collapsed.delete(pid);
+    else view.collapsed.add(pid);
+    saveView();
+    relayout();
+    draw();
+    if (needsFetch()) scheduleFetch(0);
+    updateReady();
+  }
+
+  // ---- selection and details ---------------------------------------------------------------
+  async function loading<T>(work: Promise<T>): Promise<T> {
+    pendingDetails++;
+    updateReady();
+    try {
+      return await work;
+    } finally {
+      pendingDetails--;
+      updateReady();
+    }
   }
 
   async function select(id: number | null): Promise<void> {
-    selected = id;
-    draw();
-    if (id === null) return replaceChildren(details, h('p', { class: 'muted' }, 'Click a slice to see its details.'));
-    details.dataset.loading = 'true';
+    view.selected = id;
+    if (id !== null) {
+      view.range = null;
+      aggregate = null;
+    }
+    saveView();
+    flow = null;
+    requestDraw();
+    if (id === null) {
+      delete details.dataset.eventId;
+      return replaceChildren(details, h('p', { class: 'muted' }, 'Click a slice to see its details; drag to select many.'));
+    }
     try {
-      const ev = await getJson<TraceEvent>(url('event', { id: String(id) }));
-      if (selected !== id) return;
+      const ev = await loading(getJson<TraceEvent>(url('event', { id: String(id) })));
+      if (view.selected !== id) return;
       showDetails(ev);
+      if (ev.flow) {
+        const f = await loading(getJson<FlowResult>(url('flow', { id: ev.flow[0] })));
+        if (view.selected !== id) return;
+        flow = { id: String(f.flow), events: f.events };
+        requestDraw();
+      }
     } catch (e) {
       replaceChildren(details, h('p', { class: 'error' }, `Could not load the event: ${e instanceof Error ? e.message : String(e)}`));
-    } finally {
-      delete details.dataset.loading;
     }
   }
 
   function showDetails(ev: TraceEvent): void {
-    const track = rows.find((r) => r.info.id === ev.track)?.info;
-    const prop = (key: string, label: string, value: string, extra: Record<string, string | number> = {}) =>
+    const track = lay.rows.find((r) => r.info.id === ev.track)?.info ?? tracks?.sections.flatMap((s) => s.tracks).find((t) => t.id === ev.track);
+    const section = tracks?.sections.find((s) => s.pid === ev.pid);
+    const prop = (key: string, label: string, value: Node | string, extra: Record<string, string | number> = {}) =>
       h('tr', null, h('th', null, label), h('td', { 'data-field': key, ...extra }, value));
     const args = Object.entries(ev.args ?? {});
     details.dataset.eventId = String(ev.id);
+    const links = h('p', { 'data-role': 'trace-links' });
     replaceChildren(
       details,
       h(
@@ -262,9 +677,13 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
           prop('name', 'Name', ev.name),
           prop('start', 'Start', `${formatMicros(ev.ts_ps - bounds.start)} from the trace start`, { 'data-ps': ev.ts_ps }),
           prop('duration', 'Duration', formatMicros(ev.dur_ps), { 'data-ps': ev.dur_ps }),
-          prop('track', 'Track', track ? track.name : String(ev.track)),
+          ev.self_ps !== undefined ? prop('self', 'Self time', formatMicros(ev.self_ps), { 'data-ps': ev.self_ps }) : null,
+          prop('track', 'Track', `${section ? `${section.name} › ` : ''}${track ? track.name : String(ev.track)}`),
+          ev.group_id !== undefined ? prop('group', 'Step (group id)', String(ev.group_id)) : null,
+          ev.flow ? prop('flow', 'Flow', `${ev.flow[1]} of flow ${ev.flow[0]}`, { 'data-flow-id': ev.flow[0] }) : null,
         ),
       ),
+      links,
       h('h3', null, 'Arguments'),
       args.length
         ? h(
@@ -274,17 +693,200 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
           )
         : h('p', { class: 'muted', 'data-role': 'trace-no-args' }, 'No arguments.'),
     );
+    void addLinks(ev, track?.name ?? '', links).catch(() => undefined);
   }
 
-  // ---- interaction ----------------------------------------------------------------------
-  const plotX = (clientX: number) => clientX - canvas.getBoundingClientRect().left;
+  /**
+   * Links of an XLA op to the op profile and the graph viewer. The node is the `hlo_op`
+   * argument (kernels) or the event's name on an "XLA Ops" track; the module is the event
+   * of the section's "XLA Modules" track at the same time (its name carries the program
+   * id, as the graph viewer lists modules), else the `hlo_module` argument.
+   */
+  async function addLinks(ev: TraceEvent, trackName: string, box: HTMLElement): Promise<void> {
+    const str = (k: string) => (typeof ev.args[k] === 'string' ? (ev.args[k] as string) : undefined);
+    const node = str('hlo_op') ?? (/^XLA Ops/.test(trackName) ? ev.name : undefined);
+    if (!node) return;
+    let module: string | undefined;
+    const modulesTrack = tracks?.sections.find((s) => s.pid === ev.pid)?.tracks.find((t) => /^XLA Modules/.test(t.name));
+    if (modulesTrack) {
+      const at = String(ev.ts_ps + Math.floor(ev.dur_ps / 2));
+      const w = await loading(getJson<TraceWindow>(url('window', { start_ps: at, end_ps: at, tracks: String(modulesTrack.id), width: '1' })));
+      const hit = w.tracks[0]?.events?.find((e) => e.ts_ps <= ev.ts_ps + ev.dur_ps && e.ts_ps + e.dur_ps >= ev.ts_ps);
+      if (hit) module = w.names[hit.name];
+    }
+    if (!module) {
+      const name = str('hlo_module');
+      const program = ev.args.program_id;
+      module = name && program !== undefined ? `${name}(${String(program)})` : name;
+    }
+    if (!module || view.selected !== ev.id) return;
+    const graph = `${ctx.link('graph_viewer')}&${new URLSearchParams({ module_name: module, node_name: node }).toString()}`;
+    box.dataset.module = module;
+    box.dataset.node = node;
+    replaceChildren(
+      box,
+      h('a', { href: ctx.link('op_profile'), 'data-role': 'trace-link', 'data-link': 'op_profile' }, 'Open in op profile'),
+      ' · ',
+      h('a', { href: graph, 'data-role': 'trace-link', 'data-link': 'graph_viewer' }, `Open ${node} of ${module} in the graph viewer`),
+    );
+  }
+
+  async function selectRange(range: { span: Span; tracks: number[] } | null): Promise<void> {
+    view.range = range && range.tracks.length && range.span.end > range.span.start ? range : null;
+    view.selected = null;
+    flow = null;
+    aggregate = null;
+    saveView();
+    requestDraw();
+    const r = view.range;
+    if (!r) return void select(null);
+    delete details.dataset.eventId;
+    replaceChildren(details, h('p', { class: 'muted' }, 'Aggregating the selection…'));
+    try {
+      const a = await loading(
+        getJson<TraceAggregate>(url('aggregate', { start_ps: String(Math.round(r.span.start)), end_ps: String(Math.round(r.span.end)), tracks: r.tracks.join(',') })),
+      );
+      if (view.range !== r) return;
+      aggregate = a;
+      showAggregate();
+    } catch (e) {
+      replaceChildren(details, h('p', { class: 'error' }, `Could not aggregate the selection: ${e instanceof Error ? e.message : String(e)}`));
+    }
+  }
+
+  function showAggregate(): void {
+    const a = aggregate;
+    if (!a) return;
+    const rows = sortAggregate(a.rows, aggSort.key, aggSort.desc);
+    const totals = aggregateTotals(a.rows);
+    const head = (key: AggregateKey, label: string) =>
+      h(
+        'th',
+        {
+          'data-sort': key,
+          style: 'cursor:pointer',
+          'aria-sort': aggSort.key === key ? (aggSort.desc ? 'descending' : 'ascending') : 'none',
+          onclick: () => {
+            aggSort = { key, desc: aggSort.key === key ? !aggSort.desc : key !== 'name' };
+            showAggregate();
+          },
+        },
+        label + (aggSort.key === key ? (aggSort.desc ? ' ▼' : ' ▲') : ''),
+      );
+    const cell = (field: string, ps: number) => h('td', { 'data-field': field, 'data-ps': ps, class: 'num' }, formatMicros(ps));
+    replaceChildren(
+      details,
+      h(
+        'p',
+        { 'data-role': 'trace-aggregate-summary' },
+        `${totals.count.toLocaleString()} events of ${a.tracks.length} tracks in ${formatDuration(a.end_ps - a.start_ps)} (every event in the selection, whatever the zoom). `,
+        h('button', { type: 'button', 'data-role': 'aggregate-clear', onclick: () => void selectRange(null) }, 'clear'),
+      ),
+      h(
+        'div',
+        { style: 'max-height:420px;overflow:auto' },
+        h(
+          'table',
+          { class: 'trace-aggregate', 'data-role': 'trace-aggregate', 'data-num-events': a.num_events, 'data-start-ps': a.start_ps, 'data-end-ps': a.end_ps },
+          h('thead', null, h('tr', null, head('name', 'Name'), head('count', 'Count'), head('total_ps', 'Total'), head('avg_ps', 'Average'), head('min_ps', 'Min'), head('max_ps', 'Max'))),
+          h(
+            'tbody',
+            null,
+            rows.map((r) =>
+              h(
+                'tr',
+                { 'data-agg-name': r.name },
+                h('td', { 'data-field': 'name' }, r.name),
+                h('td', { 'data-field': 'count', class: 'num' }, r.count.toLocaleString()),
+                cell('total', r.total_ps),
+                cell('avg', r.avg_ps),
+                cell('min', r.min_ps),
+                cell('max', r.max_ps),
+              ),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+
+  // ---- search ------------------------------------------------------------------------------
+  async function runSearch(prefix: string): Promise<void> {
+    search = { prefix, result: null, index: -1 };
+    view.search = prefix;
+    saveView();
+    requestDraw();
+    if (!prefix) {
+      delete searchStatus.dataset.total;
+      return replaceChildren(searchStatus);
+    }
+    replaceChildren(searchStatus, 'searching…');
+    try {
+      const r = await loading(getJson<SearchResult>(url('search', { prefix, limit: String(SEARCH_LIMIT) })));
+      if (search.prefix !== prefix) return;
+      search.result = r;
+      showSearch();
+      requestDraw();
+    } catch (e) {
+      replaceChildren(searchStatus, h('span', { class: 'error' }, e instanceof Error ? e.message : String(e)));
+    }
+  }
+
+  function showSearch(): void {
+    const r = search.result;
+    if (!r) return;
+    searchStatus.dataset.total = String(r.total);
+    searchStatus.dataset.index = String(search.index);
+    const current = r.matches[search.index];
+    if (current) searchStatus.dataset.matchId = String(current.id);
+    else delete searchStatus.dataset.matchId;
+    const pos = search.index >= 0 ? `${search.index + 1} of ` : '';
+    replaceChildren(
+      searchStatus,
+      r.total === 0 ? 'no match' : `${pos}${r.total.toLocaleString()} match${r.total === 1 ? '' : 'es'}${r.truncated ? ` (first ${r.matches.length.toLocaleString()} browsable)` : ''}`,
+    );
+  }
+
+  async function stepSearch(step: 1 | -1): Promise<void> {
+    const prefix = searchInput.value;
+    if (prefix !== search.prefix || !search.result) await runSearch(prefix);
+    const r = search.result;
+    if (!r || !r.matches.length) return;
+    search.index = stepMatch(search.index, r.matches.length, step);
+    showSearch();
+    const m = r.matches[search.index];
+    if (!m) return;
+    const section = tracks?.sections.find((s) => s.tracks.some((t) => t.id === m.track));
+    if (section && view.collapsed.has(section.pid)) toggleSection(section.pid);
+    setSpan(spanForMatch(m, span, bounds));
+    await select(m.id);
+  }
+
+  searchInput.addEventListener('input', () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => void runSearch(searchInput.value), SEARCH_DELAY_MS);
+  });
+  searchInput.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') {
+      e.preventDefault();
+      clearTimeout(searchTimer);
+      void stepSearch(e.shiftKey ? -1 : 1);
+    }
+  });
+
+  // ---- interaction -------------------------------------------------------------------------
+  /** A mouse position in plot coordinates (x from the plot's left, y from its top). */
+  const canvasPoint = (e: MouseEvent) => {
+    const rect = plot.getBoundingClientRect();
+    return { x: e.clientX - rect.left, y: e.clientY - rect.top };
+  };
 
   canvas.addEventListener(
     'wheel',
     (e) => {
       e.preventDefault();
       const scale = new TimeScale(span, width);
-      const anchor = scale.toPs(plotX(e.clientX));
+      const anchor = scale.toPs(canvasPoint(e).x);
       if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
         setSpan(panSpan(span, ((e.deltaX || e.deltaY) / width) * (span.end - span.start), bounds));
       } else {
@@ -294,32 +896,46 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     { passive: false },
   );
 
-  let drag: { x: number; span: Span; moved: boolean } | null = null;
   canvas.addEventListener('mousedown', (e) => {
     if (e.button !== 0) return;
+    e.preventDefault();
     viewer.focus({ preventScroll: true });
-    drag = { x: e.clientX, span, moved: false };
+    const p = canvasPoint(e);
+    drag = { x0: p.x, y0: p.y, x: p.x, y: p.y, span, moved: false, shift: e.shiftKey };
+    if (view.tool === 'pan') canvas.style.cursor = 'grabbing';
   });
   const onMove = (e: MouseEvent) => {
     if (!drag) return;
-    const dx = e.clientX - drag.x;
-    if (Math.abs(dx) > 3) drag.moved = true;
-    if (drag.moved) setSpan(panSpan(drag.span, (-dx / width) * (drag.span.end - drag.span.start), bounds));
+    const p = canvasPoint(e);
+    drag.x = p.x;
+    drag.y = p.y;
+    if (Math.abs(p.x - drag.x0) > 3 || Math.abs(p.y - drag.y0) > 3) drag.moved = true;
+    if (!drag.moved) return;
+    if (view.tool === 'pan') setSpan(panSpan(drag.span, (-(p.x - drag.x0) / width) * (drag.span.end - drag.span.start), bounds));
+    else requestDraw();
   };
   const onUp = (e: MouseEvent) => {
-    if (!drag) return;
-    const wasClick = !drag.moved;
+    const d = drag;
+    if (!d) return;
     drag = null;
-    if (wasClick) {
-      const rect = canvas.getBoundingClientRect();
-      const x = e.clientX - rect.left;
-      const y = e.clientY - rect.top;
-      const row = rows.find((r) => y >= r.top && y < r.top + r.depths * ROW);
+    const p = canvasPoint(e);
+    const scale = new TimeScale(span, width);
+    if (view.tool === 'pan') canvas.style.cursor = 'grab';
+    if (!d.moved) {
+      if (view.tool === 'zoom') return setSpan(zoomSpan(span, scale.toPs(p.x), e.shiftKey ? 2 : 0.5, bounds));
+      if (view.tool === 'timing') return setTiming(null);
+      const row = rowAt(lay.rows, p.y);
       if (!row) return void select(null);
-      const scale = new TimeScale(span, width);
-      const hit = sliceAt(row.slices, Math.floor((y - row.top) / ROW), scale.toPs(x), scale.psPerPx * 2);
-      void select(hit ? hit.event.id : null);
+      const hit = sliceAt(row.slices, Math.floor((p.y - row.top) / ROW), scale.toPs(p.x), scale.psPerPx * 2);
+      return void select(hit ? hit.event.id : null);
     }
+    const a = scale.toPs(Math.max(0, Math.min(d.x0, p.x)));
+    const b = scale.toPs(Math.min(width, Math.max(d.x0, p.x)));
+    const picked = { start: Math.round(a), end: Math.round(b) };
+    if (view.tool === 'zoom') setSpan(zoomSpan(picked, (a + b) / 2, 1, bounds));
+    else if (view.tool === 'timing') setTiming(picked);
+    else if (view.tool === 'select') void selectRange({ span: picked, tracks: tracksInBand(lay.rows, d.y0, p.y) });
+    requestDraw();
   };
   const onKey = (e: KeyboardEvent) => {
     if (!viewer.isConnected) return detach();
@@ -328,7 +944,14 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     if (e.ctrlKey || e.metaKey || e.altKey || !tracks) return;
     const len = span.end - span.start;
     const mid = (span.start + span.end) / 2;
-    switch (e.key.toLowerCase()) {
+    const key = e.key.toLowerCase();
+    const toolIndex = ['1', '2', '3', '4'].indexOf(key);
+    if (toolIndex >= 0) {
+      const tool = TOOLS[toolIndex];
+      if (tool) setTool(tool);
+      return e.preventDefault();
+    }
+    switch (key) {
       case 'w':
         setSpan(zoomSpan(span, mid, 0.5, bounds));
         break;
@@ -341,6 +964,11 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       case 'd':
         setSpan(panSpan(span, len / 4, bounds));
         break;
+      case 'escape':
+        if (view.timing) setTiming(null);
+        else if (view.range) void selectRange(null);
+        else void select(null);
+        break;
       default:
         return;
     }
@@ -348,26 +976,34 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   };
   const onResize = () => {
     if (!viewer.isConnected) return detach();
-    if (tracks && plotWidth() !== width) {
-      layout();
+    if (tracks) {
+      resizeCanvas();
       draw();
-      clearTimeout(timer);
-      timer = setTimeout(() => void fetchWindow(), FETCH_DELAY_MS);
+      if (needsFetch()) scheduleFetch();
     }
+  };
+  const onScroll = () => {
+    if (!viewer.isConnected) return detach();
+    requestDraw();
   };
   function detach(): void {
     window.removeEventListener('mousemove', onMove);
     window.removeEventListener('mouseup', onUp);
     document.removeEventListener('keydown', onKey);
     window.removeEventListener('resize', onResize);
-    clearTimeout(timer);
+    window.removeEventListener('scroll', onScroll);
+    clearTimeout(fetchTimer);
+    clearTimeout(searchTimer);
+    clearTimeout(urlTimer);
   }
   window.addEventListener('mousemove', onMove);
   window.addEventListener('mouseup', onUp);
   document.addEventListener('keydown', onKey);
   window.addEventListener('resize', onResize);
+  window.addEventListener('scroll', onScroll, { passive: true });
 
-  // ---- load ------------------------------------------------------------------------------
+  // ---- load --------------------------------------------------------------------------------
+  setTool(view.tool);
   void (async () => {
     try {
       tracks = await getJson<TraceTracks>(url('tracks'));
@@ -375,8 +1011,14 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       span = spanFromView(ctx.view.get, bounds);
       // Wait until the page is in the document so the canvas has its width.
       await new Promise<void>((resolve) => requestAnimationFrame(() => resolve()));
+      relayout();
       showCounts();
-      await fetchWindow();
+      showTiming();
+      const restore: Promise<void>[] = [fetchWindow()];
+      if (view.range) restore.push(selectRange(view.range));
+      else if (view.selected !== null) restore.push(select(view.selected));
+      if (view.search) restore.push(runSearch(view.search));
+      await Promise.all(restore);
     } catch (e) {
       setError(e);
     }
@@ -390,4 +1032,8 @@ function niceStep(raw: number): number {
   const p = Math.pow(10, Math.floor(Math.log10(raw)));
   for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
   return 10 * p;
+}
+
+function formatNumber(v: number): string {
+  return Math.abs(v) >= 1e6 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(3) : String(Math.round(v * 1000) / 1000);
 }

@@ -1,0 +1,232 @@
+// Shared pieces of the XLA pages (op profile, HLO stats, roofline, graph viewer): XProf's
+// utilisation maths and colours (frontend/app/common/utils/utils.ts), number formats, the
+// `source_info` cells XProf sends as HTML, and links to the graph viewer. Pure functions.
+
+import { buildUrl, getText, PROFILE_PREFIX } from '../api';
+import { formatState } from '../state';
+import { h } from '../dom';
+
+/** Memory kinds of `bandwidthUtils` / `rawBytesAccessedArray` (XProf's MemBwType). */
+export const MEM_HBM = 0;
+export const MEM_SRAM_RD = 1;
+export const MEM_SRAM_WR = 2;
+export const MEM_NAMES = ['HBM', 'On-chip read', 'On-chip write'];
+
+/** The metrics of an op profile node (op_profile.proto `Metrics`, proto JSON names). */
+export interface OpMetrics {
+  flops?: number;
+  uncappedFlops?: number;
+  bf16Flops?: number;
+  rawFlops?: number;
+  rawTime?: number;
+  avgTimePs?: number;
+  normalizedTimePs?: number;
+  occurrences?: number;
+  bandwidthUtils?: number[];
+  rawBytesAccessedArray?: number[];
+}
+
+export interface LayoutDimension {
+  size?: number;
+  alignment?: number;
+  semantics?: string;
+}
+
+export interface XlaInstruction {
+  op?: string;
+  expression?: string;
+  provenance?: string;
+  category?: string;
+  layout?: { dimensions?: LayoutDimension[] };
+  computationPrimitiveSize?: number;
+  fingerprint?: string;
+  programId?: string;
+  sourceInfo?: { fileName?: string; lineNumber?: number; stackFrame?: string };
+  xprofKernelMetadata?: string;
+}
+
+/** An op profile tree node (op_profile.proto `Node`). */
+export interface OpNode {
+  name?: string;
+  metrics?: OpMetrics;
+  children?: OpNode[];
+  numChildren?: number;
+  category?: Record<string, unknown>;
+  xla?: XlaInstruction;
+}
+
+/** Fraction of the root's time spent in `node` (0 when unknown). */
+export function timeFraction(node: OpNode | undefined, root: OpNode | undefined): number {
+  const t = node?.metrics?.rawTime;
+  const r = root?.metrics?.rawTime;
+  if (!t || !r) return 0;
+  return t / r;
+}
+
+/**
+ * FLOPS utilisation of `node` as XProf's op table shows it: the uncapped FLOPS (a fraction
+ * of the peak, weighted by the node's share of the root's time) divided by that share. NaN
+ * when the node has no time (fused ops: not measurable inside a fusion).
+ */
+export function flopsUtilization(node: OpNode | undefined, root: OpNode | undefined): number {
+  const fraction = timeFraction(node, root);
+  if (!node?.metrics || !fraction) return NaN;
+  return (node.metrics.uncappedFlops || 0) / fraction;
+}
+
+/** Memory bandwidth utilisation of `kind` (NaN when absent or zero, as XProf). */
+export function memoryBandwidthUtilization(node: OpNode | undefined, kind: number): number {
+  const v = node?.metrics?.bandwidthUtils?.[kind];
+  return v ? v : NaN;
+}
+
+/** Time fraction × (1 − max(FLOPS utilisation, HBM utilisation)): XProf's "wasted time". */
+export function timeWasted(node: OpNode | undefined, root: OpNode | undefined): number {
+  if (!node?.metrics) return NaN;
+  return (timeFraction(node, root) || 0) * (1 - Math.max(flopsUtilization(node, root), memoryBandwidthUtilization(node, MEM_HBM)));
+}
+
+/** Share of the root's HBM bytes accessed by `node` (NaN when the root has none). */
+export function hbmFraction(node: OpNode | undefined, root: OpNode | undefined): number {
+  const n = node?.metrics?.rawBytesAccessedArray?.[MEM_HBM];
+  const r = root?.metrics?.rawBytesAccessedArray?.[MEM_HBM];
+  if (n === undefined || !r) return NaN;
+  return n / r;
+}
+
+/** FLOP/s of a node (raw FLOPs over its time in ps). */
+export function flopsRate(node: OpNode | undefined): number {
+  const t = node?.metrics?.rawTime;
+  if (!t) return NaN;
+  return ((node?.metrics?.rawFlops || 0) * 1e12) / t;
+}
+
+/** bf16-normalised FLOP/s of a node. */
+export function bf16FlopsRate(node: OpNode | undefined): number {
+  const t = node?.metrics?.rawTime;
+  if (!t) return NaN;
+  return ((node?.metrics?.bf16Flops || 0) * 1e12) / t;
+}
+
+/** Bytes/s of memory `kind` of a node. */
+export function memoryBandwidth(node: OpNode | undefined, kind: number): number {
+  const t = node?.metrics?.rawTime;
+  const bytes = node?.metrics?.rawBytesAccessedArray;
+  if (!t || !bytes) return NaN;
+  return ((bytes[kind] || 0) * 1e12) / t;
+}
+
+/** A fraction as XProf prints it: `12.34%`, `0.0%` below 0.001%, `-` (or `fallback`) for NaN. */
+export function percent(fraction: number, fallback = '-'): string {
+  if (Number.isNaN(fraction)) return fallback;
+  if (fraction < 0.00001) return '0.0%';
+  return `${(fraction * 100).toFixed(2)}%`;
+}
+
+/**
+ * XProf's flame colour: `fraction` in [0, 1] through `curve`, red (0) → yellow (0.5) →
+ * green (1) at `brightness`; NaN is grey-white.
+ */
+export function flameColor(fraction: number, brightness = 1, opacity = 1, curve: (x: number) => number = (x) => 1 - Math.sqrt(1 - x)): string {
+  const rgba = (r: number, g: number, b: number) =>
+    `rgba(${Math.round(r * 255)},${Math.round(g * 255)},${Math.round(b * 255)},${opacity})`;
+  if (Number.isNaN(fraction)) return rgba(brightness, brightness, brightness);
+  const f = curve(fraction);
+  return f < 0.5 ? rgba(brightness, 2 * f * brightness, 0) : rgba(2 * (1 - f) * brightness, brightness, 0);
+}
+
+/** Colour of a FLOPS utilisation: red when low, green when high (capped at 100%). */
+export function flopsColor(fraction: number): string {
+  return flameColor(Math.min(fraction, 1), 0.7, 1, Math.sqrt);
+}
+
+/** Colour of a memory bandwidth utilisation as XProf draws it (inverted scale: high use is red). */
+export function bwColor(fraction: number): string {
+  return flameColor(Math.max(1 - fraction, 0), 0.7, 1, Math.sqrt);
+}
+
+/** The framework op type of a provenance (`a/b/Einsum_1:Einsum` → `Einsum`), `-` when none. */
+export function parseFrameworkOpType(provenance?: string): string {
+  if (!provenance) return '-';
+  let type = provenance.replace(/^.*:/, '').replace(/^.*\//, '');
+  if (!type) type = (provenance.split(':')[0] || '').replace(/^.*\//, '');
+  return type || '-';
+}
+
+/** `num` with SI prefixes and `dp` decimals (`1.23 GFLOP/s`), as XProf's humanReadableText({si: true}). */
+export function siText(num: number, suffix: string, dp = 2): string {
+  const units = ['', 'K', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
+  if (!Number.isFinite(num)) return '-';
+  const i = num <= 0 ? 0 : Math.min(units.length - 1, Math.max(0, Math.floor(Math.log(num) / Math.log(1000))));
+  const n = num > 0 && num < 1 ? num.toExponential(dp) : (num / Math.pow(1000, i)).toFixed(dp);
+  return `${n} ${units[i]}${suffix}`;
+}
+
+/** A duration in picoseconds with a readable unit. */
+export function formatPs(ps: number): string {
+  if (!Number.isFinite(ps)) return '-';
+  const abs = Math.abs(ps);
+  if (abs >= 1e12) return `${(ps / 1e12).toFixed(3)} s`;
+  if (abs >= 1e9) return `${(ps / 1e9).toFixed(3)} ms`;
+  if (abs >= 1e6) return `${(ps / 1e6).toFixed(3)} µs`;
+  if (abs >= 1e3) return `${(ps / 1e3).toFixed(3)} ns`;
+  return `${ps} ps`;
+}
+
+/** A horizontal utilisation bar (`data-util` holds the raw fraction). */
+export function utilBar(fraction: number, color: string, role: string): HTMLElement {
+  const text = percent(fraction);
+  const bar = h('span', { class: 'util-bar', 'data-role': role, 'data-util': Number.isNaN(fraction) ? '' : String(fraction), title: text });
+  const fill = h('span', { class: 'util-fill' });
+  fill.style.width = Number.isNaN(fraction) ? '0' : `${Math.max(0, Math.min(1, fraction)) * 100}%`;
+  fill.style.background = color;
+  bar.append(fill, h('span', { class: 'util-text' }, text));
+  return bar;
+}
+
+/** The parts of XProf's `source_info` cell (`<div class='source-info-cell' title='STACK'>file:line</div>`). */
+export function parseSourceInfo(html: string): { text: string; stack: string } {
+  if (!html) return { text: '', stack: '' };
+  const m = /^<div[^>]*?title='([^']*)'[^>]*>([\s\S]*)<\/div>$/.exec(html.trim());
+  const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+  if (m) return { text: unescape((m[2] ?? '').replace(/<[^>]*>/g, '')), stack: unescape(m[1] ?? '') };
+  return { text: unescape(html.replace(/<[^>]*>/g, '')), stack: '' };
+}
+
+/** A source-info cell as text with the stack as its tooltip (never interpreted as HTML). */
+export function sourceInfoNode(html: string): Node {
+  const { text, stack } = parseSourceInfo(html);
+  return h('span', { class: 'source-info', title: stack || null }, text);
+}
+
+/** The instruction name of an HLO expression (`%name = ...` or `name = ...`). */
+export function instructionName(expression: string | undefined): string {
+  const m = /^\s*(?:ROOT\s+)?%?([^\s=]+)\s*=/.exec(expression ?? '');
+  return m?.[1] ?? '';
+}
+
+/**
+ * A graph viewer deep link (same run and host) centred on `node`, in the module named
+ * `module` (e.g. `jit_f(12)`) or, when the module is not known, the one of `programId`.
+ */
+export function graphViewerHref(run: string, host: string, node: string, where: { module?: string; programId?: string }): string {
+  const view: Record<string, string> = { node_name: node };
+  if (where.module) view.module_name = where.module;
+  else if (where.programId) view.program_id = where.programId;
+  return formatState({ run, tool: 'graph_viewer', host, view }) || '?';
+}
+
+/** The run's HLO modules (`/module_list`; empty for runs without HLO). */
+export async function fetchModuleList(run: string): Promise<string[]> {
+  const text = await getText(buildUrl(`${PROFILE_PREFIX}/module_list`, { run }));
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s && s !== 'NO_MODULE');
+}
+
+/** The module of `programId` in a module list (`name(program_id)` entries). */
+export function moduleForProgram(modules: string[], programId: string): string {
+  if (!programId) return '';
+  return modules.find((m) => m.endsWith(`(${programId})`)) ?? '';
+}

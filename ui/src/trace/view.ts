@@ -1,0 +1,89 @@
+// The trace viewer's view state besides the window (see spanFromView in ../trace.ts) in
+// the URL: selected event, drag selection (range + tracks), timing mark, search, collapsed
+// sections and the active tool. Pure: reads and writes through get/set callbacks.
+
+import type { Span } from '../trace';
+
+export type TraceTool = 'select' | 'pan' | 'zoom' | 'timing';
+export const TOOLS: readonly TraceTool[] = ['select', 'pan', 'zoom', 'timing'];
+
+/** A drag selection: a time range over some tracks. */
+export interface RangeSelection {
+  span: Span;
+  tracks: number[];
+}
+
+export interface TraceView {
+  /** Selected event id. */
+  selected: number | null;
+  /** Drag selection (aggregate). */
+  range: RangeSelection | null;
+  /** Timing mark. */
+  timing: Span | null;
+  /** Search prefix ('' = none). */
+  search: string;
+  /** Pids of collapsed sections. */
+  collapsed: Set<number>;
+  tool: TraceTool;
+}
+
+export const VIEW_KEYS = {
+  selected: 'sel',
+  range: 'range',
+  rangeTracks: 'range_tracks',
+  timing: 'timing',
+  search: 'q',
+  collapsed: 'collapsed',
+  tool: 'tool_mode',
+} as const;
+
+const INT = /^-?\d+$/;
+
+function parseSpan(text: string): Span | null {
+  const parts = text.split('_');
+  if (parts.length !== 2) return null;
+  const [a, b] = parts;
+  if (a === undefined || b === undefined || !INT.test(a) || !INT.test(b)) return null;
+  const start = Number(a);
+  const end = Number(b);
+  return end >= start ? { start, end } : null;
+}
+
+function parseIds(text: string): number[] {
+  return text
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => /^\d+$/.test(t))
+    .map(Number);
+}
+
+/** The view from the URL (anything invalid is ignored). */
+export function viewFromUrl(get: (key: string) => string): TraceView {
+  const sel = get(VIEW_KEYS.selected).trim();
+  const rangeSpan = parseSpan(get(VIEW_KEYS.range).trim());
+  const rangeTracks = parseIds(get(VIEW_KEYS.rangeTracks));
+  const tool = get(VIEW_KEYS.tool).trim() as TraceTool;
+  return {
+    selected: /^\d+$/.test(sel) ? Number(sel) : null,
+    range: rangeSpan && rangeTracks.length ? { span: rangeSpan, tracks: rangeTracks } : null,
+    timing: parseSpan(get(VIEW_KEYS.timing).trim()),
+    search: get(VIEW_KEYS.search),
+    collapsed: new Set(parseIds(get(VIEW_KEYS.collapsed))),
+    tool: TOOLS.includes(tool) ? tool : 'select',
+  };
+}
+
+const spanText = (s: Span) => `${Math.round(s.start)}_${Math.round(s.end)}`;
+
+/** The URL values of a view (null removes a key; defaults are not written). */
+export function viewToUrl(view: TraceView): Record<string, string | null> {
+  return {
+    [VIEW_KEYS.selected]: view.selected === null ? null : String(view.selected),
+    [VIEW_KEYS.range]: view.range ? spanText(view.range.span) : null,
+    [VIEW_KEYS.rangeTracks]: view.range ? view.range.tracks.join(',') : null,
+    [VIEW_KEYS.timing]: view.timing ? spanText(view.timing) : null,
+    [VIEW_KEYS.search]: view.search || null,
+    [VIEW_KEYS.collapsed]: view.collapsed.size ? [...view.collapsed].sort((a, b) => a - b).join(',') : null,
+    [VIEW_KEYS.tool]: view.tool === 'select' ? null : view.tool,
+  };
+}
