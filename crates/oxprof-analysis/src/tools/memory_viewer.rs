@@ -1093,106 +1093,10 @@ pub fn timeline_html(result: &PreprocessResult) -> String {
     if result.allocation_timeline_dot.is_empty() {
         return NO_TIMELINE_HTML.to_string();
     }
-    let mut out = String::new();
-    for (i, part) in GRAPHVIZ_HTML.split("$DOT").enumerate() {
-        if i > 0 {
-            out.push_str(&result.allocation_timeline_dot);
-        }
-        out.push_str(&part.replace("$LAYOUT_ENGINE", "neato"));
-    }
-    out
+    super::graphviz_html::wrap_dot_in_html(&result.allocation_timeline_dot, "neato")
 }
 
 const NO_TIMELINE_HTML: &str = "<html><body style=\"font-family: sans-serif; padding: 20px;\"><h2>No memory allocation timeline available</h2><p>There is no memory activity data to display for this timeline.</body></html>";
-
-/// `WrapDotInHtml`'s page.
-const GRAPHVIZ_HTML: &str = r##"
-<!DOCTYPE html>
-<html>
-<head>
-  <meta charset="utf-8">
-  <style type="text/css">
-    body {
-      height: 100vh;
-      margin: 0;
-    }
-    #graph-container {height:95vh;width:100%;padding:10px;display:block;}
-    #graph-container svg { height: 100% !important; width: 100% !important;}
-    .node, .cluster {cursor:pointer;}
-    .cluster:hover, .node:hover {outline: solid 3px black;}
-  </style>
-</head>
-<body>
-  <script src="https://www.gstatic.com/external_hosted/hpcc_js_wasm/index.min.js"
-      integrity="sha384-LigJPbR3TOfU/Xbb+PjiN1dGJYPweLk7kiGnaMgmxnUmKWaCFKbb5tH6iLlyVhPZ"
-      crossorigin="anonymous"></script>
-  <script src="https://www.gstatic.com/external_hosted/svg_pan_zoom/svg-pan-zoom.js"></script>
-  <div id="graph-container"></div>
-  <script>
-    const cssregex = new RegExp('stylesheet=<([^]*)\n>\n', 'gm');
-    const hpccWasm = window["@hpcc-js/wasm"];
-    const data = `$DOT`;
-    const results = cssregex.exec(data);
-    // graphviz has problem dealing with large stylesheets.
-    // https://github.com/tensorflow/tensorflow/issues/17220#issuecomment-369228492
-    // In order to avoid the problem, remove the stylesheet from the dot and
-    // insert it directly info the rendered SVG.
-
-    let dot_data = data;
-    let css_data = '';
-    if (results !== null) {
-        css_data = results[1].replace(/\s*data:.*\s*,/,''); // Strip content-type field.
-        // CSS inside DOT is URL-escaped, so we must unescape it
-        // before we can insert it into SVG.
-        css_data = unescape(css_data);
-        dot_data = data.replace(cssregex, ''); // Remove the stylesheet
-    }
-
-    var render_start = performance.now()
-    function add_controls(svg) {
-        var htmlblob = new Blob([document.documentElement.innerHTML],
-                                {type: 'text/html'});
-        var savehtml = document.createElement('a');
-        savehtml.setAttribute('href', URL.createObjectURL(htmlblob));
-        savehtml.setAttribute('download', 'graph.html');
-        savehtml.innerHTML = " [Save HTML+SVG] ";
-        document.body.append(savehtml);
-        var svgblob = new Blob([svg], {type: 'image/svg'});
-        var savesvg = document.createElement('a');
-        savesvg.setAttribute('href', URL.createObjectURL(svgblob));
-        savesvg.setAttribute('download', 'graph.svg');
-        savesvg.innerHTML = " [Save SVG] ";
-        document.body.append(savesvg);
-        var dotblob =  new Blob([data], {type: 'text/dot'});
-        var savedot = document.createElement('a');
-        savedot.setAttribute('href', URL.createObjectURL(dotblob));
-        savedot.setAttribute('download', 'graph.dot');
-        savedot.innerHTML = " [Save DOT] ";
-        document.body.append(savedot);
-        // Will get called after embed element was loaded
-        var render_end = performance.now();
-        var render_note = document.createElement('div')
-        render_note.innerHTML = 'Rendering took '
-                                + (render_end - render_start).toFixed(2) + "ms."
-        document.body.append(render_note);
-    }
-    const render_callback = svg => {
-      const container = document.getElementById('graph-container')
-      container.innerHTML = `${svg}<style>${css_data}</style>`;
-      const panZoom = svgPanZoom(container.children[0], {
-        zoomEnabled: true,
-        dblClickZoomEnabled: false,
-        controlIconsEnabled: true,
-        maxZoom: 200,
-        minZoom: 0,
-      });
-      add_controls(svg);
-    };
-    hpccWasm.graphviz.layout(dot_data, "svg", "$LAYOUT_ENGINE").then(render_callback);
-  </script>
-</body>
-</html>
-"##;
 
 /// `ConvertHloProtoToPreprocessResult`: the memory viewer's data for one module and
 /// memory color. Errors carry XProf's messages (a trace freeing a buffer twice, a heap

@@ -5,6 +5,7 @@ pub mod csv;
 pub mod datatable;
 pub mod framework_op_stats;
 pub mod graph_viewer;
+pub mod graphviz_html;
 pub mod hlo_stats;
 pub mod input_pipeline;
 pub mod json_text;
