@@ -599,9 +599,22 @@ impl TraceIndex {
         Self::build_with(space, hostname, BuildOptions { preprocess })
     }
 
+    /// [`TraceIndex::build`] given the XSpace's step grouping (see [`TraceIndex::uses_groups`]).
+    pub fn build_grouped(space: &XSpace, hostname: &str, groups: &EventGroups) -> TraceIndex {
+        let preprocess = !crate::grouping::is_xspace_grouped(space);
+        Self::build_with_groups(space, hostname, BuildOptions { preprocess }, Some(groups))
+    }
+
     /// [`TraceIndex::build`] with explicit options.
     pub fn build_with(space: &XSpace, hostname: &str, options: BuildOptions) -> TraceIndex {
         Self::build_with_groups(space, hostname, options, None)
+    }
+
+    /// Whether building the index of `space` uses its step grouping (the derived lines of
+    /// TPU TensorCore planes do): callers that need the grouping anyway pass it to
+    /// [`TraceIndex::build_with_groups`] instead of letting the build group a second time.
+    pub fn uses_groups(space: &XSpace) -> bool {
+        space.planes.iter().any(|p| is_tensor_core_plane(&p.name))
     }
 
     /// [`TraceIndex::build_with`] given the XSpace's step grouping, which the derived lines
