@@ -88,11 +88,17 @@ pub fn select_hosts<'a>(run: &'a Run, host: Option<&str>) -> Result<Vec<&'a Host
 }
 
 /// Loads and converts each selected host (in parallel; each XSpace is dropped as soon as
-/// its OpStats exist).
+/// its OpStats exist, on a pool thread so that rendering the answer does not wait for
+/// ~100 MB of tables to be unmapped).
 pub fn analyze_hosts(files: &[&HostFile]) -> Result<Vec<HostAnalysis>, ApiError> {
     files
         .par_iter()
-        .map(|f| load_xspace(&f.path).map(|space| xspace_to_op_stats(&space)).map_err(ApiError::from))
+        .map(|f| {
+            let space = load_xspace(&f.path)?;
+            let analysis = xspace_to_op_stats(&space);
+            rayon::spawn(move || drop(space));
+            Ok(analysis)
+        })
         .collect()
 }
 

@@ -39,6 +39,7 @@ pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
 pub use error::{DecodeError, LoadError, WireError};
 pub use load::{decode_bytes, load_xspace};
 pub use model::{
-    Event, EventMetadata, EventMetadataId, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine, XPlane, XSpace,
+    Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,
+    XPlane, XSpace,
 };
 pub use strings::{StrId, StringTable};

@@ -600,6 +600,21 @@ impl<'a> Stats<'a> {
         self.rows.is_empty()
     }
 
+    /// The stats as `(metadata, integer value)` pairs, without resolving strings, bytes or
+    /// refs (a ref would cost a metadata lookup): for hot loops that read integer stats only.
+    pub fn int_values(self) -> impl Iterator<Item = (StatMetadataId, IntValue)> + 'a {
+        let columns = self.columns;
+        self.rows.map(move |row| {
+            let row = row as usize;
+            let value = match columns.raw(row) {
+                RawValue::I64(v) => IntValue::Int64(v),
+                RawValue::U64(v) => IntValue::Uint64(v),
+                _ => IntValue::NotInt,
+            };
+            (StatMetadataId(columns.meta(row)), value)
+        })
+    }
+
     /// The first stat of this type.
     pub fn get(&self, ty: StatType) -> Option<Stat<'a>> {
         self.clone().find(|s: &Stat<'a>| s.stat_type() == Some(ty))
@@ -640,6 +655,17 @@ impl<'a> Iterator for Stats<'a> {
 }
 
 impl ExactSizeIterator for Stats<'_> {}
+
+/// A stat's value as [`Stats::int_values`] reports it: the integer oneofs, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntValue {
+    /// `int64_value`.
+    Int64(i64),
+    /// `uint64_value`.
+    Uint64(u64),
+    /// Any other oneof (double, string, bytes, ref) or unset.
+    NotInt,
+}
 
 /// A stat's value. `Ref` is already resolved to the referenced metadata's name.
 #[derive(Debug, Clone, Copy, PartialEq)]

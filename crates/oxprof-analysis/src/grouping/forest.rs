@@ -30,7 +30,10 @@ use super::preprocess::{ContextId, Facts, PlaneMutators, Region, is_tpu_parent_l
 use super::preprocess::{span_at, threadpool_regions};
 use super::tables::NO_GROUP;
 use oxprof_format::{XLine, XPlane, XSpace};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -215,6 +218,9 @@ pub(crate) struct Forest<'s> {
     pub(crate) regions: Vec<Vec<Region>>,
     /// Node range `[start, end)` of each global line.
     pub(crate) line_nodes: Vec<(u32, u32)>,
+    /// Stack-free event ranges of each swept line in stored order (empty for TPU lines and
+    /// lines with threadpool regions): the layout replays them in parallel.
+    pub(crate) line_cuts: Vec<Vec<std::ops::Range<usize>>>,
     // Per node.
     /// `(first node, global line)` for each line with nodes, in node order.
     line_starts: Vec<(u32, u32)>,
@@ -250,9 +256,307 @@ pub(crate) struct Forest<'s> {
     edges_by_child: Vec<(u32, u32)>,
     search: Search,
     eager_memo: Vec<u8>,
+    /// No node is `EagerExecute` (known after the first `is_eager` call).
+    without_eager_executes: bool,
     pub(crate) metadata: BTreeMap<i64, GroupBuild>,
     /// Step names of non-implicit roots: `(plane, line, event)` → name.
     pub(crate) step_names: BTreeMap<(u32, u32, u32), String>,
+    /// Events per chunk of the parallel intra-thread sweep ([`CHUNK_EVENTS`]; tests use
+    /// tiny chunks to check that chunking changes nothing).
+    pub(crate) chunk_events: usize,
+}
+
+/// The nodes one chunk of a line creates, with chunk-local node ids, before
+/// [`Forest::merge`] renumbers them (adds the number of nodes made before the chunk).
+///
+/// Chunks are swept in parallel; everything that needs forest-wide state (node ids, the
+/// context-key table) waits for the merge, which runs in chunk order so that every id is
+/// what a single sequential sweep would give.
+#[derive(Default)]
+pub(crate) struct Pending {
+    node_event: Vec<u32>,
+    /// `(nesting parent, plain events between)`; the parent is chunk-local or [`NONE`].
+    nest: Vec<(u32, u32)>,
+    node_type: Vec<NodeType>,
+    flags: Vec<u8>,
+    /// Context registrations in node order: raw keys inline, others in `other_keys`.
+    contexts: Vec<PendingContext>,
+    other_keys: Vec<ContextKey>,
+    roots: Vec<Root>,
+    executors: Vec<(u64, u64, u32)>,
+    loop_executors: Vec<(i64, i64, u32)>,
+    iterators: Vec<(u64, u64, u32, bool)>,
+    launches: Vec<(u64, u32)>,
+    executes: Vec<(u64, u32)>,
+    tf_data_step_ids: Vec<i64>,
+}
+
+/// One producer/consumer registration of a pending node (24 bytes instead of a 48-byte
+/// [`ContextKey`]): `with_pid` 0/1 selects the raw map, 2 means `id` indexes `other_keys`.
+#[derive(Clone, Copy)]
+struct PendingContext {
+    packed: u64,
+    id: u64,
+    node: u32,
+    with_pid: u8,
+}
+
+impl Pending {
+    /// Appends a node; returns its chunk-local id.
+    fn add_node(&mut self, event: u32, node_type: NodeType, flags: u8, nest: (u32, u32)) -> u32 {
+        let id = self.node_event.len() as u32;
+        self.node_event.push(event);
+        self.nest.push(nest);
+        self.node_type.push(node_type);
+        self.flags.push(flags);
+        id
+    }
+
+    /// `SetContextGroup`: registers a node as producer and/or consumer.
+    fn set_context_group(&mut self, facts: &Facts, node: u32) {
+        if let Some((ty, id)) = facts.producer {
+            self.push_context((ty, id, facts.pid), node | PRODUCER_BIT);
+        }
+        if let Some((ty, id)) = facts.consumer {
+            self.push_context((ty, id, facts.pid), node);
+        }
+    }
+
+    fn push_context(&mut self, key: ContextKey, node: u32) {
+        let entry = match key {
+            (ty, ContextId::Raw(id), pid) => {
+                // (type, pid) in one word; keys with and without a pid in separate maps.
+                let packed = (u64::from(ty as u32) << 32) | u64::from(pid.unwrap_or(0) as u32);
+                PendingContext { packed, id, node, with_pid: u8::from(pid.is_some()) }
+            }
+            other => {
+                self.other_keys.push(other);
+                PendingContext { packed: 0, id: (self.other_keys.len() - 1) as u64, node, with_pid: 2 }
+            }
+        };
+        self.contexts.push(entry);
+    }
+}
+
+/// One piece of a line for the parallel sweep: events `range` (positions in `order` when
+/// the line has threadpool regions), starting with an empty nesting stack.
+struct Chunk {
+    plane: usize,
+    line: usize,
+    /// Global line index.
+    global: u32,
+    range: std::ops::Range<usize>,
+    /// The line's last chunk.
+    last: bool,
+}
+
+/// What the intra-thread sweep reads: the model and the per-plane classification tables.
+#[derive(Clone, Copy)]
+pub(crate) struct SweepCtx<'a> {
+    space: &'a XSpace,
+    kinds: &'a [PlaneKinds],
+    mutators: &'a [PlaneMutators],
+    regions: &'a [Vec<Region>],
+    line_base: &'a [u32],
+}
+
+impl SweepCtx<'_> {
+    /// Classifies one event (or region) of a line: its facts, node type and node flags, or
+    /// `None` for a plain event.
+    fn classify(
+        &self,
+        plane_index: usize,
+        line: &XLine,
+        global: usize,
+        index: u32,
+        scan: &mut StatScan,
+        out: &mut Pending,
+    ) -> (Facts, Option<(NodeType, u8)>) {
+        let plane = &self.space.planes[plane_index];
+        let count = line.event_count();
+        if index as usize >= count {
+            let region = self.regions[global].get(index as usize - count).map_or(0, |r| r.region_id);
+            let facts = self.mutators[plane_index].region_facts(region);
+            return (facts, Some((NodeType::Unknown, 0)));
+        }
+        let kinds = &self.kinds[plane_index];
+        let event = line.event(plane, index as usize);
+        let kind = kinds.event_kind(&event);
+        let has_type = kinds.event_has_type(&event);
+        kinds.scan_into(&event, scan);
+        // Fast path: without any stat grouping reads, only a few kinds can be nodes.
+        if scan.is_empty()
+            && !matches!(
+                kind,
+                EventKind::TraceContext
+                    | EventKind::EagerKernelExecute
+                    | EventKind::ProcessBatch
+                    | EventKind::OrbaxProcessBatch
+                    | EventKind::BatchingSessionRun
+            )
+        {
+            return (Facts::default(), None);
+        }
+        let facts = self.mutators[plane_index].facts(kind, line, scan);
+        self.classify_scanned(plane_index, line, kind, has_type, scan, facts, out)
+    }
+
+    /// The node decision for a scanned event; connection keys and roots of the node about
+    /// to be created go to `out` under the id it will get there.
+    #[allow(clippy::too_many_arguments)]
+    fn classify_scanned(
+        &self,
+        plane_index: usize,
+        line: &XLine,
+        kind: EventKind,
+        has_type: bool,
+        scan: &StatScan,
+        facts: Facts,
+        out: &mut Pending,
+    ) -> (Facts, Option<(NodeType, u8)>) {
+        let plane = &self.space.planes[plane_index];
+        let correlation = scan.get(StatKind::CorrelationId);
+        let ty = node_type(kind, has_type, plane.name == HOST_THREADS_PLANE, correlation.is_some());
+        if kind == EventKind::TfDataCapturedFunction
+            && has_type
+            && let Some(step) = scan.get(StatKind::StepId)
+        {
+            out.tf_data_step_ids.push(step.int_value());
+        }
+        let mut flags = 0;
+        if scan.get(StatKind::GraphType).is_some() {
+            flags |= F_GRAPH_TYPE;
+        }
+        if scan.get(StatKind::IterNum).is_some() {
+            flags |= F_ITER_NUM;
+        }
+        if scan.get(StatKind::StepNum).is_some() {
+            flags |= F_STEP_NUM;
+        }
+        if facts.is_async {
+            flags |= F_ASYNC;
+        }
+        if matches!(
+            ty,
+            NodeType::FunctionRun | NodeType::SessionRun | NodeType::RunGraph | NodeType::ExecutorStateProcess
+        ) || is_tpu_parent_line(line)
+        {
+            flags |= F_IMPLICIT_ROOT;
+        }
+        if ty == NodeType::EagerKernelExecute {
+            let is_func = scan.get(StatKind::IsFunc);
+            if is_func.is_none_or(|v| v.int_value() != 0) {
+                flags |= F_EKE_COMPILED;
+            }
+        }
+        let step = scan.get(StatKind::StepId);
+        let iter = scan.get(StatKind::IterNum);
+        let connects = match ty {
+            NodeType::ExecutorStateProcess | NodeType::IteratorGetNextOp | NodeType::IteratorGetNextAsOptionalOp => {
+                step.is_some() && iter.is_some()
+            }
+            NodeType::KernelLaunch | NodeType::KernelExecute => correlation.is_some(),
+            NodeType::EagerKernelExecute => true,
+            _ => false,
+        };
+        let is_node = connects
+            || flags & (F_GRAPH_TYPE | F_ITER_NUM | F_STEP_NUM | F_ASYNC) != 0
+            || facts.root_level.is_some()
+            || facts.producer.is_some()
+            || facts.consumer.is_some();
+        if !is_node {
+            return (facts, None);
+        }
+        if facts.root_level.is_some() {
+            flags |= F_ROOT;
+        }
+        // Remember the connection keys of the node about to be created.
+        let next = out.node_event.len() as u32;
+        match (ty, step, iter) {
+            (NodeType::ExecutorStateProcess, Some(s), Some(i)) => {
+                out.executors.push((s.int_or_uint(), i.int_or_uint(), next));
+                out.loop_executors.push((s.int_value(), i.int_value(), next));
+            }
+            (NodeType::IteratorGetNextOp, Some(s), Some(i)) => {
+                out.iterators.push((s.int_or_uint(), i.int_or_uint(), next, false))
+            }
+            (NodeType::IteratorGetNextAsOptionalOp, Some(s), Some(i)) => {
+                out.iterators.push((s.int_or_uint(), i.int_or_uint(), next, true))
+            }
+            _ => {}
+        }
+        match (ty, correlation) {
+            (NodeType::KernelLaunch, Some(c)) => out.launches.push((c.int_or_uint(), next)),
+            (NodeType::KernelExecute, Some(c)) => out.executes.push((c.int_or_uint(), next)),
+            _ => {}
+        }
+        if let Some(level) = facts.root_level {
+            out.roots.push(Root { node: next, level, step_id: step.map(RawValue::int_value) });
+        }
+        (facts, Some((ty, flags)))
+    }
+
+    /// Whether the sweep treats an event as async (it then leaves the nesting stack alone).
+    fn is_async(&self, plane_index: usize, line: &XLine, global: usize, index: u32) -> bool {
+        let mut scratch = Pending::default();
+        self.classify(plane_index, line, global, index, &mut StatScan::default(), &mut scratch).0.is_async
+    }
+
+    /// Sweeps one chunk with an empty nesting stack.
+    fn sweep_chunk(&self, chunk: &Chunk, order: Option<&[u32]>) -> Pending {
+        let plane = &self.space.planes[chunk.plane];
+        let line = &plane.lines[chunk.line];
+        let global = self.line_base[chunk.plane] as usize + chunk.line;
+        let regions = &self.regions[global];
+        let mut out = Pending::default();
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut scan = StatScan::default();
+        for pos in chunk.range.clone() {
+            let index = order.map_or(pos as u32, |o| o[pos]);
+            let (facts, node) = self.classify(chunk.plane, line, global, index, &mut scan, &mut out);
+            let span = span_at(plane, line, regions, index);
+            if facts.is_async {
+                if let Some((ty, flags)) = node {
+                    let id = out.add_node(index, ty, flags, (NONE, 0));
+                    out.set_context_group(&facts, id);
+                }
+                continue;
+            }
+            let parent = pop_to_parent(&mut stack, span);
+            match node {
+                Some((ty, flags)) => {
+                    let nest = parent.filter(|p| p.anchor != NONE).map_or((NONE, 0), |p| (p.anchor, p.distance));
+                    let id = out.add_node(index, ty, flags, nest);
+                    out.set_context_group(&facts, id);
+                    stack.push(Frame { span, anchor: id, distance: 0 });
+                }
+                None => {
+                    let (anchor, distance) = parent.map_or((NONE, 0), |p| (p.anchor, p.distance + 1));
+                    stack.push(Frame { span, anchor, distance });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Events per chunk of the parallel intra-thread sweep (lines are cut only where the
+/// nesting stack is empty, so chunks can be longer).
+const CHUNK_EVENTS: usize = 1 << 16;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: chunk size of forests built on this thread (tiny chunks cut at every
+    /// stack-free point).
+    pub(crate) static FORCE_CHUNK_EVENTS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+fn chunk_events() -> usize {
+    #[cfg(test)]
+    if let Some(n) = FORCE_CHUNK_EVENTS.with(|f| f.get()) {
+        return n;
+    }
+    CHUNK_EVENTS
 }
 
 /// One frame of the nesting stack: an event's span and its anchor (nearest node among
@@ -281,6 +585,7 @@ impl<'s> Forest<'s> {
             line_base,
             regions: vec![Vec::new(); lines as usize],
             line_nodes: vec![(0, 0); lines as usize],
+            line_cuts: vec![Vec::new(); lines as usize],
             line_starts: Vec::new(),
             node_event: Vec::new(),
             nest_parent: Vec::new(),
@@ -306,8 +611,10 @@ impl<'s> Forest<'s> {
             edges_by_child: Vec::new(),
             search: Search::default(),
             eager_memo: Vec::new(),
+            without_eager_executes: false,
             metadata: BTreeMap::new(),
             step_names: BTreeMap::new(),
+            chunk_events: chunk_events(),
         }
     }
 
@@ -383,7 +690,7 @@ impl<'s> Forest<'s> {
             (ty, ContextId::Raw(id), pid) => {
                 // (type, pid) in one word; keys with and without a pid in separate maps.
                 let packed = (u64::from(ty as u32) << 32) | u64::from(pid.unwrap_or(0) as u32);
-                *self.raw_context_keys[usize::from(pid.is_some())].entry(RawContextKey { packed, id }).or_insert(next)
+                return self.raw_context_key(pid.is_some(), RawContextKey { packed, id });
             }
             other => *self.context_keys.entry(other).or_insert(next),
         };
@@ -393,17 +700,31 @@ impl<'s> Forest<'s> {
         index
     }
 
+    /// The read-only view the sweep classifies with.
+    fn ctx(&self) -> SweepCtx<'_> {
+        SweepCtx {
+            space: self.space,
+            kinds: &self.kinds,
+            mutators: &self.mutators,
+            regions: &self.regions,
+            line_base: &self.line_base,
+        }
+    }
+
+    /// The key index of a raw-id context key (a new index when first seen).
+    fn raw_context_key(&mut self, with_pid: bool, key: RawContextKey) -> u32 {
+        let next = self.context_key_count;
+        let index = *self.raw_context_keys[usize::from(with_pid)].entry(key).or_insert(next);
+        if index == next {
+            self.context_key_count += 1;
+        }
+        index
+    }
+
     /// XProf's `ConnectIntraThread` over every plane (TPU planes: `ConnectIntraThreadTPU`).
     pub(crate) fn connect_intra_thread(&mut self) {
         self.reserve_for_contexts();
-        for plane_index in 0..self.space.planes.len() {
-            let plane = &self.space.planes[plane_index];
-            if plane.name.starts_with(TPU_PLANE_PREFIX) {
-                super::tpu::connect_intra_thread_tpu(self, plane_index);
-            } else {
-                self.connect_plane_lines(plane_index);
-            }
-        }
+        self.connect_lines();
     }
 
     /// Sizes the node, entry and key tables from an upper bound on context entries (one
@@ -447,175 +768,167 @@ impl<'s> Forest<'s> {
         (!regions.is_empty()).then(|| sorted_line_order(plane, line, regions))
     }
 
-    /// Classifies one event (or region) of a line: its facts, node type and node flags, or
-    /// `None` for a plain event.
-    fn classify(
-        &mut self,
-        plane_index: usize,
-        line: &XLine,
-        global: usize,
-        index: u32,
-        scan: &mut StatScan,
-    ) -> (Facts, Option<(NodeType, u8)>) {
-        let plane = &self.space.planes[plane_index];
-        let count = line.event_count();
-        if index as usize >= count {
-            let region = self.regions[global].get(index as usize - count).map_or(0, |r| r.region_id);
-            let facts = self.mutators[plane_index].region_facts(region);
-            return (facts, Some((NodeType::Unknown, 0)));
+    /// `ConnectIntraThread` for every non-TPU line, TPU planes (`ConnectIntraThreadTPU`) in
+    /// their turn: a nesting-stack sweep per line that creates nodes and their compressed
+    /// nesting edges.
+    ///
+    /// Lines are cut into chunks where the nesting stack is empty (no earlier event can be
+    /// the parent of anything later). Chunks are swept in parallel into [`Pending`] tables
+    /// and merged in line and chunk order, so node ids, context keys and every list are
+    /// exactly those of one sequential sweep.
+    ///
+    /// ```text
+    /// line  |A-----------|  |B------|   |C---------|     chunk cuts: before B, before C
+    ///         |a1| |a2|        |b1|       |c1|            (max end so far < end of next)
+    /// ```
+    fn connect_lines(&mut self) {
+        let mut orders: Vec<Vec<Option<Vec<u32>>>> = Vec::with_capacity(self.space.planes.len());
+        for plane_index in 0..self.space.planes.len() {
+            let lines = self.space.planes[plane_index].lines.len();
+            let is_tpu = self.space.planes[plane_index].name.starts_with(TPU_PLANE_PREFIX);
+            orders.push(if is_tpu {
+                Vec::new()
+            } else {
+                (0..lines).map(|l| self.line_order(plane_index, l)).collect()
+            });
         }
-        let kinds = &self.kinds[plane_index];
-        let event = line.event(plane, index as usize);
-        let kind = kinds.event_kind(&event);
-        let has_type = kinds.event_has_type(&event);
-        kinds.scan_into(&event, scan);
-        // Fast path: without any stat grouping reads, only a few kinds can be nodes.
-        if scan.is_empty()
-            && !matches!(
-                kind,
-                EventKind::TraceContext
-                    | EventKind::EagerKernelExecute
-                    | EventKind::ProcessBatch
-                    | EventKind::OrbaxProcessBatch
-                    | EventKind::BatchingSessionRun
-            )
-        {
-            return (Facts::default(), None);
+        let mut plane_index = 0;
+        while plane_index < self.space.planes.len() {
+            if self.space.planes[plane_index].name.starts_with(TPU_PLANE_PREFIX) {
+                super::tpu::connect_intra_thread_tpu(self, plane_index);
+                plane_index += 1;
+                continue;
+            }
+            // A run of non-TPU planes goes through one pipeline.
+            let end = (plane_index..self.space.planes.len())
+                .find(|&p| self.space.planes[p].name.starts_with(TPU_PLANE_PREFIX))
+                .unwrap_or(self.space.planes.len());
+            self.sweep_and_merge(plane_index..end, &orders);
+            plane_index = end;
         }
-        let facts = self.mutators[plane_index].facts(kind, line, scan);
-        self.classify_scanned(plane_index, line, kind, has_type, scan, facts)
     }
 
-    fn classify_scanned(
-        &mut self,
-        plane_index: usize,
-        line: &XLine,
-        kind: EventKind,
-        has_type: bool,
-        scan: &StatScan,
-        facts: Facts,
-    ) -> (Facts, Option<(NodeType, u8)>) {
-        let plane = &self.space.planes[plane_index];
-        let correlation = scan.get(StatKind::CorrelationId);
-        let ty = node_type(kind, has_type, plane.name == HOST_THREADS_PLANE, correlation.is_some());
-        if kind == EventKind::TfDataCapturedFunction
-            && has_type
-            && let Some(step) = scan.get(StatKind::StepId)
-        {
-            self.tf_data_step_ids.insert(step.int_value());
-        }
-        let mut flags = 0;
-        if scan.get(StatKind::GraphType).is_some() {
-            flags |= F_GRAPH_TYPE;
-        }
-        if scan.get(StatKind::IterNum).is_some() {
-            flags |= F_ITER_NUM;
-        }
-        if scan.get(StatKind::StepNum).is_some() {
-            flags |= F_STEP_NUM;
-        }
-        if facts.is_async {
-            flags |= F_ASYNC;
-        }
-        if matches!(
-            ty,
-            NodeType::FunctionRun | NodeType::SessionRun | NodeType::RunGraph | NodeType::ExecutorStateProcess
-        ) || is_tpu_parent_line(line)
-        {
-            flags |= F_IMPLICIT_ROOT;
-        }
-        if ty == NodeType::EagerKernelExecute {
-            let is_func = scan.get(StatKind::IsFunc);
-            if is_func.is_none_or(|v| v.int_value() != 0) {
-                flags |= F_EKE_COMPILED;
-            }
-        }
-        let step = scan.get(StatKind::StepId);
-        let iter = scan.get(StatKind::IterNum);
-        let connects = match ty {
-            NodeType::ExecutorStateProcess | NodeType::IteratorGetNextOp | NodeType::IteratorGetNextAsOptionalOp => {
-                step.is_some() && iter.is_some()
-            }
-            NodeType::KernelLaunch | NodeType::KernelExecute => correlation.is_some(),
-            NodeType::EagerKernelExecute => true,
-            _ => false,
+    /// Sweeps the lines of `planes` chunk by chunk and merges the chunks in order.
+    ///
+    /// The calling thread merges chunk after chunk; while the next one is not swept yet it
+    /// sweeps an unclaimed chunk itself, and the other pool threads claim chunks in order.
+    /// So merging overlaps sweeping, and a one-thread pool simply sweeps and merges in turn
+    /// (nobody ever waits for a chunk that no thread is working on).
+    fn sweep_and_merge(&mut self, planes: std::ops::Range<usize>, orders: &[Vec<Option<Vec<u32>>>]) {
+        // Read-only parts move into the sweep context; merging needs only the node tables.
+        let kinds = std::mem::take(&mut self.kinds);
+        let mutators = std::mem::take(&mut self.mutators);
+        let regions = std::mem::take(&mut self.regions);
+        let line_base = self.line_base.clone();
+        let ctx = SweepCtx {
+            space: self.space,
+            kinds: &kinds,
+            mutators: &mutators,
+            regions: &regions,
+            line_base: &line_base,
         };
-        let is_node = connects
-            || flags & (F_GRAPH_TYPE | F_ITER_NUM | F_STEP_NUM | F_ASYNC) != 0
-            || facts.root_level.is_some()
-            || facts.producer.is_some()
-            || facts.consumer.is_some();
-        if !is_node {
-            return (facts, None);
-        }
-        if facts.root_level.is_some() {
-            flags |= F_ROOT;
-        }
-        // Remember the connection keys of the node about to be created.
-        let next = self.node_event.len() as u32;
-        match (ty, step, iter) {
-            (NodeType::ExecutorStateProcess, Some(s), Some(i)) => {
-                self.executors.push((s.int_or_uint(), i.int_or_uint(), next));
-                self.loop_executors.push((s.int_value(), i.int_value(), next));
+        let chunk_size = self.chunk_events;
+        let mut chunks: Vec<Chunk> = Vec::new();
+        for plane_index in planes {
+            let plane = &self.space.planes[plane_index];
+            let line_cuts: Vec<Vec<std::ops::Range<usize>>> = plane
+                .lines
+                .par_iter()
+                .zip(&orders[plane_index])
+                .enumerate()
+                .map(|(line_index, (line, order))| match order {
+                    // Threadpool regions: visited in a computed order, kept whole.
+                    Some(o) => std::iter::once(0..o.len()).collect(),
+                    None => {
+                        let global = line_base[plane_index] as usize + line_index;
+                        stack_free_cuts(plane, line, chunk_size, |i| ctx.is_async(plane_index, line, global, i))
+                    }
+                })
+                .collect();
+            for (line_index, cuts) in line_cuts.into_iter().enumerate() {
+                let global = self.line_base[plane_index] + line_index as u32;
+                let count = cuts.len();
+                if orders[plane_index][line_index].is_none() {
+                    self.line_cuts[global as usize] = cuts.clone();
+                }
+                for (k, range) in cuts.into_iter().enumerate() {
+                    chunks.push(Chunk { plane: plane_index, line: line_index, global, range, last: k + 1 == count });
+                }
             }
-            (NodeType::IteratorGetNextOp, Some(s), Some(i)) => {
-                self.iterators.push((s.int_or_uint(), i.int_or_uint(), next, false))
+        }
+        let slots: Vec<Mutex<Option<Pending>>> = chunks.iter().map(|_| Mutex::new(None)).collect();
+        let claimed = AtomicUsize::new(0);
+        let sweep_next = || -> bool {
+            let i = claimed.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = chunks.get(i) else { return false };
+            let order = orders.get(chunk.plane).and_then(|o| o.get(chunk.line)).and_then(|o| o.as_deref());
+            let pending = ctx.sweep_chunk(chunk, order);
+            if let Ok(mut slot) = slots[i].lock() {
+                *slot = Some(pending);
             }
-            (NodeType::IteratorGetNextAsOptionalOp, Some(s), Some(i)) => {
-                self.iterators.push((s.int_or_uint(), i.int_or_uint(), next, true))
+            true
+        };
+        rayon::scope(|scope| {
+            for _ in 1..rayon::current_num_threads() {
+                scope.spawn(|_| while sweep_next() {});
             }
-            _ => {}
-        }
-        match (ty, correlation) {
-            (NodeType::KernelLaunch, Some(c)) => self.launches.push((c.int_or_uint(), next)),
-            (NodeType::KernelExecute, Some(c)) => self.executes.push((c.int_or_uint(), next)),
-            _ => {}
-        }
-        if let Some(level) = facts.root_level {
-            self.roots.push(Root { node: next, level, step_id: step.map(RawValue::int_value) });
-        }
-        (facts, Some((ty, flags)))
+            let mut line_start = None;
+            for (i, chunk) in chunks.iter().enumerate() {
+                let pending = loop {
+                    if let Some(p) = slots[i].lock().ok().and_then(|mut s| s.take()) {
+                        break p;
+                    }
+                    if !sweep_next() {
+                        // Chunk `i` is being swept by another thread right now.
+                        std::thread::yield_now();
+                    }
+                };
+                let start = *line_start.get_or_insert(self.node_event.len() as u32);
+                self.merge(chunk.global, pending);
+                if chunk.last {
+                    self.line_nodes[chunk.global as usize] = (start, self.node_event.len() as u32);
+                    line_start = None;
+                }
+            }
+        });
+        self.kinds = kinds;
+        self.mutators = mutators;
+        self.regions = regions;
     }
 
-    /// `ConnectIntraThread` for the lines of a non-TPU plane: a nesting-stack sweep per line
-    /// that creates nodes and their compressed nesting edges.
-    fn connect_plane_lines(&mut self, plane_index: usize) {
-        let plane = &self.space.planes[plane_index];
-        let mut stack: Vec<Frame> = Vec::new();
-        let mut scan = StatScan::default();
-        for (line_index, line) in plane.lines.iter().enumerate() {
-            let global = self.line_base[plane_index] as usize + line_index;
-            let order = self.line_order(plane_index, line_index);
-            let len = order.as_ref().map_or(line.event_count(), Vec::len);
-            let start = self.node_event.len() as u32;
-            stack.clear();
-            for pos in 0..len {
-                let index = order.as_ref().map_or(pos as u32, |o| o[pos]);
-                let (facts, node) = self.classify(plane_index, line, global, index, &mut scan);
-                let span = span_at(plane, line, &self.regions[global], index);
-                if facts.is_async {
-                    if let Some((ty, flags)) = node {
-                        let id = self.add_node(global as u32, index, ty, flags, (NONE, 0));
-                        self.set_context_group(&facts, id);
-                    }
-                    continue;
-                }
-                let parent = pop_to_parent(&mut stack, span);
-                match node {
-                    Some((ty, flags)) => {
-                        let nest = parent.filter(|p| p.anchor != NONE).map_or((NONE, 0), |p| (p.anchor, p.distance));
-                        let id = self.add_node(global as u32, index, ty, flags, nest);
-                        self.set_context_group(&facts, id);
-                        stack.push(Frame { span, anchor: id, distance: 0 });
-                    }
-                    None => {
-                        let (anchor, distance) = parent.map_or((NONE, 0), |p| (p.anchor, p.distance + 1));
-                        stack.push(Frame { span, anchor, distance });
-                    }
-                }
-            }
-            self.line_nodes[global] = (start, self.node_event.len() as u32);
+    /// Appends a chunk's nodes (renumbered after the existing ones) and registers their
+    /// contexts, in the chunk's order.
+    fn merge(&mut self, global_line: u32, pending: Pending) {
+        let base = self.node_event.len() as u32;
+        if pending.node_event.is_empty() {
+            return;
         }
+        if self.line_starts.last().is_none_or(|&(_, line)| line != global_line) {
+            self.line_starts.push((base, global_line));
+        }
+        self.node_event.extend_from_slice(&pending.node_event);
+        self.nest_parent.extend(pending.nest.iter().map(|&(p, _)| if p == NONE { NONE } else { p + base }));
+        self.nest_hops.extend(pending.nest.iter().map(|&(_, hops)| hops));
+        self.node_type.extend_from_slice(&pending.node_type);
+        self.flags.extend_from_slice(&pending.flags);
+        for c in &pending.contexts {
+            let key = match c.with_pid {
+                2 => match pending.other_keys.get(c.id as usize) {
+                    Some(&key) => self.context_key(key),
+                    None => continue,
+                },
+                with_pid => self.raw_context_key(with_pid == 1, RawContextKey { packed: c.packed, id: c.id }),
+            };
+            let node = (c.node & !PRODUCER_BIT) + base;
+            self.context_entries.push((key, node | (c.node & PRODUCER_BIT)));
+        }
+        self.roots.extend(pending.roots.iter().map(|r| Root { node: r.node + base, ..*r }));
+        self.executors.extend(pending.executors.iter().map(|&(s, i, n)| (s, i, n + base)));
+        self.loop_executors.extend(pending.loop_executors.iter().map(|&(s, i, n)| (s, i, n + base)));
+        self.iterators.extend(pending.iterators.iter().map(|&(s, i, n, o)| (s, i, n + base, o)));
+        self.launches.extend(pending.launches.iter().map(|&(c, n)| (c, n + base)));
+        self.executes.extend(pending.executes.iter().map(|&(c, n)| (c, n + base)));
+        self.tf_data_step_ids.extend(pending.tf_data_step_ids);
     }
 
     /// Adds a TPU grouping-line node (no nesting parent).
@@ -626,12 +939,19 @@ impl<'s> Forest<'s> {
         line: &XLine,
         index: u32,
     ) -> (u32, Facts) {
-        let (facts, node) = self.classify(plane_index, line, global as usize, index, &mut StatScan::default());
+        let mut pending = Pending::default();
+        let (facts, node) =
+            self.ctx().classify(plane_index, line, global as usize, index, &mut StatScan::default(), &mut pending);
         // ConnectIntraThreadTPU never sets a root level: drop what `classify` recorded.
-        let next = self.node_event.len() as u32;
-        if self.roots.last().is_some_and(|r| r.node == next) {
-            self.roots.pop();
-        }
+        pending.roots.clear();
+        // The connection keys `classify` recorded, for the node about to be added.
+        let base = self.node_event.len() as u32;
+        self.executors.extend(pending.executors.iter().map(|&(s, i, n)| (s, i, n + base)));
+        self.loop_executors.extend(pending.loop_executors.iter().map(|&(s, i, n)| (s, i, n + base)));
+        self.iterators.extend(pending.iterators.iter().map(|&(s, i, n, o)| (s, i, n + base, o)));
+        self.launches.extend(pending.launches.iter().map(|&(c, n)| (c, n + base)));
+        self.executes.extend(pending.executes.iter().map(|&(c, n)| (c, n + base)));
+        self.tf_data_step_ids.extend(pending.tf_data_step_ids);
         let (ty, flags) = node.unwrap_or_else(|| {
             let plane = &self.space.planes[plane_index];
             let event = line.event(plane, index as usize);
@@ -781,14 +1101,18 @@ impl<'s> Forest<'s> {
     pub(crate) fn finish_graph(&mut self) {
         let n = self.node_count();
         self.group = vec![NO_GROUP; n];
-        let mut nest_children: Vec<u32> = (0..n as u32).filter(|&c| self.nest_parent[c as usize] != NONE).collect();
-        nest_children.sort_by_key(|&c| self.nest_parent[c as usize]);
+        // Nodes are numbered in sweep order, so children of one parent stay in node order
+        // under the stable sort.
+        let mut nest_children: Vec<(u32, u32)> =
+            (0..n as u32).filter_map(|c| Some((self.nest_parent[c as usize], c)).filter(|&(p, _)| p != NONE)).collect();
+        nest_children.par_sort_unstable();
+        let nest_children: Vec<u32> = nest_children.into_iter().map(|(_, c)| c).collect();
         self.nest_children = nest_children;
         let mut edges = std::mem::take(&mut self.edges);
         let mut by_child: Vec<(u32, u32)> = edges.iter().map(|&(p, c)| (c, p)).collect();
-        by_child.sort_by_key(|e| e.0);
+        by_child.par_sort_by_key(|e| e.0);
         by_child.shrink_to_fit();
-        edges.sort_by_key(|e| e.0);
+        edges.par_sort_by_key(|e| e.0);
         edges.shrink_to_fit();
         self.edges_by_parent = edges;
         self.edges_by_child = by_child;
@@ -1001,7 +1325,9 @@ impl<'s> Forest<'s> {
             return false;
         }
         if self.eager_memo.is_empty() {
-            if !self.node_type.contains(&NodeType::EagerKernelExecute) {
+            if self.without_eager_executes || self.has_no_eager_executes() {
+                // Remembered: without it, every call would scan all nodes again.
+                self.without_eager_executes = true;
                 return false;
             }
             self.eager_memo = vec![0; self.node_count()];
@@ -1015,6 +1341,54 @@ impl<'s> Forest<'s> {
         let eager = found.is_some_and(|e| self.flags[e as usize] & F_EKE_COMPILED == 0);
         self.eager_memo[node as usize] = if eager { 2 } else { 1 };
         eager
+    }
+
+    /// Whether no node is `EagerExecute` (then no event is eager).
+    pub(crate) fn has_no_eager_executes(&self) -> bool {
+        !self.node_type.contains(&NodeType::EagerKernelExecute)
+    }
+
+    /// The group runs `(first event, group)` of one stack-free range of a swept line
+    /// (see [`Self::line_cuts`]): the anchor sweep of [`Self::for_each_anchor`] on that
+    /// range alone, read-only so ranges can be laid out in parallel.
+    pub(crate) fn anchor_group_runs(
+        &self,
+        plane_index: usize,
+        line_index: usize,
+        range: std::ops::Range<usize>,
+    ) -> Vec<(u32, u32)> {
+        let plane = &self.space.planes[plane_index];
+        let line = &plane.lines[line_index];
+        let global = self.line_base[plane_index] as usize + line_index;
+        let (first, end) = self.line_nodes[global];
+        // Nodes of an unordered line are in event order.
+        let nodes = &self.node_event[first as usize..end as usize];
+        let mut cursor = first + nodes.partition_point(|&e| (e as usize) < range.start) as u32;
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for index in range {
+            let index = index as u32;
+            let node = if cursor < end && self.node_event[cursor as usize] == index {
+                cursor += 1;
+                cursor - 1
+            } else {
+                NONE
+            };
+            let anchor = if node != NONE && self.is_async(node) {
+                node
+            } else {
+                let span = span_at(plane, line, &[], index);
+                let parent = pop_to_parent(&mut stack, span);
+                let anchor = if node != NONE { node } else { parent.map_or(NONE, |p| p.anchor) };
+                stack.push(Frame { span, anchor, distance: 0 });
+                anchor
+            };
+            let group = if anchor == NONE { NO_GROUP } else { self.group[anchor as usize] };
+            if runs.last().is_none_or(|&(_, g)| g != group) {
+                runs.push((index, group));
+            }
+        }
+        runs
     }
 
     /// Whether a node is async (never nested).
@@ -1057,6 +1431,37 @@ impl<'s> Forest<'s> {
             visit(self, index, anchor);
         }
     }
+}
+
+/// Cuts a line (in stored order) into event ranges of about `target` events, each starting
+/// where no earlier event can include the next one: the largest end so far is below the
+/// next event's end, so the nesting stack is empty there (`Span::includes` needs the
+/// parent's end at or after the child's). Async events never pop the stack, so a cut
+/// never starts at one.
+fn stack_free_cuts(
+    plane: &XPlane,
+    line: &XLine,
+    target: usize,
+    is_async: impl Fn(u32) -> bool,
+) -> Vec<std::ops::Range<usize>> {
+    let count = line.event_count();
+    let target = target.max(1);
+    if count <= target {
+        return std::iter::once(0..count).collect();
+    }
+    let mut cuts = Vec::with_capacity(count / target + 1);
+    let mut start = 0;
+    let mut max_end = 0u64;
+    for index in 0..count {
+        let end = Span::of(&line.event(plane, index)).end();
+        if index >= start + target && max_end < end && !is_async(index as u32) {
+            cuts.push(start..index);
+            start = index;
+        }
+        max_end = max_end.max(end);
+    }
+    cuts.push(start..count);
+    cuts
 }
 
 /// Pops the nesting stack until its top includes `span`; returns that top (the parent).

@@ -235,6 +235,14 @@ impl RawValue {
         }
     }
 
+    fn of_int(value: oxprof_format::IntValue) -> RawValue {
+        match value {
+            oxprof_format::IntValue::Int64(v) => RawValue::Int(v),
+            oxprof_format::IntValue::Uint64(v) => RawValue::Uint(v),
+            oxprof_format::IntValue::NotInt => RawValue::NotInt,
+        }
+    }
+
     /// XProf's `XStatVisitor::IntValue`: the `int64_value` field (0 for other oneofs).
     pub(crate) fn int_value(self) -> i64 {
         match self {
@@ -312,11 +320,11 @@ impl PlaneKinds {
     /// stat with the canonical metadata).
     pub(crate) fn scan_into(&self, event: &Event<'_>, scan: &mut StatScan) {
         scan.clear();
-        for stat in event.stats() {
-            let meta = stat.metadata_id().index();
+        for (meta, value) in event.stats().int_values() {
+            let meta = meta.index();
             let Some(kind) = self.stat_kind.get(meta).copied().flatten() else { continue };
             let k = kind as usize;
-            let value = RawValue::of(stat.value);
+            let value = RawValue::of_int(value);
             scan.touched |= 1 << k;
             scan.last[k] = Some(value);
             if scan.first[k].is_none() && self.canonical[k] == Some(meta as u32) {

@@ -220,12 +220,58 @@ pub fn group_events(space: &XSpace) -> EventGroups {
     layout(space, &mut forest, is_tpu)
 }
 
+/// The group runs of every line of a non-TPU plane without eager events, its lines' stack-
+/// free ranges laid out in parallel and joined; `None` when a line was not swept in ranges
+/// (threadpool regions).
+fn parallel_line_groups(forest: &Forest<'_>, plane_index: usize) -> Option<Vec<LineGroups>> {
+    use rayon::prelude::*;
+    let plane = &forest.space.planes[plane_index];
+    let base = forest.line_base[plane_index] as usize;
+    let mut jobs = Vec::new();
+    for (li, line) in plane.lines.iter().enumerate() {
+        let cuts = &forest.line_cuts[base + li];
+        if !forest.regions[base + li].is_empty() || (cuts.is_empty() && line.event_count() > 0) {
+            return None;
+        }
+        jobs.extend(cuts.iter().map(|range| (li, range.clone())));
+    }
+    let runs: Vec<Vec<(u32, u32)>> =
+        jobs.par_iter().map(|(li, range)| forest.anchor_group_runs(plane_index, *li, range.clone())).collect();
+    let mut lines: Vec<Vec<(u32, u32)>> = vec![Vec::new(); plane.lines.len()];
+    for ((li, _), chunk) in jobs.iter().zip(runs) {
+        let line = &mut lines[*li];
+        for run in chunk {
+            if line.last().is_none_or(|&(_, g)| g != run.1) {
+                line.push(run);
+            }
+        }
+    }
+    Some(
+        lines
+            .into_iter()
+            .zip(&plane.lines)
+            .map(|(runs, l)| LineGroups::from_runs(l.event_count() as u32, runs))
+            .collect(),
+    )
+}
+
 /// Lays the forest's groups out per line: the anchor sweep for non-TPU planes, TPU line
 /// grouping for device planes of a TPU space, `ProcessUngroupedEvents` for GPU planes.
 fn layout(space: &XSpace, forest: &mut Forest<'_>, is_tpu: bool) -> EventGroups {
     let mut out = EventGroups { computed: true, ..EventGroups::default() };
     out.step_names = std::mem::take(&mut forest.step_names);
+    let no_eager = forest.has_no_eager_executes();
     for (pi, plane) in space.planes.iter().enumerate() {
+        let post_process = plane.name.starts_with(GPU_PLANE_PREFIX) || (is_tpu && is_device_plane(&plane.name));
+        if no_eager
+            && !post_process
+            && !plane.name.starts_with(TPU_PLANE_PREFIX)
+            && let Some(lines) = parallel_line_groups(forest, pi)
+        {
+            out.group_ids.push(lines);
+            out.eager.push(vec![Vec::new(); plane.lines.len()]);
+            continue;
+        }
         let mut plane_eager: Vec<Vec<u32>> = vec![Vec::new(); plane.lines.len()];
         let post_process = plane.name.starts_with(GPU_PLANE_PREFIX) || (is_tpu && is_device_plane(&plane.name));
         let mut dense: Vec<Vec<u32>> = Vec::new();

@@ -33,6 +33,12 @@ impl LineGroups {
         builder.finish()
     }
 
+    /// Runs built elsewhere: `(first event, group)`, sorted, first at 0, neighbours differ.
+    pub(crate) fn from_runs(len: u32, mut runs: Vec<(u32, u32)>) -> LineGroups {
+        runs.shrink_to_fit();
+        LineGroups::Runs { len, runs }
+    }
+
     /// All `NO_GROUP`.
     pub(crate) fn ungrouped(len: usize) -> LineGroups {
         LineGroups::Runs { len: len as u32, runs: vec![(0, NO_GROUP)] }

@@ -36,6 +36,8 @@ fn perf_jax_large() {
         eprintln!("graph {:?}", t.elapsed());
         forest.create_event_groups(roots);
         eprintln!("groups {:?}", t.elapsed());
+        let _ = layout(&space, &mut forest, false);
+        eprintln!("layout {:?}", t.elapsed());
         return;
     }
     let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -833,6 +835,20 @@ fn compact_forest_matches_full_forest_with_threadpool_regions() {
     preprocess::FORCE_THREADPOOL_LINE_MUTATOR.with(|f| f.set(true));
     random_equivalence(3000..5000);
     preprocess::FORCE_THREADPOOL_LINE_MUTATOR.with(|f| f.set(false));
+}
+
+/// The same with lines cut into one-event chunks wherever the nesting stack is empty (the
+/// parallel sweep must not change anything), on two threads and on one.
+#[test]
+fn chunked_sweep_matches_full_forest() {
+    forest::FORCE_CHUNK_EVENTS.with(|f| f.set(Some(1)));
+    random_equivalence(5000..5600);
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    one_thread.install(|| {
+        forest::FORCE_CHUNK_EVENTS.with(|f| f.set(Some(1)));
+        random_equivalence(5600..5800);
+    });
+    forest::FORCE_CHUNK_EVENTS.with(|f| f.set(None));
 }
 
 fn random_equivalence(seeds: std::ops::Range<u64>) {

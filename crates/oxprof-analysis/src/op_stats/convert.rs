@@ -68,6 +68,10 @@ pub fn xspace_to_op_stats(space: &XSpace) -> HostAnalysis {
 }
 
 /// `ConvertXSpaceToOpStats` with every option on, given the host's step grouping.
+///
+/// The parts are independent of each other, so they run side by side: device op metrics
+/// and kernel stats, host op metrics with the tf.function database, the step database,
+/// and the HLO module names.
 pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
     let mut op_stats = OpStats {
         diagnostics: environment::diagnostics(space),
@@ -79,37 +83,54 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
     if let Some(first) = device_planes.first() {
         op_stats.perf_env = Some(environment::perf_env_from_plane(first));
     }
-    // XLA ops on device planes are described and costed through XProf's HLO module map.
-    let hlo_map = (!device_planes.is_empty()).then(|| crate::hlo_lookup::HloModuleMap::from_space(space));
-    let hlo = hlo_map.as_ref().map(|m| m as &dyn device_op_metrics::HloModuleLookup);
-    op_stats.device_op_metrics_db = device_op_metrics::device_op_metrics_db(space, Some(groups), hlo);
-    if !is_tpu {
-        op_stats.kernel_stats_db = kernel_stats::kernel_stats_db(device_planes.iter().copied(), hlo);
-    }
-
-    // One module decoded at a time: only its name and whether it trains are kept.
-    let mut program_names = std::collections::BTreeMap::new();
-    for (program_id, bytes) in hlo_proto_bytes(space) {
-        let Ok(module) = decode_hlo_proto(bytes) else { continue };
-        if !op_stats.run_environment.is_training {
-            let mut tracker = ModelTracker::default();
-            tracker.process_module(&module);
-            op_stats.run_environment.is_training = tracker.is_training();
+    let device_part = || {
+        // XLA ops on device planes are described and costed through XProf's HLO module map.
+        let hlo_map = (!device_planes.is_empty()).then(|| crate::hlo_lookup::HloModuleMap::from_space(space));
+        let hlo = hlo_map.as_ref().map(|m| m as &dyn device_op_metrics::HloModuleLookup);
+        let device_op_metrics_db = device_op_metrics::device_op_metrics_db(space, Some(groups), hlo);
+        let kernel_stats_db =
+            if is_tpu { Default::default() } else { kernel_stats::kernel_stats_db(device_planes.iter().copied(), hlo) };
+        (device_op_metrics_db, kernel_stats_db)
+    };
+    let host_part = || {
+        host_op_metrics::find_host_plane(space).map(|host| {
+            (
+                host_op_metrics::host_op_metrics_db(space, host, groups),
+                environment::performance_counter_result(space),
+                tf_functions::tf_function_db(space, host),
+            )
+        })
+    };
+    let steps_part = || steps_db::xspace_to_step_db(space, groups, &super::step_events::NoTpuOpMetrics, false);
+    let modules_part = || {
+        // One module decoded at a time: only its name and whether it trains are kept.
+        let mut is_training = false;
+        let mut program_names = std::collections::BTreeMap::new();
+        for (program_id, bytes) in hlo_proto_bytes(space) {
+            let Ok(module) = decode_hlo_proto(bytes) else { continue };
+            if !is_training {
+                let mut tracker = ModelTracker::default();
+                tracker.process_module(&module);
+                is_training = tracker.is_training();
+            }
+            program_names.insert(program_id, module.name);
         }
-        program_names.insert(program_id, module.name);
-    }
+        (program_names, is_training)
+    };
+    let (((device_op_metrics_db, kernel_stats_db), host), (steps, (program_names, trains))) =
+        rayon::join(|| rayon::join(device_part, host_part), || rayon::join(steps_part, modules_part));
 
-    if let Some(host) = host_op_metrics::find_host_plane(space) {
-        op_stats.host_op_metrics_db = host_op_metrics::host_op_metrics_db(space, host, groups);
-        op_stats.performance_counter_result = environment::performance_counter_result(space);
-        op_stats.tf_function_db = tf_functions::tf_function_db(space, host);
+    op_stats.device_op_metrics_db = device_op_metrics_db;
+    op_stats.kernel_stats_db = kernel_stats_db;
+    op_stats.run_environment.is_training |= trains;
+    if let Some((host_op_metrics_db, performance_counter_result, tf_function_db)) = host {
+        op_stats.host_op_metrics_db = host_op_metrics_db;
+        op_stats.performance_counter_result = performance_counter_result;
+        op_stats.tf_function_db = tf_function_db;
     }
-
-    let steps = steps_db::xspace_to_step_db(space, groups, &super::step_events::NoTpuOpMetrics, false);
     op_stats.step_db = steps.step_db;
     op_stats.device_op_metrics_db.precision_stats = Some(steps.precision_stats);
     op_stats.hlo_metrics_db_complete_steps_only = steps.hlo_metrics_db_complete_steps_only;
-
     op_stats.program_id_to_name_map = program_names;
     op_stats
 }

@@ -235,6 +235,30 @@ impl StepDetails {
         name.clone_into(&mut self.step_name);
     }
 
+    /// Appends the details one later piece of the same thread collected (a thread scanned
+    /// in pieces, in order), as if the pieces had been one scan: markers are appended, the
+    /// typed spans replayed through [`Self::add_event`] (its merge with the previous span
+    /// decides on the first event of each merged span alone, so replaying merged spans
+    /// gives the merges of the whole scan), and a later step name wins.
+    pub fn append_later_piece(&mut self, later: StepDetails) {
+        self.markers.extend_from_slice(&later.markers);
+        for event in later.events {
+            self.add_event(event);
+        }
+        if !later.step_name.is_empty() {
+            self.step_name = later.step_name;
+        }
+        for (core, db) in later.collectives {
+            self.collectives.entry(core).or_insert(db);
+        }
+        for (dst, src) in self.device_memory_transfers.iter_mut().zip(&later.device_memory_transfers) {
+            dst.occurrence = dst.occurrence.wrapping_add(src.occurrence);
+            dst.bytes_transferred = dst.bytes_transferred.wrapping_add(src.bytes_transferred);
+            dst.time_us += src.time_us;
+        }
+        self.per_core_op_metrics_db.extend(later.per_core_op_metrics_db);
+    }
+
     /// Adds a marker.
     pub fn add_marker(&mut self, marker: StepMarker) {
         self.markers.push(marker);

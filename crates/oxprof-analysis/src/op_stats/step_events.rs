@@ -18,6 +18,7 @@ use crate::grouping::EventGroups;
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
 use oxprof_format::schema::StatType;
 use oxprof_format::{Event, Stat, StatValue, XLine, XPlane, XSpace};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 
 /// First id of XProf's derived lines (`kThreadIdDerivedMin = 0xdeadbeef` as a C `int`).
@@ -260,6 +261,7 @@ fn host_line_step_events(
     ctx: &HostPlaneContext<'_>,
     line_index: usize,
     line: &XLine,
+    range: std::ops::Range<usize>,
     kinds: &mut PerMetadata<HostNameKind>,
 ) -> StepEvents {
     let HostPlaneContext { plane_index, plane, groups, device_step_events, async_pipeline_parents } = *ctx;
@@ -271,9 +273,10 @@ fn host_line_step_events(
     let reads_stats =
         async_pipeline_parents.is_some() || plane.stat_metadata_of_type(StatType::CorrelationId).is_some();
     let mut step_names = groups.line_step_names(plane_index, line_index).peekable();
-    let line_groups = groups.line_group_ids(plane_index, line_index).chain(std::iter::repeat(None));
+    let line_groups = groups.line_group_ids(plane_index, line_index).chain(std::iter::repeat(None)).skip(range.start);
     let mut current: Option<(i64, &mut StepDetails)> = None;
-    for (event, group_id) in line.events(plane).zip(line_groups) {
+    let events = range.map(|index| line.event(plane, index));
+    for (event, group_id) in events.zip(line_groups) {
         while step_names.peek().is_some_and(|&(e, _)| e < event.index()) {
             step_names.next();
         }
@@ -355,6 +358,9 @@ fn host_line_step_events(
     result
 }
 
+/// Events per piece when a host thread is scanned in parallel pieces.
+const STEP_EVENTS_PIECE: usize = 1 << 18;
+
 /// Converts the host-threads plane (`ConvertHostThreadsXPlaneToStepEvents`): the union of
 /// all its threads' step events.
 pub fn host_plane_step_events(
@@ -362,6 +368,17 @@ pub fn host_plane_step_events(
     plane_index: usize,
     groups: &EventGroups,
     device_step_events: Option<&StepEvents>,
+) -> StepEvents {
+    host_plane_step_events_in_pieces(space, plane_index, groups, device_step_events, STEP_EVENTS_PIECE)
+}
+
+/// [`host_plane_step_events`] with threads scanned in pieces of `piece` events.
+fn host_plane_step_events_in_pieces(
+    space: &XSpace,
+    plane_index: usize,
+    groups: &EventGroups,
+    device_step_events: Option<&StepEvents>,
+    piece: usize,
 ) -> StepEvents {
     let Some(plane) = space.planes.get(plane_index) else { return StepEvents::new() };
     // Producers of async input-pipeline work, needed only when the plane has stages.
@@ -384,11 +401,46 @@ pub fn host_plane_step_events(
         device_step_events,
         async_pipeline_parents: async_pipeline_parents.as_ref(),
     };
-    let mut kinds = PerMetadata::new(plane);
-    let mut result = StepEvents::new();
+    // Threads in parallel, long ones in pieces (without pipeline stages, events are
+    // independent but for the merge of neighbouring spans, which the join replays).
+    let mut pieces: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
     for (line_index, line) in plane.lines.iter().enumerate() {
-        let thread = host_line_step_events(&ctx, line_index, line, &mut kinds);
-        union_combine_step_events_owned(thread, &mut result);
+        let count = line.event_count();
+        let piece = if async_pipeline_parents.is_some() { count.max(1) } else { piece.max(1) };
+        let mut start = 0;
+        loop {
+            let end = count.min(start + piece);
+            pieces.push((line_index, start..end));
+            if end == count {
+                break;
+            }
+            start = end;
+        }
+    }
+    let scanned: Vec<StepEvents> = pieces
+        .par_iter()
+        .map_init(
+            || PerMetadata::new(plane),
+            |kinds, (line_index, range)| {
+                host_line_step_events(&ctx, *line_index, &plane.lines[*line_index], range.clone(), kinds)
+            },
+        )
+        .collect();
+    let mut result = StepEvents::new();
+    let mut thread = StepEvents::new();
+    for (k, piece) in scanned.into_iter().enumerate() {
+        for (id, details) in piece {
+            match thread.get_mut(&id) {
+                Some(existing) => existing.append_later_piece(details),
+                None => {
+                    thread.insert(id, details);
+                }
+            }
+        }
+        let line_ends = pieces.get(k + 1).is_none_or(|next| next.0 != pieces[k].0);
+        if line_ends {
+            union_combine_step_events_owned(std::mem::take(&mut thread), &mut result);
+        }
     }
     result
 }
@@ -764,6 +816,39 @@ mod tests {
     use crate::op_stats::event_span::{StepDetails, to_non_overlapped_step_events};
     use oxprof_format::decode_xspace;
     use oxprof_format::testing::XSpaceBuilder;
+
+    /// Threads scanned in pieces (down to one event) give the step events of one scan, on
+    /// every committed refkit profile and the external ones when present.
+    #[test]
+    fn pieces_join_to_the_whole_scan() {
+        let mut files = Vec::new();
+        collect_profiles(&crate::test_support::repo_root().join("testdata/profiles"), &mut files);
+        collect_profiles(&crate::test_support::external_path(), &mut files);
+        assert!(files.len() >= 5, "refkit profiles missing: {files:?}");
+        for file in files {
+            let space = oxprof_format::load_xspace(&file).unwrap();
+            let groups = crate::grouping::group_events(&space);
+            let Some(host) = space.planes.iter().position(|p| p.name == "/host:CPU") else { continue };
+            let whole = host_plane_step_events_in_pieces(&space, host, &groups, None, usize::MAX);
+            for piece in [1, 2, 7, 1000] {
+                let pieces = host_plane_step_events_in_pieces(&space, host, &groups, None, piece);
+                assert_eq!(pieces, whole, "{} in pieces of {piece}", file.display());
+            }
+        }
+    }
+
+    fn collect_profiles(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                collect_profiles(&path, out);
+            } else if path.to_string_lossy().contains(".xplane.pb")
+                && std::fs::metadata(&path).is_ok_and(|m| m.len() < 50 << 20)
+            {
+                out.push(path);
+            }
+        }
+    }
 
     fn space(builder: XSpaceBuilder) -> XSpace {
         decode_xspace(&builder.to_bytes()).unwrap()

@@ -1,0 +1,71 @@
+//! Prints the time and peak memory of each phase behind `overview_page` and the trace
+//! index on one profile: a development aid for performance work, not a benchmark (see
+//! `scripts/compare-tools.sh` and `cargo bench` for those).
+//!
+//! ```text
+//! cargo run --release -p oxprof-analysis --example phases -- bench-data/jax_large.xplane.pb
+//! PARTS=1 …   also times the parts of OpStats one by one
+//! ```
+use oxprof_analysis::grouping::EventGroups;
+use oxprof_analysis::op_stats::{convert, environment, host_op_metrics, step_events, steps_db, tf_functions};
+use oxprof_format::XSpace;
+use std::time::{Duration, Instant};
+
+/// Peak resident memory since the last [`reset_peak`], in KB (0 when unknown).
+fn peak_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap_or("0 kB");
+    field.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)
+}
+
+/// Restarts peak tracking at the current resident size (Linux `clear_refs` 5).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Runs `f`, printing its time and the peak memory while it ran.
+fn phase<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    reset_peak();
+    let t = Instant::now();
+    let out = f();
+    let elapsed = t.elapsed();
+    println!("{name:<12} {:>8.1} ms  peak {:>7} KB", ms(elapsed), peak_kb());
+    out
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: phases FILE.xplane.pb");
+        std::process::exit(2);
+    };
+    let space = match phase("load", || oxprof_format::load_xspace(std::path::Path::new(&path))) {
+        Ok(space) => space,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let groups = phase("group", || oxprof_analysis::grouping::group_events(&space));
+    let op_stats = phase("op_stats", || convert::op_stats_from_groups(&space, &groups));
+    if std::env::var_os("PARTS").is_some() {
+        op_stats_parts(&space, &groups);
+    }
+    let page = phase("overview", || oxprof_analysis::tools::overview_page::overview_page(&op_stats));
+    let index = phase("trace_index", || oxprof_analysis::trace::TraceIndex::build(&space, "host"));
+    println!("({} bytes of overview JSON, {} trace events)", page.to_string().len(), index.num_events);
+    phase("drop", move || drop((groups, index, space)));
+}
+
+/// The parts of OpStats, one at a time (`op_stats_from_groups` runs them side by side).
+fn op_stats_parts(space: &XSpace, groups: &EventGroups) {
+    let Some(host) = host_op_metrics::find_host_plane(space) else { return };
+    phase("  host_ops", || host_op_metrics::host_op_metrics_db(space, host, groups));
+    phase("  tf_funcs", || tf_functions::tf_function_db(space, host));
+    phase("  step_db", || steps_db::xspace_to_step_db(space, groups, &step_events::NoTpuOpMetrics, false));
+    phase("  host_steps", || step_events::host_plane_step_events(space, host, groups, None));
+    phase("  env", || (environment::run_environment(space), environment::diagnostics(space)));
+}
