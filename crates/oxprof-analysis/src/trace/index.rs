@@ -13,7 +13,7 @@
 
 use super::derived::{DerivedNames, DerivedPlane, derive_gpu_plane};
 use super::tpu_derived::{derive_tpu_plane, is_tensor_core_plane};
-use super::visibility::{LevelAssigner, Visibility};
+use super::visibility::{FlowLevels, LevelAssigner};
 use crate::grouping::EventGroups;
 use oxprof_format::{Event, XLine, XPlane, XSpace};
 use rayon::prelude::*;
@@ -801,7 +801,6 @@ impl TraceIndex {
     fn assign_serials_and_levels(&mut self, space: &XSpace) {
         let span_of = |t: &TrackInfo, pos: u32| view_in(space, t, pos).map_or((0, 0), |v| (v.ts, v.dur));
         let tracks = &self.tracks;
-        let trace_span = (self.min_ps, self.max_ps.saturating_sub(self.min_ps));
         // Two independent passes over XProf's global order, side by side: serials over all
         // events, and the flows' first visible levels over flow events only.
         let (serials, flow_levels) = rayon::join(
@@ -826,24 +825,13 @@ impl TraceIndex {
             },
             || {
                 let mut flow_levels: FxHashMap<u64, u8> = FxHashMap::default();
-                let mut flow_vis: Vec<Visibility> =
-                    (0..NUM_LEVELS - 1).map(|l| Visibility::new(trace_span, LAYER_RESOLUTIONS_PS[l])).collect();
+                let mut flow_vis = FlowLevels::default();
                 let count = |t: &TrackInfo| t.flow_pos.len() as u32;
                 let at = |t: &TrackInfo, k: u32| t.flow_pos.get(k as usize).copied().unwrap_or(0);
                 merge_in_order(tracks, count, at, span_of, |ti, k, ts, dur| {
                     let Some(&packed) = tracks[ti].flow_data.get(k as usize) else { return };
                     let flow = Flow::unpack(packed);
-                    let binding = Some((flow.id, flow.entry));
-                    let mut level = 0;
-                    while level < NUM_LEVELS - 1 {
-                        if flow_vis[level].visible_at_resolution(ti, ts, dur, binding, true) {
-                            break;
-                        }
-                        level += 1;
-                    }
-                    for vis in flow_vis.iter_mut().skip(level + 1) {
-                        vis.set_visible_at_resolution(ti, ts, dur, binding, true);
-                    }
+                    let level = flow_vis.first_visible_level(ti, ts, dur, (flow.id, flow.entry));
                     flow_levels.entry(flow.id).or_insert(level as u8);
                 });
                 flow_levels

@@ -145,34 +145,91 @@ impl Visibility {
         }
         visible
     }
+}
 
-    /// `SetVisibleAtResolution`: records the event as visible.
-    pub(crate) fn set_visible_at_resolution(
-        &mut self,
-        row: usize,
-        ts: u64,
-        dur: u64,
-        flow: Option<(u64, FlowEntry)>,
-        is_thread: bool,
-    ) {
-        if !is_thread {
-            *self.counter_slot(row) = Some(ts);
-            return;
-        }
-        if self.rows.len() <= row {
-            self.rows.resize(row + 1, RowVisibility::default());
-        }
-        let state = &mut self.rows[row];
-        if let Some((flow_id, entry)) = flow {
-            if entry == FlowEntry::End {
-                self.flows.remove(&flow_id);
-            } else {
-                self.flows.entry(flow_id).or_insert(true);
+/// The flow pass of the level assignment: for each flow event in XProf's global order,
+/// the first zoom level at which it is visible, with one [`Visibility`] per level as XProf
+/// keeps it, except that the levels' flow maps are one map of per-level bits (one hash
+/// lookup per flow event instead of up to two per level; the answers are the same).
+pub(crate) struct FlowLevels {
+    /// `[level][row]` nesting state.
+    rows: Vec<Vec<RowVisibility>>,
+    /// Flow id → (levels whose map holds the flow, levels where it is marked visible).
+    flows: HashMap<u64, (u16, u16)>,
+}
+
+impl Default for FlowLevels {
+    fn default() -> Self {
+        FlowLevels { rows: vec![Vec::new(); NUM_LEVELS - 1], flows: HashMap::default() }
+    }
+}
+
+impl FlowLevels {
+    /// `VisibleAtResolution` level after level until the event is visible, then
+    /// `SetVisibleAtResolution` at every finer level; returns the first visible level
+    /// (`NUM_LEVELS - 1` when it is visible at none).
+    pub(crate) fn first_visible_level(&mut self, row: usize, ts: u64, dur: u64, flow: (u64, FlowEntry)) -> usize {
+        let (flow_id, entry) = flow;
+        let last = NUM_LEVELS - 1;
+        let end = ts.wrapping_add(dur);
+        let (mut present, mut marked) = self.flows.get(&flow_id).copied().unwrap_or((0, 0));
+        let mut level = 0;
+        while level < last {
+            let r = LAYER_RESOLUTIONS_PS[level];
+            let bit = 1u16 << level;
+            let rows = &mut self.rows[level];
+            if rows.len() <= row {
+                rows.resize(row + 1, RowVisibility::default());
             }
-            state.last_flow = Some(ts.wrapping_add(dur));
+            let state = &mut rows[row];
+            let depth = state.depth(ts);
+            let mut visible = dur >= r || state.last_end.get(depth).is_none_or(|&last| ts.wrapping_sub(last) >= r);
+            let inserted = present & bit == 0;
+            if inserted {
+                present |= bit;
+                marked = if visible { marked | bit } else { marked & !bit };
+            }
+            if !visible {
+                if inserted && state.last_flow.is_none_or(|last| end.wrapping_sub(last) >= r) {
+                    marked |= bit;
+                }
+                visible = marked & bit != 0;
+            }
+            if entry == FlowEntry::End {
+                present &= !bit;
+                marked &= !bit;
+            }
+            if visible {
+                state.last_flow = Some(end);
+                state.set_last_end(depth, end);
+                break;
+            }
+            level += 1;
         }
-        let depth = state.depth(ts);
-        state.set_last_end(depth, ts.wrapping_add(dur));
+        for finer in level + 1..last {
+            let bit = 1u16 << finer;
+            if entry == FlowEntry::End {
+                present &= !bit;
+                marked &= !bit;
+            } else if present & bit == 0 {
+                present |= bit;
+                marked |= bit;
+            }
+            let rows = &mut self.rows[finer];
+            if rows.len() <= row {
+                rows.resize(row + 1, RowVisibility::default());
+            }
+            let state = &mut rows[row];
+            state.last_flow = Some(end);
+            let depth = state.depth(ts);
+            state.set_last_end(depth, end);
+        }
+        if present == 0 {
+            self.flows.remove(&flow_id);
+        } else {
+            self.flows.insert(flow_id, (present, marked));
+        }
+        level
     }
 }
 
@@ -254,5 +311,80 @@ impl LevelAssigner {
             self.record(l, ts, dur);
         }
         level
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `SetVisibleAtResolution` on XProf's per-level state (the reference for [`FlowLevels`]).
+    fn set_visible(vis: &mut Visibility, row: usize, ts: u64, dur: u64, flow: (u64, FlowEntry)) {
+        if vis.rows.len() <= row {
+            vis.rows.resize(row + 1, RowVisibility::default());
+        }
+        let state = &mut vis.rows[row];
+        if flow.1 == FlowEntry::End {
+            vis.flows.remove(&flow.0);
+        } else {
+            vis.flows.entry(flow.0).or_insert(true);
+        }
+        state.last_flow = Some(ts.wrapping_add(dur));
+        let depth = state.depth(ts);
+        state.set_last_end(depth, ts.wrapping_add(dur));
+    }
+
+    /// One `Visibility` (with its own flow map) per level, as XProf keeps them.
+    fn reference_level(levels: &mut [Visibility], row: usize, ts: u64, dur: u64, flow: (u64, FlowEntry)) -> usize {
+        let mut level = 0;
+        while level < levels.len() {
+            if levels[level].visible_at_resolution(row, ts, dur, Some(flow), true) {
+                break;
+            }
+            level += 1;
+        }
+        for vis in levels.iter_mut().skip(level + 1) {
+            set_visible(vis, row, ts, dur, flow);
+        }
+        level
+    }
+
+    /// Random flow events on a few rows, at every scale of the zoom levels: the shared bit
+    /// map gives the first visible level XProf's per-level maps give.
+    #[test]
+    fn flow_levels_match_per_level_visibility() {
+        for seed in 0..200u64 {
+            let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            let mut next = move |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let mut reference: Vec<Visibility> =
+                (0..NUM_LEVELS - 1).map(|l| Visibility::new((0, u64::MAX / 2), LAYER_RESOLUTIONS_PS[l])).collect();
+            let mut ours = FlowLevels::default();
+            let mut ts = 0u64;
+            let mut open: Vec<u64> = Vec::new();
+            for i in 0..400u64 {
+                ts += 10u64.pow(next(13) as u32) * next(3);
+                let dur = 10u64.pow(next(13) as u32) * next(4);
+                let row = next(3) as usize;
+                let flow = if !open.is_empty() && next(2) == 0 {
+                    let id = open.swap_remove(next(open.len() as u64) as usize);
+                    if next(4) == 0 {
+                        open.push(id);
+                        (id, FlowEntry::Mid)
+                    } else {
+                        (id, FlowEntry::End)
+                    }
+                } else {
+                    open.push(i);
+                    (i, FlowEntry::Start)
+                };
+                let expected = reference_level(&mut reference, row, ts, dur, flow);
+                assert_eq!(ours.first_visible_level(row, ts, dur, flow), expected, "seed {seed} event {i}");
+            }
+        }
     }
 }

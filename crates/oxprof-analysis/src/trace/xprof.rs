@@ -253,6 +253,24 @@ fn search(host: &HostTrace<'_>, prefix: &str, req: &TraceViewRequest) -> Selecti
     Selection { tracks, full_args: false }
 }
 
+/// Bytes [`json_escape`] may rewrite: controls, `"`, `\\`, `<`, `>`, `&`, and 0xe2 (the
+/// first byte of U+2028/U+2029); every other byte is copied as it is.
+const ESCAPE_CANDIDATE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table[b'<' as usize] = true;
+    table[b'>' as usize] = true;
+    table[b'&' as usize] = true;
+    table[0xe2] = true;
+    table
+};
+
 /// XProf's `JsonEscape`.
 pub(crate) fn json_escape(out: &mut String, raw: &str) {
     out.push('"');
@@ -261,6 +279,10 @@ pub(crate) fn json_escape(out: &mut String, raw: &str) {
     let mut start = 0;
     while i < bytes.len() {
         let c = bytes[i];
+        if !ESCAPE_CANDIDATE[usize::from(c)] {
+            i += 1;
+            continue;
+        }
         let replacement: Option<&str> = match c {
             b'"' => Some("\\\""),
             b'\\' => Some("\\\\"),
@@ -302,7 +324,29 @@ pub(crate) fn json_escape(out: &mut String, raw: &str) {
 }
 
 /// Picoseconds as XProf's microsecond doubles (`ps / 1e6`; shortest round-trip digits).
+///
+/// Below 10^15 ps the exact quotient has at most 15 significant digits; every such decimal
+/// round-trips through a double and no shorter decimal maps to the same double (distinct
+/// ≤15-digit decimals give distinct doubles), so the shortest digits are the exact
+/// quotient's: integer part, then the six fraction digits without trailing zeros. That is
+/// written with integer arithmetic; larger values take the float formatter.
 fn push_micros(out: &mut String, ps: u64) {
+    const EXACT_LIMIT: u64 = 1_000_000_000_000_000;
+    if ps < EXACT_LIMIT {
+        let (whole, frac) = (ps / 1_000_000, ps % 1_000_000);
+        let _ = write!(out, "{whole}");
+        if frac != 0 {
+            let mut digits = *b".000000";
+            let mut rest = frac;
+            for slot in digits[1..].iter_mut().rev() {
+                *slot = b'0' + (rest % 10) as u8;
+                rest /= 10;
+            }
+            let len = digits.iter().rposition(|&d| d != b'0').map_or(1, |i| i + 1);
+            out.push_str(std::str::from_utf8(&digits[..len]).unwrap_or_default());
+        }
+        return;
+    }
     let v = ps as f64 / 1e6;
     let _ = write!(out, "{v}");
 }
@@ -888,4 +932,27 @@ pub fn legacy_trace_json(host: &HostTrace<'_>) -> String {
     }
     out.push_str("{}]}\n");
     out
+}
+
+#[cfg(test)]
+mod micros_tests {
+    use super::push_micros;
+
+    /// The integer fast path writes the same digits as the float formatter.
+    #[test]
+    fn micros_match_float_display() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut samples = vec![0, 1, 10, 999_999, 1_000_000, 1_000_001, 123_456_789, 999_999_999_999_999];
+        for _ in 0..200_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            samples.push((seed % 1_000_000_000_000_000) >> (seed % 40));
+        }
+        for ps in samples {
+            let mut fast = String::new();
+            push_micros(&mut fast, ps);
+            assert_eq!(fast, format!("{}", ps as f64 / 1e6), "ps = {ps}");
+        }
+    }
 }
