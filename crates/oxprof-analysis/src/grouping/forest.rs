@@ -231,12 +231,7 @@ pub(crate) struct Forest<'s> {
     flags: Vec<u8>,
     pub(crate) group: Vec<u32>,
     roots: Vec<Root>,
-    // Inter-thread connection keys, in node order.
-    executors: Vec<(u64, u64, u32)>,
-    loop_executors: Vec<(i64, i64, u32)>,
-    iterators: Vec<(u64, u64, u32, bool)>,
-    launches: Vec<(u64, u32)>,
-    executes: Vec<(u64, u32)>,
+    keys: ConnectionKeys,
     tf_data_step_ids: FxHashSet<i64>,
     /// Raw-id context keys → key index, without and with pid.
     raw_context_keys: [RawContextMap; 2],
@@ -283,12 +278,33 @@ pub(crate) struct Pending {
     contexts: Vec<PendingContext>,
     other_keys: Vec<ContextKey>,
     roots: Vec<Root>,
+    keys: ConnectionKeys,
+    tf_data_step_ids: Vec<i64>,
+}
+
+/// Inter-thread connection keys of nodes, in node order.
+#[derive(Default)]
+struct ConnectionKeys {
+    /// `ExecutorState::Process` nodes: `(step_id, iter_num)` as ints-or-uints, node.
     executors: Vec<(u64, u64, u32)>,
+    /// The same as ints, for TF loops.
     loop_executors: Vec<(i64, i64, u32)>,
+    /// `IteratorGetNext(AsOptional)` nodes: `(step_id, iter_num, node, optional)`.
     iterators: Vec<(u64, u64, u32, bool)>,
+    /// Kernel launches and executions by correlation id.
     launches: Vec<(u64, u32)>,
     executes: Vec<(u64, u32)>,
-    tf_data_step_ids: Vec<i64>,
+}
+
+impl ConnectionKeys {
+    /// Appends another table's keys with their nodes renumbered by `base`.
+    fn append_shifted(&mut self, other: &ConnectionKeys, base: u32) {
+        self.executors.extend(other.executors.iter().map(|&(s, i, n)| (s, i, n + base)));
+        self.loop_executors.extend(other.loop_executors.iter().map(|&(s, i, n)| (s, i, n + base)));
+        self.iterators.extend(other.iterators.iter().map(|&(s, i, n, o)| (s, i, n + base, o)));
+        self.launches.extend(other.launches.iter().map(|&(c, n)| (c, n + base)));
+        self.executes.extend(other.executes.iter().map(|&(c, n)| (c, n + base)));
+    }
 }
 
 /// One producer/consumer registration of a pending node (24 bytes instead of a 48-byte
@@ -474,20 +490,20 @@ impl SweepCtx<'_> {
         let next = out.node_event.len() as u32;
         match (ty, step, iter) {
             (NodeType::ExecutorStateProcess, Some(s), Some(i)) => {
-                out.executors.push((s.int_or_uint(), i.int_or_uint(), next));
-                out.loop_executors.push((s.int_value(), i.int_value(), next));
+                out.keys.executors.push((s.int_or_uint(), i.int_or_uint(), next));
+                out.keys.loop_executors.push((s.int_value(), i.int_value(), next));
             }
             (NodeType::IteratorGetNextOp, Some(s), Some(i)) => {
-                out.iterators.push((s.int_or_uint(), i.int_or_uint(), next, false))
+                out.keys.iterators.push((s.int_or_uint(), i.int_or_uint(), next, false))
             }
             (NodeType::IteratorGetNextAsOptionalOp, Some(s), Some(i)) => {
-                out.iterators.push((s.int_or_uint(), i.int_or_uint(), next, true))
+                out.keys.iterators.push((s.int_or_uint(), i.int_or_uint(), next, true))
             }
             _ => {}
         }
         match (ty, correlation) {
-            (NodeType::KernelLaunch, Some(c)) => out.launches.push((c.int_or_uint(), next)),
-            (NodeType::KernelExecute, Some(c)) => out.executes.push((c.int_or_uint(), next)),
+            (NodeType::KernelLaunch, Some(c)) => out.keys.launches.push((c.int_or_uint(), next)),
+            (NodeType::KernelExecute, Some(c)) => out.keys.executes.push((c.int_or_uint(), next)),
             _ => {}
         }
         if let Some(level) = facts.root_level {
@@ -594,11 +610,7 @@ impl<'s> Forest<'s> {
             flags: Vec::new(),
             group: Vec::new(),
             roots: Vec::new(),
-            executors: Vec::new(),
-            loop_executors: Vec::new(),
-            iterators: Vec::new(),
-            launches: Vec::new(),
-            executes: Vec::new(),
+            keys: ConnectionKeys::default(),
             tf_data_step_ids: FxHashSet::default(),
             raw_context_keys: [RawContextMap::default(), RawContextMap::default()],
             context_keys: FxHashMap::default(),
@@ -923,11 +935,7 @@ impl<'s> Forest<'s> {
             self.context_entries.push((key, node | (c.node & PRODUCER_BIT)));
         }
         self.roots.extend(pending.roots.iter().map(|r| Root { node: r.node + base, ..*r }));
-        self.executors.extend(pending.executors.iter().map(|&(s, i, n)| (s, i, n + base)));
-        self.loop_executors.extend(pending.loop_executors.iter().map(|&(s, i, n)| (s, i, n + base)));
-        self.iterators.extend(pending.iterators.iter().map(|&(s, i, n, o)| (s, i, n + base, o)));
-        self.launches.extend(pending.launches.iter().map(|&(c, n)| (c, n + base)));
-        self.executes.extend(pending.executes.iter().map(|&(c, n)| (c, n + base)));
+        self.keys.append_shifted(&pending.keys, base);
         self.tf_data_step_ids.extend(pending.tf_data_step_ids);
     }
 
@@ -946,11 +954,7 @@ impl<'s> Forest<'s> {
         pending.roots.clear();
         // The connection keys `classify` recorded, for the node about to be added.
         let base = self.node_event.len() as u32;
-        self.executors.extend(pending.executors.iter().map(|&(s, i, n)| (s, i, n + base)));
-        self.loop_executors.extend(pending.loop_executors.iter().map(|&(s, i, n)| (s, i, n + base)));
-        self.iterators.extend(pending.iterators.iter().map(|&(s, i, n, o)| (s, i, n + base, o)));
-        self.launches.extend(pending.launches.iter().map(|&(c, n)| (c, n + base)));
-        self.executes.extend(pending.executes.iter().map(|&(c, n)| (c, n + base)));
+        self.keys.append_shifted(&pending.keys, base);
         self.tf_data_step_ids.extend(pending.tf_data_step_ids);
         let (ty, flags) = node.unwrap_or_else(|| {
             let plane = &self.space.planes[plane_index];
@@ -989,11 +993,12 @@ impl<'s> Forest<'s> {
     /// sides have 64 or more events).
     pub(crate) fn connect_inter_thread(&mut self) {
         for optional in [false, true] {
-            if self.iterators.iter().all(|i| i.3 != optional) {
+            if self.keys.iterators.iter().all(|i| i.3 != optional) {
                 continue;
             }
-            let parents: FxHashMap<(u64, u64), u32> = self.executors.iter().map(|&(s, i, n)| ((s, i), n)).collect();
-            for &(s, i, child, opt) in &self.iterators {
+            let parents: FxHashMap<(u64, u64), u32> =
+                self.keys.executors.iter().map(|&(s, i, n)| ((s, i), n)).collect();
+            for &(s, i, child, opt) in &self.keys.iterators {
                 if opt == optional
                     && let Some(&parent) = parents.get(&(s, i))
                 {
@@ -1001,18 +1006,18 @@ impl<'s> Forest<'s> {
                 }
             }
         }
-        if !self.executes.is_empty() {
-            let parents: FxHashMap<u64, u32> = self.launches.iter().map(|&(c, n)| (c, n)).collect();
-            for &(c, child) in &self.executes {
+        if !self.keys.executes.is_empty() {
+            let parents: FxHashMap<u64, u32> = self.keys.launches.iter().map(|&(c, n)| (c, n)).collect();
+            for &(c, child) in &self.keys.executes {
                 if let Some(&parent) = parents.get(&c) {
                     self.edges.push((parent, child));
                 }
             }
         }
-        self.launches = Vec::new();
-        self.executes = Vec::new();
-        self.iterators = Vec::new();
-        self.executors = Vec::new();
+        self.keys.launches = Vec::new();
+        self.keys.executes = Vec::new();
+        self.keys.iterators = Vec::new();
+        self.keys.executors = Vec::new();
         // Context groups: bucket the entries by key, keeping their order.
         let keys = self.context_key_count as usize;
         self.context_keys = FxHashMap::default();
@@ -1058,7 +1063,7 @@ impl<'s> Forest<'s> {
         }
         let mut loops: Vec<(i64, Vec<Iteration>)> = Vec::new();
         let mut loop_index: FxHashMap<i64, usize> = FxHashMap::default();
-        for &(step_id, iter_num, node) in &std::mem::take(&mut self.loop_executors) {
+        for &(step_id, iter_num, node) in &std::mem::take(&mut self.keys.loop_executors) {
             if self.tf_data_step_ids.contains(&step_id) {
                 continue;
             }
