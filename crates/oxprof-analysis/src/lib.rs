@@ -5,6 +5,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod advice;
+mod cxx_sort;
 pub mod grouping;
 pub mod hlo_lookup;
 pub mod inspect;

@@ -34,7 +34,14 @@ fn strip_zeros(s: &str) -> &str {
 /// non-printable bytes (how XLA prints string attributes).
 pub fn c_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
+    c_escape_into(s.as_bytes(), &mut out);
+    out
+}
+
+/// [`c_escape`] on bytes, appended to `out` (protobuf's text format escapes `bytes` fields
+/// the same way).
+pub fn c_escape_into(bytes: &[u8], out: &mut String) {
+    for &b in bytes {
         match b {
             b'\n' => out.push_str("\\n"),
             b'\r' => out.push_str("\\r"),
@@ -48,7 +55,6 @@ pub fn c_escape(s: &str) -> String {
             }
         }
     }
-    out
 }
 
 /// protobuf's `SimpleDtoa` as its JSON printer writes doubles: `%.15g` when that reads back

@@ -55,3 +55,33 @@ pub(crate) fn read_json(path: &Path) -> serde_json::Value {
 pub(crate) fn load_op_stats(path: &Path) -> OpStats {
     serde_json::from_str(&read_text(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// An f32 array shape with the default (major-to-minor) layout, for hand-built HLO.
+pub(crate) fn f32_shape(dims: &[i64]) -> oxprof_format::hlo::Shape {
+    let layout =
+        oxprof_format::hlo::Layout { minor_to_major: (0..dims.len() as i64).rev().collect(), ..Default::default() };
+    oxprof_format::hlo::Shape {
+        element_type: oxprof_format::hlo::primitive::F32,
+        dimensions: dims.to_vec(),
+        layout: Some(layout),
+        ..Default::default()
+    }
+}
+
+/// A hand-built HLO instruction.
+pub(crate) fn hlo_instr(
+    name: &str,
+    opcode: &str,
+    id: i64,
+    operands: &[i64],
+    shape: oxprof_format::hlo::Shape,
+) -> oxprof_format::hlo::HloInstruction {
+    oxprof_format::hlo::HloInstruction {
+        name: name.into(),
+        opcode: opcode.into(),
+        id,
+        operand_ids: operands.to_vec(),
+        shape,
+        ..Default::default()
+    }
+}

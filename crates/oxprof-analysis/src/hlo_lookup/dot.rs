@@ -1388,23 +1388,9 @@ pub(crate) fn render(module: &HloModule, node_name: &str, options: RenderOptions
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HloComputation, HloInstruction, Layout, Literal};
+    use oxprof_format::hlo::{HloComputation, HloInstruction, Literal};
 
-    fn f32s(dims: &[i64]) -> Shape {
-        let layout = Layout { minor_to_major: (0..dims.len() as i64).rev().collect(), ..Default::default() };
-        Shape { element_type: primitive::F32, dimensions: dims.to_vec(), layout: Some(layout), ..Default::default() }
-    }
-
-    fn instr(name: &str, opcode: &str, id: i64, operands: &[i64], shape: Shape) -> HloInstruction {
-        HloInstruction {
-            name: name.into(),
-            opcode: opcode.into(),
-            id,
-            operand_ids: operands.to_vec(),
-            shape,
-            ..Default::default()
-        }
-    }
+    use crate::test_support::{f32_shape as f32s, hlo_instr as instr};
 
     fn constant(name: &str, id: i64, value: f32) -> HloInstruction {
         let mut c = instr(name, "constant", id, &[], f32s(&[]));

@@ -238,24 +238,6 @@ fn packed(kind: Kind, bytes: &[u8]) -> Vec<Scalar<'_>> {
     out
 }
 
-/// C's escaping as protobuf's `CEscape` does it, on bytes.
-fn c_escape_bytes(bytes: &[u8], out: &mut String) {
-    for &b in bytes {
-        match b {
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\'' => out.push_str("\\'"),
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\{b:03o}");
-            }
-        }
-    }
-}
-
 /// protobuf's `SimpleFtoa`.
 fn simple_ftoa(v: f32) -> String {
     if v.is_nan() {
@@ -362,7 +344,7 @@ fn print_value(field: &Field, value: &Scalar<'_>, depth: usize, out: &mut String
         }
         Scalar::Str(s) => {
             out.push_str(": \"");
-            c_escape_bytes(s, out);
+            crate::printf::c_escape_into(s, out);
             out.push('"');
         }
     }

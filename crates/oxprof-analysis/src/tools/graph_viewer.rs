@@ -457,24 +457,9 @@ pub fn adjacent_nodes(module: &HloModule, node_name: &str) -> Result<String, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HloComputation, HloInstruction, primitive};
+    use oxprof_format::hlo::HloComputation;
 
-    fn f32s(dims: &[i64]) -> Shape {
-        let layout =
-            oxprof_format::hlo::Layout { minor_to_major: (0..dims.len() as i64).rev().collect(), ..Default::default() };
-        Shape { element_type: primitive::F32, dimensions: dims.to_vec(), layout: Some(layout), ..Default::default() }
-    }
-
-    fn instr(name: &str, opcode: &str, id: i64, operands: &[i64], shape: Shape) -> HloInstruction {
-        HloInstruction {
-            name: name.into(),
-            opcode: opcode.into(),
-            id,
-            operand_ids: operands.to_vec(),
-            shape,
-            ..Default::default()
-        }
-    }
+    use crate::test_support::{f32_shape as f32s, hlo_instr as instr};
 
     /// `main` calls `fused` through a fusion; the fused computation prints first.
     fn module() -> (HloModule, ModuleExtras) {

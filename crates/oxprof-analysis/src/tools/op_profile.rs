@@ -4,6 +4,7 @@
 //! and without IDLE, as XProf's `op_profile.Profile` proto JSON. Port of
 //! `xprof/convert/op_stats_to_op_profile.cc` and `op_profile_builder.cc`.
 
+use crate::cxx_sort::partial_sort;
 use crate::op_stats::hardware::parse_hardware_type;
 use crate::op_stats::op_metrics_db::{
     children_time_ps, combine_memory_accessed_breakdown, combine_op_metrics, is_idle_op, parse_provenance,
@@ -619,75 +620,6 @@ fn node_metrics(op: &OpMetrics, peak_gflops: f64, peak_bws: &[f64], total_time_p
     }
 }
 
-/// `std::partial_sort` as libstdc++ implements it (heap select, then heap sort of the
-/// first `k`), so that elements equal under `less` end up in XProf's order.
-fn partial_sort<T: Copy>(v: &mut [T], k: usize, less: impl Fn(&T, &T) -> bool) {
-    let k = k.min(v.len());
-    make_heap(&mut v[..k], &less);
-    for i in k..v.len() {
-        if less(&v[i], &v[0]) {
-            // __pop_heap(first, middle, i): the top goes to i, v[i] sifts into the heap.
-            let value = v[i];
-            v[i] = v[0];
-            adjust_heap(&mut v[..k], 0, value, &less);
-        }
-    }
-    let mut end = k;
-    while end > 1 {
-        end -= 1;
-        let value = v[end];
-        v[end] = v[0];
-        adjust_heap(&mut v[..end], 0, value, &less);
-    }
-}
-
-fn make_heap<T: Copy>(v: &mut [T], less: &impl Fn(&T, &T) -> bool) {
-    let len = v.len();
-    if len < 2 {
-        return;
-    }
-    let mut parent = (len - 2) / 2;
-    loop {
-        let value = v[parent];
-        adjust_heap(v, parent, value, less);
-        if parent == 0 {
-            return;
-        }
-        parent -= 1;
-    }
-}
-
-/// libstdc++'s `__adjust_heap`: moves the hole down to a leaf along the larger children,
-/// then pushes `value` up from there.
-fn adjust_heap<T: Copy>(v: &mut [T], mut hole: usize, value: T, less: &impl Fn(&T, &T) -> bool) {
-    let len = v.len();
-    let top = hole;
-    let mut second = hole;
-    while second < len.saturating_sub(1) / 2 {
-        second = 2 * (second + 1);
-        if less(&v[second], &v[second - 1]) {
-            second -= 1;
-        }
-        v[hole] = v[second];
-        hole = second;
-    }
-    if len >= 2 && len.is_multiple_of(2) && second == (len - 2) / 2 {
-        second = 2 * (second + 1);
-        v[hole] = v[second - 1];
-        hole = second - 1;
-    }
-    // __push_heap
-    while hole > top {
-        let parent = (hole - 1) / 2;
-        if !less(&v[parent], &value) {
-            break;
-        }
-        v[hole] = v[parent];
-        hole = parent;
-    }
-    v[hole] = value;
-}
-
 /// A proto JSON double: integral values print without a fraction, as protobuf does.
 fn proto_double(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
@@ -855,27 +787,8 @@ mod tests {
     use crate::op_stats::environment::{device_planes, run_environment};
     use crate::op_stats::kernel_stats::kernel_stats_db;
     use crate::tools::{hlo_stats, kernel_stats, roofline_model};
-    use oxprof_format::hlo::{HloComputation, HloInstruction, HloModule, Layout, Shape, primitive};
+    use oxprof_format::hlo::{HloComputation, HloInstruction, HloModule};
     use oxprof_format::testing::XSpaceBuilder;
-
-    #[test]
-    fn partial_sort_keeps_libstdcxx_tie_order() {
-        // Equal elements: one full partial sort leaves three in place, reorders four.
-        let mut three = ['a', 'b', 'c'];
-        partial_sort(&mut three, 3, |_, _| false);
-        assert_eq!(three, ['a', 'b', 'c']);
-        // Orders checked against g++/libstdc++'s std::partial_sort.
-        let mut four = ['a', 'b', 'c', 'd'];
-        partial_sort(&mut four, 4, |_, _| false);
-        assert_eq!(four, ['b', 'd', 'a', 'c']);
-        let mut seven = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
-        partial_sort(&mut seven, 3, |_, _| false);
-        assert_eq!(seven, ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
-        // Descending by value, keeping the top two.
-        let mut v = [1, 5, 3, 4, 2];
-        partial_sort(&mut v, 2, |a, b| a > b);
-        assert_eq!(&v[..2], &[5, 4]);
-    }
 
     #[test]
     fn proto_json_text_prints_like_protobuf() {
@@ -892,25 +805,10 @@ mod tests {
         );
     }
 
-    fn f32s(dims: &[i64]) -> Shape {
-        let minor_to_major = (0..dims.len() as i64).rev().collect();
-        Shape {
-            element_type: primitive::F32,
-            dimensions: dims.to_vec(),
-            layout: Some(Layout { minor_to_major, ..Default::default() }),
-            ..Default::default()
-        }
-    }
+    use crate::test_support::f32_shape as f32s;
 
     fn instr(name: &str, opcode: &str, id: i64, operands: &[i64]) -> HloInstruction {
-        HloInstruction {
-            name: name.into(),
-            opcode: opcode.into(),
-            id,
-            shape: f32s(&[256]),
-            operand_ids: operands.to_vec(),
-            ..Default::default()
-        }
+        crate::test_support::hlo_instr(name, opcode, id, operands, f32s(&[256]))
     }
 
     fn param(name: &str, id: i64, number: i64) -> HloInstruction {

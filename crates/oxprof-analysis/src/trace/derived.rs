@@ -513,7 +513,7 @@ fn derive_stream(plane: &XPlane, li: usize, hlo: &HloModuleMap, names: &mut Deri
     let mut order: Vec<(i64, i64, usize)> =
         line.events(plane).map(|e| (e.timestamp_ps(), e.duration_ps(), e.index())).collect();
     // XLA's `GetSortedEvents`: start, then shorter first, in libstdc++'s unstable order.
-    super::cxx_sort::introsort(&mut order, |a, b| (a.0 as u64, a.1 as u64) < (b.0 as u64, b.1 as u64));
+    crate::cxx_sort::introsort(&mut order, |a, b| (a.0 as u64, a.1 as u64) < (b.0 as u64, b.1 as u64));
     // Buffers reused across kernels: no allocation per kernel once names are interned.
     let mut hlo_op_ids: Vec<u32> = Vec::new();
     let mut range_ids: Vec<Option<i64>> = Vec::new();

@@ -17,7 +17,6 @@
 
 pub mod aggregate;
 mod cache_format;
-mod cxx_sort;
 mod derived;
 mod index;
 pub mod lod;

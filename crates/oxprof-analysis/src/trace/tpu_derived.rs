@@ -7,11 +7,11 @@
 //! Unlike the GPU lines (`derived.rs`), these carry the events' `group_id`s, so they need
 //! the step grouping ([`EventGroups`]) of the XSpace.
 
-use super::cxx_sort::introsort;
 use super::derived::{
     Builders, DERIVED_MIN, DerivedEvent, DerivedLine, DerivedNames, DerivedPlane, NAME_SCOPE, OffloadArgs, SOURCE,
     TF_OP, TfOpCache,
 };
+use crate::cxx_sort::introsort;
 use crate::grouping::EventGroups;
 use oxprof_format::XPlane;
 use oxprof_format::schema::StatType;

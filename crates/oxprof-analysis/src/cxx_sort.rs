@@ -1,6 +1,6 @@
-//! C++'s `std::sort` as libstdc++ implements it, for the places where XProf sorts
-//! elements that compare equal and the order they end up in shows in its output (its
-//! sort is not stable, so a stable sort would differ).
+//! C++'s `std::sort` and `std::partial_sort` as libstdc++ implements them, for the places
+//! where XProf sorts elements that compare equal and the order they end up in shows in its
+//! output (its sorts are not stable, so a stable sort would differ).
 
 /// libstdc++'s `std::sort` (introsort: median-of-three quicksort down to runs of 16,
 /// heapsort past `2·log2(n)` levels, then one insertion sort), port of `bits/stl_algo.h`
@@ -130,20 +130,29 @@ fn adjust_heap<T: Copy>(v: &mut [T], mut hole: usize, len: usize, value: T, less
     push_heap(v, hole, top, value, less);
 }
 
-/// `std::partial_sort(first, last, last)`: `__make_heap`, then `__sort_heap`.
-fn heap_sort<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool + Copy) {
-    let len = v.len();
-    if len >= 2 {
-        let mut parent = (len - 2) / 2;
+/// `std::partial_sort(first, first + k, last)`: `__heap_select` (a heap of the first `k`,
+/// each later element smaller than its top replaces the top), then `__sort_heap`.
+pub(crate) fn partial_sort<T: Copy>(v: &mut [T], k: usize, less: impl Fn(&T, &T) -> bool + Copy) {
+    let k = k.min(v.len());
+    if k >= 2 {
+        let mut parent = (k - 2) / 2;
         loop {
-            adjust_heap(v, parent, len, v[parent], less);
+            adjust_heap(v, parent, k, v[parent], less);
             if parent == 0 {
                 break;
             }
             parent -= 1;
         }
     }
-    let mut last = len;
+    for i in k..v.len() {
+        if less(&v[i], &v[0]) {
+            // __pop_heap(first, middle, i): the top goes to i, v[i] sifts into the heap.
+            let value = v[i];
+            v[i] = v[0];
+            adjust_heap(v, 0, k, value, less);
+        }
+    }
+    let mut last = k;
     while last > 1 {
         last -= 1;
         let value = v[last];
@@ -152,9 +161,33 @@ fn heap_sort<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool + Copy) {
     }
 }
 
+/// `std::partial_sort(first, last, last)`: introsort's heapsort fallback.
+fn heap_sort<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool + Copy) {
+    partial_sort(v, v.len(), less);
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{heap_sort, introsort};
+    use super::{heap_sort, introsort, partial_sort};
+
+    #[test]
+    fn partial_sort_keeps_libstdcxx_tie_order() {
+        // Equal elements: one full partial sort leaves three in place, reorders four.
+        let mut three = ['a', 'b', 'c'];
+        partial_sort(&mut three, 3, |_, _| false);
+        assert_eq!(three, ['a', 'b', 'c']);
+        // Orders checked against g++/libstdc++'s std::partial_sort.
+        let mut four = ['a', 'b', 'c', 'd'];
+        partial_sort(&mut four, 4, |_, _| false);
+        assert_eq!(four, ['b', 'd', 'a', 'c']);
+        let mut seven = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+        partial_sort(&mut seven, 3, |_, _| false);
+        assert_eq!(seven, ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+        // Descending by value, keeping the top two.
+        let mut v = [1, 5, 3, 4, 2];
+        partial_sort(&mut v, 2, |a, b| a > b);
+        assert_eq!(&v[..2], &[5, 4]);
+    }
 
     /// A small deterministic pseudo-random sequence (xorshift).
     fn sequence(n: usize, seed: u64, modulo: u64) -> Vec<(u64, u32)> {
