@@ -4,7 +4,7 @@
 
 import { buildUrl, getText, PROFILE_PREFIX } from '../api';
 import { formatState } from '../state';
-import { h } from '../dom';
+import { h, replaceChildren } from '../dom';
 
 /** Memory kinds of `bandwidthUtils` / `rawBytesAccessedArray` (XProf's MemBwType). */
 export const MEM_HBM = 0;
@@ -229,4 +229,21 @@ export async function fetchModuleList(run: string): Promise<string[]> {
 export function moduleForProgram(modules: string[], programId: string): string {
   if (!programId) return '';
   return modules.find((m) => m.endsWith(`(${programId})`)) ?? '';
+}
+
+/**
+ * Fills an HLO module selector and picks the module to show: the one the URL names, else
+ * the one running `programId`, else the first; a named module the run does not list is
+ * still offered. Returns the chosen module ('' when there is none).
+ */
+export function fillModuleSelect(select: HTMLSelectElement, modules: string[], wanted: string, programId: string): string {
+  let module = wanted;
+  if (!module && programId) module = moduleForProgram(modules, programId);
+  if (!module) module = modules[0] ?? '';
+  const options = modules.map((m) => h('option', { value: m }, m));
+  if (module && !modules.includes(module)) options.unshift(h('option', { value: module }, `${module} (not listed)`));
+  replaceChildren(select, options.length ? options : [h('option', { value: '' }, 'No HLO modules')]);
+  select.value = module;
+  select.disabled = !modules.length;
+  return module;
 }

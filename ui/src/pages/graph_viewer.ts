@@ -7,21 +7,12 @@
 
 import { PROFILE_PREFIX, buildUrl, getText } from '../api';
 import { card } from '../components/common';
-import { fetchModuleList, moduleForProgram } from '../components/xla';
+import { renderDot } from '../components/dot_render';
+import { fetchModuleList, fillModuleSelect } from '../components/xla';
 import { h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
 
-/** Lays out DOT into SVG text (replaceable in tests). */
-export type DotRenderer = (dot: string) => Promise<string>;
-
-let renderer: DotRenderer = async (dot) => (await import('../components/graphviz')).dotToSvg(dot);
-
-/** Replaces the DOT renderer (tests); returns the previous one. */
-export function setDotRenderer(next: DotRenderer): DotRenderer {
-  const previous = renderer;
-  renderer = next;
-  return previous;
-}
+export { type DotRenderer, setDotRenderer } from '../components/dot_render';
 
 export type GraphView = 'graph' | 'short_txt' | 'long_txt';
 const VIEWS: [GraphView, string][] = [
@@ -250,7 +241,7 @@ export function graphViewerPage(ctx: PageContext): HTMLElement {
       const { dot, css } = splitStylesheet(extractDot(text));
       let svgText: string;
       try {
-        svgText = await renderer(dot);
+        svgText = await renderDot(dot);
       } catch (e) {
         throw new Error(`Graphviz could not draw the graph: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       }
@@ -444,14 +435,7 @@ export function graphViewerPage(ctx: PageContext): HTMLElement {
       modules = [];
       setStatus(`Could not list the HLO modules: ${e instanceof Error ? e.message : String(e)}`);
     }
-    let module = view.get('module_name');
-    if (!module && view.get('program_id')) module = moduleForProgram(modules, view.get('program_id'));
-    if (!module) module = modules[0] ?? '';
-    const options = modules.map((m) => h('option', { value: m }, m));
-    if (module && !modules.includes(module)) options.unshift(h('option', { value: module }, `${module} (not listed)`));
-    replaceChildren(moduleSelect, options.length ? options : [h('option', { value: '' }, 'No HLO modules')]);
-    moduleSelect.value = module;
-    moduleSelect.disabled = !modules.length;
+    const module = fillModuleSelect(moduleSelect, modules, view.get('module_name'), view.get('program_id'));
     if (module && module !== view.get('module_name')) saveState();
     await show();
   })();

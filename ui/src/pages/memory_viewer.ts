@@ -10,7 +10,7 @@ import { PROFILE_PREFIX, buildUrl, getJson } from '../api';
 import { type Chart, PALETTE, chartElement, disposeChartsIn } from '../components/chart';
 import { card, metric } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
-import { fetchModuleList, graphViewerHref, moduleForProgram } from '../components/xla';
+import { fetchModuleList, fillModuleSelect, graphViewerHref } from '../components/xla';
 import type { DataTable } from '../datatable';
 import { escapeHtml, h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
@@ -569,14 +569,7 @@ export function memoryViewerPage(ctx: PageContext): HTMLElement {
     } catch (e) {
       replaceChildren(status, `Could not list the HLO modules: ${e instanceof Error ? e.message : String(e)}`);
     }
-    let module = view.get('module_name');
-    if (!module && view.get('program_id')) module = moduleForProgram(modules, view.get('program_id'));
-    if (!module) module = modules[0] ?? '';
-    const options = modules.map((m) => h('option', { value: m }, m));
-    if (module && !modules.includes(module)) options.unshift(h('option', { value: module }, `${module} (not listed)`));
-    replaceChildren(moduleSelect, options.length ? options : [h('option', { value: '' }, 'No HLO modules')]);
-    moduleSelect.value = module;
-    moduleSelect.disabled = !modules.length;
+    const module = fillModuleSelect(moduleSelect, modules, view.get('module_name'), view.get('program_id'));
     if (module && module !== view.get('module_name')) view.set('module_name', module);
     await show();
   })();

@@ -6,6 +6,7 @@
 // `tfd.rank`). A profile without tf.data events shows the tool's own message.
 
 import { card, richText } from '../components/common';
+import { renderDot } from '../components/dot_render';
 import { renderTable } from '../components/table';
 import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../datatable';
 import { h, replaceChildren } from '../dom';
@@ -140,17 +141,7 @@ export function pipelineDot(nodes: IteratorNode[]): string {
   return lines.join('\n');
 }
 
-/** Lays out DOT into SVG text (replaceable in tests). */
-export type DotRenderer = (dot: string) => Promise<string>;
-
-let renderer: DotRenderer = async (dot) => (await import('../components/graphviz')).dotToSvg(dot);
-
-/** Replaces the DOT renderer (tests); returns the previous one. */
-export function setTfDataDotRenderer(next: DotRenderer): DotRenderer {
-  const previous = renderer;
-  renderer = next;
-  return previous;
-}
+export { setDotRenderer as setTfDataDotRenderer } from '../components/dot_render';
 
 /** Parses Graphviz's SVG into an element safe to insert (no scripts, event attributes or external links). */
 export function safeSvg(svgText: string): SVGSVGElement {
@@ -355,7 +346,7 @@ export function tfDataPage(ctx: PageContext): HTMLElement {
     replaceChildren(stage, h('span', { class: 'spinner' }), 'Laying out the graph…');
     const dot = pipelineDot(call.nodes);
     try {
-      const svg = safeSvg(await renderer(dot));
+      const svg = safeSvg(await renderDot(dot));
       if (mine !== seq) return;
       svg.setAttribute('data-role', 'tfd-svg');
       svg.classList.add('tfd-svg');
