@@ -417,15 +417,22 @@ impl WorkerJob {
         if empty_trace {
             return Err(CaptureError::EmptyTrace { address: self.address.clone() });
         }
-        // The server saved it itself at <repository_root>/<session>/<stem>.xplane.pb.
+        // The server saved it itself at <repository_root>/<session>/<stem>.xplane.pb. A file
+        // from before the request is an old capture. File times come from the kernel's
+        // coarse clock, which lags the clock `asked_at` was read from by up to a tick, so a
+        // file written just after the request can look a few ms older than it.
+        let written_after = |m: SystemTime| m + MTIME_SLACK >= asked_at;
         match tokio::fs::metadata(&target).await {
-            Ok(meta) if meta.len() > 0 && meta.modified().map(|m| m >= asked_at).unwrap_or(true) => {
+            Ok(meta) if meta.len() > 0 && meta.modified().map(written_after).unwrap_or(true) => {
                 Ok(capture(target, meta.len(), XSpaceSource::SharedFilesystem))
             }
             _ => Err(CaptureError::ServerWroteRemotely { address: self.address.clone(), remote_path: target }),
         }
     }
 }
+
+/// How much older than the request a server-written file may look (coarse file clock).
+const MTIME_SLACK: Duration = Duration::from_millis(100);
 
 /// Writes `<path>.part` and renames it, so that readers never see half a profile.
 async fn write_atomically(path: &Path, data: &[u8]) -> Result<(), CaptureError> {

@@ -65,7 +65,12 @@ impl ProfilerService for FakeServer {
             Behaviour::WritesItself => {
                 let dir = PathBuf::from(&request.repository_root).join(&request.session_id);
                 std::fs::create_dir_all(&dir).unwrap();
-                std::fs::write(dir.join(format!("{}.xplane.pb", request.host_name.replace(':', "_"))), XSPACE).unwrap();
+                let path = dir.join(format!("{}.xplane.pb", request.host_name.replace(':', "_")));
+                std::fs::write(&path, XSPACE).unwrap();
+                // File times come from the kernel's coarse clock and can look a few ms older
+                // than the client's request time: make that happen every time.
+                let file = std::fs::File::options().write(true).open(&path).unwrap();
+                file.set_modified(std::time::SystemTime::now() - Duration::from_millis(20)).unwrap();
                 ok(vec![])
             }
             Behaviour::WroteElsewhere => ok(vec![]),
