@@ -116,10 +116,18 @@ pub fn decode_xspace_with(buf: &[u8], release: &dyn ReleasePages) -> Result<XSpa
         .flat_map(|(p, s)| s.lines.iter().enumerate().map(move |(l, &(b, base))| (p, l, b, base)))
         .collect();
     jobs.sort_by_key(|&(p, l, b, _)| (std::cmp::Reverse(b.len()), p, l));
-    let planes_ref = &planes;
+    let lookups: Vec<(IdLookup, IdLookup)> = planes
+        .iter()
+        .map(|plane| {
+            let events = IdLookup::new(plane.event_metadata_by_id.iter().map(|(&k, v)| (k, v.0)));
+            let stats = IdLookup::new(plane.stat_metadata_by_id.iter().map(|(&k, v)| (k, v.0)));
+            (events, stats)
+        })
+        .collect();
+    let lookups_ref = &lookups;
     let decoded: Vec<((usize, usize), Result<LineOut, WireError>)> = jobs
         .par_iter()
-        .map(|&(p, l, bytes, base)| ((p, l), decode_line(bytes, base, &planes_ref[p], release)))
+        .map(|&(p, l, bytes, base)| ((p, l), decode_line(bytes, base, &lookups_ref[p], release)))
         .collect();
     let mut by_position: Vec<Vec<Option<LineOut>>> =
         scans.iter().map(|s| (0..s.lines.len()).map(|_| None).collect()).collect();
@@ -334,7 +342,7 @@ fn decode_owned_stat(
     target: StatTarget,
     diag: &mut Diagnostics,
 ) -> Result<(), WireError> {
-    let raw = read_stat(bytes, base, diag)?;
+    let raw = read_stat(Reader::new(bytes, base), diag)?;
     let meta = resolve_stat_metadata(plane, raw.metadata_id, diag);
     let value = match raw.value {
         StatPayload::Value(v) => v,
@@ -399,27 +407,63 @@ struct RawStat<'a> {
 }
 
 /// Reads one `XStat` message. The value oneof keeps the last value field, as protobuf does.
-#[inline]
-fn read_stat<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Result<RawStat<'a>, WireError> {
+#[inline(always)]
+fn read_stat<'a>(mut r: Reader<'a>, diag: &mut Diagnostics) -> Result<RawStat<'a>, WireError> {
     let mut stat = RawStat { metadata_id: 0, value: StatPayload::Value(RawValue::Unset) };
-    let mut r = Reader::new(bytes, base);
     while !r.is_empty() {
-        match r.tag()? {
-            (1, WireType::Varint) => stat.metadata_id = r.varint()? as i64,
-            (2, WireType::Fixed64) => stat.value = StatPayload::Value(RawValue::Double(f64::from_bits(r.fixed64()?))),
-            (3, WireType::Varint) => stat.value = StatPayload::Value(RawValue::U64(r.varint()?)),
-            (4, WireType::Varint) => stat.value = StatPayload::Value(RawValue::I64(r.varint()? as i64)),
-            (5, WireType::Len) => stat.value = StatPayload::Str(r.len_delimited()?.0),
-            (6, WireType::Len) => stat.value = StatPayload::Bytes(r.len_delimited()?.0),
-            (7, WireType::Varint) => stat.value = StatPayload::Value(RawValue::Ref(r.varint()?)),
-            (8, WireType::Len) => stat.value = StatPayload::Compressed(r.len_delimited()?.0),
-            (field, wt) => {
+        // Keys: field << 3 | wire type (0 varint, 1 fixed64, 2 length-delimited).
+        match r.key()? {
+            0x08 => stat.metadata_id = r.varint()? as i64,
+            0x11 => stat.value = StatPayload::Value(RawValue::Double(f64::from_bits(r.fixed64()?))),
+            0x18 => stat.value = StatPayload::Value(RawValue::U64(r.varint()?)),
+            0x20 => stat.value = StatPayload::Value(RawValue::I64(r.varint()? as i64)),
+            0x2a => stat.value = StatPayload::Str(r.len_delimited()?.0),
+            0x32 => stat.value = StatPayload::Bytes(r.len_delimited()?.0),
+            0x38 => stat.value = StatPayload::Value(RawValue::Ref(r.varint()?)),
+            0x42 => stat.value = StatPayload::Compressed(r.len_delimited()?.0),
+            key => {
+                let (field, wt) = r.split_key(key)?;
                 r.skip(field, wt)?;
                 diag.add(DiagnosticKind::UnknownField, 1);
             }
         }
     }
     Ok(stat)
+}
+
+/// File metadata id → dense index, for the per-event and per-stat lookups of a plane's
+/// lines. Files number metadata 1, 2, 3, …, so a plain table indexed by id is the usual
+/// case; sparse or negative ids fall back to a hash map.
+struct IdLookup {
+    dense: Vec<u32>,
+    sparse: FxHashMap<i64, u32>,
+}
+
+impl IdLookup {
+    const ABSENT: u32 = u32::MAX;
+
+    fn new(entries: impl ExactSizeIterator<Item = (i64, u32)> + Clone) -> Self {
+        let len = entries.len();
+        let max = entries.clone().map(|(id, _)| id).max().unwrap_or(-1);
+        let dense_fits = entries.clone().all(|(id, _)| id >= 0) && (max as u64) < 4 * len as u64 + 1024;
+        if !dense_fits {
+            return IdLookup { dense: Vec::new(), sparse: entries.collect() };
+        }
+        let mut dense = vec![Self::ABSENT; (max + 1) as usize];
+        for (id, index) in entries {
+            dense[id as usize] = index;
+        }
+        IdLookup { dense, sparse: FxHashMap::default() }
+    }
+
+    #[inline(always)]
+    fn get(&self, id: i64) -> Option<u32> {
+        match self.dense.get(id as usize) {
+            Some(&index) if index != Self::ABSENT => Some(index),
+            Some(_) => None,
+            None => self.sparse.get(&id).copied(),
+        }
+    }
 }
 
 /// A decoded line before its strings and placeholders are made plane-wide.
@@ -433,7 +477,12 @@ struct LineOut {
     diag: Diagnostics,
 }
 
-fn decode_line(bytes: &[u8], base: usize, plane: &XPlane, release: &dyn ReleasePages) -> Result<LineOut, WireError> {
+fn decode_line(
+    bytes: &[u8],
+    base: usize,
+    ids: &(IdLookup, IdLookup),
+    release: &dyn ReleasePages,
+) -> Result<LineOut, WireError> {
     let estimate = bytes.len() / 32;
     let mut out = LineOut {
         line: XLine {
@@ -471,8 +520,8 @@ fn decode_line(bytes: &[u8], base: usize, plane: &XPlane, release: &dyn ReleaseP
             (3, WireType::Varint) => out.line.timestamp_ns = r.varint()? as i64,
             (9, WireType::Varint) => out.line.duration_ps = r.varint()? as i64,
             (4, WireType::Len) => {
-                let (ev, ev_base) = r.len_delimited()?;
-                decode_event(ev, ev_base, plane, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
+                let event = r.nested()?;
+                decode_event(event, ids, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
                 if r.offset() - released_to >= RELEASE_EVERY {
                     release.release(released_to..r.offset());
                     released_to = r.offset();
@@ -495,9 +544,8 @@ fn decode_line(bytes: &[u8], base: usize, plane: &XPlane, release: &dyn ReleaseP
 
 #[inline]
 fn decode_event(
-    bytes: &[u8],
-    base: usize,
-    plane: &XPlane,
+    mut r: Reader<'_>,
+    (event_ids, stat_ids): &(IdLookup, IdLookup),
     out: &mut LineOut,
     unknown_event_index: &mut FxHashMap<i64, u32>,
     unknown_stat_index: &mut FxHashMap<i64, u32>,
@@ -506,24 +554,26 @@ fn decode_event(
     let mut offset_ps = 0i64;
     let mut occurrences: Option<i64> = None;
     let mut duration_ps = 0i64;
-    let mut r = Reader::new(bytes, base);
+    let base = r.offset();
     while !r.is_empty() {
-        match r.tag()? {
-            (1, WireType::Varint) => metadata_id = r.varint()? as i64,
-            (2, WireType::Varint) => {
+        // Keys: field << 3 | wire type (0 varint, 2 length-delimited).
+        match r.key()? {
+            0x08 => metadata_id = r.varint()? as i64,
+            0x10 => {
                 offset_ps = r.varint()? as i64;
                 occurrences = None;
             }
-            (5, WireType::Varint) => {
+            0x28 => {
                 occurrences = Some(r.varint()? as i64);
                 offset_ps = 0;
             }
-            (3, WireType::Varint) => duration_ps = r.varint()? as i64,
-            (4, WireType::Len) => {
-                let (sb, sbase) = r.len_delimited()?;
-                let stat = read_stat(sb, sbase, &mut out.diag)?;
-                let meta = match plane.stat_metadata_by_id.get(&stat.metadata_id) {
-                    Some(m) => m.0,
+            0x18 => duration_ps = r.varint()? as i64,
+            0x22 => {
+                let stat_reader = r.nested()?;
+                let sbase = stat_reader.offset();
+                let stat = read_stat(stat_reader, &mut out.diag)?;
+                let meta = match stat_ids.get(stat.metadata_id) {
+                    Some(m) => m,
                     None => {
                         out.diag.add(DiagnosticKind::UnknownStatMetadata, 1);
                         if out.unknown_stats.len() >= MAX_METADATA {
@@ -549,19 +599,22 @@ fn decode_event(
                         RawValue::Bytes((out.line.bytes.len() - 1) as u32)
                     }
                 };
-                if let RawValue::Ref(id) = value {
-                    check_ref(&plane.stat_metadata_by_id, id, &mut out.diag);
+                if let RawValue::Ref(id) = value
+                    && i64::try_from(id).ok().and_then(|id| stat_ids.get(id)).is_none()
+                {
+                    out.diag.add(DiagnosticKind::DanglingRefValue, 1);
                 }
                 out.line.stats.push(meta, value);
             }
-            (field, wt) => {
+            key => {
+                let (field, wt) = r.split_key(key)?;
                 r.skip(field, wt)?;
                 out.diag.add(DiagnosticKind::UnknownField, 1);
             }
         }
     }
-    let meta = match plane.event_metadata_by_id.get(&metadata_id) {
-        Some(m) => m.0,
+    let meta = match event_ids.get(metadata_id) {
+        Some(m) => m,
         None => {
             out.diag.add(DiagnosticKind::UnknownEventMetadata, 1);
             if out.unknown_events.len() >= MAX_METADATA {
@@ -660,4 +713,25 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
         return Err(DecodeError::TooLarge("more metadata entries in one plane than oxprof supports"));
     }
     Ok(out.line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IdLookup;
+
+    #[test]
+    fn id_lookup_is_dense_for_small_ids_and_falls_back_for_sparse_or_negative_ones() {
+        let dense = IdLookup::new([(1, 0), (2, 1), (7, 2)].into_iter());
+        assert!(!dense.dense.is_empty());
+        assert_eq!([0, 1, 2, 7, 8, -1].map(|id| dense.get(id)), [None, Some(0), Some(1), Some(2), None, None]);
+        for entries in [vec![(-5, 0), (3, 1)], vec![(1 << 40, 0), (3, 1)]] {
+            let sparse = IdLookup::new(entries.clone().into_iter());
+            assert!(sparse.dense.is_empty());
+            for (id, index) in entries {
+                assert_eq!(sparse.get(id), Some(index));
+            }
+            assert_eq!(sparse.get(4), None);
+        }
+        assert_eq!(IdLookup::new(std::iter::empty()).get(0), None);
+    }
 }
