@@ -5,16 +5,17 @@
 //! ```text
 //! cargo run --release -p oxprof-analysis --example phases -- bench-data/jax_large.xplane.pb
 //! PARTS=1 …   also times the parts of OpStats one by one
+//! TRACE=1 …   the trace_viewer path instead: grouping and trace index side by side
 //! ```
 use oxprof_analysis::grouping::EventGroups;
 use oxprof_analysis::op_stats::{convert, environment, host_op_metrics, step_events, steps_db, tf_functions};
 use oxprof_format::XSpace;
 use std::time::{Duration, Instant};
 
-/// Peak resident memory since the last [`reset_peak`], in KB (0 when unknown).
-fn peak_kb() -> u64 {
+/// A `/proc/self/status` field in KB (0 when unknown).
+fn status_kb(key: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap_or("0 kB");
+    let field = status.lines().find_map(|l| l.strip_prefix(key)).unwrap_or("0 kB");
     field.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)
 }
 
@@ -29,7 +30,8 @@ fn phase<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
     let out = f();
     let elapsed = t.elapsed();
-    println!("{name:<12} {:>8.1} ms  peak {:>7} KB", ms(elapsed), peak_kb());
+    let (peak, now) = (status_kb("VmHWM:"), status_kb("VmRSS:"));
+    println!("{name:<12} {:>8.1} ms  peak {peak:>7} KB  after {now:>7} KB", ms(elapsed));
     out
 }
 
@@ -49,6 +51,30 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if std::env::var_os("TRACE").is_some() {
+        let (groups, index) = if std::env::var("TRACE").is_ok_and(|v| v == "seq") {
+            let groups = phase("group", || oxprof_analysis::grouping::group_events(&space));
+            let index = phase("index", || oxprof_analysis::trace::TraceIndex::build(&space, "host"));
+            (groups, index)
+        } else {
+            phase("group+index", || {
+                rayon::join(
+                    || oxprof_analysis::grouping::group_events(&space),
+                    || oxprof_analysis::trace::TraceIndex::build(&space, "host"),
+                )
+            })
+        };
+        println!("({} trace events)", index.num_events);
+        let req = oxprof_analysis::trace::xprof::parse_request(|k| (k == "resolution").then(|| "8000".to_string()))
+            .unwrap_or_default();
+        let json = phase("render", || {
+            let host = oxprof_analysis::trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
+            oxprof_analysis::trace::xprof::trace_viewer_json(&[host], &req)
+        });
+        println!("({} bytes of trace JSON)", json.map_or(0, |j| j.len()));
+        phase("drop", move || drop((groups, index, space)));
+        return;
+    }
     let groups = phase("group", || oxprof_analysis::grouping::group_events(&space));
     let op_stats = phase("op_stats", || convert::op_stats_from_groups(&space, &groups));
     if std::env::var_os("PARTS").is_some() {

@@ -6,11 +6,11 @@
 //! file state, truncated or corrupted bytes), so a stale or damaged cache is never used:
 //! callers rebuild the index and overwrite it. No IO here: callers read and write files.
 
-use super::index::{DeviceInfo, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
+use super::index::{DROPPED_LEVEL, DeviceInfo, NUM_LEVELS, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the index layout or its meaning changes.
-pub const CACHE_VERSION: u32 = 3;
+pub const CACHE_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"OXPTRIDX";
 
 /// Why a cache was not usable.
@@ -184,14 +184,14 @@ pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
             w.u64(ts as u64);
             w.u64(dur as u64);
         }
-        w.len(t.serial.len());
-        for &x in &t.serial {
-            w.u16(x);
+        w.len(t.serials.len());
+        for &(pos, serial) in &t.serials {
+            w.u32(pos);
+            w.u16(serial);
         }
-        w.len(t.levels.len());
-        for l in &t.levels {
-            w.u32s(l);
-        }
+        w.len(t.level.len());
+        w.0.extend_from_slice(&t.level);
+        w.u32s(&t.level0);
         w.u32s(&t.flow_pos);
         w.len(t.flow_data.len());
         for &f in &t.flow_data {
@@ -286,10 +286,11 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
         let src = r.u32s()?;
         let n = r.len(16)?;
         let regions = (0..n).map(|_| Ok((r.u64()? as i64, r.u64()? as i64))).collect::<Result<Vec<_>, CacheError>>()?;
-        let n = r.len(2)?;
-        let serial = (0..n).map(|_| r.u16()).collect::<Result<Vec<_>, _>>()?;
-        let n = r.len(8)?;
-        let levels = (0..n).map(|_| r.u32s()).collect::<Result<Vec<_>, _>>()?;
+        let n = r.len(6)?;
+        let serials = (0..n).map(|_| Ok((r.u32()?, r.u16()?))).collect::<Result<Vec<_>, CacheError>>()?;
+        let n = r.len(1)?;
+        let level = r.take(n)?.to_vec();
+        let level0 = r.u32s()?;
         let flow_pos = r.u32s()?;
         let n = r.len(8)?;
         let flow_data = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
@@ -341,14 +342,20 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
         // Structural checks: every per-event table has one entry per event, and positions
         // are in range, so views never index out of bounds.
         let count_usize = count as usize;
-        let positions_ok = levels.iter().flatten().all(|&p| p < count)
+        let positions_ok = level.len() == count_usize
+            && level.iter().all(|&l| usize::from(l) < NUM_LEVELS || l == DROPPED_LEVEL)
+            && level0.windows(2).all(|w| w[0] < w[1])
+            && level0.iter().all(|&p| level.get(p as usize) == Some(&0))
+            && level.iter().filter(|&&l| l == 0).count() == level0.len()
+            && serials.windows(2).all(|w| w[0].0 < w[1].0)
+            && serials.last().is_none_or(|&(p, _)| p < count)
             && flow_pos.iter().all(|&p| p < count)
             && flow_pos.len() == flow_data.len()
             && (src.is_empty() || src.len() == count_usize)
             && (line_of.is_empty() || line_of.len() == count_usize)
             && line_of.iter().all(|&l| usize::from(l) < lines.len())
             && !lines.is_empty();
-        if serial.len() != count_usize || !positions_ok {
+        if !positions_ok {
             return Err(CacheError::Corrupt);
         }
         index.tracks.push(TrackInfo {
@@ -360,8 +367,9 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
             count,
             src,
             regions,
-            serial,
-            levels,
+            serials,
+            level,
+            level0,
             flow_pos,
             flow_data,
             max_duration_ps,

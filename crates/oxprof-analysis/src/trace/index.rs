@@ -17,7 +17,6 @@ use super::visibility::{FlowLevels, LevelAssigner};
 use crate::grouping::EventGroups;
 use oxprof_format::{Event, XLine, XPlane, XSpace};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -53,6 +52,24 @@ pub const LAYER_RESOLUTIONS_PS: [u64; 13] = [
     10,
     1,
 ];
+/// [`TrackInfo::level`] of an event XProf's storage drops (never visible).
+pub(crate) const DROPPED_LEVEL: u8 = u8::MAX;
+
+/// The first of the positions `0..n` for which `before` is false (`before` must be true
+/// on a prefix only, as for a time-sorted track).
+pub(crate) fn partition_positions(n: u32, before: impl Fn(u32) -> bool) -> u32 {
+    let (mut lo, mut hi) = (0u32, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Number of zoom levels.
 pub(crate) const NUM_LEVELS: usize = LAYER_RESOLUTIONS_PS.len();
 /// `src` marker of a synthetic `ThreadpoolListener::Region` event.
@@ -184,11 +201,18 @@ pub struct TrackInfo {
     pub(crate) src: Vec<u32>,
     /// Synthetic Region events: (timestamp ps, duration ps).
     pub(crate) regions: Vec<(i64, i64)>,
-    /// Per event: XProf's serial (unique id among events with the same timestamp);
-    /// `u16` because serials ≥ 256 mean "dropped".
-    pub(crate) serial: Vec<u16>,
-    /// Per zoom level: positions of the events first visible at that level, ascending.
-    pub(crate) levels: Vec<Vec<u32>>,
+    /// XProf's serials (unique id among events with the same timestamp) that are not 0,
+    /// as `(position, serial)` ascending by position: most timestamps are unique, so most
+    /// serials are 0. `u16` because serials ≥ 256 mean "dropped".
+    pub(crate) serials: Vec<(u32, u16)>,
+    /// Per event: the first zoom level at which it is visible, or [`DROPPED_LEVEL`] (XProf's
+    /// storage drops events with serial ≥ 256). One byte per event instead of per-level
+    /// position lists (4 bytes per event): a window read scans the bytes of its range.
+    pub(crate) level: Vec<u8>,
+    /// Positions of the level-0 events, ascending. They are few but may be long (level 0 is
+    /// where events of 1 s and more go), so window reads take them from here rather than
+    /// scanning back to where the longest one starts.
+    pub(crate) level0: Vec<u32>,
     /// Positions of the events with a flow binding, ascending.
     pub(crate) flow_pos: Vec<u32>,
     /// Their flows, packed (see [`Flow::pack`]).
@@ -260,9 +284,51 @@ impl TrackInfo {
         self.derived_names.as_ref()?.long_name(id)
     }
 
+    /// XProf's serial of the event at `pos`.
+    pub(crate) fn serial_at(&self, pos: u32) -> u16 {
+        self.serials.binary_search_by_key(&pos, |&(p, _)| p).map_or(0, |i| self.serials[i].1)
+    }
+
+    /// Positions of the events of levels `0..=last` that start in `[min_ts(level), end]`,
+    /// ascending. `min_ts` must not decrease from level 1 on (finer levels reach back less).
+    pub(crate) fn positions_in_levels(
+        &self,
+        space: &XSpace,
+        last: usize,
+        min_ts: impl Fn(usize) -> u64,
+        end: u64,
+    ) -> Vec<u32> {
+        let ts_at = |pos: u32| view_in(space, self, pos).map_or(0, |v| v.ts);
+        let first_at_or_after = |ts: u64| partition_positions(self.count, |p| ts_at(p) < ts);
+        let mut out: Vec<u32> =
+            self.level0.iter().copied().filter(|&p| (min_ts(0)..=end).contains(&ts_at(p))).collect();
+        let from_level0 = out.len();
+        let last = last.min(NUM_LEVELS - 1);
+        if last >= 1 {
+            let hi = partition_positions(self.count, |p| ts_at(p) <= end);
+            let lo = first_at_or_after(min_ts(1));
+            // Up to `checked`, an event's start may be before its own level's bound.
+            let checked = first_at_or_after(min_ts(last)).min(hi);
+            for pos in lo..hi {
+                let level = usize::from(self.level.get(pos as usize).copied().unwrap_or(DROPPED_LEVEL));
+                if level == 0 || level > last {
+                    continue;
+                }
+                if pos < checked && ts_at(pos) < min_ts(level) {
+                    continue;
+                }
+                out.push(pos);
+            }
+        }
+        if from_level0 > 0 {
+            out.sort_unstable();
+        }
+        out
+    }
+
     /// Whether the event was dropped by XProf's storage (serial ≥ 256).
     pub(crate) fn is_dropped(&self, pos: u32) -> bool {
-        self.serial.get(pos as usize).is_none_or(|&s| u32::from(s) >= MAX_SERIAL)
+        pos >= self.count || u32::from(self.serial_at(pos)) >= MAX_SERIAL
     }
 }
 
@@ -798,14 +864,20 @@ impl TraceIndex {
     /// `TraceEventsComparator` (timestamp, longer first, device, threads before counters,
     /// thread id). Flow visibility per level is decided in that order first (only the first
     /// event of a flow counts), then tracks are assigned levels in parallel.
+    ///
+    /// ```text
+    /// thread 1:  serials (all events, global order) ──────┐
+    /// thread 2:  flow levels (flow events, global order) ─┴─ levels per track (both threads)
+    ///            then: events with serial ≥ 256 are marked dropped
+    /// ```
+    /// The levels do not depend on the serials (a dropped event still moves the
+    /// visibility state; it is only left out of the output), so the two overlap.
     fn assign_serials_and_levels(&mut self, space: &XSpace) {
         let span_of = |t: &TrackInfo, pos: u32| view_in(space, t, pos).map_or((0, 0), |v| (v.ts, v.dur));
         let tracks = &self.tracks;
-        // Two independent passes over XProf's global order, side by side: serials over all
-        // events, and the flows' first visible levels over flow events only.
-        let (serials, flow_levels) = rayon::join(
+        let (serials, mut levels) = rayon::join(
             || {
-                let mut serials: Vec<Vec<u16>> = tracks.iter().map(|t| vec![0; t.len()]).collect();
+                let mut serials: Vec<Vec<(u32, u16)>> = vec![Vec::new(); tracks.len()];
                 let mut last_ts = u64::MAX;
                 let mut serial: u32 = 0;
                 merge_in_order(
@@ -816,58 +888,84 @@ impl TraceIndex {
                     |ti, pos, ts, _| {
                         serial = if ts == last_ts { serial.saturating_add(1) } else { 0 };
                         last_ts = ts;
-                        if let Some(slot) = serials.get_mut(ti).and_then(|s| s.get_mut(pos as usize)) {
-                            *slot = serial.min(u32::from(u16::MAX)) as u16;
+                        // Each track's positions come in ascending order.
+                        if serial != 0
+                            && let Some(track) = serials.get_mut(ti)
+                        {
+                            track.push((pos, serial.min(u32::from(u16::MAX)) as u16));
                         }
                     },
                 );
+                serials.iter_mut().for_each(Vec::shrink_to_fit);
                 serials
             },
             || {
-                let mut flow_levels: FxHashMap<u64, u8> = FxHashMap::default();
+                // Per track, per flow event (as `flow_pos`): the first level of its flow.
+                let mut flow_first: Vec<Vec<u8>> = tracks.iter().map(|t| vec![0; t.flow_pos.len()]).collect();
                 let mut flow_vis = FlowLevels::default();
                 let count = |t: &TrackInfo| t.flow_pos.len() as u32;
                 let at = |t: &TrackInfo, k: u32| t.flow_pos.get(k as usize).copied().unwrap_or(0);
                 merge_in_order(tracks, count, at, span_of, |ti, k, ts, dur| {
                     let Some(&packed) = tracks[ti].flow_data.get(k as usize) else { return };
                     let flow = Flow::unpack(packed);
-                    let level = flow_vis.first_visible_level(ti, ts, dur, (flow.id, flow.entry));
-                    flow_levels.entry(flow.id).or_insert(level as u8);
+                    let (_, first) = flow_vis.visit(ti, ts, dur, (flow.id, flow.entry));
+                    if let Some(slot) = flow_first.get_mut(ti).and_then(|f| f.get_mut(k as usize)) {
+                        *slot = first;
+                    }
                 });
-                flow_levels
+                drop(flow_vis);
+                tracks
+                    .par_iter()
+                    .zip(flow_first)
+                    .map(|(t, flow_first)| track_levels(t, &flow_first, span_of))
+                    .collect::<Vec<(Vec<u8>, Vec<u32>)>>()
             },
         );
-        let tracks = std::mem::take(&mut self.tracks);
-        let out = tracks
-            .into_par_iter()
-            .zip(serials.into_par_iter())
-            .map(|(mut t, serial)| {
-                t.serial = serial;
-                let mut assigner = LevelAssigner::new(t.resource_id().is_some());
-                let mut levels: Vec<Vec<u32>> = vec![Vec::new(); NUM_LEVELS];
-                let mut flows = t.flow_pos.iter().zip(&t.flow_data).peekable();
-                for pos in 0..t.count {
-                    let (ts, dur) = span_of(&t, pos);
-                    let mut flow_level = None;
-                    if let Some(&(&p, &packed)) = flows.peek()
-                        && p == pos
-                    {
-                        flows.next();
-                        let id = Flow::unpack(packed).id;
-                        flow_level =
-                            Some(flow_levels.get(&id).map(|&l| usize::from(l)).filter(|&l| l < NUM_LEVELS - 1));
+        for ((t, serials), (level, level0)) in self.tracks.iter_mut().zip(serials).zip(levels.iter_mut()) {
+            t.serials = serials;
+            t.level = std::mem::take(level);
+            t.level0 = std::mem::take(level0);
+            for &(pos, serial) in &t.serials {
+                if u32::from(serial) >= MAX_SERIAL
+                    && let Some(level) = t.level.get_mut(pos as usize)
+                {
+                    if *level == 0 {
+                        t.level0.retain(|&p| p != pos);
                     }
-                    let level = assigner.assign(ts, dur, flow_level);
-                    if !t.is_dropped(pos) {
-                        levels[level].push(pos);
-                    }
+                    *level = DROPPED_LEVEL;
                 }
-                t.levels = levels;
-                t
-            })
-            .collect();
-        self.tracks = out;
+            }
+        }
     }
+}
+
+/// Each event's first visible level for one track (see [`TrackInfo::level`], before
+/// dropped events are marked), and the positions of its level-0 events.
+fn track_levels(
+    t: &TrackInfo,
+    flow_first: &[u8],
+    span_of: impl Fn(&TrackInfo, u32) -> (u64, u64),
+) -> (Vec<u8>, Vec<u32>) {
+    let mut assigner = LevelAssigner::new(t.resource_id().is_some());
+    let mut levels: Vec<u8> = Vec::with_capacity(t.count as usize);
+    let mut level0 = Vec::new();
+    let mut flows = t.flow_pos.iter().zip(flow_first).peekable();
+    for pos in 0..t.count {
+        let (ts, dur) = span_of(t, pos);
+        let mut flow_level = None;
+        if let Some(&(&p, &first)) = flows.peek()
+            && p == pos
+        {
+            flows.next();
+            flow_level = Some(Some(usize::from(first)).filter(|&l| l < NUM_LEVELS - 1));
+        }
+        let level = assigner.assign(ts, dur, flow_level);
+        levels.push(level as u8);
+        if level == 0 {
+            level0.push(pos);
+        }
+    }
+    (levels, level0)
 }
 
 /// Visits items of the tracks in XProf's global event order (`TraceEventsComparator`:

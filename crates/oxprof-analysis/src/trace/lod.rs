@@ -293,46 +293,17 @@ pub fn track_list(host: &LodHost<'_>) -> TrackList {
 
 /// Positions of a track's events of levels `0..=last` overlapping `[begin, end]`, sorted.
 fn window_positions(space: &XSpace, t: &TrackInfo, begin: u64, end: u64, last: usize) -> Vec<u32> {
-    let mut out = Vec::new();
-    let ts_at = |pos: u32| view_in(space, t, pos).map_or(0, |v| v.ts);
-    for level in 0..=last.min(NUM_LEVELS - 1) {
-        let Some(list) = t.levels.get(level) else { continue };
-        // Events of level > 0 are shorter than the previous level's resolution (else they
-        // would be visible there), so they start at most that much before the window.
-        let reach = if level == 0 { t.max_duration_ps } else { LAYER_RESOLUTIONS_PS[level - 1] };
-        let min_ts = begin.saturating_sub(reach);
-        let lo = list.partition_point(|&p| ts_at(p) < min_ts);
-        let hi = list.partition_point(|&p| ts_at(p) <= end);
-        for &pos in list.get(lo..hi).unwrap_or(&[]) {
-            if let Some(v) = view_in(space, t, pos)
-                && v.ts.wrapping_add(v.dur) >= begin
-            {
-                out.push(pos);
-            }
-        }
-    }
-    out.sort_unstable();
+    // Events of level > 0 are shorter than the previous level's resolution (else they
+    // would be visible there), so they start at most that much before the window.
+    let reach = |level: usize| if level == 0 { t.max_duration_ps } else { LAYER_RESOLUTIONS_PS[level - 1] };
+    let mut out = t.positions_in_levels(space, last, |level| begin.saturating_sub(reach(level)), end);
+    out.retain(|&pos| view_in(space, t, pos).is_some_and(|v| v.ts.wrapping_add(v.dur) >= begin));
     out
 }
 
 /// Number of events of a track overlapping `[begin, end]` (all levels).
 fn count_in_window(space: &XSpace, t: &TrackInfo, begin: u64, end: u64) -> usize {
-    let ts_at = |pos: u32| view_in(space, t, pos).map_or(0, |v| v.ts);
-    let mut n = 0;
-    for (level, list) in t.levels.iter().enumerate() {
-        let reach = if level == 0 { t.max_duration_ps } else { LAYER_RESOLUTIONS_PS[level - 1] };
-        let lo = list.partition_point(|&p| ts_at(p) < begin.saturating_sub(reach));
-        let mid = list.partition_point(|&p| ts_at(p) < begin);
-        let hi = list.partition_point(|&p| ts_at(p) <= end);
-        // Events starting inside the window count directly; earlier ones if they reach in.
-        n += hi.saturating_sub(mid);
-        for &pos in list.get(lo..mid).unwrap_or(&[]) {
-            if view_in(space, t, pos).is_some_and(|v| v.ts.wrapping_add(v.dur) >= begin) {
-                n += 1;
-            }
-        }
-    }
-    n
+    window_positions(space, t, begin, end, NUM_LEVELS - 1).len()
 }
 
 /// A window at a zoom.
@@ -476,7 +447,7 @@ pub fn event_details(host: &LodHost<'_>, id: u64) -> Option<EventDetails> {
         ts_ps: v.ts,
         dur_ps: v.dur,
         group_id: v.group_id(host.groups),
-        serial: u32::from(t.serial.get(r.pos as usize).copied().unwrap_or(0)),
+        serial: u32::from(t.serial_at(r.pos)),
         flow: t.flow_at(r.pos).map(|f| (f.id, entry_name(f.entry))),
         args,
     })

@@ -131,10 +131,17 @@ fn levels_follow_visibility_rule() {
     let groups = group_events(&s);
     let index = TraceIndex::build(&s, "h");
     let t = &index.tracks[0];
-    assert_eq!(t.levels[0], vec![0, 1]);
+    assert_eq!(t.level0, vec![0, 1]);
+    assert_eq!(t.level.iter().filter(|&&l| l == 0).count(), 2);
     // At 1 ns resolution (level 9) all are visible: children are 1 ns long.
-    let upto9: usize = t.levels[..=9].iter().map(Vec::len).sum();
+    let upto9 = t.level.iter().filter(|&&l| l <= 9).count();
     assert_eq!(upto9, 101);
+    assert_eq!(t.positions_in_levels(&s, 9, |_| 0, u64::MAX), (0..101).collect::<Vec<u32>>());
+    // Level 0 only: the parent and the first child, whatever the window's start.
+    assert_eq!(t.positions_in_levels(&s, 0, |_| 0, u64::MAX), vec![0, 1]);
+    // From 50 ns on (levels > 0 reach back 0 ps here): level-0 events and children from 50 ns.
+    let from_50ns = t.positions_in_levels(&s, 9, |l| if l == 0 { 0 } else { 50_000 }, u64::MAX);
+    assert_eq!(from_50ns, [0, 1].into_iter().chain(26..101).collect::<Vec<u32>>());
     // LOD: 10 bins over 1 µs → r = 100 ns: parent + first child + one child per 100 ns.
     let host = LodHost { space: &s, groups: &groups, index: &index };
     let w = lod::window(&host, &LodRequest { width: 10, exact_limit: 0, ..Default::default() });
@@ -186,7 +193,8 @@ fn cache_round_trip_and_rejects_bad_files() {
     let back = read_index(&bytes, (10, 20)).unwrap();
     assert_eq!(back.tracks.len(), index.tracks.len());
     assert_eq!(back.tracks[0].src, index.tracks[0].src);
-    assert_eq!(back.tracks[0].levels, index.tracks[0].levels);
+    assert_eq!(back.tracks[0].level, index.tracks[0].level);
+    assert_eq!(back.tracks[0].level0, index.tracks[0].level0);
     assert_eq!(read_index(&bytes, (10, 21)).unwrap_err(), CacheError::Stale);
     let mut corrupt = bytes.clone();
     let last = corrupt.len() - 1;

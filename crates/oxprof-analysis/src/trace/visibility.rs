@@ -154,8 +154,19 @@ impl Visibility {
 pub(crate) struct FlowLevels {
     /// `[level][row]` nesting state.
     rows: Vec<Vec<RowVisibility>>,
-    /// Flow id → (levels whose map holds the flow, levels where it is marked visible).
-    flows: HashMap<u64, (u16, u16)>,
+    /// Flow id → its state. A flow no level's map holds has `present == 0` (it is kept,
+    /// for its first level).
+    flows: HashMap<u64, FlowState>,
+}
+
+#[derive(Clone, Copy)]
+struct FlowState {
+    /// Levels whose flow map holds the flow.
+    present: u16,
+    /// Levels where it is marked visible.
+    marked: u16,
+    /// The first visible level of the flow's first event.
+    first_level: u8,
 }
 
 impl Default for FlowLevels {
@@ -168,11 +179,19 @@ impl FlowLevels {
     /// `VisibleAtResolution` level after level until the event is visible, then
     /// `SetVisibleAtResolution` at every finer level; returns the first visible level
     /// (`NUM_LEVELS - 1` when it is visible at none).
+    #[cfg(test)]
     pub(crate) fn first_visible_level(&mut self, row: usize, ts: u64, dur: u64, flow: (u64, FlowEntry)) -> usize {
+        self.visit(row, ts, dur, flow).0
+    }
+
+    /// [`FlowLevels::first_visible_level`] of the event, and of its flow's first event.
+    pub(crate) fn visit(&mut self, row: usize, ts: u64, dur: u64, flow: (u64, FlowEntry)) -> (usize, u8) {
         let (flow_id, entry) = flow;
         let last = NUM_LEVELS - 1;
         let end = ts.wrapping_add(dur);
-        let (mut present, mut marked) = self.flows.get(&flow_id).copied().unwrap_or((0, 0));
+        // One lookup: `flow_state` and `self.rows` are disjoint fields.
+        let flow_state = self.flows.entry(flow_id).or_insert(FlowState { present: 0, marked: 0, first_level: u8::MAX });
+        let (mut present, mut marked) = (flow_state.present, flow_state.marked);
         let mut level = 0;
         while level < last {
             let r = LAYER_RESOLUTIONS_PS[level];
@@ -224,12 +243,11 @@ impl FlowLevels {
             let depth = state.depth(ts);
             state.set_last_end(depth, end);
         }
-        if present == 0 {
-            self.flows.remove(&flow_id);
-        } else {
-            self.flows.insert(flow_id, (present, marked));
+        (flow_state.present, flow_state.marked) = (present, marked);
+        if flow_state.first_level == u8::MAX {
+            flow_state.first_level = level as u8;
         }
-        level
+        (level, flow_state.first_level)
     }
 }
 

@@ -11,8 +11,9 @@
 
 use super::MAX_DEVICES_PER_HOST;
 use super::index::{
-    EventRef, Flow, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, REGION_BIT, TraceIndex, TrackInfo, TrackKind,
-    context_type_name, has_async_flows, is_internal_stat_name, order_class, truncate_long_name, view_in,
+    DROPPED_LEVEL, EventRef, Flow, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, REGION_BIT, TraceIndex, TrackInfo,
+    TrackKind, context_type_name, has_async_flows, is_internal_stat_name, order_class, partition_positions,
+    truncate_long_name, view_in,
 };
 use super::numfmt::{format_g6, stdlib_hash_bytes};
 use super::tpu_groups::{ShownGroups, shown_groups};
@@ -123,23 +124,14 @@ fn load_window(host: &HostTrace<'_>, req: &TraceViewRequest) -> Selection {
         .tracks
         .iter()
         .map(|t| {
-            let mut out: Vec<u32> = Vec::new();
-            for level in 0..=last_level {
-                let Some(list) = t.levels.get(level) else { continue };
-                let min_ts = if level > 0 && begin > LAYER_RESOLUTIONS_PS[level - 1] {
+            let min_ts = |level: usize| {
+                if level > 0 && begin > LAYER_RESOLUTIONS_PS[level - 1] {
                     begin - LAYER_RESOLUTIONS_PS[level - 1]
                 } else {
                     0
-                };
-                let ts_at = |pos: u32| view_in(host.space, t, pos).map_or(0, |v| v.ts);
-                let lo = list.partition_point(|&p| ts_at(p) < min_ts);
-                let hi = list.partition_point(|&p| ts_at(p) <= end);
-                if lo < hi {
-                    out.extend_from_slice(&list[lo..hi]);
                 }
-            }
-            out.sort_unstable();
-            out
+            };
+            t.positions_in_levels(host.space, last_level, min_ts, end)
         })
         .collect();
     let mut visibility = Visibility::new((begin, duration), resolution_ps);
@@ -190,10 +182,10 @@ fn find_event(host: &HostTrace<'_>, req: &TraceViewRequest, name: &str) -> Optio
     for (ti, t) in host.index.tracks.iter().enumerate() {
         let ts_at = |pos: u32| view_in(host.space, t, pos).map_or(0, |v| v.ts);
         let all = t.len() as u32;
-        let lo = partition(all, |p| ts_at(p) < ts);
-        let hi = partition(all, |p| ts_at(p) <= ts);
+        let lo = partition_positions(all, |p| ts_at(p) < ts);
+        let hi = partition_positions(all, |p| ts_at(p) <= ts);
         for pos in lo..hi {
-            if t.is_dropped(pos) || u64::from(t.serial.get(pos as usize).copied().unwrap_or(0)) != req.unique_id {
+            if t.is_dropped(pos) || u64::from(t.serial_at(pos)) != req.unique_id {
                 continue;
             }
             let Some(v) = view_in(host.space, t, pos) else { continue };
@@ -205,19 +197,6 @@ fn find_event(host: &HostTrace<'_>, req: &TraceViewRequest, name: &str) -> Optio
     None
 }
 
-fn partition(n: u32, pred: impl Fn(u32) -> bool) -> u32 {
-    let (mut lo, mut hi) = (0u32, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 /// Search: every stored event whose name starts with the prefix, whole trace.
 fn search(host: &HostTrace<'_>, prefix: &str, req: &TraceViewRequest) -> Selection {
     let index = host.index;
@@ -226,9 +205,9 @@ fn search(host: &HostTrace<'_>, prefix: &str, req: &TraceViewRequest) -> Selecti
     let mut tracks = Vec::new();
     for (ti, t) in index.tracks.iter().enumerate() {
         // XProf returns matches in key order (level, timestamp, serial).
-        let mut hits = Vec::new();
-        for list in &t.levels {
-            for &pos in list {
+        let mut hits: Vec<(u8, u32)> = Vec::new();
+        for (pos, &level) in (0u32..).zip(&t.level) {
+            if level != DROPPED_LEVEL {
                 let Some(v) = view_in(host.space, t, pos) else { continue };
                 let name = match &t.kind {
                     Some(TrackKind::Counter { name }) => name.as_str(),
@@ -243,11 +222,12 @@ fn search(host: &HostTrace<'_>, prefix: &str, req: &TraceViewRequest) -> Selecti
                 {
                     continue;
                 }
-                hits.push(pos);
+                hits.push((level, pos));
             }
         }
         if !hits.is_empty() {
-            tracks.push((ti as u32, hits));
+            hits.sort_unstable();
+            tracks.push((ti as u32, hits.into_iter().map(|(_, pos)| pos).collect()));
         }
     }
     Selection { tracks, full_args: false }
@@ -494,7 +474,7 @@ impl JsonWriter<'_> {
         let Some(v) = view_in(h.space, t, pos) else { return };
         let name = v.name(h.groups);
         let flow: Option<Flow> = t.flow_at(pos);
-        let serial = t.serial.get(pos as usize).copied().unwrap_or(0);
+        let serial = t.serial_at(pos);
         let out = &mut self.out;
         let async_flow = flow.filter(|f| f.is_async);
         let _ = write!(out, "{{\"pid\":{pid}");
