@@ -824,7 +824,6 @@ impl TraceIndex {
         };
         index.compute_span(space);
         index.assign_serials_and_levels(space);
-        index.stack_frames = collect_stack_frames(space, &index);
         index
     }
 
@@ -866,16 +865,16 @@ impl TraceIndex {
     /// event of a flow counts), then tracks are assigned levels in parallel.
     ///
     /// ```text
-    /// thread 1:  serials (all events, global order) ──────┐
-    /// thread 2:  flow levels (flow events, global order) ─┴─ levels per track (both threads)
-    ///            then: events with serial ≥ 256 are marked dropped
+    /// thread 1:  serials (all events, global order), stack frames ─┐
+    /// thread 2:  flow levels (flow events, global order) ──────────┴─ levels per track
+    ///            then: events with serial ≥ 256 are marked dropped     (both threads)
     /// ```
     /// The levels do not depend on the serials (a dropped event still moves the
     /// visibility state; it is only left out of the output), so the two overlap.
     fn assign_serials_and_levels(&mut self, space: &XSpace) {
         let span_of = |t: &TrackInfo, pos: u32| view_in(space, t, pos).map_or((0, 0), |v| (v.ts, v.dur));
         let tracks = &self.tracks;
-        let (serials, mut levels) = rayon::join(
+        let ((serials, stack_frames), mut levels) = rayon::join(
             || {
                 let mut serials: Vec<Vec<(u32, u16)>> = vec![Vec::new(); tracks.len()];
                 let mut last_ts = u64::MAX;
@@ -897,7 +896,8 @@ impl TraceIndex {
                     },
                 );
                 serials.iter_mut().for_each(Vec::shrink_to_fit);
-                serials
+                // Independent of levels; done here while the flow pass still runs.
+                (serials, collect_stack_frames(space, tracks))
             },
             || {
                 // Per track, per flow event (as `flow_pos`): the first level of its flow.
@@ -921,6 +921,7 @@ impl TraceIndex {
                     .collect::<Vec<(Vec<u8>, Vec<u32>)>>()
             },
         );
+        self.stack_frames = stack_frames;
         for ((t, serials), (level, level0)) in self.tracks.iter_mut().zip(serials).zip(levels.iter_mut()) {
             t.serials = serials;
             t.level = std::mem::take(level);
@@ -1276,12 +1277,9 @@ fn add_flows(space: &XSpace, t: &mut TrackInfo, synthesize: Option<(u64, bool)>)
 /// XProf's name table entries starting with `"@@"`: `long_name` (the event name of events
 /// with a display name) and `hlo_text` argument values longer than 16 bytes; numbered in
 /// the JSON by fingerprint order.
-fn collect_stack_frames(space: &XSpace, index: &TraceIndex) -> Vec<(u64, String)> {
+fn collect_stack_frames(space: &XSpace, tracks: &[TrackInfo]) -> Vec<(u64, String)> {
     let mut names: BTreeMap<u64, String> = BTreeMap::new();
-    let mut seen_planes: Vec<u32> = index.tracks.iter().map(|t| t.plane).collect();
-    seen_planes.sort_unstable();
-    seen_planes.dedup();
-    for t in &index.tracks {
+    for t in tracks {
         if !matches!(t.kind, Some(TrackKind::Thread { .. })) {
             continue;
         }
