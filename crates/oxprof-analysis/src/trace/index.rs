@@ -822,38 +822,8 @@ impl TraceIndex {
             tracks,
             ..TraceIndex::default()
         };
-        index.compute_span(space);
         index.assign_serials_and_levels(space);
         index
-    }
-
-    /// `ExpandTraceSpan` over all events.
-    fn compute_span(&mut self, space: &XSpace) {
-        const MAX_TS: u64 = u64::MAX / 2;
-        let spans: Vec<(u64, u64)> = self
-            .tracks
-            .par_iter()
-            .map(|t| {
-                let (mut lo, mut hi) = (u64::MAX, 0u64);
-                for pos in 0..t.len() as u32 {
-                    if let Some(v) = view_in(space, t, pos) {
-                        let end = v.ts.wrapping_add(v.dur);
-                        if v.ts <= MAX_TS {
-                            lo = lo.min(v.ts);
-                        }
-                        if end <= MAX_TS {
-                            hi = hi.max(end);
-                        }
-                    }
-                }
-                (lo, hi)
-            })
-            .collect();
-        self.min_ps = spans.iter().map(|s| s.0).min().unwrap_or(0);
-        self.max_ps = spans.iter().map(|s| s.1).max().unwrap_or(0);
-        if self.min_ps == u64::MAX {
-            self.min_ps = 0;
-        }
     }
 
     /// `MaybeAddEventUniqueId` (serials over all events in XProf's global order) and
@@ -865,16 +835,16 @@ impl TraceIndex {
     /// event of a flow counts), then tracks are assigned levels in parallel.
     ///
     /// ```text
-    /// thread 1:  serials (all events, global order), stack frames ─┐
-    /// thread 2:  flow levels (flow events, global order) ──────────┴─ levels per track
-    ///            then: events with serial ≥ 256 are marked dropped     (both threads)
+    /// thread 1:  serials (all events, global order), stack frames, span ─┐
+    /// thread 2:  flow levels (flow events, global order) ────────────────┴─ levels per track
+    ///            then: events with serial ≥ 256 are marked dropped           (both threads)
     /// ```
     /// The levels do not depend on the serials (a dropped event still moves the
     /// visibility state; it is only left out of the output), so the two overlap.
     fn assign_serials_and_levels(&mut self, space: &XSpace) {
         let span_of = |t: &TrackInfo, pos: u32| view_in(space, t, pos).map_or((0, 0), |v| (v.ts, v.dur));
         let tracks = &self.tracks;
-        let ((serials, stack_frames), mut levels) = rayon::join(
+        let ((serials, stack_frames, (min_ps, max_ps)), mut levels) = rayon::join(
             || {
                 let mut serials: Vec<Vec<(u32, u16)>> = vec![Vec::new(); tracks.len()];
                 let mut last_ts = u64::MAX;
@@ -897,7 +867,7 @@ impl TraceIndex {
                 );
                 serials.iter_mut().for_each(Vec::shrink_to_fit);
                 // Independent of levels; done here while the flow pass still runs.
-                (serials, collect_stack_frames(space, tracks))
+                (serials, collect_stack_frames(space, tracks), trace_span(space, tracks))
             },
             || {
                 // Per track, per flow event (as `flow_pos`): the first level of its flow.
@@ -921,7 +891,7 @@ impl TraceIndex {
                     .collect::<Vec<(Vec<u8>, Vec<u32>)>>()
             },
         );
-        self.stack_frames = stack_frames;
+        (self.stack_frames, self.min_ps, self.max_ps) = (stack_frames, min_ps, max_ps);
         for ((t, serials), (level, level0)) in self.tracks.iter_mut().zip(serials).zip(levels.iter_mut()) {
             t.serials = serials;
             t.level = std::mem::take(level);
@@ -967,6 +937,26 @@ fn track_levels(
         }
     }
     (levels, level0)
+}
+
+/// `ExpandTraceSpan` over all events: (earliest start, latest end), ps.
+fn trace_span(space: &XSpace, tracks: &[TrackInfo]) -> (u64, u64) {
+    const MAX_TS: u64 = u64::MAX / 2;
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for t in tracks {
+        for pos in 0..t.len() as u32 {
+            if let Some(v) = view_in(space, t, pos) {
+                let end = v.ts.wrapping_add(v.dur);
+                if v.ts <= MAX_TS {
+                    lo = lo.min(v.ts);
+                }
+                if end <= MAX_TS {
+                    hi = hi.max(end);
+                }
+            }
+        }
+    }
+    (if lo == u64::MAX { 0 } else { lo }, hi)
 }
 
 /// Visits items of the tracks in XProf's global event order (`TraceEventsComparator`:
