@@ -21,6 +21,7 @@
 
 use super::index::{FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS};
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
 
 /// Below this many events XProf's streaming viewer does not downsample
 /// (`kDisableStreamingThreshold`).
@@ -154,8 +155,9 @@ impl Visibility {
 pub(crate) struct FlowLevels {
     /// `[level][row]` nesting state.
     rows: Vec<Vec<RowVisibility>>,
-    /// Flow id → its state. A flow no level's map holds has `present == 0` (it is kept,
-    /// for its first level).
+    /// Flow id → its state, for flows some level's map holds. A flow leaves at its end
+    /// event (as it leaves XProf's maps), so the map holds the flows in progress only and
+    /// stays small and in cache; an id seen again after its end starts a new flow.
     flows: HashMap<u64, FlowState>,
 }
 
@@ -189,9 +191,13 @@ impl FlowLevels {
         let (flow_id, entry) = flow;
         let last = NUM_LEVELS - 1;
         let end = ts.wrapping_add(dur);
-        // One lookup: `flow_state` and `self.rows` are disjoint fields.
-        let flow_state = self.flows.entry(flow_id).or_insert(FlowState { present: 0, marked: 0, first_level: u8::MAX });
-        let (mut present, mut marked) = (flow_state.present, flow_state.marked);
+        // One lookup: `slot` and `self.rows` are disjoint fields.
+        let slot = self.flows.entry(flow_id);
+        let known = match &slot {
+            Entry::Occupied(o) => *o.get(),
+            Entry::Vacant(_) => FlowState { present: 0, marked: 0, first_level: u8::MAX },
+        };
+        let (mut present, mut marked) = (known.present, known.marked);
         let mut level = 0;
         while level < last {
             let r = LAYER_RESOLUTIONS_PS[level];
@@ -243,11 +249,19 @@ impl FlowLevels {
             let depth = state.depth(ts);
             state.set_last_end(depth, end);
         }
-        (flow_state.present, flow_state.marked) = (present, marked);
-        if flow_state.first_level == u8::MAX {
-            flow_state.first_level = level as u8;
+        let first_level = if known.first_level == u8::MAX { level as u8 } else { known.first_level };
+        let state = FlowState { present, marked, first_level };
+        match slot {
+            Entry::Occupied(o) if present == 0 => {
+                o.remove();
+            }
+            Entry::Occupied(mut o) => *o.get_mut() = state,
+            Entry::Vacant(v) if present != 0 => {
+                v.insert(state);
+            }
+            Entry::Vacant(_) => {}
         }
-        (level, flow_state.first_level)
+        (level, first_level)
     }
 }
 
@@ -404,5 +418,22 @@ mod tests {
                 assert_eq!(ours.first_visible_level(row, ts, dur, flow), expected, "seed {seed} event {i}");
             }
         }
+    }
+
+    /// A flow leaves the map at its end: the map holds flows in progress only, and an id
+    /// seen again after its end is a new flow with its own first level.
+    #[test]
+    fn finished_flows_leave_the_map() {
+        let mut flows = FlowLevels::default();
+        // A 2 s flow start is visible at level 0; its end, 5 ps later, takes the flow's level.
+        assert_eq!(flows.visit(0, 0, 2_000_000_000_000, (7, FlowEntry::Start)), (0, 0));
+        assert_eq!(flows.flows.len(), 1);
+        assert_eq!(flows.visit(0, 5, 1, (7, FlowEntry::End)).1, 0);
+        assert!(flows.flows.is_empty());
+        // The same id again, on a short event right after: a new flow, first level its own.
+        let (level, first) = flows.visit(0, 10, 1, (7, FlowEntry::Start));
+        assert_eq!(first as usize, level);
+        assert!(level > 0);
+        assert_eq!(flows.flows.len(), 1);
     }
 }
