@@ -429,7 +429,7 @@ impl TagColumn {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, kind: u32, meta: u32) {
         let meta = meta & META_MASK;
         match self {
@@ -499,7 +499,7 @@ impl StatColumns {
         self.tag.len()
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&mut self, meta: u32, value: RawValue) {
         let (kind, v) = match value {
             RawValue::Unset => (StoredKind::Unset, 0),
