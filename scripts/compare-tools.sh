@@ -65,6 +65,9 @@ for tool in "${tools[@]}"; do
   if [[ "$tool" == trace_viewer* ]]; then
     oxparams=(--param resolution=8000) query="&resolution=8000"
   fi
+  # The copies XProf and xprof-rs runs make are written back in the background; flush them
+  # first so that no implementation is timed against another's disk writes.
+  sync
   read -r ot orss < <(measure "$oxprof" data "$tool" "$profile" "${oxparams[@]}")
   row() { # name seconds rss
     local ratio_rss ratio_t
@@ -74,6 +77,7 @@ for tool in "${tools[@]}"; do
   }
   row oxprof "$ot" "$orss"
   if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import xprof' 2>/dev/null; then
+    sync
     read -r xt xrss < <(measure bash -c "xprof_run $tool")
     row "XProf 2.24.2 (converter, fresh process)" "$xt" "$xrss"
   else
@@ -83,6 +87,7 @@ for tool in "${tools[@]}"; do
     best="" peak=0
     for _ in $(seq "$runs"); do
       rm -rf "$scratch/logdir" && mkdir -p "$scratch/logdir/plugins/profile/run" && cp "$profile" "$scratch/logdir/plugins/profile/run/host.xplane.pb"
+      sync
       port=$(( 20000 + RANDOM % 20000 ))
       xprof-rs --logdir "$scratch/logdir" --port "$port" --host 127.0.0.1 > "$scratch/xprofrs.log" 2>&1 &
       server_pid=$!

@@ -306,15 +306,16 @@ impl TrackInfo {
         let last = last.min(NUM_LEVELS - 1);
         if last >= 1 {
             let hi = partition_positions(self.count, |p| ts_at(p) <= end);
-            let lo = first_at_or_after(min_ts(1));
-            // Up to `checked`, an event's start may be before its own level's bound.
-            let checked = first_at_or_after(min_ts(last)).min(hi);
+            // Per level, the first position at or after its bound (non-decreasing): the
+            // scan then reads level bytes only, no events.
+            let mut first = [0u32; NUM_LEVELS];
+            for (level, slot) in first.iter_mut().enumerate().take(last + 1).skip(1) {
+                *slot = first_at_or_after(min_ts(level));
+            }
+            let lo = first[1];
             for pos in lo..hi {
                 let level = usize::from(self.level.get(pos as usize).copied().unwrap_or(DROPPED_LEVEL));
-                if level == 0 || level > last {
-                    continue;
-                }
-                if pos < checked && ts_at(pos) < min_ts(level) {
+                if level == 0 || level > last || pos < first[level] {
                     continue;
                 }
                 out.push(pos);

@@ -20,7 +20,10 @@
 //! When a track has at most `exact_limit` events in the window, all of them are returned
 //! (`exact: true`).
 
-use super::index::{EventRef, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, TraceIndex, TrackInfo, TrackKind, view_in};
+use super::index::{
+    DROPPED_LEVEL, EventRef, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, TraceIndex, TrackInfo, TrackKind,
+    partition_positions, view_in,
+};
 use super::visibility::Visibility;
 use super::xprof::{ArgValue, event_args};
 use crate::grouping::EventGroups;
@@ -297,13 +300,29 @@ fn window_positions(space: &XSpace, t: &TrackInfo, begin: u64, end: u64, last: u
     // would be visible there), so they start at most that much before the window.
     let reach = |level: usize| if level == 0 { t.max_duration_ps } else { LAYER_RESOLUTIONS_PS[level - 1] };
     let mut out = t.positions_in_levels(space, last, |level| begin.saturating_sub(reach(level)), end);
-    out.retain(|&pos| view_in(space, t, pos).is_some_and(|v| v.ts.wrapping_add(v.dur) >= begin));
+    // Events starting at or after `begin` overlap the window; earlier ones if they reach in.
+    let ts_at = |pos: u32| view_in(space, t, pos).map_or(0, |v| v.ts);
+    let starts_inside = partition_positions(t.count, |p| ts_at(p) < begin);
+    out.retain(|&pos| {
+        pos >= starts_inside || view_in(space, t, pos).is_some_and(|v| v.ts.wrapping_add(v.dur) >= begin)
+    });
     out
 }
 
 /// Number of events of a track overlapping `[begin, end]` (all levels).
 fn count_in_window(space: &XSpace, t: &TrackInfo, begin: u64, end: u64) -> usize {
-    window_positions(space, t, begin, end, NUM_LEVELS - 1).len()
+    let ts_at = |pos: u32| view_in(space, t, pos).map_or(0, |v| v.ts);
+    let mid = partition_positions(t.count, |p| ts_at(p) < begin);
+    let hi = partition_positions(t.count, |p| ts_at(p) <= end);
+    // Events starting inside the window count from their level bytes alone (no event
+    // reads); earlier ones only if they reach into it.
+    let inside = t
+        .level
+        .get(mid as usize..hi as usize)
+        .map_or(0, |levels| levels.iter().filter(|&&l| l != DROPPED_LEVEL).count());
+    let reaching =
+        window_positions(space, t, begin, begin, NUM_LEVELS - 1).into_iter().filter(|&pos| pos < mid).count();
+    inside + reaching
 }
 
 /// A window at a zoom.
