@@ -24,14 +24,25 @@ fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// Runs `f`, printing its time and the peak memory while it ran.
+/// CPU time (user + system) of the whole process so far, from `/proc/self/stat`.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15, i.e. 11 and 12 after the state; 100 ticks/s.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// Runs `f`, printing its wall and CPU time and the peak memory while it ran.
 fn phase<T>(name: &str, f: impl FnOnce() -> T) -> T {
     reset_peak();
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_time());
     let out = f();
-    let elapsed = t.elapsed();
+    let (elapsed, cpu) = (t.elapsed(), cpu_time().saturating_sub(cpu));
     let (peak, now) = (status_kb("VmHWM:"), status_kb("VmRSS:"));
-    println!("{name:<12} {:>8.1} ms  peak {peak:>7} KB  after {now:>7} KB", ms(elapsed));
+    println!("{name:<12} {:>8.1} ms  cpu {:>5.0} ms  peak {peak:>7} KB  after {now:>7} KB", ms(elapsed), ms(cpu));
     out
 }
 

@@ -18,7 +18,7 @@ use oxprof_analysis::tools::memory_viewer::{self, MemoryViewerOptions};
 use oxprof_format::hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };
-use oxprof_format::{Run, load_xspace};
+use oxprof_format::{Run, load_xspace_lines_of};
 use serde_json::Value;
 use std::path::Path;
 
@@ -64,7 +64,8 @@ fn module_set(run: &Run) -> Result<ModuleSet, ApiError> {
     }
     if modules.is_empty() {
         for host in &run.hosts {
-            let space = load_xspace(&host.path)?;
+            // The protos are metadata: no plane's events are needed.
+            let space = load_xspace_lines_of(&host.path, &|_| false)?;
             for (program_id, bytes) in hlo_proto_bytes(&space) {
                 // `HloModuleNameWithProgramId`; undecodable protos are skipped, as XProf does.
                 let Ok(module) = decode_hlo_proto(bytes) else { continue };

@@ -20,7 +20,7 @@ mod catalog;
 mod query;
 
 pub use cache::CacheStats;
-pub use catalog::{ServedRun, available_tools, hosts_for_tool, order_tools};
+pub use catalog::{ServedRun, available_tools, available_tools_of_file, hosts_for_tool, order_tools};
 pub use query::Query;
 
 use crate::ApiError;
@@ -386,8 +386,8 @@ impl Service {
                     notes: Vec::new(),
                 });
             };
-            let space = oxprof_format::load_xspace(&first.path).map_err(|e| HttpError::from(ApiError::from(e)))?;
-            let tools = order_tools(&available_tools(&space));
+            let available = available_tools_of_file(&first.path).map_err(|e| HttpError::from(ApiError::from(e)))?;
+            let tools = order_tools(&available);
             Ok(Computed {
                 content_type: "application/json",
                 body: json!(tools).to_string().into_bytes().into(),

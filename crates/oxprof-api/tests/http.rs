@@ -525,6 +525,34 @@ fn tpu_run_tools_equal_xprofs_http_body() {
     );
 }
 
+/// `/run_tools` reads a profile without most of its events: the tools it lists must be
+/// those of the whole profile, on every third-party capture (GPU, TPU, AMD).
+#[test]
+fn tools_from_metadata_equal_tools_from_the_whole_profile() {
+    let Some(root) = external("") else {
+        eprintln!("SKIP: ../shared/testdata/external absent");
+        return;
+    };
+    fn xspaces(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                xspaces(&path, out);
+            } else if path.to_string_lossy().ends_with(".xplane.pb") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    xspaces(&root, &mut files);
+    assert!(!files.is_empty());
+    for file in files {
+        let whole = oxprof_format::load_xspace(&file).unwrap();
+        let light = oxprof_api::http::available_tools_of_file(&file).unwrap();
+        assert_eq!(light, oxprof_api::http::available_tools(&whole), "{}", file.display());
+    }
+}
+
 #[test]
 fn extension_routes_resolve_runs_and_share_the_cache() {
     use oxprof_api::http::HttpError;

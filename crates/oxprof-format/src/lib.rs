@@ -33,11 +33,11 @@ mod pb {
     include!(concat!(env!("OUT_DIR"), "/tensorflow.profiler.rs"));
 }
 
-pub use decode::{KeepPages, ReleasePages, decode_xspace, decode_xspace_with};
+pub use decode::{KeepPages, ReleasePages, decode_xspace, decode_xspace_lines_of, decode_xspace_with};
 pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
 pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
 pub use error::{DecodeError, LoadError, WireError};
-pub use load::{decode_bytes, load_xspace};
+pub use load::{decode_bytes, load_xspace, load_xspace_lines_of};
 pub use model::{
     Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,
     XPlane, XSpace,

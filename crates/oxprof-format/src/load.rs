@@ -8,7 +8,7 @@
 //! Caveat of memory mapping: if another process truncates the file while it is decoded,
 //! the OS raises SIGBUS. Profilers write `.xplane.pb` files once, before they are read.
 
-use crate::decode::{KeepPages, ReleasePages, decode_xspace_with};
+use crate::decode::{KeepPages, ReleasePages, decode_xspace_lines_of};
 use crate::error::LoadError;
 use crate::model::XSpace;
 use memmap2::{Mmap, UncheckedAdvice};
@@ -22,6 +22,13 @@ const MMAP_THRESHOLD: u64 = 1 << 20;
 
 /// Reads and decodes one XSpace file (`.xplane.pb` or gzip-compressed).
 pub fn load_xspace(path: &Path) -> Result<XSpace, LoadError> {
+    load_xspace_lines_of(path, &|_| true)
+}
+
+/// Reads one XSpace file, decoding the lines (events) of only the planes whose name
+/// passes `lines_of` (see [`crate::decode_xspace_lines_of`]). A plain file's skipped
+/// lines are never read from disk.
+pub fn load_xspace_lines_of(path: &Path, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, LoadError> {
     return_large_blocks_to_the_os();
     let io = |source| LoadError::Io { path: path.to_path_buf(), source };
     let mut file = std::fs::File::open(path).map_err(io)?;
@@ -37,17 +44,19 @@ pub fn load_xspace(path: &Path) -> Result<XSpace, LoadError> {
         flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))
             .read_to_end(&mut data)
             .map_err(|source| LoadError::Gzip { path: path.to_path_buf(), source })?;
-        return decode_xspace_with(&data, &KeepPages).map_err(|e| LoadError::decode(path.to_path_buf(), e));
+        return decode_xspace_lines_of(&data, &KeepPages, lines_of)
+            .map_err(|e| LoadError::decode(path.to_path_buf(), e));
     }
     if meta.len() < MMAP_THRESHOLD {
         let data = std::fs::read(path).map_err(io)?;
-        return decode_xspace_with(&data, &KeepPages).map_err(|e| LoadError::decode(path.to_path_buf(), e));
+        return decode_xspace_lines_of(&data, &KeepPages, lines_of)
+            .map_err(|e| LoadError::decode(path.to_path_buf(), e));
     }
     // SAFETY: the mapping is read-only and private; the file is not modified by oxprof.
     // Concurrent truncation by another process is the documented caveat above.
     let map = unsafe { Mmap::map(&file) }.map_err(io)?;
     let release = MappedRelease { map: &map };
-    decode_xspace_with(&map, &release).map_err(|e| LoadError::decode(path.to_path_buf(), e))
+    decode_xspace_lines_of(&map, &release, lines_of).map_err(|e| LoadError::decode(path.to_path_buf(), e))
 }
 
 /// Pins glibc's mmap threshold at its default (128 KiB), once per process.
@@ -86,9 +95,9 @@ pub fn decode_bytes(path_for_errors: &Path, bytes: &[u8]) -> Result<XSpace, Load
         flate2::read::MultiGzDecoder::new(bytes)
             .read_to_end(&mut data)
             .map_err(|source| LoadError::Gzip { path: path_for_errors.to_path_buf(), source })?;
-        return decode_xspace_with(&data, &KeepPages).map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e));
+        return crate::decode_xspace(&data).map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e));
     }
-    decode_xspace_with(bytes, &KeepPages).map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e))
+    crate::decode_xspace(bytes).map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e))
 }
 
 fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -128,9 +128,17 @@ pub struct XPlane {
     pub(crate) event_metadata_in_file: usize,
     /// Number of stat metadata entries the file holds (placeholders excluded).
     pub(crate) stat_metadata_in_file: usize,
+    /// Lines in the file that were not decoded (see [`crate::decode_xspace_lines_of`]).
+    pub(crate) lines_not_decoded: usize,
 }
 
 impl XPlane {
+    /// Number of the plane's lines that were left out because only metadata was asked for
+    /// ([`crate::load_xspace_lines_of`]); 0 after a full decode.
+    pub fn lines_not_decoded(&self) -> usize {
+        self.lines_not_decoded
+    }
+
     /// The plane's string table.
     pub fn strings(&self) -> &StringTable {
         &self.strings

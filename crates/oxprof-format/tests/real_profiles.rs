@@ -100,6 +100,40 @@ fn decoding_is_the_same_with_one_thread_or_many() {
     }
 }
 
+#[test]
+fn metadata_only_decode_keeps_everything_but_the_skipped_lines() {
+    let mut skipped = 0;
+    for (path, bytes) in fixture_profiles() {
+        let full = oxprof_format::decode_xspace(&bytes).unwrap();
+        for keep_host in [true, false] {
+            let wanted = |name: &str| (name == "/host:CPU") == keep_host;
+            let partial = oxprof_format::decode_xspace_lines_of(&bytes, &oxprof_format::KeepPages, &wanted).unwrap();
+            assert_eq!(full.planes.len(), partial.planes.len(), "{}", path.display());
+            for (a, b) in full.planes.iter().zip(&partial.planes) {
+                let what = format!("{} {}", path.display(), a.name);
+                assert_eq!((a.id, &a.name), (b.id, &b.name));
+                assert_eq!(a.event_metadata().len(), b.event_metadata().len(), "{what}");
+                assert_eq!(a.stat_metadata().len(), b.stat_metadata().len(), "{what}");
+                assert_eq!(a.strings().iter().collect::<Vec<_>>(), b.strings().iter().collect::<Vec<_>>(), "{what}");
+                assert_eq!(a.lines_not_decoded(), 0);
+                if wanted(&a.name) {
+                    assert_eq!(b.lines_not_decoded(), 0, "{what}");
+                    let shape =
+                        |p: &oxprof_format::XPlane| p.lines.iter().map(|l| (l.id, l.event_count())).collect::<Vec<_>>();
+                    assert_eq!(shape(a), shape(b), "{what}");
+                } else {
+                    assert!(b.lines.is_empty(), "{what}");
+                    assert_eq!(b.lines_not_decoded(), a.lines.len(), "{what}");
+                    skipped += a.lines.len();
+                }
+            }
+            let hlo = oxprof_format::hlo::hlo_proto_bytes;
+            assert_eq!(hlo(&full), hlo(&partial), "{}", path.display());
+        }
+    }
+    assert!(skipped > 0, "no fixture had lines to skip");
+}
+
 /// xorshift64*: a tiny deterministic generator, so failures reproduce from the seed.
 struct Rng(u64);
 

@@ -291,8 +291,17 @@ const TOOL_SORT_ORDER: [&str; 20] = [
     "megascale_stats",
 ];
 
+/// [`available_tools`] of a profile file, read without the events it does not look at:
+/// only TPU planes' lines are decoded (for their counters), so listing the tools of a
+/// large profile costs a fraction of loading it.
+pub fn available_tools_of_file(path: &Path) -> Result<Vec<&'static str>, oxprof_format::LoadError> {
+    let space = oxprof_format::load_xspace_lines_of(path, &|plane| plane.starts_with(TPU_PLANE_PREFIX))?;
+    Ok(available_tools(&space))
+}
+
 /// The tools XProf's C++ `GetAvailableToolNames` lists for a run, computed from its first
-/// host's XSpace, in that function's order (`tool_names.json` in the references).
+/// host's XSpace, in that function's order (`tool_names.json` in the references). Reads
+/// plane names and metadata, and the lines of TPU planes only.
 pub fn available_tools(first_host: &XSpace) -> Vec<&'static str> {
     let mut tools = vec![
         "trace_viewer@",
