@@ -51,6 +51,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() {
+    oxprof_format::return_freed_large_blocks_to_the_os();
     let Some(path) = std::env::args().nth(1) else {
         eprintln!("usage: phases FILE.xplane.pb");
         std::process::exit(2);

@@ -20,6 +20,8 @@ fn profile() -> PathBuf {
 }
 
 fn tools(c: &mut Criterion) {
+    // As the `oxprof` binary does.
+    oxprof_format::return_freed_large_blocks_to_the_os();
     let path = profile();
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut group = c.benchmark_group("tool_cold");

@@ -26,6 +26,8 @@ fn params(pairs: &[(&str, String)]) -> BTreeMap<String, String> {
 }
 
 fn trace(c: &mut Criterion) {
+    // As the `oxprof` binary does.
+    oxprof_format::return_freed_large_blocks_to_the_os();
     let path = profile();
     let mut cold = c.benchmark_group("trace_cold");
     cold.sample_size(10);

@@ -37,7 +37,7 @@ pub use decode::{KeepPages, ReleasePages, decode_xspace, decode_xspace_lines_of,
 pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
 pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
 pub use error::{DecodeError, LoadError, WireError};
-pub use load::{decode_bytes, load_xspace, load_xspace_lines_of};
+pub use load::{decode_bytes, load_xspace, load_xspace_lines_of, return_freed_large_blocks_to_the_os};
 pub use model::{
     Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,
     XPlane, XSpace,

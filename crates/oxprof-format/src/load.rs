@@ -29,7 +29,6 @@ pub fn load_xspace(path: &Path) -> Result<XSpace, LoadError> {
 /// passes `lines_of` (see [`crate::decode_xspace_lines_of`]). A plain file's skipped
 /// lines are never read from disk.
 pub fn load_xspace_lines_of(path: &Path, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, LoadError> {
-    return_large_blocks_to_the_os();
     let io = |source| LoadError::Io { path: path.to_path_buf(), source };
     let mut file = std::fs::File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
@@ -68,7 +67,10 @@ pub fn load_xspace_lines_of(path: &Path, lines_of: &dyn Fn(&str) -> bool) -> Res
 /// kept 15 MB of freed grouping tables in RSS for the rest of a request. A pinned threshold
 /// (setting it also turns the adjustment off) gives every block of 128 KiB or more back to
 /// the OS as soon as it is freed. Other allocators and platforms: nothing to do.
-fn return_large_blocks_to_the_os() {
+///
+/// This tunes the whole process's allocator, so the library never calls it: programs that
+/// load large profiles (the `oxprof` binary, benchmarks) call it once at start.
+pub fn return_freed_large_blocks_to_the_os() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         static ONCE: std::sync::Once = std::sync::Once::new();
@@ -89,7 +91,6 @@ fn return_large_blocks_to_the_os() {
 
 /// Reads an XSpace from bytes already in memory (plain or gzip).
 pub fn decode_bytes(path_for_errors: &Path, bytes: &[u8]) -> Result<XSpace, LoadError> {
-    return_large_blocks_to_the_os();
     if bytes.starts_with(&GZIP_MAGIC) {
         let mut data = Vec::new();
         flate2::read::MultiGzDecoder::new(bytes)

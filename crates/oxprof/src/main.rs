@@ -89,6 +89,7 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 const EXIT_BAD_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
+    oxprof_format::return_freed_large_blocks_to_the_os();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
