@@ -526,3 +526,66 @@ fn measure_large_profile() {
         zoom.total_returned
     );
 }
+
+/// The LOD API's event details show the `group_id` XProf's trace shows, event for event:
+/// every event of every track of the TPU v6e profile (whose module line is its grouping
+/// line, so touching modules show the previous module's group) and of the refkit JAX
+/// profile, against oxprof's `trace_viewer@` output at resolution 0 (every event; itself
+/// equal to XProf's, above).
+#[test]
+fn lod_event_groups_equal_the_trace_viewers() {
+    let mut files = vec![repo_root().join("testdata/profiles/jax_train")];
+    if let Some(ext) = external_dir() {
+        files.push(ext.join("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb"));
+    }
+    for path in files.iter().filter(|p| p.exists()) {
+        // (tid, name, ts in ns) → the group ids shown, as a multiset (the streaming trace
+        // numbers pids per host).
+        type Key = (u64, String, i64);
+        let mut shown: HashMap<Key, Vec<Option<i64>>> = HashMap::new();
+        let params = [("resolution".to_string(), "0".to_string())].into();
+        let request = DataRequest { tool: "trace_viewer@".into(), params, ..Default::default() };
+        let trace: Value = serde_json::from_str(&data(path, &request).unwrap().body).unwrap();
+        for e in trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+            let key = (
+                e["tid"].as_u64().unwrap(),
+                e["name"].as_str().unwrap().to_string(),
+                (e["ts"].as_f64().unwrap() * 1e3).round() as i64,
+            );
+            shown.entry(key).or_default().push(e["args"]["group_id"].as_i64());
+        }
+        let mut from_lod: HashMap<Key, Vec<Option<i64>>> = HashMap::new();
+        let everything: BTreeMap<String, String> = [("exact_limit".to_string(), "100000000".to_string())].into();
+        let window = oxprof_api::trace::window(path, None, None, &everything).unwrap();
+        let mut checked = 0;
+        for track in &window.tracks {
+            assert!(track.exact, "{}: track {} not exact", path.display(), track.id);
+            for event in &track.events {
+                let d = oxprof_api::trace::event(path, None, None, event.id).unwrap();
+                let Some(tid) = d.tid else { continue };
+                let key = (u64::from(tid), d.name.clone(), (d.ts_ps as f64 / 1e3).round() as i64);
+                from_lod.entry(key).or_default().push(d.group_id);
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "{}: only {checked} events", path.display());
+        let (mut differing, mut missing) = (0, 0);
+        for (key, groups) in &mut from_lod {
+            groups.sort();
+            let Some(expected) = shown.get_mut(key) else {
+                missing += 1;
+                continue;
+            };
+            expected.sort();
+            if groups != expected {
+                differing += 1;
+                eprintln!("{}: {key:?}: LOD {groups:?}, trace {expected:?}", path.display());
+            }
+        }
+        eprintln!("{}: {checked} events, {} keys, {missing} not in the trace", path.display(), from_lod.len());
+        // The LOD API shows every event; XProf's storage drops some (the TPU profile's 600
+        // "Async XLA Ops", see `DROPPED_LEVEL`).
+        assert!(missing * 20 <= checked, "{}: {missing} LOD events not in the trace", path.display());
+        assert_eq!(differing, 0, "{}: events whose group differs", path.display());
+    }
+}

@@ -24,6 +24,7 @@ use super::index::{
     DROPPED_LEVEL, EventRef, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, TraceIndex, TrackInfo, TrackKind,
     partition_positions, view_in,
 };
+use super::tpu_groups::shown_groups;
 use super::visibility::Visibility;
 use super::xprof::{ArgValue, event_args};
 use crate::grouping::EventGroups;
@@ -465,7 +466,12 @@ pub fn event_details(host: &LodHost<'_>, id: u64) -> Option<EventDetails> {
         },
         ts_ps: v.ts,
         dur_ps: v.dur,
-        group_id: v.group_id(host.groups),
+        // The group XProf's trace shows (a TPU module touching the previous one shows that
+        // one's group), as the `trace_viewer@` output does.
+        group_id: v
+            .event
+            .and_then(|e| shown_groups(host.space, host.groups).get(v.plane_index, v.line_index, e.index()))
+            .or_else(|| v.group_id(host.groups)),
         serial: u32::from(t.serial_at(r.pos)),
         flow: t.flow_at(r.pos).map(|f| (f.id, entry_name(f.entry))),
         args,
