@@ -563,7 +563,8 @@ impl Service {
             _ if route.starts_with("/trace/") => {
                 let run = self.run_of(q)?;
                 let get = |k: &str| if k == "run" { None } else { q.get(k).map(str::to_string) };
-                Ok(HttpResponse::json(200, &crate::trace::route(&run.data_path, &route["/trace".len()..], &get)?))
+                let body = crate::trace::route(&run.data_path, &route["/trace".len()..], &get)?;
+                Ok(HttpResponse::bytes(200, "application/json", body.into_bytes()))
             }
             _ => match self.extensions.iter().find(|(path, _)| path == route) {
                 Some((_, handler)) => handler(self, q),

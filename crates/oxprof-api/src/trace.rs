@@ -292,42 +292,11 @@ pub fn flow(path: &Path, run: Option<&str>, host: Option<&str>, flow_id: u64) ->
     Ok(lod::flow_events(&data.lod(), flow_id))
 }
 
-/// Flow ids are 56-bit: more than a JSON number keeps exactly in JavaScript (2^53). The
-/// LOD routes answer them as decimal strings: the `flow` binding `[id, entry]` of window
-/// events and event details, and the `flow` of the flow route. (XProf's `/data` bodies are
-/// not affected.)
-fn flow_ids_as_strings(sub: &str, value: &mut serde_json::Value) {
-    fn binding(v: &mut serde_json::Value) {
-        if let Some(id) = v.get_mut("flow").and_then(|f| f.get_mut(0))
-            && let Some(n) = id.as_u64()
-        {
-            *id = serde_json::Value::String(n.to_string());
-        }
-    }
-    match sub {
-        "window" => {
-            let tracks = value.get_mut("tracks").and_then(|t| t.as_array_mut());
-            for track in tracks.into_iter().flatten() {
-                let events = track.get_mut("events").and_then(|e| e.as_array_mut());
-                events.into_iter().flatten().for_each(binding);
-            }
-        }
-        "event" => binding(value),
-        "flow" => {
-            if let Some(id) = value.get_mut("flow")
-                && let Some(n) = id.as_u64()
-            {
-                *id = serde_json::Value::String(n.to_string());
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Routes `/oxprof/api/trace/<sub>` for the server: `sub` is `tracks`, `window`, `event`,
 /// `search`, `flow` or `aggregate`; `get` reads query parameters (`run`, `host` and the
-/// route's own). Flow ids are answered as strings (see [`flow_ids_as_strings`]).
-pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<serde_json::Value, ApiError> {
+/// route's own). Answers the JSON body; flow ids in it are decimal strings (JavaScript
+/// numbers would round 56-bit ids).
+pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<String, ApiError> {
     let run = get("run").filter(|r| !r.is_empty());
     let host = get("host").filter(|h| !h.is_empty());
     let (run, host) = (run.as_deref(), host.as_deref());
@@ -337,11 +306,13 @@ pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Re
         let v = get(key).ok_or_else(|| bad(key, "missing"))?;
         v.trim().parse::<u64>().map_err(|_| bad(key, format!("not a number: {v:?}")))
     };
-    fn to_json<T: Serialize>(v: T) -> Result<serde_json::Value, ApiError> {
-        serde_json::to_value(v).map_err(|e| ApiError::BadParameter { name: "response".into(), reason: e.to_string() })
+    // Written straight from the response types: no `serde_json::Value` tree in between
+    // (a full view of a large trace is megabytes of events).
+    fn to_json<T: Serialize>(v: T) -> Result<String, ApiError> {
+        serde_json::to_string(&v).map_err(|e| ApiError::BadParameter { name: "response".into(), reason: e.to_string() })
     }
     let sub = sub.trim_matches('/');
-    let mut value = match sub {
+    match sub {
         "tracks" => to_json(tracks(path, run, host)?),
         "window" => to_json(window(path, run, host, &params)?),
         "event" => to_json(event(path, run, host, id("id")?)?),
@@ -353,7 +324,5 @@ pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Re
         "flow" => to_json(flow(path, run, host, id("id")?)?),
         "aggregate" => to_json(aggregate(path, run, host, &params)?),
         other => Err(ApiError::UnknownTool(format!("trace/{other}"))),
-    }?;
-    flow_ids_as_strings(sub, &mut value);
-    Ok(value)
+    }
 }

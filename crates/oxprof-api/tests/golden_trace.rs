@@ -396,21 +396,24 @@ fn trace_routes_dispatch() {
     let dir = repo_root().join("testdata/profiles/tf_keras_fit");
     let params: HashMap<&str, String> = [("width", "100".to_string()), ("prefix", "Iterator".to_string())].into();
     let get = |k: &str| params.get(k).cloned();
-    let tracks = oxprof_api::trace::route(&dir, "tracks", &get).unwrap();
+    let route = |sub: &str, get: &dyn Fn(&str) -> Option<String>| {
+        oxprof_api::trace::route(&dir, sub, get).map(|body| serde_json::from_str::<Value>(&body).unwrap())
+    };
+    let tracks = route("tracks", &get).unwrap();
     assert!(!tracks["sections"].as_array().unwrap().is_empty());
-    let window = oxprof_api::trace::route(&dir, "/window", &get).unwrap();
+    let window = route("/window", &get).unwrap();
     assert_eq!(
         window["resolution_ps"].as_u64().unwrap(),
         (window["end_ps"].as_u64().unwrap() - window["start_ps"].as_u64().unwrap()) / 100
     );
-    let search = oxprof_api::trace::route(&dir, "search", &get).unwrap();
+    let search = route("search", &get).unwrap();
     assert!(search["total"].as_u64().unwrap() > 0);
     let id = search["matches"][0]["id"].as_u64().unwrap().to_string();
     let with_id = |k: &str| if k == "id" { Some(id.clone()) } else { None };
-    let event = oxprof_api::trace::route(&dir, "event", &with_id).unwrap();
+    let event = route("event", &with_id).unwrap();
     assert!(event["name"].as_str().unwrap().starts_with("Iterator"));
-    assert!(oxprof_api::trace::route(&dir, "nope", &get).is_err());
-    assert!(oxprof_api::trace::route(&dir, "event", &|_| None).is_err());
+    assert!(route("nope", &get).is_err());
+    assert!(route("event", &|_| None).is_err());
 }
 
 /// Disk cache: written beside the profile when enabled, reused, and a stale or corrupt

@@ -14,6 +14,7 @@ fn profile(name: &str) -> PathBuf {
 fn route(name: &str, sub: &str, params: &[(&str, String)]) -> Result<serde_json::Value, oxprof_api::ApiError> {
     let map: HashMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     oxprof_api::trace::route(&profile(name), sub, &|k| map.get(k).cloned())
+        .map(|body| serde_json::from_str(&body).unwrap())
 }
 
 /// Per-name (count, total, min, max) of a window's events, computed in the test.

@@ -170,8 +170,8 @@ pub struct LodEvent {
     pub ts_ps: u64,
     /// Duration (ps).
     pub dur_ps: u64,
-    /// Flow binding: `[flow id, "start"|"mid"|"end"]`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Flow binding: `[flow id, "start"|"mid"|"end"]` (the id as a decimal string).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "flow_ids::binding")]
     pub flow: Option<(u64, &'static str)>,
 }
 
@@ -198,8 +198,8 @@ pub struct EventDetails {
     pub group_id: Option<i64>,
     /// XProf's serial among equal timestamps.
     pub serial: u32,
-    /// Flow binding.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Flow binding (the id as a decimal string).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "flow_ids::binding")]
     pub flow: Option<(u64, &'static str)>,
     /// Arguments (stats), as XProf shows them.
     pub args: serde_json::Map<String, serde_json::Value>,
@@ -236,10 +236,28 @@ pub struct SearchMatch {
 /// The events of one flow.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FlowResponse {
-    /// Flow id.
+    /// Flow id (serialized as a decimal string).
+    #[serde(serialize_with = "flow_ids::id")]
     pub flow: u64,
     /// Its events, by time.
     pub events: Vec<SearchMatch>,
+}
+
+/// Flow ids are 56-bit and JavaScript numbers are exact only up to 2^53, so the LOD API
+/// writes them as decimal strings. (XProf's `/data` bodies are not affected.)
+mod flow_ids {
+    use serde::{Serialize, Serializer};
+
+    pub(super) fn id<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(id)
+    }
+
+    pub(super) fn binding<S: Serializer>(binding: &Option<(u64, &'static str)>, s: S) -> Result<S::Ok, S::Error> {
+        match binding {
+            Some((id, entry)) => (id.to_string(), entry).serialize(s),
+            None => s.serialize_none(),
+        }
+    }
 }
 
 fn entry_name(e: FlowEntry) -> &'static str {
@@ -340,47 +358,37 @@ pub fn window(host: &LodHost<'_>, req: &LodRequest) -> LodResponse {
         Some(ids) => ids.iter().map(|&i| i as usize).filter(|&i| i < index.tracks.len()).collect(),
         None => (0..index.tracks.len()).collect(),
     };
-    let per_track: Vec<(usize, LodTrackRaw)> = {
+    // Per track, in parallel: the window's positions, then their drawable events with
+    // names numbered per track; the names are merged into one list afterwards.
+    let per_track: Vec<(usize, LodTrackRaw, TrackEvents<'_>)> = {
         use rayon::prelude::*;
         selected
             .par_iter()
-            .map(|&ti| (ti, track_window(host, ti, begin, end, resolution_ps, last, req.exact_limit)))
+            .map(|&ti| {
+                let raw = track_window(host, ti, begin, end, resolution_ps, last, req.exact_limit);
+                let events = track_events(host, ti, &raw.positions);
+                (ti, raw, events)
+            })
             .collect()
     };
     let mut names: Vec<String> = Vec::new();
     let mut name_ids: HashMap<&str, u32> = HashMap::new();
     let mut tracks = Vec::with_capacity(per_track.len());
     let (mut total_in, mut total_ret) = (0, 0);
-    for (ti, raw) in per_track {
-        let t = &index.tracks[ti];
-        let mut events = Vec::new();
-        let mut samples = Vec::new();
-        let is_counter = matches!(t.kind, Some(TrackKind::Counter { .. }));
-        for &pos in &raw.positions {
-            let Some(v) = view_in(host.space, t, pos) else { continue };
-            if is_counter {
-                let value = event_args(host.space, t, pos).first().map_or(0.0, |(_, a)| match a {
-                    ArgValue::Int(x) => *x as f64,
-                    ArgValue::Uint(x) => *x as f64,
-                    ArgValue::Double(x) => *x,
-                    ArgValue::Str(_) => 0.0,
-                });
-                samples.push((v.ts, value));
-                continue;
-            }
-            let name = v.name(host.groups);
-            let next = names.len() as u32;
-            let id = *name_ids.entry(name).or_insert_with(|| {
-                names.push(name.to_string());
-                next
-            });
-            events.push(LodEvent {
-                id: EventRef { track: ti as u32, pos }.to_id(),
-                name: id,
-                ts_ps: v.ts,
-                dur_ps: v.dur,
-                flow: t.flow_at(pos).map(|f| (f.id, entry_name(f.entry))),
-            });
+    for (ti, raw, mut drawn) in per_track {
+        let global: Vec<u32> = drawn
+            .names
+            .iter()
+            .map(|&name| {
+                let next = names.len() as u32;
+                *name_ids.entry(name).or_insert_with(|| {
+                    names.push(name.to_string());
+                    next
+                })
+            })
+            .collect();
+        for e in &mut drawn.events {
+            e.name = global[e.name as usize];
         }
         let returned = raw.positions.len();
         total_in += raw.in_window;
@@ -390,8 +398,8 @@ pub fn window(host: &LodHost<'_>, req: &LodRequest) -> LodResponse {
             exact: raw.exact,
             in_window: raw.in_window,
             hidden: raw.in_window.saturating_sub(returned),
-            events,
-            samples,
+            events: drawn.events,
+            samples: drawn.samples,
         });
     }
     LodResponse {
@@ -404,6 +412,49 @@ pub fn window(host: &LodHost<'_>, req: &LodRequest) -> LodResponse {
         total_returned: total_ret,
         total_hidden: total_in.saturating_sub(total_ret),
     }
+}
+
+/// A track's drawable events (`name` indexes `names`, this track's own list) or counter
+/// samples.
+struct TrackEvents<'a> {
+    events: Vec<LodEvent>,
+    samples: Vec<(u64, f64)>,
+    names: Vec<&'a str>,
+}
+
+/// The events (or counter samples) at `positions` of track `ti`.
+fn track_events<'a>(host: &LodHost<'a>, ti: usize, positions: &[u32]) -> TrackEvents<'a> {
+    let t = &host.index.tracks[ti];
+    let mut out = TrackEvents { events: Vec::new(), samples: Vec::new(), names: Vec::new() };
+    let mut name_ids: HashMap<&'a str, u32> = HashMap::new();
+    let is_counter = matches!(t.kind, Some(TrackKind::Counter { .. }));
+    for &pos in positions {
+        let Some(v) = view_in(host.space, t, pos) else { continue };
+        if is_counter {
+            let value = event_args(host.space, t, pos).first().map_or(0.0, |(_, a)| match a {
+                ArgValue::Int(x) => *x as f64,
+                ArgValue::Uint(x) => *x as f64,
+                ArgValue::Double(x) => *x,
+                ArgValue::Str(_) => 0.0,
+            });
+            out.samples.push((v.ts, value));
+            continue;
+        }
+        let name = v.name(host.groups);
+        let next = out.names.len() as u32;
+        let id = *name_ids.entry(name).or_insert_with(|| {
+            out.names.push(name);
+            next
+        });
+        out.events.push(LodEvent {
+            id: EventRef { track: ti as u32, pos }.to_id(),
+            name: id,
+            ts_ps: v.ts,
+            dur_ps: v.dur,
+            flow: t.flow_at(pos).map(|f| (f.id, entry_name(f.entry))),
+        });
+    }
+    out
 }
 
 struct LodTrackRaw {
