@@ -10,7 +10,7 @@
 use crate::ApiError;
 use crate::data::{DataRequest, DataResponse, select_hosts, select_run};
 use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
-use oxprof_format::load_xspace;
+use oxprof_format::load_xspace_lines_of;
 use oxprof_format::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
 use std::path::Path;
@@ -25,11 +25,12 @@ pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataRespon
     }
     let run = select_run(path, request.run.as_deref())?;
     let files = select_hosts(&run, request.host.as_deref())?;
-    // Each XSpace is dropped as soon as its statistics exist.
+    // Only the host plane's events are read (device planes are often most of a GPU
+    // profile); each XSpace is dropped as soon as its statistics exist.
     let per_host: Vec<(String, String, Option<TfDataStats>)> = files
         .par_iter()
         .map(|f| {
-            let space = load_xspace(&f.path)?;
+            let space = load_xspace_lines_of(&f.path, &|plane| plane == HOST_THREADS_PLANE_NAME)?;
             let name = space.hostnames.first().filter(|h| !h.is_empty()).cloned().unwrap_or_else(|| f.host.clone());
             let stats = space.plane(HOST_THREADS_PLANE_NAME).map(host_tf_data_stats);
             Ok((f.host.clone(), name, stats))
