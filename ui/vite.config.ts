@@ -18,6 +18,17 @@ export default defineConfig({
       },
     },
   },
+  // The trace viewer's window worker (src/trace/window_worker.ts), named like the other
+  // assets so that the bundle stays deterministic.
+  worker: {
+    format: 'es',
+    rollupOptions: {
+      output: {
+        entryFileNames: 'assets/[name].js',
+        chunkFileNames: 'assets/[name].js',
+      },
+    },
+  },
   server: {
     // `npm run dev` proxies the API to a running `oxprof serve` (OXPROF_URL, default port 8791).
     proxy: Object.fromEntries(

@@ -1,7 +1,12 @@
 // The pure parts of the trace viewer: the LOD API's types, layout of slices by nesting
 // depth and of tracks in sections, time <-> pixel mapping, pan/zoom of the window, the
 // window in the URL, colors, flow arrows, aggregate tables. The page (pages/trace_viewer.ts)
-// does the IO and the drawing; trace/view.ts holds the rest of the view state in the URL.
+// does the IO and the drawing; trace/view.ts holds the rest of the view state in the URL;
+// trace/columns.ts holds a window's events as columns (built by the window worker).
+
+import { type ColumnWindow, EMPTY_SLICES, type TrackSlices, depthsOf } from './trace/columns';
+
+export { type ColumnWindow, type TrackSlices, firstVisible, sliceAt, sliceIndex, trackColumns, windowColumns } from './trace/columns';
 
 /** `/oxprof/api/trace/tracks`. */
 export interface TraceTracks {
@@ -128,15 +133,9 @@ export const MIN_SPAN_PS = 1000;
  * first): an event is a child of the last still-open event that contains its start.
  */
 export function layoutDepths(events: readonly { ts_ps: number; dur_ps: number }[]): number[] {
-  const ends: number[] = [];
-  return events.map((e) => {
-    while (ends.length && e.ts_ps >= (ends[ends.length - 1] ?? Infinity)) ends.pop();
-    const depth = ends.length;
-    ends.push(e.ts_ps + Math.max(0, e.dur_ps));
-    // A zero-length event never contains anything: close it at once.
-    if (e.dur_ps <= 0) ends.pop();
-    return depth;
-  });
+  const depth = new Uint16Array(events.length);
+  depthsOf(Float64Array.from(events, (e) => e.ts_ps), Float64Array.from(events, (e) => e.dur_ps), depth);
+  return Array.from(depth);
 }
 
 /** Maps times in `span` to pixels `[0, width]` and back. */
@@ -258,31 +257,6 @@ function trim(v: number): string {
   return s.replace(/\.?0+$/, '');
 }
 
-/** A slice placed on the canvas. */
-export interface Slice {
-  event: WindowEvent;
-  track: number;
-  depth: number;
-}
-
-/** Events of a window track with their depths. */
-export function layoutTrack(track: WindowTrack): Slice[] {
-  const events = track.events ?? [];
-  const depths = layoutDepths(events);
-  return events.map((event, i) => ({ event, track: track.id, depth: depths[i] ?? 0 }));
-}
-
-/** The slice drawn at time `ps` and `depth` (the shortest when several match), given a minimum width in ps. */
-export function sliceAt(slices: readonly Slice[], depth: number, ps: number, minPs: number): Slice | null {
-  let best: Slice | null = null;
-  for (const s of slices) {
-    if (s.depth !== depth) continue;
-    const end = s.event.ts_ps + Math.max(s.event.dur_ps, minPs);
-    if (ps >= s.event.ts_ps && ps <= end && (!best || s.event.dur_ps < best.event.dur_ps)) best = s;
-  }
-  return best;
-}
-
 // ---- tracks in sections ----------------------------------------------------------------
 
 /** Row height of one nesting depth (px). */
@@ -310,28 +284,12 @@ export interface TrackRow {
   pid: number;
   top: number;
   depths: number;
-  slices: Slice[];
+  slices: TrackSlices;
   hidden: number;
   inWindow: number;
   /** Longest slice (ps): slices overlapping a time start at most this much before it. */
   maxDur: number;
   samples?: [number, number][];
-}
-
-/**
- * Index of the first slice (slices sorted by start) that can overlap a window starting at
- * `start`: the first one starting at or after `start - maxDur`.
- */
-export function firstVisible(slices: readonly Slice[], start: number, maxDur: number): number {
-  const from = start - maxDur;
-  let lo = 0;
-  let hi = slices.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((slices[mid]?.event.ts_ps ?? Infinity) < from) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 export interface Layout {
@@ -347,7 +305,7 @@ export interface Layout {
  */
 export function layoutSections(
   tracks: TraceTracks,
-  window: TraceWindow | null,
+  window: ColumnWindow | null,
   collapsed: ReadonlySet<number>,
   minDepths: ReadonlyMap<number, number> = new Map(),
 ): Layout {
@@ -362,15 +320,19 @@ export function layoutSections(
     if (isCollapsed) continue;
     for (const info of section.tracks) {
       const wt = byId.get(info.id);
-      const slices = wt ? layoutTrack(wt) : [];
-      let depths = info.kind === 'counter' ? COUNTER_DEPTHS : 1;
-      let maxDur = 0;
-      for (const s of slices) {
-        if (s.depth + 1 > depths) depths = s.depth + 1;
-        if (s.event.dur_ps > maxDur) maxDur = s.event.dur_ps;
-      }
-      depths = Math.max(depths, minDepths.get(info.id) ?? 0);
-      rows.push({ info, pid: section.pid, top: y, depths, slices, hidden: wt?.hidden ?? 0, inWindow: wt?.in_window ?? 0, maxDur, samples: wt?.samples });
+      const base = info.kind === 'counter' ? COUNTER_DEPTHS : 1;
+      const depths = Math.max(base, wt?.depths ?? 0, minDepths.get(info.id) ?? 0);
+      rows.push({
+        info,
+        pid: section.pid,
+        top: y,
+        depths,
+        slices: wt?.slices ?? EMPTY_SLICES,
+        hidden: wt?.hidden ?? 0,
+        inWindow: wt?.in_window ?? 0,
+        maxDur: wt?.maxDur ?? 0,
+        samples: wt?.samples,
+      });
       y += depths * ROW + TRACK_GAP;
     }
   }

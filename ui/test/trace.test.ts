@@ -7,11 +7,13 @@ import {
   formatDuration,
   formatMicros,
   layoutDepths,
-  layoutTrack,
   panSpan,
   sliceAt,
+  sliceIndex,
   spanFromView,
   spanToView,
+  trackColumns,
+  windowColumns,
   zoomSpan,
 } from '../src/trace';
 import { pageFor, toolNeedsNoData } from '../src/pages';
@@ -31,8 +33,8 @@ describe('trace layout by depth', () => {
   it('an event starting exactly where another ends is a sibling', () => {
     expect(layoutDepths([ev(0, 10), ev(10, 10), ev(20, 0)])).toEqual([0, 0, 0]);
   });
-  it('layoutTrack and sliceAt find the innermost slice under the pointer', () => {
-    const slices = layoutTrack({
+  it('track columns and sliceAt find the innermost slice under the pointer', () => {
+    const track = trackColumns({
       id: 3,
       exact: true,
       in_window: 3,
@@ -43,13 +45,41 @@ describe('trace layout by depth', () => {
         { id: 3, name: 2, ts_ps: 60, dur_ps: 0 },
       ],
     });
-    expect(slices.map((s) => [s.event.id, s.depth, s.track])).toEqual([[1, 0, 3], [2, 1, 3], [3, 1, 3]]);
-    expect(sliceAt(slices, 0, 50, 1)?.event.id).toBe(1);
-    expect(sliceAt(slices, 1, 25, 1)?.event.id).toBe(2);
-    expect(sliceAt(slices, 1, 61, 2)?.event.id).toBe(3); // a zero-length slice is hit within its minimum width
-    expect(sliceAt(slices, 1, 45, 1)).toBeNull();
-    expect(sliceAt(slices, 2, 25, 1)).toBeNull();
-    expect(layoutTrack({ id: 0, exact: true, in_window: 0, hidden: 0 })).toEqual([]); // `events` absent when empty
+    const slices = track.slices;
+    expect([...slices.id]).toEqual([1, 2, 3]);
+    expect([...slices.depth]).toEqual([0, 1, 1]);
+    expect([...slices.name]).toEqual([0, 1, 2]);
+    expect([track.depths, track.maxDur]).toEqual([2, 100]);
+    const hit = (depth: number, ps: number, minPs: number) => {
+      const i = sliceAt(slices, depth, ps, minPs);
+      return i < 0 ? null : slices.id[i];
+    };
+    expect(hit(0, 50, 1)).toBe(1);
+    expect(hit(1, 25, 1)).toBe(2);
+    expect(hit(1, 61, 2)).toBe(3); // a zero-length slice is hit within its minimum width
+    expect(hit(1, 45, 1)).toBeNull();
+    expect(hit(2, 25, 1)).toBeNull();
+    expect(sliceIndex(slices, 3)).toBe(2);
+    expect(sliceIndex(slices, 99)).toBe(-1);
+    const empty = trackColumns({ id: 0, exact: true, in_window: 0, hidden: 0 }); // `events` absent when empty
+    expect([empty.slices.count, empty.depths, empty.maxDur]).toEqual([0, 0, 0]);
+  });
+  it('a window as columns keeps its header fields and every event', () => {
+    const w = windowColumns({
+      start_ps: 5,
+      end_ps: 50,
+      resolution_ps: 1,
+      names: ['a', 'b'],
+      tracks: [{ id: 7, exact: false, in_window: 4, hidden: 2, events: [{ id: 9, name: 1, ts_ps: 10, dur_ps: 3 }, { id: 8, name: 0, ts_ps: 11, dur_ps: 1 }] }],
+      total_in_window: 4,
+      total_returned: 2,
+      total_hidden: 2,
+    });
+    expect([w.start_ps, w.end_ps, w.names, w.total_in_window, w.total_returned, w.total_hidden]).toEqual([5, 50, ['a', 'b'], 4, 2, 2]);
+    const t = w.tracks[0];
+    expect([t?.id, t?.exact, t?.in_window, t?.hidden, t?.slices.count]).toEqual([7, false, 4, 2, 2]);
+    expect([...(t?.slices.ts ?? [])]).toEqual([10, 11]);
+    expect([...(t?.slices.depth ?? [])]).toEqual([0, 1]);
   });
 });
 

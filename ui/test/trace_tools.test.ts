@@ -12,12 +12,13 @@ import {
   counterSteps,
   firstVisible,
   flowArrows,
-  layoutTrack,
   layoutSections,
   rowAt,
   sortAggregate,
   spanForMatch,
   stepMatch,
+  trackColumns,
+  windowColumns,
   tracksInBand,
   visibleTrackIds,
 } from '../src/trace';
@@ -70,7 +71,7 @@ const win: TraceWindow = {
 
 describe('sections and tracks layout', () => {
   it('stacks a header per section and each track as deep as its slices', () => {
-    const lay = layoutSections(tracks, win, new Set());
+    const lay = layoutSections(tracks, windowColumns(win), new Set());
     expect(lay.sections.map((s) => [s.pid, s.top, s.collapsed])).toEqual([
       [1, AXIS, false],
       [701, AXIS + HEADER + (2 * ROW + TRACK_GAP) + (3 * ROW + TRACK_GAP) + (ROW + TRACK_GAP), false],
@@ -85,7 +86,7 @@ describe('sections and tracks layout', () => {
     expect(lay.height).toBe((lay.rows[3]?.top ?? 0) + ROW + TRACK_GAP + 4);
   });
   it('collapsed sections keep their header and drop their tracks', () => {
-    const lay = layoutSections(tracks, win, new Set([1]));
+    const lay = layoutSections(tracks, windowColumns(win), new Set([1]));
     expect(lay.sections.map((s) => [s.pid, s.collapsed, s.tracks])).toEqual([
       [1, true, 3],
       [701, false, 1],
@@ -96,11 +97,11 @@ describe('sections and tracks layout', () => {
     expect(visibleTrackIds(tracks, new Set())).toBeNull(); // nothing collapsed: all tracks
   });
   it('keeps a track at least as deep as before (no jumps while panning)', () => {
-    const lay = layoutSections(tracks, win, new Set(), new Map([[3, 4]]));
+    const lay = layoutSections(tracks, windowColumns(win), new Set(), new Map([[3, 4]]));
     expect(lay.rows.find((r) => r.info.id === 3)?.depths).toBe(4);
   });
   it('finds the row under a point and the thread tracks of a vertical band', () => {
-    const lay = layoutSections(tracks, win, new Set());
+    const lay = layoutSections(tracks, windowColumns(win), new Set());
     const [counter, ops, steps, python] = lay.rows;
     expect(rowAt(lay.rows, (ops?.top ?? 0) + 1)?.info.id).toBe(1);
     expect(rowAt(lay.rows, 0)).toBeNull();
@@ -113,7 +114,7 @@ describe('sections and tracks layout', () => {
 
 describe('drawing only what the view shows', () => {
   it('finds the first slice that can reach into the view (binary search on starts)', () => {
-    const slices = layoutTrack({
+    const { slices } = trackColumns({
       id: 1,
       exact: true,
       in_window: 4,
@@ -129,8 +130,8 @@ describe('drawing only what the view shows', () => {
     expect(firstVisible(slices, 70, 5)).toBe(3);
     expect(firstVisible(slices, 61, 5)).toBe(2);
     expect(firstVisible(slices, 1000, 5)).toBe(4);
-    expect(firstVisible([], 0, 0)).toBe(0);
-    expect(layoutSections(tracks, win, new Set()).rows.map((r) => r.maxDur)).toEqual([0, 100, 0, 5]);
+    expect(firstVisible(trackColumns({ id: 0, exact: true, in_window: 0, hidden: 0 }).slices, 0, 0)).toBe(0);
+    expect(layoutSections(tracks, windowColumns(win), new Set()).rows.map((r) => r.maxDur)).toEqual([0, 100, 0, 5]);
   });
 });
 

@@ -55,6 +55,8 @@ export async function register(ctx) {
     const win = await checkCounts(page, full);
     assert(win.total_hidden > 0, 'the whole jax_train trace merges events at this zoom');
     assert((await text(page, '[data-role="trace-hidden"]')).includes('merged or hidden'), 'the hidden count is shown');
+    // Windows are parsed off the main thread (the page's CSP allows the same-origin worker).
+    assertEqual(await page.locator('[data-chart="trace"]').getAttribute('data-window-loader'), 'worker', 'window loader');
     await shot();
   });
 

@@ -16,6 +16,7 @@ import type { PageContext } from '../page';
 import {
   AXIS,
   type AggregateKey,
+  type ColumnWindow,
   type EventRef,
   type FlowResult,
   HEADER,
@@ -40,6 +41,7 @@ import {
   panSpan,
   rowAt,
   sliceAt,
+  sliceIndex,
   sortAggregate,
   spanForMatch,
   spanFromView,
@@ -50,6 +52,7 @@ import {
   zoomSpan,
 } from '../trace';
 import { type TraceTool, type TraceView, TOOLS, viewFromUrl, viewToUrl } from '../trace/view';
+import { loadWindow, prepareWindowLoader, windowLoaderKind } from '../trace/window_loader';
 
 const TRACE_API = '/oxprof/api/trace';
 const FETCH_DELAY_MS = 40;
@@ -76,6 +79,7 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   const { run, host } = ctx.state;
   const url = (route: string, params: Record<string, string | undefined> = {}) => buildUrl(`${TRACE_API}/${route}`, { run, host, ...params });
   const view: TraceView = viewFromUrl(ctx.view.get);
+  prepareWindowLoader();
 
   const status = h('div', { class: 'trace-status', 'data-role': 'trace-status' });
   const hiddenBox = h('div', { class: 'trace-hidden', 'data-role': 'trace-hidden' });
@@ -133,7 +137,7 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   let tracks: TraceTracks | null = null;
   let bounds: Span = { start: 0, end: 1 };
   let span: Span = { start: 0, end: 1 };
-  let data: TraceWindow | null = null;
+  let data: ColumnWindow | null = null;
   let loaded: Loaded | null = null;
   let lay: Layout = { sections: [], rows: [], height: AXIS };
   const minDepths = new Map<number, number>();
@@ -288,6 +292,10 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     const selectedId = view.selected;
     let selectedBox: [number, number, number] | null = null;
     const highlights: [number, number, number][] = [];
+    // Slices are painted color by color after the loop: setting a fill style parses the
+    // color, which cost more than the rectangles themselves with thousands of slices.
+    const rects: (number[] | undefined)[] = [];
+    const labels: number[] = [];
     for (const row of lay.rows) {
       const rowBottom = row.top + row.depths * ROW;
       if (rowBottom < top || row.top > bottom) continue;
@@ -298,36 +306,43 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       // Right edge drawn so far per depth: a slice within an already painted pixel is
       // skipped (at most about one rectangle per pixel and depth, whatever the count).
       const painted: number[] = [];
-      const slices = row.slices;
-      for (let i = firstVisible(slices, span.start, row.maxDur); i < slices.length; i++) {
-        const s = slices[i];
-        if (!s) break;
-        const e = s.event;
-        if (e.ts_ps > span.end) break; // sorted by start: the rest is right of the view
-        const x0 = scale.toX(e.ts_ps);
-        const x1 = scale.toX(e.ts_ps + e.dur_ps);
+      const { id: ids, name: nameIds, ts: starts, dur: durations, depth: depths, count } = row.slices;
+      for (let i = firstVisible(row.slices, span.start, row.maxDur); i < count; i++) {
+        const ts = starts[i] ?? 0;
+        if (ts > span.end) break; // sorted by start: the rest is right of the view
+        const id = ids[i];
+        const nameId = nameIds[i] ?? 0;
+        const depth = depths[i] ?? 0;
+        const x0 = scale.toX(ts);
+        const x1 = scale.toX(ts + (durations[i] ?? 0));
         if (x1 < 0) continue;
         const x = Math.max(x0, -1);
         const w = Math.max(1, Math.min(x1, width + 1) - x);
-        const edge = painted[s.depth] ?? -Infinity;
-        if (x + w <= edge && e.id !== selectedId && e.id !== matchId) continue;
-        painted[s.depth] = Math.max(edge, Math.floor(x) + 1, x + w);
-        const y = row.top + s.depth * ROW;
-        g.fillStyle = colors[e.name] ?? '#999';
-        g.fillRect(x, y + 1, w, ROW - 2);
-        if (e.id === selectedId) selectedBox = [x, y, w];
-        if (prefix && (names[e.name] ?? '').startsWith(prefix)) highlights.push([x, y, w]);
-        else if (e.id === matchId) highlights.push([x, y, w]);
-        if (w > 24) {
-          const name = names[e.name] ?? '';
-          const tw = textWidths[e.name] ?? (textWidths[e.name] = g.measureText(name).width);
-          g.fillStyle = '#111';
-          if (tw <= w - 6) g.fillText(name, x + 3, y + ROW - 5);
-          else {
-            const chars = Math.floor((name.length * (w - 14)) / tw);
-            if (chars > 0) g.fillText(`${name.slice(0, chars)}…`, x + 3, y + ROW - 5);
-          }
-        }
+        const edge = painted[depth] ?? -Infinity;
+        if (x + w <= edge && id !== selectedId && id !== matchId) continue;
+        painted[depth] = Math.max(edge, Math.floor(x) + 1, x + w);
+        const y = row.top + depth * ROW;
+        (rects[nameId] ??= []).push(x, y + 1, w);
+        if (id === selectedId) selectedBox = [x, y, w];
+        if (prefix && (names[nameId] ?? '').startsWith(prefix)) highlights.push([x, y, w]);
+        else if (id === matchId) highlights.push([x, y, w]);
+        if (w > 24) labels.push(x, y, w, nameId);
+      }
+    }
+    rects.forEach((r, nameId) => {
+      if (!r) return;
+      g.fillStyle = colors[nameId] ?? '#999';
+      for (let k = 0; k < r.length; k += 3) g.fillRect(r[k] ?? 0, r[k + 1] ?? 0, r[k + 2] ?? 0, ROW - 2);
+    });
+    g.fillStyle = '#111';
+    for (let k = 0; k < labels.length; k += 4) {
+      const [x, y, w, nameId] = [labels[k] ?? 0, labels[k + 1] ?? 0, labels[k + 2] ?? 0, labels[k + 3] ?? 0];
+      const name = names[nameId] ?? '';
+      const tw = textWidths[nameId] ?? (textWidths[nameId] = g.measureText(name).width);
+      if (tw <= w - 6) g.fillText(name, x + 3, y + ROW - 5);
+      else {
+        const chars = Math.floor((name.length * (w - 14)) / tw);
+        if (chars > 0) g.fillText(`${name.slice(0, chars)}…`, x + 3, y + ROW - 5);
       }
     }
     if (highlights.length) {
@@ -380,8 +395,8 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   function locate(e: EventRef): { y: number } | null {
     const row = lay.rows.find((r) => r.info.id === e.track);
     if (!row) return null;
-    const slice = row.slices.find((s) => s.event.id === e.id);
-    return { y: row.top + (slice?.depth ?? 0) * ROW + ROW / 2 };
+    const i = sliceIndex(row.slices, e.id);
+    return { y: row.top + (i < 0 ? 0 : (row.slices.depth[i] ?? 0)) * ROW + ROW / 2 };
   }
 
   function drawFlows(g: CanvasRenderingContext2D, scale: TimeScale): void {
@@ -557,11 +572,12 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     updateReady();
     try {
       // Every section collapsed: nothing to fetch.
-      const empty: TraceWindow = { start_ps: want.range.start, end_ps: want.range.end, resolution_ps: 1, names: [], tracks: [], total_in_window: 0, total_returned: 0, total_hidden: 0 };
+      const empty: ColumnWindow = { start_ps: want.range.start, end_ps: want.range.end, resolution_ps: 1, names: [], tracks: [], total_in_window: 0, total_returned: 0, total_hidden: 0 };
+      // Parsed and laid out in a worker: the page keeps drawing meanwhile.
       const w =
         want.tracksKey === 'none'
           ? empty
-          : await getJson<TraceWindow>(
+          : await loadWindow(
               url('window', {
                 start_ps: String(want.range.start),
                 end_ps: String(want.range.end),
@@ -571,6 +587,7 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
             );
       data = w;
       loaded = want;
+      viewer.dataset.windowLoader = windowLoaderKind();
       const probe = canvas.getContext('2d');
       if (probe) probe.font = '11px sans-serif';
       colors = w.names.map((n) => colorFor(n));
@@ -927,7 +944,7 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       const row = rowAt(lay.rows, p.y);
       if (!row) return void select(null);
       const hit = sliceAt(row.slices, Math.floor((p.y - row.top) / ROW), scale.toPs(p.x), scale.psPerPx * 2);
-      return void select(hit ? hit.event.id : null);
+      return void select(hit < 0 ? null : (row.slices.id[hit] ?? null));
     }
     const a = scale.toPs(Math.max(0, Math.min(d.x0, p.x)));
     const b = scale.toPs(Math.min(width, Math.max(d.x0, p.x)));
