@@ -123,8 +123,10 @@ pub fn decode_xspace_lines_of(
 
     // Lines of all planes (that are asked for), in parallel, largest first for balance.
     let wanted: Vec<bool> = planes.iter().map(|p| lines_of(&p.name)).collect();
-    for ((plane, scan), _) in planes.iter_mut().zip(&scans).zip(&wanted).filter(|(_, wanted)| !**wanted) {
-        plane.lines_not_decoded = scan.lines.len();
+    for ((plane, scan), &wanted) in planes.iter_mut().zip(&scans).zip(&wanted) {
+        if !wanted {
+            plane.lines_not_decoded = scan.lines.len();
+        }
     }
     let mut jobs: Vec<(usize, usize, &[u8], usize)> = scans
         .iter()
