@@ -1,7 +1,8 @@
 //! Fuzzes the XSpace decoder end to end: arbitrary bytes (plain or gzip) through
 //! `decode_bytes`, then a walk over the whole decoded model so that every lazy accessor
 //! (string resolution, stat columns, placeholders, occurrences) runs on what it produced,
-//! and a field-by-field comparison with prost on every input prost accepts.
+//! and a field-by-field comparison with prost on every input prost accepts; the partial
+//! decode that skips some planes' lines is walked too.
 //!
 //! Fails on any panic (index out of range, overflow with debug assertions, a broken model
 //! invariant checked below), on a timeout, or on running out of memory.
@@ -21,6 +22,10 @@ fuzz_target!(|data: &[u8]| {
             black_box(e.to_string());
             black_box(e.path());
         }
+    }
+    // A partial decode (lines of planes with odd-length names skipped) walks the same way.
+    if let Ok(space) = oxprof_format::decode_xspace_lines_of(data, &oxprof_format::KeepPages, &|p| p.len() % 2 == 0) {
+        walk_space(&space);
     }
     // Whatever prost (the reference protobuf decoder) accepts must decode identically.
     if let Err(diff) = oxprof_format::testing::crosscheck(data) {

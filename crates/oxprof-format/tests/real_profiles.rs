@@ -215,6 +215,12 @@ fn thousands_of_mutations_never_panic_and_agree_with_prost() {
         if let Err(diff) = crosscheck(&mutated) {
             panic!("mutation {i} of {}: {diff}", path.display());
         }
+        // A decode that skips the host plane's lines must not panic either, and whatever a
+        // full decode accepts, it accepts.
+        let partial = oxprof_format::decode_xspace_lines_of(&mutated, &oxprof_format::KeepPages, &|p| p != "/host:CPU");
+        if oxprof_format::decode_xspace(&mutated).is_ok() {
+            assert!(partial.is_ok(), "mutation {i} of {}: partial decode rejected it", path.display());
+        }
     }
     eprintln!("{count} mutations: {accepted} decoded, {rejected} rejected with an error");
     assert!(rejected > 0 && accepted > 0);
