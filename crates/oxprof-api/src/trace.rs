@@ -101,12 +101,21 @@ fn resident() -> &'static Mutex<Resident> {
 }
 
 /// The host's trace data, from memory if loaded before (and the file is unchanged).
+/// Concurrent first requests for one file share a single load (see [`loading_gate`]).
 pub fn host_data(file: &HostFile) -> Result<Arc<HostTraceData>, ApiError> {
     let state = file_state(&file.path).unwrap_or((0, 0));
-    if let Ok(list) = resident().lock()
-        && let Some((_, _, data)) = list.iter().find(|(p, s, _)| *p == file.path && *s == state)
-    {
-        return Ok(Arc::clone(data));
+    let resident_copy = || {
+        let list = resident().lock().ok()?;
+        list.iter().find(|(p, s, _)| *p == file.path && *s == state).map(|(_, _, data)| Arc::clone(data))
+    };
+    if let Some(data) = resident_copy() {
+        return Ok(data);
+    }
+    let gate = loading_gate(&file.path);
+    let _loading = gate.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Loaded by another request while this one waited at the gate.
+    if let Some(data) = resident_copy() {
+        return Ok(data);
     }
     let data = Arc::new(load_host(file, disk_cache_enabled())?);
     if let Ok(mut list) = resident().lock() {
@@ -115,6 +124,22 @@ pub fn host_data(file: &HostFile) -> Result<Arc<HostTraceData>, ApiError> {
         list.truncate(KEEP_HOSTS);
     }
     Ok(data)
+}
+
+/// The lock held while `path` loads: the first request for a file loads it, concurrent
+/// ones wait and then find it in memory, instead of each decoding and indexing it (twice
+/// the CPU and the memory of a large profile). Gates no request holds are dropped.
+fn loading_gate(path: &Path) -> Arc<Mutex<()>> {
+    type Gates = Vec<(PathBuf, Arc<Mutex<()>>)>;
+    static GATES: OnceLock<Mutex<Gates>> = OnceLock::new();
+    let mut gates = GATES.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    gates.retain(|(_, gate)| Arc::strong_count(gate) > 1);
+    if let Some((_, gate)) = gates.iter().find(|(p, _)| p == path) {
+        return Arc::clone(gate);
+    }
+    let gate = Arc::new(Mutex::new(()));
+    gates.push((path.to_path_buf(), Arc::clone(&gate)));
+    gate
 }
 
 /// Drops every host kept in memory (tests, benchmarks).
