@@ -4,7 +4,7 @@
 // does the IO and the drawing; trace/view.ts holds the rest of the view state in the URL;
 // trace/columns.ts holds a window's events as columns (built by the window worker).
 
-import { type ColumnWindow, EMPTY_SLICES, type TrackSlices, depthsOf } from './trace/columns';
+import { type ColumnWindow, EMPTY_SLICES, type TrackSlices } from './trace/columns';
 
 export { type ColumnWindow, type TrackSlices, firstVisible, sliceAt, sliceIndex, trackColumns, windowColumns } from './trace/columns';
 
@@ -127,16 +127,6 @@ export interface Span {
 
 /** The smallest window the viewer zooms to (1 ns). */
 export const MIN_SPAN_PS = 1000;
-
-/**
- * The nesting depth of each event, for events in XProf's order (start ascending, longer
- * first): an event is a child of the last still-open event that contains its start.
- */
-export function layoutDepths(events: readonly { ts_ps: number; dur_ps: number }[]): number[] {
-  const depth = new Uint16Array(events.length);
-  depthsOf(Float64Array.from(events, (e) => e.ts_ps), Float64Array.from(events, (e) => e.dur_ps), depth);
-  return Array.from(depth);
-}
 
 /** Maps times in `span` to pixels `[0, width]` and back. */
 export class TimeScale {

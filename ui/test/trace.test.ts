@@ -6,7 +6,6 @@ import {
   colorFor,
   formatDuration,
   formatMicros,
-  layoutDepths,
   panSpan,
   sliceAt,
   sliceIndex,
@@ -20,6 +19,9 @@ import { pageFor, toolNeedsNoData } from '../src/pages';
 import { traceViewerPage } from '../src/pages/trace_viewer';
 
 const ev = (ts_ps: number, dur_ps: number) => ({ ts_ps, dur_ps });
+/** Nesting depths of events (in XProf's order) as the viewer lays them out. */
+const layoutDepths = (events: { ts_ps: number; dur_ps: number }[]) =>
+  [...trackColumns({ id: 0, exact: true, in_window: events.length, hidden: 0, events: events.map((e, i) => ({ id: i, name: 0, ...e })) }).slices.depth];
 
 describe('trace layout by depth', () => {
   it('nests children in their parents and reuses depths after an event ends', () => {

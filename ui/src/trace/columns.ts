@@ -51,10 +51,11 @@ export const EMPTY_SLICES: TrackSlices = {
 };
 
 /**
- * Nesting depth of each event (sorted by start): the number of earlier events still open
- * when it starts. A zero-length event never contains anything.
+ * Nesting depth of each event, in XProf's order (start ascending, longer first): the
+ * number of earlier events still open when it starts, so an event is a child of the last
+ * open one containing its start. A zero-length event never contains anything.
  */
-export function depthsOf(ts: Float64Array, dur: Float64Array, out: Uint16Array): number {
+function depthsOf(ts: Float64Array, dur: Float64Array, out: Uint16Array): number {
   const ends: number[] = [];
   let deepest = 0;
   for (let i = 0; i < ts.length; i++) {

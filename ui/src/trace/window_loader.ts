@@ -25,11 +25,15 @@ function windowWorker(): Worker | null {
       worker = null;
       for (const [seq, w] of waiting) {
         waiting.delete(seq);
-        void getJson<TraceWindow>(w.url).then((win) => w.resolve(windowColumns(win)), w.reject);
+        loadOnMainThread(w.url).then(w.resolve, w.reject);
       }
     };
   }
   return worker;
+}
+
+async function loadOnMainThread(url: string): Promise<ColumnWindow> {
+  return windowColumns(await getJson<TraceWindow>(url));
 }
 
 function settle(a: WindowAnswer): void {
@@ -55,7 +59,7 @@ export function windowLoaderKind(): 'worker' | 'main' {
 /** The window at `url` (an /oxprof/api/trace/window URL) as columns. */
 export async function loadWindow(url: string): Promise<ColumnWindow> {
   const w = windowWorker();
-  if (!w) return windowColumns(await getJson<TraceWindow>(url));
+  if (!w) return loadOnMainThread(url);
   // Workers resolve relative URLs against their own script: send an absolute one.
   const absolute = new URL(url, location.href).toString();
   return new Promise((resolve, reject) => {
