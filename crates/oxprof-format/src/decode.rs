@@ -213,22 +213,44 @@ fn scan_plane<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Resul
     Ok(scan)
 }
 
-/// Reads a map entry `{key = 1 (int64), value = 2 (message)}`.
-fn map_entry<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Result<(i64, (&'a [u8], usize)), WireError> {
+/// Reads a map entry `{key = 1 (int64), value = 2 (message)}`: the key (last one wins)
+/// and every occurrence of the value. Protobuf merges repeated occurrences of a singular
+/// message field, so the caller decodes the returned segments in order into one value.
+fn map_entry<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Result<(i64, MapValues<'a>), WireError> {
     let mut key = 0i64;
-    let mut value: (&[u8], usize) = (&[], base);
+    let mut values = MapValues { first: (&[], base), rest: None };
     let mut r = Reader::new(bytes, base);
     while !r.is_empty() {
         match r.tag()? {
             (1, WireType::Varint) => key = r.varint()? as i64,
-            (2, WireType::Len) => value = r.len_delimited()?,
+            (2, WireType::Len) => {
+                let value = r.len_delimited()?;
+                if values.first.0.is_empty() && values.rest.is_none() {
+                    values.first = value;
+                } else {
+                    values.rest.get_or_insert_with(Vec::new).push(value);
+                }
+            }
             (field, wt) => {
                 r.skip(field, wt)?;
                 diag.add(DiagnosticKind::UnknownField, 1);
             }
         }
     }
-    Ok((key, value))
+    Ok((key, values))
+}
+
+/// The value segments of one map entry (almost always exactly one: no allocation then).
+struct MapValues<'a> {
+    first: (&'a [u8], usize),
+    rest: Option<Vec<(&'a [u8], usize)>>,
+}
+
+impl<'a> MapValues<'a> {
+    /// One reader per segment, in file order.
+    fn readers(&self) -> impl Iterator<Item = Reader<'a>> + '_ {
+        std::iter::once(self.first).chain(self.rest.iter().flatten().copied()).map(|(b, base)| Reader::new(b, base))
+    }
 }
 
 fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Result<XPlane, WireError> {
@@ -238,19 +260,20 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
     let mut stat_metadata: Vec<StatMetadata> = Vec::with_capacity(scan.stat_metadata.len());
     let mut stat_metadata_by_id: FxHashMap<i64, StatMetadataId> = FxHashMap::default();
     for &(bytes, base) in &scan.stat_metadata {
-        let (key, (value, vbase)) = map_entry(bytes, base, diag)?;
+        let (key, values) = map_entry(bytes, base, diag)?;
         let mut id = 0i64;
         let mut name = StrId::EMPTY;
         let mut description = StrId::EMPTY;
-        let mut r = Reader::new(value, vbase);
-        while !r.is_empty() {
-            match r.tag()? {
-                (1, WireType::Varint) => id = r.varint()? as i64,
-                (2, WireType::Len) => name = strings.intern(&utf8(r.len_delimited()?.0, diag)),
-                (3, WireType::Len) => description = strings.intern(&utf8(r.len_delimited()?.0, diag)),
-                (field, wt) => {
-                    r.skip(field, wt)?;
-                    diag.add(DiagnosticKind::UnknownField, 1);
+        for mut r in values.readers() {
+            while !r.is_empty() {
+                match r.tag()? {
+                    (1, WireType::Varint) => id = r.varint()? as i64,
+                    (2, WireType::Len) => name = strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                    (3, WireType::Len) => description = strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                    (field, wt) => {
+                        r.skip(field, wt)?;
+                        diag.add(DiagnosticKind::UnknownField, 1);
+                    }
                 }
             }
         }
@@ -287,7 +310,7 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
 
     // Event metadata, with their stats.
     for &(bytes, base) in &scan.event_metadata {
-        let (key, (value, vbase)) = map_entry(bytes, base, diag)?;
+        let (key, values) = map_entry(bytes, base, diag)?;
         let mut entry = EventMetadata {
             id: 0,
             name: StrId::EMPTY,
@@ -299,28 +322,29 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
         };
         let stats_start = plane.metadata_stats.len() as u32;
         let mut child_ids = Vec::new();
-        let mut r = Reader::new(value, vbase);
-        while !r.is_empty() {
-            match r.tag()? {
-                (1, WireType::Varint) => entry.id = r.varint()? as i64,
-                (2, WireType::Len) => entry.name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
-                (4, WireType::Len) => entry.display_name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
-                (3, WireType::Len) => entry.metadata = r.len_delimited()?.0.into(),
-                (5, WireType::Len) => {
-                    let (b, off) = r.len_delimited()?;
-                    decode_owned_stat(b, off, &mut plane, StatTarget::Metadata, diag)?;
-                }
-                (6, WireType::Varint) => child_ids.push(r.varint()? as i64),
-                (6, WireType::Len) => {
-                    let (b, off) = r.len_delimited()?;
-                    let mut packed = Reader::new(b, off);
-                    while !packed.is_empty() {
-                        child_ids.push(packed.varint()? as i64);
+        for mut r in values.readers() {
+            while !r.is_empty() {
+                match r.tag()? {
+                    (1, WireType::Varint) => entry.id = r.varint()? as i64,
+                    (2, WireType::Len) => entry.name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                    (4, WireType::Len) => entry.display_name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                    (3, WireType::Len) => entry.metadata = r.len_delimited()?.0.into(),
+                    (5, WireType::Len) => {
+                        let (b, off) = r.len_delimited()?;
+                        decode_owned_stat(b, off, &mut plane, StatTarget::Metadata, diag)?;
                     }
-                }
-                (field, wt) => {
-                    r.skip(field, wt)?;
-                    diag.add(DiagnosticKind::UnknownField, 1);
+                    (6, WireType::Varint) => child_ids.push(r.varint()? as i64),
+                    (6, WireType::Len) => {
+                        let (b, off) = r.len_delimited()?;
+                        let mut packed = Reader::new(b, off);
+                        while !packed.is_empty() {
+                            child_ids.push(packed.varint()? as i64);
+                        }
+                    }
+                    (field, wt) => {
+                        r.skip(field, wt)?;
+                        diag.add(DiagnosticKind::UnknownField, 1);
+                    }
                 }
             }
         }
@@ -738,6 +762,63 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
 #[cfg(test)]
 mod tests {
     use super::IdLookup;
+
+    /// Protobuf wire helpers for hand-written inputs the builders cannot produce.
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn field_varint(field: u64, v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(field << 3, &mut out);
+        varint(v, &mut out);
+        out
+    }
+    fn field_bytes(field: u64, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(field << 3 | 2, &mut out);
+        varint(bytes.len() as u64, &mut out);
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    /// A map entry whose value field occurs twice is one value merged from both, as
+    /// protobuf reads it: later scalars win, repeated fields (stats, child ids) append.
+    #[test]
+    fn a_map_value_given_twice_is_merged_as_protobuf_merges_it() {
+        let stat_value_a =
+            [field_varint(1, 5), field_bytes(2, b"kernel_details"), field_bytes(3, b"launch details")].concat();
+        let stat_value_b = [field_varint(1, 6), field_bytes(2, b"renamed")].concat();
+        let stat_entry =
+            [field_varint(1, 5), field_bytes(2, &stat_value_a), field_varint(1, 6), field_bytes(2, &stat_value_b)]
+                .concat();
+        let event_value_a = [
+            field_varint(1, 1),
+            field_bytes(2, b"first"),
+            field_bytes(4, b"shown"),
+            field_varint(6, 7),
+            field_bytes(5, &[field_varint(1, 6), field_varint(4, 3)].concat()),
+        ]
+        .concat();
+        let event_value_b = [field_bytes(2, b"second"), field_varint(6, 8)].concat();
+        let event_entry = [field_varint(1, 1), field_bytes(2, &event_value_a), field_bytes(2, &event_value_b)].concat();
+        let plane = [field_bytes(2, b"/host:CPU"), field_bytes(5, &stat_entry), field_bytes(4, &event_entry)].concat();
+        let bytes = field_bytes(1, &plane);
+
+        assert_eq!(crate::testing::crosscheck(&bytes), Ok(true));
+        let space = super::decode_xspace(&bytes).unwrap();
+        let plane = &space.planes[0];
+        let stat = &plane.stat_metadata()[0];
+        assert_eq!((stat.id, plane.str(stat.name), plane.str(stat.description)), (6, "renamed", "launch details"));
+        let id = plane.event_metadata_ids().next().unwrap();
+        let event = plane.event_metadata_at(id);
+        assert_eq!((event.id, plane.str(event.name), plane.str(event.display_name)), (1, "second", "shown"));
+        assert_eq!(&*event.child_ids, &[7, 8]);
+        assert_eq!(plane.metadata_stats(id).len(), 1);
+    }
 
     #[test]
     fn id_lookup_is_dense_for_small_ids_and_falls_back_for_sparse_or_negative_ones() {
