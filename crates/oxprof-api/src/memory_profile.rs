@@ -9,7 +9,8 @@
 use crate::ApiError;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, select_run};
 use oxprof_analysis::tools::memory_profile::memory_profile;
-use oxprof_format::load_xspace;
+use oxprof_format::load_xspace_lines_of;
+use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 use std::path::Path;
 
 /// Tools answered here (XProf's names).
@@ -33,7 +34,11 @@ pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataRespon
             ),
         });
     };
-    let space = load_xspace(&file.path)?;
+    // Allocator events live on the host plane and HLO modules on TPU planes; the lines of
+    // other device planes (GPU streams) are never read, so they are not decoded.
+    let space = load_xspace_lines_of(&file.path, &|plane| {
+        plane == HOST_THREADS_PLANE_NAME || plane.starts_with(TPU_PLANE_PREFIX)
+    })?;
     let Some(profile) = memory_profile(&space) else {
         return Ok(DataResponse {
             content_type: "application/json",
