@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The host selector meaning "every host of the run".
 pub const ALL_HOSTS: &str = "ALL_HOSTS";
@@ -87,19 +88,44 @@ pub fn select_hosts<'a>(run: &'a Run, host: Option<&str>) -> Result<Vec<&'a Host
     }
 }
 
-/// Loads and converts each selected host (in parallel; each XSpace is dropped as soon as
-/// its OpStats exist, on a pool thread so that rendering the answer does not wait for
-/// ~100 MB of tables to be unmapped).
+/// Where the OpStats tools get each host's analysis: [`ComputeEachTime`] (one-shot callers
+/// such as the CLI and tests) or a cache kept by a long-lived caller (the HTTP service
+/// keeps one, so that switching tools on a host does not convert it again).
+pub trait HostAnalyses: Sync {
+    /// The analysis of one host's file.
+    fn analysis(&self, file: &HostFile) -> Result<Arc<HostAnalysis>, ApiError>;
+}
+
+/// Loads and converts the host on every request.
+pub struct ComputeEachTime;
+
+impl HostAnalyses for ComputeEachTime {
+    fn analysis(&self, file: &HostFile) -> Result<Arc<HostAnalysis>, ApiError> {
+        analyze_host(file).map(Arc::new)
+    }
+}
+
+/// Loads and converts one host. The XSpace is dropped as soon as its OpStats exist, on a
+/// pool thread so that rendering the answer does not wait for ~100 MB of tables to be
+/// unmapped.
+pub fn analyze_host(file: &HostFile) -> Result<HostAnalysis, ApiError> {
+    let space = load_xspace(&file.path)?;
+    let analysis = xspace_to_op_stats(&space);
+    rayon::spawn(move || drop(space));
+    Ok(analysis)
+}
+
+/// Loads and converts each selected host, in parallel.
 pub fn analyze_hosts(files: &[&HostFile]) -> Result<Vec<HostAnalysis>, ApiError> {
-    files
-        .par_iter()
-        .map(|f| {
-            let space = load_xspace(&f.path)?;
-            let analysis = xspace_to_op_stats(&space);
-            rayon::spawn(move || drop(space));
-            Ok(analysis)
-        })
-        .collect()
+    files.par_iter().map(|f| analyze_host(f)).collect()
+}
+
+/// (file size, modification time in ns) of a profile file: with its path, what caches of
+/// results computed from the file are keyed by (a rewritten file is read again).
+pub fn file_state(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
+    Some((meta.len(), mtime))
 }
 
 /// The step database each OpStats tool reads in XProf 2.24.2.
@@ -144,11 +170,16 @@ impl ToolFamily {
     }
 }
 
-/// Answers a data request for the profiles under `path`.
+/// Answers a data request for the profiles under `path`, computing everything afresh.
 pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError> {
+    data_with(path, request, &ComputeEachTime)
+}
+
+/// Answers a data request; the OpStats tools take each host's analysis from `analyses`.
+pub fn data_with(path: &Path, request: &DataRequest, analyses: &dyn HostAnalyses) -> Result<DataResponse, ApiError> {
     let tool = request.tool.trim_end_matches('^');
     match ToolFamily::of(tool) {
-        Some(ToolFamily::OpStats) => op_stats_data(path, tool, request),
+        Some(ToolFamily::OpStats) => op_stats_data(path, tool, request, analyses),
         Some(ToolFamily::Trace) => crate::trace::data(path, tool, request),
         Some(ToolFamily::MemoryProfile) => crate::memory_profile::data(path, tool, request),
         Some(ToolFamily::Hlo) => crate::hlo_tools::data(path, tool, request),
@@ -157,10 +188,15 @@ pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError
     }
 }
 
-fn op_stats_data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+fn op_stats_data(
+    path: &Path,
+    tool: &str,
+    request: &DataRequest,
+    source: &dyn HostAnalyses,
+) -> Result<DataResponse, ApiError> {
     let run = select_run(path, request.run.as_deref())?;
     let files = select_hosts(&run, request.host.as_deref())?;
-    let analyses = analyze_hosts(&files)?;
+    let analyses: Vec<Arc<HostAnalysis>> = files.par_iter().map(|f| source.analysis(f)).collect::<Result<_, _>>()?;
     let op_stats = combine_hosts(&analyses, step_selection(tool));
     let json = render_op_stats_tool(tool, &op_stats, &request.params)?;
     let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();

@@ -44,6 +44,9 @@ pub enum ApiError {
         /// What is wrong.
         reason: String,
     },
+    /// One failure shared by concurrent requests that waited on the same computation.
+    #[error(transparent)]
+    Shared(std::sync::Arc<ApiError>),
 }
 
 impl ApiError {
@@ -55,6 +58,7 @@ impl ApiError {
             ApiError::BadParameter { .. } => 400,
             ApiError::Load(_) => 422,
             ApiError::NotYetAvailable { .. } => 501,
+            ApiError::Shared(e) => e.http_status(),
         }
     }
 }

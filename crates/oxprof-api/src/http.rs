@@ -15,6 +15,7 @@
 //! * bad parameters → 400, unknown run/host/tool → 404, both with a JSON `{"error": …}`;
 //!   a panic while answering becomes a 500 JSON body without internals.
 
+mod analyses;
 mod cache;
 mod catalog;
 mod query;
@@ -25,6 +26,7 @@ pub use query::Query;
 
 use crate::ApiError;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, ToolFamily};
+use analyses::AnalysisCache;
 use cache::{FlightCache, Weighted};
 use catalog::Catalog;
 use serde_json::{Value, json};
@@ -191,7 +193,8 @@ impl Assets for NoAssets {
 pub struct ServiceOptions {
     /// The log directory, run directory or file served.
     pub root: PathBuf,
-    /// Bound of the response cache, in bytes.
+    /// Bound of the response cache, in bytes (the per-host analysis cache gets a further
+    /// quarter of it).
     pub cache_bytes: usize,
     /// True when serving the bundled demo (reported by `/oxprof/api/info`).
     pub demo: bool,
@@ -226,6 +229,8 @@ pub struct Service {
     options: ServiceOptions,
     catalog: Catalog,
     cache: FlightCache<Computed, HttpError>,
+    /// Per-host OpStats shared by the OpStats tools (bounded by a quarter of `cache_bytes`).
+    analyses: AnalysisCache,
     assets: Arc<dyn Assets>,
     capture: Option<Box<CaptureHandler>>,
     extensions: Vec<(String, Box<ExtensionHandler>)>,
@@ -240,7 +245,8 @@ impl Service {
     pub fn new(options: ServiceOptions, assets: Arc<dyn Assets>) -> std::io::Result<Service> {
         let catalog = Catalog::new(&options.root)?;
         let cache = FlightCache::new(options.cache_bytes);
-        Ok(Service { options, catalog, cache, assets, capture: None, extensions: Vec::new() })
+        let analyses = AnalysisCache::new(options.cache_bytes / 4);
+        Ok(Service { options, catalog, cache, analyses, assets, capture: None, extensions: Vec::new() })
     }
 
     /// Adds a route `/oxprof/api<path>` (e.g. `/trace/events`) answered by `handler`, for
@@ -285,6 +291,11 @@ impl Service {
     /// Cache counters.
     pub fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
+    }
+
+    /// Counters of the per-host analysis cache (OpStats shared by the OpStats tools).
+    pub fn analysis_cache_stats(&self) -> CacheStats {
+        self.analyses.stats()
     }
 
     /// Answers one request. `path` is the URL path (still percent-encoded), `query` the
@@ -477,8 +488,10 @@ impl Service {
                     notes: Vec::new(),
                 });
             }
-            let response: DataResponse = catch_unwind(AssertUnwindSafe(|| crate::data::data(&run.data_path, request)))
-                .map_err(|_| HttpError::internal())??;
+            let analyses = self.analyses.source(refresh);
+            let response: DataResponse =
+                catch_unwind(AssertUnwindSafe(|| crate::data::data_with(&run.data_path, request, &analyses)))
+                    .map_err(|_| HttpError::internal())??;
             Ok(Computed {
                 content_type: response.content_type,
                 body: response.body.into_bytes().into(),
@@ -528,6 +541,7 @@ impl Service {
                     "root": self.root().display().to_string(),
                     "demo": self.options.demo,
                     "cache": self.cache_stats(),
+                    "analysis_cache": self.analysis_cache_stats(),
                     "tools": known_tools(),
                 }),
             )),

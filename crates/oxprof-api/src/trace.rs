@@ -9,7 +9,7 @@
 //! LOD routes (for the server, under `/oxprof/api/trace`): see [`route`].
 
 use crate::ApiError;
-use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, select_run};
+use crate::data::{ALL_HOSTS, DataRequest, DataResponse, file_state, select_hosts, select_run};
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest};
@@ -50,13 +50,6 @@ impl HostTraceData {
     fn lod(&self) -> LodHost<'_> {
         LodHost { space: &self.space, groups: &self.groups, index: &self.index }
     }
-}
-
-/// (file size, modification time ns) of a profile file: the cache key.
-fn file_state(path: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
-    Some((meta.len(), mtime))
 }
 
 /// The disk cache is opt-in (`OXPROF_TRACE_CACHE=1`): it writes beside the user's

@@ -437,6 +437,56 @@ fn results_are_cached_and_concurrent_requests_share_one_computation() {
     assert_eq!(service.cache_stats().computations, 3);
 }
 
+/// The OpStats tools of one host share one conversion of its file: the first request (or
+/// the first of concurrent ones, whatever their tools) converts, the others read it.
+#[test]
+fn op_stats_tools_share_one_analysis_per_host() {
+    let logdir = tempfile::tempdir().unwrap();
+    let run = logdir.path().join("plugins/profile/r");
+    std::fs::create_dir_all(&run).unwrap();
+    let source = profiles().join("tf_custom_loop/plugins/profile/2026_11_22_03_01_43/vm.xplane.pb.gz");
+    for host in ["h1", "h2"] {
+        std::fs::copy(&source, run.join(format!("{host}.xplane.pb.gz"))).unwrap();
+    }
+    let service = service(logdir.path());
+    let url = |tool: &str, host: &str| format!("/data?run=r&tag={tool}&host={host}");
+    // Concurrent first requests for different tools of h1: one conversion.
+    let tools = ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "pod_viewer"];
+    std::thread::scope(|s| {
+        for tool in tools {
+            let (service, url) = (&service, url(tool, "h1"));
+            s.spawn(move || assert_eq!(get(service, &url).status, 200));
+        }
+    });
+    let stats = service.analysis_cache_stats();
+    assert_eq!((stats.computations, stats.hits), (1, 3), "{stats:?}");
+    assert!(stats.bytes > 0 && stats.bytes <= stats.limit_bytes, "{stats:?}");
+    // Bodies equal the one-shot computation of `oxprof data`.
+    for tool in tools {
+        let request = DataRequest { tool: tool.into(), host: Some("h1".into()), ..Default::default() };
+        assert_eq!(get(&service, &url(tool, "h1")).body_text(), data(&run, &request).unwrap().body, "{tool}");
+    }
+    // ALL_HOSTS converts only h2; then h2 alone is read from the cache.
+    assert_eq!(get(&service, &url("overview_page", "ALL_HOSTS")).status, 200);
+    assert_eq!(service.analysis_cache_stats().computations, 2);
+    assert_eq!(get(&service, &url("kernel_stats", "h2")).status, 200);
+    assert_eq!(service.analysis_cache_stats().computations, 2);
+    // use_saved_result=false converts again; so does a rewritten file.
+    get(&service, &format!("{}&use_saved_result=false", url("hlo_stats", "h1")));
+    assert_eq!(service.analysis_cache_stats().computations, 3);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::copy(
+        profiles().join("jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz"),
+        run.join("h1.xplane.pb.gz"),
+    )
+    .unwrap();
+    let response = get(&service, &url("roofline_model", "h1"));
+    assert_eq!(response.status, 200);
+    assert_eq!(service.analysis_cache_stats().computations, 4);
+    let request = DataRequest { tool: "roofline_model".into(), host: Some("h1".into()), ..Default::default() };
+    assert_eq!(response.body_text(), data(&run, &request).unwrap().body);
+}
+
 #[test]
 fn a_single_file_or_a_run_directory_can_be_served() {
     let file = profiles().join("jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz");

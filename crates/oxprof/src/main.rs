@@ -59,7 +59,8 @@ enum Command {
         /// Address to bind. Anything but loopback exposes the profiles to the network.
         #[arg(long, default_value = "127.0.0.1")]
         bind: std::net::IpAddr,
-        /// Bound of the in-memory cache of computed tool outputs, in MB.
+        /// Bound of the in-memory cache of computed tool outputs, in MB (per-host analyses
+        /// shared by the OpStats tools are kept in a further quarter of it).
         #[arg(long, value_name = "MB", default_value_t = 512)]
         cache_mb: usize,
         /// Do not log requests to stderr.

@@ -137,11 +137,11 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
 
 /// Combines the hosts of a run (`CombineAllOpStats` with step intersection); a single host
 /// is returned unchanged.
-pub fn combine_hosts(hosts: &[HostAnalysis], steps: StepSelection) -> OpStats {
+pub fn combine_hosts<H: std::borrow::Borrow<HostAnalysis>>(hosts: &[H], steps: StepSelection) -> OpStats {
     match hosts {
-        [one] => one.op_stats_for(steps),
+        [one] => one.borrow().op_stats_for(steps),
         many => {
-            let all: Vec<OpStats> = many.iter().map(|h| h.op_stats_for(steps)).collect();
+            let all: Vec<OpStats> = many.iter().map(|h| h.borrow().op_stats_for(steps)).collect();
             combine::combine_hosts_op_stats(&all)
         }
     }
