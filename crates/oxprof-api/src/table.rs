@@ -45,9 +45,39 @@ fn rows(table: &Value) -> Vec<Vec<String>> {
         .unwrap_or_default()
 }
 
+/// XProf's HTML in text (links in advice, line breaks) as Markdown: `<a href="U" …>T</a>`
+/// becomes `[T](U)`, `<br>` a space; other text is left as it is.
+fn html_to_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('<') {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        let link = tail.strip_prefix("<a ").and_then(|after| {
+            let open_end = after.find('>')?;
+            let href = after[..open_end].split("href=\"").nth(1)?.split('"').next()?;
+            let body = &after[open_end + 1..];
+            let close = body.find("</a>")?;
+            Some((format!("[{}]({href})", &body[..close]), 3 + open_end + 1 + close + 4))
+        });
+        if let Some((markdown, consumed)) = link {
+            out.push_str(&markdown);
+            rest = &tail[consumed..];
+        } else if let Some(after) = ["<br>", "<br/>", "<br />"].iter().find_map(|br| tail.strip_prefix(br)) {
+            out.push(' ');
+            rest = after;
+        } else {
+            out.push('<');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A GitHub-flavoured Markdown table.
 pub fn to_markdown(table: &Value) -> String {
-    let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let esc = |s: &str| html_to_markdown(s).replace('|', "\\|").replace('\n', " ");
     let labels = labels(table);
     let mut out = format!("| {} |\n", labels.iter().map(|l| esc(l)).collect::<Vec<_>>().join(" | "));
     out.push_str(&format!("|{}\n", "---|".repeat(labels.len().max(1))));
@@ -57,9 +87,13 @@ pub fn to_markdown(table: &Value) -> String {
     out
 }
 
+/// Property values with at least this many words read as sentences.
+const SENTENCE_WORDS: usize = 5;
+
 /// Every DataTable of a tool's JSON (a table, or an array of them) as Markdown: each
-/// table's custom properties as a list (empty values left out), then its rows. Tables with
-/// neither are skipped.
+/// table's custom properties as a list (empty values left out; sentences such as XProf's
+/// conclusions and advice first, then the figures in key order), then its rows. Tables
+/// with neither are skipped.
 pub fn all_to_markdown(json: &Value) -> String {
     let tables: Vec<&Value> = match json {
         Value::Array(items) => items.iter().filter(|t| t.get("cols").is_some()).collect(),
@@ -70,11 +104,15 @@ pub fn all_to_markdown(json: &Value) -> String {
     for table in tables {
         let mut part = String::new();
         if let Some(props) = table.get("p").and_then(Value::as_object) {
-            for (key, value) in props {
-                let text = value.as_str().map_or_else(|| value.to_string(), str::to_string);
-                if !text.is_empty() {
-                    part.push_str(&format!("- **{key}**: {}\n", text.replace('\n', " ")));
-                }
+            let mut items: Vec<(&String, String)> = props
+                .iter()
+                .map(|(key, value)| (key, value.as_str().map_or_else(|| value.to_string(), str::to_string)))
+                .filter(|(_, text)| !text.is_empty())
+                .collect();
+            // Stable: sentences keep their key order among themselves, as do figures.
+            items.sort_by_key(|(_, text)| text.split_whitespace().count() < SENTENCE_WORDS);
+            for (key, text) in items {
+                part.push_str(&format!("- **{key}**: {}\n", html_to_markdown(&text).replace('\n', " ")));
             }
         }
         if table["rows"].as_array().is_some_and(|r| !r.is_empty()) {
@@ -104,5 +142,20 @@ mod tests {
         let with_props = json!([{"cols": [], "rows": [], "p": {"verdict": "input-bound", "empty": ""}}, t]);
         let md = all_to_markdown(&with_props);
         assert!(md.starts_with("- **verdict**: input-bound\n\n| A |"), "{md}");
+    }
+
+    #[test]
+    fn sentences_come_first_and_links_become_markdown() {
+        let json = json!({"cols": [], "rows": [], "p": {
+            "a_figure": "1.5",
+            "b_conclusion": "Your program is HIGHLY input-bound because of <b>this</b>.",
+            "c_advice": "Try <a href=\"https://x.org/map\" target=\"_blank\">Dataset map()</a> or<br/>more <a bad",
+        }});
+        assert_eq!(
+            all_to_markdown(&json),
+            "- **b_conclusion**: Your program is HIGHLY input-bound because of <b>this</b>.\n\
+             - **c_advice**: Try [Dataset map()](https://x.org/map) or more <a bad\n\
+             - **a_figure**: 1.5\n"
+        );
     }
 }

@@ -163,10 +163,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 Format::Md => {
                     let json = response.json.as_ref().context("this tool's output is not JSON")?;
-                    print!("{}", oxprof_api::table::all_to_markdown(json));
+                    // oxprof's notes (e.g. why no steps were found) come before the tables.
                     for note in &response.notes {
-                        println!("\n> **Note:** {note}");
+                        println!("> **Note:** {note}\n");
                     }
+                    print!("{}", oxprof_api::table::all_to_markdown(json));
                 }
             }
             Ok(ExitCode::SUCCESS)
