@@ -167,7 +167,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     for note in &response.notes {
                         println!("> **Note:** {note}\n");
                     }
-                    print!("{}", oxprof_api::table::all_to_markdown(json));
+                    let markdown = oxprof_api::table::all_to_markdown(json);
+                    if markdown.is_empty() {
+                        eprintln!(
+                            "note: {}'s output has no table to show as Markdown; --format json prints all of it",
+                            request.tool
+                        );
+                    }
+                    print!("{markdown}");
                 }
             }
             Ok(ExitCode::SUCCESS)

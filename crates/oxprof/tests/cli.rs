@@ -300,6 +300,15 @@ fn data_errors_are_clear() {
     assert!(out.stdout.contains("No steps found"), "{}", out.stdout);
 }
 
+/// Tools whose output is not a DataTable (pod_viewer's proto JSON) say so in Markdown mode
+/// instead of printing nothing.
+#[test]
+fn markdown_without_a_table_says_so() {
+    let out = oxprof(&["data", "pod_viewer", "testdata/profiles/tf_custom_loop", "--format", "md"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("no table to show as Markdown; --format json"), "{}", out.stderr);
+}
+
 #[test]
 fn serve_help_is_stable() {
     let out = oxprof(&["serve", "--help"]);
