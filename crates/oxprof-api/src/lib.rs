@@ -10,6 +10,7 @@ mod error;
 pub mod hlo_tools;
 pub mod http;
 pub mod inspect;
+pub mod markdown;
 pub mod memory_profile;
 pub mod table;
 pub mod tf_data;

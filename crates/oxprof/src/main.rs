@@ -167,7 +167,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     for note in &response.notes {
                         println!("> **Note:** {note}\n");
                     }
-                    let markdown = oxprof_api::table::all_to_markdown(json);
+                    let markdown = oxprof_api::markdown::tool_markdown(&request.tool, json);
                     if markdown.is_empty() {
                         eprintln!(
                             "note: {}'s output has no table to show as Markdown; --format json prints all of it",

@@ -300,6 +300,24 @@ fn data_errors_are_clear() {
     assert!(out.stdout.contains("No steps found"), "{}", out.stdout);
 }
 
+/// memory_profile in Markdown: the allocator's peak and the allocations live at it.
+#[test]
+fn memory_profile_markdown_shows_the_peak_and_live_allocations() {
+    let out = oxprof(&["data", "memory_profile", "testdata/profiles/tf_memory", "--format", "md"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("## bfc_cpu_allocator_for_gpu\n\n- **peak_heap_usage_mib**: 49.00\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("25 of 25 allocations live at the peak"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("| AssignSubVariableOp_3 | 4.00 | 4.00 | 1 | temp | float | [1024,1024] |"),
+        "{}",
+        out.stdout
+    );
+}
+
 /// Tools whose output is not a DataTable (pod_viewer's proto JSON) say so in Markdown mode
 /// instead of printing nothing.
 #[test]
