@@ -1,19 +1,22 @@
 //! Markdown for people (`oxprof data TOOL --format md`): DataTable tools through
 //! [`crate::table::all_to_markdown`], and readable summaries of the tools whose output is
-//! a protobuf JSON message: `op_profile` (the most expensive ops) and `memory_profile`
-//! (each allocator's peak and what was live at it).
+//! a protobuf JSON message: `op_profile` (the most expensive ops), `memory_profile` (each
+//! allocator's peak and what was live at it) and `pod_viewer` (each step on each core).
 
 use crate::table::all_to_markdown;
 use serde_json::Value;
 
 /// Rows shown in the op and allocation tables (the JSON output has all of them).
 const TOP_ROWS: usize = 50;
+/// Rows shown in the pod viewer's step × core table.
+const POD_ROWS: usize = 200;
 
 /// A tool's JSON output as Markdown; empty when there is nothing to show as a table.
 pub fn tool_markdown(tool: &str, json: &Value) -> String {
     match tool {
         "op_profile" => op_profile_markdown(json),
         "memory_profile" => memory_profile_markdown(json),
+        "pod_viewer" => pod_viewer_markdown(json),
         _ => all_to_markdown(json),
     }
 }
@@ -180,6 +183,47 @@ fn memory_profile_markdown(json: &Value) -> String {
     parts.join("\n")
 }
 
+/// The pod viewer's steps, one row per (step, core): duration, bottleneck and the step
+/// breakdown in XProf's categories.
+fn pod_viewer_markdown(json: &Value) -> String {
+    let Some(steps) = json["podStatsSequence"]["podStatsMap"].as_array() else {
+        return String::new();
+    };
+    let categories: Vec<(String, String)> = json["stepBreakdownEvents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| (number(&e["id"]).to_string(), e["name"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let mut rows = Vec::new();
+    for step in steps {
+        let Some(cores) = step["podStatsPerCore"].as_object() else { continue };
+        for (core, stats) in cores {
+            let mut row = vec![
+                number(&stats["stepNum"]).to_string(),
+                core.clone(),
+                stats["hostName"].as_str().unwrap_or("").to_string(),
+                format!("{:.3}", number(&stats["totalDurationUs"])),
+                stats["bottleneck"].as_str().unwrap_or("").to_string(),
+            ];
+            row.extend(categories.iter().map(|(id, _)| format!("{:.3}", number(&stats["stepBreakdownUs"][id]))));
+            rows.push(row);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut header = vec!["Step", "Core", "Host", "Step time (µs)", "Bottleneck"];
+    header.extend(categories.iter().map(|(_, name)| name.as_str()));
+    let shown = rows.len().min(POD_ROWS);
+    let mut out = format!("- **device_type**: {}\n\n", json["deviceType"].as_str().unwrap_or(""));
+    if shown < rows.len() {
+        out.push_str(&format!("{shown} of {} step × core rows (--format json has all):\n\n", rows.len()));
+    }
+    out.push_str(&table(&header, &rows[..shown]));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +273,20 @@ mod tests {
         assert_eq!(tool_markdown("op_profile", &json!({})), "");
         assert_eq!(tool_markdown("memory_profile", &json!({"memoryProfilePerAllocator": []})), "");
         assert_eq!(tool_markdown("pod_viewer", &json!({"podStatsSequence": {}})), "");
+        assert_eq!(tool_markdown("kernel_stats", &json!({"no": "table"})), "");
+    }
+
+    #[test]
+    fn pod_viewer_has_a_row_per_step_and_core() {
+        let json = json!({"deviceType": "TPU",
+            "stepBreakdownEvents": [{"id": 1, "name": "Device compute"}, {"id": 6, "name": "Input"}],
+            "podStatsSequence": {"podStatsMap": [{"stepNum": 3, "podStatsPerCore": {"0": {"hostName": "h",
+                "stepNum": 3, "totalDurationUs": 12.5, "bottleneck": "Input",
+                "stepBreakdownUs": {"1": 2.5, "6": 10}}}}]}});
+        assert_eq!(
+            tool_markdown("pod_viewer", &json),
+            "- **device_type**: TPU\n\n| Step | Core | Host | Step time (µs) | Bottleneck | Device compute | Input |\n\
+             |---|---|---|---|---|---|---|\n| 3 | 0 | h | 12.500 | Input | 2.500 | 10.000 |\n"
+        );
     }
 }

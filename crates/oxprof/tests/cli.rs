@@ -318,13 +318,21 @@ fn memory_profile_markdown_shows_the_peak_and_live_allocations() {
     );
 }
 
-/// Tools whose output is not a DataTable (pod_viewer's proto JSON) say so in Markdown mode
-/// instead of printing nothing.
+/// A tool with an empty table (kernel_stats of a CPU profile) says so in Markdown mode instead of
+/// printing nothing; pod_viewer's proto JSON becomes a step × core table.
 #[test]
 fn markdown_without_a_table_says_so() {
-    let out = oxprof(&["data", "pod_viewer", "testdata/profiles/tf_custom_loop", "--format", "md"]);
+    let out = oxprof(&["data", "kernel_stats", "testdata/profiles/tf_custom_loop", "--format", "md"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("no table to show as Markdown; --format json"), "{}", out.stderr);
+    let out = oxprof(&["data", "pod_viewer", "testdata/profiles/tf_custom_loop", "--format", "md"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("| Step | Core | Host | Step time (µs) | Bottleneck | Device compute |"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.matches("| vm |").count(), 30, "{}", out.stdout);
 }
 
 #[test]
