@@ -157,12 +157,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                 }
                 Format::Csv => {
-                    let json = response.json.as_ref().context("this tool's output is not JSON")?;
-                    let table = oxprof_api::table::first_table(json).context("this tool's output has no table")?;
+                    let no_table =
+                        || format!("{}'s output has no table to write as CSV; --format json prints it", request.tool);
+                    let json = response.json.as_ref().with_context(no_table)?;
+                    let table = oxprof_api::table::first_table(json).with_context(no_table)?;
                     print!("{}", oxprof_analysis::tools::csv::datatable_to_csv(table));
                 }
                 Format::Md => {
-                    let json = response.json.as_ref().context("this tool's output is not JSON")?;
+                    let json = response.json.as_ref().with_context(|| {
+                        format!("{}'s output has no table to show as Markdown; --format json prints it", request.tool)
+                    })?;
                     // oxprof's notes (e.g. why no steps were found) come before the tables.
                     for note in &response.notes {
                         println!("> **Note:** {note}\n");

@@ -333,6 +333,16 @@ fn markdown_without_a_table_says_so() {
         out.stdout
     );
     assert_eq!(out.stdout.matches("| vm |").count(), 30, "{}", out.stdout);
+    // The trace viewer's events are no table at all.
+    for format in ["md", "csv"] {
+        let out = oxprof(&["data", "trace_viewer@", "testdata/profiles/tf_custom_loop", "--format", format]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("trace_viewer@'s output has no table") && out.stderr.contains("--format json"),
+            "{}",
+            out.stderr
+        );
+    }
 }
 
 #[test]
