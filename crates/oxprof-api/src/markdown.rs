@@ -3,7 +3,7 @@
 //! a protobuf JSON message: `op_profile` (the most expensive ops), `memory_profile` (each
 //! allocator's peak and what was live at it) and `pod_viewer` (each step on each core).
 
-use crate::table::all_to_markdown;
+use crate::table::{all_to_markdown, markdown_table as table};
 use serde_json::Value;
 
 /// Rows shown in the op and allocation tables (the JSON output has all of them).
@@ -24,18 +24,6 @@ pub fn tool_markdown(tool: &str, json: &Value) -> String {
 fn number(value: &Value) -> f64 {
     // Protobuf JSON writes 64-bit integers as strings.
     value.as_f64().or_else(|| value.as_str().and_then(|s| s.parse().ok())).unwrap_or(0.0)
-}
-
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
-}
-
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
-    for row in rows {
-        out.push_str(&format!("| {} |\n", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")));
-    }
-    out
 }
 
 /// The op profile's tree (by program or by category), its groups and its most expensive

@@ -75,13 +75,20 @@ fn html_to_markdown(text: &str) -> String {
     out
 }
 
-/// A GitHub-flavoured Markdown table.
+/// A GitHub-flavoured Markdown table of a DataTable.
 pub fn to_markdown(table: &Value) -> String {
-    let esc = |s: &str| html_to_markdown(s).replace('|', "\\|").replace('\n', " ");
     let labels = labels(table);
-    let mut out = format!("| {} |\n", labels.iter().map(|l| esc(l)).collect::<Vec<_>>().join(" | "));
-    out.push_str(&format!("|{}\n", "---|".repeat(labels.len().max(1))));
-    for row in rows(table) {
+    let header: Vec<&str> = labels.iter().map(String::as_str).collect();
+    markdown_table(&header, &rows(table))
+}
+
+/// A GitHub-flavoured Markdown table from a header and rows of cell texts (HTML links as
+/// Markdown links, `|` escaped, line breaks as spaces).
+pub fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let esc = |s: &str| html_to_markdown(s).replace('|', "\\|").replace('\n', " ");
+    let mut out = format!("| {} |\n", header.iter().map(|l| esc(l)).collect::<Vec<_>>().join(" | "));
+    out.push_str(&format!("|{}\n", "---|".repeat(header.len().max(1))));
+    for row in rows {
         out.push_str(&format!("| {} |\n", row.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")));
     }
     out

@@ -157,26 +157,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                 }
                 Format::Csv => {
-                    let no_table =
-                        || format!("{}'s output has no table to write as CSV; --format json prints it", request.tool);
+                    let no_table = || no_table_message(&request.tool, "to write as CSV");
                     let json = response.json.as_ref().with_context(no_table)?;
                     let table = oxprof_api::table::first_table(json).with_context(no_table)?;
                     print!("{}", oxprof_analysis::tools::csv::datatable_to_csv(table));
                 }
                 Format::Md => {
-                    let json = response.json.as_ref().with_context(|| {
-                        format!("{}'s output has no table to show as Markdown; --format json prints it", request.tool)
-                    })?;
+                    let no_table = || no_table_message(&request.tool, "to show as Markdown");
+                    let json = response.json.as_ref().with_context(no_table)?;
                     // oxprof's notes (e.g. why no steps were found) come before the tables.
                     for note in &response.notes {
                         println!("> **Note:** {note}\n");
                     }
                     let markdown = oxprof_api::markdown::tool_markdown(&request.tool, json);
                     if markdown.is_empty() {
-                        eprintln!(
-                            "note: {}'s output has no table to show as Markdown; --format json prints all of it",
-                            request.tool
-                        );
+                        eprintln!("note: {}", no_table());
                     }
                     print!("{markdown}");
                 }
@@ -184,6 +179,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// What `--format csv|md` says about a tool whose output has no table.
+fn no_table_message(tool: &str, purpose: &str) -> String {
+    format!("{tool}'s output has no table {purpose}; --format json prints it")
 }
 
 #[cfg(test)]
