@@ -36,35 +36,32 @@ fn trace(c: &mut Criterion) {
         params: params(&[("resolution", "8000".into())]),
         ..Default::default()
     };
-    cold.bench_function("trace_viewer@_default", |b| {
-        b.iter(|| {
-            oxprof_api::trace::clear_resident();
-            data(&path, &request).expect("trace_viewer@")
-        })
-    });
+    cold.bench_function("trace_viewer@_default", |b| b.iter(|| data(&path, &request).expect("trace_viewer@")));
     cold.bench_function("lod_first_full_view", |b| {
         b.iter(|| {
-            oxprof_api::trace::clear_resident();
-            oxprof_api::trace::window(&path, None, None, &BTreeMap::new()).expect("window")
+            // A new session: nothing loaded yet.
+            let (session, run) = oxprof_api::data::open_run(&path, None).expect("run");
+            oxprof_api::trace::window(&session, &run, None, &BTreeMap::new()).expect("window")
         })
     });
     cold.finish();
 
     let mut warm = c.benchmark_group("trace_warm");
-    let tracks = oxprof_api::trace::tracks(&path, None, None).expect("tracks");
+    let (session, run) = oxprof_api::data::open_run(&path, None).expect("run");
+    let tracks = oxprof_api::trace::tracks(&session, &run, None).expect("tracks");
     let (start, end) = (tracks.start_ps, tracks.end_ps);
     let span = end - start;
     for (name, divisor) in [("zoom_10pct", 10u64), ("zoom_1pct", 100), ("zoom_0.01pct", 10_000)] {
         let a = start + span / 3;
         let p = params(&[("start_ps", a.to_string()), ("end_ps", (a + span / divisor).to_string())]);
-        warm.bench_function(name, |b| b.iter(|| oxprof_api::trace::window(&path, None, None, &p).expect("window")));
+        warm.bench_function(name, |b| b.iter(|| oxprof_api::trace::window(&session, &run, None, &p).expect("window")));
     }
     let full = BTreeMap::new();
     warm.bench_function("full_view", |b| {
-        b.iter(|| oxprof_api::trace::window(&path, None, None, &full).expect("window"))
+        b.iter(|| oxprof_api::trace::window(&session, &run, None, &full).expect("window"))
     });
     warm.bench_function("search_prefix", |b| {
-        b.iter(|| oxprof_api::trace::search(&path, None, None, "Thunk", Some(100)).expect("search"))
+        b.iter(|| oxprof_api::trace::search(&session, &run, None, "Thunk", Some(100)).expect("search"))
     });
     warm.finish();
 }

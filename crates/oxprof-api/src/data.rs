@@ -5,14 +5,14 @@
 //! (their OpStats combined); `host=h` means that host's file only.
 
 use crate::ApiError;
+use crate::catalog::ServedRun;
+use crate::session::{Session, SessionOptions};
 use oxprof_analysis::op_stats::OpStats;
-use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts, xspace_to_op_stats};
-use oxprof_format::{HostFile, Run, discover, load_xspace};
-use rayon::prelude::*;
+use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
+use oxprof_format::HostFile;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 /// The host selector meaning "every host of the run".
 pub const ALL_HOSTS: &str = "ALL_HOSTS";
@@ -56,28 +56,13 @@ pub struct DataResponse {
     pub notes: Vec<String>,
 }
 
-/// Resolves a run under `path`.
-pub fn select_run(path: &Path, run: Option<&str>) -> Result<Run, ApiError> {
-    let discovery = discover(path)?;
-    match run {
-        None => discovery
-            .runs
-            .into_iter()
-            .next()
-            .ok_or_else(|| ApiError::UnknownRun { name: String::new(), available: String::new() }),
-        Some(name) => {
-            let available = discovery.runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ");
-            discovery
-                .runs
-                .into_iter()
-                .find(|r| r.name == name)
-                .ok_or_else(|| ApiError::UnknownRun { name: name.to_string(), available })
-        }
-    }
+/// Resolves a run under `path` (discovering it afresh).
+pub fn select_run(path: &Path, run: Option<&str>) -> Result<ServedRun, ApiError> {
+    one_shot_session(path)?.run(run)
 }
 
 /// The files a host selection means, as XProf selects them.
-pub fn select_hosts<'a>(run: &'a Run, host: Option<&str>) -> Result<Vec<&'a HostFile>, ApiError> {
+pub fn select_hosts<'a>(run: &'a ServedRun, host: Option<&str>) -> Result<Vec<&'a HostFile>, ApiError> {
     match host {
         None | Some("") | Some(ALL_HOSTS) => Ok(run.hosts.iter().collect()),
         Some(h) => run.hosts.iter().find(|f| f.host == h).map(|f| vec![f]).ok_or_else(|| ApiError::UnknownHost {
@@ -86,46 +71,6 @@ pub fn select_hosts<'a>(run: &'a Run, host: Option<&str>) -> Result<Vec<&'a Host
             available: run.hosts.iter().map(|f| f.host.as_str()).collect::<Vec<_>>().join(", "),
         }),
     }
-}
-
-/// Where the OpStats tools get each host's analysis: [`ComputeEachTime`] (one-shot callers
-/// such as the CLI and tests) or a cache kept by a long-lived caller (the HTTP service
-/// keeps one, so that switching tools on a host does not convert it again).
-pub trait HostAnalyses: Sync {
-    /// The analysis of one host's file.
-    fn analysis(&self, file: &HostFile) -> Result<Arc<HostAnalysis>, ApiError>;
-}
-
-/// Loads and converts the host on every request.
-pub struct ComputeEachTime;
-
-impl HostAnalyses for ComputeEachTime {
-    fn analysis(&self, file: &HostFile) -> Result<Arc<HostAnalysis>, ApiError> {
-        analyze_host(file).map(Arc::new)
-    }
-}
-
-/// Loads and converts one host. The XSpace is dropped as soon as its OpStats exist, on a
-/// pool thread so that rendering the answer does not wait for ~100 MB of tables to be
-/// unmapped.
-pub fn analyze_host(file: &HostFile) -> Result<HostAnalysis, ApiError> {
-    let space = load_xspace(&file.path)?;
-    let analysis = xspace_to_op_stats(&space);
-    rayon::spawn(move || drop(space));
-    Ok(analysis)
-}
-
-/// Loads and converts each selected host, in parallel.
-pub fn analyze_hosts(files: &[&HostFile]) -> Result<Vec<HostAnalysis>, ApiError> {
-    files.par_iter().map(|f| analyze_host(f)).collect()
-}
-
-/// (file size, modification time in ns) of a profile file: with its path, what caches of
-/// results computed from the file are keyed by (a rewritten file is read again).
-pub fn file_state(path: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
-    Some((meta.len(), mtime))
 }
 
 /// The step database each OpStats tool reads in XProf 2.24.2.
@@ -170,33 +115,60 @@ impl ToolFamily {
     }
 }
 
-/// Answers a data request for the profiles under `path`, computing everything afresh.
-pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError> {
-    data_with(path, request, &ComputeEachTime)
+/// A session for one-shot callers (the CLI, tests): nothing is kept between calls, and
+/// runs are not confined to the path (the caller owns the files).
+pub fn one_shot_session(path: &Path) -> Result<Session, ApiError> {
+    Session::open(path, SessionOptions::one_shot())
+        .map_err(|source| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), source }))
 }
 
-/// Answers a data request; the OpStats tools take each host's analysis from `analyses`.
-pub fn data_with(path: &Path, request: &DataRequest, analyses: &dyn HostAnalyses) -> Result<DataResponse, ApiError> {
+/// A session over `path` that keeps what it computes (within the default bound), and its
+/// run `run` (`None`: the newest): for callers asking several questions of one run, such
+/// as the trace routes' tests and benchmarks.
+pub fn open_run(path: &Path, run: Option<&str>) -> Result<(Session, ServedRun), ApiError> {
+    let options = SessionOptions { confine_to_root: false, ..SessionOptions::default() };
+    let session = Session::open(path, options).map_err(|source| {
+        ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), source })
+    })?;
+    let run = session.run(run)?;
+    Ok((session, run))
+}
+
+/// Answers a data request for the profiles under `path`, computing everything afresh.
+pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError> {
+    let session = one_shot_session(path)?;
+    let run = session.run(request.run.as_deref())?;
+    answer(&session, &run, request, false)
+}
+
+/// Answers a data request for `run` of `session`; `refresh` (XProf's
+/// `use_saved_result=false`) recomputes what the session keeps.
+pub fn answer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<DataResponse, ApiError> {
     let tool = request.tool.trim_end_matches('^');
     match ToolFamily::of(tool) {
-        Some(ToolFamily::OpStats) => op_stats_data(path, tool, request, analyses),
-        Some(ToolFamily::Trace) => crate::trace::data(path, tool, request),
-        Some(ToolFamily::MemoryProfile) => crate::memory_profile::data(path, tool, request),
-        Some(ToolFamily::Hlo) => crate::hlo_tools::data(path, tool, request),
-        Some(ToolFamily::TfData) => crate::tf_data::data(path, tool, request),
+        Some(ToolFamily::OpStats) => op_stats_data(session, run, tool, request, refresh),
+        Some(ToolFamily::Trace) => crate::trace::data(session, run, tool, request, refresh),
+        Some(ToolFamily::MemoryProfile) => crate::memory_profile::data(session, run, tool, request),
+        Some(ToolFamily::Hlo) => crate::hlo_tools::data(session, run, tool, request),
+        Some(ToolFamily::TfData) => crate::tf_data::data(session, run, tool, request),
         None => Err(ApiError::UnknownTool(tool.to_string())),
     }
 }
 
 fn op_stats_data(
-    path: &Path,
+    session: &Session,
+    run: &ServedRun,
     tool: &str,
     request: &DataRequest,
-    source: &dyn HostAnalyses,
+    refresh: bool,
 ) -> Result<DataResponse, ApiError> {
-    let run = select_run(path, request.run.as_deref())?;
-    let files = select_hosts(&run, request.host.as_deref())?;
-    let analyses: Vec<Arc<HostAnalysis>> = files.par_iter().map(|f| source.analysis(f)).collect::<Result<_, _>>()?;
+    let files = select_hosts(run, request.host.as_deref())?;
+    let analyses = session.host_analyses(&files, refresh)?;
     let op_stats = combine_hosts(&analyses, step_selection(tool));
     let json = render_op_stats_tool(tool, &op_stats, &request.params)?;
     let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();

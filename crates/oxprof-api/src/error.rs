@@ -44,6 +44,23 @@ pub enum ApiError {
         /// What is wrong.
         reason: String,
     },
+    /// Something the request names does not exist (or may not be read).
+    #[error("{0}")]
+    NotFound(String),
+    /// The computation this request waited for was abandoned (a bug: it panicked).
+    #[error(transparent)]
+    Abandoned(#[from] oxprof_flight::Abandoned),
+    /// A failure with its HTTP status, from a route added by the server's host program.
+    #[error("{message}")]
+    Http {
+        /// HTTP status code.
+        status: u16,
+        /// The message.
+        message: String,
+    },
+    /// A computation panicked (a bug); the request is answered 500 and the server goes on.
+    #[error("internal error while answering this request; please report it")]
+    Panicked,
     /// One failure shared by concurrent requests that waited on the same computation.
     #[error(transparent)]
     Shared(std::sync::Arc<ApiError>),
@@ -54,7 +71,9 @@ impl ApiError {
     pub fn http_status(&self) -> u16 {
         match self {
             ApiError::UnknownRun { .. } | ApiError::UnknownHost { .. } | ApiError::UnknownTool(_) => 404,
-            ApiError::Discovery(_) => 404,
+            ApiError::Discovery(_) | ApiError::NotFound(_) => 404,
+            ApiError::Abandoned(_) | ApiError::Panicked => 500,
+            ApiError::Http { status, .. } => *status,
             ApiError::BadParameter { .. } => 400,
             ApiError::Load(_) => 422,
             ApiError::NotYetAvailable { .. } => 501,

@@ -12,15 +12,15 @@
 //! never make oxprof read a file outside the run directory.
 
 use crate::ApiError;
-use crate::data::{DataRequest, DataResponse, select_run};
+use crate::catalog::ServedRun;
+use crate::data::{DataRequest, DataResponse};
+use crate::session::Session;
 use oxprof_analysis::tools::graph_viewer::{self, TextKind};
 use oxprof_analysis::tools::memory_viewer::{self, MemoryViewerOptions};
 use oxprof_format::hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };
-use oxprof_format::{Run, load_xspace_lines_of};
 use serde_json::Value;
-use std::path::Path;
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_viewer", "graph_viewer", "module_list"];
@@ -49,7 +49,7 @@ struct ModuleSet {
 /// Lists the run's modules: side-car `*.hlo_proto.pb` files if there are any, else the
 /// protos in the profiles (`name(program_id)`, first host first, first occurrence wins),
 /// else `NO_MODULE`. Names are sorted (XProf lists them in directory order).
-fn module_set(run: &Run) -> Result<ModuleSet, ApiError> {
+fn module_set(session: &Session, run: &ServedRun) -> Result<ModuleSet, ApiError> {
     let mut modules: Vec<(String, Source)> = Vec::new();
     if let Ok(entries) = std::fs::read_dir(&run.dir) {
         for entry in entries.flatten() {
@@ -65,7 +65,7 @@ fn module_set(run: &Run) -> Result<ModuleSet, ApiError> {
     if modules.is_empty() {
         for host in &run.hosts {
             // The protos are metadata: no plane's events are needed.
-            let space = load_xspace_lines_of(&host.path, &|_| false)?;
+            let space = session.load(host, &|_| false)?;
             for (program_id, bytes) in hlo_proto_bytes(&space) {
                 // `HloModuleNameWithProgramId`; undecodable protos are skipped, as XProf does.
                 let Ok(module) = decode_hlo_proto(bytes) else { continue };
@@ -90,7 +90,7 @@ impl ModuleSet {
 
     /// The proto bytes of a module that exists; reading a side-car file only by a name
     /// taken from the directory listing.
-    fn bytes(&self, run: &Run, name: &str) -> Result<Vec<u8>, ApiError> {
+    fn bytes(&self, run: &ServedRun, name: &str) -> Result<Vec<u8>, ApiError> {
         let Some((listed, source)) = self.modules.iter().find(|(n, _)| n == name) else {
             return Err(ApiError::BadParameter {
                 name: "module_name".into(),
@@ -124,7 +124,7 @@ struct LoadedModule {
     bytes: Vec<u8>,
 }
 
-fn load_module(set: &ModuleSet, run: &Run, name: &str) -> Result<LoadedModule, ApiError> {
+fn load_module(set: &ModuleSet, run: &ServedRun, name: &str) -> Result<LoadedModule, ApiError> {
     let bytes = set.bytes(run, name)?;
     let bad = |e: oxprof_format::DecodeError| ApiError::BadParameter {
         name: "module_name".into(),
@@ -143,7 +143,7 @@ fn param<'a>(request: &'a DataRequest, name: &str) -> Option<&'a str> {
 
 /// Which module a request names: `module_name`, else `program_id` (substring of a module
 /// name), else — for `graph_viewer` — the module holding `node_name`.
-fn requested_module<'s>(set: &'s ModuleSet, run: &Run, request: &DataRequest) -> Result<&'s str, ApiError> {
+fn requested_module<'s>(set: &'s ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<&'s str, ApiError> {
     if let Some(name) = param(request, "module_name") {
         return set.names().into_iter().find(|n| *n == name).ok_or_else(|| ApiError::BadParameter {
             name: "module_name".into(),
@@ -179,20 +179,19 @@ fn requested_module<'s>(set: &'s ModuleSet, run: &Run, request: &DataRequest) ->
 }
 
 /// Answers a data request for one of [`TOOLS`].
-pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
-    let run = select_run(path, request.run.as_deref())?;
-    let set = module_set(&run)?;
+pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+    let set = module_set(session, run)?;
     match tool {
         "module_list" => {
             Ok(DataResponse { content_type: "text/plain", body: set.names().join(","), json: None, notes: Vec::new() })
         }
-        "memory_viewer" => memory_viewer_data(&set, &run, request),
-        "graph_viewer" => graph_viewer_data(&set, &run, request),
+        "memory_viewer" => memory_viewer_data(&set, run, request),
+        "graph_viewer" => graph_viewer_data(&set, run, request),
         other => Err(ApiError::UnknownTool(other.to_string())),
     }
 }
 
-fn memory_viewer_data(set: &ModuleSet, run: &Run, request: &DataRequest) -> Result<DataResponse, ApiError> {
+fn memory_viewer_data(set: &ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<DataResponse, ApiError> {
     let name = requested_module(set, run, request)?;
     let loaded = load_module(set, run, name)?;
     // `memory_space` that is not a number reads as 0, as in XProf.
@@ -224,7 +223,7 @@ fn memory_viewer_data(set: &ModuleSet, run: &Run, request: &DataRequest) -> Resu
     Ok(DataResponse { content_type: "application/json", body: json.to_string(), json: Some(json), notes })
 }
 
-fn graph_viewer_data(set: &ModuleSet, run: &Run, request: &DataRequest) -> Result<DataResponse, ApiError> {
+fn graph_viewer_data(set: &ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<DataResponse, ApiError> {
     let Some(kind) = param(request, "type") else {
         return Err(ApiError::BadParameter {
             name: "type".into(),
@@ -344,17 +343,20 @@ fn graph_data(loaded: &LoadedModule, request: &DataRequest, kind: &str) -> Resul
 /// The binary outputs among the tools (`graph_viewer` with `type=pb`), which a
 /// [`DataResponse`]'s text body cannot carry: `None` for every other request, which
 /// [`crate::data::data`] answers. Callers serving bodies (HTTP, CLI) ask here first.
-pub fn binary_output(path: &Path, request: &DataRequest) -> Option<Result<Vec<u8>, ApiError>> {
+pub fn binary_output(session: &Session, run: &ServedRun, request: &DataRequest) -> Option<Result<Vec<u8>, ApiError>> {
     let is_pb = request.tool == "graph_viewer" && request.params.get("type").is_some_and(|t| t == "pb");
-    is_pb.then(|| graph_viewer_proto_bytes(path, request))
+    is_pb.then(|| graph_viewer_proto_bytes(session, run, request))
 }
 
 /// `graph_viewer` with `type=pb`: the module's `xla.HloProto` bytes, as stored in the run
 /// (XProf re-serializes the parsed proto: the same bytes up to the order of map entries,
 /// which its C++ serializer does not fix). Empty for a run without HLO (`NO_MODULE`).
-pub fn graph_viewer_proto_bytes(path: &Path, request: &DataRequest) -> Result<Vec<u8>, ApiError> {
-    let run = select_run(path, request.run.as_deref())?;
-    let set = module_set(&run)?;
-    let name = requested_module(&set, &run, request)?;
-    Ok(load_module(&set, &run, name)?.bytes)
+pub fn graph_viewer_proto_bytes(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+) -> Result<Vec<u8>, ApiError> {
+    let set = module_set(session, run)?;
+    let name = requested_module(&set, run, request)?;
+    Ok(load_module(&set, run, name)?.bytes)
 }

@@ -7,7 +7,14 @@
 //! parameter checks, status codes, bodies, security headers) is decided here and tested
 //! without sockets.
 //!
-//! Safety rules enforced here:
+//! Safety rules enforced here (the threat model is in API.md, "Security"):
+//! * every request's `Host` must be a loopback name, the bound address, or one allowed
+//!   with `--allow-host` (a DNS-rebinding page cannot read profiles through its own name);
+//! * API routes refuse browsers' cross-site requests (`Sec-Fetch-Site: cross-site`), so
+//!   another web page cannot make the server work for it;
+//! * state-changing routes are POST only, with this process's token (the UI reads it from
+//!   the page) and, when a browser sends one, a same-origin `Origin`;
+//! * no response carries an absolute path (errors name files relative to the root);
 //! * names from the client (`run`, `host`, `tag`, `module_name`) are checked, then only
 //!   looked up among what discovery found: they are never joined to a path;
 //! * `session_path` / `run_path` are resolved (symlinks included) and must lie inside the
@@ -15,20 +22,19 @@
 //! * bad parameters → 400, unknown run/host/tool → 404, both with a JSON `{"error": …}`;
 //!   a panic while answering becomes a 500 JSON body without internals.
 
-mod analyses;
-mod cache;
-mod catalog;
+mod guard;
 mod query;
 
-pub use cache::CacheStats;
-pub use catalog::{ServedRun, available_tools, available_tools_of_file, hosts_for_tool, order_tools};
+pub use crate::catalog::{ServedRun, available_tools, available_tools_of_file, hosts_for_tool, order_tools};
+pub use crate::session::DEFAULT_CACHE_BYTES;
+pub use guard::{Guard, Request, TOKEN_HEADER};
+pub use oxprof_flight::CacheStats;
 pub use query::Query;
 
 use crate::ApiError;
-use crate::data::{ALL_HOSTS, DataRequest, DataResponse, ToolFamily};
-use analyses::AnalysisCache;
-use cache::{FlightCache, Weighted};
-use catalog::Catalog;
+use crate::catalog::{self, Catalog};
+use crate::data::{ALL_HOSTS, DataRequest, ToolFamily};
+use crate::session::{Rendered, Session, SessionOptions};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -39,8 +45,6 @@ use std::sync::Arc;
 pub const XPROF_PREFIX: &str = "/data/plugin/profile";
 /// oxprof's own routes.
 pub const OXPROF_PREFIX: &str = "/oxprof/api";
-/// Default bound of the response cache.
-pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
 
 /// The Content-Security-Policy of every response: only our own origin; no inline scripts and
 /// no `eval`; WebAssembly compilation allowed (`'wasm-unsafe-eval'`: the graph pages lay out
@@ -155,6 +159,9 @@ impl HttpError {
 
 impl From<ApiError> for HttpError {
     fn from(e: ApiError) -> Self {
+        if let ApiError::Http { status, message } = e {
+            return HttpError { status, message };
+        }
         let status = e.http_status();
         // Status 5xx from the API are our own limits (not yet available), safe to show.
         HttpError { status, message: e.to_string() }
@@ -193,33 +200,25 @@ impl Assets for NoAssets {
 pub struct ServiceOptions {
     /// The log directory, run directory or file served.
     pub root: PathBuf,
-    /// Bound of the response cache, in bytes (the per-host analysis cache gets a further
-    /// quarter of it).
+    /// Bound of every cache of the session together, in bytes.
     pub cache_bytes: usize,
     /// True when serving the bundled demo (reported by `/oxprof/api/info`).
     pub demo: bool,
+    /// Which `Host`s, origins and tokens are accepted.
+    pub guard: Guard,
 }
 
 impl ServiceOptions {
-    /// Default options for `root`.
+    /// Default options for `root`: served on loopback only.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        ServiceOptions { root: root.into(), cache_bytes: DEFAULT_CACHE_BYTES, demo: false }
+        ServiceOptions { root: root.into(), cache_bytes: DEFAULT_CACHE_BYTES, demo: false, guard: Guard::loopback() }
     }
 }
 
-/// A computed result kept in the cache: the body and what the routes need besides it.
-#[derive(Debug)]
-struct Computed {
-    content_type: &'static str,
-    body: Arc<[u8]>,
-    notes: Vec<String>,
-}
-
-impl Weighted for Computed {
-    fn weight(&self) -> usize {
-        self.body.len() + self.notes.iter().map(String::len).sum::<usize>() + 64
-    }
-}
+/// `trace_viewer@`'s resolution when the request names none: XProf's server default
+/// (`profile_plugin.py`), so that a bare request does not render every event of a
+/// profile (hundreds of MB of JSON).
+pub const DEFAULT_TRACE_RESOLUTION: &str = "8000";
 
 /// Answers `/capture_profile` (wired by whoever provides capturing; see [`Service::with_capture`]).
 pub type CaptureHandler = dyn Fn(&Query) -> HttpResponse + Send + Sync;
@@ -227,11 +226,11 @@ pub type CaptureHandler = dyn Fn(&Query) -> HttpResponse + Send + Sync;
 /// The HTTP API over one served root.
 pub struct Service {
     options: ServiceOptions,
-    catalog: Catalog,
-    cache: FlightCache<Computed, HttpError>,
-    /// Per-host OpStats shared by the OpStats tools (bounded by a quarter of `cache_bytes`).
-    analyses: AnalysisCache,
+    /// The runs and every cache (analyses, trace data, rendered bodies), one budget.
+    session: Session,
     assets: Arc<dyn Assets>,
+    /// `index.html` with this process's token in a `<meta>` element (made at first use).
+    index_html: std::sync::OnceLock<Arc<[u8]>>,
     capture: Option<Box<CaptureHandler>>,
     extensions: Vec<(String, Box<ExtensionHandler>)>,
 }
@@ -243,10 +242,18 @@ pub type ExtensionHandler = dyn Fn(&Service, &Query) -> Result<HttpResponse, Htt
 impl Service {
     /// A service over `options.root`, which must exist (it may hold no profiles yet).
     pub fn new(options: ServiceOptions, assets: Arc<dyn Assets>) -> std::io::Result<Service> {
-        let catalog = Catalog::new(&options.root)?;
-        let cache = FlightCache::new(options.cache_bytes);
-        let analyses = AnalysisCache::new(options.cache_bytes / 4);
-        Ok(Service { options, catalog, cache, analyses, assets, capture: None, extensions: Vec::new() })
+        let session_options = SessionOptions { cache_bytes: options.cache_bytes, ..SessionOptions::default() };
+        let session = Session::open(&options.root, session_options)?;
+        Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
+    }
+
+    /// The session: served runs and every cache.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn catalog(&self) -> &Catalog {
+        self.session.catalog()
     }
 
     /// Adds a route `/oxprof/api<path>` (e.g. `/trace/events`) answered by `handler`, for
@@ -270,11 +277,12 @@ impl Service {
         key: &str,
         compute: impl FnOnce() -> Result<(&'static str, Vec<u8>), HttpError>,
     ) -> Result<HttpResponse, HttpError> {
-        let computed = self.cache.get_or_compute(&format!("ext\0{key}"), false, || {
-            let (content_type, body) = catch_unwind(AssertUnwindSafe(compute)).map_err(|_| HttpError::internal())??;
-            Ok(Computed { content_type, body: body.into(), notes: Vec::new() })
+        let rendered = self.session.response(format!("ext\0{key}"), false, || {
+            let (content_type, body) =
+                compute().map_err(|e| ApiError::Http { status: e.status, message: e.message })?;
+            Ok(Rendered { content_type, body: body.into(), notes: Vec::new() })
         })?;
-        Ok(HttpResponse::new(200, computed.content_type, Body::Shared(computed.body.clone())))
+        Ok(HttpResponse::new(200, rendered.content_type, Body::Shared(rendered.body.clone())))
     }
 
     /// Adds a `/capture_profile` handler (without one the route answers 501).
@@ -285,37 +293,63 @@ impl Service {
 
     /// The served root.
     pub fn root(&self) -> &Path {
-        self.catalog.root()
+        self.catalog().root()
     }
 
-    /// Cache counters.
+    /// The served root as responses show it: its last component only (no response
+    /// carries an absolute path).
+    fn root_name(&self) -> String {
+        let root = self.root();
+        let canonical = root.canonicalize().ok();
+        let name = root.file_name().or_else(|| canonical.as_deref().and_then(Path::file_name));
+        name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into())
+    }
+
+    /// Counters of the session's cache (every kind of entry together).
     pub fn cache_stats(&self) -> CacheStats {
-        self.cache.stats()
+        self.session.cache_stats()
     }
 
-    /// Counters of the per-host analysis cache (OpStats shared by the OpStats tools).
-    pub fn analysis_cache_stats(&self) -> CacheStats {
-        self.analyses.stats()
+    /// This process's token for state-changing requests (the UI reads it from the page).
+    pub fn token(&self) -> &str {
+        self.options.guard.token()
     }
 
-    /// Answers one request. `path` is the URL path (still percent-encoded), `query` the
-    /// raw query string without `?`. Never panics: a panic inside becomes a 500.
+    /// Answers a GET-like request from a same-origin page on loopback (tests, tools):
+    /// [`Service::handle_request`] with `Host: localhost`. `path` is the URL path (still
+    /// percent-encoded), `query` the raw query string without `?`.
     pub fn handle(&self, method: &str, path: &str, query: &str) -> HttpResponse {
-        let mut response = match catch_unwind(AssertUnwindSafe(|| self.route(method, path, query))) {
+        self.handle_request(&Request::new(method, path, query))
+    }
+
+    /// Answers one request. Never panics: a panic inside becomes a 500.
+    pub fn handle_request(&self, request: &Request<'_>) -> HttpResponse {
+        let answered = catch_unwind(AssertUnwindSafe(|| {
+            self.options.guard.check(request)?;
+            self.route(request)
+        }));
+        let mut response = match answered {
             Ok(Ok(response)) => response,
-            Ok(Err(error)) => error.response(),
+            Ok(Err(error)) => self.error_response(error),
             Err(_) => HttpError::internal().response(),
         };
         add_security_headers(&mut response);
         response
     }
 
-    fn route(&self, method: &str, path: &str, raw_query: &str) -> Result<HttpResponse, HttpError> {
+    /// An error as JSON, with the root's absolute path taken out of its message.
+    fn error_response(&self, error: HttpError) -> HttpResponse {
+        HttpError { message: self.catalog().redact(&error.message), ..error }.response()
+    }
+
+    fn route(&self, request: &Request<'_>) -> Result<HttpResponse, HttpError> {
+        let (method, path, raw_query) = (request.method, request.path, request.query);
         let is_read = method == "GET" || method == "HEAD";
         let route = path.strip_prefix(XPROF_PREFIX).filter(|r| r.is_empty() || r.starts_with('/')).unwrap_or(path);
         let route = if route.len() > 1 { route.trim_end_matches('/') } else { route };
         let route = if route.is_empty() { "/" } else { route };
         let api = |m: &str| -> Result<Query, HttpError> {
+            self.options.guard.check_api(request)?;
             if method != m && !(m == "GET" && is_read) {
                 return Err(HttpError { status: 405, message: format!("{route} accepts {m} only") });
             }
@@ -340,13 +374,18 @@ impl Service {
                 Ok(HttpResponse::bytes(200, "text/plain", env!("CARGO_PKG_VERSION").as_bytes().to_vec()))
             }
             "/capture_profile" => {
-                let q = api("GET")?;
+                let q = api("POST")?;
+                self.options.guard.check_state_change(request)?;
                 match &self.capture {
                     Some(handler) => Ok(handler(&q)),
                     None => Err(HttpError { status: 501, message: "capturing is not available in this server".into() }),
                 }
             }
-            "/generate_cache" => self.generate_cache(&api("POST")?),
+            "/generate_cache" => {
+                let q = api("POST")?;
+                self.options.guard.check_state_change(request)?;
+                self.generate_cache(&q)
+            }
             _ if route.starts_with(OXPROF_PREFIX) => self.oxprof_route(&route[OXPROF_PREFIX.len()..], &api("GET")?),
             _ if is_read => self.static_file(route),
             _ => Err(HttpError { status: 405, message: "method not allowed".into() }),
@@ -356,9 +395,9 @@ impl Service {
     // ---- XProf routes ----------------------------------------------------------------
 
     fn runs(&self, q: &Query) -> Result<HttpResponse, HttpError> {
-        let names: Vec<String> = match self.catalog.scoped_runs(q.get("session_path"), q.get("run_path"))? {
+        let names: Vec<String> = match self.catalog().scoped_runs(q.get("session_path"), q.get("run_path"))? {
             Some(scoped) => scoped.runs.into_iter().map(|r| r.name).collect(),
-            None => self.catalog.rescan().runs.iter().map(|r| r.name.clone()).collect(),
+            None => self.catalog().rescan().runs.iter().map(|r| r.name.clone()).collect(),
         };
         Ok(HttpResponse::python_json(&json!(names)))
     }
@@ -369,7 +408,7 @@ impl Service {
         if let Some(name) = name {
             query::check_run_name("run", name)?;
         }
-        match self.catalog.scoped_runs(q.get("session_path"), q.get("run_path"))? {
+        match self.catalog().scoped_runs(q.get("session_path"), q.get("run_path"))? {
             Some(scoped) => {
                 let found = match name {
                     None => scoped.runs.into_iter().next(),
@@ -377,7 +416,7 @@ impl Service {
                 };
                 found.ok_or_else(|| HttpError::not_found(format!("no run named {:?} in that path", name.unwrap_or(""))))
             }
-            None => self.catalog.find_run(name),
+            None => Ok(self.catalog().find_run(name)?),
         }
     }
 
@@ -389,17 +428,17 @@ impl Service {
     /// The tools of a run in `/run_tools` order (cached per run files).
     fn tools_of(&self, run: &ServedRun) -> Result<Vec<String>, HttpError> {
         let key = format!("run_tools\0{}", run.fingerprint());
-        let computed = self.cache.get_or_compute(&key, false, || {
+        let computed = self.session.response(key, false, || {
             let Some(first) = run.hosts.first() else {
-                return Ok(Computed {
+                return Ok(Rendered {
                     content_type: "application/json",
                     body: Arc::from(&b"[]"[..]),
                     notes: Vec::new(),
                 });
             };
-            let available = available_tools_of_file(&first.path).map_err(|e| HttpError::from(ApiError::from(e)))?;
+            let available = available_tools_of_file(&first.path)?;
             let tools = order_tools(&available);
-            Ok(Computed {
+            Ok(Rendered {
                 content_type: "application/json",
                 body: json!(tools).to_string().into_bytes().into(),
                 notes: Vec::new(),
@@ -465,39 +504,38 @@ impl Service {
             .filter(|(k, _)| !NOT_TOOL_PARAMS.contains(k))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        let mut params = params;
+        if base_tool == "trace_viewer@" {
+            params.entry("resolution".into()).or_insert_with(|| DEFAULT_TRACE_RESOLUTION.into());
+        }
         let refresh = !q.bool_arg("use_saved_result", true);
         let request = DataRequest { run: None, tool: base_tool.to_string(), host: host.map(str::to_string), params };
         Ok((run, request, refresh))
     }
 
     /// A data request's result, from the cache or computed once for all concurrent callers.
-    fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Computed>, HttpError> {
+    fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Rendered>, HttpError> {
         let mut key =
             format!("data\0{}\0{}\0{}", run.fingerprint(), request.tool, request.host.as_deref().unwrap_or(""));
         for (k, v) in &request.params {
             key.push_str(&format!("\0{k}={v}"));
         }
-        self.cache.get_or_compute(&key, refresh, || {
-            // A panic in a tool is a 500 shared by this flight's waiters, and not kept.
-            let binary = catch_unwind(AssertUnwindSafe(|| crate::hlo_tools::binary_output(&run.data_path, request)))
-                .map_err(|_| HttpError::internal())?;
-            if let Some(bytes) = binary {
-                return Ok(Computed {
+        let session = &self.session;
+        Ok(session.response(key, refresh, || {
+            if let Some(bytes) = crate::hlo_tools::binary_output(session, run, request) {
+                return Ok(Rendered {
                     content_type: "application/octet-stream",
                     body: bytes?.into(),
                     notes: Vec::new(),
                 });
             }
-            let analyses = self.analyses.source(refresh);
-            let response: DataResponse =
-                catch_unwind(AssertUnwindSafe(|| crate::data::data_with(&run.data_path, request, &analyses)))
-                    .map_err(|_| HttpError::internal())??;
-            Ok(Computed {
+            let response = crate::data::answer(session, run, request, refresh)?;
+            Ok(Rendered {
                 content_type: response.content_type,
                 body: response.body.into_bytes().into(),
                 notes: response.notes,
             })
-        })
+        })?)
     }
 
     fn data_route(&self, q: &Query) -> Result<HttpResponse, HttpError> {
@@ -525,7 +563,7 @@ impl Service {
         // Accepted for XProf compatibility; oxprof computes on demand and caches in memory.
         let session =
             q.get_nonempty("session_path").ok_or_else(|| HttpError::bad_parameter("session_path", "missing"))?;
-        self.catalog.scoped_runs(Some(session), None)?;
+        self.catalog().scoped_runs(Some(session), None)?;
         Ok(HttpResponse::python_json(&json!({"message": "Cache generation started", "status": "ACCEPTED"}))
             .with_status(202))
     }
@@ -538,20 +576,20 @@ impl Service {
                 200,
                 &json!({
                     "version": env!("CARGO_PKG_VERSION"),
-                    "root": self.root().display().to_string(),
+                    "root": self.root_name(),
                     "demo": self.options.demo,
-                    "cache": self.cache_stats(),
-                    "analysis_cache": self.analysis_cache_stats(),
+                    "cache": cache_json(&self.cache_stats()),
+                    "files": file_counts_json(&self.session.file_counts()),
                     "tools": known_tools(),
                 }),
             )),
             "/runs" => {
-                let snapshot = self.catalog.rescan();
+                let snapshot = self.catalog().rescan();
                 let runs: Vec<Value> = snapshot.runs.iter().map(run_summary).collect();
                 Ok(HttpResponse::json(
                     200,
                     &json!({
-                        "root": self.root().display().to_string(),
+                        "root": self.root_name(),
                         "runs": runs,
                         "skipped": snapshot.skipped,
                         "empty_reason": if snapshot.runs.is_empty() { snapshot.empty_reason.clone() } else { None },
@@ -577,7 +615,7 @@ impl Service {
             _ if route.starts_with("/trace/") => {
                 let run = self.run_of(q)?;
                 let get = |k: &str| if k == "run" { None } else { q.get(k).map(str::to_string) };
-                let body = crate::trace::route(&run.data_path, &route["/trace".len()..], &get)?;
+                let body = crate::trace::route(&self.session, &run, &route["/trace".len()..], &get)?;
                 Ok(HttpResponse::bytes(200, "application/json", body.into_bytes()))
             }
             _ => match self.extensions.iter().find(|(path, _)| path == route) {
@@ -592,6 +630,9 @@ impl Service {
     fn static_file(&self, route: &str) -> Result<HttpResponse, HttpError> {
         let relative = route.trim_start_matches('/');
         let relative = if relative.is_empty() || relative == "local" { "index.html" } else { relative };
+        if relative == "index.html" {
+            return self.index_page();
+        }
         if let Some(asset) = self.assets.get(relative) {
             let mut response = HttpResponse::new(200, asset.content_type, Body::Static(asset.bytes));
             // Asset names are not content-hashed: browsers revalidate (no stale UI after an upgrade).
@@ -601,12 +642,22 @@ impl Service {
         // Deep links of the single-page app (plain path segments, no file extension, no
         // escapes) get index.html; anything else that is not an asset is a 404.
         let plain = relative.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_/".contains(&b));
-        if plain && let Some(index) = self.assets.get("index.html") {
-            let mut response = HttpResponse::new(200, index.content_type, Body::Static(index.bytes));
-            response.headers.push(("Cache-Control", "no-cache".to_string()));
-            return Ok(response);
+        if plain {
+            return self.index_page();
         }
         Err(HttpError::not_found("no such file"))
+    }
+
+    /// `index.html`, carrying this process's token.
+    fn index_page(&self) -> Result<HttpResponse, HttpError> {
+        let Some(index) = self.assets.get("index.html") else {
+            return Err(HttpError::not_found("no such file"));
+        };
+        let page = self.index_html.get_or_init(|| self.options.guard.page_with_token(index.bytes).into());
+        let mut response = HttpResponse::new(200, index.content_type, Body::Shared(page.clone()));
+        // Asset names are not content-hashed: browsers revalidate (no stale UI after an upgrade).
+        response.headers.push(("Cache-Control", "no-cache".to_string()));
+        Ok(response)
     }
 }
 
@@ -639,6 +690,27 @@ fn known_tools() -> Vec<Value> {
         .iter()
         .flat_map(|(family, tools)| tools.iter().map(move |t| json!({"name": t, "family": family})))
         .collect()
+}
+
+fn cache_json(stats: &CacheStats) -> Value {
+    json!({
+        "entries": stats.entries,
+        "in_flight": stats.in_flight,
+        "bytes": stats.bytes,
+        "limit_bytes": stats.limit_bytes,
+        "hits": stats.hits,
+        "computations": stats.computations,
+        "evictions": stats.evictions,
+    })
+}
+
+fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
+    json!({
+        "analyses_computed": counts.analyses_computed,
+        "analyses_found": counts.analyses_found,
+        "traces_computed": counts.traces_computed,
+        "traces_found": counts.traces_found,
+    })
 }
 
 fn run_summary(run: &ServedRun) -> Value {

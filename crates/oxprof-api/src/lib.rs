@@ -5,6 +5,7 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod catalog;
 pub mod data;
 mod error;
 pub mod hlo_tools;
@@ -12,6 +13,7 @@ pub mod http;
 pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
+pub mod session;
 pub mod table;
 pub mod tf_data;
 pub mod trace;

@@ -7,22 +7,21 @@
 //! plane gets XProf's empty body.
 
 use crate::ApiError;
-use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, select_run};
+use crate::catalog::ServedRun;
+use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts};
+use crate::session::Session;
 use oxprof_analysis::tools::memory_profile::memory_profile;
-use oxprof_format::load_xspace_lines_of;
 use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
-use std::path::Path;
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_profile"];
 
 /// Answers a data request for one of [`TOOLS`].
-pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
     if !TOOLS.contains(&tool) {
         return Err(ApiError::UnknownTool(tool.to_string()));
     }
-    let run = select_run(path, request.run.as_deref())?;
-    let files = select_hosts(&run, request.host.as_deref())?;
+    let files = select_hosts(run, request.host.as_deref())?;
     let [file] = files.as_slice() else {
         let hosts = files.iter().map(|f| f.host.as_str()).collect::<Vec<_>>().join(", ");
         return Err(ApiError::BadParameter {
@@ -36,9 +35,7 @@ pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataRespon
     };
     // Allocator events live on the host plane and HLO modules on TPU planes; the lines of
     // other device planes (GPU streams) are never read, so they are not decoded.
-    let space = load_xspace_lines_of(&file.path, &|plane| {
-        plane == HOST_THREADS_PLANE_NAME || plane.starts_with(TPU_PLANE_PREFIX)
-    })?;
+    let space = session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME || plane.starts_with(TPU_PLANE_PREFIX))?;
     let Some(profile) = memory_profile(&space) else {
         return Ok(DataResponse {
             content_type: "application/json",

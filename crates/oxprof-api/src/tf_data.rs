@@ -8,29 +8,28 @@
 //! did. A host without a `/host:CPU` plane (which XProf refused) is skipped with a note.
 
 use crate::ApiError;
-use crate::data::{DataRequest, DataResponse, select_hosts, select_run};
+use crate::catalog::ServedRun;
+use crate::data::{DataRequest, DataResponse, select_hosts};
+use crate::session::Session;
 use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
-use oxprof_format::load_xspace_lines_of;
 use oxprof_format::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
-use std::path::Path;
 
 /// Tools answered here.
 pub const TOOLS: &[&str] = &["tf_data_bottleneck_analysis"];
 
 /// Answers a data request for one of [`TOOLS`].
-pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
     if !TOOLS.contains(&tool) {
         return Err(ApiError::UnknownTool(tool.to_string()));
     }
-    let run = select_run(path, request.run.as_deref())?;
-    let files = select_hosts(&run, request.host.as_deref())?;
+    let files = select_hosts(run, request.host.as_deref())?;
     // Only the host plane's events are read (device planes are often most of a GPU
     // profile); each XSpace is dropped as soon as its statistics exist.
     let per_host: Vec<(String, String, Option<TfDataStats>)> = files
         .par_iter()
         .map(|f| {
-            let space = load_xspace_lines_of(&f.path, &|plane| plane == HOST_THREADS_PLANE_NAME)?;
+            let space = session.load(f, &|plane| plane == HOST_THREADS_PLANE_NAME)?;
             let name = space.hostnames.first().filter(|h| !h.is_empty()).cloned().unwrap_or_else(|| f.host.clone());
             let stats = space.plane(HOST_THREADS_PLANE_NAME).map(host_tf_data_stats);
             Ok((f.host.clone(), name, stats))

@@ -1,7 +1,7 @@
 //! The trace viewer: XProf's `trace_viewer` / `trace_viewer@` bodies and oxprof's level-of-detail trace API.
 //!
-//! Each host's XSpace is loaded, grouped and indexed once ([`HostTraceData`]); the last few
-//! hosts stay in memory so that later requests (zooms, details, search) only render. The
+//! Each host's XSpace is loaded, grouped and indexed once ([`HostTraceData`]) and kept in
+//! the session's cache, so that later requests (zooms, details, search) only render. The
 //! index can also be cached on disk beside the profile (`<file>.oxprof-trace-v1.idx`,
 //! validated against the file's size and modification time; opt-in with
 //! `OXPROF_TRACE_CACHE=1`). Writing the cache is best effort (read-only folders are fine).
@@ -9,24 +9,21 @@
 //! LOD routes (for the server, under `/oxprof/api/trace`): see [`route`].
 
 use crate::ApiError;
-use crate::data::{ALL_HOSTS, DataRequest, DataResponse, file_state, select_hosts, select_run};
+use crate::catalog::ServedRun;
+use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts};
+use crate::session::{Session, file_state};
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest};
 use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
 use oxprof_analysis::trace::{EventRef, TraceIndex, cache, read_index, write_index};
 use oxprof_format::{HostFile, XSpace, load_xspace};
-use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["trace_viewer", "trace_viewer@"];
-
-/// How many hosts' trace data stay in memory.
-const KEEP_HOSTS: usize = 2;
 
 /// One host's decoded profile, grouping and trace index.
 pub struct HostTraceData {
@@ -58,18 +55,36 @@ fn disk_cache_enabled() -> bool {
     std::env::var("OXPROF_TRACE_CACHE").is_ok_and(|v| v == "1")
 }
 
+impl HostTraceData {
+    /// Approximate heap bytes held (model, grouping, index), for cache bounds.
+    pub fn heap_bytes(&self) -> usize {
+        self.space.heap_bytes() + self.groups.heap_bytes() + self.index.heap_bytes() + self.host.len()
+    }
+}
+
 /// Loads, groups and indexes one host (the index from the disk cache when valid).
 pub fn load_host(file: &HostFile, use_disk_cache: bool) -> Result<HostTraceData, ApiError> {
+    let space = load_xspace(&file.path)?;
+    Ok(index_host(file, space, use_disk_cache))
+}
+
+/// [`load_host`] through a session (its input budgets); the session's cache keeps the
+/// result ([`Session::host_traces`]).
+pub(crate) fn load_host_with(session: &Session, file: &HostFile) -> Result<HostTraceData, ApiError> {
+    let space = session.load(file, &|_| true)?;
+    Ok(index_host(file, space, disk_cache_enabled()))
+}
+
+fn index_host(file: &HostFile, space: XSpace, use_disk_cache: bool) -> HostTraceData {
     let state = file_state(&file.path);
     let cache_path = cache::cache_path_for(&file.path);
-    let space = load_xspace(&file.path)?;
     if use_disk_cache
         && let Some(state) = state
         && let Ok(bytes) = std::fs::read(&cache_path)
         && let Ok(index) = read_index(&bytes, state)
     {
         let groups = group_events(&space);
-        return Ok(HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: true });
+        return HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: true };
     }
     // Grouping, then the index (each is parallel inside). Side by side they took no less
     // time on 2 cores, and their working tables would be in memory at the same time: on
@@ -83,64 +98,15 @@ pub fn load_host(file: &HostFile, use_disk_cache: bool) -> Result<HostTraceData,
             let _ = std::fs::remove_file(&tmp);
         }
     }
-    Ok(HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: false })
+    HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: false }
 }
 
-type Resident = Vec<(PathBuf, (u64, u64), Arc<HostTraceData>)>;
-
-fn resident() -> &'static Mutex<Resident> {
-    static RESIDENT: OnceLock<Mutex<Resident>> = OnceLock::new();
-    RESIDENT.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-/// The host's trace data, from memory if loaded before (and the file is unchanged).
-/// Concurrent first requests for one file share a single load (see [`loading_gate`]).
-pub fn host_data(file: &HostFile) -> Result<Arc<HostTraceData>, ApiError> {
-    let state = file_state(&file.path).unwrap_or((0, 0));
-    let resident_copy = || {
-        let list = resident().lock().ok()?;
-        list.iter().find(|(p, s, _)| *p == file.path && *s == state).map(|(_, _, data)| Arc::clone(data))
-    };
-    if let Some(data) = resident_copy() {
-        return Ok(data);
-    }
-    let gate = loading_gate(&file.path);
-    let _loading = gate.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    // Loaded by another request while this one waited at the gate.
-    if let Some(data) = resident_copy() {
-        return Ok(data);
-    }
-    let data = Arc::new(load_host(file, disk_cache_enabled())?);
-    if let Ok(mut list) = resident().lock() {
-        list.retain(|(p, _, _)| *p != file.path);
-        list.insert(0, (file.path.clone(), state, Arc::clone(&data)));
-        list.truncate(KEEP_HOSTS);
-    }
-    Ok(data)
-}
-
-/// The lock held while `path` loads: the first request for a file loads it, concurrent
-/// ones wait and then find it in memory, instead of each decoding and indexing it (twice
-/// the CPU and the memory of a large profile). Gates no request holds are dropped.
-fn loading_gate(path: &Path) -> Arc<Mutex<()>> {
-    type Gates = Vec<(PathBuf, Arc<Mutex<()>>)>;
-    static GATES: OnceLock<Mutex<Gates>> = OnceLock::new();
-    let mut gates = GATES.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    gates.retain(|(_, gate)| Arc::strong_count(gate) > 1);
-    if let Some((_, gate)) = gates.iter().find(|(p, _)| p == path) {
-        return Arc::clone(gate);
-    }
-    let gate = Arc::new(Mutex::new(()));
-    gates.push((path.to_path_buf(), Arc::clone(&gate)));
-    gate
-}
-
-/// Drops every host kept in memory (tests, benchmarks).
-pub fn clear_resident() {
-    if let Ok(mut list) = resident().lock() {
-        list.clear();
-    }
-}
+/// Largest `width` of a window (bins across it): an 8K screen at twice its pixel density.
+pub const MAX_WIDTH: u32 = 16_384;
+/// Largest `exact_limit` of a window (events per track sent one by one).
+pub const MAX_EXACT_LIMIT: usize = 50_000;
+/// Largest `limit` of a search.
+pub const MAX_SEARCH_LIMIT: usize = 10_000;
 
 fn bad(name: &str, reason: impl Into<String>) -> ApiError {
     ApiError::BadParameter { name: name.to_string(), reason: reason.into() }
@@ -148,7 +114,7 @@ fn bad(name: &str, reason: impl Into<String>) -> ApiError {
 
 /// The hosts a trace request means: `hosts=a,b` (XProf's streaming parameter), else the
 /// `host` selection.
-fn trace_hosts<'a>(run: &'a oxprof_format::Run, request: &DataRequest) -> Result<Vec<&'a HostFile>, ApiError> {
+fn trace_hosts<'a>(run: &'a ServedRun, request: &DataRequest) -> Result<Vec<&'a HostFile>, ApiError> {
     if let Some(list) = request.params.get("hosts").filter(|h| !h.trim().is_empty()) {
         let mut out = Vec::new();
         for name in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
@@ -160,12 +126,17 @@ fn trace_hosts<'a>(run: &'a oxprof_format::Run, request: &DataRequest) -> Result
 }
 
 /// Answers a data request for one of [`TOOLS`].
-pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
-    let run = select_run(path, request.run.as_deref())?;
-    let files = trace_hosts(&run, request)?;
+pub fn data(
+    session: &Session,
+    run: &ServedRun,
+    tool: &str,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<DataResponse, ApiError> {
+    let files = trace_hosts(run, request)?;
     let params = &request.params;
     let req = tv::parse_request(|k| params.get(k).cloned()).map_err(|e| bad("trace_viewer_options", e))?;
-    let hosts: Vec<Arc<HostTraceData>> = files.par_iter().map(|f| host_data(f)).collect::<Result<_, _>>()?;
+    let hosts = session.host_traces(&files, refresh)?;
     let views: Vec<HostTrace<'_>> = hosts.iter().map(|h| h.xprof()).collect();
     let mut notes = Vec::new();
     let body = if tool == "trace_viewer" {
@@ -190,12 +161,11 @@ pub fn data(path: &Path, tool: &str, request: &DataRequest) -> Result<DataRespon
 
 // ---- oxprof's level-of-detail API ------------------------------------------------------
 
-fn one_host(path: &Path, run: Option<&str>, host: Option<&str>) -> Result<Arc<HostTraceData>, ApiError> {
-    let run = select_run(path, run)?;
+fn one_host(session: &Session, run: &ServedRun, host: Option<&str>) -> Result<Arc<HostTraceData>, ApiError> {
     let host = host.filter(|h| !h.is_empty() && *h != ALL_HOSTS);
-    let files = select_hosts(&run, host)?;
+    let files = select_hosts(run, host)?;
     let file = files.first().ok_or_else(|| bad("host", "the run has no hosts"))?;
-    host_data(file)
+    session.host_traces(&[file], false)?.pop().ok_or_else(|| bad("host", "the run has no hosts"))
 }
 
 fn num<T: std::str::FromStr>(params: &BTreeMap<String, String>, key: &str) -> Result<Option<T>, ApiError> {
@@ -218,27 +188,27 @@ fn track_ids(params: &BTreeMap<String, String>) -> Result<Option<Vec<u32>>, ApiE
 }
 
 /// `GET /oxprof/api/trace/tracks`: sections (processes) and their tracks.
-pub fn tracks(path: &Path, run: Option<&str>, host: Option<&str>) -> Result<lod::TrackList, ApiError> {
-    let data = one_host(path, run, host)?;
+pub fn tracks(session: &Session, run: &ServedRun, host: Option<&str>) -> Result<lod::TrackList, ApiError> {
+    let data = one_host(session, run, host)?;
     Ok(lod::track_list(&data.lod()))
 }
 
 /// `GET /oxprof/api/trace/window?start_ps=&end_ps=&width=&tracks=1,2&exact_limit=`: drawable
 /// items of a window; hidden events are counted per track.
 pub fn window(
-    path: &Path,
-    run: Option<&str>,
+    session: &Session,
+    run: &ServedRun,
     host: Option<&str>,
     params: &BTreeMap<String, String>,
 ) -> Result<lod::LodResponse, ApiError> {
-    let data = one_host(path, run, host)?;
+    let data = one_host(session, run, host)?;
     let tracks = track_ids(params)?;
     let req = LodRequest {
         start_ps: num(params, "start_ps")?,
         end_ps: num(params, "end_ps")?,
-        width: num(params, "width")?.unwrap_or(lod::DEFAULT_WIDTH).clamp(1, 100_000),
+        width: num(params, "width")?.unwrap_or(lod::DEFAULT_WIDTH).clamp(1, MAX_WIDTH),
         tracks,
-        exact_limit: num(params, "exact_limit")?.unwrap_or(lod::DEFAULT_EXACT_LIMIT),
+        exact_limit: num(params, "exact_limit")?.unwrap_or(lod::DEFAULT_EXACT_LIMIT).min(MAX_EXACT_LIMIT),
     };
     Ok(lod::window(&data.lod(), &req))
 }
@@ -263,8 +233,8 @@ impl std::ops::Deref for EventWithSelf {
 }
 
 /// `GET /oxprof/api/trace/event?id=`: one event's details.
-pub fn event(path: &Path, run: Option<&str>, host: Option<&str>, id: u64) -> Result<EventWithSelf, ApiError> {
-    let data = one_host(path, run, host)?;
+pub fn event(session: &Session, run: &ServedRun, host: Option<&str>, id: u64) -> Result<EventWithSelf, ApiError> {
+    let data = one_host(session, run, host)?;
     let details = lod::event_details(&data.lod(), id).ok_or_else(|| bad("id", format!("no event with id {id}")))?;
     let r = EventRef::from_id(id);
     Ok(EventWithSelf { details, self_ps: agg::self_time(&data.lod(), r.track, r.pos) })
@@ -272,8 +242,8 @@ pub fn event(path: &Path, run: Option<&str>, host: Option<&str>, id: u64) -> Res
 
 /// `GET /oxprof/api/trace/search?prefix=&limit=`: name-prefix search over the whole trace.
 pub fn search(
-    path: &Path,
-    run: Option<&str>,
+    session: &Session,
+    run: &ServedRun,
     host: Option<&str>,
     prefix: &str,
     limit: Option<usize>,
@@ -281,20 +251,20 @@ pub fn search(
     if prefix.is_empty() {
         return Err(bad("prefix", "empty"));
     }
-    let data = one_host(path, run, host)?;
-    Ok(lod::search(&data.lod(), prefix, limit.unwrap_or(lod::DEFAULT_SEARCH_LIMIT)))
+    let data = one_host(session, run, host)?;
+    Ok(lod::search(&data.lod(), prefix, limit.unwrap_or(lod::DEFAULT_SEARCH_LIMIT).min(MAX_SEARCH_LIMIT)))
 }
 
 /// `GET /oxprof/api/trace/aggregate?start_ps=&end_ps=&tracks=1,2`: per-name statistics of
 /// every event of the tracks (all thread tracks by default) overlapping the range (default:
 /// the whole trace). Exact: computed from the index, not from what a window draws.
 pub fn aggregate(
-    path: &Path,
-    run: Option<&str>,
+    session: &Session,
+    run: &ServedRun,
     host: Option<&str>,
     params: &BTreeMap<String, String>,
 ) -> Result<agg::Aggregate, ApiError> {
-    let data = one_host(path, run, host)?;
+    let data = one_host(session, run, host)?;
     let tracks = track_ids(params)?;
     let begin = num(params, "start_ps")?.unwrap_or(data.index.min_ps);
     let end = num(params, "end_ps")?.unwrap_or(data.index.max_ps);
@@ -305,8 +275,13 @@ pub fn aggregate(
 }
 
 /// `GET /oxprof/api/trace/flow?id=`: the events of one flow.
-pub fn flow(path: &Path, run: Option<&str>, host: Option<&str>, flow_id: u64) -> Result<lod::FlowResponse, ApiError> {
-    let data = one_host(path, run, host)?;
+pub fn flow(
+    session: &Session,
+    run: &ServedRun,
+    host: Option<&str>,
+    flow_id: u64,
+) -> Result<lod::FlowResponse, ApiError> {
+    let data = one_host(session, run, host)?;
     Ok(lod::flow_events(&data.lod(), flow_id))
 }
 
@@ -314,10 +289,14 @@ pub fn flow(path: &Path, run: Option<&str>, host: Option<&str>, flow_id: u64) ->
 /// `search`, `flow` or `aggregate`; `get` reads query parameters (`run`, `host` and the
 /// route's own). Answers the JSON body; flow ids in it are decimal strings (JavaScript
 /// numbers would round 56-bit ids).
-pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<String, ApiError> {
-    let run = get("run").filter(|r| !r.is_empty());
+pub fn route(
+    session: &Session,
+    run: &ServedRun,
+    sub: &str,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ApiError> {
     let host = get("host").filter(|h| !h.is_empty());
-    let (run, host) = (run.as_deref(), host.as_deref());
+    let host = host.as_deref();
     let keys = ["start_ps", "end_ps", "width", "tracks", "exact_limit"];
     let params: BTreeMap<String, String> = keys.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
     let id = |key: &str| -> Result<u64, ApiError> {
@@ -331,16 +310,16 @@ pub fn route(path: &Path, sub: &str, get: &dyn Fn(&str) -> Option<String>) -> Re
     }
     let sub = sub.trim_matches('/');
     match sub {
-        "tracks" => to_json(tracks(path, run, host)?),
-        "window" => to_json(window(path, run, host, &params)?),
-        "event" => to_json(event(path, run, host, id("id")?)?),
+        "tracks" => to_json(tracks(session, run, host)?),
+        "window" => to_json(window(session, run, host, &params)?),
+        "event" => to_json(event(session, run, host, id("id")?)?),
         "search" => {
             let prefix = get("prefix").unwrap_or_default();
             let limit = get("limit").and_then(|l| l.trim().parse::<usize>().ok());
-            to_json(search(path, run, host, &prefix, limit)?)
+            to_json(search(session, run, host, &prefix, limit)?)
         }
-        "flow" => to_json(flow(path, run, host, id("id")?)?),
-        "aggregate" => to_json(aggregate(path, run, host, &params)?),
+        "flow" => to_json(flow(session, run, host, id("id")?)?),
+        "aggregate" => to_json(aggregate(session, run, host, &params)?),
         other => Err(ApiError::UnknownTool(format!("trace/{other}"))),
     }
 }

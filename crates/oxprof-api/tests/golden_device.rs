@@ -160,16 +160,16 @@ fn peak_rss_kb() -> u64 {
 fn perf_device_tools_on_a_large_profile() {
     use oxprof_analysis::op_stats::convert::{StepSelection, combine_hosts};
     use oxprof_analysis::tools::{hlo_stats, kernel_stats, op_profile, roofline_model};
-    use oxprof_api::data::{analyze_hosts, select_hosts, select_run};
+    use oxprof_api::data::{open_run, select_hosts};
     let dir = PathBuf::from("/work/refdata/jax_large");
     if !dir.is_dir() {
         eprintln!("SKIP: {} absent", dir.display());
         return;
     }
     let start = std::time::Instant::now();
-    let run = select_run(&dir, None).unwrap();
+    let (session, run) = open_run(&dir, None).unwrap();
     let files = select_hosts(&run, None).unwrap();
-    let analyses = analyze_hosts(&files).unwrap();
+    let analyses = session.host_analyses(&files, false).unwrap();
     let op_stats = combine_hosts(&analyses, StepSelection::All);
     let rss_op_stats = peak_rss_kb();
     eprintln!(

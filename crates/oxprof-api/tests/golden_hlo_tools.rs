@@ -306,7 +306,9 @@ fn graph_viewer_pb_equals_xprof() {
                 continue;
             };
             let req = request("graph_viewer", module, &[("type", "pb")]);
-            let actual = match graph_viewer_proto_bytes(&case.input, &req) {
+            let session = oxprof_api::data::one_shot_session(&case.input).unwrap();
+            let run = session.run(req.run.as_deref()).unwrap();
+            let actual = match graph_viewer_proto_bytes(&session, &run, &req) {
                 Ok(bytes) => bytes,
                 Err(e) => {
                     tally.failures.push(format!("{label}: {e}"));

@@ -264,14 +264,15 @@ fn external_profiles_match_xprof() {
 #[test]
 fn lod_api_on_refkit_profile() {
     let dir = repo_root().join("testdata/profiles/jax_train");
-    let tracks = oxprof_api::trace::tracks(&dir, None, None).unwrap();
+    let (session, run) = oxprof_api::data::open_run(&dir, None).unwrap();
+    let tracks = oxprof_api::trace::tracks(&session, &run, None).unwrap();
     let total: usize = tracks.sections.iter().flat_map(|s| &s.tracks).map(|t| t.num_events).sum();
     assert_eq!(total, tracks.num_events);
     assert_eq!(tracks.sections[0].pid, 701);
     // Full view at 500 bins: bounded per track, hidden events counted.
     let params: BTreeMap<String, String> =
         [("width", "500"), ("exact_limit", "100")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let w = oxprof_api::trace::window(&dir, None, None, &params).unwrap();
+    let w = oxprof_api::trace::window(&session, &run, None, &params).unwrap();
     assert_eq!(w.total_in_window, total);
     assert_eq!(w.total_returned + w.total_hidden, total);
     for t in &w.tracks {
@@ -285,16 +286,16 @@ fn lod_api_on_refkit_profile() {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
-    let z = oxprof_api::trace::window(&dir, None, None, &params).unwrap();
+    let z = oxprof_api::trace::window(&session, &run, None, &params).unwrap();
     assert!(z.tracks.iter().all(|t| t.exact && t.hidden == 0));
     // Search returns matches anywhere; details by id.
-    let s = oxprof_api::trace::search(&dir, None, None, "ThunkExecutor", Some(3)).unwrap();
+    let s = oxprof_api::trace::search(&session, &run, None, "ThunkExecutor", Some(3)).unwrap();
     assert!(s.total > 3 && s.truncated && s.matches.len() == 3);
-    let d = oxprof_api::trace::event(&dir, None, None, s.matches[0].id).unwrap();
+    let d = oxprof_api::trace::event(&session, &run, None, s.matches[0].id).unwrap();
     assert!(d.name.starts_with("ThunkExecutor"));
     // A flow: both ends found.
     let flow_event = w.tracks.iter().flat_map(|t| &t.events).find_map(|e| e.flow).unwrap();
-    let f = oxprof_api::trace::flow(&dir, None, None, flow_event.0).unwrap();
+    let f = oxprof_api::trace::flow(&session, &run, None, flow_event.0).unwrap();
     assert!(f.events.len() >= 2);
 }
 
@@ -311,7 +312,8 @@ fn lod_tracks_include_tpu_derived_lines() {
         eprintln!("SKIP: {}", path.display());
         return;
     }
-    let tracks = oxprof_api::trace::tracks(&path, None, None).unwrap();
+    let (session, run) = oxprof_api::data::open_run(&path, None).unwrap();
+    let tracks = oxprof_api::trace::tracks(&session, &run, None).unwrap();
     let tpu0 = tracks.sections.iter().find(|s| s.name.ends_with("/device:TPU:0")).unwrap();
     let count = |name: &str| tpu0.tracks.iter().find(|t| t.name == name).map(|t| t.num_events);
     assert_eq!(count("Framework Name Scope"), Some(208));
@@ -396,8 +398,9 @@ fn trace_routes_dispatch() {
     let dir = repo_root().join("testdata/profiles/tf_keras_fit");
     let params: HashMap<&str, String> = [("width", "100".to_string()), ("prefix", "Iterator".to_string())].into();
     let get = |k: &str| params.get(k).cloned();
+    let (session, run) = oxprof_api::data::open_run(&dir, None).unwrap();
     let route = |sub: &str, get: &dyn Fn(&str) -> Option<String>| {
-        oxprof_api::trace::route(&dir, sub, get).map(|body| serde_json::from_str::<Value>(&body).unwrap())
+        oxprof_api::trace::route(&session, &run, sub, get).map(|body| serde_json::from_str::<Value>(&body).unwrap())
     };
     let tracks = route("tracks", &get).unwrap();
     assert!(!tracks["sections"].as_array().unwrap().is_empty());
@@ -559,12 +562,13 @@ fn lod_event_groups_equal_the_trace_viewers() {
         }
         let mut from_lod: HashMap<Key, Vec<Option<i64>>> = HashMap::new();
         let everything: BTreeMap<String, String> = [("exact_limit".to_string(), "100000000".to_string())].into();
-        let window = oxprof_api::trace::window(path, None, None, &everything).unwrap();
+        let (session, run) = oxprof_api::data::open_run(path, None).unwrap();
+        let window = oxprof_api::trace::window(&session, &run, None, &everything).unwrap();
         let mut checked = 0;
         for track in &window.tracks {
             assert!(track.exact, "{}: track {} not exact", path.display(), track.id);
             for event in &track.events {
-                let d = oxprof_api::trace::event(path, None, None, event.id).unwrap();
+                let d = oxprof_api::trace::event(&session, &run, None, event.id).unwrap();
                 let Some(tid) = d.tid else { continue };
                 let key = (u64::from(tid), d.name.clone(), (d.ts_ps as f64 / 1e3).round() as i64);
                 from_lod.entry(key).or_default().push(d.group_id);

@@ -369,7 +369,10 @@ fn static_files_and_single_page_app_deep_links() {
         ["/", "/index.html", "/local", "/?run=jax_train%2F2026&tool=overview_page&host=vm", "/overview/deep/link"]
     {
         let response = get(&service, url);
-        assert_eq!((response.status, response.body_text().as_str()), (200, "<html>index</html>"), "{url}");
+        assert_eq!(response.status, 200, "{url}");
+        // The page carries this process's token for state-changing requests.
+        let meta = format!("<meta name=\"oxprof-token\" content=\"{}\">", service.token());
+        assert_eq!(response.body_text(), format!("{meta}<html>index</html>"), "{url}");
         assert_eq!(response.header("Cache-Control"), Some("no-cache"));
     }
     let js = get(&service, "/assets/app-1234.js");
@@ -421,20 +424,22 @@ fn results_are_cached_and_concurrent_requests_share_one_computation() {
         let bodies: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         assert!(bodies.windows(2).all(|w| w[0] == w[1]));
     });
+    // One response (the others joined it) from one analysis of the file: two entries.
     let stats = service.cache_stats();
-    assert_eq!((stats.computations, stats.hits), (1, 3), "{stats:?}");
+    assert_eq!((stats.computations, stats.hits), (2, 3), "{stats:?}");
     // Notes come from the same cached result.
     let notes = get(&service, "/oxprof/api/notes?run=r&tag=overview_page&host=vm");
     assert_eq!(notes.status, 200);
     assert!(notes.body_json().unwrap()["notes"].is_array());
-    assert_eq!(service.cache_stats().computations, 1);
-    // use_saved_result=false recomputes; a rewritten file is a new key.
-    get(&service, &format!("{url}&use_saved_result=false"));
     assert_eq!(service.cache_stats().computations, 2);
+    // use_saved_result=false recomputes the response and its analysis; a rewritten file
+    // is a new key for both.
+    get(&service, &format!("{url}&use_saved_result=false"));
+    assert_eq!(service.cache_stats().computations, 4);
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::copy(profiles().join("jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz"), &dest).unwrap();
     get(&service, url);
-    assert_eq!(service.cache_stats().computations, 3);
+    assert_eq!(service.cache_stats().computations, 6);
 }
 
 /// The OpStats tools of one host share one conversion of its file: the first request (or
@@ -458,8 +463,9 @@ fn op_stats_tools_share_one_analysis_per_host() {
             s.spawn(move || assert_eq!(get(service, &url).status, 200));
         }
     });
-    let stats = service.analysis_cache_stats();
-    assert_eq!((stats.computations, stats.hits), (1, 3), "{stats:?}");
+    let counts = service.session().file_counts();
+    assert_eq!((counts.analyses_computed, counts.analyses_found), (1, 3), "{counts:?}");
+    let stats = service.cache_stats();
     assert!(stats.bytes > 0 && stats.bytes <= stats.limit_bytes, "{stats:?}");
     // Bodies equal the one-shot computation of `oxprof data`.
     for tool in tools {
@@ -468,12 +474,12 @@ fn op_stats_tools_share_one_analysis_per_host() {
     }
     // ALL_HOSTS converts only h2; then h2 alone is read from the cache.
     assert_eq!(get(&service, &url("overview_page", "ALL_HOSTS")).status, 200);
-    assert_eq!(service.analysis_cache_stats().computations, 2);
+    assert_eq!(service.session().file_counts().analyses_computed, 2);
     assert_eq!(get(&service, &url("kernel_stats", "h2")).status, 200);
-    assert_eq!(service.analysis_cache_stats().computations, 2);
+    assert_eq!(service.session().file_counts().analyses_computed, 2);
     // use_saved_result=false converts again; so does a rewritten file.
     get(&service, &format!("{}&use_saved_result=false", url("hlo_stats", "h1")));
-    assert_eq!(service.analysis_cache_stats().computations, 3);
+    assert_eq!(service.session().file_counts().analyses_computed, 3);
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::copy(
         profiles().join("jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz"),
@@ -482,7 +488,7 @@ fn op_stats_tools_share_one_analysis_per_host() {
     .unwrap();
     let response = get(&service, &url("roofline_model", "h1"));
     assert_eq!(response.status, 200);
-    assert_eq!(service.analysis_cache_stats().computations, 4);
+    assert_eq!(service.session().file_counts().analyses_computed, 4);
     let request = DataRequest { tool: "roofline_model".into(), host: Some("h1".into()), ..Default::default() };
     assert_eq!(response.body_text(), data(&run, &request).unwrap().body);
 }

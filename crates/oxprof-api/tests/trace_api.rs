@@ -13,7 +13,8 @@ fn profile(name: &str) -> PathBuf {
 /// `route(path, sub, params)` with the parameters of a query string.
 fn route(name: &str, sub: &str, params: &[(&str, String)]) -> Result<serde_json::Value, oxprof_api::ApiError> {
     let map: HashMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-    oxprof_api::trace::route(&profile(name), sub, &|k| map.get(k).cloned())
+    let (session, run) = oxprof_api::data::open_run(&profile(name), None)?;
+    oxprof_api::trace::route(&session, &run, sub, &|k| map.get(k).cloned())
         .map(|body| serde_json::from_str(&body).unwrap())
 }
 
@@ -190,7 +191,8 @@ fn flow_ids_are_strings_in_the_lod_routes() {
     let members: Vec<u64> = flow["events"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect();
     assert!(members.contains(&e["id"].as_u64().unwrap()));
     // The typed API keeps numbers (for Rust callers); only the JSON routes convert.
-    let typed = oxprof_api::trace::flow(&profile("jax_train"), None, None, id.parse().unwrap()).unwrap();
+    let (session, run) = oxprof_api::data::open_run(&profile("jax_train"), None).unwrap();
+    let typed = oxprof_api::trace::flow(&session, &run, None, id.parse().unwrap()).unwrap();
     assert_eq!(typed.flow.to_string(), id);
     // XProf's trace_viewer@ JSON keeps its own (numeric) flow ids.
     let request = oxprof_api::data::DataRequest { tool: "trace_viewer@".into(), ..Default::default() };

@@ -13,8 +13,10 @@ fn concurrent_first_requests_share_one_load() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("vm.xplane.pb.gz");
     std::fs::copy(&fixture, &file).unwrap();
-    let run = oxprof_api::data::select_run(&file, None).unwrap();
+    let session = oxprof_api::session::Session::open(&file, Default::default()).unwrap();
+    let run = session.run(None).unwrap();
     let host = run.hosts.first().unwrap().clone();
+    let host_data = |host| session.host_traces(&[host], false).unwrap().pop().unwrap();
 
     const CALLERS: usize = 4;
     let barrier = Barrier::new(CALLERS);
@@ -23,7 +25,7 @@ fn concurrent_first_requests_share_one_load() {
             .map(|_| {
                 s.spawn(|| {
                     barrier.wait();
-                    oxprof_api::trace::host_data(&host).unwrap()
+                    host_data(&host)
                 })
             })
             .collect();
@@ -35,5 +37,5 @@ fn concurrent_first_requests_share_one_load() {
         assert!(Arc::ptr_eq(first, other), "each caller loaded the profile on its own");
     }
     // Later requests find it in memory.
-    assert!(Arc::ptr_eq(first, &oxprof_api::trace::host_data(&host).unwrap()));
+    assert!(Arc::ptr_eq(first, &host_data(&host)));
 }

@@ -10,12 +10,12 @@ use axum::body::Body as AxumBody;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use oxprof_api::http::{Body, HttpResponse, Service, ServiceOptions};
+use oxprof_api::http::{Body, Guard, HttpResponse, Request as ApiRequest, Service, ServiceOptions};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tower_http::compression::CompressionLayer;
 
 pub use oxprof_api::http::DEFAULT_CACHE_BYTES;
@@ -41,6 +41,9 @@ pub struct ServeOptions {
     pub cache_bytes: usize,
     /// Log one line per request to stderr.
     pub log_requests: bool,
+    /// Further `Host` names to answer besides loopback names and the bound address
+    /// (`--allow-host`).
+    pub allow_hosts: Vec<String>,
 }
 
 impl Default for ServeOptions {
@@ -51,9 +54,14 @@ impl Default for ServeOptions {
             port: DEFAULT_PORT,
             cache_bytes: DEFAULT_CACHE_BYTES,
             log_requests: false,
+            allow_hosts: Vec::new(),
         }
     }
 }
+
+/// How long a stopping server lets requests in flight finish before it stops anyway
+/// (their work is abandoned with the process).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// A server running on a tokio runtime.
 pub struct RunningServer {
@@ -73,12 +81,19 @@ impl RunningServer {
         format!("http://{}/", self.addr)
     }
 
-    /// Stops accepting connections, finishes requests in flight, and waits.
+    /// Stops accepting connections, lets requests in flight finish for at most
+    /// [`SHUTDOWN_GRACE`], and returns (a request still running then is dropped).
     pub async fn shutdown(mut self) -> io::Result<()> {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
-        (&mut self.task).await.map_err(io::Error::other)?
+        match tokio::time::timeout(SHUTDOWN_GRACE, &mut self.task).await {
+            Ok(result) => result.map_err(io::Error::other)?,
+            Err(_) => {
+                self.task.abort();
+                Ok(())
+            }
+        }
     }
 
     /// Waits until the server stops (after Ctrl-C / SIGTERM when started by [`serve_blocking`]).
@@ -103,8 +118,17 @@ async fn start_with(
             (dir.path().to_path_buf(), Some(dir))
         }
     };
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(options.bind, options.port)).await.map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrInUse {
+            io::Error::new(e.kind(), format!("port {} is in use (pass --port 0 for any free port)", options.port))
+        } else {
+            e
+        }
+    })?;
+    let addr = listener.local_addr()?;
+    let guard = options.allow_hosts.iter().fold(Guard::loopback().bound_to(addr.ip()), |g, h| g.allow_host(h));
     let service_options =
-        ServiceOptions { root: root.clone(), cache_bytes: options.cache_bytes, demo: demo_dir.is_some() };
+        ServiceOptions { root: root.clone(), cache_bytes: options.cache_bytes, demo: demo_dir.is_some(), guard };
     let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),
         None => Arc::new(assets::Embedded),
@@ -122,14 +146,6 @@ async fn start_with(
         None => service,
     };
     let service = Arc::new(service);
-    let listener = tokio::net::TcpListener::bind(SocketAddr::new(options.bind, options.port)).await.map_err(|e| {
-        if e.kind() == io::ErrorKind::AddrInUse {
-            io::Error::new(e.kind(), format!("port {} is in use (pass --port 0 for any free port)", options.port))
-        } else {
-            e
-        }
-    })?;
-    let addr = listener.local_addr()?;
     let state = AppState { service, log_requests: options.log_requests };
     let app = Router::new().fallback(handle).with_state(state).layer(CompressionLayer::new().gzip(true));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -144,14 +160,24 @@ async fn start_with(
 }
 
 /// Runs a server until Ctrl-C or SIGTERM; `on_ready` gets it once it listens (to print
-/// the URL).
+/// the URL). After the signal, requests in flight get [`SHUTDOWN_GRACE`] to finish; then
+/// this returns whatever they are doing (the process exits and their work with it).
 pub fn serve_blocking(options: ServeOptions, on_ready: impl FnOnce(&RunningServer)) -> io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async move {
-        let server = start_with(options, shutdown_signal()).await?;
+    let result = runtime.block_on(async move {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = start_with(options, async {
+            let _ = stop_rx.await;
+        })
+        .await?;
         on_ready(&server);
-        server.wait().await
-    })
+        shutdown_signal().await;
+        let _ = stop_tx.send(());
+        server.shutdown().await
+    });
+    // Blocking threads still computing must not keep the process alive.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    result
 }
 
 async fn shutdown_signal() {
@@ -181,15 +207,34 @@ struct AppState {
     log_requests: bool,
 }
 
-/// Every request: hand (method, path, query) to the API on a blocking thread.
+/// Every request: hand it to the API on a blocking thread.
 async fn handle(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_string();
     let path = request.uri().path().to_string();
     let query = request.uri().query().unwrap_or("").to_string();
+    let (host, origin, token, fetch_site) = {
+        let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        // HTTP/2 carries the host as the URI's authority.
+        let host = header("host").or_else(|| request.uri().authority().map(|a| a.to_string()));
+        (host, header("origin"), header(oxprof_api::http::TOKEN_HEADER), header("sec-fetch-site"))
+    };
+    drop(request);
     let service = state.service.clone();
     let (m, p, q) = (method.clone(), path.clone(), query.clone());
-    let answered = tokio::task::spawn_blocking(move || service.handle(&m, &p, &q)).await;
+    let answered = tokio::task::spawn_blocking(move || {
+        let request = ApiRequest {
+            method: &m,
+            path: &p,
+            query: &q,
+            host: host.as_deref(),
+            origin: origin.as_deref(),
+            token: token.as_deref(),
+            fetch_site: fetch_site.as_deref(),
+        };
+        service.handle_request(&request)
+    })
+    .await;
     let response = match answered {
         Ok(response) => response,
         Err(_) => internal_error(),

@@ -59,13 +59,18 @@ enum Command {
         /// Address to bind. Anything but loopback exposes the profiles to the network.
         #[arg(long, default_value = "127.0.0.1")]
         bind: std::net::IpAddr,
-        /// Bound of the in-memory cache of computed tool outputs, in MB (per-host analyses
-        /// shared by the OpStats tools are kept in a further quarter of it).
+        /// Bound of the in-memory caches together (decoded profiles, per-host analyses,
+        /// rendered tool outputs), in MB.
         #[arg(long, value_name = "MB", default_value_t = 512)]
         cache_mb: usize,
         /// Do not log requests to stderr.
         #[arg(long)]
         quiet: bool,
+        /// Also answer requests whose Host header names HOST (repeatable). By default only
+        /// loopback names and the bound address are answered, so that no other web site can
+        /// reach the server through a name of its own (DNS rebinding).
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
     },
 }
 
@@ -120,7 +125,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
-        Command::Serve { path, port, bind, cache_mb, quiet } => {
+        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
@@ -130,6 +135,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 port,
                 cache_bytes: cache_mb.saturating_mul(1 << 20),
                 log_requests: !quiet,
+                allow_hosts,
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
@@ -142,13 +148,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Data { tool, path, run, host, params, format } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };
-            if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&path, &request) {
+            let session = oxprof_api::data::one_shot_session(&path)?;
+            let served = session.run(request.run.as_deref())?;
+            if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&session, &served, &request) {
                 // A binary body (graph_viewer type=pb) is written as is.
                 use std::io::Write;
                 std::io::stdout().write_all(&bytes?).context("cannot write to stdout")?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let response = oxprof_api::data::data(&path, &request)?;
+            let response = oxprof_api::data::answer(&session, &served, &request, false)?;
             match format {
                 Format::Json => {
                     println!("{}", response.body);

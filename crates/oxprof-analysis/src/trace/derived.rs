@@ -82,6 +82,17 @@ pub(crate) struct DerivedNames {
 }
 
 impl DerivedNames {
+    /// Approximate heap bytes held (strings and table slots).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let strings = |it: &mut dyn Iterator<Item = usize>| it.map(|len| len + 24).sum::<usize>();
+        strings(&mut self.ids.keys().map(|k| k.len() + 8))
+            + strings(&mut self.offload_ids.keys().map(|(k, _)| k.len() + 64))
+            + self.offload_args.len() * 64
+            + strings(&mut self.existing.iter().map(|(k, v)| k.len() + v.len()))
+            + strings(&mut self.shown.iter().map(String::len))
+            + strings(&mut self.long.iter().map(|s| s.as_ref().map_or(0, String::len)))
+    }
+
     /// Names that also see the plane's own metadata with display names (XProf's
     /// `XPlaneBuilder` looks names up in the plane's metadata first).
     pub(crate) fn seeded_from(plane: &XPlane) -> Self {

@@ -233,6 +233,26 @@ pub struct TrackInfo {
 pub(crate) const NO_DERIVED_GROUP: i64 = i64::MIN;
 
 impl TrackInfo {
+    /// Approximate heap bytes held (derived names shared between tracks are counted once
+    /// per track: an overestimate, which is the safe side for a cache bound).
+    fn heap_bytes(&self) -> usize {
+        fn bytes<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        bytes(&self.lines)
+            + bytes(&self.line_of)
+            + bytes(&self.src)
+            + bytes(&self.regions)
+            + bytes(&self.serials)
+            + bytes(&self.level)
+            + bytes(&self.level0)
+            + bytes(&self.flow_pos)
+            + bytes(&self.flow_data)
+            + bytes(&self.derived_name_ids)
+            + bytes(&self.derived_groups)
+            + self.derived_names.as_ref().map_or(0, |names| names.heap_bytes())
+    }
+
     /// Number of events.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -660,6 +680,17 @@ struct TrackSpec {
 }
 
 impl TraceIndex {
+    /// Approximate heap bytes held, for cache bounds.
+    pub fn heap_bytes(&self) -> usize {
+        let devices: usize = self
+            .devices
+            .iter()
+            .map(|d| d.name.len() + d.resources.iter().map(|r| r.name.len() + 64).sum::<usize>() + 64)
+            .sum();
+        let frames: usize = self.stack_frames.iter().map(|(_, s)| s.len() + 32).sum();
+        devices + frames + self.tracks.iter().map(|t| t.heap_bytes() + std::mem::size_of::<TrackInfo>()).sum::<usize>()
+    }
+
     /// Builds the index of one host's XSpace (tracks in parallel).
     pub fn build(space: &XSpace, hostname: &str) -> TraceIndex {
         let preprocess = !crate::grouping::is_xspace_grouped(space);

@@ -1,9 +1,9 @@
-//! What the server may read: the runs under its root, rescanned cheaply, and confined to
+//! What a session may read: the runs under its root, rescanned cheaply, and confined to
 //! the root (no run, host or session path can name a file outside it, symlinks included).
 //! Also XProf's per-run listings: `/run_tools` (tool availability from the first host's
 //! planes), `/hosts` (with `ALL_HOSTS` where XProf offers it).
 
-use super::HttpError;
+use crate::ApiError;
 use crate::data::ALL_HOSTS;
 use oxprof_format::schema::{
     GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
@@ -13,15 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-/// A run the server serves.
+/// A run the session serves: its files all lie inside the root.
 #[derive(Debug, Clone)]
 pub struct ServedRun {
     /// The run name as `/runs` lists it.
     pub name: String,
     /// The run directory.
     pub dir: PathBuf,
-    /// The path handed to `data::data` so that it finds exactly this run's hosts.
-    pub data_path: PathBuf,
     /// Host files, sorted by host name.
     pub hosts: Vec<HostFile>,
 }
@@ -35,7 +33,7 @@ impl ServedRun {
     /// A fingerprint of the run's files (path, size, modification time) for cache keys:
     /// a rewritten or added file changes it.
     pub fn fingerprint(&self) -> String {
-        let mut out = self.data_path.to_string_lossy().into_owned();
+        let mut out = self.dir.to_string_lossy().into_owned();
         for host in &self.hosts {
             let (len, modified) = file_stamp(&host.path);
             out.push_str(&format!("|{}:{len}:{modified}", host.host));
@@ -74,6 +72,7 @@ pub struct Catalog {
     root: PathBuf,
     canonical_root: PathBuf,
     root_is_file: bool,
+    confine: bool,
     latest: Mutex<Option<(Instant, Arc<Snapshot>)>>,
 }
 
@@ -82,11 +81,12 @@ pub struct Catalog {
 const MIN_RESCAN_INTERVAL: Duration = Duration::from_secs(2);
 
 impl Catalog {
-    /// A catalog of `root` (a log directory, a run directory or one profile file).
-    pub fn new(root: &Path) -> std::io::Result<Catalog> {
+    /// A catalog of `root` (a log directory, a run directory or one profile file);
+    /// `confine`: leave out runs with files that resolve outside it.
+    pub fn new(root: &Path, confine: bool) -> std::io::Result<Catalog> {
         let canonical_root = root.canonicalize()?;
         let root_is_file = canonical_root.is_file();
-        Ok(Catalog { root: root.to_path_buf(), canonical_root, root_is_file, latest: Mutex::new(None) })
+        Ok(Catalog { root: root.to_path_buf(), canonical_root, root_is_file, confine, latest: Mutex::new(None) })
     }
 
     /// The root as given.
@@ -117,7 +117,7 @@ impl Catalog {
 
     /// The run named `name` (`None`: the newest). A name not in the latest scan triggers
     /// one rescan (rate-limited) before answering 404.
-    pub fn find_run(&self, name: Option<&str>) -> Result<ServedRun, HttpError> {
+    pub fn find_run(&self, name: Option<&str>) -> Result<ServedRun, ApiError> {
         let lookup = |s: &Snapshot| match name {
             None => s.runs.first().cloned(),
             Some(n) => s.runs.iter().find(|r| r.name == n).cloned(),
@@ -131,8 +131,11 @@ impl Catalog {
             return Ok(run);
         }
         Err(match name {
-            None => HttpError::not_found("no profiles found under the served path"),
-            Some(n) => HttpError::not_found(format!("no run named {n:?}")),
+            None => ApiError::NotFound("no profiles found under the served path".into()),
+            Some(n) => ApiError::UnknownRun {
+                name: n.to_string(),
+                available: self.current().runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", "),
+            },
         })
     }
 
@@ -142,7 +145,7 @@ impl Catalog {
         &self,
         session_path: Option<&str>,
         run_path: Option<&str>,
-    ) -> Result<Option<Snapshot>, HttpError> {
+    ) -> Result<Option<Snapshot>, ApiError> {
         if let Some(raw) = session_path.filter(|s| !s.is_empty()) {
             let dir = self.confine("session_path", raw)?;
             let mut snapshot = self.scan_direct_run(&dir);
@@ -152,7 +155,7 @@ impl Catalog {
         if let Some(raw) = run_path.filter(|s| !s.is_empty()) {
             let dir = self.confine("run_path", raw)?;
             let mut snapshot = Snapshot::default();
-            let entries = std::fs::read_dir(&dir).map_err(|_| HttpError::not_found("run_path cannot be read"))?;
+            let entries = std::fs::read_dir(&dir).map_err(|_| not_inside("run_path"))?;
             for entry in entries.flatten() {
                 let sub = entry.path();
                 if sub.is_dir() {
@@ -168,75 +171,96 @@ impl Catalog {
     }
 
     /// Resolves a client-given directory (relative to the root, or absolute) and checks
-    /// that, with every symlink resolved, it lies inside the root.
-    fn confine(&self, param: &str, raw: &str) -> Result<PathBuf, HttpError> {
+    /// that, with every symlink resolved, it is a directory inside the root. Every failure
+    /// answers the same, so a client cannot learn whether a path outside the root exists.
+    fn confine(&self, param: &str, raw: &str) -> Result<PathBuf, ApiError> {
         if raw.contains('\0') {
-            return Err(HttpError::bad_parameter(param, "contains a NUL byte"));
+            return Err(ApiError::BadParameter { name: param.into(), reason: "contains a NUL byte".into() });
         }
         if self.root_is_file {
-            return Err(HttpError::bad_parameter(param, "not supported when a single file is served"));
+            return Err(ApiError::BadParameter {
+                name: param.into(),
+                reason: "not supported when a single file is served".into(),
+            });
         }
         let given = Path::new(raw);
         let joined = if given.is_absolute() { given.to_path_buf() } else { self.canonical_root.join(given) };
-        let resolved = joined.canonicalize().map_err(|_| HttpError::not_found(format!("{param} does not exist")))?;
-        if !resolved.starts_with(&self.canonical_root) {
-            return Err(HttpError::bad_parameter(param, "is outside the served directory"));
+        match joined.canonicalize() {
+            Ok(resolved) if resolved.starts_with(&self.canonical_root) && resolved.is_dir() => Ok(resolved),
+            _ => Err(not_inside(param)),
         }
-        if !resolved.is_dir() {
-            return Err(HttpError::bad_parameter(param, "is not a directory"));
-        }
-        Ok(resolved)
     }
 
     fn scan_direct_run(&self, dir: &Path) -> Snapshot {
         match discover(dir) {
-            Ok(d) => self.confined(d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(), d.skipped, false),
-            Err(e) => Snapshot { empty_reason: Some(e.to_string()), ..Snapshot::default() },
+            Ok(d) => self.confined(d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(), d.skipped),
+            Err(e) => Snapshot { empty_reason: Some(self.redact(&e.to_string())), ..Snapshot::default() },
         }
     }
 
     fn scan(&self, path: &Path) -> Snapshot {
         match discover(path) {
-            Ok(d) => self.confined(
-                d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(),
-                d.skipped,
-                self.root_is_file,
-            ),
-            Err(e) => Snapshot { empty_reason: Some(e.to_string()), ..Snapshot::default() },
+            Ok(d) => self.confined(d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(), d.skipped),
+            Err(e) => Snapshot { empty_reason: Some(self.redact(&e.to_string())), ..Snapshot::default() },
+        }
+    }
+
+    /// `message` with the root's absolute path taken out (paths under it become relative).
+    pub fn redact(&self, message: &str) -> String {
+        let mut out = message.to_string();
+        for root in [&self.canonical_root, &self.root] {
+            let root = root.display().to_string();
+            if root.is_empty() || root == "." {
+                continue;
+            }
+            out = out.replace(&format!("{root}/"), "").replace(&root, ".");
+        }
+        out
+    }
+
+    /// A path as responses may show it: relative to the root (responses never carry
+    /// absolute paths), or only its file name when it lies elsewhere.
+    pub fn shown(&self, path: &Path) -> String {
+        let relative = path.strip_prefix(&self.root).or_else(|_| path.strip_prefix(&self.canonical_root));
+        match relative {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         }
     }
 
     /// Keeps the runs whose every host file lies inside the root (symlinks resolved).
-    fn confined(
-        &self,
-        runs: Vec<(String, PathBuf, Vec<HostFile>)>,
-        skipped: Vec<(PathBuf, String)>,
-        single_file: bool,
-    ) -> Snapshot {
+    fn confined(&self, runs: Vec<(String, PathBuf, Vec<HostFile>)>, skipped: Vec<(PathBuf, String)>) -> Snapshot {
         let mut snapshot = Snapshot {
-            skipped: skipped.into_iter().map(|(p, why)| format!("{}: {why}", p.display())).collect(),
+            skipped: skipped.into_iter().map(|(p, why)| format!("{}: {why}", self.shown(&p))).collect(),
             ..Snapshot::default()
         };
         for (name, dir, hosts) in runs {
             let outside = hosts.iter().find(|h| {
-                !h.path.canonicalize().is_ok_and(|c| {
-                    if self.root_is_file { c == self.canonical_root } else { c.starts_with(&self.canonical_root) }
-                })
+                self.confine
+                    && !h.path.canonicalize().is_ok_and(|c| {
+                        if self.root_is_file { c == self.canonical_root } else { c.starts_with(&self.canonical_root) }
+                    })
             });
             if let Some(host) = outside {
                 snapshot
                     .skipped
-                    .push(format!("run {name:?}: {} resolves outside the served path", host.path.display()));
+                    .push(format!("run {name:?}: {} resolves outside the served path", self.shown(&host.path)));
                 continue;
             }
-            let data_path = if single_file { self.root.clone() } else { dir.clone() };
-            snapshot.runs.push(ServedRun { name, dir, data_path, hosts });
+            snapshot.runs.push(ServedRun { name, dir, hosts });
         }
         if snapshot.runs.is_empty() && snapshot.empty_reason.is_none() {
-            snapshot.empty_reason = Some(format!("{}: no profiles found inside the served path", self.root.display()));
+            snapshot.empty_reason = Some("no profiles found inside the served path".to_string());
         }
         snapshot
     }
+}
+
+/// The one answer for a `session_path` / `run_path` that is not a readable directory
+/// inside the root, whatever the reason.
+fn not_inside(param: &str) -> ApiError {
+    ApiError::NotFound(format!("{param}: no such directory inside the served directory"))
 }
 
 /// XProf's `/hosts` list for a run and tool (`hosts_from_xplane_filenames`): host names
@@ -377,7 +401,6 @@ mod tests {
         ServedRun {
             name: "r".into(),
             dir: PathBuf::from("/r"),
-            data_path: PathBuf::from("/r"),
             hosts: hosts
                 .iter()
                 .map(|h| HostFile { host: h.to_string(), path: PathBuf::from(format!("/r/{h}.xplane.pb")) })

@@ -1,0 +1,346 @@
+//! A session over one served root: the runs found there, and every cache of what was
+//! computed from them under one owner and one byte budget.
+//!
+//! ```text
+//!  Session ── catalog: runs and hosts under the root (confined, rescanned at most every 2 s)
+//!          └─ cache (one FlightCache, one LRU, one bound: --cache-mb)
+//!               Response(key)  rendered bodies          ─┐ a response's computation may
+//!               Analysis(file) a host's OpStats          ├ wait for the file-level entries
+//!               Trace(file)    decoded model + index     ─┘ below it; those wait for nothing
+//! ```
+//!
+//! Entries of a file are keyed by path, size and modification time, so a rewritten file
+//! is read again and its old entries age out.
+//!
+//! **No deadlock, by construction.** Computations fan out on rayon's pool, and a pool
+//! thread must never block waiting for a flight (its owner may need that very thread).
+//! So every wait happens on the requesting thread: [`Session::file_entries`] first looks
+//! up every file a request needs, computes the flights it owns (in parallel on the pool;
+//! they wait for nothing), and only then waits, on its own thread, for flights that other
+//! requests own. Responses wait only for file-level entries, and file-level computations
+//! wait for nothing, so the waits cannot form a cycle.
+
+use crate::ApiError;
+use crate::catalog::{Catalog, ServedRun};
+use crate::trace::HostTraceData;
+use oxprof_analysis::op_stats::convert::HostAnalysis;
+use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
+use oxprof_format::{HostFile, XSpace};
+use rayon::prelude::*;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Default bound of a server session's caches, in bytes.
+pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
+
+/// How a session is set up.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Bound of every cache together, in bytes.
+    pub cache_bytes: usize,
+    /// Serve only runs whose files, symlinks resolved, lie inside the root (a server's
+    /// rule; a one-shot caller owns its files).
+    pub confine_to_root: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions { cache_bytes: DEFAULT_CACHE_BYTES, confine_to_root: true }
+    }
+}
+
+impl SessionOptions {
+    /// Options for a one-shot caller (the CLI): nothing outlives the request anyway.
+    pub fn one_shot() -> Self {
+        SessionOptions { cache_bytes: 0, confine_to_root: false }
+    }
+}
+
+/// A rendered response kept in the cache: the body and what the routes need besides it.
+#[derive(Debug)]
+pub struct Rendered {
+    /// `Content-Type` of the body.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: Arc<[u8]>,
+    /// oxprof's notes for users (not part of the body).
+    pub notes: Vec<String>,
+}
+
+/// Identity of a file's contents as far as caching goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct FileId {
+    path: PathBuf,
+    len: u64,
+    modified_ns: u64,
+}
+
+impl FileId {
+    /// `None` when the file's metadata cannot be read (the load will say why).
+    fn of(path: &Path) -> Option<FileId> {
+        let (len, modified_ns) = file_state(path)?;
+        Some(FileId { path: path.to_path_buf(), len, modified_ns })
+    }
+}
+
+/// (file size, modification time in ns) of a file: with its path, what caches of results
+/// computed from the file are keyed by (a rewritten file is read again).
+pub fn file_state(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
+    Some((meta.len(), mtime))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum CacheKey {
+    Response(String),
+    Analysis(FileId),
+    Trace(FileId),
+}
+
+enum Cached {
+    Response(Arc<Rendered>),
+    Analysis(Arc<HostAnalysis>),
+    Trace(Arc<HostTraceData>),
+}
+
+impl Weighted for Cached {
+    fn weight(&self) -> usize {
+        match self {
+            Cached::Response(r) => r.body.len() + r.notes.iter().map(String::len).sum::<usize>() + 64,
+            Cached::Analysis(a) => analysis_bytes(a),
+            Cached::Trace(t) => t.heap_bytes(),
+        }
+    }
+}
+
+/// An OpStats analysis' size: its JSON size, a close proxy for its heap size.
+fn analysis_bytes(analysis: &HostAnalysis) -> usize {
+    /// Counts bytes written and keeps none.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing plain data into a counter cannot fail; a failure would only
+    // undercharge this entry.
+    let _ = serde_json::to_writer(&mut count, &analysis.op_stats);
+    count.0 + analysis.advice.iter().map(String::len).sum::<usize>() + 256
+}
+
+/// The error handed to every waiter of a failed flight.
+#[derive(Clone)]
+struct SharedError(Arc<ApiError>);
+
+impl From<Abandoned> for SharedError {
+    fn from(abandoned: Abandoned) -> Self {
+        SharedError(Arc::new(ApiError::Abandoned(abandoned)))
+    }
+}
+
+impl From<SharedError> for ApiError {
+    fn from(shared: SharedError) -> Self {
+        Arc::try_unwrap(shared.0).unwrap_or_else(ApiError::Shared)
+    }
+}
+
+fn shared(error: ApiError) -> SharedError {
+    SharedError(Arc::new(error))
+}
+
+/// How often each kind of file-level entry was computed or found (in the cache or in
+/// flight), for monitoring and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileCounts {
+    /// Host analyses (OpStats) computed.
+    pub analyses_computed: u64,
+    /// Host analyses found.
+    pub analyses_found: u64,
+    /// Trace data (model + index) built.
+    pub traces_computed: u64,
+    /// Trace data found.
+    pub traces_found: u64,
+}
+
+/// The served runs and every cache computed from them.
+pub struct Session {
+    catalog: Catalog,
+    cache: FlightCache<CacheKey, Cached, SharedError>,
+    counts: std::sync::Mutex<FileCounts>,
+}
+
+impl Session {
+    /// A session over `root` (a log directory, a run directory or one profile file),
+    /// which must exist (it may hold no profiles yet).
+    pub fn open(root: &Path, options: SessionOptions) -> std::io::Result<Session> {
+        Ok(Session {
+            catalog: Catalog::new(root, options.confine_to_root)?,
+            cache: FlightCache::new(options.cache_bytes),
+            counts: Default::default(),
+        })
+    }
+
+    /// The runs and hosts under the root.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The run named `name` (`None`: the newest).
+    pub fn run(&self, name: Option<&str>) -> Result<ServedRun, ApiError> {
+        self.catalog.find_run(name)
+    }
+
+    /// Counters of the cache (every kind of entry together).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// How often host analyses and trace data were computed or found.
+    pub fn file_counts(&self) -> FileCounts {
+        *self.counts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn count(&self, key: &CacheKey, computed: bool) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        match (key, computed) {
+            (CacheKey::Analysis(_), true) => counts.analyses_computed += 1,
+            (CacheKey::Analysis(_), false) => counts.analyses_found += 1,
+            (CacheKey::Trace(_), true) => counts.traces_computed += 1,
+            (CacheKey::Trace(_), false) => counts.traces_found += 1,
+            (CacheKey::Response(_), _) => {}
+        }
+    }
+
+    /// Loads one host's file, decoding the lines of the planes `lines_of` accepts.
+    pub fn load(&self, file: &HostFile, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, ApiError> {
+        Ok(oxprof_format::load_xspace_lines_of(&file.path, lines_of)?)
+    }
+
+    /// A rendered response, from the cache or computed once (on this thread) for every
+    /// concurrent caller. Call it only on a request's own thread, never inside the pool.
+    pub fn response(
+        &self,
+        key: String,
+        refresh: bool,
+        compute: impl FnOnce() -> Result<Rendered, ApiError>,
+    ) -> Result<Arc<Rendered>, ApiError> {
+        let key = CacheKey::Response(key);
+        let entry = match self.cache.lookup(&key, refresh) {
+            Lookup::Hit(entry) => entry,
+            Lookup::Wait(waiter) => {
+                debug_assert_off_pool();
+                waiter.wait()?
+            }
+            Lookup::Compute(claim) => {
+                let computed = catch_unwind(AssertUnwindSafe(compute)).unwrap_or(Err(ApiError::Panicked));
+                claim.fulfil(computed.map(|r| Cached::Response(Arc::new(r))).map_err(shared))?
+            }
+        };
+        match &*entry {
+            Cached::Response(rendered) => Ok(rendered.clone()),
+            _ => Err(ApiError::Panicked),
+        }
+    }
+
+    /// Each host's OpStats analysis (loaded and converted once per file and kept).
+    pub fn host_analyses(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostAnalysis>>, ApiError> {
+        let entries = self.file_entries(files, refresh, CacheKey::Analysis, |file| {
+            let space = self.load(file, &|_| true)?;
+            let analysis = oxprof_analysis::op_stats::convert::xspace_to_op_stats(&space);
+            // Unmapping ~100 MB of tables takes a while: not on the request's path.
+            rayon::spawn(move || drop(space));
+            Ok(Cached::Analysis(Arc::new(analysis)))
+        })?;
+        entries
+            .into_iter()
+            .map(|e| match &*e {
+                Cached::Analysis(a) => Ok(a.clone()),
+                _ => Err(ApiError::Panicked),
+            })
+            .collect()
+    }
+
+    /// Each host's decoded model, grouping and trace index (built once per file and kept).
+    pub fn host_traces(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostTraceData>>, ApiError> {
+        let entries = self.file_entries(files, refresh, CacheKey::Trace, |file| {
+            Ok(Cached::Trace(Arc::new(crate::trace::load_host_with(self, file)?)))
+        })?;
+        entries
+            .into_iter()
+            .map(|e| match &*e {
+                Cached::Trace(t) => Ok(t.clone()),
+                _ => Err(ApiError::Panicked),
+            })
+            .collect()
+    }
+
+    /// The entries of several files, in order: hits at once; the flights this call owns
+    /// computed in parallel on the pool (they wait for nothing); then the flights other
+    /// requests own waited for on this thread. A file whose metadata cannot be read is
+    /// computed without caching (its load reports why).
+    fn file_entries(
+        &self,
+        files: &[&HostFile],
+        refresh: bool,
+        key_of: fn(FileId) -> CacheKey,
+        compute: impl Fn(&HostFile) -> Result<Cached, ApiError> + Sync,
+    ) -> Result<Vec<Arc<Cached>>, ApiError> {
+        let mut found: Vec<Option<Result<Arc<Cached>, SharedError>>> = Vec::with_capacity(files.len());
+        let mut waiters: Vec<(usize, Waiter)> = Vec::new();
+        let mut mine: Vec<(usize, Option<Claim<'_>>)> = Vec::new();
+        for (i, file) in files.iter().enumerate() {
+            found.push(None);
+            let Some(id) = FileId::of(&file.path) else {
+                mine.push((i, None));
+                continue;
+            };
+            let key = key_of(id);
+            let lookup = self.cache.lookup(&key, refresh);
+            self.count(&key, matches!(lookup, Lookup::Compute(_)));
+            match lookup {
+                Lookup::Hit(entry) => found[i] = Some(Ok(entry)),
+                Lookup::Wait(waiter) => waiters.push((i, waiter)),
+                Lookup::Compute(claim) => mine.push((i, Some(claim))),
+            }
+        }
+        let computed: Vec<(usize, Result<Arc<Cached>, SharedError>)> = mine
+            .into_par_iter()
+            .map(|(i, claim)| {
+                let result = catch_unwind(AssertUnwindSafe(|| compute(files[i])))
+                    .unwrap_or(Err(ApiError::Panicked))
+                    .map_err(shared);
+                match claim {
+                    Some(claim) => (i, claim.fulfil(result)),
+                    None => (i, result.map(Arc::new)),
+                }
+            })
+            .collect();
+        for (i, result) in computed {
+            found[i] = Some(result);
+        }
+        for (i, waiter) in waiters {
+            debug_assert_off_pool();
+            found[i] = Some(waiter.wait());
+        }
+        found.into_iter().map(|r| r.unwrap_or(Err(shared(ApiError::Panicked))).map_err(ApiError::from)).collect()
+    }
+}
+
+type Claim<'c> = oxprof_flight::Claim<'c, CacheKey, Cached, SharedError>;
+type Waiter = oxprof_flight::Waiter<Cached, SharedError>;
+
+/// Waiting for a flight on a pool thread could deadlock the pool (see the module docs):
+/// debug builds (and so the tests) check that no caller does.
+fn debug_assert_off_pool() {
+    debug_assert!(
+        rayon::current_thread_index().is_none(),
+        "a session wait on a rayon pool thread can deadlock the pool; call it from the request's thread"
+    );
+}
