@@ -271,7 +271,7 @@ impl ProgressDisplay {
                 let what = match state {
                     None => "waiting".to_string(),
                     Some(WorkerState::Connecting { .. }) => "connecting".into(),
-                    Some(WorkerState::Profiling { .. }) if elapsed > self.delay + self.duration => "collecting".into(),
+                    Some(WorkerState::Profiling { .. }) if elapsed > self.delay.saturating_add(self.duration) => "collecting".into(),
                     Some(WorkerState::Profiling { .. }) => "tracing".into(),
                     Some(WorkerState::BackingOff { wait, .. }) => format!("retry in {:.1}s", wait.as_secs_f64()),
                     Some(WorkerState::Saving) => "saving".into(),
@@ -284,7 +284,7 @@ impl ProgressDisplay {
         format!(
             "{frame} {:.1} s / {:.1} s  {}",
             elapsed.as_secs_f64(),
-            (self.delay + self.duration).as_secs_f64(),
+            self.delay.saturating_add(self.duration).as_secs_f64(),
             parts.join(" · ")
         )
     }

@@ -280,7 +280,9 @@ async fn preface_answer(stream: &mut TcpStream, wait: Duration) -> ProbeResult {
     if stream.write_all(PREFACE).await.is_err() {
         return ProbeResult::Closed;
     }
-    let until = tokio::time::Instant::now() + wait;
+    let now = tokio::time::Instant::now();
+    // A year stands for "no limit" (an absurd `wait` must not overflow the instant).
+    let until = now.checked_add(wait).unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
     let mut buffer = [0u8; 256];
     let mut filled = 0;
     let mut timed_out = false;

@@ -141,11 +141,11 @@ pub const MAX_DELAY: Duration = Duration::from_secs(3600);
 /// `90 s`, `10 min`, `1 h`, `250 ms`: a duration for messages.
 pub fn human_duration(duration: Duration) -> String {
     let ms = duration.as_millis();
-    if ms % 3_600_000 == 0 && ms > 0 {
+    if ms > 0 && ms.is_multiple_of(3_600_000) {
         format!("{} h", ms / 3_600_000)
-    } else if ms % 60_000 == 0 && ms > 0 {
+    } else if ms > 0 && ms.is_multiple_of(60_000) {
         format!("{} min", ms / 60_000)
-    } else if ms % 1000 == 0 && ms > 0 {
+    } else if ms > 0 && ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else if ms < 1000 {
         format!("{ms} ms")

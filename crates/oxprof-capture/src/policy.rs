@@ -24,7 +24,8 @@
 //! HTTP 429) instead of queueing a thread.
 //!
 //! **Bounds.** `duration` ≤ [`CapturePolicy::max_duration`] (default 10 min), `delay` ≤
-//! [`CapturePolicy::max_delay`] (10 min), `num_retry` ≤ [`CapturePolicy::max_retries`] (10).
+//! [`CapturePolicy::max_delay`] (10 min), `num_retry` ≤ [`CapturePolicy::max_retries`] (10),
+//! addresses in `service_addr` ≤ [`CapturePolicy::max_workers`] (64).
 
 use crate::error::CaptureError;
 use crate::options::{MAX_DELAY, MAX_DURATION};
@@ -43,6 +44,8 @@ pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(600);
 pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(600);
 /// Default of [`CapturePolicy::max_retries`].
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
+/// Default of [`CapturePolicy::max_workers`].
+pub const DEFAULT_MAX_WORKERS: usize = 64;
 
 /// What the `/capture_profile` route allows (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +60,8 @@ pub struct CapturePolicy {
     pub max_delay: Duration,
     /// Largest `num_retry`.
     pub max_retries: u32,
+    /// Most workers (addresses in `service_addr`) in one capture.
+    pub max_workers: usize,
 }
 
 impl Default for CapturePolicy {
@@ -66,8 +71,9 @@ impl Default for CapturePolicy {
 }
 
 impl CapturePolicy {
-    /// Loopback targets only (`127.0.0.0/8`, `::1`), at most 4 captures at once, each up
-    /// to 10 min with up to 10 min of delay and 10 retries.
+    /// Loopback targets only (`127.0.0.0/8`, `::1`), at most 4 captures at once, each of
+    /// up to 64 workers, up to 10 min long after up to 10 min of delay, with up to 10
+    /// retries.
     pub fn loopback_only() -> Self {
         CapturePolicy {
             allow: vec![
@@ -78,6 +84,7 @@ impl CapturePolicy {
             max_duration: DEFAULT_MAX_DURATION,
             max_delay: DEFAULT_MAX_DELAY,
             max_retries: DEFAULT_MAX_RETRIES,
+            max_workers: DEFAULT_MAX_WORKERS,
         }
     }
 
@@ -138,16 +145,30 @@ impl CapturePolicy {
         }
     }
 
-    /// Resolves each address (within `timeout`) and checks it ([`Self::check_resolved`]);
-    /// the result pins each address to the socket addresses that were checked.
+    /// Resolves the addresses (at once, each within `timeout`) and checks each
+    /// ([`Self::check_resolved`]); the result pins each address to the socket addresses
+    /// that were checked, in the order given.
     pub async fn resolve_targets(
         &self,
         addresses: &[String],
         timeout: Duration,
     ) -> Result<Vec<ResolvedTarget>, CaptureError> {
+        let mut lookups = tokio::task::JoinSet::new();
+        for (index, address) in addresses.iter().enumerate() {
+            let address = address.clone();
+            lookups.spawn(async move { (index, crate::client::resolve(&address, timeout).await) });
+        }
+        let mut resolved: Vec<Option<Vec<SocketAddr>>> = vec![None; addresses.len()];
+        while let Some(joined) = lookups.join_next().await {
+            let (index, result) =
+                joined.map_err(|e| CaptureError::Internal(format!("a name lookup stopped: {e}")))?;
+            if let Some(slot) = resolved.get_mut(index) {
+                *slot = Some(result?);
+            }
+        }
         let mut targets = Vec::with_capacity(addresses.len());
-        for address in addresses {
-            let socket_addrs = crate::client::resolve(address, timeout).await?;
+        for (address, socket_addrs) in addresses.iter().zip(resolved) {
+            let socket_addrs = socket_addrs.unwrap_or_default();
             self.check_resolved(address, &socket_addrs)?;
             targets.push(ResolvedTarget { address: address.clone(), socket_addrs });
         }

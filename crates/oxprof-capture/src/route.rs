@@ -3,7 +3,8 @@
 //! [`CapturePolicy`] (allowed targets, limits; see [`crate::policy`]).
 //!
 //! Query parameters (all optional except `service_addr`):
-//! `service_addr` (host:port, comma-separated list, `grpc://` accepted), `duration` (ms,
+//! `service_addr` (host:port, comma-separated list, `grpc://` accepted, at most
+//! [`CapturePolicy::max_workers`], 64 by default), `duration` (ms,
 //! default 1000, at most [`CapturePolicy::max_duration`], 10 min by default), `num_retry`
 //! (default 0, at most [`CapturePolicy::max_retries`], 10), `host_tracer_level` (2),
 //! `device_tracer_level` (1), `python_tracer_level` (0), `delay` (ms, 0, at most
@@ -134,6 +135,13 @@ pub fn options_from_query(
     }
     let service_addr = query.get("service_addr").map(String::as_str).unwrap_or("");
     let addresses = parse_address_list(service_addr)?;
+    if addresses.len() > policy.max_workers {
+        return Err(CaptureError::BadOption(format!(
+            "service_addr lists {} workers, more than this server's limit of {}",
+            addresses.len(),
+            policy.max_workers
+        )));
+    }
     let level = |key: &str, default: u64, max: u64| -> Result<u32, CaptureError> {
         let value = number(key, default)?;
         if value > max {
@@ -423,6 +431,9 @@ mod tests {
             let message = error.to_string();
             assert!(message.contains(key) && message.contains(limit), "{key}={value}: {message}");
         }
+        let many: Vec<String> = (1..=65).map(|port| format!("127.0.0.1:{port}")).collect();
+        let error = parse(&[("service_addr", &many.join(","))]).unwrap_err();
+        assert!(error.to_string().contains("lists 65 workers, more than this server's limit of 64"), "{error}");
         let (_, o) = parse(&[("service_addr", "x:1"), ("duration", "600000"), ("delay", "600000")]).unwrap();
         assert_eq!(o.deadline(), Duration::from_secs(1230));
         // A policy can lower or raise its limits, never above the hard ones (1 h).

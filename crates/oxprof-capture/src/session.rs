@@ -485,7 +485,7 @@ impl WorkerJob {
         // coarse clock, which lags the clock `asked_at` was read from by up to a tick, so a
         // file written just after the request can look a few ms older than it.
         let target = self.run_dir.join(target_name);
-        let written_after = |m: SystemTime| m + MTIME_SLACK >= asked_at;
+        let written_after = |m: SystemTime| m.checked_add(MTIME_SLACK).is_none_or(|m| m >= asked_at);
         match tokio::fs::symlink_metadata(&target).await {
             Ok(meta) if meta.is_file() && meta.len() > 0 && meta.modified().map(written_after).unwrap_or(true) => {
                 Ok(capture(target, meta.len(), XSpaceSource::SharedFilesystem))
