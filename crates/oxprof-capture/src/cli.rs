@@ -271,7 +271,9 @@ impl ProgressDisplay {
                 let what = match state {
                     None => "waiting".to_string(),
                     Some(WorkerState::Connecting { .. }) => "connecting".into(),
-                    Some(WorkerState::Profiling { .. }) if elapsed > self.delay.saturating_add(self.duration) => "collecting".into(),
+                    Some(WorkerState::Profiling { .. }) if elapsed > self.delay.saturating_add(self.duration) => {
+                        "collecting".into()
+                    }
                     Some(WorkerState::Profiling { .. }) => "tracing".into(),
                     Some(WorkerState::BackingOff { wait, .. }) => format!("retry in {:.1}s", wait.as_secs_f64()),
                     Some(WorkerState::Saving) => "saving".into(),

@@ -160,8 +160,7 @@ impl CapturePolicy {
         }
         let mut resolved: Vec<Option<Vec<SocketAddr>>> = vec![None; addresses.len()];
         while let Some(joined) = lookups.join_next().await {
-            let (index, result) =
-                joined.map_err(|e| CaptureError::Internal(format!("a name lookup stopped: {e}")))?;
+            let (index, result) = joined.map_err(|e| CaptureError::Internal(format!("a name lookup stopped: {e}")))?;
             if let Some(slot) = resolved.get_mut(index) {
                 *slot = Some(result?);
             }
@@ -415,6 +414,29 @@ mod tests {
             let message = CapturePolicy::parse_allow(bad).unwrap_err().to_string();
             assert!(message.contains("--capture-allow"), "{bad:?}: {message}");
         }
+    }
+
+    /// The server's `--capture-allow` flag can parse with `parse_allow` directly.
+    #[test]
+    fn parse_allow_is_a_clap_value_parser() {
+        let command = clap::Command::new("serve").arg(
+            clap::Arg::new("capture-allow")
+                .long("capture-allow")
+                .action(clap::ArgAction::Append)
+                .value_parser(CapturePolicy::parse_allow),
+        );
+        let matches = command.clone().try_get_matches_from([
+            "serve",
+            "--capture-allow",
+            "w1:8466",
+            "--capture-allow",
+            "10.0.0.0/8",
+        ]);
+        let entries: Vec<AllowedTarget> =
+            matches.unwrap().get_many::<AllowedTarget>("capture-allow").unwrap().cloned().collect();
+        assert_eq!(entries.iter().map(ToString::to_string).collect::<Vec<_>>(), ["w1:8466", "10.0.0.0/8"]);
+        let error = command.try_get_matches_from(["serve", "--capture-allow", "10.0.0.0/99"]).unwrap_err();
+        assert!(error.to_string().contains("bad --capture-allow entry"), "{error}");
     }
 
     #[test]
