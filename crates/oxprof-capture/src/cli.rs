@@ -1,5 +1,9 @@
 //! `oxprof capture`: its arguments, a progress display on stderr, the summary on stdout,
 //! and the exit code (0 all workers captured, 1 some, 2 none or bad arguments).
+//!
+//! The user runs it: any target may be captured from (no [`crate::CapturePolicy`]), for
+//! up to [`crate::options::MAX_DURATION`] (1 h) after up to [`crate::options::MAX_DELAY`]
+//! (1 h). The session id is checked as for the server (a new run, a plain name).
 
 use crate::error::CaptureError;
 use crate::options::{CaptureOptions, MAX_GRPC_MESSAGE_BYTES, parse_address_list, parse_duration};
@@ -27,7 +31,7 @@ pub struct CaptureArgs {
     /// Log directory; profiles go to <logdir>/plugins/profile/<session>/<host_port>.xplane.pb.
     #[arg(long, default_value = ".")]
     pub logdir: PathBuf,
-    /// How long to trace (e.g. 2s, 500ms, 1m).
+    /// How long to trace (e.g. 2s, 500ms, 1m; at most 1 hour).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub duration: Duration,
     /// Host tracer level: 0 off, 1 user annotations, 2 default, 3 verbose.
@@ -39,13 +43,14 @@ pub struct CaptureArgs {
     /// Python tracer level: 0 off, 1 on.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1))]
     pub python_tracer_level: u32,
-    /// Start tracing this long after the request (the same instant on every worker).
+    /// Start tracing this long after the request (the same instant on every worker; at most 1 hour).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub delay: Duration,
     /// Further attempts per worker when it is unavailable or returns an empty trace.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
-    /// Run name (default: the current UTC time, YYYY_MM_DD_HH_MM_SS).
+    /// Run name, a new one: letters, digits, '_', '-', '.' (default: the current UTC time,
+    /// YYYY_MM_DD_HH_MM_SS).
     #[arg(long)]
     pub session_id: Option<String>,
     /// Time allowed to open each connection.
@@ -101,7 +106,7 @@ fn run_inner(args: &CaptureArgs) -> Result<u8, CaptureError> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|source| CaptureError::Io { path: PathBuf::from("<tokio runtime>"), source })?;
+        .map_err(|e| CaptureError::Internal(format!("no runtime for the capture: {e}")))?;
     let display = Arc::new(ProgressDisplay::new(&session));
     let sink = Arc::clone(&display);
     let progress: ProgressFn = Arc::new(move |event: &ProgressEvent| sink.on_event(event));
@@ -266,7 +271,9 @@ impl ProgressDisplay {
                 let what = match state {
                     None => "waiting".to_string(),
                     Some(WorkerState::Connecting { .. }) => "connecting".into(),
-                    Some(WorkerState::Profiling { .. }) if elapsed > self.delay + self.duration => "collecting".into(),
+                    Some(WorkerState::Profiling { .. }) if elapsed > self.delay.saturating_add(self.duration) => {
+                        "collecting".into()
+                    }
                     Some(WorkerState::Profiling { .. }) => "tracing".into(),
                     Some(WorkerState::BackingOff { wait, .. }) => format!("retry in {:.1}s", wait.as_secs_f64()),
                     Some(WorkerState::Saving) => "saving".into(),
@@ -279,7 +286,7 @@ impl ProgressDisplay {
         format!(
             "{frame} {:.1} s / {:.1} s  {}",
             elapsed.as_secs_f64(),
-            (self.delay + self.duration).as_secs_f64(),
+            self.delay.saturating_add(self.duration).as_secs_f64(),
             parts.join(" · ")
         )
     }

@@ -80,31 +80,46 @@ impl Default for CaptureOptions {
 }
 
 impl CaptureOptions {
-    /// Checks the ranges XProf's UI offers.
+    /// Checks the ranges XProf's UI offers and oxprof's hard limits ([`MAX_DURATION`],
+    /// [`MAX_DELAY`]); the session id must be a plain name (see
+    /// [`crate::files::validate_session_id`]).
     pub fn validate(&self) -> Result<(), CaptureError> {
         if self.duration.is_zero() {
-            return Err(CaptureError::BadOption("--duration must be more than 0".into()));
+            return Err(CaptureError::BadOption("the duration must be more than 0".into()));
+        }
+        if self.duration > MAX_DURATION {
+            return Err(CaptureError::BadOption(format!(
+                "the duration ({}) is more than the limit of {}",
+                human_duration(self.duration),
+                human_duration(MAX_DURATION)
+            )));
+        }
+        if self.delay > MAX_DELAY {
+            return Err(CaptureError::BadOption(format!(
+                "the delay ({}) is more than the limit of {}",
+                human_duration(self.delay),
+                human_duration(MAX_DELAY)
+            )));
         }
         if self.host_tracer_level > 3 {
-            return Err(CaptureError::BadOption("--host-tracer-level must be 0..=3".into()));
+            return Err(CaptureError::BadOption("the host tracer level must be 0..=3".into()));
         }
         if self.device_tracer_level > 1 {
-            return Err(CaptureError::BadOption("--device-tracer-level must be 0 or 1".into()));
+            return Err(CaptureError::BadOption("the device tracer level must be 0 or 1".into()));
         }
         if self.python_tracer_level > 1 {
-            return Err(CaptureError::BadOption("--python-tracer-level must be 0 or 1".into()));
+            return Err(CaptureError::BadOption("the python tracer level must be 0 or 1".into()));
         }
-        if let Some(id) = &self.session_id
-            && (id.is_empty() || id.contains(['/', '\\']) || id == "." || id == "..")
-        {
-            return Err(CaptureError::BadOption(format!("--session-id {id:?} must be a plain directory name")));
+        if let Some(id) = &self.session_id {
+            crate::files::validate_session_id(id)?;
         }
         Ok(())
     }
 
-    /// The time one attempt may take: delay + duration + margin.
+    /// The time one attempt may take: delay + duration + margin (saturating: never
+    /// overflows whatever the options).
     pub fn deadline(&self) -> Duration {
-        self.delay + self.duration + self.deadline_margin
+        self.delay.saturating_add(self.duration).saturating_add(self.deadline_margin)
     }
 
     /// The wait before attempt `attempt` (2, 3, ...): capped exponential backoff,
@@ -112,6 +127,30 @@ impl CaptureOptions {
     pub fn backoff_before(&self, attempt: u32) -> Duration {
         let doublings = attempt.saturating_sub(2).min(20);
         self.backoff_initial.saturating_mul(1 << doublings).min(self.backoff_max)
+    }
+}
+
+/// The longest capture oxprof asks a server for (1 h; XProf's client caps events at
+/// [`MAX_EVENTS`] anyway). The `/capture_profile` route has a lower limit of its own,
+/// [`crate::policy::CapturePolicy::max_duration`].
+pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+
+/// The longest delay before tracing starts (1 h).
+pub const MAX_DELAY: Duration = Duration::from_secs(3600);
+
+/// `90 s`, `10 min`, `1 h`, `250 ms`: a duration for messages.
+pub fn human_duration(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    if ms > 0 && ms.is_multiple_of(3_600_000) {
+        format!("{} h", ms / 3_600_000)
+    } else if ms > 0 && ms.is_multiple_of(60_000) {
+        format!("{} min", ms / 60_000)
+    } else if ms > 0 && ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.3} s", duration.as_secs_f64())
     }
 }
 
@@ -242,9 +281,14 @@ pub fn build_profile_request(
     }
 }
 
-/// Unix nanoseconds of `now + delay`.
+/// Unix nanoseconds of `now + delay` (saturating at `u64::MAX` when out of range).
 pub fn start_timestamp_ns(now: SystemTime, delay: Duration) -> u64 {
-    (now + delay).duration_since(UNIX_EPOCH).map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64).unwrap_or(0)
+    match now.checked_add(delay) {
+        Some(start) => {
+            start.duration_since(UNIX_EPOCH).map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64).unwrap_or(0)
+        }
+        None => u64::MAX,
+    }
 }
 
 #[cfg(test)]
@@ -281,6 +325,30 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(1_795_316_540); // 2026-11-22 03:02:20 UTC
         assert_eq!(default_session_id(t), "2026_11_22_03_02_20");
         assert_eq!(default_session_id(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000_02_29_00_00_00");
+    }
+
+    /// Absurd durations are refused by `validate`, and nothing computed from them
+    /// panics (2^64-1 ms used to overflow the deadline's addition).
+    #[test]
+    fn huge_durations_are_refused_and_never_panic() {
+        let huge = CaptureOptions {
+            duration: Duration::from_millis(u64::MAX),
+            delay: Duration::MAX,
+            deadline_margin: Duration::MAX,
+            ..CaptureOptions::default()
+        };
+        let message = huge.validate().unwrap_err().to_string();
+        assert!(message.contains("limit of 1 h"), "{message}");
+        let delay = CaptureOptions { delay: Duration::from_secs(3601), ..CaptureOptions::default() };
+        assert!(delay.validate().unwrap_err().to_string().contains("delay (3601 s) is more than the limit of 1 h"));
+        assert_eq!(huge.deadline(), Duration::MAX);
+        assert_eq!(start_timestamp_ns(SystemTime::now(), Duration::MAX), u64::MAX);
+        let request = build_profile_request(&huge, Path::new("/l/plugins/profile"), "s", "a:1", u64::MAX);
+        assert_eq!(request.duration_ms, u64::MAX);
+        let at_limit = CaptureOptions { duration: MAX_DURATION, delay: MAX_DELAY, ..CaptureOptions::default() };
+        assert!(at_limit.validate().is_ok());
+        assert_eq!(human_duration(Duration::from_secs(600)), "10 min");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.500 s");
     }
 
     #[test]

@@ -12,15 +12,20 @@
 //!                         └── no ──▶ Failed
 //! ```
 //!
-//! Each attempt has its own deadlines: `connect_timeout` for the connection, then
-//! delay + duration + margin for the `Profile` call.
+//! Each attempt has its own deadlines: `connect_timeout` for the connection and again for
+//! the HTTP/2 handshake, then delay + duration + margin for the `Profile` call.
+//!
+//! The run directory is claimed when the session is made (see [`crate::files`]: never an
+//! existing run, never through a symbolic link), files are published without replacing
+//! anything, a worker whose save fails leaves no file, and a run left empty is removed.
 
 use crate::client::ProfilerClient;
 use crate::error::CaptureError;
-use crate::options::{
-    CaptureOptions, build_profile_request, default_session_id, host_file_stem, repository_root, start_timestamp_ns,
-};
+use crate::files::{RunDir, write_new_file};
+use crate::options::{CaptureOptions, build_profile_request, host_file_stem, repository_root, start_timestamp_ns};
+use crate::policy::ResolvedTarget;
 use crate::proto::ProfileResponse;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -161,34 +166,61 @@ impl CaptureReport {
     }
 }
 
-/// A capture session, prepared: the session id and run directory are fixed before it
-/// runs, so that a caller can `terminate` it from elsewhere.
+/// A capture session, prepared: the session id is fixed and the run directory claimed
+/// before it runs, so that a caller can `terminate` it from elsewhere. The run directory
+/// is removed when the last clone of the session is dropped if nothing was saved in it.
 #[derive(Debug, Clone)]
 pub struct CaptureSession {
     addresses: Vec<String>,
+    /// Per address: the socket addresses to connect to (checked by a policy), or `None`
+    /// to resolve the name at each connection.
+    pinned: Vec<Option<Vec<SocketAddr>>>,
     options: CaptureOptions,
-    session_id: String,
     logdir: PathBuf,
+    run_dir: Arc<RunDir>,
 }
 
 impl CaptureSession {
-    /// Checks the options, creates `logdir` and fixes the session id. `addresses` must
-    /// already be normalized (see [`crate::parse_address_list`]).
+    /// Checks the options, creates `logdir` and claims the run directory
+    /// `<logdir>/plugins/profile/<session>` (an existing run is
+    /// [`CaptureError::SessionExists`] for a session id of the user's; the default id, the
+    /// time, gets a suffix). `addresses` must already be normalized (see
+    /// [`crate::parse_address_list`]).
     pub fn new(addresses: Vec<String>, logdir: &Path, options: CaptureOptions) -> Result<Self, CaptureError> {
+        let pinned = vec![None; addresses.len()];
+        Self::build(addresses, pinned, logdir, options)
+    }
+
+    /// [`CaptureSession::new`] for targets checked by a [`crate::CapturePolicy`]: each
+    /// worker connects only to the socket addresses its name resolved to when checked.
+    pub fn with_targets(
+        targets: Vec<ResolvedTarget>,
+        logdir: &Path,
+        options: CaptureOptions,
+    ) -> Result<Self, CaptureError> {
+        let (addresses, pinned) = targets.into_iter().map(|t| (t.address, Some(t.socket_addrs))).unzip();
+        Self::build(addresses, pinned, logdir, options)
+    }
+
+    fn build(
+        addresses: Vec<String>,
+        pinned: Vec<Option<Vec<SocketAddr>>>,
+        logdir: &Path,
+        options: CaptureOptions,
+    ) -> Result<Self, CaptureError> {
         options.validate()?;
         if addresses.is_empty() {
             return Err(CaptureError::BadOption("no worker address given".into()));
         }
-        std::fs::create_dir_all(logdir).map_err(|source| CaptureError::Io { path: logdir.to_path_buf(), source })?;
-        let logdir =
-            std::fs::canonicalize(logdir).map_err(|source| CaptureError::Io { path: logdir.to_path_buf(), source })?;
-        let session_id = options.session_id.clone().unwrap_or_else(|| default_session_id(SystemTime::now()));
-        Ok(CaptureSession { addresses, options, session_id, logdir })
+        std::fs::create_dir_all(logdir).map_err(|e| CaptureError::io(logdir, e))?;
+        let logdir = std::fs::canonicalize(logdir).map_err(|e| CaptureError::io(logdir, e))?;
+        let run_dir = RunDir::claim(&logdir, options.session_id.as_deref(), SystemTime::now())?;
+        Ok(CaptureSession { addresses, pinned, options, logdir, run_dir: Arc::new(run_dir) })
     }
 
     /// The session (run) name.
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        self.run_dir.session_id()
     }
 
     /// The absolute log directory.
@@ -198,7 +230,7 @@ impl CaptureSession {
 
     /// The run directory the profiles go to.
     pub fn run_dir(&self) -> PathBuf {
-        repository_root(&self.logdir).join(&self.session_id)
+        self.run_dir.path().to_path_buf()
     }
 
     /// The worker addresses.
@@ -212,20 +244,20 @@ impl CaptureSession {
     }
 
     /// Captures every worker concurrently. Never fails as a whole: failures are per
-    /// worker in the report (only the run directory's creation can fail).
+    /// worker in the report.
     pub async fn run(&self, progress: Option<ProgressFn>) -> Result<CaptureReport, CaptureError> {
         let started = Instant::now();
         let run_dir = self.run_dir();
-        std::fs::create_dir_all(&run_dir).map_err(|source| CaptureError::Io { path: run_dir.clone(), source })?;
         // Every worker's first attempt starts tracing at the same wall-clock instant.
         let shared_start_ns = start_timestamp_ns(SystemTime::now(), self.options.delay);
         let mut tasks = tokio::task::JoinSet::new();
-        for (index, address) in self.addresses.iter().enumerate() {
+        for (index, (address, pinned)) in self.addresses.iter().zip(&self.pinned).enumerate() {
             let worker = WorkerJob {
                 index,
                 address: address.clone(),
+                pinned: pinned.clone(),
                 options: self.options.clone(),
-                session_id: self.session_id.clone(),
+                session_id: self.session_id().to_string(),
                 repository_root: repository_root(&self.logdir),
                 run_dir: run_dir.clone(),
                 progress: progress.clone(),
@@ -242,7 +274,7 @@ impl CaptureSession {
             }
         }
         let mut report = CaptureReport {
-            session_id: self.session_id.clone(),
+            session_id: self.session_id().to_string(),
             logdir: self.logdir.clone(),
             run_dir: run_dir.clone(),
             captured: Vec::new(),
@@ -261,8 +293,8 @@ impl CaptureSession {
             }
         }
         if report.captured.is_empty() {
-            // Leave no empty run behind (fails harmlessly when something is in it).
-            let _ = std::fs::remove_dir(&run_dir);
+            // Leave no empty run behind (a no-op when something is in it).
+            self.run_dir.remove_if_empty();
         }
         Ok(report)
     }
@@ -271,14 +303,14 @@ impl CaptureSession {
     /// return early with what they collected. Returns the workers that did not accept.
     pub async fn terminate_all(&self) -> Vec<(String, CaptureError)> {
         let mut tasks = tokio::task::JoinSet::new();
-        for address in &self.addresses {
+        for (address, pinned) in self.addresses.iter().zip(&self.pinned) {
             let address = address.clone();
-            let session_id = self.session_id.clone();
+            let pinned = pinned.clone();
+            let session_id = self.session_id().to_string();
             let options = self.options.clone();
             tasks.spawn(async move {
                 let result = async {
-                    let mut client =
-                        ProfilerClient::connect(&address, options.connect_timeout, options.max_response_bytes).await?;
+                    let mut client = connect(&address, pinned.as_deref(), &options).await?;
                     client.terminate(&session_id).await
                 }
                 .await;
@@ -306,10 +338,25 @@ pub async fn capture(
     CaptureSession::new(addresses, logdir, options)?.run(progress).await
 }
 
+/// Connects to `address`: at the pinned socket addresses if any, else resolving it.
+async fn connect(
+    address: &str,
+    pinned: Option<&[SocketAddr]>,
+    options: &CaptureOptions,
+) -> Result<ProfilerClient, CaptureError> {
+    match pinned {
+        Some(targets) => {
+            ProfilerClient::connect_to(address, targets, options.connect_timeout, options.max_response_bytes).await
+        }
+        None => ProfilerClient::connect(address, options.connect_timeout, options.max_response_bytes).await,
+    }
+}
+
 /// Everything one worker's state machine needs (owned, to run as its own task).
 struct WorkerJob {
     index: usize,
     address: String,
+    pinned: Option<Vec<SocketAddr>>,
     options: CaptureOptions,
     session_id: String,
     repository_root: PathBuf,
@@ -362,8 +409,7 @@ impl WorkerJob {
     async fn attempt(&self, attempt: u32, start_ns: u64) -> Result<WorkerCapture, CaptureError> {
         self.report(WorkerState::Connecting { attempt });
         let options = &self.options;
-        let mut client =
-            ProfilerClient::connect(&self.address, options.connect_timeout, options.max_response_bytes).await?;
+        let mut client = connect(&self.address, self.pinned.as_deref(), options).await?;
         self.report(WorkerState::Profiling { attempt });
         let request = build_profile_request(options, &self.repository_root, &self.session_id, &self.address, start_ns);
         let asked_at = SystemTime::now();
@@ -376,13 +422,29 @@ impl WorkerJob {
     /// old servers) and any other tool data as `<host>.<tool>`, as XProf's `SaveProfile`.
     /// When the response holds no XSpace but the trace is not empty, the server wrote it
     /// under the request's repository root itself: that is this very run directory when
-    /// client and server share the filesystem.
+    /// client and server share the filesystem. On failure the files of this attempt are
+    /// removed again.
     async fn save(&self, response: ProfileResponse, asked_at: SystemTime) -> Result<WorkerCapture, CaptureError> {
+        let mut written = Vec::new();
+        let result = self.save_files(response, asked_at, &mut written).await;
+        if result.is_err() {
+            for path in written {
+                let _ = tokio::fs::remove_file(path).await;
+            }
+        }
+        result
+    }
+
+    async fn save_files(
+        &self,
+        response: ProfileResponse,
+        asked_at: SystemTime,
+        written: &mut Vec<PathBuf>,
+    ) -> Result<WorkerCapture, CaptureError> {
         let stem = host_file_stem(&self.address);
-        let target = self.run_dir.join(format!("{stem}.xplane.pb"));
+        let target_name = format!("{stem}.xplane.pb");
         let ProfileResponse { tool_data, empty_trace, xspace } = response;
         let mut xspace = (!xspace.is_empty()).then_some(xspace);
-        let mut tool_files = Vec::new();
         for tool in tool_data {
             if tool.name == "xplane.pb" {
                 if xspace.is_none() && !tool.data.is_empty() {
@@ -391,13 +453,13 @@ impl WorkerJob {
                 continue;
             }
             let safe_name: String = tool.name.chars().map(|c| if matches!(c, '/' | '\\') { '_' } else { c }).collect();
-            if safe_name.is_empty() || safe_name.starts_with('.') {
+            if safe_name.is_empty() || safe_name.starts_with('.') || safe_name.contains('\0') {
                 continue;
             }
-            let path = self.run_dir.join(format!("{stem}.{safe_name}"));
-            write_atomically(&path, &tool.data).await?;
-            tool_files.push(path);
+            let path = save_file(&self.run_dir, format!("{stem}.{safe_name}"), tool.data).await?;
+            written.push(path);
         }
+        let tool_files = written.clone();
         let capture = |path: PathBuf, bytes: u64, source| WorkerCapture {
             address: self.address.clone(),
             path,
@@ -411,8 +473,9 @@ impl WorkerJob {
             if empty_trace {
                 return Err(CaptureError::EmptyTrace { address: self.address.clone() });
             }
-            write_atomically(&target, &bytes).await?;
-            return Ok(capture(target, bytes.len() as u64, XSpaceSource::Response));
+            let size = bytes.len() as u64;
+            let path = save_file(&self.run_dir, target_name, bytes).await?;
+            return Ok(capture(path, size, XSpaceSource::Response));
         }
         if empty_trace {
             return Err(CaptureError::EmptyTrace { address: self.address.clone() });
@@ -421,9 +484,10 @@ impl WorkerJob {
         // from before the request is an old capture. File times come from the kernel's
         // coarse clock, which lags the clock `asked_at` was read from by up to a tick, so a
         // file written just after the request can look a few ms older than it.
-        let written_after = |m: SystemTime| m + MTIME_SLACK >= asked_at;
-        match tokio::fs::metadata(&target).await {
-            Ok(meta) if meta.len() > 0 && meta.modified().map(written_after).unwrap_or(true) => {
+        let target = self.run_dir.join(target_name);
+        let written_after = |m: SystemTime| m.checked_add(MTIME_SLACK).is_none_or(|m| m >= asked_at);
+        match tokio::fs::symlink_metadata(&target).await {
+            Ok(meta) if meta.is_file() && meta.len() > 0 && meta.modified().map(written_after).unwrap_or(true) => {
                 Ok(capture(target, meta.len(), XSpaceSource::SharedFilesystem))
             }
             _ => Err(CaptureError::ServerWroteRemotely { address: self.address.clone(), remote_path: target }),
@@ -434,12 +498,11 @@ impl WorkerJob {
 /// How much older than the request a server-written file may look (coarse file clock).
 const MTIME_SLACK: Duration = Duration::from_millis(100);
 
-/// Writes `<path>.part` and renames it, so that readers never see half a profile.
-async fn write_atomically(path: &Path, data: &[u8]) -> Result<(), CaptureError> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".part");
-    let partial = PathBuf::from(partial);
-    let io = |source| CaptureError::Io { path: path.to_path_buf(), source };
-    tokio::fs::write(&partial, data).await.map_err(io)?;
-    tokio::fs::rename(&partial, path).await.map_err(io)
+/// Writes `data` as `dir/name` on a blocking thread (see [`write_new_file`]: a temporary
+/// file of its own, published without replacing anything, removed on failure).
+async fn save_file(dir: &Path, name: String, data: Vec<u8>) -> Result<PathBuf, CaptureError> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || write_new_file(&dir, &name, &data))
+        .await
+        .map_err(|e| CaptureError::Internal(format!("the file writer stopped: {e}")))?
 }

@@ -2,144 +2,15 @@
 //! misbehave on purpose: UNAVAILABLE then OK, too slow, oversized, empty, writing the
 //! profile themselves, not a profiler server at all.
 
-use oxprof_capture::proto::profiler_service_server::{ProfilerService, ProfilerServiceServer};
-use oxprof_capture::proto::*;
+mod common;
+
+use common::*;
 use oxprof_capture::session::{WorkerState, XSpaceSource};
-use oxprof_capture::{CaptureError, CaptureOptions, CaptureSession, ProgressEvent, ProgressFn};
+use oxprof_capture::{CaptureError, CaptureOptions, CaptureSession};
 use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tonic::codegen::tokio_stream::wrappers::TcpListenerStream;
-use tonic::{Request, Response, Status};
-
-/// How the fake server answers `Profile`.
-#[derive(Clone, Copy, Debug)]
-enum Behaviour {
-    /// UNAVAILABLE this many times, then the XSpace bytes in the response.
-    UnavailableThenOk(u32),
-    /// Sleeps this long before answering (for deadlines) unless terminated.
-    Slow(Duration),
-    /// Returns an XSpace of this many bytes.
-    Big(usize),
-    /// Returns `empty_trace = true`.
-    Empty,
-    /// Writes the XSpace under the request's repository root and returns nothing.
-    WritesItself,
-    /// Claims a non-empty trace but neither returns nor writes it (a remote server).
-    WroteElsewhere,
-}
-
-#[derive(Clone)]
-struct FakeServer {
-    behaviour: Behaviour,
-    calls: Arc<AtomicU32>,
-    requests: Arc<Mutex<Vec<ProfileRequest>>>,
-    terminated: Arc<tokio::sync::Notify>,
-}
-
-const XSPACE: &[u8] = b"\x0a\x02\x08\x01 pretend XSpace";
-
-#[tonic::async_trait]
-impl ProfilerService for FakeServer {
-    async fn profile(&self, request: Request<ProfileRequest>) -> Result<Response<ProfileResponse>, Status> {
-        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let request = request.into_inner();
-        self.requests.lock().unwrap().push(request.clone());
-        let ok = |xspace: Vec<u8>| Ok(Response::new(ProfileResponse { tool_data: vec![], empty_trace: false, xspace }));
-        match self.behaviour {
-            Behaviour::UnavailableThenOk(n) if call <= n => Err(Status::unavailable("warming up")),
-            Behaviour::UnavailableThenOk(_) => ok(XSPACE.to_vec()),
-            Behaviour::Slow(wait) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = self.terminated.notified() => {}
-                }
-                ok(XSPACE.to_vec())
-            }
-            Behaviour::Big(n) => ok(vec![7u8; n]),
-            Behaviour::Empty => {
-                Ok(Response::new(ProfileResponse { tool_data: vec![], empty_trace: true, xspace: vec![] }))
-            }
-            Behaviour::WritesItself => {
-                let dir = PathBuf::from(&request.repository_root).join(&request.session_id);
-                std::fs::create_dir_all(&dir).unwrap();
-                let path = dir.join(format!("{}.xplane.pb", request.host_name.replace(':', "_")));
-                std::fs::write(&path, XSPACE).unwrap();
-                // File times come from the kernel's coarse clock and can look a few ms older
-                // than the client's request time: make that happen every time.
-                let file = std::fs::File::options().write(true).open(&path).unwrap();
-                file.set_modified(std::time::SystemTime::now() - Duration::from_millis(20)).unwrap();
-                ok(vec![])
-            }
-            Behaviour::WroteElsewhere => ok(vec![]),
-        }
-    }
-
-    async fn terminate(&self, _request: Request<TerminateRequest>) -> Result<Response<TerminateResponse>, Status> {
-        self.terminated.notify_waiters();
-        Ok(Response::new(TerminateResponse {}))
-    }
-
-    async fn monitor(&self, _request: Request<MonitorRequest>) -> Result<Response<MonitorResponse>, Status> {
-        Err(Status::unimplemented("unimplemented."))
-    }
-
-    async fn start_continuous_profiling(
-        &self,
-        _request: Request<ProfileRequest>,
-    ) -> Result<Response<ContinuousProfilingResponse>, Status> {
-        Err(Status::unimplemented(""))
-    }
-
-    async fn stop_continuous_profiling(
-        &self,
-        _request: Request<StopContinuousProfilingRequest>,
-    ) -> Result<Response<StopContinuousProfilingResponse>, Status> {
-        Err(Status::unimplemented(""))
-    }
-
-    async fn get_snapshot(&self, _request: Request<GetSnapshotRequest>) -> Result<Response<ProfileResponse>, Status> {
-        Err(Status::unimplemented(""))
-    }
-}
-
-/// Starts a fake server on a free loopback port; returns its address and handle.
-async fn start(behaviour: Behaviour) -> (String, FakeServer) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let server = FakeServer {
-        behaviour,
-        calls: Arc::default(),
-        requests: Arc::default(),
-        terminated: Arc::new(tokio::sync::Notify::new()),
-    };
-    let service = ProfilerServiceServer::new(server.clone()).max_encoding_message_size(usize::MAX);
-    tokio::spawn(
-        tonic::transport::Server::builder().add_service(service).serve_with_incoming(TcpListenerStream::new(listener)),
-    );
-    (address, server)
-}
-
-fn fast_options() -> CaptureOptions {
-    CaptureOptions {
-        duration: Duration::from_millis(100),
-        retries: 3,
-        session_id: Some("s1".into()),
-        connect_timeout: Duration::from_secs(2),
-        deadline_margin: Duration::from_secs(5),
-        backoff_initial: Duration::from_millis(50),
-        backoff_max: Duration::from_millis(200),
-        ..CaptureOptions::default()
-    }
-}
-
-fn recorder() -> (ProgressFn, Arc<Mutex<Vec<ProgressEvent>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&events);
-    (Arc::new(move |e: &ProgressEvent| sink.lock().unwrap().push(e.clone())), events)
-}
 
 #[tokio::test]
 async fn unavailable_then_ok_retries_with_backoff_and_saves() {
@@ -283,12 +154,6 @@ async fn two_workers_partial_success_keeps_the_good_one() {
     assert_eq!(json["failed"][0]["kind"], "refused");
 }
 
-/// An address where nothing listens (a port bound and released).
-fn free_port_address() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn refused_connection_is_one_clear_line_and_retried() {
     let dead = free_port_address();
@@ -300,21 +165,6 @@ async fn refused_connection_is_one_clear_line_and_retried() {
     assert_eq!(report.failed[0].attempts, 3);
     let message = report.failed[0].error.to_string();
     assert!(message.contains("connection refused") && !message.contains('\n'), "{message}");
-}
-
-/// A plain HTTP/1 server (like a web UI) on the port.
-fn start_http1_server() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buffer = [0u8; 1024];
-            let _ = stream.read(&mut buffer);
-            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        }
-    });
-    address
 }
 
 #[tokio::test]
@@ -351,15 +201,65 @@ async fn monitor_unimplemented_is_explained() {
     assert!(error.to_string().contains("does not implement Monitor"), "{error}");
 }
 
+/// A peer that accepts the connection and never says a word is named as such at the
+/// handshake, not after a whole capture's deadline as "the program may be stuck".
 #[tokio::test]
-async fn route_captures_like_xprof() {
-    let (address, _server) = start(Behaviour::UnavailableThenOk(0)).await;
+async fn a_silent_peer_is_named_at_the_handshake() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let logdir = tempfile::tempdir().unwrap();
+    let options = CaptureOptions { connect_timeout: Duration::from_millis(500), ..fast_options() };
+    let started = Instant::now();
+    let report = CaptureSession::new(vec![address], logdir.path(), options).unwrap().run(None).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "hang guard: {:?}", started.elapsed());
+    let error = &report.failed[0].error;
+    assert!(matches!(error, CaptureError::NoHttp2Answer { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("accepted the connection but sent no gRPC (HTTP/2) answer within 500ms"), "{message}");
+    assert!(message.contains("is this the profiler server's port"), "{message}");
+    assert!(!message.contains("stuck"), "{message}");
+    assert_eq!(report.failed[0].attempts, 1, "not retried");
+    assert_eq!(error.http_status(), 502);
+}
+
+/// A peer speaking another text protocol (here an SSH banner) is quoted as text.
+#[tokio::test]
+async fn a_text_answer_is_shown_as_text() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\x1b\r\n");
+            let mut buffer = [0u8; 1024];
+            let _ = stream.read(&mut buffer);
+        }
+    });
+    let logdir = tempfile::tempdir().unwrap();
+    let report = CaptureSession::new(vec![address], logdir.path(), fast_options()).unwrap().run(None).await.unwrap();
+    let error = &report.failed[0].error;
+    assert!(matches!(error, CaptureError::WrongProtocol { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains(r#"other than HTTP/2: "SSH-2.0-OpenSSH_9.2p1 Debian-2\x1b""#), "{message}");
+}
+
+/// The legacy entry point (XProf's parameters, the default policy) still captures.
+#[test]
+fn route_captures_like_xprof() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (address, _server) = runtime.block_on(start(Behaviour::UnavailableThenOk(0)));
     let logdir = tempfile::tempdir().unwrap();
     let query = [("service_addr", address.as_str()), ("duration", "100"), ("session_id", "from_ui")]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let response = oxprof_capture::route::capture_profile(Some(logdir.path()), &query).await;
+    let response = oxprof_capture::route::capture_profile_blocking(Some(logdir.path()), &query);
     assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(response.body["result"], "Capture profile successfully. Please refresh.");
     assert_eq!(response.body["run"], "from_ui");

@@ -121,11 +121,48 @@ fn bad_capture_arguments_are_exit_code_2() {
         &["capture", "localhost:1", "--duration", "2h"],
         &["capture", "localhost:1", "--host-tracer-level", "4"],
         &["capture", "localhost:1", "--session-id", "../x"],
+        &["capture", "localhost:1", "--session-id", ".hidden"],
+        &["capture", "localhost:1", "--duration", "61m"],
+        &["capture", "localhost:1", "--delay", "3601s"],
     ] {
         let out = oxprof(args);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert!(!out.stderr.trim().is_empty());
     }
+}
+
+#[test]
+fn an_existing_run_is_never_added_to() {
+    let logdir = tempfile::tempdir().unwrap();
+    let run = logdir.path().join("plugins/profile/run1");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("other_host.xplane.pb"), b"x").unwrap();
+    let out =
+        oxprof(&["capture", &dead_address(), "--logdir", logdir.path().to_str().unwrap(), "--session-id", "run1"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("run \"run1\" exists already"), "{}", out.stderr);
+    assert!(out.stderr.contains("choose another session id"), "{}", out.stderr);
+    let files: Vec<_> = run.read_dir().unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(files, vec![std::ffi::OsString::from("other_host.xplane.pb")]);
+}
+
+#[test]
+fn a_silent_port_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let logdir = tempfile::tempdir().unwrap();
+    let out = oxprof(&["capture", &address, "--logdir", logdir.path().to_str().unwrap(), "--connect-timeout", "1s"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "not retried: {}", out.stderr);
+    assert!(out.stderr.contains("sent no gRPC (HTTP/2) answer within 1s"), "{}", out.stderr);
+    assert!(out.stderr.contains("is this the profiler server's port"), "{}", out.stderr);
 }
 
 // ---------------------------------------------------------------- live JAX workers
@@ -342,7 +379,8 @@ fn live_idle_program_reports_an_empty_trace() {
     assert!(!logdir.path().join("plugins/profile/idle").exists());
 }
 
-/// The server's `/capture_profile` handler (XProf's parameters and answers), on a real worker.
+/// The server's `/capture_profile` handler (XProf's parameters and answers, the default
+/// policy), on a real worker.
 #[test]
 fn live_ui_capture_route_makes_a_new_run() {
     let Some(python) = live_python("live_ui_capture_route_makes_a_new_run") else { return };
@@ -362,7 +400,11 @@ fn live_ui_capture_route_makes_a_new_run() {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
-    let response = oxprof_capture::route::capture_profile_blocking(Some(logdir.path()), &query);
+    let service = oxprof_capture::CaptureService::new(
+        logdir.path().to_path_buf(),
+        oxprof_capture::CapturePolicy::loopback_only(),
+    );
+    let response = service.handle_blocking(&query);
     assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(response.body["result"], "Capture profile successfully. Please refresh.");
     let run = response.body["run"].as_str().unwrap().to_string();
