@@ -612,10 +612,16 @@ try {
       assert(message.includes('127.0.0.1:1'), `error message names the address: ${message}`);
       const failed = await page.locator('[data-role="capture-failed"] li').allInnerTexts();
       assert(failed.length === 1 && failed[0].startsWith('127.0.0.1:1: '), `failed workers: ${JSON.stringify(failed)}`);
-      // The same request to the API answers an error JSON naming the same worker.
-      const r = await fetch(new URL('/data/plugin/profile/capture_profile?service_addr=127.0.0.1:1&duration=100&num_retry=0', served.url));
+      // The same request to the API (a POST with the page's token) answers an error JSON
+      // naming the same worker; without the token, or as a GET, it is refused.
+      const captureUrl = new URL('/data/plugin/profile/capture_profile?service_addr=127.0.0.1:1&duration=100&num_retry=0', served.url);
+      const token = await page.evaluate(() => document.querySelector('meta[name="oxprof-token"]')?.getAttribute('content') ?? '');
+      assert(/^[0-9a-f]{32}$/.test(token), `the page carries the server's token: ${token}`);
+      const r = await fetch(captureUrl, { method: 'POST', headers: { 'X-Oxprof-Token': token } });
       const body = await r.json();
       assert(r.status >= 400 && typeof body.error === 'string' && body.failed?.[0]?.address === '127.0.0.1:1', `API error: ${JSON.stringify(body)}`);
+      assertEqual((await fetch(captureUrl, { method: 'POST' })).status, 403, 'POST without the token');
+      assertEqual((await fetch(captureUrl)).status, 405, 'GET');
       assertEqual(await page.evaluate(() => document.body.dataset.state), 'empty', 'no run was added');
       await shot();
       assert(await page.evaluate(() => !!document.activeElement?.closest('[data-role="capture-dialog"]')), 'the focus stays in the dialog');

@@ -38,6 +38,14 @@ export function errorMessage(body: string, status: number, statusText: string): 
 
 export type Params = Record<string, string | undefined>;
 
+/** The header carrying the server's token on state-changing requests. */
+export const TOKEN_HEADER = 'X-Oxprof-Token';
+
+/** The token the server wrote into this page (`<meta name="oxprof-token">`); other origins cannot read it. */
+export function pageToken(doc: Document = document): string {
+  return doc.querySelector('meta[name="oxprof-token"]')?.getAttribute('content') ?? '';
+}
+
 /** The URL of `route` with the non-empty `params`. */
 export function buildUrl(route: string, params: Params = {}): string {
   const search = new URLSearchParams();
@@ -162,7 +170,8 @@ export const serverApi: Api = {
     const url = buildUrl(`${PROFILE_PREFIX}/capture_profile`, params);
     let response: Response;
     try {
-      response = await fetch(url, { headers: { Accept: 'application/json' } });
+      // A state-changing route: POST with the token the server put in this page.
+      response = await fetch(url, { method: 'POST', headers: { Accept: 'application/json', [TOKEN_HEADER]: pageToken() } });
     } catch (e) {
       throw new ApiError(`Cannot reach the oxprof server (${e instanceof Error ? e.message : String(e)})`, 0, url);
     }

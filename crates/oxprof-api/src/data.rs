@@ -56,6 +56,38 @@ pub struct DataResponse {
     pub notes: Vec<String>,
 }
 
+/// A body written while it is sent, for bodies too large to build in memory: a closure
+/// that owns what it reads (e.g. `Arc`s of decoded profiles) and writes the bytes.
+pub struct BodyWriter(Box<WriteBody>);
+
+type WriteBody = dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send;
+
+impl BodyWriter {
+    /// A body written by `write`.
+    pub fn new(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static) -> Self {
+        BodyWriter(Box::new(write))
+    }
+
+    /// Writes the body to `sink` (an error: the sink failed, e.g. the client went away).
+    pub fn write_to(self, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+        (self.0)(sink)
+    }
+
+    /// The whole body in memory (tests, the CLI).
+    pub fn into_bytes(self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing into memory cannot fail.
+        let _ = self.write_to(&mut out);
+        out
+    }
+}
+
+impl std::fmt::Debug for BodyWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodyWriter")
+    }
+}
+
 /// Resolves a run under `path` (discovering it afresh).
 pub fn select_run(path: &Path, run: Option<&str>) -> Result<ServedRun, ApiError> {
     one_shot_session(path)?.run(run)

@@ -33,7 +33,7 @@ pub use query::Query;
 
 use crate::ApiError;
 use crate::catalog::{self, Catalog};
-use crate::data::{ALL_HOSTS, DataRequest, ToolFamily};
+use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, ToolFamily};
 use crate::session::{Rendered, Session, SessionOptions};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -54,21 +54,41 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
      img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
      form-action 'self'; frame-ancestors 'none'";
 
-/// A response body: static bytes (embedded assets) or shared bytes (cached results).
+/// A response body: static bytes (embedded assets), shared bytes (cached results), or a
+/// body too large to hold, written while it is sent.
 #[derive(Debug, Clone)]
 pub enum Body {
     /// Bytes compiled into the binary.
     Static(&'static [u8]),
     /// Bytes shared with the cache.
     Shared(Arc<[u8]>),
+    /// Written while it is sent ([`Body::take_stream`]); never cached.
+    Stream(Arc<std::sync::Mutex<Option<BodyWriter>>>),
 }
 
 impl Body {
-    /// The bytes.
+    /// The bytes (empty for a [`Body::Stream`]).
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             Body::Static(b) => b,
             Body::Shared(b) => b,
+            Body::Stream(_) => &[],
+        }
+    }
+
+    /// The writer of a [`Body::Stream`] (once).
+    pub fn take_stream(&self) -> Option<BodyWriter> {
+        match self {
+            Body::Stream(writer) => writer.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            _ => None,
+        }
+    }
+
+    /// The whole body: the bytes, or a stream written into memory (once).
+    pub fn to_vec(&self) -> Vec<u8> {
+        match self.take_stream() {
+            Some(writer) => writer.into_bytes(),
+            None => self.as_bytes().to_vec(),
         }
     }
 }
@@ -107,14 +127,15 @@ impl HttpResponse {
         Self::new(status, content_type, Body::Shared(body.into()))
     }
 
-    /// The body as UTF-8 text (lossy), for tests and logs.
+    /// The body as UTF-8 text (lossy), for tests and logs (a streamed body is written
+    /// into memory by the first call).
     pub fn body_text(&self) -> String {
-        String::from_utf8_lossy(self.body.as_bytes()).into_owned()
+        String::from_utf8_lossy(&self.body.to_vec()).into_owned()
     }
 
-    /// The body parsed as JSON, if it is JSON.
+    /// The body parsed as JSON, if it is JSON (see [`HttpResponse::body_text`]).
     pub fn body_json(&self) -> Option<Value> {
-        serde_json::from_slice(self.body.as_bytes()).ok()
+        serde_json::from_slice(&self.body.to_vec()).ok()
     }
 
     /// The value of a header set here (first match, case-insensitive).
@@ -513,13 +534,19 @@ impl Service {
         Ok((run, request, refresh))
     }
 
-    /// A data request's result, from the cache or computed once for all concurrent callers.
-    fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Rendered>, HttpError> {
+    /// The cache key of a data request's result.
+    fn data_key(run: &ServedRun, request: &DataRequest) -> String {
         let mut key =
             format!("data\0{}\0{}\0{}", run.fingerprint(), request.tool, request.host.as_deref().unwrap_or(""));
         for (k, v) in &request.params {
             key.push_str(&format!("\0{k}={v}"));
         }
+        key
+    }
+
+    /// A data request's result, from the cache or computed once for all concurrent callers.
+    fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Rendered>, HttpError> {
+        let key = Self::data_key(run, request);
         let session = &self.session;
         Ok(session.response(key, refresh, || {
             if let Some(bytes) = crate::hlo_tools::binary_output(session, run, request) {
@@ -540,14 +567,45 @@ impl Service {
 
     fn data_route(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let (run, request, refresh) = self.data_request(q)?;
+        if ToolFamily::of(&request.tool) == Some(ToolFamily::Trace) {
+            return self.trace_data(&run, &request, refresh);
+        }
         let computed = self.computed(&run, &request, refresh)?;
         Ok(HttpResponse::new(200, computed.content_type, Body::Shared(computed.body.clone())))
     }
 
+    /// A trace body: kept in the cache when small, written while it is sent when large
+    /// (a whole trace can be hundreds of megabytes of JSON).
+    fn trace_data(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<HttpResponse, HttpError> {
+        let key = Self::data_key(run, request);
+        if !refresh && let Some(kept) = self.session.cached_response(&key) {
+            return Ok(HttpResponse::new(200, kept.content_type, Body::Shared(kept.body.clone())));
+        }
+        match crate::trace::body(&self.session, run, &request.tool, request, refresh)? {
+            crate::trace::TraceBody::Streamed { writer, .. } => Ok(HttpResponse::new(
+                200,
+                "application/json",
+                Body::Stream(Arc::new(std::sync::Mutex::new(Some(writer)))),
+            )),
+            crate::trace::TraceBody::Rendered(response) => {
+                let rendered = Rendered {
+                    content_type: response.content_type,
+                    body: response.body.into_bytes().into(),
+                    notes: response.notes,
+                };
+                let kept = self.session.response(key, true, || Ok(rendered))?;
+                Ok(HttpResponse::new(200, kept.content_type, Body::Shared(kept.body.clone())))
+            }
+        }
+    }
+
     fn data_csv(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let (run, request, refresh) = self.data_request(q)?;
-        let computed = self.computed(&run, &request, refresh)?;
         let not_csv = || HttpError::bad_request("CSV format not supported for this tool type");
+        if ToolFamily::of(&request.tool) == Some(ToolFamily::Trace) {
+            return Err(not_csv());
+        }
+        let computed = self.computed(&run, &request, refresh)?;
         if !computed.content_type.starts_with("application/json") {
             return Err(not_csv());
         }
@@ -605,6 +663,18 @@ impl Service {
             }
             "/notes" => {
                 let (run, request, refresh) = self.data_request(q)?;
+                if ToolFamily::of(&request.tool) == Some(ToolFamily::Trace) {
+                    // Without rendering (and keeping) what may be a very large body.
+                    let (notes, bytes) =
+                        match crate::trace::body(&self.session, &run, &request.tool, &request, refresh)? {
+                            crate::trace::TraceBody::Rendered(r) => (r.notes, Some(r.body.len())),
+                            crate::trace::TraceBody::Streamed { notes, .. } => (notes, None),
+                        };
+                    return Ok(HttpResponse::json(
+                        200,
+                        &json!({"notes": notes, "content_type": "application/json", "bytes": bytes}),
+                    ));
+                }
                 let computed = self.computed(&run, &request, refresh)?;
                 Ok(HttpResponse::json(
                     200,

@@ -249,6 +249,14 @@ impl Session {
         }
     }
 
+    /// The rendered response kept under `key`, if any (never computes or waits).
+    pub fn cached_response(&self, key: &str) -> Option<Arc<Rendered>> {
+        match &*self.cache.peek(&CacheKey::Response(key.to_string()))? {
+            Cached::Response(rendered) => Some(rendered.clone()),
+            _ => None,
+        }
+    }
+
     /// Each host's OpStats analysis (loaded and converted once per file and kept).
     pub fn host_analyses(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostAnalysis>>, ApiError> {
         let entries = self.file_entries(files, refresh, CacheKey::Analysis, |file| {

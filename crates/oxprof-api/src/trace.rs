@@ -10,7 +10,7 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts};
+use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts};
 use crate::session::{Session, file_state};
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::trace::aggregate as agg;
@@ -125,7 +125,24 @@ fn trace_hosts<'a>(run: &'a ServedRun, request: &DataRequest) -> Result<Vec<&'a 
     select_hosts(run, request.host.as_deref())
 }
 
-/// Answers a data request for one of [`TOOLS`].
+/// Bodies of more events than this are written while they are sent
+/// ([`TraceBody::Streamed`]) rather than built in memory and kept (~160 bytes per event).
+pub const STREAM_EVENTS: usize = 100_000;
+
+/// A trace body: rendered (small enough to keep), or written while it is sent.
+pub enum TraceBody {
+    /// The whole response.
+    Rendered(DataResponse),
+    /// A JSON body too large to hold, and oxprof's notes.
+    Streamed {
+        /// Writes the body.
+        writer: BodyWriter,
+        /// oxprof's notes for users.
+        notes: Vec<String>,
+    },
+}
+
+/// Answers a data request for one of [`TOOLS`] with the whole body in memory.
 pub fn data(
     session: &Session,
     run: &ServedRun,
@@ -133,30 +150,65 @@ pub fn data(
     request: &DataRequest,
     refresh: bool,
 ) -> Result<DataResponse, ApiError> {
+    match body(session, run, tool, request, refresh)? {
+        TraceBody::Rendered(response) => Ok(response),
+        TraceBody::Streamed { writer, notes } => Ok(DataResponse {
+            content_type: "application/json",
+            body: String::from_utf8(writer.into_bytes()).unwrap_or_default(),
+            json: None,
+            notes,
+        }),
+    }
+}
+
+/// Answers a data request for one of [`TOOLS`]: bodies of more than [`STREAM_EVENTS`]
+/// events are left to a [`BodyWriter`] that renders them in pieces while they are sent.
+pub fn body(
+    session: &Session,
+    run: &ServedRun,
+    tool: &str,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<TraceBody, ApiError> {
     let files = trace_hosts(run, request)?;
     let params = &request.params;
     let req = tv::parse_request(|k| params.get(k).cloned()).map_err(|e| bad("trace_viewer_options", e))?;
     let hosts = session.host_traces(&files, refresh)?;
-    let views: Vec<HostTrace<'_>> = hosts.iter().map(|h| h.xprof()).collect();
     let mut notes = Vec::new();
-    let body = if tool == "trace_viewer" {
-        if views.len() > 1 {
-            notes.push("trace_viewer shows one host; showing the first (use trace_viewer@ for several)".to_string());
-        }
-        match views.first() {
-            Some(h) => tv::legacy_trace_json(h),
-            None => return Err(bad("host", "no host selected")),
-        }
-    } else {
-        tv::trace_viewer_json(&views, &req).map_err(|e| bad("event_name", e.to_string()))?
-    };
     let total: usize = hosts.iter().map(|h| h.index.num_events).sum();
     if tool == "trace_viewer@" && total >= oxprof_analysis::trace::DISABLE_STREAMING_THRESHOLD {
         notes.push(format!(
             "{total} events: downsampled as XProf does; oxprof's /oxprof/api/trace routes browse every event"
         ));
     }
-    Ok(DataResponse { content_type: "application/json", body, json: None, notes })
+    let rendered = |body: String, notes: Vec<String>| {
+        Ok(TraceBody::Rendered(DataResponse { content_type: "application/json", body, json: None, notes }))
+    };
+    if tool == "trace_viewer" {
+        let Some(first) = hosts.first().cloned() else { return Err(bad("host", "no host selected")) };
+        if hosts.len() > 1 {
+            notes.insert(0, "trace_viewer shows one host; showing the first (use trace_viewer@ for several)".into());
+        }
+        if first.index.num_events <= STREAM_EVENTS {
+            return rendered(tv::legacy_trace_json(&first.xprof()), notes);
+        }
+        let writer = BodyWriter::new(move |sink| tv::write_legacy_trace_json(&first.xprof(), sink));
+        return Ok(TraceBody::Streamed { writer, notes });
+    }
+    let views: Vec<HostTrace<'_>> = hosts.iter().map(|h| h.xprof()).collect();
+    let view = tv::trace_view(&views, &req).map_err(|e| bad("event_name", e.to_string()))?;
+    if view.num_events() <= STREAM_EVENTS {
+        let mut body = Vec::new();
+        // Writing into memory cannot fail; the body is UTF-8 text.
+        let _ = view.write(&views, &req, &mut body);
+        return rendered(String::from_utf8(body).unwrap_or_default(), notes);
+    }
+    drop(views);
+    let writer = BodyWriter::new(move |sink| {
+        let views: Vec<HostTrace<'_>> = hosts.iter().map(|h| h.xprof()).collect();
+        view.write(&views, &req, sink)
+    });
+    Ok(TraceBody::Streamed { writer, notes })
 }
 
 // ---- oxprof's level-of-detail API ------------------------------------------------------

@@ -181,6 +181,19 @@ impl<K: Hash + Eq + Clone, V: Weighted, E: Clone + From<Abandoned>> FlightCache<
         }
     }
 
+    /// The finished value of `key`, if there is one (counted as a hit and marked used);
+    /// never starts or joins a flight.
+    pub fn peek(&self, key: &K) -> Option<Arc<V>> {
+        let mut state = lock(&self.state);
+        state.clock += 1;
+        let now = state.clock;
+        let Some(Slot::Ready { value, last_used, .. }) = state.entries.get_mut(key) else { return None };
+        *last_used = now;
+        let value = value.clone();
+        state.hits += 1;
+        Some(value)
+    }
+
     /// The value of `key`: cached, computed by a concurrent caller (waited for on this
     /// thread), or computed now on this thread by `compute`. Call it only where waiting
     /// is safe (see the crate docs).
@@ -433,6 +446,16 @@ mod tests {
         let Lookup::Compute(claim) = cache.lookup(&key("j"), false) else { panic!() };
         assert!(matches!(cache.lookup(&key("j"), true), Lookup::Wait(_)));
         claim.fulfil(Ok(vec![3])).unwrap();
+    }
+
+    #[test]
+    fn peek_finds_only_finished_values() {
+        let cache = Cache::new(100);
+        assert!(cache.peek(&key("k")).is_none());
+        let Lookup::Compute(claim) = cache.lookup(&key("k"), false) else { panic!() };
+        assert!(cache.peek(&key("k")).is_none(), "a flight in progress is not a value");
+        claim.fulfil(Ok(vec![5])).unwrap();
+        assert_eq!(*cache.peek(&key("k")).unwrap(), vec![5]);
     }
 
     #[test]

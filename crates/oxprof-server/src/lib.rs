@@ -44,6 +44,9 @@ pub struct ServeOptions {
     /// Further `Host` names to answer besides loopback names and the bound address
     /// (`--allow-host`).
     pub allow_hosts: Vec<String>,
+    /// What `/capture_profile` may connect to and how much it may do at once
+    /// (loopback targets only unless `--capture-allow` adds more).
+    pub capture_policy: oxprof_capture::CapturePolicy,
 }
 
 impl Default for ServeOptions {
@@ -55,6 +58,7 @@ impl Default for ServeOptions {
             cache_bytes: DEFAULT_CACHE_BYTES,
             log_requests: false,
             allow_hosts: Vec::new(),
+            capture_policy: oxprof_capture::CapturePolicy::loopback_only(),
         }
     }
 }
@@ -138,11 +142,14 @@ async fn start_with(
     // Captures go into `<logdir>/plugins/profile/<session>/`: only offered when a log
     // directory is served (not the demo, a single file or a run directory).
     let service = match capture_logdir(&root, demo_dir.is_some()) {
-        Some(logdir) => service.with_capture(Box::new(move |query| {
-            let params = query.unique_pairs().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
-            let answer = oxprof_capture::route::capture_profile_blocking(Some(&logdir), &params);
-            HttpResponse::json(answer.status, &answer.body)
-        })),
+        Some(logdir) => {
+            let capture = oxprof_capture::route::CaptureService::new(logdir, options.capture_policy.clone());
+            service.with_capture(Box::new(move |query| {
+                let params = query.unique_pairs().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+                let answer = capture.handle_blocking(&params);
+                HttpResponse::json(answer.status, &answer.body)
+            }))
+        }
         None => service,
     };
     let service = Arc::new(service);
@@ -241,10 +248,13 @@ async fn handle(State(state): State<AppState>, request: Request) -> Response {
     };
     if state.log_requests {
         let sep = if query.is_empty() { "" } else { "?" };
+        let size = match response.body {
+            Body::Stream(_) => "streamed".to_string(),
+            _ => format!("{} B", response.body.as_bytes().len()),
+        };
         eprintln!(
-            "{method} {path}{sep}{query} {} {} B {:.1} ms",
+            "{method} {path}{sep}{query} {} {size} {:.1} ms",
             response.status,
-            response.body.as_bytes().len(),
             started.elapsed().as_secs_f64() * 1e3
         );
     }
@@ -259,10 +269,14 @@ fn internal_error() -> HttpResponse {
 
 fn to_axum(response: HttpResponse) -> Response {
     let body = match response.body {
-        Body::Static(bytes) => bytes::Bytes::from_static(bytes),
-        Body::Shared(bytes) => bytes::Bytes::from_owner(bytes),
+        Body::Static(bytes) => AxumBody::from(bytes::Bytes::from_static(bytes)),
+        Body::Shared(bytes) => AxumBody::from(bytes::Bytes::from_owner(bytes)),
+        Body::Stream(_) => match response.body.take_stream() {
+            Some(writer) => streamed(writer),
+            None => AxumBody::empty(),
+        },
     };
-    let mut out = Response::new(AxumBody::from(body));
+    let mut out = Response::new(body);
     *out.status_mut() = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = out.headers_mut();
     headers.insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static(response.content_type));
@@ -273,6 +287,43 @@ fn to_axum(response: HttpResponse) -> Response {
         }
     }
     out
+}
+
+/// Pieces of a streamed body in flight at once: with ~1 MB pieces, the memory a slow
+/// client can pin.
+const STREAM_PIECES_IN_FLIGHT: usize = 4;
+
+/// A body written on a blocking thread while it is sent: the writer blocks when the
+/// client reads slowly, and stops (its next write fails) when the client goes away.
+fn streamed(writer: oxprof_api::data::BodyWriter) -> AxumBody {
+    let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(STREAM_PIECES_IN_FLIGHT);
+    tokio::task::spawn_blocking(move || {
+        let mut sink = ChannelWriter { tx };
+        // An error here means the client went away: nothing left to do.
+        let _ = writer.write_to(&mut sink);
+    });
+    let pieces = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|piece| (Ok::<_, io::Error>(piece), rx))
+    });
+    AxumBody::from_stream(pieces)
+}
+
+/// `io::Write` into the channel of a streamed body.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
+}
+
+impl io::Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tx
+            .blocking_send(bytes::Bytes::copy_from_slice(buf))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client went away"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The log directory captures are written to, when `root` is one: a directory that is not

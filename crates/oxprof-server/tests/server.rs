@@ -181,3 +181,48 @@ fn a_missing_path_is_a_clear_error() {
     let err = rt.block_on(start(options(Some(PathBuf::from("/no/such/logdir"))))).err().unwrap();
     assert!(err.to_string().contains("/no/such/logdir"), "{err}");
 }
+
+/// A whole trace (`resolution=0`) of more events than a body is built for is written
+/// while it is sent (chunked), with the same bytes as the one-shot computation.
+#[test]
+fn a_large_trace_body_is_streamed() {
+    use oxprof_format::testing::XSpaceBuilder;
+    let logdir = tempfile::tempdir().unwrap();
+    let dest = logdir.path().join("plugins/profile/big/vm.xplane.pb");
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    // 150,000 events on four threads (above oxprof_api::trace::STREAM_EVENTS).
+    let space = XSpaceBuilder::new().plane("/host:CPU", |p| {
+        for line in 0..4 {
+            p.line(line, &format!("thread {line}"), 0, |l| {
+                for i in 0..37_500i64 {
+                    l.event(if i % 3 == 0 { "op_a" } else { "op_b" }, i * 2_000_000, 1_000_000);
+                }
+            });
+        }
+    });
+    std::fs::write(&dest, space.to_bytes()).unwrap();
+    let rt = runtime();
+    let server = rt.block_on(start(options(Some(logdir.path().to_path_buf())))).unwrap();
+    let reply = request(server.addr, "GET", "/data?run=big&tag=trace_viewer%40&host=vm&resolution=0", false);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("transfer-encoding"), Some("chunked"), "streamed, not built whole");
+    let one_shot = oxprof_api::data::DataRequest {
+        tool: "trace_viewer@".into(),
+        host: Some("vm".into()),
+        params: [("resolution".to_string(), "0".to_string())].into(),
+        ..Default::default()
+    };
+    let expected = oxprof_api::data::data(logdir.path(), &one_shot).unwrap().body;
+    assert!(expected.len() > 10 << 20, "{} bytes", expected.len());
+    assert!(reply.text() == expected, "streamed body differs from the one-shot body");
+    // Without `resolution`, XProf's server default (8000) applies (a trace this small is
+    // not downsampled by XProf's rule, so the events are the same).
+    let default = request(server.addr, "GET", "/data?run=big&tag=trace_viewer%40&host=vm", false);
+    assert_eq!(default.status, 200);
+    let at_8000 = oxprof_api::data::DataRequest {
+        params: [("resolution".to_string(), "8000".to_string())].into(),
+        ..one_shot.clone()
+    };
+    assert!(default.text() == oxprof_api::data::data(logdir.path(), &at_8000).unwrap().body);
+    rt.block_on(server.shutdown()).unwrap();
+}

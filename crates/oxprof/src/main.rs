@@ -71,6 +71,12 @@ enum Command {
         /// reach the server through a name of its own (DNS rebinding).
         #[arg(long = "allow-host", value_name = "HOST")]
         allow_hosts: Vec<String>,
+        /// Let the UI's Capture Profile dialog also reach TARGET (repeatable): HOST,
+        /// HOST:PORT, IP, IP:PORT or a CIDR block such as 10.0.0.0/8. By default only
+        /// loopback addresses are captured from, so that no web page can use the server
+        /// to reach other machines.
+        #[arg(long = "capture-allow", value_name = "TARGET", value_parser = oxprof_capture::CapturePolicy::parse_allow)]
+        capture_allow: Vec<oxprof_capture::AllowedTarget>,
     },
 }
 
@@ -125,7 +131,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
-        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts } => {
+        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
@@ -136,6 +142,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 cache_bytes: cache_mb.saturating_mul(1 << 20),
                 log_requests: !quiet,
                 allow_hosts,
+                capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
@@ -154,6 +161,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 // A binary body (graph_viewer type=pb) is written as is.
                 use std::io::Write;
                 std::io::stdout().write_all(&bytes?).context("cannot write to stdout")?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let is_trace = oxprof_api::data::ToolFamily::of(&request.tool) == Some(oxprof_api::data::ToolFamily::Trace);
+            if is_trace && format == Format::Json {
+                // A whole trace can be hundreds of MB: written while it is rendered.
+                use std::io::Write;
+                let body = oxprof_api::trace::body(&session, &served, &request.tool, &request, false)?;
+                let mut stdout = std::io::stdout().lock();
+                let notes = match body {
+                    oxprof_api::trace::TraceBody::Rendered(response) => {
+                        stdout.write_all(response.body.as_bytes()).context("cannot write to stdout")?;
+                        response.notes
+                    }
+                    oxprof_api::trace::TraceBody::Streamed { writer, notes } => {
+                        writer.write_to(&mut stdout).context("cannot write to stdout")?;
+                        notes
+                    }
+                };
+                writeln!(stdout).context("cannot write to stdout")?;
+                for note in &notes {
+                    eprintln!("note: {note}");
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             let response = oxprof_api::data::answer(&session, &served, &request, false)?;

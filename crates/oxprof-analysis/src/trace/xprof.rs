@@ -457,6 +457,40 @@ fn is_stack_frame_arg(name: &str, value: &ArgValue) -> bool {
     matches!(value, ArgValue::Str(s) if s.len() > 16) && (name == "long_name" || name == "hlo_text")
 }
 
+/// Text is handed to the sink in pieces of about this size, so that a large body is
+/// never held in memory whole.
+const SPILL_BYTES: usize = 1 << 20;
+
+/// Text built in a buffer and handed to a sink in pieces ([`SPILL_BYTES`]).
+struct Spill<'s> {
+    sink: &'s mut dyn std::io::Write,
+    error: Option<std::io::Error>,
+}
+
+impl Spill<'_> {
+    /// Hands `out` to the sink once it is large (everything when `all`); after a failure
+    /// (the client went away) the text is dropped and the error kept for the end.
+    fn spill(&mut self, out: &mut String, all: bool) {
+        if out.len() < SPILL_BYTES && !all {
+            return;
+        }
+        if self.error.is_none()
+            && let Err(e) = self.sink.write_all(out.as_bytes())
+        {
+            self.error = Some(e);
+        }
+        out.clear();
+    }
+
+    fn finish(mut self, out: &mut String) -> std::io::Result<()> {
+        self.spill(out, true);
+        match self.error {
+            Some(e) => Err(e),
+            None => self.sink.flush(),
+        }
+    }
+}
+
 /// Writes the JSON of the selected events of several hosts.
 struct JsonWriter<'a> {
     out: String,
@@ -622,10 +656,33 @@ impl JsonWriter<'_> {
     }
 }
 
-/// Renders XProf's `trace_viewer@` JSON for the hosts (host `i` has pids offset by
-/// `1000 (i + 1)`), in one of XProf's three modes: event details (`event_name`), search
-/// (`search_prefix`), or a window.
-pub fn trace_viewer_json(hosts: &[HostTrace<'_>], req: &TraceViewRequest) -> Result<String, ViewError> {
+/// The events a `trace_viewer@` request selects, ready to be written ([`trace_view`]).
+pub struct TraceView {
+    selections: Vec<Selection>,
+}
+
+impl TraceView {
+    /// Number of events the body will carry.
+    pub fn num_events(&self) -> usize {
+        self.selections.iter().map(|s| s.tracks.iter().map(|(_, p)| p.len()).sum::<usize>()).sum()
+    }
+
+    /// Writes the JSON body to `sink` in pieces of about a megabyte (the same bytes as
+    /// [`trace_viewer_json`]). `hosts` and `req` must be those the view was made from.
+    pub fn write(
+        &self,
+        hosts: &[HostTrace<'_>],
+        req: &TraceViewRequest,
+        sink: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        render(hosts, &self.selections, req, sink)
+    }
+}
+
+/// Selects the events of XProf's `trace_viewer@` for the hosts (host `i` has pids offset
+/// by `1000 (i + 1)`), in one of XProf's three modes: event details (`event_name`),
+/// search (`search_prefix`), or a window.
+pub fn trace_view(hosts: &[HostTrace<'_>], req: &TraceViewRequest) -> Result<TraceView, ViewError> {
     let selections: Vec<Selection> = if let Some(name) = req.event_name.as_deref().filter(|n| !n.is_empty()) {
         let found: Vec<Selection> = hosts
             .iter()
@@ -643,10 +700,26 @@ pub fn trace_viewer_json(hosts: &[HostTrace<'_>], req: &TraceViewRequest) -> Res
     } else {
         hosts.iter().map(|h| load_window(h, req)).collect()
     };
-    Ok(render(hosts, &selections, req))
+    Ok(TraceView { selections })
 }
 
-fn render(hosts: &[HostTrace<'_>], selections: &[Selection], req: &TraceViewRequest) -> String {
+/// Renders XProf's `trace_viewer@` JSON for the hosts ([`trace_view`], then
+/// [`TraceView::write`] into memory).
+pub fn trace_viewer_json(hosts: &[HostTrace<'_>], req: &TraceViewRequest) -> Result<String, ViewError> {
+    let view = trace_view(hosts, req)?;
+    let mut body = Vec::new();
+    // Writing into memory cannot fail, and every piece written is UTF-8 text.
+    let _ = view.write(hosts, req, &mut body);
+    Ok(String::from_utf8(body).unwrap_or_default())
+}
+
+fn render(
+    hosts: &[HostTrace<'_>],
+    selections: &[Selection],
+    req: &TraceViewRequest,
+    sink: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut spill = Spill { sink, error: None };
     let details_mode = selections.iter().any(|s| s.full_args);
     // Stack frames: the whole name table, or (event details) only the event's own.
     let mut frames: BTreeMap<u64, String> = BTreeMap::new();
@@ -678,7 +751,8 @@ fn render(hosts: &[HostTrace<'_>], selections: &[Selection], req: &TraceViewRequ
     let max_ps = hosts.iter().map(|h| h.index.max_ps).max().unwrap_or(0);
 
     let shown_groups = hosts.iter().map(|h| shown_groups(h.space, h.groups)).collect();
-    let mut w = JsonWriter { out: String::with_capacity(256 + returned * 160), hosts, frame_ids, shown_groups };
+    let capacity = (256 + returned * 160).min(2 * SPILL_BYTES);
+    let mut w = JsonWriter { out: String::with_capacity(capacity), hosts, frame_ids, shown_groups };
     let out = &mut w.out;
     out.push_str("{\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true}, \"codeLink\":\"\",");
     out.push_str("\"useNewBackend\": false,");
@@ -763,6 +837,7 @@ fn render(hosts: &[HostTrace<'_>], selections: &[Selection], req: &TraceViewRequ
             }
             first = false;
             counters += w.write_counter(hi, pid, *ti, positions);
+            spill.spill(&mut w.out, false);
             continue;
         }
         for &pos in positions {
@@ -771,10 +846,11 @@ fn render(hosts: &[HostTrace<'_>], selections: &[Selection], req: &TraceViewRequ
             }
             first = false;
             w.write_event(hi, pid, *ti, pos, selections[hi].full_args);
+            spill.spill(&mut w.out, false);
         }
     }
     let _ = write!(w.out, "], \"showCounterMessage\": \"\" ,\"totalCounterEvents\":{counters}}}");
-    w.out
+    spill.finish(&mut w.out)
 }
 
 /// Parses XProf's request parameters (`start_time_ms`, `end_time_ms`, `resolution`,
@@ -807,7 +883,16 @@ pub fn parse_request(get: impl Fn(&str) -> Option<String>) -> Result<TraceViewRe
 /// all arguments as strings, Python's `json.dumps(sort_keys=True)` layout, pids without
 /// the multi-host offset.
 pub fn legacy_trace_json(host: &HostTrace<'_>) -> String {
+    let mut body = Vec::new();
+    // Writing into memory cannot fail, and every piece written is UTF-8 text.
+    let _ = write_legacy_trace_json(host, &mut body);
+    String::from_utf8(body).unwrap_or_default()
+}
+
+/// [`legacy_trace_json`] written to `sink` in pieces of about a megabyte.
+pub fn write_legacy_trace_json(host: &HostTrace<'_>, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
     const MAX_EVENTS: usize = 5_000_000;
+    let mut spill = Spill { sink, error: None };
     let index = host.index;
     let mut out =
         String::from("{\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true},\n\"traceEvents\":[\n");
@@ -909,9 +994,10 @@ pub fn legacy_trace_json(host: &HostTrace<'_>) -> String {
         let _ = write!(out, ", \"tid\": {}, \"ts\": ", t.resource_id().unwrap_or(0));
         push_micros(&mut out, v.ts);
         out.push_str("},\n");
+        spill.spill(&mut out, false);
     }
     out.push_str("{}]}\n");
-    out
+    spill.finish(&mut out)
 }
 
 #[cfg(test)]
