@@ -16,6 +16,8 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
   '--disable-quic',
   '--no-first-run',
+  // A name of an attacker's that resolves to 127.0.0.1 (DNS rebinding), for the security test.
+  '--host-resolver-rules=MAP rebind.test 127.0.0.1',
 ];
 
 /** Starts `oxprof serve PATH --port 0` on 127.0.0.1 and resolves with its URL once it listens. */

@@ -10,6 +10,7 @@
 // jax for the live capture test, skipped without it unless OXPROF_REQUIRE_LIVE=1).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -577,6 +578,64 @@ try {
     });
   } finally {
     rmSync(emptyDir, { recursive: true, force: true });
+  }
+
+  // Security: a page of another origin, and a DNS-rebinding name, in a real browser.
+  {
+    const guarded = await startServer(bin, logdir);
+    servers.push(guarded);
+    const port = new URL(guarded.url).port;
+    const evil = await new Promise((done) => {
+      const server = createHttpServer((_, res) => {
+        res.writeHead(200, { 'Content-Type': 'text/html' });
+        res.end('<!doctype html><title>another site</title>');
+      });
+      server.listen(0, '127.0.0.1', () => done(server));
+    });
+    try {
+      await h.test('security: a DNS-rebinding name gets 403 on every route', async ({ page }) => {
+        for (const path of ['/', '/data/plugin/profile/runs', '/oxprof/api/info']) {
+          const response = await page.goto(`http://rebind.test:${port}${path}`);
+          assertEqual(response?.status(), 403, `rebind.test${path}`);
+          const body = await page.evaluate(() => document.body.innerText);
+          assert(body.includes('--allow-host'), `the refusal says how to allow the name: ${body}`);
+        }
+      }, { allowConsole: /403/ });
+      await h.test('security: another site\'s page can neither make the server work nor start a capture', async ({ page }) => {
+        const info = async () => (await (await fetch(new URL('/oxprof/api/info', guarded.url))).json()).cache.computations;
+        const before = await info();
+        const runsNow = await api(guarded.url, 'runs');
+        await page.goto(`http://127.0.0.1:${evil.address().port}/`);
+        const target = `${guarded.url.replace(/\/$/, '')}/data/plugin/profile`;
+        const tried = await page.evaluate(async ({ target, run }) => {
+          const out = [];
+          // Fire-and-forget requests a page may send anywhere (no-cors): the server refuses them.
+          for (const [url, init] of [
+            [`${target}/data?run=${encodeURIComponent(run)}&tag=framework_op_stats&use_saved_result=false`, {}],
+            [`${target}/capture_profile?service_addr=127.0.0.1:1&session_id=evil`, { method: 'POST' }],
+          ]) {
+            try {
+              await fetch(url, { ...init, mode: 'no-cors' });
+              out.push('sent');
+            } catch {
+              out.push('failed');
+            }
+          }
+          // Reading an answer is blocked by the browser itself.
+          try {
+            await fetch(`${target}/runs`);
+            out.push('read');
+          } catch {
+            out.push('unreadable');
+          }
+          return out;
+        }, { target, run: runsNow[0] });
+        assertEqual(tried[2], 'unreadable', 'cross-origin reads');
+        assertEqual(await info(), before, 'no computation was started for the other site');
+      }, { allowConsole: /403|CORS|Failed to fetch|net::/ });
+    } finally {
+      evil.close();
+    }
   }
 
   // Capture profile: `oxprof serve DIR` over a log directory offers capturing.

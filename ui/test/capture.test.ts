@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Api, type CaptureReply, type Params, parseCaptureReply } from '../src/api';
+import { type Api, type CaptureReply, type Params, pageToken, parseCaptureReply, serverApi } from '../src/api';
 import { App } from '../src/app';
 import { CAPTURE_DEFAULTS, CaptureDialog, captureParams, validateCapture } from '../src/capture';
 
@@ -61,6 +61,31 @@ describe('capture params', () => {
     const bad = parseCaptureReply(500, 'Internal Server Error', JSON.stringify({ error: 'no', failed: [{ address: 'a:1', error: 'refused', attempts: 1 }] }));
     expect(bad).toMatchObject({ ok: false, error: 'no', failed: [{ address: 'a:1', error: 'refused', attempts: 1 }] });
     expect(parseCaptureReply(501, 'Not Implemented', 'capture is not wired')).toMatchObject({ ok: false, error: 'capture is not wired' });
+  });
+});
+
+describe('capture request', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    document.head.querySelector('meta[name="oxprof-token"]')?.remove();
+  });
+
+  it('is a POST carrying the token the server put in the page', async () => {
+    const meta = document.createElement('meta');
+    meta.name = 'oxprof-token';
+    meta.content = '0123456789abcdef0123456789abcdef';
+    document.head.append(meta);
+    expect(pageToken()).toBe('0123456789abcdef0123456789abcdef');
+    const calls: { url: string; init?: RequestInit }[] = [];
+    vi.stubGlobal('fetch', async (url: string, init?: RequestInit) => {
+      calls.push({ url, init });
+      return new Response(JSON.stringify({ result: 'ok', run: 'r', captured: [], failed: [] }), { status: 200 });
+    });
+    await serverApi.capture({ service_addr: 'localhost:9999' });
+    expect(calls).toHaveLength(1);
+    expect(calls[0].url).toBe('/data/plugin/profile/capture_profile?service_addr=localhost%3A9999');
+    expect(calls[0].init?.method).toBe('POST');
+    expect((calls[0].init?.headers as Record<string, string>)['X-Oxprof-Token']).toBe('0123456789abcdef0123456789abcdef');
   });
 });
 
