@@ -39,6 +39,13 @@ async function api(base, route, params = {}) {
   return r.json();
 }
 
+/** The tools oxprof's UI offers for a run (the server's registry, `/oxprof/api/run`). */
+async function offeredTools(base, run) {
+  const r = await fetch(new URL(`/oxprof/api/run?run=${encodeURIComponent(run)}`, base));
+  if (!r.ok) throw new Error(`/oxprof/api/run: HTTP ${r.status}`);
+  return (await r.json()).offered.map((t) => t.name);
+}
+
 async function hostsOf(base, run, tool) {
   return (await api(base, 'hosts', { run, tag: tool })).map((h) => h.hostname);
 }
@@ -229,8 +236,12 @@ try {
     assertEqual(await options('run'), runs, 'run options');
     const sel = await selectValues(page);
     assertEqual(sel.run, runs[0], 'default run (the newest)');
-    const tools = await api(base, 'run_tools', { run: sel.run });
+    const tools = await offeredTools(base, sel.run);
     assertEqual(await options('tool'), tools, 'tool options');
+    // oxprof offers what XProf's /run_tools hides (its registry decides).
+    for (const tool of ['pod_viewer', 'tf_data_bottleneck_analysis']) assert(tools.includes(tool), `${tool} in the Tools menu`);
+    const overviewLabel = await page.locator('[data-role="tool"] option[value="overview_page"]').innerText();
+    assert(overviewLabel.startsWith('Overview'), `tools are titled as the registry names them: ${overviewLabel}`);
     assertEqual(sel.tool, tools[0], 'default tool');
     assertEqual(await options('host'), await hostsOf(base, sel.run, sel.tool), 'host options');
     const url = new URL(page.url());
@@ -404,7 +415,7 @@ try {
 
   // Tools without a dedicated page: the generic DataTable page.
   {
-    const tools = await api(base, 'run_tools', { run: stepsRun });
+    const tools = await offeredTools(base, stepsRun);
     const dedicated = ['overview_page', 'input_pipeline_analyzer', 'framework_op_stats', 'kernel_stats', 'pod_viewer', 'trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer', 'op_profile', 'hlo_stats', 'roofline_model', 'memory_profile', 'tf_data_bottleneck_analysis'];
     for (const tool of tools.filter((t) => !dedicated.includes(t))) {
       const host = (await hostsOf(base, stepsRun, tool))[0];
@@ -485,7 +496,7 @@ try {
     servers.push(gpu);
     const gpuRuns = await api(gpu.url, 'runs');
     const run = gpuRuns[0];
-    const tools = await api(gpu.url, 'run_tools', { run });
+    const tools = await offeredTools(gpu.url, run);
     if (tools.includes('kernel_stats')) {
       const host = (await hostsOf(gpu.url, run, 'kernel_stats'))[0];
       let data = null;

@@ -1,6 +1,8 @@
 // The server API: XProf-compatible routes under /data/plugin/profile and oxprof's own
 // /oxprof/api routes. Errors carry the server's own message (its JSON `error` field).
 
+import { learnToolTitles } from './page';
+
 export const PROFILE_PREFIX = '/data/plugin/profile';
 
 /** A failed request: `message` is the server's message when it sent one. */
@@ -82,6 +84,16 @@ export async function getText(url: string): Promise<string> {
   return (await request(url)).text();
 }
 
+/** oxprof's description of one run, with the tools it offers. */
+export const OXPROF_RUN_ROUTE = '/oxprof/api/run';
+
+/** A tool as the server's registry describes it. */
+export interface OfferedTool {
+  name: string;
+  title: string;
+  page: string;
+}
+
 export interface HostEntry {
   hostname: string;
 }
@@ -156,7 +168,14 @@ export const NOTES_ROUTE = '/oxprof/api/notes';
 /** The API of the server this page came from. */
 export const serverApi: Api = {
   runs: () => getJson<string[]>(`${PROFILE_PREFIX}/runs`),
-  runTools: (run) => getJson<string[]>(buildUrl(`${PROFILE_PREFIX}/run_tools`, { run })),
+  // The tools oxprof offers for the run (its registry, which shows more than XProf's
+  // `/run_tools`: pod viewer, tf.data bottleneck analysis), with their titles.
+  runTools: async (run) => {
+    const info = await getJson<{ offered?: OfferedTool[] }>(buildUrl(OXPROF_RUN_ROUTE, { run }));
+    const offered = info.offered ?? [];
+    learnToolTitles(offered);
+    return offered.map((t) => t.name);
+  },
   hosts: async (run, tool) => {
     const list = await getJson<(HostEntry | string)[]>(buildUrl(`${PROFILE_PREFIX}/hosts`, { run, tag: tool }));
     return list.map((h) => (typeof h === 'string' ? h : h.hostname));

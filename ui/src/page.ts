@@ -19,32 +19,17 @@ export interface PageContext {
 
 export type Page = (ctx: PageContext) => HTMLElement;
 
-/** Human names of XProf's tools. */
-export const TOOL_NAMES: Record<string, string> = {
-  overview_page: 'Overview',
-  input_pipeline_analyzer: 'Input pipeline analyzer',
-  input_pipeline: 'Input pipeline analyzer',
-  framework_op_stats: 'Framework op stats',
-  tensorflow_stats: 'Framework op stats',
-  kernel_stats: 'GPU kernel stats',
-  pod_viewer: 'Pod viewer',
-  trace_viewer: 'Trace viewer',
-  'trace_viewer@': 'Trace viewer',
-  op_profile: 'Op profile',
-  hlo_op_profile: 'Op profile',
-  hlo_stats: 'HLO op stats',
-  hlo_op_stats: 'HLO op stats',
-  roofline_model: 'Roofline model',
-  memory_profile: 'Memory profile',
-  memory_viewer: 'Memory viewer',
-  graph_viewer: 'Graph viewer',
-  tf_data_bottleneck_analysis: 'tf.data bottleneck analysis',
-  perf_counters: 'Perf counters',
-  inference_profile: 'Inference profile',
-  megascale_stats: 'Megascale stats',
-  utilization_viewer: 'Utilization viewer',
-};
+/**
+ * Titles of the tools, as the server's tool registry names them: learned from
+ * `/oxprof/api/run` (see `serverApi.runTools`); a tool not seen yet shows its name.
+ */
+const TOOL_TITLES = new Map<string, string>();
+
+/** Remembers titles the server sent (`{name, title}` rows of the registry). */
+export function learnToolTitles(tools: { name: string; title: string }[]): void {
+  for (const t of tools) TOOL_TITLES.set(t.name, t.title);
+}
 
 export function toolName(tool: string): string {
-  return TOOL_NAMES[tool] ?? tool;
+  return TOOL_TITLES.get(tool) ?? tool;
 }

@@ -81,11 +81,12 @@ describe('capture request', () => {
       calls.push({ url, init });
       return new Response(JSON.stringify({ result: 'ok', run: 'r', captured: [], failed: [] }), { status: 200 });
     });
-    await serverApi.capture({ service_addr: 'localhost:9999' });
+    await serverApi.capture?.({ service_addr: 'localhost:9999' });
     expect(calls).toHaveLength(1);
-    expect(calls[0].url).toBe('/data/plugin/profile/capture_profile?service_addr=localhost%3A9999');
-    expect(calls[0].init?.method).toBe('POST');
-    expect((calls[0].init?.headers as Record<string, string>)['X-Oxprof-Token']).toBe('0123456789abcdef0123456789abcdef');
+    const [call] = calls;
+    expect(call?.url).toBe('/data/plugin/profile/capture_profile?service_addr=localhost%3A9999');
+    expect(call?.init?.method).toBe('POST');
+    expect((call?.init?.headers as Record<string, string>)['X-Oxprof-Token']).toBe('0123456789abcdef0123456789abcdef');
   });
 });
 

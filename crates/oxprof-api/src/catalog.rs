@@ -5,9 +5,8 @@
 
 use crate::ApiError;
 use crate::data::ALL_HOSTS;
-use oxprof_format::schema::{
-    GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
-};
+use crate::registry::Hosts;
+use oxprof_format::schema::TPU_PLANE_PREFIX;
 use oxprof_format::{HostFile, XSpace, discover};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -264,28 +263,19 @@ fn not_inside(param: &str) -> ApiError {
 }
 
 /// XProf's `/hosts` list for a run and tool (`hosts_from_xplane_filenames`): host names
-/// sorted; with several hosts, `ALL_HOSTS` alone for the tools that only support all
-/// hosts, `ALL_HOSTS` added for those that support it.
+/// sorted; with several hosts, `ALL_HOSTS` alone or added as the tool's registry row says.
 pub fn hosts_for_tool(run: &ServedRun, tool: Option<&str>) -> Vec<String> {
-    const ALL_HOSTS_ONLY: [&str; 3] = ["overview_page", "pod_viewer", "smart_suggestion"];
-    const ALL_HOSTS_SUPPORTED: [&str; 6] = [
-        "input_pipeline_analyzer",
-        "framework_op_stats",
-        "kernel_stats",
-        "overview_page",
-        "pod_viewer",
-        "megascale_stats",
-    ];
     let mut hosts: Vec<String> = run.hosts.iter().map(|h| h.host.clone()).collect();
     hosts.sort();
     hosts.dedup();
     if hosts.len() > 1 {
-        let tool = tool.unwrap_or_default();
-        if ALL_HOSTS_ONLY.contains(&tool) {
-            hosts = vec![ALL_HOSTS.to_string()];
-        } else if ALL_HOSTS_SUPPORTED.contains(&tool) {
-            hosts.push(ALL_HOSTS.to_string());
-            hosts.sort();
+        match tool.and_then(crate::registry::find).map(|t| t.hosts) {
+            Some(Hosts::AllOnly) => hosts = vec![ALL_HOSTS.to_string()],
+            Some(Hosts::EachAndAll) => {
+                hosts.push(ALL_HOSTS.to_string());
+                hosts.sort();
+            }
+            Some(Hosts::Each) | None => {}
         }
     }
     hosts
@@ -324,44 +314,10 @@ pub fn available_tools_of_file(path: &Path) -> Result<Vec<&'static str>, oxprof_
 }
 
 /// The tools XProf's C++ `GetAvailableToolNames` lists for a run, computed from its first
-/// host's XSpace, in that function's order (`tool_names.json` in the references). Reads
-/// plane names and metadata, and the lines of TPU planes only.
+/// host's XSpace, in that function's order (`tool_names.json` in the references): the
+/// registry's rows whose [`crate::registry::Listed`] condition the planes meet.
 pub fn available_tools(first_host: &XSpace) -> Vec<&'static str> {
-    let mut tools = vec![
-        "trace_viewer@",
-        "overview_page",
-        "input_pipeline_analyzer",
-        "framework_op_stats",
-        "memory_profile",
-        "op_profile",
-        "hlo_stats",
-        "roofline_model",
-    ];
-    let has_gpu = first_host.planes_with_prefix(GPU_PLANE_PREFIX).next().is_some();
-    let has_hlo = first_host
-        .planes
-        .iter()
-        .filter(|p| p.name == METADATA_PLANE_NAME)
-        .any(|p| p.stat_metadata_of_type(StatType::HloProto).is_some());
-    let has_dcn = first_host
-        .plane(HOST_THREADS_PLANE_NAME)
-        .is_some_and(|p| p.event_metadata().iter().any(|m| p.str(m.name).starts_with("MegaScale:")));
-    let has_counters = first_host
-        .planes_with_prefix(TPU_PLANE_PREFIX)
-        .any(|p| p.lines.iter().any(|line| line.events(p).any(|e| e.stat(StatType::CounterValue).is_some())));
-    if has_gpu {
-        tools.push("kernel_stats");
-    }
-    if has_hlo {
-        tools.extend(["memory_viewer", "graph_viewer"]);
-    }
-    if has_dcn {
-        tools.push("megascale_stats");
-    }
-    if has_counters {
-        tools.extend(["perf_counters", "utilization_viewer"]);
-    }
-    tools
+    crate::registry::xprof_listed(&crate::registry::Features::of(first_host))
 }
 
 /// `/run_tools`' order: XProf's frontend order, `trace_viewer` dropped when

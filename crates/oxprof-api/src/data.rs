@@ -6,6 +6,7 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
+use crate::registry;
 use crate::session::{Session, SessionOptions};
 use oxprof_analysis::op_stats::OpStats;
 use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
@@ -16,19 +17,6 @@ use std::path::Path;
 
 /// The host selector meaning "every host of the run".
 pub const ALL_HOSTS: &str = "ALL_HOSTS";
-
-/// Tools oxprof serves from OpStats, with the names XProf uses (and legacy aliases).
-pub const OP_STATS_TOOLS: &[&str] = &[
-    "overview_page",
-    "input_pipeline_analyzer",
-    "framework_op_stats",
-    "tensorflow_stats",
-    "pod_viewer",
-    "kernel_stats",
-    "op_profile",
-    "hlo_stats",
-    "roofline_model",
-];
 
 /// A request for one tool's data.
 #[derive(Debug, Clone, Default)]
@@ -113,40 +101,6 @@ fn step_selection(tool: &str) -> StepSelection {
     }
 }
 
-/// Which part of oxprof answers a tool. Each family lives in its own module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolFamily {
-    /// Rendered from the (combined) OpStats of the selected hosts: this module.
-    OpStats,
-    /// The trace viewer (`trace_viewer`, `trace_viewer@`): `crate::trace`.
-    Trace,
-    /// `memory_profile`, from the host planes' allocator events: `crate::memory_profile`.
-    MemoryProfile,
-    /// Tools over one HLO module (`memory_viewer`, `graph_viewer`, `module_list`): `crate::hlo_tools`.
-    Hlo,
-    /// `tf_data_bottleneck_analysis`, from the host planes' tf.data iterator events: `crate::tf_data`.
-    TfData,
-}
-
-impl ToolFamily {
-    /// The family answering `tool` (without XProf's trailing `^`), or `None` for unknown tools.
-    pub fn of(tool: &str) -> Option<ToolFamily> {
-        if OP_STATS_TOOLS.contains(&tool) {
-            Some(ToolFamily::OpStats)
-        } else if crate::trace::TOOLS.contains(&tool) {
-            Some(ToolFamily::Trace)
-        } else if crate::memory_profile::TOOLS.contains(&tool) {
-            Some(ToolFamily::MemoryProfile)
-        } else if crate::hlo_tools::TOOLS.contains(&tool) {
-            Some(ToolFamily::Hlo)
-        } else if crate::tf_data::TOOLS.contains(&tool) {
-            Some(ToolFamily::TfData)
-        } else {
-            None
-        }
-    }
-}
-
 /// A session for one-shot callers (the CLI, tests): nothing is kept between calls, and
 /// runs are not confined to the path (the caller owns the files).
 pub fn one_shot_session(path: &Path) -> Result<Session, ApiError> {
@@ -181,24 +135,24 @@ pub fn answer(
     request: &DataRequest,
     refresh: bool,
 ) -> Result<DataResponse, ApiError> {
-    let tool = request.tool.trim_end_matches('^');
-    match ToolFamily::of(tool) {
-        Some(ToolFamily::OpStats) => op_stats_data(session, run, tool, request, refresh),
-        Some(ToolFamily::Trace) => crate::trace::data(session, run, tool, request, refresh),
-        Some(ToolFamily::MemoryProfile) => crate::memory_profile::data(session, run, tool, request),
-        Some(ToolFamily::Hlo) => crate::hlo_tools::data(session, run, tool, request),
-        Some(ToolFamily::TfData) => crate::tf_data::data(session, run, tool, request),
-        None => Err(ApiError::UnknownTool(tool.to_string())),
+    let tool = registry::find(&request.tool).ok_or_else(|| ApiError::UnknownTool(request.tool.clone()))?;
+    let answer = tool.answer.ok_or_else(|| ApiError::NotYetAvailable { tool: tool.name.to_string() })?;
+    if tool.name == request.tool {
+        return answer(session, run, request, refresh);
     }
+    // An alias (`tensorflow_stats`, a trailing `^`): the tool under its own name.
+    answer(session, run, &DataRequest { tool: tool.name.to_string(), ..request.clone() }, refresh)
 }
 
-fn op_stats_data(
+/// [`registry::Answer`] of the OpStats tools: each host's analysis (kept by the session),
+/// combined, then rendered.
+pub(crate) fn op_stats_answer(
     session: &Session,
     run: &ServedRun,
-    tool: &str,
     request: &DataRequest,
     refresh: bool,
 ) -> Result<DataResponse, ApiError> {
+    let tool = request.tool.as_str();
     let files = select_hosts(run, request.host.as_deref())?;
     let analyses = session.host_analyses(&files, refresh)?;
     let op_stats = combine_hosts(&analyses, step_selection(tool));
@@ -210,12 +164,9 @@ fn op_stats_data(
         "op_profile" => oxprof_analysis::tools::op_profile::proto_json_text(&json),
         // DataTables: nlohmann::json's `dump()`, joined by `absl::StrCat`.
         "overview_page" => oxprof_analysis::tools::json_text::overview_page_text(&json),
-        "input_pipeline_analyzer"
-        | "framework_op_stats"
-        | "tensorflow_stats"
-        | "kernel_stats"
-        | "hlo_stats"
-        | "roofline_model" => oxprof_analysis::tools::json_text::data_table_text(&json),
+        "input_pipeline_analyzer" | "framework_op_stats" | "kernel_stats" | "hlo_stats" | "roofline_model" => {
+            oxprof_analysis::tools::json_text::data_table_text(&json)
+        }
         // A proto message printed by protobuf's JSON printer (field-number order).
         "pod_viewer" => oxprof_analysis::tools::json_text::pod_viewer_text(&json),
         _ => json.to_string(),
@@ -233,7 +184,7 @@ fn render_op_stats_tool(tool: &str, op_stats: &OpStats, params: &BTreeMap<String
             let grouping = tools::op_profile::Grouping::from_param(params.get("group_by").map(String::as_str));
             Ok(tools::op_profile::op_profile(op_stats, grouping))
         }
-        "framework_op_stats" | "tensorflow_stats" => Ok(tools::framework_op_stats::framework_op_stats(op_stats)),
+        "framework_op_stats" => Ok(tools::framework_op_stats::framework_op_stats(op_stats)),
         "pod_viewer" => Ok(tools::pod_viewer::pod_viewer(op_stats)),
         "overview_page" => Ok(tools::overview_page::overview_page(op_stats)),
         "input_pipeline_analyzer" => Ok(tools::input_pipeline::input_pipeline_analyzer(op_stats)),

@@ -178,6 +178,16 @@ fn requested_module<'s>(set: &'s ModuleSet, run: &ServedRun, request: &DataReque
     Err(ApiError::BadParameter { name: "module_name".into(), reason: "Can not load hlo proto from options.".into() })
 }
 
+/// [`crate::registry::Answer`] of this module's tools.
+pub(crate) fn answer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<DataResponse, ApiError> {
+    data(session, run, &request.tool, request)
+}
+
 /// Answers a data request for one of [`TOOLS`].
 pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
     let set = module_set(session, run)?;

@@ -33,7 +33,8 @@ pub use query::Query;
 
 use crate::ApiError;
 use crate::catalog::{self, Catalog};
-use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, ToolFamily};
+use crate::data::{ALL_HOSTS, BodyWriter, DataRequest};
+use crate::registry::{self, Family};
 use crate::session::{Rendered, Session, SessionOptions};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -443,25 +444,35 @@ impl Service {
 
     fn run_tools(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let run = self.run_of(q)?;
-        Ok(HttpResponse::python_json(&json!(self.tools_of(&run)?)))
+        Ok(HttpResponse::python_json(&self.tools_of(&run)?["xprof"]))
     }
 
-    /// The tools of a run in `/run_tools` order (cached per run files).
-    fn tools_of(&self, run: &ServedRun) -> Result<Vec<String>, HttpError> {
+    /// The tools of a run: `xprof`, XProf's `/run_tools` list in its order, and `offered`,
+    /// the tools oxprof's UI offers (registry rows), in the same order (cached per run files).
+    fn tools_of(&self, run: &ServedRun) -> Result<Value, HttpError> {
         let key = format!("run_tools\0{}", run.fingerprint());
         let computed = self.session.response(key, false, || {
-            let Some(first) = run.hosts.first() else {
-                return Ok(Rendered {
-                    content_type: "application/json",
-                    body: Arc::from(&b"[]"[..]),
-                    notes: Vec::new(),
-                });
+            let features = match run.hosts.first() {
+                Some(first) => {
+                    // Metadata, and the TPU planes' lines for their counters only.
+                    let space = self
+                        .session
+                        .load(first, &|plane| plane.starts_with(oxprof_format::schema::TPU_PLANE_PREFIX))?;
+                    registry::Features::of(&space)
+                }
+                None => registry::Features::default(),
             };
-            let available = available_tools_of_file(&first.path)?;
-            let tools = order_tools(&available);
+            let xprof = order_tools(&registry::xprof_listed(&features));
+            let offered_names: Vec<&str> = registry::offered(&features).iter().map(|t| t.name).collect();
+            let offered: Vec<Value> = order_tools(&offered_names)
+                .iter()
+                .filter_map(|name| registry::find(name))
+                .map(|t| json!({"name": t.name, "title": t.title, "page": t.page}))
+                .collect();
+            let body = json!({"xprof": xprof, "offered": offered});
             Ok(Rendered {
                 content_type: "application/json",
-                body: json!(tools).to_string().into_bytes().into(),
+                body: body.to_string().into_bytes().into(),
                 notes: Vec::new(),
             })
         })?;
@@ -493,10 +504,10 @@ impl Service {
     fn data_request(&self, q: &Query) -> Result<(ServedRun, DataRequest, bool), HttpError> {
         let tool = q.get_nonempty("tag").ok_or_else(|| HttpError::bad_parameter("tag", "missing (the tool name)"))?;
         query::check_plain_name("tag", tool)?;
-        let base_tool = tool.trim_end_matches('^');
-        if ToolFamily::of(base_tool).is_none() {
+        let Some(row) = registry::find(tool) else {
             return Err(HttpError::not_found(format!("unknown tool {tool:?}")));
-        }
+        };
+        let base_tool = row.name;
         if let Some(module) = q.get("module_name") {
             query::check_plain_name("module_name", module)?;
         }
@@ -506,7 +517,7 @@ impl Service {
             query::check_plain_name("host", host)?;
             // XProf's frontend sends an HLO tool's module name as `host`; hlo_tools checks
             // it against the run's modules.
-            let module_as_host = ToolFamily::of(base_tool) == Some(ToolFamily::Hlo);
+            let module_as_host = row.family == Family::Hlo;
             if host != ALL_HOSTS && run.host(host).is_none() && !module_as_host {
                 return Err(HttpError::not_found(format!("no host named {host:?} in run {:?}", run.name)));
             }
@@ -567,7 +578,7 @@ impl Service {
 
     fn data_route(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let (run, request, refresh) = self.data_request(q)?;
-        if ToolFamily::of(&request.tool) == Some(ToolFamily::Trace) {
+        if is_trace(&request.tool) {
             return self.trace_data(&run, &request, refresh);
         }
         let computed = self.computed(&run, &request, refresh)?;
@@ -602,7 +613,7 @@ impl Service {
     fn data_csv(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let (run, request, refresh) = self.data_request(q)?;
         let not_csv = || HttpError::bad_request("CSV format not supported for this tool type");
-        if ToolFamily::of(&request.tool) == Some(ToolFamily::Trace) {
+        if is_trace(&request.tool) {
             return Err(not_csv());
         }
         let computed = self.computed(&run, &request, refresh)?;
@@ -638,7 +649,7 @@ impl Service {
                     "demo": self.options.demo,
                     "cache": cache_json(&self.cache_stats()),
                     "files": file_counts_json(&self.session.file_counts()),
-                    "tools": known_tools(),
+                    "tools": registry::to_json(),
                 }),
             )),
             "/runs" => {
@@ -658,12 +669,13 @@ impl Service {
                 let run = self.run_of(q)?;
                 let tools = self.tools_of(&run)?;
                 let mut summary = run_summary(&run);
-                summary["tools"] = json!(tools);
+                summary["tools"] = tools["xprof"].clone();
+                summary["offered"] = tools["offered"].clone();
                 Ok(HttpResponse::json(200, &summary))
             }
             "/notes" => {
                 let (run, request, refresh) = self.data_request(q)?;
-                if ToolFamily::of(&request.tool) == Some(ToolFamily::Trace) {
+                if is_trace(&request.tool) {
                     // Without rendering (and keeping) what may be a very large body.
                     let (notes, bytes) =
                         match crate::trace::body(&self.session, &run, &request.tool, &request, refresh)? {
@@ -748,18 +760,9 @@ fn add_security_headers(response: &mut HttpResponse) {
     }
 }
 
-/// Every tool name oxprof knows, with the part of oxprof that answers it.
-fn known_tools() -> Vec<Value> {
-    let families = [
-        ("op_stats", crate::data::OP_STATS_TOOLS),
-        ("trace", crate::trace::TOOLS),
-        ("memory_profile", crate::memory_profile::TOOLS),
-        ("hlo", crate::hlo_tools::TOOLS),
-    ];
-    families
-        .iter()
-        .flat_map(|(family, tools)| tools.iter().map(move |t| json!({"name": t, "family": family})))
-        .collect()
+/// Whether `tool` is one of the trace tools (their bodies may be streamed).
+fn is_trace(tool: &str) -> bool {
+    registry::find(tool).is_some_and(|t| t.family == Family::Trace)
 }
 
 fn cache_json(stats: &CacheStats) -> Value {

@@ -13,6 +13,7 @@ pub mod http;
 pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
+pub mod registry;
 pub mod session;
 pub mod table;
 pub mod tf_data;

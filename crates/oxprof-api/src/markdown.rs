@@ -11,13 +11,12 @@ const TOP_ROWS: usize = 50;
 /// Rows shown in the pod viewer's step × core table.
 const POD_ROWS: usize = 200;
 
-/// A tool's JSON output as Markdown; empty when there is nothing to show as a table.
+/// A tool's JSON output as Markdown (its registry row's renderer); empty when there is
+/// nothing to show as a table.
 pub fn tool_markdown(tool: &str, json: &Value) -> String {
-    match tool {
-        "op_profile" => op_profile_markdown(json),
-        "memory_profile" => memory_profile_markdown(json),
-        "pod_viewer" => pod_viewer_markdown(json),
-        _ => all_to_markdown(json),
+    match crate::registry::find(tool) {
+        Some(tool) => (tool.markdown)(json),
+        None => all_to_markdown(json),
     }
 }
 
@@ -28,7 +27,7 @@ fn number(value: &Value) -> f64 {
 
 /// The op profile's tree (by program or by category), its groups and its most expensive
 /// ops by time, with the FLOP rate and HBM bandwidth utilization XProf shows.
-fn op_profile_markdown(json: &Value) -> String {
+pub(crate) fn op_profile_markdown(json: &Value) -> String {
     let Some((grouping, root)) = ["byProgram", "byCategory"].iter().find_map(|k| json.get(*k).map(|root| (*k, root)))
     else {
         return String::new();
@@ -104,7 +103,7 @@ fn op_profile_markdown(json: &Value) -> String {
 
 /// Per allocator: its peak (when, how much, fragmentation) and the allocations live at
 /// the peak, largest first.
-fn memory_profile_markdown(json: &Value) -> String {
+pub(crate) fn memory_profile_markdown(json: &Value) -> String {
     let Some(allocators) = json["memoryProfilePerAllocator"].as_object() else {
         return String::new();
     };
@@ -173,7 +172,7 @@ fn memory_profile_markdown(json: &Value) -> String {
 
 /// The pod viewer's steps, one row per (step, core): duration, bottleneck and the step
 /// breakdown in XProf's categories.
-fn pod_viewer_markdown(json: &Value) -> String {
+pub(crate) fn pod_viewer_markdown(json: &Value) -> String {
     let Some(steps) = json["podStatsSequence"]["podStatsMap"].as_array() else {
         return String::new();
     };

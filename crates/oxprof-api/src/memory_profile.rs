@@ -16,6 +16,16 @@ use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_profile"];
 
+/// [`crate::registry::Answer`] of this module's tools.
+pub(crate) fn answer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<DataResponse, ApiError> {
+    data(session, run, &request.tool, request)
+}
+
 /// Answers a data request for one of [`TOOLS`].
 pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
     if !TOOLS.contains(&tool) {

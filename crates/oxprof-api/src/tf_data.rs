@@ -18,6 +18,16 @@ use rayon::prelude::*;
 /// Tools answered here.
 pub const TOOLS: &[&str] = &["tf_data_bottleneck_analysis"];
 
+/// [`crate::registry::Answer`] of this module's tools.
+pub(crate) fn answer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<DataResponse, ApiError> {
+    data(session, run, &request.tool, request)
+}
+
 /// Answers a data request for one of [`TOOLS`].
 pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
     if !TOOLS.contains(&tool) {

@@ -142,6 +142,16 @@ pub enum TraceBody {
     },
 }
 
+/// [`crate::registry::Answer`] of the trace tools.
+pub(crate) fn answer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<DataResponse, ApiError> {
+    data(session, run, &request.tool, request, refresh)
+}
+
 /// Answers a data request for one of [`TOOLS`] with the whole body in memory.
 pub fn data(
     session: &Session,

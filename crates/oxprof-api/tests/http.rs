@@ -5,7 +5,7 @@
 //! paths, symlinks, encoded separators), status codes, security headers, caching.
 
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
-use oxprof_api::data::{DataRequest, OP_STATS_TOOLS, data};
+use oxprof_api::data::{DataRequest, data};
 use oxprof_api::http::{Asset, Assets, HttpResponse, NoAssets, Service, ServiceOptions};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -165,12 +165,12 @@ fn served_data_equals_oxprof_data_and_xprof_outputs() {
 
 #[test]
 fn other_tools_are_served_as_oxprof_data_computes_them() {
-    // Tools of other families: whatever `data()` answers (a body, or an error status), the
-    // route answers the same.
+    // Every other registered tool: whatever `data()` answers (a body, or an error status),
+    // the route answers the same.
     let service = service(&profiles());
     let (name, run) = ("jax_train", "jax_train/2026_11_22_03_01_45");
-    let others = ["memory_profile", "kernel_stats", "op_profile", "hlo_stats", "roofline_model", "trace_viewer@"];
-    for tool in OP_STATS_TOOLS.iter().chain(&others).filter(|t| !GOLDEN_TOOLS.contains(t)) {
+    let registered = oxprof_api::registry::TOOLS.iter().filter(|t| t.available()).map(|t| t.name);
+    for tool in registered.filter(|t| !GOLDEN_TOOLS.contains(t)) {
         let response = get(&service, &format!("/data?run={}&tag={}&host=vm", enc(run), enc(tool)));
         let request = DataRequest { tool: tool.to_string(), host: Some("vm".into()), ..Default::default() };
         match data(&profiles().join(name), &request) {

@@ -26,7 +26,8 @@ enum Command {
     },
     /// Print one tool's output, as XProf's /data endpoint returns it (or as CSV/Markdown).
     Data {
-        /// Tool: overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer.
+        /// The tool (XProf's name; `oxprof data --help` lists them).
+        #[arg(value_parser = parse_tool, long_help = tools_help())]
         tool: String,
         /// A log directory, a run directory, or one .xplane.pb(.gz) file.
         path: PathBuf,
@@ -89,6 +90,28 @@ enum Format {
     Csv,
     /// Every table (and its properties) as Markdown, followed by oxprof's notes.
     Md,
+}
+
+/// A tool of the registry, by its name or an alias (the registry's own name comes back).
+fn parse_tool(name: &str) -> Result<String, String> {
+    match oxprof_api::registry::find(name) {
+        Some(tool) if tool.available() => Ok(tool.name.to_string()),
+        Some(tool) => Err(format!("{:?} ({}) is not computed by this version of oxprof", tool.name, tool.title)),
+        None => {
+            let names: Vec<&str> =
+                oxprof_api::registry::TOOLS.iter().filter(|t| t.available()).map(|t| t.name).collect();
+            Err(format!("unknown tool {name:?}; the tools are {}", names.join(", ")))
+        }
+    }
+}
+
+/// The tool argument's long help: every tool of the registry with what it shows.
+fn tools_help() -> String {
+    let mut help = String::from("The tool (XProf's name):\n");
+    for tool in oxprof_api::registry::TOOLS.iter().filter(|t| t.available()) {
+        help.push_str(&format!("  {:<28} {}: {}\n", tool.name, tool.title, tool.summary));
+    }
+    help
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
@@ -163,7 +186,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 std::io::stdout().write_all(&bytes?).context("cannot write to stdout")?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let is_trace = oxprof_api::data::ToolFamily::of(&request.tool) == Some(oxprof_api::data::ToolFamily::Trace);
+            let is_trace = oxprof_api::registry::find(&request.tool)
+                .is_some_and(|t| t.family == oxprof_api::registry::Family::Trace);
             if is_trace && format == Format::Json {
                 // A whole trace can be hundreds of MB: written while it is rendered.
                 use std::io::Write;

@@ -3,7 +3,6 @@
 
 import { type DataTable, cellValue, columnIndex } from '../datatable';
 import { h } from '../dom';
-import { TOOL_NAMES } from '../page';
 
 export function card(title: string | null, ...children: (Node | string | null | false)[]): HTMLElement {
   return h('section', { class: 'card' }, title ? h('h2', null, title) : null, ...children);
@@ -79,10 +78,21 @@ export function richText(text: string, link?: (tool: string) => string): Node[] 
   return nodes;
 }
 
+/**
+ * Tool names XProf's own texts mention (recommendations, notes): the vocabulary of XProf's
+ * strings, recognised to link them, not the list of tools (that is the server's registry).
+ */
+const XPROF_TEXT_TOOL_NAMES = [
+  'overview_page', 'input_pipeline_analyzer', 'input_pipeline', 'framework_op_stats', 'tensorflow_stats',
+  'kernel_stats', 'pod_viewer', 'trace_viewer', 'trace_viewer@', 'op_profile', 'hlo_op_profile', 'hlo_stats',
+  'hlo_op_stats', 'roofline_model', 'memory_profile', 'memory_viewer', 'graph_viewer',
+  'tf_data_bottleneck_analysis', 'perf_counters', 'inference_profile', 'megascale_stats', 'utilization_viewer',
+];
+
 /** Plain text with XProf tool names (e.g. `input_pipeline_analyzer`) turned into links to those tools. */
 export function toolLinks(text: string, link?: (tool: string) => string): Node[] {
   if (!link) return [document.createTextNode(text)];
-  const names = Object.keys(TOOL_NAMES).sort((a, b) => b.length - a.length);
+  const names = [...XPROF_TEXT_TOOL_NAMES].sort((a, b) => b.length - a.length);
   const pattern = new RegExp(`\\b(${names.map((n) => n.replace(/[@^]/g, '\\$&')).join('|')})\\b`, 'g');
   const nodes: Node[] = [];
   let last = 0;

@@ -1,0 +1,537 @@
+//! The tools, in one table: every other place that needs to know a tool (the CLI's help
+//! and parser, `/run_tools`, `/hosts`, `/oxprof/api/info`, the UI's Tools menu, the
+//! Markdown renderer, the golden tests) reads it from here.
+//!
+//! Adding a tool is one analysis module, one row in [`TOOLS`] and one UI page
+//! (`ui/src/pages/`, registered under the row's `page`); `tests/registry.rs` fails when a
+//! row is missing from any of those places.
+
+use crate::ApiError;
+use crate::catalog::ServedRun;
+use crate::data::{DataRequest, DataResponse};
+use crate::session::Session;
+use oxprof_format::XSpace;
+use oxprof_format::schema::{
+    GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Which part of oxprof computes a tool (what it reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// Rendered from the (combined) OpStats of the selected hosts (`crate::data`).
+    OpStats,
+    /// The trace viewer (`crate::trace`).
+    Trace,
+    /// The host planes' allocator events (`crate::memory_profile`).
+    MemoryProfile,
+    /// One HLO module of the run (`crate::hlo_tools`).
+    Hlo,
+    /// The host planes' tf.data iterator events (`crate::tf_data`).
+    TfData,
+    /// Listed by XProf, not computed by oxprof yet.
+    NotYet,
+}
+
+/// XProf's rule for the `/hosts` list of a run with several hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hosts {
+    /// Each host on its own.
+    Each,
+    /// Each host, and `ALL_HOSTS` (their data combined).
+    EachAndAll,
+    /// `ALL_HOSTS` only.
+    AllOnly,
+}
+
+/// When XProf's `GetAvailableToolNames` lists a tool for a run (from its first host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Listed {
+    /// Always.
+    Always,
+    /// When the profile has GPU planes.
+    WithGpu,
+    /// When the profile carries HLO protos.
+    WithHlo,
+    /// When the host plane has `MegaScale:` events.
+    WithMegascale,
+    /// When TPU planes have counter events.
+    WithCounters,
+    /// Never (oxprof's own tools, and XProf's tools its frontend asks for by name).
+    Never,
+}
+
+/// How oxprof's UI offers a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Offered {
+    /// When XProf lists it for the run ([`Listed`]).
+    AsXprof,
+    /// For every run with a host plane (oxprof shows what XProf hides).
+    Always,
+    /// Not in the Tools menu (an alias-like legacy body, or a tool oxprof lacks).
+    No,
+}
+
+/// Where a tool's expected outputs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reference {
+    /// XProf's own outputs, recorded as `<profile>/xprof_out/<tool>[.variant].<ext>`.
+    Xprof,
+    /// oxprof's own expected outputs in this test file (XProf has no output to compare
+    /// with: a retired tool, or a body XProf's recorder leaves out).
+    Own(&'static str),
+    /// Nothing yet (XProf's tools oxprof does not compute).
+    None,
+}
+
+/// Computes a tool's response.
+pub type Answer = fn(&Session, &ServedRun, &DataRequest, bool) -> Result<DataResponse, ApiError>;
+
+/// One tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    /// XProf's name (the `tag` of `/data`).
+    pub name: &'static str,
+    /// Other names XProf accepts for it.
+    pub aliases: &'static [&'static str],
+    /// The name people read (menus, headings).
+    pub title: &'static str,
+    /// One line on what it shows (CLI help).
+    pub summary: &'static str,
+    /// What computes it.
+    pub family: Family,
+    /// XProf's `/hosts` rule.
+    pub hosts: Hosts,
+    /// When XProf's `/run_tools` lists it.
+    pub listed: Listed,
+    /// When oxprof's UI offers it.
+    pub offered: Offered,
+    /// The UI page showing it (`ui/src/pages/index.ts`).
+    pub page: &'static str,
+    /// The content type of its `/data` body.
+    pub content_type: &'static str,
+    /// The computation (`None`: XProf has it, oxprof does not yet).
+    pub answer: Option<Answer>,
+    /// Markdown for people from its JSON output (`oxprof data --format md`).
+    pub markdown: fn(&Value) -> String,
+    /// Where the golden tests get its expected outputs.
+    pub reference: Reference,
+}
+
+impl Tool {
+    /// Whether oxprof computes it.
+    pub fn available(&self) -> bool {
+        self.answer.is_some()
+    }
+
+    /// Whether `name` names this tool.
+    pub fn is(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+}
+
+const JSON: &str = "application/json";
+
+fn tables(json: &Value) -> String {
+    crate::table::all_to_markdown(json)
+}
+
+/// Every tool, in the order of XProf's `GetAvailableToolNames` (then oxprof's own, then
+/// the tools XProf names that oxprof does not compute).
+pub const TOOLS: &[Tool] = &[
+    Tool {
+        name: "trace_viewer@",
+        aliases: &[],
+        title: "Trace viewer",
+        summary: "every event of the run on a timeline (XProf's streaming trace JSON; oxprof's LOD API browses all events)",
+        family: Family::Trace,
+        hosts: Hosts::Each,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "trace_viewer",
+        content_type: JSON,
+        answer: Some(crate::trace::answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "overview_page",
+        aliases: &[],
+        title: "Overview",
+        summary: "step time and its breakdown, top ops, run environment and recommendations",
+        family: Family::OpStats,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "overview_page",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "input_pipeline_analyzer",
+        aliases: &["input_pipeline"],
+        title: "Input pipeline analyzer",
+        summary: "whether steps wait for input, and which input ops cost the most",
+        family: Family::OpStats,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "input_pipeline_analyzer",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "framework_op_stats",
+        aliases: &["tensorflow_stats"],
+        title: "Framework op stats",
+        summary: "time per framework (TensorFlow/JAX) op on host and device",
+        family: Family::OpStats,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "framework_op_stats",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "memory_profile",
+        aliases: &[],
+        title: "Memory profile",
+        summary: "allocator memory over time, its peak and what was live at it (one host)",
+        family: Family::MemoryProfile,
+        hosts: Hosts::Each,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "memory_profile",
+        content_type: JSON,
+        answer: Some(crate::memory_profile::answer),
+        markdown: crate::markdown::memory_profile_markdown,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "op_profile",
+        aliases: &["hlo_op_profile"],
+        title: "Op profile",
+        summary: "device time of XLA ops by program or category, with FLOP rate and bandwidth",
+        family: Family::OpStats,
+        hosts: Hosts::Each,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "op_profile",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: crate::markdown::op_profile_markdown,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "hlo_stats",
+        aliases: &["hlo_op_stats"],
+        title: "HLO op stats",
+        summary: "every HLO op with its time, FLOP rate, bandwidth and bound",
+        family: Family::OpStats,
+        hosts: Hosts::Each,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "hlo_stats",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "roofline_model",
+        aliases: &[],
+        title: "Roofline model",
+        summary: "ops against the device's compute and memory roofs",
+        family: Family::OpStats,
+        hosts: Hosts::Each,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "roofline_model",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "kernel_stats",
+        aliases: &[],
+        title: "GPU kernel stats",
+        summary: "GPU kernels with their launch shapes, occupancy and time",
+        family: Family::OpStats,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::WithGpu,
+        offered: Offered::AsXprof,
+        page: "kernel_stats",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "memory_viewer",
+        aliases: &[],
+        title: "Memory viewer",
+        summary: "an HLO module's buffers over its program order (module_name=...)",
+        family: Family::Hlo,
+        hosts: Hosts::Each,
+        listed: Listed::WithHlo,
+        offered: Offered::AsXprof,
+        page: "memory_viewer",
+        content_type: JSON,
+        answer: Some(crate::hlo_tools::answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "graph_viewer",
+        aliases: &[],
+        title: "Graph viewer",
+        summary: "an HLO module as text or as a graph around one op (module_name=..., type=...)",
+        family: Family::Hlo,
+        hosts: Hosts::Each,
+        listed: Listed::WithHlo,
+        offered: Offered::AsXprof,
+        page: "graph_viewer",
+        content_type: "text/plain",
+        answer: Some(crate::hlo_tools::answer),
+        markdown: tables,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "megascale_stats",
+        aliases: &[],
+        title: "Megascale stats",
+        summary: "DCN collectives across slices (not computed by oxprof yet)",
+        family: Family::NotYet,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::WithMegascale,
+        offered: Offered::No,
+        page: "generic",
+        content_type: JSON,
+        answer: None,
+        markdown: tables,
+        reference: Reference::None,
+    },
+    Tool {
+        name: "perf_counters",
+        aliases: &[],
+        title: "Perf counters",
+        summary: "TPU performance counters (not computed by oxprof yet)",
+        family: Family::NotYet,
+        hosts: Hosts::Each,
+        listed: Listed::WithCounters,
+        offered: Offered::No,
+        page: "generic",
+        content_type: JSON,
+        answer: None,
+        markdown: tables,
+        reference: Reference::None,
+    },
+    Tool {
+        name: "utilization_viewer",
+        aliases: &[],
+        title: "Utilization viewer",
+        summary: "TPU unit utilization from counters (not computed by oxprof yet)",
+        family: Family::NotYet,
+        hosts: Hosts::Each,
+        listed: Listed::WithCounters,
+        offered: Offered::No,
+        page: "generic",
+        content_type: JSON,
+        answer: None,
+        markdown: tables,
+        reference: Reference::None,
+    },
+    Tool {
+        name: "pod_viewer",
+        aliases: &[],
+        title: "Pod viewer",
+        summary: "each step on each core, with its bottleneck and breakdown",
+        family: Family::OpStats,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Never,
+        offered: Offered::Always,
+        page: "pod_viewer",
+        content_type: JSON,
+        answer: Some(crate::data::op_stats_answer),
+        markdown: crate::markdown::pod_viewer_markdown,
+        reference: Reference::Xprof,
+    },
+    Tool {
+        name: "tf_data_bottleneck_analysis",
+        aliases: &[],
+        title: "tf.data bottleneck analysis",
+        summary: "tf.data input pipelines, their slowest iterators and advice",
+        family: Family::TfData,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::Always,
+        page: "tf_data_bottleneck_analysis",
+        content_type: JSON,
+        answer: Some(crate::tf_data::answer),
+        markdown: tables,
+        reference: Reference::Own("crates/oxprof-api/tests/tf_data.rs"),
+    },
+    Tool {
+        name: "trace_viewer",
+        aliases: &[],
+        title: "Trace viewer (legacy JSON)",
+        summary: "XProf's older whole-trace JSON of one host (up to 5 million events)",
+        family: Family::Trace,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::No,
+        page: "trace_viewer",
+        content_type: JSON,
+        answer: Some(crate::trace::answer),
+        markdown: tables,
+        reference: Reference::Own("crates/oxprof-api/tests/golden_trace.rs"),
+    },
+    Tool {
+        name: "module_list",
+        aliases: &[],
+        title: "HLO module list",
+        summary: "the run's HLO module names, comma-separated",
+        family: Family::Hlo,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::No,
+        page: "generic",
+        content_type: "text/plain",
+        answer: Some(crate::hlo_tools::answer),
+        markdown: tables,
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hlo_tools.rs"),
+    },
+    Tool {
+        name: "smart_suggestion",
+        aliases: &[],
+        title: "Smart suggestions",
+        summary: "XProf's rule-based advice (not computed by oxprof yet)",
+        family: Family::NotYet,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Never,
+        offered: Offered::No,
+        page: "generic",
+        content_type: JSON,
+        answer: None,
+        markdown: tables,
+        reference: Reference::None,
+    },
+    Tool {
+        name: "inference_profile",
+        aliases: &[],
+        title: "Inference profile",
+        summary: "request and batch latencies of inference runs (not computed by oxprof yet)",
+        family: Family::NotYet,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::No,
+        page: "generic",
+        content_type: JSON,
+        answer: None,
+        markdown: tables,
+        reference: Reference::None,
+    },
+];
+
+/// The tool `name` names (its name or an alias; XProf's trailing `^` ignored).
+pub fn find(name: &str) -> Option<&'static Tool> {
+    let name = name.trim_end_matches('^');
+    TOOLS.iter().find(|t| t.is(name))
+}
+
+/// What a run's first host offers, for [`Listed`] and [`Offered`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Features {
+    gpu: bool,
+    hlo: bool,
+    megascale: bool,
+    counters: bool,
+    host_plane: bool,
+}
+
+impl Features {
+    /// Read from the first host's XSpace: plane names and metadata, and the lines of TPU
+    /// planes only (their counters).
+    pub fn of(first_host: &XSpace) -> Features {
+        Features {
+            gpu: first_host.planes_with_prefix(GPU_PLANE_PREFIX).next().is_some(),
+            hlo: first_host
+                .planes
+                .iter()
+                .filter(|p| p.name == METADATA_PLANE_NAME)
+                .any(|p| p.stat_metadata_of_type(StatType::HloProto).is_some()),
+            megascale: first_host
+                .plane(HOST_THREADS_PLANE_NAME)
+                .is_some_and(|p| p.event_metadata().iter().any(|m| p.str(m.name).starts_with("MegaScale:"))),
+            counters: first_host
+                .planes_with_prefix(TPU_PLANE_PREFIX)
+                .any(|p| p.lines.iter().any(|line| line.events(p).any(|e| e.stat(StatType::CounterValue).is_some()))),
+            host_plane: first_host.plane(HOST_THREADS_PLANE_NAME).is_some(),
+        }
+    }
+
+    fn lists(&self, listed: Listed) -> bool {
+        match listed {
+            Listed::Always => true,
+            Listed::WithGpu => self.gpu,
+            Listed::WithHlo => self.hlo,
+            Listed::WithMegascale => self.megascale,
+            Listed::WithCounters => self.counters,
+            Listed::Never => false,
+        }
+    }
+}
+
+/// The tools XProf's `GetAvailableToolNames` lists for a run with these features, in its order.
+pub fn xprof_listed(features: &Features) -> Vec<&'static str> {
+    TOOLS.iter().filter(|t| features.lists(t.listed)).map(|t| t.name).collect()
+}
+
+/// The tools oxprof's UI offers for a run with these features.
+pub fn offered(features: &Features) -> Vec<&'static Tool> {
+    TOOLS
+        .iter()
+        .filter(|t| match t.offered {
+            Offered::AsXprof => t.available() && features.lists(t.listed),
+            Offered::Always => t.available() && features.host_plane,
+            Offered::No => false,
+        })
+        .collect()
+}
+
+/// The registry as JSON (`/oxprof/api/info`).
+pub fn to_json() -> Value {
+    Value::Array(
+        TOOLS
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name,
+                    "aliases": t.aliases,
+                    "title": t.title,
+                    "summary": t.summary,
+                    "family": t.family,
+                    "hosts": t.hosts,
+                    "page": t.page,
+                    "content_type": t.content_type,
+                    "available": t.available(),
+                    "reference": t.reference,
+                })
+            })
+            .collect(),
+    )
+}
