@@ -29,6 +29,7 @@ use crate::strings::{StrId, StringTable};
 use crate::wire::{Reader, WireType};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::io::Read;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,7 +101,6 @@ pub fn decode_xspace_within(
         lines: Count::new(Limit::Lines, limits.lines.for_size(size)),
         metadata: Count::new(Limit::MetadataEntries, limits.metadata_entries.for_size(size)),
     };
-    let strings_budget = StrBudget { allowed: limits.compressed_str_bytes.for_size(size), used: AtomicU64::new(0) };
     let mut space = XSpace::default();
     let mut diag = Diagnostics::default();
     let mut plane_ranges = Vec::new();
@@ -135,6 +135,11 @@ pub fn decode_xspace_within(
         return Err(DecodeError::NotAnXSpace(buf.len()));
     }
 
+    // Placeholders for metadata ids the file lacks count as metadata entries too.
+    let budgets = Budgets {
+        strings: SharedBudget::new(Limit::CompressedStrBytes, limits.compressed_str_bytes.for_size(size), 0),
+        placeholders: SharedBudget::new(Limit::MetadataEntries, counts.metadata.allowed, counts.metadata.seen),
+    };
     // Planes: scan and decode metadata (sequential; metadata is small).
     let mut scans = Vec::with_capacity(plane_ranges.len());
     for (i, &(bytes, base)) in plane_ranges.iter().enumerate() {
@@ -144,7 +149,7 @@ pub fn decode_xspace_within(
     }
     let mut planes = Vec::with_capacity(scans.len());
     for (i, scan) in scans.iter_mut().enumerate() {
-        let plane = decode_plane_metadata(scan, &strings_budget, &mut diag)
+        let plane = decode_plane_metadata(scan, &budgets, &mut diag)
             .map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{i}] metadata")))?;
         planes.push(plane);
     }
@@ -171,10 +176,10 @@ pub fn decode_xspace_within(
             (events, stats)
         })
         .collect();
-    let (lookups_ref, strings_budget) = (&lookups, &strings_budget);
+    let (lookups_ref, budgets) = (&lookups, &budgets);
     let mut decoded: Vec<((usize, usize), Result<LineOut, Failure>)> = jobs
         .par_iter()
-        .map(|&(p, l, bytes, base)| ((p, l), decode_line(bytes, base, &lookups_ref[p], strings_budget, release)))
+        .map(|&(p, l, bytes, base)| ((p, l), decode_line(bytes, base, &lookups_ref[p], budgets, release)))
         .collect();
     drop(jobs);
     // Back to file order, in place (a second table of decoded lines doubled the memory of
@@ -247,19 +252,31 @@ struct ScanCounts {
     metadata: Count,
 }
 
-/// Bytes of gunzipped string stats still allowed, shared by the threads decoding lines.
-/// Whether the budget is exceeded does not depend on the order strings are inflated in:
-/// only bytes actually produced are counted.
-struct StrBudget {
+/// What the threads decoding lines may still spend, shared between them.
+struct Budgets {
+    /// Bytes of gunzipped string stats.
+    strings: SharedBudget,
+    /// Placeholder metadata entries (for ids events and stats use but the file lacks).
+    placeholders: SharedBudget,
+}
+
+/// A budget shared by threads. Whether it is exceeded does not depend on the order in
+/// which threads spend it: only what is actually produced is counted.
+struct SharedBudget {
+    limit: Limit,
     allowed: u64,
     used: AtomicU64,
 }
 
-impl StrBudget {
-    fn spend(&self, bytes: usize) -> Result<(), LimitExceeded> {
-        let used = self.used.fetch_add(bytes as u64, Ordering::Relaxed).saturating_add(bytes as u64);
+impl SharedBudget {
+    fn new(limit: Limit, allowed: u64, used: u64) -> Self {
+        SharedBudget { limit, allowed, used: AtomicU64::new(used) }
+    }
+
+    fn spend(&self, amount: usize) -> Result<(), LimitExceeded> {
+        let used = self.used.fetch_add(amount as u64, Ordering::Relaxed).saturating_add(amount as u64);
         if used > self.allowed {
-            return Err(LimitExceeded { limit: Limit::CompressedStrBytes, allowed: self.allowed, at_least: used });
+            return Err(LimitExceeded { limit: self.limit, allowed: self.allowed, at_least: used });
         }
         Ok(())
     }
@@ -382,7 +399,7 @@ impl<'a> MapValues<'a> {
 
 fn decode_plane_metadata(
     scan: &mut PlaneScan<'_>,
-    strings_budget: &StrBudget,
+    budgets: &Budgets,
     diag: &mut Diagnostics,
 ) -> Result<XPlane, Failure> {
     let mut strings = StringTable::default();
@@ -464,7 +481,7 @@ fn decode_plane_metadata(
                     (3, WireType::Len) => entry.metadata = r.len_delimited()?.0.into(),
                     (5, WireType::Len) => {
                         let (b, off) = r.len_delimited()?;
-                        decode_owned_stat(b, off, &mut plane, StatTarget::Metadata, strings_budget, diag)?;
+                        decode_owned_stat(b, off, &mut plane, StatTarget::Metadata, budgets, diag)?;
                     }
                     (6, WireType::Varint) => child_ids.push(r.varint()? as i64),
                     (6, WireType::Len) => {
@@ -498,7 +515,7 @@ fn decode_plane_metadata(
     plane.event_metadata_in_file = plane.event_metadata.len();
 
     for &(bytes, base) in &scan.stats {
-        decode_owned_stat(bytes, base, &mut plane, StatTarget::Plane, strings_budget, diag)?;
+        decode_owned_stat(bytes, base, &mut plane, StatTarget::Plane, budgets, diag)?;
     }
     plane.metadata_stats.finish();
     plane.plane_stats.finish();
@@ -517,15 +534,15 @@ fn decode_owned_stat(
     base: usize,
     plane: &mut XPlane,
     target: StatTarget,
-    strings_budget: &StrBudget,
+    budgets: &Budgets,
     diag: &mut Diagnostics,
 ) -> Result<(), Failure> {
     let raw = read_stat(Reader::new(bytes, base), diag)?;
-    let meta = resolve_stat_metadata(plane, raw.metadata_id, diag);
+    let meta = resolve_stat_metadata(plane, raw.metadata_id, &budgets.placeholders, diag)?;
     let value = match raw.value {
         StatPayload::Value(v) => v,
         StatPayload::Str(s) => RawValue::Str(intern_utf8(&mut plane.strings, s, diag)),
-        StatPayload::Compressed(c) => RawValue::Str(plane.strings.intern(&gunzip_str(c, strings_budget, diag)?)),
+        StatPayload::Compressed(c) => RawValue::Str(plane.strings.intern(&gunzip_str(c, &budgets.strings, diag)?)),
         StatPayload::Bytes(b) => {
             plane.bytes.push(b.into());
             RawValue::Bytes((plane.bytes.len() - 1) as u32)
@@ -543,15 +560,21 @@ fn decode_owned_stat(
 }
 
 /// Metadata index for a file id, adding a placeholder entry if the file lacks it.
-fn resolve_stat_metadata(plane: &mut XPlane, id: i64, diag: &mut Diagnostics) -> u32 {
+fn resolve_stat_metadata(
+    plane: &mut XPlane,
+    id: i64,
+    placeholders: &SharedBudget,
+    diag: &mut Diagnostics,
+) -> Result<u32, LimitExceeded> {
     if let Some(m) = plane.stat_metadata_by_id.get(&id) {
-        return m.0;
+        return Ok(m.0);
     }
+    placeholders.spend(1)?;
     diag.add(DiagnosticKind::UnknownStatMetadata, 1);
     let index = plane.stat_metadata.len() as u32;
     plane.stat_metadata.push(StatMetadata { id, name: StrId::EMPTY, description: StrId::EMPTY, stat_type: None });
     plane.stat_metadata_by_id.insert(id, StatMetadataId(index));
-    index
+    Ok(index)
 }
 
 fn check_ref(by_id: &FxHashMap<i64, StatMetadataId>, id: u64, diag: &mut Diagnostics) {
@@ -563,7 +586,7 @@ fn check_ref(by_id: &FxHashMap<i64, StatMetadataId>, id: u64, diag: &mut Diagnos
 /// Gunzips a `compressed_str_value`, chunk by chunk against the file's budget (so a
 /// dozen strings that each inflate to hundreds of megabytes stop at the budget). One that
 /// is not gzip or inflates past [`MAX_DECOMPRESSED_STR`] reads as "" and is counted.
-fn gunzip_str(bytes: &[u8], budget: &StrBudget, diag: &mut Diagnostics) -> Result<String, LimitExceeded> {
+fn gunzip_str(bytes: &[u8], budget: &SharedBudget, diag: &mut Diagnostics) -> Result<String, LimitExceeded> {
     let mut gz = flate2::read::GzDecoder::new(bytes).take(MAX_DECOMPRESSED_STR + 1);
     let mut out = Vec::new();
     let mut chunk = [0u8; 16 << 10];
@@ -677,7 +700,7 @@ fn decode_line(
     bytes: &[u8],
     base: usize,
     ids: &(IdLookup, IdLookup),
-    strings_budget: &StrBudget,
+    budgets: &Budgets,
     release: &dyn ReleasePages,
 ) -> Result<LineOut, Failure> {
     let estimate = bytes.len() / 32;
@@ -718,7 +741,7 @@ fn decode_line(
             (9, WireType::Varint) => out.line.duration_ps = r.varint()? as i64,
             (4, WireType::Len) => {
                 let event = r.nested()?;
-                decode_event(event, ids, strings_budget, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
+                decode_event(event, ids, budgets, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
                 if r.offset() - released_to >= RELEASE_EVERY {
                     release.release(released_to..r.offset());
                     released_to = r.offset();
@@ -743,7 +766,7 @@ fn decode_line(
 fn decode_event(
     mut r: Reader<'_>,
     (event_ids, stat_ids): &(IdLookup, IdLookup),
-    strings_budget: &StrBudget,
+    budgets: &Budgets,
     out: &mut LineOut,
     unknown_event_index: &mut FxHashMap<i64, u32>,
     unknown_stat_index: &mut FxHashMap<i64, u32>,
@@ -778,11 +801,14 @@ fn decode_event(
                             let what = "too many unknown stat metadata ids";
                             return Err(WireError { offset: sbase as u64, what }.into());
                         }
-                        let next = out.unknown_stats.len() as u32;
-                        let k = *unknown_stat_index.entry(stat.metadata_id).or_insert_with(|| {
-                            out.unknown_stats.push(stat.metadata_id);
-                            next
-                        });
+                        let k = match unknown_stat_index.entry(stat.metadata_id) {
+                            Entry::Occupied(e) => *e.get(),
+                            Entry::Vacant(e) => {
+                                budgets.placeholders.spend(1)?;
+                                out.unknown_stats.push(stat.metadata_id);
+                                *e.insert(out.unknown_stats.len() as u32 - 1)
+                            }
+                        };
                         META_MASK - k
                     }
                 };
@@ -793,7 +819,7 @@ fn decode_event(
                         RawValue::Str(intern_utf8(strings, s, &mut out.diag))
                     }
                     StatPayload::Compressed(c) => {
-                        let s = gunzip_str(c, strings_budget, &mut out.diag)?;
+                        let s = gunzip_str(c, &budgets.strings, &mut out.diag)?;
                         RawValue::Str(out.strings.get_or_insert_with(StringTable::default).intern(&s))
                     }
                     StatPayload::Bytes(b) => {
@@ -822,11 +848,14 @@ fn decode_event(
             if out.unknown_events.len() >= MAX_METADATA {
                 return Err(WireError { offset: base as u64, what: "too many unknown event metadata ids" }.into());
             }
-            let next = out.unknown_events.len() as u32;
-            let k = *unknown_event_index.entry(metadata_id).or_insert_with(|| {
-                out.unknown_events.push(metadata_id);
-                next
-            });
+            let k = match unknown_event_index.entry(metadata_id) {
+                Entry::Occupied(e) => *e.get(),
+                Entry::Vacant(e) => {
+                    budgets.placeholders.spend(1)?;
+                    out.unknown_events.push(metadata_id);
+                    *e.insert(out.unknown_events.len() as u32 - 1)
+                }
+            };
             u32::MAX - k
         }
     };

@@ -55,8 +55,9 @@ pub struct LoadLimits {
     pub planes: Allowance,
     /// Lines (over all planes) per MiB of the file. Default: 16,384 plus one per 256 bytes.
     pub lines: Allowance,
-    /// Event and stat metadata entries (over all planes) per MiB of the file. Default:
-    /// 65,536 plus one per 32 bytes.
+    /// Event and stat metadata entries (over all planes, with the placeholders made for ids
+    /// that events and stats use but the file lacks) per MiB of the file. Default: 65,536
+    /// plus one per 32 bytes.
     pub metadata_entries: Allowance,
 }
 

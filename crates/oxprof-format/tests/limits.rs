@@ -86,6 +86,9 @@ fn many_planes_lines_or_metadata_entries_for_the_size_are_refused() {
     assert_eq!(decode_limit(&bombs::empty_planes(1_000_000), &defaults), Some(Limit::Planes));
     assert_eq!(decode_limit(&bombs::empty_lines(1_000_000), &defaults), Some(Limit::Lines));
     assert_eq!(decode_limit(&bombs::empty_metadata(1_000_000), &defaults), Some(Limit::MetadataEntries));
+    // Placeholders for metadata ids the file lacks count as metadata entries.
+    assert_eq!(decode_limit(&bombs::unknown_metadata_ids(1_000_000), &defaults), Some(Limit::MetadataEntries));
+    assert_eq!(decode_limit(&bombs::unknown_metadata_ids(60_000), &defaults), None);
     // Small counts pass: the bases keep tiny files from being refused.
     assert_eq!(decode_limit(&bombs::empty_planes(1_000), &defaults), None);
     assert_eq!(decode_limit(&bombs::empty_lines(16_000), &defaults), None);
