@@ -161,13 +161,6 @@ pub fn decode_xspace_within(
             plane.lines_not_decoded = scan.lines.len();
         }
     }
-    let mut jobs: Vec<(usize, usize, &[u8], usize)> = scans
-        .iter()
-        .enumerate()
-        .filter(|&(p, _)| wanted[p])
-        .flat_map(|(p, s)| s.lines.iter().enumerate().map(move |(l, &(b, base))| (p, l, b, base)))
-        .collect();
-    jobs.sort_by_key(|&(p, l, b, _)| (std::cmp::Reverse(b.len()), p, l));
     let lookups: Vec<(IdLookup, IdLookup)> = planes
         .iter()
         .map(|plane| {
@@ -176,19 +169,35 @@ pub fn decode_xspace_within(
             (events, stats)
         })
         .collect();
+    // Each line is decoded straight into its place in its plane; what it could not settle
+    // alone (line-local strings, placeholders, diagnostics) is merged after, in file order.
+    // (A table of decoded lines beside the planes' own doubled the memory of files made
+    // of many small lines.)
+    let mut jobs: Vec<(usize, usize, &[u8], usize, &mut XLine)> = Vec::new();
+    for (p, (plane, scan)) in planes.iter_mut().zip(&scans).enumerate() {
+        if wanted[p] {
+            plane.lines = std::iter::repeat_with(XLine::default).take(scan.lines.len()).collect();
+            let slots = plane.lines.iter_mut().zip(&scan.lines).enumerate();
+            jobs.extend(slots.map(|(l, (slot, &(bytes, base)))| (p, l, bytes, base, slot)));
+        }
+    }
+    jobs.sort_by_key(|&(p, l, bytes, _, _)| (std::cmp::Reverse(bytes.len()), p, l));
     let (lookups_ref, budgets) = (&lookups, &budgets);
-    let mut decoded: Vec<((usize, usize), Result<LineOut, Failure>)> = jobs
-        .par_iter()
-        .map(|&(p, l, bytes, base)| ((p, l), decode_line(bytes, base, &lookups_ref[p], budgets, release)))
+    let mut rests: Vec<((usize, usize), LineResult)> = jobs
+        .into_par_iter()
+        .map(|(p, l, bytes, base, slot)| {
+            ((p, l), decode_line_into(slot, bytes, base, &lookups_ref[p], budgets, release))
+        })
         .collect();
-    drop(jobs);
-    // Back to file order, in place (a second table of decoded lines doubled the memory of
-    // files made of many small lines).
-    decoded.sort_unstable_by_key(|&(position, _)| position);
-    for ((p, l), out) in decoded {
-        let out = out.map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{p}].lines[{l}]")))?;
-        let line = merge_line(&mut planes[p], out, &mut diag)?;
-        planes[p].lines.push(line);
+    rests.sort_unstable_by_key(|&(position, _)| position);
+    for ((p, l), rest) in rests {
+        let rest = rest.map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{p}].lines[{l}]")))?;
+        if let Some(rest) = rest {
+            let plane = &mut planes[p];
+            let mut line = std::mem::take(&mut plane.lines[l]);
+            merge_line(plane, &mut line, *rest, &mut diag)?;
+            plane.lines[l] = line;
+        }
     }
     space.planes = planes;
     space.diagnostics = diag;
@@ -293,17 +302,15 @@ fn owned_utf8(bytes: Vec<u8>, diag: &mut Diagnostics) -> String {
     })
 }
 
-/// Interns bytes that should be UTF-8. A string already in the table is found by
-/// comparing bytes in place; a new one is copied first and its copy validated (see
-/// [`owned_utf8`]).
+/// Interns bytes that should be UTF-8 (validated on the copy that is kept: see
+/// [`StringTable::intern_untrusted`]).
 #[inline]
 fn intern_utf8(table: &mut StringTable, bytes: &[u8], diag: &mut Diagnostics) -> StrId {
-    if let Ok(s) = std::str::from_utf8(bytes)
-        && let Some(id) = table.find(s)
-    {
-        return id;
+    let (id, replaced) = table.intern_untrusted(bytes);
+    if replaced {
+        diag.add(DiagnosticKind::InvalidUtf8, 1);
     }
-    table.intern(&owned_utf8(bytes.to_vec(), diag))
+    id
 }
 
 /// Where a plane's parts are, before decoding them.
@@ -696,6 +703,35 @@ struct LineOut {
     diag: Diagnostics,
 }
 
+/// A line decoded into its slot: what is left to merge, or why it failed.
+type LineResult = Result<Option<Box<LineRest>>, Failure>;
+
+/// What a decoded line could not settle alone; `None` for most lines.
+struct LineRest {
+    strings: Option<StringTable>,
+    unknown_events: Vec<i64>,
+    unknown_stats: Vec<i64>,
+    diag: Diagnostics,
+}
+
+/// Decodes a line into `slot`, returning what [`merge_line`] must still settle.
+fn decode_line_into(
+    slot: &mut XLine,
+    bytes: &[u8],
+    base: usize,
+    ids: &(IdLookup, IdLookup),
+    budgets: &Budgets,
+    release: &dyn ReleasePages,
+) -> LineResult {
+    let LineOut { line, strings, unknown_events, unknown_stats, diag } =
+        decode_line(bytes, base, ids, budgets, release)?;
+    *slot = line;
+    if strings.is_none() && unknown_events.is_empty() && unknown_stats.is_empty() && diag.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Box::new(LineRest { strings, unknown_events, unknown_stats, diag })))
+}
+
 fn decode_line(
     bytes: &[u8],
     base: usize,
@@ -874,10 +910,14 @@ fn decode_event(
 }
 
 /// Makes a decoded line's strings and placeholder metadata plane-wide.
-fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> Result<XLine, DecodeError> {
-    diag.merge(&out.diag);
-    let line = &mut out.line;
-    if let Some(strings) = out.strings.take()
+fn merge_line(
+    plane: &mut XPlane,
+    line: &mut XLine,
+    mut rest: LineRest,
+    diag: &mut Diagnostics,
+) -> Result<(), DecodeError> {
+    diag.merge(&rest.diag);
+    if let Some(strings) = rest.strings.take()
         && strings.len() > 1
     {
         let remap: Vec<StrId> = strings.iter().map(|(_, s)| plane.strings.intern(s)).collect();
@@ -888,8 +928,8 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
             }
         }
     }
-    if !out.unknown_stats.is_empty() {
-        let remap: Vec<u32> = out
+    if !rest.unknown_stats.is_empty() {
+        let remap: Vec<u32> = rest
             .unknown_stats
             .iter()
             .map(|&id| match plane.stat_metadata_by_id.get(&id) {
@@ -915,8 +955,8 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
             }
         }
     }
-    if !out.unknown_events.is_empty() {
-        let remap: Vec<u32> = out
+    if !rest.unknown_events.is_empty() {
+        let remap: Vec<u32> = rest
             .unknown_events
             .iter()
             .map(|&id| match plane.event_metadata_by_id.get(&id) {
@@ -945,7 +985,7 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
     if plane.stat_metadata.len() >= MAX_METADATA || plane.event_metadata.len() >= MAX_METADATA {
         return Err(DecodeError::TooLarge("more metadata entries in one plane than oxprof supports"));
     }
-    Ok(out.line)
+    Ok(())
 }
 
 #[cfg(test)]
