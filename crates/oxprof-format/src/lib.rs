@@ -23,7 +23,7 @@ mod error;
 pub mod hlo;
 mod limits;
 mod load;
-#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[cfg(target_os = "linux")]
 mod mapguard;
 mod model;
 pub mod schema;

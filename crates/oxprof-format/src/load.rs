@@ -7,7 +7,8 @@
 //! memory first, streaming, and refused as soon as they inflate past their budget.
 //!
 //! Files that change while they are read: a mapped file that shrinks would raise SIGBUS;
-//! [`crate::mapguard`] turns that into zero pages, and the loader reports
+//! `mapguard` turns that into zero pages (Linux; elsewhere files are read, not mapped),
+//! and the loader reports
 //! [`LoadError::FileChanged`] whenever a mapping lost pages or the file's size or
 //! modification time differ between opening it and the end of the decode.
 
@@ -22,7 +23,7 @@ use std::path::Path;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Below this size a plain read is as fast as a mapping and simpler.
-#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const MMAP_THRESHOLD: u64 = 1 << 20;
 
 /// Reads and decodes one XSpace file (`.xplane.pb` or gzip-compressed), within the
@@ -95,14 +96,14 @@ fn read_and_decode(
             LimitExceeded { limit: Limit::ProfileBytes, allowed: limits.max_profile_bytes, at_least: meta.len() };
         return (Err(LoadError::LimitExceeded { path: path.to_path_buf(), exceeded }), false);
     }
-    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[cfg(target_os = "linux")]
     if meta.len() >= MMAP_THRESHOLD {
         match crate::mapguard::GuardedMap::map(file) {
             Ok(Some(map)) => {
                 let result = decode(map.bytes(), &MappedRelease { map: map.mmap() });
                 return (result, map.changed());
             }
-            // No SIGBUS guard to be had: read the file instead.
+            // No SIGBUS guard to be had (every slot taken): read the file instead.
             Ok(None) => {}
             Err(e) => return (Err(io(e)), false),
         }
@@ -190,7 +191,7 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct MappedRelease<'a> {
     map: &'a memmap2::Mmap,
 }
