@@ -30,12 +30,13 @@ pub(crate) struct BlockedI64 {
 
 impl BlockedI64 {
     pub(crate) fn with_capacity(rows: usize) -> Self {
+        // Nothing is allocated for an empty column: files can hold millions of empty lines.
         BlockedI64 {
-            base: Vec::with_capacity(rows / BLOCK + 1),
-            wide_start: Vec::with_capacity(rows / BLOCK + 1),
+            base: Vec::with_capacity(rows.div_ceil(BLOCK)),
+            wide_start: Vec::with_capacity(rows.div_ceil(BLOCK)),
             delta: Vec::with_capacity(rows),
             wide: Vec::new(),
-            pending: Vec::with_capacity(BLOCK),
+            pending: Vec::with_capacity(rows.min(BLOCK)),
         }
     }
 
@@ -240,7 +241,7 @@ pub(crate) struct RowEnds {
 impl RowEnds {
     pub(crate) fn with_capacity(rows: usize) -> Self {
         RowEnds {
-            block_start: Vec::with_capacity(rows / BLOCK + 1),
+            block_start: Vec::with_capacity(rows.div_ceil(BLOCK)),
             offset: Vec::with_capacity(rows),
             ..Default::default()
         }

@@ -19,6 +19,7 @@
 use crate::columns::{BlockedI64, EscapedI64, IdColumn, RowEnds};
 use crate::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::error::{DecodeError, WireError};
+use crate::limits::{Limit, LimitExceeded, LoadLimits};
 use crate::model::{
     EventColumns, EventMetadata, EventMetadataId, META_MASK, RawValue, StatColumns, StatMetadata, StatMetadataId,
     XLine, XPlane, XSpace,
@@ -28,9 +29,10 @@ use crate::strings::{StrId, StringTable};
 use crate::wire::{Reader, WireType};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::io::Read;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Receives byte ranges of the input that the decoder no longer needs.
 pub trait ReleasePages: Sync {
@@ -47,7 +49,8 @@ impl ReleasePages for KeepPages {
 
 /// How often (in bytes) a long line hands consumed input back.
 const RELEASE_EVERY: usize = 4 << 20;
-/// Largest gunzipped `compressed_str_value` accepted (a guard against gzip bombs).
+/// Largest gunzipped `compressed_str_value` kept (larger ones are counted as bad and read
+/// as ""); all of them together are bounded by [`LoadLimits::compressed_str_bytes`].
 const MAX_DECOMPRESSED_STR: u64 = 256 << 20;
 /// Metadata indexes are stored in 28 bits; placeholders count down from the top.
 const MAX_METADATA: usize = (META_MASK as usize) / 2;
@@ -66,30 +69,55 @@ pub fn decode_xspace_with(buf: &[u8], release: &dyn ReleasePages) -> Result<XSpa
 /// `lines_of`: the other planes keep their metadata and stats, no lines, and count the
 /// lines left out in [`XPlane::lines_not_decoded`]. For questions about a profile that the
 /// metadata answers (its HLO modules, which tools apply), at a fraction of a full decode.
+/// Within the default [`LoadLimits`].
 pub fn decode_xspace_lines_of(
     buf: &[u8],
     release: &dyn ReleasePages,
     lines_of: &dyn Fn(&str) -> bool,
 ) -> Result<XSpace, DecodeError> {
+    decode_xspace_within(buf, release, lines_of, &LoadLimits::default())
+}
+
+/// [`decode_xspace_lines_of`] within explicit budgets: a buffer larger than
+/// `limits.max_profile_bytes`, with more planes, lines or metadata entries than its size
+/// allows, or whose compressed string stats inflate past their budget is refused with
+/// [`DecodeError::LimitExceeded`], before the memory it would take is allocated.
+pub fn decode_xspace_within(
+    buf: &[u8],
+    release: &dyn ReleasePages,
+    lines_of: &dyn Fn(&str) -> bool,
+    limits: &LoadLimits,
+) -> Result<XSpace, DecodeError> {
     if buf.is_empty() {
         return Err(DecodeError::Empty);
     }
+    let size = buf.len() as u64;
+    if size > limits.max_profile_bytes {
+        let exceeded = LimitExceeded { limit: Limit::ProfileBytes, allowed: limits.max_profile_bytes, at_least: size };
+        return Err(DecodeError::LimitExceeded(exceeded));
+    }
+    let mut counts = ScanCounts {
+        planes: Count::new(Limit::Planes, limits.planes.for_size(size)),
+        lines: Count::new(Limit::Lines, limits.lines.for_size(size)),
+        metadata: Count::new(Limit::MetadataEntries, limits.metadata_entries.for_size(size)),
+    };
     let mut space = XSpace::default();
     let mut diag = Diagnostics::default();
     let mut plane_ranges = Vec::new();
     let mut known_fields = 0usize;
     let mut r = Reader::new(buf, 0);
-    let ctx = |e: WireError| DecodeError::Wire { source: e, context: "XSpace".into() };
+    let ctx = |e: WireError| DecodeError::Wire { cause: e, context: "XSpace".into() };
     while !r.is_empty() {
         let (field, wt) = r.tag().map_err(ctx)?;
         match (field, wt) {
             (1, WireType::Len) => {
+                counts.planes.add_one().map_err(DecodeError::LimitExceeded)?;
                 plane_ranges.push(r.len_delimited().map_err(ctx)?);
                 known_fields += 1;
             }
             (2..=4, WireType::Len) => {
                 let (bytes, _) = r.len_delimited().map_err(ctx)?;
-                let s = utf8(bytes, &mut diag).into_owned();
+                let s = owned_utf8(bytes.to_vec(), &mut diag);
                 match field {
                     2 => space.errors.push(s),
                     3 => space.warnings.push(s),
@@ -107,17 +135,22 @@ pub fn decode_xspace_lines_of(
         return Err(DecodeError::NotAnXSpace(buf.len()));
     }
 
+    // Placeholders for metadata ids the file lacks count as metadata entries too.
+    let budgets = Budgets {
+        strings: SharedBudget::new(Limit::CompressedStrBytes, limits.compressed_str_bytes.for_size(size), 0),
+        placeholders: SharedBudget::new(Limit::MetadataEntries, counts.metadata.allowed, counts.metadata.seen),
+    };
     // Planes: scan and decode metadata (sequential; metadata is small).
     let mut scans = Vec::with_capacity(plane_ranges.len());
     for (i, &(bytes, base)) in plane_ranges.iter().enumerate() {
-        let scan = scan_plane(bytes, base, &mut diag)
-            .map_err(|e| DecodeError::Wire { source: e, context: format!("XSpace.planes[{i}]") })?;
+        let scan = scan_plane(bytes, base, &mut counts, &mut diag)
+            .map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{i}]")))?;
         scans.push(scan);
     }
     let mut planes = Vec::with_capacity(scans.len());
     for (i, scan) in scans.iter_mut().enumerate() {
-        let plane = decode_plane_metadata(scan, &mut diag)
-            .map_err(|e| DecodeError::Wire { source: e, context: format!("XSpace.planes[{i}] metadata") })?;
+        let plane = decode_plane_metadata(scan, &budgets, &mut diag)
+            .map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{i}] metadata")))?;
         planes.push(plane);
     }
 
@@ -128,13 +161,6 @@ pub fn decode_xspace_lines_of(
             plane.lines_not_decoded = scan.lines.len();
         }
     }
-    let mut jobs: Vec<(usize, usize, &[u8], usize)> = scans
-        .iter()
-        .enumerate()
-        .filter(|&(p, _)| wanted[p])
-        .flat_map(|(p, s)| s.lines.iter().enumerate().map(move |(l, &(b, base))| (p, l, b, base)))
-        .collect();
-    jobs.sort_by_key(|&(p, l, b, _)| (std::cmp::Reverse(b.len()), p, l));
     let lookups: Vec<(IdLookup, IdLookup)> = planes
         .iter()
         .map(|plane| {
@@ -143,22 +169,34 @@ pub fn decode_xspace_lines_of(
             (events, stats)
         })
         .collect();
-    let lookups_ref = &lookups;
-    let decoded: Vec<((usize, usize), Result<LineOut, WireError>)> = jobs
-        .par_iter()
-        .map(|&(p, l, bytes, base)| ((p, l), decode_line(bytes, base, &lookups_ref[p], release)))
-        .collect();
-    let mut by_position: Vec<Vec<Option<LineOut>>> =
-        scans.iter().map(|s| (0..s.lines.len()).map(|_| None).collect()).collect();
-    for ((p, l), out) in decoded {
-        let out =
-            out.map_err(|e| DecodeError::Wire { source: e, context: format!("XSpace.planes[{p}].lines[{l}]") })?;
-        by_position[p][l] = Some(out);
+    // Each line is decoded straight into its place in its plane; what it could not settle
+    // alone (line-local strings, placeholders, diagnostics) is merged after, in file order.
+    // (A table of decoded lines beside the planes' own doubled the memory of files made
+    // of many small lines.)
+    let mut jobs: Vec<(usize, usize, &[u8], usize, &mut XLine)> = Vec::new();
+    for (p, (plane, scan)) in planes.iter_mut().zip(&scans).enumerate() {
+        if wanted[p] {
+            plane.lines = std::iter::repeat_with(XLine::default).take(scan.lines.len()).collect();
+            let slots = plane.lines.iter_mut().zip(&scan.lines).enumerate();
+            jobs.extend(slots.map(|(l, (slot, &(bytes, base)))| (p, l, bytes, base, slot)));
+        }
     }
-    for (plane, outs) in planes.iter_mut().zip(by_position) {
-        for out in outs.into_iter().flatten() {
-            let line = merge_line(plane, out, &mut diag)?;
-            plane.lines.push(line);
+    jobs.sort_by_key(|&(p, l, bytes, _, _)| (std::cmp::Reverse(bytes.len()), p, l));
+    let (lookups_ref, budgets) = (&lookups, &budgets);
+    let mut rests: Vec<((usize, usize), LineResult)> = jobs
+        .into_par_iter()
+        .map(|(p, l, bytes, base, slot)| {
+            ((p, l), decode_line_into(slot, bytes, base, &lookups_ref[p], budgets, release))
+        })
+        .collect();
+    rests.sort_unstable_by_key(|&(position, _)| position);
+    for ((p, l), rest) in rests {
+        let rest = rest.map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{p}].lines[{l}]")))?;
+        if let Some(rest) = rest {
+            let plane = &mut planes[p];
+            let mut line = std::mem::take(&mut plane.lines[l]);
+            merge_line(plane, &mut line, *rest, &mut diag)?;
+            plane.lines[l] = line;
         }
     }
     space.planes = planes;
@@ -166,14 +204,113 @@ pub fn decode_xspace_lines_of(
     Ok(space)
 }
 
-fn utf8<'a>(bytes: &'a [u8], diag: &mut Diagnostics) -> Cow<'a, str> {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Cow::Borrowed(s),
-        Err(_) => {
-            diag.add(DiagnosticKind::InvalidUtf8, 1);
-            String::from_utf8_lossy(bytes)
+/// Why decoding stopped, before the context of the failing message is known.
+enum Failure {
+    Wire(WireError),
+    Limit(LimitExceeded),
+}
+
+impl From<WireError> for Failure {
+    fn from(e: WireError) -> Self {
+        Failure::Wire(e)
+    }
+}
+
+impl From<LimitExceeded> for Failure {
+    fn from(e: LimitExceeded) -> Self {
+        Failure::Limit(e)
+    }
+}
+
+impl Failure {
+    fn into_decode_error(self, context: impl FnOnce() -> String) -> DecodeError {
+        match self {
+            Failure::Wire(cause) => DecodeError::Wire { cause, context: context() },
+            Failure::Limit(exceeded) => DecodeError::LimitExceeded(exceeded),
         }
     }
+}
+
+/// Items of one kind met while scanning, against what the file's size allows.
+struct Count {
+    limit: Limit,
+    allowed: u64,
+    seen: u64,
+}
+
+impl Count {
+    fn new(limit: Limit, allowed: u64) -> Self {
+        Count { limit, allowed, seen: 0 }
+    }
+
+    /// Counts one more item; refuses it before the caller allocates anything for it.
+    #[inline]
+    fn add_one(&mut self) -> Result<(), LimitExceeded> {
+        self.seen += 1;
+        if self.seen > self.allowed {
+            return Err(LimitExceeded { limit: self.limit, allowed: self.allowed, at_least: self.seen });
+        }
+        Ok(())
+    }
+}
+
+/// The counted items of a file's scan.
+struct ScanCounts {
+    planes: Count,
+    lines: Count,
+    metadata: Count,
+}
+
+/// What the threads decoding lines may still spend, shared between them.
+struct Budgets {
+    /// Bytes of gunzipped string stats.
+    strings: SharedBudget,
+    /// Placeholder metadata entries (for ids events and stats use but the file lacks).
+    placeholders: SharedBudget,
+}
+
+/// A budget shared by threads. Whether it is exceeded does not depend on the order in
+/// which threads spend it: only what is actually produced is counted.
+struct SharedBudget {
+    limit: Limit,
+    allowed: u64,
+    used: AtomicU64,
+}
+
+impl SharedBudget {
+    fn new(limit: Limit, allowed: u64, used: u64) -> Self {
+        SharedBudget { limit, allowed, used: AtomicU64::new(used) }
+    }
+
+    fn spend(&self, amount: usize) -> Result<(), LimitExceeded> {
+        let used = self.used.fetch_add(amount as u64, Ordering::Relaxed).saturating_add(amount as u64);
+        if used > self.allowed {
+            return Err(LimitExceeded { limit: self.limit, allowed: self.allowed, at_least: used });
+        }
+        Ok(())
+    }
+}
+
+/// Bytes that should be UTF-8, as an owned string (invalid sequences replaced, counted).
+/// Callers copy the bytes first and validate the copy: bytes of a mapped file can change
+/// under us (another process writing it), so bytes validated in place could be invalid by
+/// the time they were copied.
+fn owned_utf8(bytes: Vec<u8>, diag: &mut Diagnostics) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| {
+        diag.add(DiagnosticKind::InvalidUtf8, 1);
+        String::from_utf8_lossy(e.as_bytes()).into_owned()
+    })
+}
+
+/// Interns bytes that should be UTF-8 (validated on the copy that is kept: see
+/// [`StringTable::intern_untrusted`]).
+#[inline]
+fn intern_utf8(table: &mut StringTable, bytes: &[u8], diag: &mut Diagnostics) -> StrId {
+    let (id, replaced) = table.intern_untrusted(bytes);
+    if replaced {
+        diag.add(DiagnosticKind::InvalidUtf8, 1);
+    }
+    id
 }
 
 /// Where a plane's parts are, before decoding them.
@@ -186,7 +323,12 @@ struct PlaneScan<'a> {
     stats: Vec<(&'a [u8], usize)>,
 }
 
-fn scan_plane<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Result<PlaneScan<'a>, WireError> {
+fn scan_plane<'a>(
+    bytes: &'a [u8],
+    base: usize,
+    counts: &mut ScanCounts,
+    diag: &mut Diagnostics,
+) -> Result<PlaneScan<'a>, Failure> {
     let mut scan = PlaneScan {
         id: 0,
         name: String::new(),
@@ -199,10 +341,19 @@ fn scan_plane<'a>(bytes: &'a [u8], base: usize, diag: &mut Diagnostics) -> Resul
     while !r.is_empty() {
         match r.tag()? {
             (1, WireType::Varint) => scan.id = r.varint()? as i64,
-            (2, WireType::Len) => scan.name = utf8(r.len_delimited()?.0, diag).into_owned(),
-            (3, WireType::Len) => scan.lines.push(r.len_delimited()?),
-            (4, WireType::Len) => scan.event_metadata.push(r.len_delimited()?),
-            (5, WireType::Len) => scan.stat_metadata.push(r.len_delimited()?),
+            (2, WireType::Len) => scan.name = owned_utf8(r.len_delimited()?.0.to_vec(), diag),
+            (3, WireType::Len) => {
+                counts.lines.add_one()?;
+                scan.lines.push(r.len_delimited()?);
+            }
+            (4, WireType::Len) => {
+                counts.metadata.add_one()?;
+                scan.event_metadata.push(r.len_delimited()?);
+            }
+            (5, WireType::Len) => {
+                counts.metadata.add_one()?;
+                scan.stat_metadata.push(r.len_delimited()?);
+            }
             (6, WireType::Len) => scan.stats.push(r.len_delimited()?),
             (field, wt) => {
                 r.skip(field, wt)?;
@@ -253,7 +404,11 @@ impl<'a> MapValues<'a> {
     }
 }
 
-fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Result<XPlane, WireError> {
+fn decode_plane_metadata(
+    scan: &mut PlaneScan<'_>,
+    budgets: &Budgets,
+    diag: &mut Diagnostics,
+) -> Result<XPlane, Failure> {
     let mut strings = StringTable::default();
 
     // Stat metadata first: every stat refers to it.
@@ -268,8 +423,8 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
             while !r.is_empty() {
                 match r.tag()? {
                     (1, WireType::Varint) => id = r.varint()? as i64,
-                    (2, WireType::Len) => name = strings.intern(&utf8(r.len_delimited()?.0, diag)),
-                    (3, WireType::Len) => description = strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                    (2, WireType::Len) => name = intern_utf8(&mut strings, r.len_delimited()?.0, diag),
+                    (3, WireType::Len) => description = intern_utf8(&mut strings, r.len_delimited()?.0, diag),
                     (field, wt) => {
                         r.skip(field, wt)?;
                         diag.add(DiagnosticKind::UnknownField, 1);
@@ -284,7 +439,7 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
             stat_metadata[existing.index()] = entry;
         } else {
             if stat_metadata.len() >= MAX_METADATA {
-                return Err(WireError { offset: base as u64, what: "more stat metadata than oxprof supports" });
+                return Err(WireError { offset: base as u64, what: "more stat metadata than oxprof supports" }.into());
             }
             stat_metadata_by_id.insert(key, StatMetadataId(stat_metadata.len() as u32));
             stat_metadata.push(entry);
@@ -326,12 +481,14 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
             while !r.is_empty() {
                 match r.tag()? {
                     (1, WireType::Varint) => entry.id = r.varint()? as i64,
-                    (2, WireType::Len) => entry.name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
-                    (4, WireType::Len) => entry.display_name = plane.strings.intern(&utf8(r.len_delimited()?.0, diag)),
+                    (2, WireType::Len) => entry.name = intern_utf8(&mut plane.strings, r.len_delimited()?.0, diag),
+                    (4, WireType::Len) => {
+                        entry.display_name = intern_utf8(&mut plane.strings, r.len_delimited()?.0, diag)
+                    }
                     (3, WireType::Len) => entry.metadata = r.len_delimited()?.0.into(),
                     (5, WireType::Len) => {
                         let (b, off) = r.len_delimited()?;
-                        decode_owned_stat(b, off, &mut plane, StatTarget::Metadata, diag)?;
+                        decode_owned_stat(b, off, &mut plane, StatTarget::Metadata, budgets, diag)?;
                     }
                     (6, WireType::Varint) => child_ids.push(r.varint()? as i64),
                     (6, WireType::Len) => {
@@ -356,7 +513,7 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
             plane.event_metadata[existing.index()] = entry;
         } else {
             if plane.event_metadata.len() >= MAX_METADATA {
-                return Err(WireError { offset: base as u64, what: "more event metadata than oxprof supports" });
+                return Err(WireError { offset: base as u64, what: "more event metadata than oxprof supports" }.into());
             }
             plane.event_metadata_by_id.insert(key, EventMetadataId(plane.event_metadata.len() as u32));
             plane.event_metadata.push(entry);
@@ -365,7 +522,7 @@ fn decode_plane_metadata(scan: &mut PlaneScan<'_>, diag: &mut Diagnostics) -> Re
     plane.event_metadata_in_file = plane.event_metadata.len();
 
     for &(bytes, base) in &scan.stats {
-        decode_owned_stat(bytes, base, &mut plane, StatTarget::Plane, diag)?;
+        decode_owned_stat(bytes, base, &mut plane, StatTarget::Plane, budgets, diag)?;
     }
     plane.metadata_stats.finish();
     plane.plane_stats.finish();
@@ -384,14 +541,15 @@ fn decode_owned_stat(
     base: usize,
     plane: &mut XPlane,
     target: StatTarget,
+    budgets: &Budgets,
     diag: &mut Diagnostics,
-) -> Result<(), WireError> {
+) -> Result<(), Failure> {
     let raw = read_stat(Reader::new(bytes, base), diag)?;
-    let meta = resolve_stat_metadata(plane, raw.metadata_id, diag);
+    let meta = resolve_stat_metadata(plane, raw.metadata_id, &budgets.placeholders, diag)?;
     let value = match raw.value {
         StatPayload::Value(v) => v,
-        StatPayload::Str(s) => RawValue::Str(plane.strings.intern(&utf8(s, diag))),
-        StatPayload::Compressed(c) => RawValue::Str(plane.strings.intern(&gunzip_str(c, diag))),
+        StatPayload::Str(s) => RawValue::Str(intern_utf8(&mut plane.strings, s, diag)),
+        StatPayload::Compressed(c) => RawValue::Str(plane.strings.intern(&gunzip_str(c, &budgets.strings, diag)?)),
         StatPayload::Bytes(b) => {
             plane.bytes.push(b.into());
             RawValue::Bytes((plane.bytes.len() - 1) as u32)
@@ -409,15 +567,21 @@ fn decode_owned_stat(
 }
 
 /// Metadata index for a file id, adding a placeholder entry if the file lacks it.
-fn resolve_stat_metadata(plane: &mut XPlane, id: i64, diag: &mut Diagnostics) -> u32 {
+fn resolve_stat_metadata(
+    plane: &mut XPlane,
+    id: i64,
+    placeholders: &SharedBudget,
+    diag: &mut Diagnostics,
+) -> Result<u32, LimitExceeded> {
     if let Some(m) = plane.stat_metadata_by_id.get(&id) {
-        return m.0;
+        return Ok(m.0);
     }
+    placeholders.spend(1)?;
     diag.add(DiagnosticKind::UnknownStatMetadata, 1);
     let index = plane.stat_metadata.len() as u32;
     plane.stat_metadata.push(StatMetadata { id, name: StrId::EMPTY, description: StrId::EMPTY, stat_type: None });
     plane.stat_metadata_by_id.insert(id, StatMetadataId(index));
-    index
+    Ok(index)
 }
 
 fn check_ref(by_id: &FxHashMap<i64, StatMetadataId>, id: u64, diag: &mut Diagnostics) {
@@ -426,16 +590,32 @@ fn check_ref(by_id: &FxHashMap<i64, StatMetadataId>, id: u64, diag: &mut Diagnos
     }
 }
 
-fn gunzip_str(bytes: &[u8], diag: &mut Diagnostics) -> String {
+/// Gunzips a `compressed_str_value`, chunk by chunk against the file's budget (so a
+/// dozen strings that each inflate to hundreds of megabytes stop at the budget). One that
+/// is not gzip or inflates past [`MAX_DECOMPRESSED_STR`] reads as "" and is counted.
+fn gunzip_str(bytes: &[u8], budget: &SharedBudget, diag: &mut Diagnostics) -> Result<String, LimitExceeded> {
+    let mut gz = flate2::read::GzDecoder::new(bytes).take(MAX_DECOMPRESSED_STR + 1);
     let mut out = Vec::new();
-    let limited = flate2::read::GzDecoder::new(bytes).take(MAX_DECOMPRESSED_STR + 1).read_to_end(&mut out);
-    match limited {
-        Ok(n) if (n as u64) <= MAX_DECOMPRESSED_STR => utf8(&out, diag).into_owned(),
-        _ => {
-            diag.add(DiagnosticKind::BadCompressedString, 1);
-            String::new()
+    let mut chunk = [0u8; 16 << 10];
+    loop {
+        match gz.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                budget.spend(n)?;
+                out.extend_from_slice(&chunk[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                diag.add(DiagnosticKind::BadCompressedString, 1);
+                return Ok(String::new());
+            }
         }
     }
+    if out.len() as u64 > MAX_DECOMPRESSED_STR {
+        diag.add(DiagnosticKind::BadCompressedString, 1);
+        return Ok(String::new());
+    }
+    Ok(owned_utf8(out, diag))
 }
 
 enum StatPayload<'a> {
@@ -513,7 +693,9 @@ impl IdLookup {
 /// A decoded line before its strings and placeholders are made plane-wide.
 struct LineOut {
     line: XLine,
-    strings: StringTable,
+    /// Line-local strings; none until the line has a string stat (most lines of files
+    /// made of many small lines have none).
+    strings: Option<StringTable>,
     /// File ids of event metadata the plane lacks; event `u32::MAX - k` means entry k.
     unknown_events: Vec<i64>,
     /// File ids of stat metadata the plane lacks; stat meta `META_MASK - k` means entry k.
@@ -521,12 +703,42 @@ struct LineOut {
     diag: Diagnostics,
 }
 
+/// A line decoded into its slot: what is left to merge, or why it failed.
+type LineResult = Result<Option<Box<LineRest>>, Failure>;
+
+/// What a decoded line could not settle alone; `None` for most lines.
+struct LineRest {
+    strings: Option<StringTable>,
+    unknown_events: Vec<i64>,
+    unknown_stats: Vec<i64>,
+    diag: Diagnostics,
+}
+
+/// Decodes a line into `slot`, returning what [`merge_line`] must still settle.
+fn decode_line_into(
+    slot: &mut XLine,
+    bytes: &[u8],
+    base: usize,
+    ids: &(IdLookup, IdLookup),
+    budgets: &Budgets,
+    release: &dyn ReleasePages,
+) -> LineResult {
+    let LineOut { line, strings, unknown_events, unknown_stats, diag } =
+        decode_line(bytes, base, ids, budgets, release)?;
+    *slot = line;
+    if strings.is_none() && unknown_events.is_empty() && unknown_stats.is_empty() && diag.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Box::new(LineRest { strings, unknown_events, unknown_stats, diag })))
+}
+
 fn decode_line(
     bytes: &[u8],
     base: usize,
     ids: &(IdLookup, IdLookup),
+    budgets: &Budgets,
     release: &dyn ReleasePages,
-) -> Result<LineOut, WireError> {
+) -> Result<LineOut, Failure> {
     let estimate = bytes.len() / 32;
     let mut out = LineOut {
         line: XLine {
@@ -546,7 +758,7 @@ fn decode_line(
             stats: StatColumns::default(),
             bytes: Vec::new(),
         },
-        strings: StringTable::default(),
+        strings: None,
         unknown_events: Vec::new(),
         unknown_stats: Vec::new(),
         diag: Diagnostics::default(),
@@ -559,13 +771,13 @@ fn decode_line(
         match r.tag()? {
             (1, WireType::Varint) => out.line.id = r.varint()? as i64,
             (10, WireType::Varint) => out.line.display_id = r.varint()? as i64,
-            (2, WireType::Len) => out.line.name = utf8(r.len_delimited()?.0, &mut out.diag).into_owned(),
-            (11, WireType::Len) => out.line.display_name = utf8(r.len_delimited()?.0, &mut out.diag).into_owned(),
+            (2, WireType::Len) => out.line.name = owned_utf8(r.len_delimited()?.0.to_vec(), &mut out.diag),
+            (11, WireType::Len) => out.line.display_name = owned_utf8(r.len_delimited()?.0.to_vec(), &mut out.diag),
             (3, WireType::Varint) => out.line.timestamp_ns = r.varint()? as i64,
             (9, WireType::Varint) => out.line.duration_ps = r.varint()? as i64,
             (4, WireType::Len) => {
                 let event = r.nested()?;
-                decode_event(event, ids, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
+                decode_event(event, ids, budgets, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
                 if r.offset() - released_to >= RELEASE_EVERY {
                     release.release(released_to..r.offset());
                     released_to = r.offset();
@@ -590,10 +802,11 @@ fn decode_line(
 fn decode_event(
     mut r: Reader<'_>,
     (event_ids, stat_ids): &(IdLookup, IdLookup),
+    budgets: &Budgets,
     out: &mut LineOut,
     unknown_event_index: &mut FxHashMap<i64, u32>,
     unknown_stat_index: &mut FxHashMap<i64, u32>,
-) -> Result<(), WireError> {
+) -> Result<(), Failure> {
     let mut metadata_id = 0i64;
     let mut offset_ps = 0i64;
     let mut occurrences: Option<i64> = None;
@@ -621,22 +834,29 @@ fn decode_event(
                     None => {
                         out.diag.add(DiagnosticKind::UnknownStatMetadata, 1);
                         if out.unknown_stats.len() >= MAX_METADATA {
-                            return Err(WireError { offset: sbase as u64, what: "too many unknown stat metadata ids" });
+                            let what = "too many unknown stat metadata ids";
+                            return Err(WireError { offset: sbase as u64, what }.into());
                         }
-                        let next = out.unknown_stats.len() as u32;
-                        let k = *unknown_stat_index.entry(stat.metadata_id).or_insert_with(|| {
-                            out.unknown_stats.push(stat.metadata_id);
-                            next
-                        });
+                        let k = match unknown_stat_index.entry(stat.metadata_id) {
+                            Entry::Occupied(e) => *e.get(),
+                            Entry::Vacant(e) => {
+                                budgets.placeholders.spend(1)?;
+                                out.unknown_stats.push(stat.metadata_id);
+                                *e.insert(out.unknown_stats.len() as u32 - 1)
+                            }
+                        };
                         META_MASK - k
                     }
                 };
                 let value = match stat.value {
                     StatPayload::Value(v) => v,
-                    StatPayload::Str(s) => RawValue::Str(out.strings.intern(&utf8(s, &mut out.diag))),
+                    StatPayload::Str(s) => {
+                        let strings = out.strings.get_or_insert_with(StringTable::default);
+                        RawValue::Str(intern_utf8(strings, s, &mut out.diag))
+                    }
                     StatPayload::Compressed(c) => {
-                        let s = gunzip_str(c, &mut out.diag);
-                        RawValue::Str(out.strings.intern(&s))
+                        let s = gunzip_str(c, &budgets.strings, &mut out.diag)?;
+                        RawValue::Str(out.strings.get_or_insert_with(StringTable::default).intern(&s))
                     }
                     StatPayload::Bytes(b) => {
                         out.line.bytes.push(b.into());
@@ -662,13 +882,16 @@ fn decode_event(
         None => {
             out.diag.add(DiagnosticKind::UnknownEventMetadata, 1);
             if out.unknown_events.len() >= MAX_METADATA {
-                return Err(WireError { offset: base as u64, what: "too many unknown event metadata ids" });
+                return Err(WireError { offset: base as u64, what: "too many unknown event metadata ids" }.into());
             }
-            let next = out.unknown_events.len() as u32;
-            let k = *unknown_event_index.entry(metadata_id).or_insert_with(|| {
-                out.unknown_events.push(metadata_id);
-                next
-            });
+            let k = match unknown_event_index.entry(metadata_id) {
+                Entry::Occupied(e) => *e.get(),
+                Entry::Vacant(e) => {
+                    budgets.placeholders.spend(1)?;
+                    out.unknown_events.push(metadata_id);
+                    *e.insert(out.unknown_events.len() as u32 - 1)
+                }
+            };
             u32::MAX - k
         }
     };
@@ -680,18 +903,24 @@ fn decode_event(
     events.offset_ps.push(offset_ps);
     events.duration_ps.push(duration_ps);
     if out.line.stats.len() > u32::MAX as usize - 1 {
-        return Err(WireError { offset: base as u64, what: "more stats in one line than oxprof supports" });
+        return Err(WireError { offset: base as u64, what: "more stats in one line than oxprof supports" }.into());
     }
     events.stats_end.push(out.line.stats.len() as u32);
     Ok(())
 }
 
 /// Makes a decoded line's strings and placeholder metadata plane-wide.
-fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> Result<XLine, DecodeError> {
-    diag.merge(&out.diag);
-    let line = &mut out.line;
-    if out.strings.len() > 1 {
-        let remap: Vec<StrId> = out.strings.iter().map(|(_, s)| plane.strings.intern(s)).collect();
+fn merge_line(
+    plane: &mut XPlane,
+    line: &mut XLine,
+    mut rest: LineRest,
+    diag: &mut Diagnostics,
+) -> Result<(), DecodeError> {
+    diag.merge(&rest.diag);
+    if let Some(strings) = rest.strings.take()
+        && strings.len() > 1
+    {
+        let remap: Vec<StrId> = strings.iter().map(|(_, s)| plane.strings.intern(s)).collect();
         for row in 0..line.stats.len() {
             if line.stats.is_str(row) {
                 let local = line.stats.value_bits(row) as usize;
@@ -699,8 +928,8 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
             }
         }
     }
-    if !out.unknown_stats.is_empty() {
-        let remap: Vec<u32> = out
+    if !rest.unknown_stats.is_empty() {
+        let remap: Vec<u32> = rest
             .unknown_stats
             .iter()
             .map(|&id| match plane.stat_metadata_by_id.get(&id) {
@@ -726,8 +955,8 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
             }
         }
     }
-    if !out.unknown_events.is_empty() {
-        let remap: Vec<u32> = out
+    if !rest.unknown_events.is_empty() {
+        let remap: Vec<u32> = rest
             .unknown_events
             .iter()
             .map(|&id| match plane.event_metadata_by_id.get(&id) {
@@ -756,7 +985,7 @@ fn merge_line(plane: &mut XPlane, mut out: LineOut, diag: &mut Diagnostics) -> R
     if plane.stat_metadata.len() >= MAX_METADATA || plane.event_metadata.len() >= MAX_METADATA {
         return Err(DecodeError::TooLarge("more metadata entries in one plane than oxprof supports"));
     }
-    Ok(out.line)
+    Ok(())
 }
 
 #[cfg(test)]

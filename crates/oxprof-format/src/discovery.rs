@@ -56,12 +56,12 @@ impl Discovery {
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     /// The path does not exist or cannot be read.
-    #[error("{path}: cannot read: {source}")]
+    #[error("{path}: cannot read: {cause}")]
     Io {
         /// The path given.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The path holds no profile at all.
     #[error(
@@ -78,7 +78,7 @@ pub fn host_of_file_name(file_name: &str) -> Option<&str> {
 
 /// Finds runs and hosts under `path` (a log directory, a run directory or one file).
 pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
-    let meta = std::fs::metadata(path).map_err(|source| DiscoveryError::Io { path: path.to_path_buf(), source })?;
+    let meta = std::fs::metadata(path).map_err(|cause| DiscoveryError::Io { path: path.to_path_buf(), cause })?;
     if meta.is_file() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let host = host_of_file_name(name).unwrap_or(name).to_string();

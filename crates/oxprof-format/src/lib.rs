@@ -1,7 +1,8 @@
 //! oxprof's format layer: decodes profiler files into a compact, typed, read-only model.
 //!
 //! * [`decode_xspace`] / [`load_xspace`]: XSpace protobuf bytes or files (`.xplane.pb`,
-//!   optionally gzip-compressed) into an [`XSpace`].
+//!   optionally gzip-compressed) into an [`XSpace`]; [`load_xspace_with`] within explicit
+//!   [`LoadLimits`] (budgets against hostile input; the other entry points use the defaults).
 //! * [`discover`]: runs and hosts under a log directory, the way XProf lays them out.
 //! * [`schema`]: stat and event types resolved by name, as XProf resolves them.
 //! * [`hlo`]: the XLA HLO modules a profile carries, decoded into a small model.
@@ -20,7 +21,10 @@ mod diagnostics;
 pub mod discovery;
 mod error;
 pub mod hlo;
+mod limits;
 mod load;
+#[cfg(target_os = "linux")]
+mod mapguard;
 mod model;
 pub mod schema;
 mod strings;
@@ -33,11 +37,17 @@ mod pb {
     include!(concat!(env!("OUT_DIR"), "/tensorflow.profiler.rs"));
 }
 
-pub use decode::{KeepPages, ReleasePages, decode_xspace, decode_xspace_lines_of, decode_xspace_with};
+pub use decode::{
+    KeepPages, ReleasePages, decode_xspace, decode_xspace_lines_of, decode_xspace_with, decode_xspace_within,
+};
 pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
 pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
 pub use error::{DecodeError, LoadError, WireError};
-pub use load::{decode_bytes, load_xspace, load_xspace_lines_of, return_freed_large_blocks_to_the_os};
+pub use limits::{Allowance, Limit, LimitExceeded, LoadLimits};
+pub use load::{
+    decode_bytes, decode_bytes_with, load_xspace, load_xspace_lines_of, load_xspace_with,
+    return_freed_large_blocks_to_the_os,
+};
 pub use model::{
     Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,
     XPlane, XSpace,

@@ -1,61 +1,134 @@
-//! Reading a profile file from disk: plain or gzip-compressed `.xplane.pb`.
+//! Reading a profile file from disk: plain or gzip-compressed `.xplane.pb`, within
+//! [`LoadLimits`].
 //!
 //! Plain files are memory-mapped and decoded in place; pages the decoder has consumed are
 //! dropped from this process's memory at once (`MADV_DONTNEED`), so peak memory is the
-//! model plus a few megabytes of input, not model plus file. Gzip files are decompressed
-//! into memory first.
+//! model plus a few megabytes of input, not model plus file. Gzip files are inflated into
+//! memory first, streaming, and refused as soon as they inflate past their budget.
 //!
-//! Caveat of memory mapping: if another process truncates the file while it is decoded,
-//! the OS raises SIGBUS. Profilers write `.xplane.pb` files once, before they are read.
+//! Files that change while they are read: a mapped file that shrinks would raise SIGBUS;
+//! `mapguard` turns that into zero pages (Linux; elsewhere files are read, not mapped),
+//! and the loader reports
+//! [`LoadError::FileChanged`] whenever a mapping lost pages or the file's size or
+//! modification time differ between opening it and the end of the decode.
 
-use crate::decode::{KeepPages, ReleasePages, decode_xspace_lines_of};
+use crate::decode::{KeepPages, ReleasePages, decode_xspace_within};
 use crate::error::LoadError;
+use crate::limits::{Limit, LimitExceeded, LoadLimits};
 use crate::model::XSpace;
-use memmap2::{Mmap, UncheckedAdvice};
-use std::io::Read;
+use std::fs::{File, Metadata};
+use std::io::{Read, Seek};
 use std::ops::Range;
 use std::path::Path;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Below this size a plain read is as fast as a mapping and simpler.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const MMAP_THRESHOLD: u64 = 1 << 20;
 
-/// Reads and decodes one XSpace file (`.xplane.pb` or gzip-compressed).
+/// Reads and decodes one XSpace file (`.xplane.pb` or gzip-compressed), within the
+/// default [`LoadLimits`].
 pub fn load_xspace(path: &Path) -> Result<XSpace, LoadError> {
-    load_xspace_lines_of(path, &|_| true)
+    load_xspace_with(path, &LoadLimits::default(), &|_| true)
 }
 
 /// Reads one XSpace file, decoding the lines (events) of only the planes whose name
-/// passes `lines_of` (see [`crate::decode_xspace_lines_of`]). A plain file's skipped
-/// lines are never read from disk.
+/// passes `lines_of` (see [`crate::decode_xspace_lines_of`]), within the default
+/// [`LoadLimits`]. A plain file's skipped lines are never read from disk.
 pub fn load_xspace_lines_of(path: &Path, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, LoadError> {
-    let io = |source| LoadError::Io { path: path.to_path_buf(), source };
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if meta.is_dir() {
+    load_xspace_with(path, &LoadLimits::default(), lines_of)
+}
+
+/// Reads one XSpace file within `limits`, decoding the lines of only the planes whose
+/// name passes `lines_of` (`&|_| true` for all).
+///
+/// Errors: [`LoadError::LimitExceeded`] when the file exceeds a limit (checked before the
+/// memory it guards is allocated; a gzip file stops inflating at its cap);
+/// [`LoadError::FileChanged`] when the file was truncated or rewritten while it was read.
+pub fn load_xspace_with(
+    path: &Path,
+    limits: &LoadLimits,
+    lines_of: &dyn Fn(&str) -> bool,
+) -> Result<XSpace, LoadError> {
+    let io = |cause| LoadError::Io { path: path.to_path_buf(), cause };
+    let mut file = File::open(path).map_err(io)?;
+    let before = file.metadata().map_err(io)?;
+    if before.is_dir() {
         return Err(io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory, not a profile file")));
     }
+    let (result, pages_vanished) = read_and_decode(&mut file, &before, path, limits, lines_of);
+    // Whatever the decoder made of a file that changed under it, that is the news.
+    let changed_since_open = file.metadata().is_ok_and(|after| !same_version(&before, &after));
+    if pages_vanished || changed_since_open {
+        return Err(LoadError::FileChanged { path: path.to_path_buf() });
+    }
+    result
+}
+
+/// Whether two `fstat`s of one open file describe the same contents.
+fn same_version(before: &Metadata, after: &Metadata) -> bool {
+    before.len() == after.len() && before.modified().ok() == after.modified().ok()
+}
+
+/// Decodes an open file; the flag says whether its mapping lost pages (the file shrank).
+fn read_and_decode(
+    file: &mut File,
+    meta: &Metadata,
+    path: &Path,
+    limits: &LoadLimits,
+    lines_of: &dyn Fn(&str) -> bool,
+) -> (Result<XSpace, LoadError>, bool) {
+    let io = |cause| LoadError::Io { path: path.to_path_buf(), cause };
+    let decode = |buf: &[u8], release: &dyn ReleasePages| {
+        decode_xspace_within(buf, release, lines_of, limits).map_err(|e| LoadError::decode(path.to_path_buf(), e))
+    };
     let mut magic = [0u8; 2];
-    let head = read_up_to(&mut file, &mut magic).map_err(io)?;
+    let head = match read_up_to(file, &mut magic).and_then(|n| file.rewind().map(|()| n)) {
+        Ok(n) => n,
+        Err(e) => return (Err(io(e)), false),
+    };
     if head == 2 && magic == GZIP_MAGIC {
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut data = Vec::new();
-        flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))
-            .read_to_end(&mut data)
-            .map_err(|source| LoadError::Gzip { path: path.to_path_buf(), source })?;
-        return decode_xspace_lines_of(&data, &KeepPages, lines_of)
-            .map_err(|e| LoadError::decode(path.to_path_buf(), e));
+        let inflated = inflate(std::io::BufReader::new(&*file), meta.len(), limits, path);
+        return (inflated.and_then(|data| decode(&data, &KeepPages)), false);
     }
-    if meta.len() < MMAP_THRESHOLD {
-        let data = std::fs::read(path).map_err(io)?;
-        return decode_xspace_lines_of(&data, &KeepPages, lines_of)
-            .map_err(|e| LoadError::decode(path.to_path_buf(), e));
+    if meta.len() > limits.max_profile_bytes {
+        let exceeded =
+            LimitExceeded { limit: Limit::ProfileBytes, allowed: limits.max_profile_bytes, at_least: meta.len() };
+        return (Err(LoadError::LimitExceeded { path: path.to_path_buf(), exceeded }), false);
     }
-    // SAFETY: the mapping is read-only and private; the file is not modified by oxprof.
-    // Concurrent truncation by another process is the documented caveat above.
-    let map = unsafe { Mmap::map(&file) }.map_err(io)?;
-    let release = MappedRelease { map: &map };
-    decode_xspace_lines_of(&map, &release, lines_of).map_err(|e| LoadError::decode(path.to_path_buf(), e))
+    #[cfg(target_os = "linux")]
+    if meta.len() >= MMAP_THRESHOLD {
+        match crate::mapguard::GuardedMap::map(file) {
+            Ok(Some(map)) => {
+                let result = decode(map.bytes(), &MappedRelease { map: map.mmap() });
+                return (result, map.changed());
+            }
+            // No SIGBUS guard to be had (every slot taken): read the file instead.
+            Ok(None) => {}
+            Err(e) => return (Err(io(e)), false),
+        }
+    }
+    let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    if let Err(e) = file.take(limits.max_profile_bytes.saturating_add(1)).read_to_end(&mut data) {
+        return (Err(io(e)), false);
+    }
+    (decode(&data, &KeepPages), false)
+}
+
+/// Inflates a gzip stream of `compressed` bytes, stopping as soon as it passes its cap
+/// ([`LoadLimits::inflated_bytes`] for its size, at most `max_profile_bytes`).
+fn inflate(reader: impl Read, compressed: u64, limits: &LoadLimits, path: &Path) -> Result<Vec<u8>, LoadError> {
+    let (cap, limit) = limits.inflate_cap(compressed);
+    let mut data = Vec::new();
+    flate2::read::MultiGzDecoder::new(reader)
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(|cause| LoadError::Gzip { path: path.to_path_buf(), cause })?;
+    if data.len() as u64 > cap {
+        let exceeded = LimitExceeded { limit, allowed: cap, at_least: data.len() as u64 };
+        return Err(LoadError::LimitExceeded { path: path.to_path_buf(), exceeded });
+    }
+    Ok(data)
 }
 
 /// Pins glibc's mmap threshold at its default (128 KiB), once per process.
@@ -89,19 +162,25 @@ pub fn return_freed_large_blocks_to_the_os() {
     }
 }
 
-/// Reads an XSpace from bytes already in memory (plain or gzip).
+/// Reads an XSpace from bytes already in memory (plain or gzip), within the default
+/// [`LoadLimits`].
 pub fn decode_bytes(path_for_errors: &Path, bytes: &[u8]) -> Result<XSpace, LoadError> {
-    if bytes.starts_with(&GZIP_MAGIC) {
-        let mut data = Vec::new();
-        flate2::read::MultiGzDecoder::new(bytes)
-            .read_to_end(&mut data)
-            .map_err(|source| LoadError::Gzip { path: path_for_errors.to_path_buf(), source })?;
-        return crate::decode_xspace(&data).map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e));
-    }
-    crate::decode_xspace(bytes).map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e))
+    decode_bytes_with(path_for_errors, bytes, &LoadLimits::default())
 }
 
-fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Reads an XSpace from bytes already in memory (plain or gzip), within `limits`.
+pub fn decode_bytes_with(path_for_errors: &Path, bytes: &[u8], limits: &LoadLimits) -> Result<XSpace, LoadError> {
+    let decode = |buf: &[u8]| {
+        decode_xspace_within(buf, &KeepPages, &|_| true, limits)
+            .map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e))
+    };
+    if bytes.starts_with(&GZIP_MAGIC) {
+        return decode(&inflate(bytes, bytes.len() as u64, limits, path_for_errors)?);
+    }
+    decode(bytes)
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match file.read(&mut buf[n..])? {
@@ -112,8 +191,9 @@ fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize
     Ok(n)
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct MappedRelease<'a> {
-    map: &'a Mmap,
+    map: &'a memmap2::Mmap,
 }
 
 impl ReleasePages for MappedRelease<'_> {
@@ -125,7 +205,7 @@ impl ReleasePages for MappedRelease<'_> {
             // SAFETY: the decoder never reads a range again after releasing it, and the
             // mapping is a private read-only file mapping: dropped pages would be re-read
             // from the file if touched, so this cannot change what the decoder sees.
-            let _ = unsafe { self.map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start) };
+            let _ = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
         }
     }
 }

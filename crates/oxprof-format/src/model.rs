@@ -251,7 +251,7 @@ impl XPlane {
 }
 
 /// One timeline (e.g. a host thread or a GPU stream).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct XLine {
     /// `XLine.id` (lines with the same id are one timeline).
     pub id: i64,

@@ -91,6 +91,57 @@ impl StringTable {
         StrId(id)
     }
 
+    /// Interns bytes that should be UTF-8 but may change while they are read (a mapped
+    /// file that another process rewrites): a string already present is found by comparing
+    /// bytes; a new one is copied first and the copy validated before it is stored, so the
+    /// table never holds invalid UTF-8 whatever happens to `bytes` meanwhile. Returns the
+    /// id and whether invalid sequences were replaced with U+FFFD.
+    pub(crate) fn intern_untrusted(&mut self, bytes: &[u8]) -> (StrId, bool) {
+        let Ok(s) = std::str::from_utf8(bytes) else {
+            // Copied first: `from_utf8_lossy` of `bytes` would validate and copy separately.
+            let copy = bytes.to_vec();
+            return (self.intern(&String::from_utf8_lossy(&copy)), true);
+        };
+        let hash = self.hasher.hash_one(s);
+        let StringTable { text, ends, index, hasher } = self;
+        let entry =
+            index.entry(hash, |&i| Self::slice(text, ends, i) == s, |&i| hasher.hash_one(Self::slice(text, ends, i)));
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(found) => (StrId(*found.get()), false),
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                // Most strings are short: copy them to the stack, not the heap.
+                let mut stack = [0u8; 1024];
+                let heap;
+                let copy: &[u8] = match stack.get_mut(..bytes.len()) {
+                    Some(buf) => {
+                        buf.copy_from_slice(bytes);
+                        buf
+                    }
+                    None => {
+                        heap = bytes.to_vec();
+                        &heap
+                    }
+                };
+                // If the bytes changed since they were hashed, the entry sits under a stale
+                // hash: a duplicate at worst, and the loader reports the file as changed.
+                let replaced = match std::str::from_utf8(copy) {
+                    Ok(valid) => {
+                        text.push_str(valid);
+                        false
+                    }
+                    Err(_) => {
+                        text.push_str(&String::from_utf8_lossy(copy));
+                        true
+                    }
+                };
+                let id = ends.len() as u32;
+                ends.push(text.len() as u32);
+                vacant.insert(id);
+                (StrId(id), replaced)
+            }
+        }
+    }
+
     /// Approximate heap size in bytes.
     pub fn heap_bytes(&self) -> usize {
         self.text.capacity() + self.ends.capacity() * 4 + self.index.capacity() * 5
@@ -119,5 +170,20 @@ mod tests {
         assert_eq!(t.find("beta"), Some(b));
         assert_eq!(t.find("gamma"), None);
         assert_eq!(t.get(StrId(999)), "");
+    }
+
+    #[test]
+    fn untrusted_bytes_intern_like_strings_and_replace_invalid_utf8() {
+        let mut t = StringTable::default();
+        let a = t.intern("alpha");
+        assert_eq!(t.intern_untrusted(b"alpha"), (a, false));
+        let long = "x".repeat(5_000);
+        let (b, replaced) = t.intern_untrusted(long.as_bytes());
+        assert!(!replaced);
+        assert_eq!((t.get(b), t.find(&long)), (long.as_str(), Some(b)));
+        let (c, replaced) = t.intern_untrusted(b"bad \xff byte");
+        assert!(replaced);
+        assert_eq!(t.get(c), "bad \u{fffd} byte");
+        assert_eq!(t.intern_untrusted(b"gamma").0, t.find("gamma").unwrap());
     }
 }

@@ -18,7 +18,7 @@ use super::types::{
 };
 use crate::grouping::EventGroups;
 use crate::tf_op::parse_tf_op_fullname;
-use oxprof_format::schema::StatType;
+use oxprof_format::schema::{GPU_PLANE_PREFIX, StatType};
 use oxprof_format::{Event, EventMetadataId, StatValue, XPlane, XSpace};
 use std::collections::{BTreeMap, HashMap};
 
@@ -1000,8 +1000,9 @@ pub fn device_op_metrics_db(
             per_plane.push(tensor_core_op_metrics_db(plane, &sparse_core_dbs, hlo));
         }
     } else {
-        for plane in &planes {
-            let index = space.planes.iter().position(|p| std::ptr::eq(p, *plane)).unwrap_or(usize::MAX);
+        // The GPU planes of `device_planes`, with their positions in the space (found in
+        // one pass: a search per plane made many-plane files quadratic).
+        for (index, plane) in space.planes.iter().enumerate().filter(|(_, p)| p.name.starts_with(GPU_PLANE_PREFIX)) {
             per_plane.push(gpu_op_metrics_db(plane, index, groups, hlo));
         }
     }
@@ -1557,5 +1558,24 @@ mod tests {
             duty.busy_time_ps,
             peak_rss_kb().saturating_sub(before)
         );
+    }
+
+    /// A hang guard, not a timing test: 100,000 empty GPU planes (a hostile file, let
+    /// through with limits off) convert and render. Each plane's position used to be
+    /// searched for among all planes, which took minutes at this size.
+    #[test]
+    fn many_empty_gpu_planes_convert_in_linear_time() {
+        let bytes = oxprof_format::testing::bombs::empty_planes(100_000);
+        let space = oxprof_format::decode_xspace_within(
+            &bytes,
+            &oxprof_format::KeepPages,
+            &|_| true,
+            &oxprof_format::LoadLimits::none(),
+        )
+        .unwrap();
+        assert_eq!(space.planes.len(), 100_000);
+        let host = crate::op_stats::convert::xspace_to_op_stats(&space);
+        let page = crate::tools::overview_page::overview_page(&host.op_stats);
+        assert!(page.is_object() || page.is_array());
     }
 }
