@@ -10,7 +10,7 @@ use crate::registry;
 use crate::session::{Session, SessionOptions};
 use oxprof_analysis::op_stats::OpStats;
 use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
-use oxprof_format::HostFile;
+use oxprof_format::{HostFile, LoadLimits};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -104,8 +104,13 @@ fn step_selection(tool: &str) -> StepSelection {
 /// A session for one-shot callers (the CLI, tests): nothing is kept between calls, and
 /// runs are not confined to the path (the caller owns the files).
 pub fn one_shot_session(path: &Path) -> Result<Session, ApiError> {
-    Session::open(path, SessionOptions::one_shot())
-        .map_err(|source| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), source }))
+    one_shot_session_with(path, LoadLimits::default())
+}
+
+/// [`one_shot_session`] with other input budgets (`--max-profile-bytes`).
+pub fn one_shot_session_with(path: &Path, limits: LoadLimits) -> Result<Session, ApiError> {
+    Session::open(path, SessionOptions { limits, ..SessionOptions::one_shot() })
+        .map_err(|cause| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause }))
 }
 
 /// A session over `path` that keeps what it computes (within the default bound), and its
@@ -113,9 +118,8 @@ pub fn one_shot_session(path: &Path) -> Result<Session, ApiError> {
 /// as the trace routes' tests and benchmarks.
 pub fn open_run(path: &Path, run: Option<&str>) -> Result<(Session, ServedRun), ApiError> {
     let options = SessionOptions { confine_to_root: false, ..SessionOptions::default() };
-    let session = Session::open(path, options).map_err(|source| {
-        ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), source })
-    })?;
+    let session = Session::open(path, options)
+        .map_err(|cause| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause }))?;
     let run = session.run(run)?;
     Ok((session, run))
 }

@@ -75,6 +75,8 @@ impl ApiError {
             ApiError::Abandoned(_) | ApiError::Panicked => 500,
             ApiError::Http { status, .. } => *status,
             ApiError::BadParameter { .. } => 400,
+            ApiError::Load(oxprof_format::LoadError::LimitExceeded { .. }) => 413,
+            ApiError::Load(oxprof_format::LoadError::FileChanged { .. }) => 409,
             ApiError::Load(_) => 422,
             ApiError::NotYetAvailable { .. } => 501,
             ApiError::Shared(e) => e.http_status(),

@@ -62,6 +62,7 @@ fn module_set(session: &Session, run: &ServedRun) -> Result<ModuleSet, ApiError>
             modules.push((module.to_string(), Source::File));
         }
     }
+    let _admission = session.admit();
     if modules.is_empty() {
         for host in &run.hosts {
             // The protos are metadata: no plane's events are needed.

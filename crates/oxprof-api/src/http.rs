@@ -228,12 +228,20 @@ pub struct ServiceOptions {
     pub demo: bool,
     /// Which `Host`s, origins and tokens are accepted.
     pub guard: Guard,
+    /// Input budgets of every profile read.
+    pub limits: oxprof_format::LoadLimits,
 }
 
 impl ServiceOptions {
     /// Default options for `root`: served on loopback only.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        ServiceOptions { root: root.into(), cache_bytes: DEFAULT_CACHE_BYTES, demo: false, guard: Guard::loopback() }
+        ServiceOptions {
+            root: root.into(),
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            demo: false,
+            guard: Guard::loopback(),
+            limits: oxprof_format::LoadLimits::default(),
+        }
     }
 }
 
@@ -264,7 +272,11 @@ pub type ExtensionHandler = dyn Fn(&Service, &Query) -> Result<HttpResponse, Htt
 impl Service {
     /// A service over `options.root`, which must exist (it may hold no profiles yet).
     pub fn new(options: ServiceOptions, assets: Arc<dyn Assets>) -> std::io::Result<Service> {
-        let session_options = SessionOptions { cache_bytes: options.cache_bytes, ..SessionOptions::default() };
+        let session_options = SessionOptions {
+            cache_bytes: options.cache_bytes,
+            limits: options.limits.clone(),
+            ..SessionOptions::default()
+        };
         let session = Session::open(&options.root, session_options)?;
         Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
     }
@@ -455,6 +467,7 @@ impl Service {
             let features = match run.hosts.first() {
                 Some(first) => {
                     // Metadata, and the TPU planes' lines for their counters only.
+                    let _admission = self.session.admit();
                     let space = self
                         .session
                         .load(first, &|plane| plane.starts_with(oxprof_format::schema::TPU_PLANE_PREFIX))?;

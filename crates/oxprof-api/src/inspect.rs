@@ -3,7 +3,7 @@
 
 use crate::ApiError;
 use oxprof_analysis::inspect::{SpaceSummary, summarize_space};
-use oxprof_format::{discover, load_xspace};
+use oxprof_format::{LoadLimits, discover, load_xspace_with};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -63,6 +63,11 @@ impl InspectReport {
 /// Inspects every run and host under `path` (log directory, run directory or file).
 /// Files are decoded one at a time, so memory stays that of the largest file.
 pub fn inspect(path: &Path) -> Result<InspectReport, ApiError> {
+    inspect_with(path, &LoadLimits::default())
+}
+
+/// [`inspect`] within other input budgets.
+pub fn inspect_with(path: &Path, limits: &LoadLimits) -> Result<InspectReport, ApiError> {
     let discovery = discover(path)?;
     let runs = discovery
         .runs
@@ -74,7 +79,7 @@ pub fn inspect(path: &Path) -> Result<InspectReport, ApiError> {
                 .iter()
                 .map(|h| {
                     let bytes = std::fs::metadata(&h.path).map(|m| m.len()).unwrap_or(0);
-                    let (summary, error) = match load_xspace(&h.path) {
+                    let (summary, error) = match load_xspace_with(&h.path, limits, &|_| true) {
                         Ok(space) => (Some(summarize_space(&space)), None),
                         Err(e) => (None, Some(e.to_string())),
                     };

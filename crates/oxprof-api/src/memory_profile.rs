@@ -45,6 +45,7 @@ pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataReques
     };
     // Allocator events live on the host plane and HLO modules on TPU planes; the lines of
     // other device planes (GPU streams) are never read, so they are not decoded.
+    let _admission = session.admit();
     let space = session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME || plane.starts_with(TPU_PLANE_PREFIX))?;
     let Some(profile) = memory_profile(&space) else {
         return Ok(DataResponse {

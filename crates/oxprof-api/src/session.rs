@@ -25,7 +25,7 @@ use crate::catalog::{Catalog, ServedRun};
 use crate::trace::HostTraceData;
 use oxprof_analysis::op_stats::convert::HostAnalysis;
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
-use oxprof_format::{HostFile, XSpace};
+use oxprof_format::{HostFile, LoadLimits, XSpace};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -42,18 +42,20 @@ pub struct SessionOptions {
     /// Serve only runs whose files, symlinks resolved, lie inside the root (a server's
     /// rule; a one-shot caller owns its files).
     pub confine_to_root: bool,
+    /// Input budgets of every profile read (`--max-profile-bytes` and the rest).
+    pub limits: LoadLimits,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        SessionOptions { cache_bytes: DEFAULT_CACHE_BYTES, confine_to_root: true }
+        SessionOptions { cache_bytes: DEFAULT_CACHE_BYTES, confine_to_root: true, limits: LoadLimits::default() }
     }
 }
 
 impl SessionOptions {
     /// Options for a one-shot caller (the CLI): nothing outlives the request anyway.
     pub fn one_shot() -> Self {
-        SessionOptions { cache_bytes: 0, confine_to_root: false }
+        SessionOptions { cache_bytes: 0, confine_to_root: false, limits: LoadLimits::default() }
     }
 }
 
@@ -169,9 +171,36 @@ pub struct FileCounts {
     pub traces_found: u64,
 }
 
+/// At most this many requests decode profiles at once (each decode is parallel inside):
+/// more would not finish sooner on a machine's cores, and each holds a profile's worth
+/// of memory, so a crowd of requests for hostile files cannot add up.
+fn max_concurrent_loads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8)
+}
+
+/// A counting gate for [`Session::admit`].
+struct Gate {
+    free: std::sync::Mutex<usize>,
+    opened: std::sync::Condvar,
+}
+
+/// A request's turn to decode profiles; the next request's when dropped.
+pub struct Admission<'s> {
+    gate: &'s Gate,
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        *self.gate.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.gate.opened.notify_one();
+    }
+}
+
 /// The served runs and every cache computed from them.
 pub struct Session {
     catalog: Catalog,
+    limits: LoadLimits,
+    gate: Gate,
     cache: FlightCache<CacheKey, Cached, SharedError>,
     counts: std::sync::Mutex<FileCounts>,
 }
@@ -182,6 +211,8 @@ impl Session {
     pub fn open(root: &Path, options: SessionOptions) -> std::io::Result<Session> {
         Ok(Session {
             catalog: Catalog::new(root, options.confine_to_root)?,
+            limits: options.limits,
+            gate: Gate { free: std::sync::Mutex::new(max_concurrent_loads()), opened: std::sync::Condvar::new() },
             cache: FlightCache::new(options.cache_bytes),
             counts: Default::default(),
         })
@@ -218,9 +249,28 @@ impl Session {
         }
     }
 
-    /// Loads one host's file, decoding the lines of the planes `lines_of` accepts.
+    /// Loads one host's file within the session's input budgets, decoding the lines of the
+    /// planes `lines_of` accepts.
     pub fn load(&self, file: &HostFile, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, ApiError> {
-        Ok(oxprof_format::load_xspace_lines_of(&file.path, lines_of)?)
+        Ok(oxprof_format::load_xspace_with(&file.path, &self.limits, lines_of)?)
+    }
+
+    /// Waits for this request's turn to decode profiles (see [`max_concurrent_loads`]).
+    /// Call it on the request's thread around pure computation only, never while waiting
+    /// for a flight: a waiting holder would keep the owner of that flight from its turn.
+    pub fn admit(&self) -> Admission<'_> {
+        let mut free = self.gate.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            debug_assert_off_pool();
+            free = self.gate.opened.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+        Admission { gate: &self.gate }
+    }
+
+    /// The session's input budgets.
+    pub fn limits(&self) -> &LoadLimits {
+        &self.limits
     }
 
     /// A rendered response, from the cache or computed once (on this thread) for every
@@ -318,6 +368,8 @@ impl Session {
                 Lookup::Compute(claim) => mine.push((i, Some(claim))),
             }
         }
+        // Our flights are computed under an admission, released before waiting for others'.
+        let admission = (!mine.is_empty()).then(|| self.admit());
         let computed: Vec<(usize, Result<Arc<Cached>, SharedError>)> = mine
             .into_par_iter()
             .map(|(i, claim)| {
@@ -330,6 +382,7 @@ impl Session {
                 }
             })
             .collect();
+        drop(admission);
         for (i, result) in computed {
             found[i] = Some(result);
         }

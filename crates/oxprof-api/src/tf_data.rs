@@ -36,6 +36,7 @@ pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataReques
     let files = select_hosts(run, request.host.as_deref())?;
     // Only the host plane's events are read (device planes are often most of a GPU
     // profile); each XSpace is dropped as soon as its statistics exist.
+    let _admission = session.admit();
     let per_host: Vec<(String, String, Option<TfDataStats>)> = files
         .par_iter()
         .map(|f| {

@@ -47,6 +47,8 @@ pub struct ServeOptions {
     /// What `/capture_profile` may connect to and how much it may do at once
     /// (loopback targets only unless `--capture-allow` adds more).
     pub capture_policy: oxprof_capture::CapturePolicy,
+    /// Input budgets of every profile read (`--max-profile-bytes`).
+    pub limits: oxprof_api::LoadLimits,
 }
 
 impl Default for ServeOptions {
@@ -59,6 +61,7 @@ impl Default for ServeOptions {
             log_requests: false,
             allow_hosts: Vec::new(),
             capture_policy: oxprof_capture::CapturePolicy::loopback_only(),
+            limits: oxprof_api::LoadLimits::default(),
         }
     }
 }
@@ -131,8 +134,13 @@ async fn start_with(
     })?;
     let addr = listener.local_addr()?;
     let guard = options.allow_hosts.iter().fold(Guard::loopback().bound_to(addr.ip()), |g, h| g.allow_host(h));
-    let service_options =
-        ServiceOptions { root: root.clone(), cache_bytes: options.cache_bytes, demo: demo_dir.is_some(), guard };
+    let service_options = ServiceOptions {
+        root: root.clone(),
+        cache_bytes: options.cache_bytes,
+        demo: demo_dir.is_some(),
+        guard,
+        limits: options.limits.clone(),
+    };
     let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),
         None => Arc::new(assets::Embedded),

@@ -23,6 +23,8 @@ enum Command {
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        budget: InputBudget,
     },
     /// Print one tool's output, as XProf's /data endpoint returns it (or as CSV/Markdown).
     Data {
@@ -43,6 +45,8 @@ enum Command {
         /// Output format: the exact JSON body, the first table as CSV, or every table as Markdown.
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
+        #[command(flatten)]
+        budget: InputBudget,
     },
     /// Capture a profile from running TensorFlow/JAX programs (their profiler servers)
     /// into <logdir>/plugins/profile/<session>/<host_port>.xplane.pb.
@@ -78,7 +82,44 @@ enum Command {
         /// to reach other machines.
         #[arg(long = "capture-allow", value_name = "TARGET", value_parser = oxprof_capture::CapturePolicy::parse_allow)]
         capture_allow: Vec<oxprof_capture::AllowedTarget>,
+        #[command(flatten)]
+        budget: InputBudget,
     },
+}
+
+/// The input budget a user can raise (the others scale with each file's size).
+#[derive(Debug, Clone, clap::Args)]
+struct InputBudget {
+    /// Largest profile oxprof reads, decompressed (e.g. 4GiB): a larger file, or a gzip
+    /// file inflating past it, is refused with a message naming this flag.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "2GiB")]
+    max_profile_bytes: u64,
+}
+
+impl InputBudget {
+    fn limits(&self) -> oxprof_api::LoadLimits {
+        oxprof_api::LoadLimits::default().with_max_profile_bytes(self.max_profile_bytes)
+    }
+}
+
+/// A size in bytes: a number with an optional unit (`k`/`KiB`, `M`/`MiB`, `G`/`GiB`; `KB`,
+/// `MB`, `GB` are powers of 1000).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits.parse().map_err(|_| format!("not a size: {text:?} (e.g. 4GiB, 500MB, 1073741824)"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        other => return Err(format!("unknown size unit {other:?} in {text:?} (use KiB, MiB, GiB, KB, MB or GB)")),
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// Output formats of `oxprof data`.
@@ -137,8 +178,8 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Inspect { path, json } => {
-            let report = oxprof_api::inspect::inspect(&path)?;
+        Command::Inspect { path, json, budget } => {
+            let report = oxprof_api::inspect::inspect_with(&path, &budget.limits())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -154,7 +195,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
-        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow } => {
+        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, budget } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
@@ -166,6 +207,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 log_requests: !quiet,
                 allow_hosts,
                 capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
+                limits: budget.limits(),
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
@@ -176,9 +218,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             .context("cannot serve")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Data { tool, path, run, host, params, format } => {
+        Command::Data { tool, path, run, host, params, format, budget } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };
-            let session = oxprof_api::data::one_shot_session(&path)?;
+            let session = oxprof_api::data::one_shot_session_with(&path, budget.limits())?;
             let served = session.run(request.run.as_deref())?;
             if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&session, &served, &request) {
                 // A binary body (graph_viewer type=pb) is written as is.
@@ -255,5 +297,15 @@ mod tests {
     #[test]
     fn cli_definition_is_valid() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_take_units() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("500MB"), Ok(500_000_000));
+        assert_eq!(parse_size("3 k"), Ok(3072));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("99999999999G").is_err());
     }
 }
