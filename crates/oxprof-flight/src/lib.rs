@@ -286,8 +286,13 @@ impl<K: Hash + Eq + Clone, V: Weighted, E: Clone + From<Abandoned>> Claim<'_, K,
 
     fn finish(&mut self, result: Result<Arc<V>, E>) {
         let Some(key) = self.key.take() else { return };
-        // Weigh outside the table's lock: a value may take a while to measure.
-        let bytes = result.as_ref().map_or(0, |v| v.weight().max(1));
+        // Weigh outside the table's lock: a value may take a while to measure. A cache
+        // that keeps nothing (bound 0: one-shot callers) does not weigh at all.
+        let bytes = match &result {
+            Ok(value) if self.cache.limit_bytes > 0 => value.weight().max(1),
+            Ok(_) => 1,
+            Err(_) => 0,
+        };
         self.cache.settle(&key, &self.flight, &result, bytes);
         *lock(&self.flight.outcome) = Some(result);
         self.flight.done.notify_all();

@@ -161,7 +161,7 @@ async fn start_with(
         None => service,
     };
     let service = Arc::new(service);
-    let state = AppState { service, log_requests: options.log_requests };
+    let state = AppState { service, log_requests: options.log_requests, in_flight: Default::default() };
     let app = Router::new().fallback(handle).with_state(state).layer(CompressionLayer::new().gzip(true));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let stop = async move {
@@ -220,11 +220,39 @@ async fn shutdown_signal() {
 struct AppState {
     service: Arc<Service>,
     log_requests: bool,
+    /// Requests being answered on blocking threads.
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Requests answered at once (each on a blocking thread); more get 503 at once, so a flood
+/// of slow requests cannot take every thread and leave the server unable to answer.
+pub const MAX_REQUESTS_IN_FLIGHT: usize = 256;
+
+/// Counts a request in flight until dropped.
+struct InFlight(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Every request: hand it to the API on a blocking thread.
 async fn handle(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
+    let in_flight = InFlight(state.in_flight.clone());
+    if state.in_flight.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= MAX_REQUESTS_IN_FLIGHT {
+        let mut busy = to_axum(HttpResponse {
+            status: 503,
+            content_type: "application/json",
+            headers: vec![("Retry-After", "1".to_string())],
+            body: Body::Static(
+                br#"{"error": "the server is answering too many requests at once; try again", "status": 503}"#,
+            ),
+        });
+        busy.headers_mut().insert(axum::http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return busy;
+    }
     let method = request.method().as_str().to_string();
     let path = request.uri().path().to_string();
     let query = request.uri().query().unwrap_or("").to_string();
@@ -247,7 +275,9 @@ async fn handle(State(state): State<AppState>, request: Request) -> Response {
             token: token.as_deref(),
             fetch_site: fetch_site.as_deref(),
         };
-        service.handle_request(&request)
+        let response = service.handle_request(&request);
+        drop(in_flight);
+        response
     })
     .await;
     let response = match answered {

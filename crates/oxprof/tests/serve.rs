@@ -184,6 +184,40 @@ fn sigterm_stops_the_server_within_seconds_even_with_work_in_flight() {
     let _ = in_flight.join();
 }
 
+/// Hundreds of captures of a profiler that never answers: a few run, the rest are refused
+/// at once (429), and every other route keeps answering meanwhile.
+#[test]
+fn a_flood_of_hanging_captures_does_not_freeze_the_server() {
+    let logdir = tempfile::tempdir().unwrap();
+    copy_profile(&refkit("jax_train"), &logdir.path().join("plugins/profile/r/vm.xplane.pb.gz"));
+    let server = Server::start(logdir.path(), &[]);
+    let token = server.token();
+    let (_peer, peer) = silent_peer();
+    let addr = server.addr;
+    let statuses = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for i in 0..300 {
+            let (token, statuses) = (&token, &statuses);
+            s.spawn(move || {
+                let target = format!("/capture_profile?service_addr={peer}&duration=20000&session_id=flood{i}");
+                let answer = request(addr, "POST", &target, &[("X-Oxprof-Token", token)], Duration::from_secs(120));
+                statuses.lock().unwrap().push(answer.map(|(status, _)| status));
+            });
+        }
+        // While they hang, the server answers other requests at once.
+        std::thread::sleep(Duration::from_millis(500));
+        for _ in 0..5 {
+            let asked = Instant::now();
+            let (status, _) = request(addr, "GET", "/data/plugin/profile/runs", &[], Duration::from_secs(5)).unwrap();
+            assert_eq!(status, 200);
+            assert!(asked.elapsed() < Duration::from_secs(2), "/runs took {:?} during the flood", asked.elapsed());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let refused = statuses.lock().unwrap().iter().filter(|s| **s == Some(429)).count();
+        assert!(refused >= 250, "{refused} of 300 refused so far");
+    });
+}
+
 /// A small deterministic generator (the same soak on every run).
 struct Rng(u64);
 
