@@ -234,6 +234,7 @@ impl Catalog {
             skipped: skipped.into_iter().map(|(p, why)| format!("{}: {why}", self.shown(&p))).collect(),
             ..Snapshot::default()
         };
+        let mut outside_runs = 0;
         for (name, dir, hosts) in runs {
             let outside = hosts.iter().find(|h| {
                 self.confine
@@ -245,12 +246,21 @@ impl Catalog {
                 snapshot
                     .skipped
                     .push(format!("run {name:?}: {} resolves outside the served path", self.shown(&host.path)));
+                outside_runs += 1;
                 continue;
             }
             snapshot.runs.push(ServedRun { name, dir, hosts });
         }
         if snapshot.runs.is_empty() && snapshot.empty_reason.is_none() {
-            snapshot.empty_reason = Some("no profiles found inside the served path".to_string());
+            // Say why in the headline: a logdir of symlinks is a common layout.
+            snapshot.empty_reason = Some(if outside_runs > 0 {
+                format!(
+                    "no profiles inside the served path: {outside_runs} run(s) have profile files that are symlinks \
+                     to outside it, which oxprof serve does not follow; start it with --follow-symlinks to serve them"
+                )
+            } else {
+                "no profiles found inside the served path".to_string()
+            });
         }
         snapshot
     }

@@ -230,6 +230,8 @@ pub struct ServiceOptions {
     pub guard: Guard,
     /// Input budgets of every profile read.
     pub limits: oxprof_format::LoadLimits,
+    /// Serve runs whose files are symlinks to outside the root (`--follow-symlinks`).
+    pub follow_symlinks: bool,
 }
 
 impl ServiceOptions {
@@ -241,6 +243,7 @@ impl ServiceOptions {
             demo: false,
             guard: Guard::loopback(),
             limits: oxprof_format::LoadLimits::default(),
+            follow_symlinks: false,
         }
     }
 }
@@ -275,6 +278,7 @@ impl Service {
         let session_options = SessionOptions {
             cache_bytes: options.cache_bytes,
             limits: options.limits.clone(),
+            confine_to_root: !options.follow_symlinks,
             ..SessionOptions::default()
         };
         let session = Session::open(&options.root, session_options)?;

@@ -670,3 +670,27 @@ fn graph_viewer_pb_is_served_as_binary() {
     want.sort_unstable();
     assert_eq!(got, want);
 }
+
+/// A log directory made of symlinks to elsewhere says so in its headline, and
+/// `--follow-symlinks` (ServiceOptions::follow_symlinks) serves it on purpose.
+#[test]
+fn a_logdir_of_symlinks_says_why_it_is_empty_and_can_be_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    let real = outside.path().join("vm.xplane.pb.gz");
+    std::fs::copy(profiles().join("jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz"), &real).unwrap();
+    let logdir = tempfile::tempdir().unwrap();
+    let run = logdir.path().join("plugins/profile/linked");
+    std::fs::create_dir_all(&run).unwrap();
+    std::os::unix::fs::symlink(&real, run.join("vm.xplane.pb.gz")).unwrap();
+
+    let service = service(logdir.path());
+    assert_eq!(get(&service, "/runs").body_json().unwrap(), json!([]));
+    let listing = get(&service, "/oxprof/api/runs").body_json().unwrap();
+    let reason = listing["empty_reason"].as_str().unwrap();
+    assert!(reason.contains("symlinks") && reason.contains("--follow-symlinks"), "{reason}");
+
+    let options = ServiceOptions { follow_symlinks: true, ..ServiceOptions::new(logdir.path()) };
+    let following = Service::new(options, Arc::new(NoAssets)).unwrap();
+    assert_eq!(get(&following, "/runs").body_json().unwrap(), json!(["linked"]));
+    assert_eq!(get(&following, "/data?run=linked&tag=overview_page&host=vm").status, 200);
+}

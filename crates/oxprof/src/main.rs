@@ -82,6 +82,10 @@ enum Command {
         /// to reach other machines.
         #[arg(long = "capture-allow", value_name = "TARGET", value_parser = oxprof_capture::CapturePolicy::parse_allow)]
         capture_allow: Vec<oxprof_capture::AllowedTarget>,
+        /// Also serve runs whose profile files are symlinks to outside PATH (by default they
+        /// are skipped, so that a link cannot expose other files).
+        #[arg(long)]
+        follow_symlinks: bool,
         #[command(flatten)]
         budget: InputBudget,
     },
@@ -195,7 +199,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
-        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, budget } => {
+        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, follow_symlinks, budget } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
@@ -208,6 +212,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 allow_hosts,
                 capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
                 limits: budget.limits(),
+                follow_symlinks,
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {

@@ -396,6 +396,11 @@ pub fn is_gradient_op(op_name: &str, op_type: &str) -> bool {
     }
 }
 
+/// Whether the XSpace carries any HLO module.
+pub fn has_hlo(space: &XSpace) -> bool {
+    !hlo_protos(space).is_empty()
+}
+
 /// `run_environment.is_training`: whether any instruction of any HLO module in the XSpace
 /// comes from a gradient op. XProf only looks when it builds its HLO module map, which
 /// `ConvertXSpaceToOpStats` does for every XSpace with the default options.
