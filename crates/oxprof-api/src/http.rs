@@ -279,7 +279,6 @@ impl Service {
             cache_bytes: options.cache_bytes,
             limits: options.limits.clone(),
             confine_to_root: !options.follow_symlinks,
-            ..SessionOptions::default()
         };
         let session = Session::open(&options.root, session_options)?;
         Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
