@@ -167,12 +167,12 @@ pub(crate) fn op_stats_answer(
         // A proto message: XProf prints it with protobuf's JSON printer (field order).
         "op_profile" => oxprof_analysis::tools::op_profile::proto_json_text(&json),
         // DataTables: nlohmann::json's `dump()`, joined by `absl::StrCat`.
-        "overview_page" => oxprof_analysis::tools::json_text::overview_page_text(&json),
+        "overview_page" => oxprof_analysis::tools::overview_page::overview_page_text(&json),
         "input_pipeline_analyzer" | "framework_op_stats" | "kernel_stats" | "hlo_stats" | "roofline_model" => {
-            oxprof_analysis::tools::json_text::data_table_text(&json)
+            oxprof_wire::nlohmann::dump(&json)
         }
         // A proto message printed by protobuf's JSON printer (field-number order).
-        "pod_viewer" => oxprof_analysis::tools::json_text::pod_viewer_text(&json),
+        "pod_viewer" => oxprof_analysis::tools::pod_viewer::pod_viewer_text(&json),
         _ => json.to_string(),
     };
     Ok(DataResponse { content_type: "application/json", body, json: Some(json), notes })

@@ -1,17 +1,7 @@
-//! Tables for people: the first DataTable of a tool's JSON output as Markdown (CSV like
-//! XProf's `/data_csv` is `oxprof_analysis::tools::csv`).
+//! Tables for people: the DataTables of a tool's JSON output as Markdown (CSV like
+//! XProf's `/data_csv` is `oxprof_wire::csv`).
 
 use serde_json::Value;
-
-/// The first DataTable in a tool's JSON: the value itself, or the first element of an
-/// array that has `cols`.
-pub fn first_table(json: &Value) -> Option<&Value> {
-    match json {
-        Value::Object(m) if m.contains_key("cols") => Some(json),
-        Value::Array(items) => items.iter().find(|t| t.get("cols").is_some()),
-        _ => None,
-    }
-}
 
 fn cell_text(cell: &Value) -> String {
     let v = cell.get("v").unwrap_or(&Value::Null);
@@ -144,7 +134,7 @@ mod tests {
     fn renders_the_first_table() {
         let json = json!([{}, {"cols": [{"id": "a", "label": "A", "type": "string"}, {"id": "b", "label": "B|x", "type": "number"}],
             "rows": [{"c": [{"v": "x\"y"}, {"v": 1.5}]}]}]);
-        let t = first_table(&json).unwrap();
+        let t = oxprof_wire::csv::first_table(&json).unwrap();
         assert_eq!(to_markdown(t), "| A | B\\|x |\n|---|---|\n| x\"y | 1.5 |\n");
         let with_props = json!([{"cols": [], "rows": [], "p": {"verdict": "input-bound", "empty": ""}}, t]);
         let md = all_to_markdown(&with_props);

@@ -262,8 +262,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Format::Csv => {
                     let no_table = || no_table_message(&request.tool, "to write as CSV");
                     let json = response.json.as_ref().with_context(no_table)?;
-                    let table = oxprof_api::table::first_table(json).with_context(no_table)?;
-                    print!("{}", oxprof_analysis::tools::csv::datatable_to_csv(table));
+                    print!("{}", oxprof_wire::csv::data_csv(json).with_context(no_table)?);
                 }
                 Format::Md => {
                     let no_table = || no_table_message(&request.tool, "to show as Markdown");

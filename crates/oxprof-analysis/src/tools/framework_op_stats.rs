@@ -6,11 +6,11 @@
 use crate::model_tracker::ModelTracker;
 use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
 use crate::op_stats::{KernelStatsDb, OpMetricsDb, OpStats, PerfEnv, RunEnvironment};
-use crate::tools::datatable::{Cell, ColumnType, DataTable};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, execution_times, pico_to_micro, roofline_metrics, safe_divide,
     sorted_op_metrics_db,
 };
+use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -399,6 +399,22 @@ mod tests {
         for case in cases {
             let expected = read_json(&case.xprof_out.join("framework_op_stats.json"));
             if !check(&case.name, &load_op_stats(&case.op_stats), &expected) {
+                failed.push(case.name);
+            }
+        }
+        assert!(failed.is_empty(), "mismatch: {failed:?}");
+    }
+
+    /// Our framework op stats as CSV equal XProf's `/data_csv` output byte for byte.
+    #[test]
+    fn csv_matches_xprof() {
+        let mut failed = Vec::new();
+        for case in refkit_cases() {
+            let expected = golden::read_text(&case.xprof_out.join("framework_op_stats.csv"));
+            let actual = oxprof_wire::csv::datatable_to_csv(&framework_op_stats(&load_op_stats(&case.op_stats)));
+            if expected != actual {
+                let first_diff = expected.lines().zip(actual.lines()).find(|(e, a)| e != a);
+                eprintln!("{}: first differing line {first_diff:?}", case.name);
                 failed.push(case.name);
             }
         }

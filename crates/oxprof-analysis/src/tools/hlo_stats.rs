@@ -3,11 +3,11 @@
 //! rates and roofline bottleneck. Port of `xprof/convert/op_stats_to_hlo_stats.cc`.
 
 use crate::op_stats::{OpMetrics, OpStats, PerfEnv, SourceInfo, TpuCoreType};
-use crate::tools::datatable::{Cell, ColumnType, DataTable};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, dma_stall_fraction, execution_times, pico_to_micro,
     roofline_metrics, sorted_op_metrics_db,
 };
+use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use serde_json::Value;
 
 /// One row (`HloStatsRecord`).

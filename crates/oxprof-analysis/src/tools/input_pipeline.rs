@@ -7,12 +7,13 @@ use crate::op_stats::{
     CoreDetails, GenericStepBreakdown, HardwareType, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics,
     PerCoreStepInfo, StepBreakdown,
 };
-use crate::tools::datatable::{ColumnType, DataTable};
 use crate::tools::step_breakdown::{
     DEFAULT_GPU_LOCAL_CORE_ID, IDLE, SPARSE_CORE_INDEX_START, Stat, StepSummary, anchor_element,
-    diagnostics_data_table, event_type, f64_to_u64, one_digit, pico_to_micro, pico_to_milli, populate_step_diagnostics,
-    printf_fixed, safe_divide, sorted_op_metrics_db, three_digits, two_digits, x86_div,
+    diagnostics_data_table, event_type, f64_to_u64, pico_to_micro, pico_to_milli, populate_step_diagnostics,
+    safe_divide, sorted_op_metrics_db, x86_div,
 };
+use oxprof_wire::cxx_printf::{one_digit, printf_fixed, three_digits, two_digits};
+use oxprof_wire::datatable::{ColumnType, DataTable};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 

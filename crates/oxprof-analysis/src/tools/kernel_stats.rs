@@ -3,7 +3,7 @@
 //! `GenerateKernelStatsDataTable` (`xprof/convert/xplane_to_kernel_stats_db.cc`) renders it.
 
 use crate::op_stats::{KernelReport, KernelStatsDb, OpStats};
-use crate::tools::datatable::{Cell, ColumnType, DataTable};
+use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use serde_json::Value;
 
 /// The `kernel_stats` tool's JSON body for `op_stats`.

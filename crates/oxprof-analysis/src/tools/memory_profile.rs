@@ -25,9 +25,9 @@
 //!   iteration order).
 
 use crate::grouping::{EventGroups, group_events, is_xspace_grouped};
-use crate::printf::write_proto_json_string;
 use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
 use oxprof_format::{StatValue, XPlane, XSpace};
+use oxprof_wire::protobuf_json::{self, write_string as write_proto_json_string};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -794,13 +794,8 @@ fn write_stats(out: &mut String, s: &AggregationStats) {
         "{{\"stackReservedBytes\":\"{}\",\"heapAllocatedBytes\":\"{}\",\"freeMemoryBytes\":\"{}\",\"fragmentation\":",
         s.stack_reserved_bytes, s.heap_allocated_bytes, s.free_memory_bytes
     );
-    proto_json_double(out, s.fragmentation);
+    out.push_str(&protobuf_json::format_double(s.fragmentation));
     let _ = write!(out, ",\"peakBytesInUse\":\"{}\"}}", s.peak_bytes_in_use);
-}
-
-/// A double as protobuf's JSON printer writes it (`SimpleDtoa`; non-finite values quoted).
-pub fn proto_json_double(out: &mut String, v: f64) {
-    out.push_str(&crate::printf::proto_json_double(v));
 }
 
 #[cfg(test)]
@@ -808,24 +803,6 @@ mod tests {
     use super::*;
     use oxprof_format::decode_xspace;
     use oxprof_format::testing::XSpaceBuilder;
-
-    fn g(v: f64) -> String {
-        let mut s = String::new();
-        proto_json_double(&mut s, v);
-        s
-    }
-
-    #[test]
-    fn doubles_print_like_protobuf() {
-        assert_eq!(g(0.0), "0");
-        assert_eq!(g(0.166667), "0.166667");
-        assert_eq!(g(7.54108e-08), "7.54108e-08");
-        assert_eq!(g(1.0), "1");
-        assert_eq!(g(0.1 + 0.2), "0.30000000000000004");
-        assert_eq!(g(1e15), "1e+15");
-        assert_eq!(g(123456.0), "123456");
-        assert_eq!(g(f64::NAN), "\"NaN\"");
-    }
 
     #[test]
     fn data_type_names() {

@@ -11,11 +11,11 @@ use crate::op_stats::op_metrics_db::{
     total_time_ps,
 };
 use crate::op_stats::{HardwareType, MemoryOperationType, OpMetrics, OpStats, SourceInfo, TpuCoreType};
-use crate::printf::{proto_json_double, write_proto_json_string};
 use crate::tools::op_record::{
     MEMORY_SPACE_HBM, MEMORY_SPACE_ON_CHIP, giga_bytes_per_second_per_core,
     giga_flops_per_second_per_core_normalized_on_dvfs, giga_to_gibi, pico_to_nano, safe_divide, tera_to_giga,
 };
+use oxprof_wire::protobuf_json;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
@@ -625,7 +625,7 @@ fn proto_double(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
         json!(v as i64)
     } else {
-        crate::tools::datatable::number_json(v)
+        oxprof_wire::datatable::number_json(v)
     }
 }
 
@@ -692,91 +692,72 @@ pub fn profile_json(profile: &Profile) -> Value {
     Value::Object(m)
 }
 
-/// Every field name of the op profile's proto JSON, in proto field-number order per
-/// message (`Profile`, `Node`, `Metrics`, `XLAInstruction`, `SourceInfo`, `LayoutAnalysis`):
-/// the order protobuf's JSON printer writes them in.
-const PROTO_FIELD_ORDER: &[&str] = &[
-    "byCategory",
-    "byProgram",
-    "deviceType",
-    "byCategoryExcludeIdle",
-    "byProgramExcludeIdle",
-    "byProvenance",
-    "byProvenanceExcludeIdle",
-    "aggDvfsTimeScaleMultiplier",
-    "name",
-    "metrics",
-    "children",
-    "xla",
-    "numChildren",
-    "flops",
-    "bandwidthUtils",
-    "rawTime",
-    "rawFlops",
-    "rawBytesAccessedArray",
-    "occurrences",
-    "avgTimePs",
-    "bf16Flops",
-    "uncappedFlops",
-    "normalizedTimePs",
-    "op",
-    "expression",
-    "provenance",
-    "category",
-    "layout",
-    "computationPrimitiveSize",
-    "fingerprint",
-    "programId",
-    "sourceInfo",
-    "xprofKernelMetadata",
-    "fileName",
-    "lineNumber",
-    "stackFrame",
-    "dimensions",
-];
-
 /// The body XProf's server sends for an op profile JSON value (from [`op_profile`]): the
-/// protobuf JSON printer's text, with fields in field-number order, doubles in their
-/// shortest round-trip form (integral ones without a fraction, `1e-06` style exponents),
-/// and `<`/`>` escaped as `\u003c`/`\u003e`.
+/// protobuf JSON printer's text of the `op_profile.Profile` message, with fields in
+/// field-number order, doubles in their shortest round-trip form (integral ones without a
+/// fraction, `1e-06` style exponents), and `<`/`>` escaped as `\u003c`/`\u003e`.
 pub fn proto_json_text(value: &Value) -> String {
-    let mut out = String::new();
-    write_proto_json(value, &mut out);
-    out
+    protobuf_json::print(value, Some(&proto::PROFILE))
 }
 
-fn write_proto_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&proto_json_double(n.as_f64().unwrap_or(0.0))),
-        Value::String(text) => write_proto_json_string(out, text),
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_proto_json(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let rank = |key: &str| PROTO_FIELD_ORDER.iter().position(|&k| k == key).unwrap_or(usize::MAX);
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then_with(|| a.0.cmp(b.0)));
-            out.push('{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_proto_json_string(out, key);
-                out.push(':');
-                write_proto_json(item, out);
-            }
-            out.push('}');
-        }
-    }
+/// The messages of `plugin/xprof/protobuf/op_profile.proto`: JSON names in field-number
+/// order.
+mod proto {
+    use oxprof_wire::protobuf_json::Field::{Message as Msg, Scalar};
+    use oxprof_wire::protobuf_json::Message;
+
+    pub(super) static PROFILE: Message = Message {
+        fields: &[
+            ("byCategory", Msg(&NODE)),
+            ("byProgram", Msg(&NODE)),
+            ("deviceType", Scalar),
+            ("byCategoryExcludeIdle", Msg(&NODE)),
+            ("byProgramExcludeIdle", Msg(&NODE)),
+            ("byProvenance", Msg(&NODE)),
+            ("byProvenanceExcludeIdle", Msg(&NODE)),
+            ("aggDvfsTimeScaleMultiplier", Scalar),
+        ],
+    };
+    static NODE: Message = Message {
+        fields: &[
+            ("name", Scalar),
+            ("metrics", Msg(&METRICS)),
+            ("children", Msg(&NODE)),
+            ("xla", Msg(&XLA_INSTRUCTION)),
+            ("numChildren", Scalar),
+        ],
+    };
+    static METRICS: Message = Message {
+        fields: &[
+            ("flops", Scalar),
+            ("bandwidthUtils", Scalar),
+            ("rawTime", Scalar),
+            ("rawFlops", Scalar),
+            ("rawBytesAccessedArray", Scalar),
+            ("occurrences", Scalar),
+            ("avgTimePs", Scalar),
+            ("bf16Flops", Scalar),
+            ("uncappedFlops", Scalar),
+            ("normalizedTimePs", Scalar),
+        ],
+    };
+    static XLA_INSTRUCTION: Message = Message {
+        fields: &[
+            ("op", Scalar),
+            ("expression", Scalar),
+            ("provenance", Scalar),
+            ("category", Scalar),
+            ("layout", Msg(&LAYOUT_ANALYSIS)),
+            ("computationPrimitiveSize", Scalar),
+            ("fingerprint", Scalar),
+            ("programId", Scalar),
+            ("sourceInfo", Msg(&SOURCE_INFO)),
+            ("xprofKernelMetadata", Scalar),
+        ],
+    };
+    static SOURCE_INFO: Message =
+        Message { fields: &[("fileName", Scalar), ("lineNumber", Scalar), ("stackFrame", Scalar)] };
+    static LAYOUT_ANALYSIS: Message = Message { fields: &[("dimensions", Scalar)] };
 }
 
 #[cfg(test)]
@@ -792,16 +773,12 @@ mod tests {
 
     #[test]
     fn proto_json_text_prints_like_protobuf() {
-        // %.15g when it reads back, else %.17g (trailing zeros dropped), 2-digit exponents.
-        assert_eq!(proto_json_double(0.069_671_487_717_328_98), "0.069671487717328978");
-        assert_eq!(proto_json_double(8.142_000_327_721_873e-6), "8.142000327721873e-06");
-        assert_eq!(proto_json_double(9_456_212_000.0), "9456212000");
-        assert_eq!(proto_json_double(1e16), "1e+16");
-        assert_eq!(proto_json_double(0.5), "0.5");
-        let value = json!({"numChildren": 2, "name": "a<b>", "metrics": {"rawTime": 1.0, "flops": 0.25}});
+        // Fields in field-number order per message, integral doubles without a fraction.
+        let value = json!({"deviceType": "TPU",
+            "byProgram": {"numChildren": 2, "name": "a<b>", "metrics": {"rawTime": 1.0, "flops": 0.25}}});
         assert_eq!(
             proto_json_text(&value),
-            r#"{"name":"a\u003cb\u003e","metrics":{"flops":0.25,"rawTime":1},"numChildren":2}"#
+            r#"{"byProgram":{"name":"a\u003cb\u003e","metrics":{"flops":0.25,"rawTime":1},"numChildren":2},"deviceType":"TPU"}"#
         );
     }
 

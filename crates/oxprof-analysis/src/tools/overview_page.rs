@@ -7,15 +7,17 @@ use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_
 use crate::op_stats::{
     HostDependentJobInfo, KernelStatsDb, OpStats, OpStatsDiagnostics, PrecisionStats, RunEnvironment,
 };
-use crate::tools::datatable::{ColumnType, DataTable};
 use crate::tools::input_pipeline::{
     BottleneckAnalysis, InputPipelineAnalysisResult, StepTimeBreakdown, compute_bottleneck_analysis,
     convert_op_stats_to_input_pipeline_analysis, input_pipeline_analysis_table,
 };
 use crate::tools::step_breakdown::{
-    diagnostics_data_table, idle_time_ratio, is_idle_op, one_digit, pico_to_nano, populate_overview_diagnostics,
-    printf_fixed, safe_divide, six_digits, sorted_op_metrics_db, two_digits,
+    diagnostics_data_table, idle_time_ratio, is_idle_op, pico_to_nano, populate_overview_diagnostics, safe_divide,
+    sorted_op_metrics_db,
 };
+use oxprof_wire::cxx_printf::{one_digit, printf_fixed, six_digits, two_digits};
+use oxprof_wire::datatable::{ColumnType, DataTable};
+use oxprof_wire::nlohmann;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -570,6 +572,32 @@ pub fn overview_page_to_json(page: &OverviewPage) -> Value {
     ])
 }
 
+/// The `overview_page` body. XProf's `OverviewPageToJson` joins its six tables with
+/// `StrCat("[", …, inference_latency, ", {},", diagnostics, "]")`: the empty object in
+/// the sixth place is a literal preceded by a comma *and a space*; each table is
+/// nlohmann's `dump()`. Any other shape is printed as `dump()` prints it.
+pub fn overview_page_text(value: &Value) -> String {
+    const LITERAL_INDEX: usize = 5;
+    let Value::Array(items) = value else {
+        return nlohmann::dump(value);
+    };
+    let literal_is_empty_object = matches!(items.get(LITERAL_INDEX), Some(Value::Object(map)) if map.is_empty());
+    if !literal_is_empty_object {
+        return nlohmann::dump(value);
+    }
+    let mut out = String::from("[");
+    for (index, item) in items.iter().enumerate() {
+        if index == LITERAL_INDEX {
+            out.push_str(", ");
+        } else if index > 0 {
+            out.push(',');
+        }
+        nlohmann::write_value(item, &mut out);
+    }
+    out.push(']');
+    out
+}
+
 /// `AddCommonStats`.
 fn add_common_stats(table: &mut DataTable, analysis: &OverviewPageAnalysis) {
     table
@@ -909,6 +937,13 @@ mod tests {
         let labels: Vec<_> = json["rows"].as_array().into_iter().flatten().map(|r| r["c"][0]["v"].clone()).collect();
         assert_eq!(labels, ["Avg", "50.0%", "99.9%"]);
         assert_eq!(json["rows"][2]["c"][4]["v"], 3.0);
+    }
+
+    #[test]
+    fn overview_page_keeps_the_literal_empty_object() {
+        let value = serde_json::json!([{}, {}, {}, {}, {"cols": []}, {}, {"rows": []}]);
+        assert_eq!(overview_page_text(&value), r#"[{},{},{},{},{"cols":[]}, {},{"rows":[]}]"#);
+        assert_eq!(overview_page_text(&serde_json::json!([1.5])), "[1.5]");
     }
 
     #[test]

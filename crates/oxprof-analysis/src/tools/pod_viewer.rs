@@ -9,6 +9,7 @@
 
 use crate::op_stats::{OpStats, StepBreakdown, StepInfoResult};
 use crate::tools::op_record::pico_to_micro;
+use oxprof_wire::protobuf_json;
 use serde_json::{Map, Value, json};
 
 /// `GenericEventType` ids (1..=9) with their names (`GetGenericEventTypeStr`) and the
@@ -157,6 +158,110 @@ fn proto_double(v: f64) -> Value {
     }
 }
 
+/// The `pod_viewer` body: XProf prints the `PodViewerDatabase` proto with protobuf's
+/// `MessageToJsonString` (`always_print_fields_with_no_presence`), so fields come in
+/// field-number order (not nlohmann's sorted keys), doubles as protobuf's `SimpleDtoa`
+/// and strings with protobuf's escapes (`<` `>` as `\u003c` `\u003e`).
+///
+/// Map fields (`podStatsPerCore`, `stepBreakdownUs`, `coreIdToReplicaIdMap`) come in the
+/// order of protobuf's hash map, which changes from process to process; they are printed
+/// here in ascending key order, so bodies with a non-empty map match XProf's only up to
+/// that order.
+pub fn pod_viewer_text(value: &Value) -> String {
+    protobuf_json::print(value, Some(&proto::POD_VIEWER_DATABASE))
+}
+
+/// The messages of `plugin/xprof/protobuf/pod_viewer.proto` (and the ones it includes):
+/// JSON names in field-number order.
+mod proto {
+    use oxprof_wire::protobuf_json::Field::{IntKeyMap, Message as Msg, Scalar};
+    use oxprof_wire::protobuf_json::Message;
+
+    pub(super) static POD_VIEWER_DATABASE: Message = Message {
+        fields: &[
+            ("podStatsSequence", Msg(&POD_STATS_SEQUENCE)),
+            ("summary", Msg(&POD_VIEWER_SUMMARY)),
+            ("diagnostics", Msg(&DIAGNOSTICS)),
+            ("stepBreakdownEvents", Msg(&STEP_BREAKDOWN_EVENTS)),
+            ("deviceType", Scalar),
+            ("topology", Msg(&POD_VIEWER_TOPOLOGY)),
+        ],
+    };
+    static POD_STATS_SEQUENCE: Message = Message { fields: &[("podStatsMap", Msg(&POD_STATS_MAP))] };
+    static POD_STATS_MAP: Message = Message {
+        fields: &[
+            ("stepNum", Scalar),
+            ("podStatsPerCore", IntKeyMap(Some(&POD_STATS_RECORD))),
+            ("channelDb", Msg(&CHANNEL_INFO)),
+            ("coreIdToReplicaIdMap", IntKeyMap(None)),
+            ("allReduceOpDb", Msg(&ALL_REDUCE_OP_INFO)),
+        ],
+    };
+    static POD_STATS_RECORD: Message = Message {
+        fields: &[
+            ("hostName", Scalar),
+            ("chipId", Scalar),
+            ("nodeId", Scalar),
+            ("stepNum", Scalar),
+            ("totalDurationUs", Scalar),
+            ("bottleneck", Scalar),
+            ("stepBreakdownUs", IntKeyMap(None)),
+        ],
+    };
+    static CHANNEL_INFO: Message = Message {
+        fields: &[
+            ("channelId", Scalar),
+            ("dataSize", Scalar),
+            ("durationUs", Scalar),
+            ("occurrences", Scalar),
+            ("utilization", Scalar),
+            ("hloNames", Scalar),
+            ("sendDelayUs", Scalar),
+            ("srcCoreIds", Scalar),
+            ("dstCoreIds", Scalar),
+            ("description", Scalar),
+        ],
+    };
+    static ALL_REDUCE_OP_INFO: Message = Message {
+        fields: &[
+            ("name", Scalar),
+            ("occurrences", Scalar),
+            ("durationUs", Scalar),
+            ("dataSize", Scalar),
+            ("replicaGroups", Msg(&REPLICA_GROUP)),
+            ("description", Scalar),
+        ],
+    };
+    static REPLICA_GROUP: Message = Message { fields: &[("replicaIds", Scalar)] };
+    static POD_VIEWER_SUMMARY: Message = Message { fields: &[("warnings", Scalar)] };
+    static DIAGNOSTICS: Message = Message { fields: &[("info", Scalar), ("warnings", Scalar), ("errors", Scalar)] };
+    static STEP_BREAKDOWN_EVENTS: Message = Message { fields: &[("id", Scalar), ("name", Scalar)] };
+    static POD_VIEWER_TOPOLOGY: Message = Message {
+        fields: &[
+            ("xDimension", Scalar),
+            ("yDimension", Scalar),
+            ("zDimension", Scalar),
+            ("hostXStride", Scalar),
+            ("hostYStride", Scalar),
+            ("hostZStride", Scalar),
+            ("numCoresPerChip", Scalar),
+            ("cores", Msg(&TOPOLOGY_LOCATION)),
+        ],
+    };
+    static TOPOLOGY_LOCATION: Message = Message {
+        fields: &[
+            ("x", Scalar),
+            ("y", Scalar),
+            ("z", Scalar),
+            ("hostX", Scalar),
+            ("hostY", Scalar),
+            ("hostZ", Scalar),
+            ("indexOnHost", Scalar),
+            ("globalId", Scalar),
+        ],
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +306,28 @@ mod tests {
         assert_eq!(warnings.as_array().map(Vec::len), Some(1));
         assert!(warnings[0].as_str().is_some_and(|w| w.starts_with("2 steps dropped.")));
         assert_eq!(json["stepBreakdownEvents"][4]["name"], "Kernel launch");
+    }
+
+    #[test]
+    fn pod_viewer_prints_like_protobuf() {
+        let value = json!({
+            "deviceType": "CPU",
+            "diagnostics": {"errors": [], "info": [], "warnings": ["a<b>"]},
+            "podStatsSequence": {"podStatsMap": [{"stepNum": 1, "channelDb": [], "allReduceOpDb": [],
+                "coreIdToReplicaIdMap": {}, "podStatsPerCore": {"10": {"stepNum": 1, "hostName": "vm",
+                "stepBreakdownUs": {"9": 797.76, "2": 0.0, "10": 1e-7}, "totalDurationUs": 23120.271}}}]},
+            "stepBreakdownEvents": [{"name": "Device compute", "id": 1}]
+        });
+        assert_eq!(
+            pod_viewer_text(&value),
+            concat!(
+                r#"{"podStatsSequence":{"podStatsMap":[{"stepNum":1,"podStatsPerCore":{"10":{"hostName":"vm","#,
+                r#""stepNum":1,"totalDurationUs":23120.271,"stepBreakdownUs":{"2":0,"9":797.76,"10":1e-07}}},"#,
+                r#""channelDb":[],"coreIdToReplicaIdMap":{},"allReduceOpDb":[]}]},"#,
+                r#""diagnostics":{"info":[],"warnings":["a\u003cb\u003e"],"errors":[]},"#,
+                r#""stepBreakdownEvents":[{"id":1,"name":"Device compute"}],"deviceType":"CPU"}"#
+            )
+        );
     }
 
     #[test]
