@@ -6,6 +6,7 @@
 
 use crate::op_stats::{OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics};
 use oxprof_wire::datatable::{ColumnType, DataTable};
+use serde::{Deserialize, Serialize};
 
 /// `EventType` of `xprof/utils/event_span.h`: the keys of `GenericStepBreakdown.type_ps`.
 pub mod event_type {
@@ -190,15 +191,19 @@ impl Stat<f64> {
 }
 
 /// `StepSummary`: average, sample standard deviation, minimum and maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct StepSummary {
     /// Average.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub average: f64,
     /// Sample standard deviation.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub standard_deviation: f64,
     /// Minimum.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub minimum: f64,
     /// Maximum.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub maximum: f64,
 }
 
