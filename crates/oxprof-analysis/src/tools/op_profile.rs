@@ -1,7 +1,7 @@
 //! The op profile tool: the device's HLO ops as a tree (program → category → duplicates
 //! → op → fused instructions, or category → … without the program level, or by framework
 //! provenance), each node with its time, FLOP utilisation and bandwidth utilisations, with
-//! and without IDLE, as XProf's `op_profile.Profile` proto JSON. Port of
+//! and without IDLE ([`OpProfile`]) → XProf's `op_profile.Profile` proto JSON. Port of
 //! `xprof/convert/op_stats_to_op_profile.cc` and `op_profile_builder.cc`.
 
 use crate::cxx_sort::partial_sort;
@@ -11,11 +11,14 @@ use crate::op_stats::op_metrics_db::{
     total_time_ps,
 };
 use crate::op_stats::{HardwareType, MemoryOperationType, OpMetrics, OpStats, SourceInfo, TpuCoreType};
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     MEMORY_SPACE_HBM, MEMORY_SPACE_ON_CHIP, giga_bytes_per_second_per_core,
     giga_flops_per_second_per_core_normalized_on_dvfs, giga_to_gibi, pico_to_nano, safe_divide, tera_to_giga,
 };
+use oxprof_wire::datatable::CellValue;
 use oxprof_wire::protobuf_json;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
@@ -23,7 +26,8 @@ use std::collections::HashMap;
 pub const OP_PROFILE_LIMIT: usize = 100;
 
 /// How ops are grouped (`OpProfileGrouping`, request parameter `group_by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Grouping {
     /// Program, then category (the default).
     #[default]
@@ -67,7 +71,7 @@ impl Grouping {
 }
 
 /// `op_profile.Metrics` of a node.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NodeMetrics {
     /// FLOP utilisation (capped at 1) times the node's share of the total time.
     pub flops: f64,
@@ -92,7 +96,7 @@ pub struct NodeMetrics {
 }
 
 /// `Node.XLAInstruction`: the HLO op a node stands for.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct XlaInstruction {
     /// HLO text.
     pub expression: String,
@@ -115,7 +119,7 @@ pub struct XlaInstruction {
 }
 
 /// One node of the tree.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Node {
     /// Program, category, op or group name.
     pub name: String,
@@ -129,24 +133,115 @@ pub struct Node {
     pub num_children: i32,
 }
 
-/// `op_profile.Profile`: the two trees of one grouping.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Profile {
+/// The `op_profile` report (XProf's `op_profile.Profile`): the two trees of one grouping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpProfile {
     /// The grouping.
     pub grouping: Grouping,
     /// Tree with IDLE.
     pub tree: Node,
     /// Tree without IDLE.
     pub tree_exclude_idle: Node,
-    /// `HardwareType` name.
-    pub device_type: &'static str,
+    /// The device kind (`ParseHardwareType` of the run's device type).
+    pub device_type: HardwareType,
     /// Normalised / raw op time.
     pub agg_dvfs_time_scale_multiplier: f64,
 }
 
-/// The `op_profile` tool's JSON body for `op_stats` grouped by `grouping`.
+/// The `op_profile` tool's JSON body for `op_stats` grouped by `grouping`, as XProf's JSON
+/// value.
 pub fn op_profile(op_stats: &OpStats, grouping: Grouping) -> Value {
-    profile_json(&convert_op_stats_to_op_profile(op_stats, grouping, OP_PROFILE_LIMIT))
+    profile_json(&OpProfile::from_op_stats(op_stats, grouping))
+}
+
+/// Ops listed for people (the report has them all).
+const TOP_OPS_SHOWN: usize = 50;
+
+impl OpProfile {
+    /// The report of `op_stats` grouped by `grouping`, with XProf's child limit.
+    pub fn from_op_stats(op_stats: &OpStats, grouping: Grouping) -> OpProfile {
+        convert_op_stats_to_op_profile(op_stats, grouping, OP_PROFILE_LIMIT)
+    }
+
+    /// The leaves of the tree with IDLE (XLA ops), each with the top-level group it is
+    /// under, most time first (ties in depth-first order).
+    pub fn ops_by_time(&self) -> Vec<(&Node, &str)> {
+        let mut leaves: Vec<(&Node, &str)> = Vec::new();
+        for group in &self.tree.children {
+            let mut stack = vec![group];
+            while let Some(node) = stack.pop() {
+                if node.xla.is_some() && node.children.is_empty() {
+                    leaves.push((node, group.name.as_str()));
+                }
+                stack.extend(&node.children);
+            }
+        }
+        leaves.sort_by(|a, b| b.0.metrics.raw_time.total_cmp(&a.0.metrics.raw_time));
+        leaves
+    }
+}
+
+impl Report for OpProfile {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(proto_json_text(&profile_json(self)))
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    /// The groups under the root (programs or categories) with their share of the time,
+    /// then the XLA ops, most time first, with the FLOP rate and HBM bandwidth
+    /// utilizations XProf shows.
+    fn tables(&self) -> Vec<Table> {
+        use crate::report::{ColumnKind::*, NumberFormat::*};
+        let total = self.tree.metrics.raw_time;
+        let mut groups = Table::new("groups");
+        let mut ops = Table::new("ops");
+        if total > 0.0 {
+            let grouped_by = match self.grouping {
+                Grouping::ByProgram => "program",
+                Grouping::ByCategory => "category",
+                Grouping::ByProvenance => "provenance",
+            };
+            groups = groups
+                .fact("device_type", hardware_type_name(self.device_type))
+                .fact("total_time_ms", format!("{:.3}", total / 1e9))
+                .fact("grouped_by", grouped_by);
+        }
+        groups = groups.column("group", "Group", Text, Shortest).column("time_fraction", "Time", Number, Percent(2));
+        ops = ops
+            .rows_described("ops, most time first", Some(TOP_OPS_SHOWN))
+            .column("op", "Op", Text, Shortest)
+            .column("category", "Category", Text, Shortest)
+            .column("group", "Group", Text, Shortest)
+            .column("time_fraction", "Time", Number, Percent(2))
+            .column("occurrences", "Occurrences", Integer, Shortest)
+            .column("avg_time_us", "Avg time (µs)", Number, Fixed(3))
+            .column("flop_rate_utilization", "FLOP rate utilization", Number, Percent(1))
+            .column("hbm_bandwidth_utilization", "HBM bandwidth utilization", Number, Percent(1));
+        if total <= 0.0 {
+            return vec![groups, ops];
+        }
+        for group in &self.tree.children {
+            groups
+                .push_row(vec![CellValue::Text(group.name.clone()), CellValue::Number(group.metrics.raw_time / total)]);
+        }
+        for (op, group) in self.ops_by_time() {
+            let m = &op.metrics;
+            ops.push_row(vec![
+                CellValue::Text(op.name.clone()),
+                CellValue::Text(op.xla.as_ref().map_or(String::new(), |x| x.category.clone())),
+                CellValue::Text(group.to_string()),
+                CellValue::Number(m.raw_time / total),
+                CellValue::Int(i64::from(m.occurrences)),
+                CellValue::Number(m.avg_time_ps / 1e6),
+                CellValue::Number(m.flops),
+                CellValue::Number(m.bandwidth_utils[0]),
+            ]);
+        }
+        vec![groups, ops]
+    }
 }
 
 fn hardware_type_name(hardware: HardwareType) -> &'static str {
@@ -159,13 +254,13 @@ fn hardware_type_name(hardware: HardwareType) -> &'static str {
 }
 
 /// `ConvertOpStatsToOpProfile`.
-pub fn convert_op_stats_to_op_profile(op_stats: &OpStats, grouping: Grouping, limit: usize) -> Profile {
+pub fn convert_op_stats_to_op_profile(op_stats: &OpStats, grouping: Grouping, limit: usize) -> OpProfile {
     let db = &op_stats.device_op_metrics_db;
-    Profile {
+    OpProfile {
         grouping,
         tree: build_tree(op_stats, grouping, false, limit),
         tree_exclude_idle: build_tree(op_stats, grouping, true, limit),
-        device_type: hardware_type_name(parse_hardware_type(&op_stats.run_environment.device_type)),
+        device_type: parse_hardware_type(&op_stats.run_environment.device_type),
         agg_dvfs_time_scale_multiplier: safe_divide(db.normalized_total_op_time_ps as f64, db.total_op_time_ps as f64),
     }
 }
@@ -682,11 +777,11 @@ pub fn node_json(node: &Node) -> Value {
 }
 
 /// The profile as XProf's proto JSON.
-pub fn profile_json(profile: &Profile) -> Value {
+pub fn profile_json(profile: &OpProfile) -> Value {
     let (with_idle, without_idle) = profile.grouping.fields();
     let mut m = Map::new();
     m.insert(with_idle.into(), node_json(&profile.tree));
-    m.insert("deviceType".into(), json!(profile.device_type));
+    m.insert("deviceType".into(), json!(hardware_type_name(profile.device_type)));
     m.insert(without_idle.into(), node_json(&profile.tree_exclude_idle));
     m.insert("aggDvfsTimeScaleMultiplier".into(), proto_double(profile.agg_dvfs_time_scale_multiplier));
     Value::Object(m)
