@@ -54,18 +54,21 @@
 //! uses a fixed order: hosts by name, pipelines in order of their first root call,
 //! iterators by id; equal durations keep file order.
 
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tf_op::{TfOpCategory, iterator_name, parse_tf_op_fullname};
 use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, StatType};
 use oxprof_format::{StatValue, XPlane, XSpace};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::gviz_api;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
 /// A call slower than this (50 µs) is slow (`kSlowCallThresholdPs`).
 pub const SLOW_CALL_THRESHOLD_PS: i64 = 50_000_000;
 
 /// `IteratorStat`: one iterator within one pipeline call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IteratorStat {
     /// Iterator id.
     pub id: i64,
@@ -82,7 +85,7 @@ pub struct IteratorStat {
 }
 
 /// `IteratorMetadata`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IteratorMetadata {
     /// Iterator id.
     pub id: i64,
@@ -97,7 +100,7 @@ pub struct IteratorMetadata {
 }
 
 /// `InputPipelineStat`: one call of a pipeline.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputPipelineStat {
     /// The blocking iterator with the longest self time (0 if none).
     pub bottleneck_iterator_id: i64,
@@ -108,7 +111,8 @@ pub struct InputPipelineStat {
 }
 
 /// `InputPipelineMetadata.InputPipelineType`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PipelineType {
     /// Runs the user's tf.data code.
     Host,
@@ -117,7 +121,7 @@ pub enum PipelineType {
 }
 
 /// `InputPipelineStats`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputPipelineStats {
     /// Root iterator id.
     pub id: i64,
@@ -138,7 +142,7 @@ pub struct InputPipelineStats {
 }
 
 /// `TfDataStats` of one host.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TfDataStats {
     /// Per iterator id.
     pub iterator_metadata: BTreeMap<i64, IteratorMetadata>,
@@ -147,7 +151,7 @@ pub struct TfDataStats {
 }
 
 /// `TfDataBottleneckAnalysis`: one host pipeline's bottleneck.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BottleneckAnalysis {
     /// Host.
     pub host: String,
@@ -165,8 +169,9 @@ pub struct BottleneckAnalysis {
     pub suggestion: String,
 }
 
-/// `CombinedTfDataStats`: every host, and the verdict.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The `tf_data_bottleneck_analysis` report (XProf's `CombinedTfDataStats`): every host,
+/// and the verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CombinedTfDataStats {
     /// The slowest host pipeline is slower than 50 µs.
     pub is_input_bound: bool,
@@ -910,6 +915,23 @@ impl CombinedTfDataStats {
             .prop("is_input_bound", if self.is_input_bound { "true" } else { "false" })
             .prop("summary_message", self.summary.as_str());
         [graph, summary, bottlenecks]
+    }
+}
+
+/// Names of [`CombinedTfDataStats::data_tables`] as [`Table`]s.
+const TABLE_NAMES: [&str; 3] = ["iterators", "pipelines", "bottlenecks"];
+
+impl Report for CombinedTfDataStats {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(self.to_json_string())
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        TABLE_NAMES.iter().zip(self.data_tables()).map(|(name, table)| Table::from_data_table(name, &table)).collect()
     }
 }
 
