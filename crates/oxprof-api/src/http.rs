@@ -580,12 +580,9 @@ impl Service {
                     notes: Vec::new(),
                 });
             }
-            let response = crate::data::answer(session, run, request, refresh)?;
-            Ok(Rendered {
-                content_type: response.content_type,
-                body: response.body.into_bytes().into(),
-                notes: response.notes,
-            })
+            let report = crate::data::compute(session, run, request, refresh)?;
+            let body = report.xprof_body();
+            Ok(Rendered { content_type: body.content_type, body: body.text.into_bytes().into(), notes: report.notes() })
         })?)
     }
 
