@@ -13,6 +13,7 @@ pub mod jsoncmp;
 pub mod model_tracker;
 pub mod op_stats;
 pub mod printf;
+pub mod report;
 #[cfg(test)]
 mod test_support;
 pub mod tf_op;

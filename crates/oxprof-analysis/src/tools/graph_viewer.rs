@@ -22,8 +22,8 @@ pub use crate::hlo_lookup::DotRenderOptions;
 use crate::hlo_lookup::{
     HloGraph, PrintOptions, hlo_proto_text, print_instruction, print_shape_with_layout, render_dot,
 };
-use crate::printf::c_escape;
 use oxprof_format::hlo::{HloModule, ModuleExtras, Shape};
+use oxprof_wire::cxx_printf::c_escape;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 

@@ -1,9 +1,5 @@
-//! Prints a tool's `serde_json::Value` byte for byte as XProf's server writes that tool's
-//! JSON body. DataTable tools ([`data_table_text`], [`overview_page_text`]) are written
-//! with nlohmann::json's `dump()` (`xprof/convert/data_table_utils.cc`,
-//! `DataTable::ToJson`, nlohmann 3.11.3), joined by `absl::StrCat` for the tools made of
-//! several tables; `pod_viewer` ([`pod_viewer_text`]) is a proto printed by protobuf's JSON
-//! printer.
+//! nlohmann::json's `dump()` (3.11.3), as XProf's DataTable tools write their bodies
+//! (`xprof/convert/data_table_utils.cc`, `DataTable::ToJson`).
 //!
 //! What `dump()` does, and this module copies:
 //! - objects are `std::map`s: keys in byte order, no spaces (`{"a":1.0,"b":"x"}`);
@@ -15,45 +11,25 @@
 //!   short, others as `\u00xx` in lower-case hex); `/`, `<`, `>`, `&`, DEL and non-ASCII
 //!   characters are written as they are (UTF-8).
 
-use crate::printf::{proto_json_double, write_proto_json_string};
+use crate::datatable::DataTable;
 use serde_json::Value;
 use std::fmt::Write as _;
 
-/// The body of a DataTable tool: `value` printed as nlohmann's `dump()` prints it (a list
-/// of tables joined by `StrCat("[", t1, ",", t2, …, "]")` prints the same as the array).
-pub fn data_table_text(value: &Value) -> String {
+/// `value` printed as nlohmann's `dump()` prints it (a list of tables joined by
+/// `StrCat("[", t1, ",", t2, …, "]")` prints the same as the array).
+pub fn dump(value: &Value) -> String {
     let mut out = String::new();
     write_value(value, &mut out);
     out
 }
 
-/// The `overview_page` body. XProf's `OverviewPageToJson` joins its six tables with
-/// `StrCat("[", …, inference_latency, ", {},", diagnostics, "]")`: the empty object in
-/// the sixth place is a literal preceded by a comma *and a space*. Any other shape is
-/// printed as [`data_table_text`] does.
-pub fn overview_page_text(value: &Value) -> String {
-    const LITERAL_INDEX: usize = 5;
-    let Value::Array(items) = value else {
-        return data_table_text(value);
-    };
-    let literal_is_empty_object = matches!(items.get(LITERAL_INDEX), Some(Value::Object(map)) if map.is_empty());
-    if !literal_is_empty_object {
-        return data_table_text(value);
-    }
-    let mut out = String::from("[");
-    for (index, item) in items.iter().enumerate() {
-        if index == LITERAL_INDEX {
-            out.push_str(", ");
-        } else if index > 0 {
-            out.push(',');
-        }
-        write_value(item, &mut out);
-    }
-    out.push(']');
-    out
+/// DataTables as XProf writes a tool made of several: `[t1,t2,…]`.
+pub fn dump_tables(tables: &[DataTable]) -> String {
+    dump(&Value::Array(tables.iter().map(DataTable::to_json).collect()))
 }
 
-fn write_value(value: &Value, out: &mut String) {
+/// Appends `value` printed as [`dump`] prints it.
+pub fn write_value(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
@@ -110,193 +86,6 @@ fn write_string(text: &str, out: &mut String) {
         }
     }
     out.push('"');
-}
-
-/// The `pod_viewer` body: XProf prints the `PodViewerDatabase` proto with protobuf's
-/// `MessageToJsonString` (`always_print_fields_with_no_presence`), so fields come in
-/// field-number order (not nlohmann's sorted keys), doubles as protobuf's `SimpleDtoa`
-/// and strings with protobuf's escapes (`<` `>` as `\u003c` `\u003e`).
-///
-/// Map fields (`podStatsPerCore`, `stepBreakdownUs`, `coreIdToReplicaIdMap`) come in the
-/// order of protobuf's hash map, which changes from process to process; they are printed
-/// here in ascending key order, so bodies with a non-empty map match XProf's only up to
-/// that order.
-pub fn pod_viewer_text(value: &Value) -> String {
-    let mut out = String::new();
-    write_proto(value, Some(ProtoMessage::PodViewerDatabase), &mut out);
-    out
-}
-
-/// The messages of `plugin/xprof/protobuf/pod_viewer.proto` (and the ones it includes).
-#[derive(Clone, Copy)]
-enum ProtoMessage {
-    PodViewerDatabase,
-    PodStatsSequence,
-    PodStatsMap,
-    PodStatsRecord,
-    ChannelInfo,
-    AllReduceOpInfo,
-    ReplicaGroup,
-    PodViewerSummary,
-    Diagnostics,
-    StepBreakdownEvents,
-    PodViewerTopology,
-    TopologyLocation,
-}
-
-/// What a field holds: a scalar (or repeated scalars), a message, or a map.
-#[derive(Clone, Copy)]
-enum ProtoField {
-    Scalar,
-    Message(ProtoMessage),
-    MapOf(Option<ProtoMessage>),
-}
-
-impl ProtoMessage {
-    /// JSON names in field-number order, with what each holds.
-    fn fields(self) -> &'static [(&'static str, ProtoField)] {
-        use ProtoField::{MapOf, Message, Scalar};
-        use ProtoMessage as M;
-        match self {
-            M::PodViewerDatabase => &[
-                ("podStatsSequence", Message(M::PodStatsSequence)),
-                ("summary", Message(M::PodViewerSummary)),
-                ("diagnostics", Message(M::Diagnostics)),
-                ("stepBreakdownEvents", Message(M::StepBreakdownEvents)),
-                ("deviceType", Scalar),
-                ("topology", Message(M::PodViewerTopology)),
-            ],
-            M::PodStatsSequence => &[("podStatsMap", Message(M::PodStatsMap))],
-            M::PodStatsMap => &[
-                ("stepNum", Scalar),
-                ("podStatsPerCore", MapOf(Some(M::PodStatsRecord))),
-                ("channelDb", Message(M::ChannelInfo)),
-                ("coreIdToReplicaIdMap", MapOf(None)),
-                ("allReduceOpDb", Message(M::AllReduceOpInfo)),
-            ],
-            M::PodStatsRecord => &[
-                ("hostName", Scalar),
-                ("chipId", Scalar),
-                ("nodeId", Scalar),
-                ("stepNum", Scalar),
-                ("totalDurationUs", Scalar),
-                ("bottleneck", Scalar),
-                ("stepBreakdownUs", MapOf(None)),
-            ],
-            M::ChannelInfo => &[
-                ("channelId", Scalar),
-                ("dataSize", Scalar),
-                ("durationUs", Scalar),
-                ("occurrences", Scalar),
-                ("utilization", Scalar),
-                ("hloNames", Scalar),
-                ("sendDelayUs", Scalar),
-                ("srcCoreIds", Scalar),
-                ("dstCoreIds", Scalar),
-                ("description", Scalar),
-            ],
-            M::AllReduceOpInfo => &[
-                ("name", Scalar),
-                ("occurrences", Scalar),
-                ("durationUs", Scalar),
-                ("dataSize", Scalar),
-                ("replicaGroups", Message(M::ReplicaGroup)),
-                ("description", Scalar),
-            ],
-            M::ReplicaGroup => &[("replicaIds", Scalar)],
-            M::PodViewerSummary => &[("warnings", Scalar)],
-            M::Diagnostics => &[("info", Scalar), ("warnings", Scalar), ("errors", Scalar)],
-            M::StepBreakdownEvents => &[("id", Scalar), ("name", Scalar)],
-            M::PodViewerTopology => &[
-                ("xDimension", Scalar),
-                ("yDimension", Scalar),
-                ("zDimension", Scalar),
-                ("hostXStride", Scalar),
-                ("hostYStride", Scalar),
-                ("hostZStride", Scalar),
-                ("numCoresPerChip", Scalar),
-                ("cores", Message(M::TopologyLocation)),
-            ],
-            M::TopologyLocation => &[
-                ("x", Scalar),
-                ("y", Scalar),
-                ("z", Scalar),
-                ("hostX", Scalar),
-                ("hostY", Scalar),
-                ("hostZ", Scalar),
-                ("indexOnHost", Scalar),
-                ("globalId", Scalar),
-            ],
-        }
-    }
-}
-
-/// Writes `value` as protobuf's JSON printer would, `message` telling the field order of
-/// objects (`None`: a scalar or unknown message, keys in byte order).
-fn write_proto(value: &Value, message: Option<ProtoMessage>, out: &mut String) {
-    match value {
-        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
-            (Some(int), _) => {
-                let _ = write!(out, "{int}");
-            }
-            (None, Some(uint)) => {
-                let _ = write!(out, "{uint}");
-            }
-            _ => out.push_str(&proto_json_double(number.as_f64().unwrap_or(0.0))),
-        },
-        Value::String(text) => write_proto_json_string(out, text),
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_proto(item, message, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let fields = message.map(ProtoMessage::fields).unwrap_or(&[]);
-            let rank = |key: &str| fields.iter().position(|(name, _)| *name == key).unwrap_or(usize::MAX);
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then_with(|| a.0.cmp(b.0)));
-            out.push('{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_proto_json_string(out, key);
-                out.push(':');
-                match fields.iter().find(|(name, _)| name == key).map(|&(_, kind)| kind) {
-                    Some(ProtoField::Message(child)) => write_proto(item, Some(child), out),
-                    Some(ProtoField::MapOf(child)) => write_proto_map(item, child, out),
-                    Some(ProtoField::Scalar) | None => write_proto(item, None, out),
-                }
-            }
-            out.push('}');
-        }
-        Value::Null | Value::Bool(_) => write_value(value, out),
-    }
-}
-
-/// A proto map with integer keys, in ascending key order (see [`pod_viewer_text`]).
-fn write_proto_map(value: &Value, child: Option<ProtoMessage>, out: &mut String) {
-    let Value::Object(map) = value else {
-        write_proto(value, child, out);
-        return;
-    };
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by_key(|(key, _)| (key.parse::<i64>().unwrap_or(i64::MAX), key.as_str()));
-    out.push('{');
-    for (index, (key, item)) in entries.into_iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        write_proto_json_string(out, key);
-        out.push(':');
-        write_proto(item, child, out);
-    }
-    out.push('}');
 }
 
 /// A double as nlohmann::json prints it (`nlohmann::detail::to_chars`).
@@ -696,7 +485,7 @@ mod tests {
         let value =
             json!({"rows": [{"c": [{"v": 3}, {"v": "a/b<c>&\"é\u{1}\n"}, {"v": null}, {"v": true}]}], "cols": []});
         assert_eq!(
-            data_table_text(&value),
+            dump(&value),
             "{\"cols\":[],\"rows\":[{\"c\":[{\"v\":3.0},{\"v\":\"a/b<c>&\\\"é\\u0001\\n\"},{\"v\":null},{\"v\":true}]}]}"
         );
     }
@@ -709,40 +498,8 @@ mod tests {
             "a": [], "Z": 1.0, "é": 2.5, "c": {}
         });
         assert_eq!(
-            data_table_text(&value),
+            dump(&value),
             "{\"Z\":1.0,\"a\":[],\"b\":\"a/b<c>&\\\"\\\\\\u0001\\b\\t\\n\\f\\r\\u001f\u{7f} é€😀\",\"c\":{},\"é\":2.5}"
         );
-    }
-
-    #[test]
-    fn overview_page_keeps_the_literal_empty_object() {
-        let value = json!([{}, {}, {}, {}, {"cols": []}, {}, {"rows": []}]);
-        assert_eq!(overview_page_text(&value), r#"[{},{},{},{},{"cols":[]}, {},{"rows":[]}]"#);
-        assert_eq!(overview_page_text(&json!([1.5])), "[1.5]");
-    }
-
-    #[test]
-    fn pod_viewer_prints_like_protobuf() {
-        let value = json!({
-            "deviceType": "CPU",
-            "diagnostics": {"errors": [], "info": [], "warnings": ["a<b>"]},
-            "podStatsSequence": {"podStatsMap": [{"stepNum": 1, "channelDb": [], "allReduceOpDb": [],
-                "coreIdToReplicaIdMap": {}, "podStatsPerCore": {"10": {"stepNum": 1, "hostName": "vm",
-                "stepBreakdownUs": {"9": 797.76, "2": 0.0, "10": 1e-7}, "totalDurationUs": 23120.271}}}]},
-            "stepBreakdownEvents": [{"name": "Device compute", "id": 1}]
-        });
-        assert_eq!(
-            pod_viewer_text(&value),
-            concat!(
-                r#"{"podStatsSequence":{"podStatsMap":[{"stepNum":1,"podStatsPerCore":{"10":{"hostName":"vm","#,
-                r#""stepNum":1,"totalDurationUs":23120.271,"stepBreakdownUs":{"2":0,"9":797.76,"10":1e-07}}},"#,
-                r#""channelDb":[],"coreIdToReplicaIdMap":{},"allReduceOpDb":[]}]},"#,
-                r#""diagnostics":{"info":[],"warnings":["a\u003cb\u003e"],"errors":[]},"#,
-                r#""stepBreakdownEvents":[{"id":1,"name":"Device compute"}],"deviceType":"CPU"}"#
-            )
-        );
-        assert_eq!(proto_json_double(0.069_671_487_717_328_98), "0.069671487717328978");
-        assert_eq!(proto_json_double(1e16), "1e+16");
-        assert_eq!(proto_json_double(9_456_212_000.0), "9456212000");
     }
 }

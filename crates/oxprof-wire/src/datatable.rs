@@ -1,7 +1,8 @@
-//! Google DataTable JSON, the wire format of most XProf tools
-//! (`xprof/convert/data_table_utils.cc`): `{"cols":[…],"p":{…},"rows":[{"c":[{"v":…}]}]}`
-//! with object keys sorted (XProf serializes with nlohmann::json, whose objects are sorted),
-//! `p` only when non-empty, and custom properties as preformatted strings.
+//! The Google DataTable most XProf tools answer with (`xprof/convert/data_table_utils.cc`,
+//! and Python's `gviz_api` for the old tools): columns, rows of cells, and custom
+//! properties as preformatted strings. [`DataTable::to_json`] gives its JSON value
+//! (`{"cols":[…],"p":{…},"rows":[{"c":[{"v":…}]}]}`, `p` only when non-empty); the
+//! dialect modules ([`crate::nlohmann`], [`crate::gviz_api`]) print it as each library does.
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -18,7 +19,8 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
-    fn as_str(self) -> &'static str {
+    /// The type's name in the JSON (`number`, `string`, `boolean`).
+    pub fn as_str(self) -> &'static str {
         match self {
             ColumnType::Number => "number",
             ColumnType::String => "string",
@@ -30,8 +32,10 @@ impl ColumnType {
 /// One cell value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellValue {
-    /// A number.
+    /// A number (a C++ `double` in XProf's tables).
     Number(f64),
+    /// An integer (Python's `int` in `gviz_api` tables; nlohmann prints it as a double).
+    Int(i64),
     /// A string.
     Text(String),
     /// A boolean.
@@ -43,6 +47,11 @@ pub enum CellValue {
 impl From<f64> for CellValue {
     fn from(v: f64) -> Self {
         CellValue::Number(v)
+    }
+}
+impl From<i64> for CellValue {
+    fn from(v: i64) -> Self {
+        CellValue::Int(v)
     }
 }
 impl From<bool> for CellValue {
@@ -205,6 +214,7 @@ pub fn number_json(v: f64) -> Value {
 fn cell_value_json(v: &CellValue) -> Value {
     match v {
         CellValue::Number(n) => number_json(*n),
+        CellValue::Int(n) => Value::from(*n),
         CellValue::Text(s) => Value::String(s.clone()),
         CellValue::Bool(b) => Value::Bool(*b),
         CellValue::Null => Value::String(String::new()),
