@@ -1,5 +1,5 @@
-//! The XSpace decoder: protobuf bytes straight into the compact model, without building
-//! intermediate message objects.
+//! The XSpace decoder: protobuf bytes straight into the compact model through its public
+//! builder ([`oxprof_model::PlaneBuilder`]), without building intermediate message objects.
 //!
 //! Plan of a decode:
 //!
@@ -7,8 +7,8 @@
 //!  XSpace bytes ──scan──> plane ranges, errors/warnings/hostnames
 //!  each plane   ──scan──> line ranges; metadata maps and plane stats decoded first
 //!                         (the file stores lines before metadata, but lines need it)
-//!  all lines of all planes ──rayon, largest first──> event and stat columns
-//!  sequential merge, file order: line-local strings and placeholder metadata
+//!  all lines of all planes ──rayon, largest first──> line drafts (LineBuilder)
+//!  PlaneBuilder::add_lines, file order: line-local strings and placeholder metadata
 //!                         become plane-wide, so ids do not depend on thread count
 //! ```
 //!
@@ -16,23 +16,16 @@
 //! ([`ReleasePages`]), so decoding a memory-mapped file does not keep the whole file
 //! resident next to the model.
 
-use crate::columns::{BlockedI64, EscapedI64, IdColumn, RowEnds};
-use crate::diagnostics::{DiagnosticKind, Diagnostics};
 use crate::error::{DecodeError, WireError};
-use crate::limits::{Limit, LimitExceeded, LoadLimits};
-use crate::model::{
-    EventColumns, EventMetadata, EventMetadataId, META_MASK, RawValue, StatColumns, StatMetadata, StatMetadataId,
-    XLine, XPlane, XSpace,
-};
-use crate::schema::{HostEventType, StatType};
-use crate::strings::{StrId, StringTable};
 use crate::wire::{Reader, WireType};
+use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
+use oxprof_model::{
+    BuildError, DiagnosticKind, Diagnostics, LineBuilder, LineDraft, MetadataIds, NewEventMetadata, PlaneBuilder,
+    SharedBudget, StatInput, StrId, XSpace,
+};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
 use std::io::Read;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Receives byte ranges of the input that the decoder no longer needs.
 pub trait ReleasePages: Sync {
@@ -52,8 +45,6 @@ const RELEASE_EVERY: usize = 4 << 20;
 /// Largest gunzipped `compressed_str_value` kept (larger ones are counted as bad and read
 /// as ""); all of them together are bounded by [`LoadLimits::compressed_str_bytes`].
 const MAX_DECOMPRESSED_STR: u64 = 256 << 20;
-/// Metadata indexes are stored in 28 bits; placeholders count down from the top.
-const MAX_METADATA: usize = (META_MASK as usize) / 2;
 
 /// Decodes an XSpace from memory.
 pub fn decode_xspace(buf: &[u8]) -> Result<XSpace, DecodeError> {
@@ -147,57 +138,65 @@ pub fn decode_xspace_within(
             .map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{i}]")))?;
         scans.push(scan);
     }
-    let mut planes = Vec::with_capacity(scans.len());
+    let mut builders = Vec::with_capacity(scans.len());
+    let mut wanted = Vec::with_capacity(scans.len());
     for (i, scan) in scans.iter_mut().enumerate() {
-        let plane = decode_plane_metadata(scan, &budgets, &mut diag)
+        wanted.push(lines_of(&scan.name));
+        let mut plane = decode_plane_metadata(scan, &budgets, &mut diag)
             .map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{i}] metadata")))?;
-        planes.push(plane);
+        if !wanted[i] {
+            plane.set_lines_not_decoded(scan.lines.len());
+        }
+        builders.push(plane);
     }
 
     // Lines of all planes (that are asked for), in parallel, largest first for balance.
-    let wanted: Vec<bool> = planes.iter().map(|p| lines_of(&p.name)).collect();
-    for ((plane, scan), &wanted) in planes.iter_mut().zip(&scans).zip(&wanted) {
-        if !wanted {
-            plane.lines_not_decoded = scan.lines.len();
-        }
-    }
-    let lookups: Vec<(IdLookup, IdLookup)> = planes
+    // Each line is decoded straight into its slot, which the plane then settles in place
+    // (a table of decoded lines beside the planes' own doubled the memory of files made
+    // of many small lines).
+    let ids: Vec<MetadataIds> = builders.iter().map(PlaneBuilder::metadata_ids).collect();
+    let mut drafts: Vec<Vec<LineDraft>> = scans
         .iter()
-        .map(|plane| {
-            let events = IdLookup::new(plane.event_metadata_by_id.iter().map(|(&k, v)| (k, v.0)));
-            let stats = IdLookup::new(plane.stat_metadata_by_id.iter().map(|(&k, v)| (k, v.0)));
-            (events, stats)
-        })
+        .zip(&wanted)
+        .map(
+            |(scan, &wanted)| {
+                if wanted { scan.lines.iter().map(|_| LineDraft::default()).collect() } else { Vec::new() }
+            },
+        )
         .collect();
-    // Each line is decoded straight into its place in its plane; what it could not settle
-    // alone (line-local strings, placeholders, diagnostics) is merged after, in file order.
-    // (A table of decoded lines beside the planes' own doubled the memory of files made
-    // of many small lines.)
-    let mut jobs: Vec<(usize, usize, &[u8], usize, &mut XLine)> = Vec::new();
-    for (p, (plane, scan)) in planes.iter_mut().zip(&scans).enumerate() {
-        if wanted[p] {
-            plane.lines = std::iter::repeat_with(XLine::default).take(scan.lines.len()).collect();
-            let slots = plane.lines.iter_mut().zip(&scan.lines).enumerate();
-            jobs.extend(slots.map(|(l, (slot, &(bytes, base)))| (p, l, bytes, base, slot)));
-        }
+    let mut jobs: Vec<(usize, usize, &[u8], usize, &mut LineDraft)> = Vec::new();
+    for (p, (slots, scan)) in drafts.iter_mut().zip(&scans).enumerate() {
+        let slots = slots.iter_mut().zip(&scan.lines).enumerate();
+        jobs.extend(slots.map(|(l, (slot, &(bytes, base)))| (p, l, bytes, base, slot)));
     }
     jobs.sort_by_key(|&(p, l, bytes, _, _)| (std::cmp::Reverse(bytes.len()), p, l));
-    let (lookups_ref, budgets) = (&lookups, &budgets);
-    let mut rests: Vec<((usize, usize), LineResult)> = jobs
+    let (ids_ref, budgets) = (&ids, &budgets);
+    let mut first_failure = jobs
         .into_par_iter()
-        .map(|(p, l, bytes, base, slot)| {
-            ((p, l), decode_line_into(slot, bytes, base, &lookups_ref[p], budgets, release))
+        .filter_map(|(p, l, bytes, base, slot)| match decode_line(bytes, base, &ids_ref[p], budgets, release) {
+            Ok(draft) => {
+                *slot = draft;
+                None
+            }
+            Err(failure) => Some(((p, l), failure)),
         })
-        .collect();
-    rests.sort_unstable_by_key(|&(position, _)| position);
-    for ((p, l), rest) in rests {
-        let rest = rest.map_err(|e| e.into_decode_error(|| format!("XSpace.planes[{p}].lines[{l}]")))?;
-        if let Some(rest) = rest {
-            let plane = &mut planes[p];
-            let mut line = std::mem::take(&mut plane.lines[l]);
-            merge_line(plane, &mut line, *rest, &mut diag)?;
-            plane.lines[l] = line;
+        .min_by_key(|&(position, _)| position);
+
+    // Settle in file order; the first failure in file order wins, as in a sequential decode.
+    let mut planes = Vec::with_capacity(builders.len());
+    for (p, (mut plane, mut lines)) in builders.into_iter().zip(drafts).enumerate() {
+        let failed_here = first_failure.as_ref().and_then(|&((fp, fl), _)| (fp == p).then_some(fl));
+        if let Some(l) = failed_here {
+            lines.truncate(l);
         }
+        plane.add_lines(lines).map_err(|e| match e {
+            BuildError::LimitExceeded(exceeded) => DecodeError::LimitExceeded(exceeded),
+            BuildError::TooLarge(what) => DecodeError::TooLarge(what),
+        })?;
+        if let (Some(l), Some((_, failure))) = (failed_here, first_failure.take()) {
+            return Err(failure.into_decode_error(|| format!("XSpace.planes[{p}].lines[{l}]")));
+        }
+        planes.push(plane.finish(&mut diag));
     }
     space.planes = planes;
     space.diagnostics = diag;
@@ -223,6 +222,14 @@ impl From<LimitExceeded> for Failure {
 }
 
 impl Failure {
+    /// A builder's refusal of the item that starts at byte `offset`.
+    fn of_build(e: BuildError, offset: usize) -> Failure {
+        match e {
+            BuildError::LimitExceeded(exceeded) => Failure::Limit(exceeded),
+            BuildError::TooLarge(what) => Failure::Wire(WireError { offset: offset as u64, what }),
+        }
+    }
+
     fn into_decode_error(self, context: impl FnOnce() -> String) -> DecodeError {
         match self {
             Failure::Wire(cause) => DecodeError::Wire { cause, context: context() },
@@ -269,28 +276,6 @@ struct Budgets {
     placeholders: SharedBudget,
 }
 
-/// A budget shared by threads. Whether it is exceeded does not depend on the order in
-/// which threads spend it: only what is actually produced is counted.
-struct SharedBudget {
-    limit: Limit,
-    allowed: u64,
-    used: AtomicU64,
-}
-
-impl SharedBudget {
-    fn new(limit: Limit, allowed: u64, used: u64) -> Self {
-        SharedBudget { limit, allowed, used: AtomicU64::new(used) }
-    }
-
-    fn spend(&self, amount: usize) -> Result<(), LimitExceeded> {
-        let used = self.used.fetch_add(amount as u64, Ordering::Relaxed).saturating_add(amount as u64);
-        if used > self.allowed {
-            return Err(LimitExceeded { limit: self.limit, allowed: self.allowed, at_least: used });
-        }
-        Ok(())
-    }
-}
-
 /// Bytes that should be UTF-8, as an owned string (invalid sequences replaced, counted).
 /// Callers copy the bytes first and validate the copy: bytes of a mapped file can change
 /// under us (another process writing it), so bytes validated in place could be invalid by
@@ -300,17 +285,6 @@ fn owned_utf8(bytes: Vec<u8>, diag: &mut Diagnostics) -> String {
         diag.add(DiagnosticKind::InvalidUtf8, 1);
         String::from_utf8_lossy(e.as_bytes()).into_owned()
     })
-}
-
-/// Interns bytes that should be UTF-8 (validated on the copy that is kept: see
-/// [`StringTable::intern_untrusted`]).
-#[inline]
-fn intern_utf8(table: &mut StringTable, bytes: &[u8], diag: &mut Diagnostics) -> StrId {
-    let (id, replaced) = table.intern_untrusted(bytes);
-    if replaced {
-        diag.add(DiagnosticKind::InvalidUtf8, 1);
-    }
-    id
 }
 
 /// Where a plane's parts are, before decoding them.
@@ -408,12 +382,11 @@ fn decode_plane_metadata(
     scan: &mut PlaneScan<'_>,
     budgets: &Budgets,
     diag: &mut Diagnostics,
-) -> Result<XPlane, Failure> {
-    let mut strings = StringTable::default();
+) -> Result<PlaneBuilder, Failure> {
+    let mut plane = PlaneBuilder::new(scan.id, std::mem::take(&mut scan.name));
+    plane.reserve(scan.event_metadata.len(), scan.stat_metadata.len(), 0);
 
     // Stat metadata first: every stat refers to it.
-    let mut stat_metadata: Vec<StatMetadata> = Vec::with_capacity(scan.stat_metadata.len());
-    let mut stat_metadata_by_id: FxHashMap<i64, StatMetadataId> = FxHashMap::default();
     for &(bytes, base) in &scan.stat_metadata {
         let (key, values) = map_entry(bytes, base, diag)?;
         let mut id = 0i64;
@@ -423,8 +396,8 @@ fn decode_plane_metadata(
             while !r.is_empty() {
                 match r.tag()? {
                     (1, WireType::Varint) => id = r.varint()? as i64,
-                    (2, WireType::Len) => name = intern_utf8(&mut strings, r.len_delimited()?.0, diag),
-                    (3, WireType::Len) => description = intern_utf8(&mut strings, r.len_delimited()?.0, diag),
+                    (2, WireType::Len) => name = plane.intern_utf8(r.len_delimited()?.0),
+                    (3, WireType::Len) => description = plane.intern_utf8(r.len_delimited()?.0),
                     (field, wt) => {
                         r.skip(field, wt)?;
                         diag.add(DiagnosticKind::UnknownField, 1);
@@ -432,59 +405,20 @@ fn decode_plane_metadata(
                 }
             }
         }
-        let stat_type = StatType::from_name(strings.get(name));
-        let entry = StatMetadata { id, name, description, stat_type };
-        if let Some(&existing) = stat_metadata_by_id.get(&key) {
-            diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
-            stat_metadata[existing.index()] = entry;
-        } else {
-            if stat_metadata.len() >= MAX_METADATA {
-                return Err(WireError { offset: base as u64, what: "more stat metadata than oxprof supports" }.into());
-            }
-            stat_metadata_by_id.insert(key, StatMetadataId(stat_metadata.len() as u32));
-            stat_metadata.push(entry);
-        }
+        plane.add_stat_metadata(key, id, name, description).map_err(|e| Failure::of_build(e, base))?;
     }
-
-    let mut plane = XPlane {
-        id: scan.id,
-        name: std::mem::take(&mut scan.name),
-        lines: Vec::with_capacity(scan.lines.len()),
-        strings,
-        event_metadata: Vec::with_capacity(scan.event_metadata.len()),
-        event_metadata_by_id: FxHashMap::default(),
-        stat_metadata_in_file: stat_metadata.len(),
-        stat_metadata,
-        stat_metadata_by_id,
-        metadata_stats: StatColumns::default(),
-        plane_stats: StatColumns::default(),
-        bytes: Vec::new(),
-        event_metadata_in_file: 0,
-        lines_not_decoded: 0,
-    };
 
     // Event metadata, with their stats.
     for &(bytes, base) in &scan.event_metadata {
         let (key, values) = map_entry(bytes, base, diag)?;
-        let mut entry = EventMetadata {
-            id: 0,
-            name: StrId::EMPTY,
-            display_name: StrId::EMPTY,
-            metadata: Box::default(),
-            child_ids: Box::default(),
-            host_event_type: None,
-            stats: 0..0,
-        };
-        let stats_start = plane.metadata_stats.len() as u32;
+        let mut entry = NewEventMetadata::default();
         let mut child_ids = Vec::new();
         for mut r in values.readers() {
             while !r.is_empty() {
                 match r.tag()? {
                     (1, WireType::Varint) => entry.id = r.varint()? as i64,
-                    (2, WireType::Len) => entry.name = intern_utf8(&mut plane.strings, r.len_delimited()?.0, diag),
-                    (4, WireType::Len) => {
-                        entry.display_name = intern_utf8(&mut plane.strings, r.len_delimited()?.0, diag)
-                    }
+                    (2, WireType::Len) => entry.name = plane.intern_utf8(r.len_delimited()?.0),
+                    (4, WireType::Len) => entry.display_name = plane.intern_utf8(r.len_delimited()?.0),
                     (3, WireType::Len) => entry.metadata = r.len_delimited()?.0.into(),
                     (5, WireType::Len) => {
                         let (b, off) = r.len_delimited()?;
@@ -505,27 +439,13 @@ fn decode_plane_metadata(
                 }
             }
         }
-        entry.stats = stats_start..plane.metadata_stats.len() as u32;
         entry.child_ids = child_ids.into();
-        entry.host_event_type = HostEventType::from_name(plane.strings.get(entry.name));
-        if let Some(&existing) = plane.event_metadata_by_id.get(&key) {
-            diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
-            plane.event_metadata[existing.index()] = entry;
-        } else {
-            if plane.event_metadata.len() >= MAX_METADATA {
-                return Err(WireError { offset: base as u64, what: "more event metadata than oxprof supports" }.into());
-            }
-            plane.event_metadata_by_id.insert(key, EventMetadataId(plane.event_metadata.len() as u32));
-            plane.event_metadata.push(entry);
-        }
+        plane.add_event_metadata(key, entry).map_err(|e| Failure::of_build(e, base))?;
     }
-    plane.event_metadata_in_file = plane.event_metadata.len();
 
     for &(bytes, base) in &scan.stats {
         decode_owned_stat(bytes, base, &mut plane, StatTarget::Plane, budgets, diag)?;
     }
-    plane.metadata_stats.finish();
-    plane.plane_stats.finish();
     Ok(plane)
 }
 
@@ -539,55 +459,27 @@ enum StatTarget {
 fn decode_owned_stat(
     bytes: &[u8],
     base: usize,
-    plane: &mut XPlane,
+    plane: &mut PlaneBuilder,
     target: StatTarget,
     budgets: &Budgets,
     diag: &mut Diagnostics,
 ) -> Result<(), Failure> {
     let raw = read_stat(Reader::new(bytes, base), diag)?;
-    let meta = resolve_stat_metadata(plane, raw.metadata_id, &budgets.placeholders, diag)?;
+    let gunzipped;
     let value = match raw.value {
         StatPayload::Value(v) => v,
-        StatPayload::Str(s) => RawValue::Str(intern_utf8(&mut plane.strings, s, diag)),
-        StatPayload::Compressed(c) => RawValue::Str(plane.strings.intern(&gunzip_str(c, &budgets.strings, diag)?)),
-        StatPayload::Bytes(b) => {
-            plane.bytes.push(b.into());
-            RawValue::Bytes((plane.bytes.len() - 1) as u32)
+        StatPayload::Str(s) => StatInput::Utf8(s),
+        StatPayload::Compressed(c) => {
+            gunzipped = gunzip_str(c, &budgets.strings, diag)?;
+            StatInput::Str(&gunzipped)
         }
+        StatPayload::Bytes(b) => StatInput::Bytes(b),
     };
-    if let RawValue::Ref(id) = value {
-        check_ref(&plane.stat_metadata_by_id, id, diag);
-    }
-    let columns = match target {
-        StatTarget::Metadata => &mut plane.metadata_stats,
-        StatTarget::Plane => &mut plane.plane_stats,
+    let added = match target {
+        StatTarget::Metadata => plane.add_metadata_stat(raw.metadata_id, value, &budgets.placeholders),
+        StatTarget::Plane => plane.add_plane_stat(raw.metadata_id, value, &budgets.placeholders),
     };
-    columns.push(meta, value);
-    Ok(())
-}
-
-/// Metadata index for a file id, adding a placeholder entry if the file lacks it.
-fn resolve_stat_metadata(
-    plane: &mut XPlane,
-    id: i64,
-    placeholders: &SharedBudget,
-    diag: &mut Diagnostics,
-) -> Result<u32, LimitExceeded> {
-    if let Some(m) = plane.stat_metadata_by_id.get(&id) {
-        return Ok(m.0);
-    }
-    placeholders.spend(1)?;
-    diag.add(DiagnosticKind::UnknownStatMetadata, 1);
-    let index = plane.stat_metadata.len() as u32;
-    plane.stat_metadata.push(StatMetadata { id, name: StrId::EMPTY, description: StrId::EMPTY, stat_type: None });
-    plane.stat_metadata_by_id.insert(id, StatMetadataId(index));
-    Ok(index)
-}
-
-fn check_ref(by_id: &FxHashMap<i64, StatMetadataId>, id: u64, diag: &mut Diagnostics) {
-    if i64::try_from(id).map_or(true, |id| !by_id.contains_key(&id)) {
-        diag.add(DiagnosticKind::DanglingRefValue, 1);
-    }
+    added.map_err(|e| Failure::of_build(e, base))
 }
 
 /// Gunzips a `compressed_str_value`, chunk by chunk against the file's budget (so a
@@ -619,7 +511,7 @@ fn gunzip_str(bytes: &[u8], budget: &SharedBudget, diag: &mut Diagnostics) -> Re
 }
 
 enum StatPayload<'a> {
-    Value(RawValue),
+    Value(StatInput<'a>),
     Str(&'a [u8]),
     Bytes(&'a [u8]),
     Compressed(&'a [u8]),
@@ -633,17 +525,17 @@ struct RawStat<'a> {
 /// Reads one `XStat` message. The value oneof keeps the last value field, as protobuf does.
 #[inline(always)]
 fn read_stat<'a>(mut r: Reader<'a>, diag: &mut Diagnostics) -> Result<RawStat<'a>, WireError> {
-    let mut stat = RawStat { metadata_id: 0, value: StatPayload::Value(RawValue::Unset) };
+    let mut stat = RawStat { metadata_id: 0, value: StatPayload::Value(StatInput::Unset) };
     while !r.is_empty() {
         // Keys: field << 3 | wire type (0 varint, 1 fixed64, 2 length-delimited).
         match r.key()? {
             0x08 => stat.metadata_id = r.varint()? as i64,
-            0x11 => stat.value = StatPayload::Value(RawValue::Double(f64::from_bits(r.fixed64()?))),
-            0x18 => stat.value = StatPayload::Value(RawValue::U64(r.varint()?)),
-            0x20 => stat.value = StatPayload::Value(RawValue::I64(r.varint()? as i64)),
+            0x11 => stat.value = StatPayload::Value(StatInput::Double(f64::from_bits(r.fixed64()?))),
+            0x18 => stat.value = StatPayload::Value(StatInput::Uint64(r.varint()?)),
+            0x20 => stat.value = StatPayload::Value(StatInput::Int64(r.varint()? as i64)),
             0x2a => stat.value = StatPayload::Str(r.len_delimited()?.0),
             0x32 => stat.value = StatPayload::Bytes(r.len_delimited()?.0),
-            0x38 => stat.value = StatPayload::Value(RawValue::Ref(r.varint()?)),
+            0x38 => stat.value = StatPayload::Value(StatInput::Ref(r.varint()?)),
             0x42 => stat.value = StatPayload::Compressed(r.len_delimited()?.0),
             key => {
                 let (field, wt) = r.split_key(key)?;
@@ -655,129 +547,34 @@ fn read_stat<'a>(mut r: Reader<'a>, diag: &mut Diagnostics) -> Result<RawStat<'a
     Ok(stat)
 }
 
-/// File metadata id → dense index, for the per-event and per-stat lookups of a plane's
-/// lines. Files number metadata 1, 2, 3, …, so a plain table indexed by id is the usual
-/// case; sparse or negative ids fall back to a hash map.
-struct IdLookup {
-    dense: Vec<u32>,
-    sparse: FxHashMap<i64, u32>,
-}
-
-impl IdLookup {
-    const ABSENT: u32 = u32::MAX;
-
-    fn new(entries: impl ExactSizeIterator<Item = (i64, u32)> + Clone) -> Self {
-        let len = entries.len();
-        let max = entries.clone().map(|(id, _)| id).max().unwrap_or(-1);
-        let dense_fits = entries.clone().all(|(id, _)| id >= 0) && (max as u64) < 4 * len as u64 + 1024;
-        if !dense_fits {
-            return IdLookup { dense: Vec::new(), sparse: entries.collect() };
-        }
-        let mut dense = vec![Self::ABSENT; (max + 1) as usize];
-        for (id, index) in entries {
-            dense[id as usize] = index;
-        }
-        IdLookup { dense, sparse: FxHashMap::default() }
-    }
-
-    #[inline(always)]
-    fn get(&self, id: i64) -> Option<u32> {
-        match self.dense.get(id as usize) {
-            Some(&index) if index != Self::ABSENT => Some(index),
-            Some(_) => None,
-            None => self.sparse.get(&id).copied(),
-        }
-    }
-}
-
-/// A decoded line before its strings and placeholders are made plane-wide.
-struct LineOut {
-    line: XLine,
-    /// Line-local strings; none until the line has a string stat (most lines of files
-    /// made of many small lines have none).
-    strings: Option<StringTable>,
-    /// File ids of event metadata the plane lacks; event `u32::MAX - k` means entry k.
-    unknown_events: Vec<i64>,
-    /// File ids of stat metadata the plane lacks; stat meta `META_MASK - k` means entry k.
-    unknown_stats: Vec<i64>,
-    diag: Diagnostics,
-}
-
-/// A line decoded into its slot: what is left to merge, or why it failed.
-type LineResult = Result<Option<Box<LineRest>>, Failure>;
-
-/// What a decoded line could not settle alone; `None` for most lines.
-struct LineRest {
-    strings: Option<StringTable>,
-    unknown_events: Vec<i64>,
-    unknown_stats: Vec<i64>,
-    diag: Diagnostics,
-}
-
-/// Decodes a line into `slot`, returning what [`merge_line`] must still settle.
-fn decode_line_into(
-    slot: &mut XLine,
-    bytes: &[u8],
-    base: usize,
-    ids: &(IdLookup, IdLookup),
-    budgets: &Budgets,
-    release: &dyn ReleasePages,
-) -> LineResult {
-    let LineOut { line, strings, unknown_events, unknown_stats, diag } =
-        decode_line(bytes, base, ids, budgets, release)?;
-    *slot = line;
-    if strings.is_none() && unknown_events.is_empty() && unknown_stats.is_empty() && diag.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(Box::new(LineRest { strings, unknown_events, unknown_stats, diag })))
-}
-
+/// Decodes one line into a draft for its plane to settle.
 fn decode_line(
     bytes: &[u8],
     base: usize,
-    ids: &(IdLookup, IdLookup),
+    ids: &MetadataIds,
     budgets: &Budgets,
     release: &dyn ReleasePages,
-) -> Result<LineOut, Failure> {
-    let estimate = bytes.len() / 32;
-    let mut out = LineOut {
-        line: XLine {
-            id: 0,
-            display_id: 0,
-            name: String::new(),
-            display_name: String::new(),
-            timestamp_ns: 0,
-            duration_ps: 0,
-            events: EventColumns {
-                metadata: IdColumn::with_capacity(estimate),
-                offset_ps: BlockedI64::with_capacity(estimate),
-                duration_ps: EscapedI64::with_capacity(estimate),
-                stats_end: RowEnds::with_capacity(estimate),
-                occurrences: Vec::new(),
-            },
-            stats: StatColumns::default(),
-            bytes: Vec::new(),
-        },
-        strings: None,
-        unknown_events: Vec::new(),
-        unknown_stats: Vec::new(),
-        diag: Diagnostics::default(),
-    };
-    let mut unknown_event_index: FxHashMap<i64, u32> = FxHashMap::default();
-    let mut unknown_stat_index: FxHashMap<i64, u32> = FxHashMap::default();
+) -> Result<LineDraft, Failure> {
+    let mut line = LineBuilder::new(ids, &budgets.placeholders, bytes.len() / 32);
     let mut released_to = base;
     let mut r = Reader::new(bytes, base);
     while !r.is_empty() {
         match r.tag()? {
-            (1, WireType::Varint) => out.line.id = r.varint()? as i64,
-            (10, WireType::Varint) => out.line.display_id = r.varint()? as i64,
-            (2, WireType::Len) => out.line.name = owned_utf8(r.len_delimited()?.0.to_vec(), &mut out.diag),
-            (11, WireType::Len) => out.line.display_name = owned_utf8(r.len_delimited()?.0.to_vec(), &mut out.diag),
-            (3, WireType::Varint) => out.line.timestamp_ns = r.varint()? as i64,
-            (9, WireType::Varint) => out.line.duration_ps = r.varint()? as i64,
+            (1, WireType::Varint) => line.set_id(r.varint()? as i64),
+            (10, WireType::Varint) => line.set_display_id(r.varint()? as i64),
+            (2, WireType::Len) => {
+                let name = owned_utf8(r.len_delimited()?.0.to_vec(), line.diagnostics_mut());
+                line.set_name(name);
+            }
+            (11, WireType::Len) => {
+                let name = owned_utf8(r.len_delimited()?.0.to_vec(), line.diagnostics_mut());
+                line.set_display_name(name);
+            }
+            (3, WireType::Varint) => line.set_timestamp_ns(r.varint()? as i64),
+            (9, WireType::Varint) => line.set_duration_ps(r.varint()? as i64),
             (4, WireType::Len) => {
                 let event = r.nested()?;
-                decode_event(event, ids, budgets, &mut out, &mut unknown_event_index, &mut unknown_stat_index)?;
+                decode_event(event, budgets, &mut line)?;
                 if r.offset() - released_to >= RELEASE_EVERY {
                     release.release(released_to..r.offset());
                     released_to = r.offset();
@@ -785,28 +582,16 @@ fn decode_line(
             }
             (field, wt) => {
                 r.skip(field, wt)?;
-                out.diag.add(DiagnosticKind::UnknownField, 1);
+                line.diagnostics_mut().add(DiagnosticKind::UnknownField, 1);
             }
         }
     }
     release.release(released_to..base + bytes.len());
-    out.line.events.metadata.shrink_to_fit();
-    out.line.events.offset_ps.finish();
-    out.line.events.duration_ps.finish();
-    out.line.events.stats_end.shrink_to_fit();
-    out.line.stats.finish();
-    Ok(out)
+    Ok(line.finish())
 }
 
 #[inline]
-fn decode_event(
-    mut r: Reader<'_>,
-    (event_ids, stat_ids): &(IdLookup, IdLookup),
-    budgets: &Budgets,
-    out: &mut LineOut,
-    unknown_event_index: &mut FxHashMap<i64, u32>,
-    unknown_stat_index: &mut FxHashMap<i64, u32>,
-) -> Result<(), Failure> {
+fn decode_event(mut r: Reader<'_>, budgets: &Budgets, line: &mut LineBuilder<'_>) -> Result<(), Failure> {
     let mut metadata_id = 0i64;
     let mut offset_ps = 0i64;
     let mut occurrences: Option<i64> = None;
@@ -828,170 +613,35 @@ fn decode_event(
             0x22 => {
                 let stat_reader = r.nested()?;
                 let sbase = stat_reader.offset();
-                let stat = read_stat(stat_reader, &mut out.diag)?;
-                let meta = match stat_ids.get(stat.metadata_id) {
-                    Some(m) => m,
-                    None => {
-                        out.diag.add(DiagnosticKind::UnknownStatMetadata, 1);
-                        if out.unknown_stats.len() >= MAX_METADATA {
-                            let what = "too many unknown stat metadata ids";
-                            return Err(WireError { offset: sbase as u64, what }.into());
-                        }
-                        let k = match unknown_stat_index.entry(stat.metadata_id) {
-                            Entry::Occupied(e) => *e.get(),
-                            Entry::Vacant(e) => {
-                                budgets.placeholders.spend(1)?;
-                                out.unknown_stats.push(stat.metadata_id);
-                                *e.insert(out.unknown_stats.len() as u32 - 1)
-                            }
-                        };
-                        META_MASK - k
-                    }
-                };
+                let stat = read_stat(stat_reader, line.diagnostics_mut())?;
+                let gunzipped;
                 let value = match stat.value {
                     StatPayload::Value(v) => v,
-                    StatPayload::Str(s) => {
-                        let strings = out.strings.get_or_insert_with(StringTable::default);
-                        RawValue::Str(intern_utf8(strings, s, &mut out.diag))
-                    }
+                    StatPayload::Str(s) => StatInput::Utf8(s),
                     StatPayload::Compressed(c) => {
-                        let s = gunzip_str(c, &budgets.strings, &mut out.diag)?;
-                        RawValue::Str(out.strings.get_or_insert_with(StringTable::default).intern(&s))
+                        gunzipped = gunzip_str(c, &budgets.strings, line.diagnostics_mut())?;
+                        StatInput::Str(&gunzipped)
                     }
-                    StatPayload::Bytes(b) => {
-                        out.line.bytes.push(b.into());
-                        RawValue::Bytes((out.line.bytes.len() - 1) as u32)
-                    }
+                    StatPayload::Bytes(b) => StatInput::Bytes(b),
                 };
-                if let RawValue::Ref(id) = value
-                    && i64::try_from(id).ok().and_then(|id| stat_ids.get(id)).is_none()
-                {
-                    out.diag.add(DiagnosticKind::DanglingRefValue, 1);
-                }
-                out.line.stats.push(meta, value);
+                line.push_stat(stat.metadata_id, value).map_err(|e| Failure::of_build(e, sbase))?;
             }
             key => {
                 let (field, wt) = r.split_key(key)?;
                 r.skip(field, wt)?;
-                out.diag.add(DiagnosticKind::UnknownField, 1);
+                line.diagnostics_mut().add(DiagnosticKind::UnknownField, 1);
             }
         }
     }
-    let meta = match event_ids.get(metadata_id) {
-        Some(m) => m,
-        None => {
-            out.diag.add(DiagnosticKind::UnknownEventMetadata, 1);
-            if out.unknown_events.len() >= MAX_METADATA {
-                return Err(WireError { offset: base as u64, what: "too many unknown event metadata ids" }.into());
-            }
-            let k = match unknown_event_index.entry(metadata_id) {
-                Entry::Occupied(e) => *e.get(),
-                Entry::Vacant(e) => {
-                    budgets.placeholders.spend(1)?;
-                    out.unknown_events.push(metadata_id);
-                    *e.insert(out.unknown_events.len() as u32 - 1)
-                }
-            };
-            u32::MAX - k
-        }
+    let pushed = match occurrences {
+        Some(n) => line.push_aggregated_event(metadata_id, n, duration_ps),
+        None => line.push_event(metadata_id, offset_ps, duration_ps),
     };
-    let events = &mut out.line.events;
-    if let Some(n) = occurrences {
-        events.occurrences.push((events.metadata.len() as u32, n));
-    }
-    events.metadata.push(meta);
-    events.offset_ps.push(offset_ps);
-    events.duration_ps.push(duration_ps);
-    if out.line.stats.len() > u32::MAX as usize - 1 {
-        return Err(WireError { offset: base as u64, what: "more stats in one line than oxprof supports" }.into());
-    }
-    events.stats_end.push(out.line.stats.len() as u32);
-    Ok(())
-}
-
-/// Makes a decoded line's strings and placeholder metadata plane-wide.
-fn merge_line(
-    plane: &mut XPlane,
-    line: &mut XLine,
-    mut rest: LineRest,
-    diag: &mut Diagnostics,
-) -> Result<(), DecodeError> {
-    diag.merge(&rest.diag);
-    if let Some(strings) = rest.strings.take()
-        && strings.len() > 1
-    {
-        let remap: Vec<StrId> = strings.iter().map(|(_, s)| plane.strings.intern(s)).collect();
-        for row in 0..line.stats.len() {
-            if line.stats.is_str(row) {
-                let local = line.stats.value_bits(row) as usize;
-                line.stats.set_value(row, remap.get(local).map_or(0, |id| id.0));
-            }
-        }
-    }
-    if !rest.unknown_stats.is_empty() {
-        let remap: Vec<u32> = rest
-            .unknown_stats
-            .iter()
-            .map(|&id| match plane.stat_metadata_by_id.get(&id) {
-                Some(m) => m.0,
-                None => {
-                    let index = plane.stat_metadata.len() as u32;
-                    plane.stat_metadata.push(StatMetadata {
-                        id,
-                        name: StrId::EMPTY,
-                        description: StrId::EMPTY,
-                        stat_type: None,
-                    });
-                    plane.stat_metadata_by_id.insert(id, StatMetadataId(index));
-                    index
-                }
-            })
-            .collect();
-        let first_placeholder = META_MASK - (remap.len() as u32 - 1);
-        for row in 0..line.stats.len() {
-            let meta = line.stats.meta(row);
-            if meta >= first_placeholder {
-                line.stats.set_meta(row, remap[(META_MASK - meta) as usize]);
-            }
-        }
-    }
-    if !rest.unknown_events.is_empty() {
-        let remap: Vec<u32> = rest
-            .unknown_events
-            .iter()
-            .map(|&id| match plane.event_metadata_by_id.get(&id) {
-                Some(m) => m.0,
-                None => {
-                    let index = plane.event_metadata.len() as u32;
-                    plane.event_metadata.push(EventMetadata {
-                        id,
-                        name: StrId::EMPTY,
-                        display_name: StrId::EMPTY,
-                        metadata: Box::default(),
-                        child_ids: Box::default(),
-                        host_event_type: None,
-                        stats: 0..0,
-                    });
-                    plane.event_metadata_by_id.insert(id, EventMetadataId(index));
-                    index
-                }
-            })
-            .collect();
-        let first_placeholder = u32::MAX - (remap.len() as u32 - 1);
-        line.events
-            .metadata
-            .map_in_place(|meta| if meta >= first_placeholder { remap[(u32::MAX - meta) as usize] } else { meta });
-    }
-    if plane.stat_metadata.len() >= MAX_METADATA || plane.event_metadata.len() >= MAX_METADATA {
-        return Err(DecodeError::TooLarge("more metadata entries in one plane than oxprof supports"));
-    }
-    Ok(())
+    pushed.map_err(|e| Failure::of_build(e, base))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::IdLookup;
-
     /// Protobuf wire helpers for hand-written inputs the builders cannot produce.
     fn varint(mut v: u64, out: &mut Vec<u8>) {
         while v >= 0x80 {
@@ -1047,21 +697,5 @@ mod tests {
         assert_eq!((event.id, plane.str(event.name), plane.str(event.display_name)), (1, "second", "shown"));
         assert_eq!(&*event.child_ids, &[7, 8]);
         assert_eq!(plane.metadata_stats(id).len(), 1);
-    }
-
-    #[test]
-    fn id_lookup_is_dense_for_small_ids_and_falls_back_for_sparse_or_negative_ones() {
-        let dense = IdLookup::new([(1, 0), (2, 1), (7, 2)].into_iter());
-        assert!(!dense.dense.is_empty());
-        assert_eq!([0, 1, 2, 7, 8, -1].map(|id| dense.get(id)), [None, Some(0), Some(1), Some(2), None, None]);
-        for entries in [vec![(-5, 0), (3, 1)], vec![(1 << 40, 0), (3, 1)]] {
-            let sparse = IdLookup::new(entries.clone().into_iter());
-            assert!(sparse.dense.is_empty());
-            for (id, index) in entries {
-                assert_eq!(sparse.get(id), Some(index));
-            }
-            assert_eq!(sparse.get(4), None);
-        }
-        assert_eq!(IdLookup::new(std::iter::empty()).get(0), None);
     }
 }

@@ -4,7 +4,7 @@
 //! field named `cause`) or exposed as [`std::error::Error::source`], never both, so that
 //! `anyhow`'s `{:#}` (which appends every source) does not repeat it.
 
-use crate::limits::LimitExceeded;
+use oxprof_model::LimitExceeded;
 use std::path::PathBuf;
 
 /// A malformed protobuf encountered while decoding, with its byte offset.
@@ -123,7 +123,7 @@ impl LoadError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::Limit;
+    use oxprof_model::Limit;
 
     /// Every segment of an error's `source()` chain, as `{:#}` in anyhow prints them.
     fn chain(e: &dyn std::error::Error) -> Vec<String> {

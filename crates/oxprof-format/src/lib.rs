@@ -15,21 +15,18 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-mod columns;
 mod decode;
-mod diagnostics;
 pub mod discovery;
 mod error;
 pub mod hlo;
-mod limits;
 mod load;
 #[cfg(target_os = "linux")]
 mod mapguard;
-mod model;
-pub mod schema;
-mod strings;
 pub mod testing;
 mod wire;
+
+// The model lives in `oxprof-model`; re-exported while callers move to it.
+pub use oxprof_model::{limits, schema};
 
 /// prost types generated from the vendored `xplane.proto` (used to write, never to read).
 #[allow(missing_docs, clippy::all)]
@@ -40,16 +37,14 @@ mod pb {
 pub use decode::{
     KeepPages, ReleasePages, decode_xspace, decode_xspace_lines_of, decode_xspace_with, decode_xspace_within,
 };
-pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
 pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
 pub use error::{DecodeError, LoadError, WireError};
-pub use limits::{Allowance, Limit, LimitExceeded, LoadLimits};
 pub use load::{
     decode_bytes, decode_bytes_with, load_xspace, load_xspace_lines_of, load_xspace_with,
     return_freed_large_blocks_to_the_os,
 };
-pub use model::{
-    Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,
-    XPlane, XSpace,
+pub use oxprof_model::{
+    Allowance, DiagnosticKind, Diagnostics, Event, EventMetadata, EventMetadataId, IntValue, Limit, LimitExceeded,
+    LoadLimits, Severity, Stat, StatMetadata, StatMetadataId, StatValue, Stats, StrId, StringTable, XLine, XPlane,
+    XSpace,
 };
-pub use strings::{StrId, StringTable};

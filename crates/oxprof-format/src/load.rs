@@ -14,8 +14,8 @@
 
 use crate::decode::{KeepPages, ReleasePages, decode_xspace_within};
 use crate::error::LoadError;
-use crate::limits::{Limit, LimitExceeded, LoadLimits};
-use crate::model::XSpace;
+use oxprof_model::XSpace;
+use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek};
 use std::ops::Range;
