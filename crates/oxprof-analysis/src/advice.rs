@@ -2,7 +2,7 @@
 //! found and what to change in the training script. Shown by the CLI (`--format md`) and the
 //! UI next to the XProf-compatible data, never inside it.
 
-use oxprof_format::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
+use oxprof_model::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
 use std::collections::BTreeMap;
 
 /// Explains a profile in which no steps were found (`steps_found` false). Empty when steps
@@ -48,7 +48,7 @@ pub fn missing_steps_advice(space: &XSpace, steps_found: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn explains_keras_batches_without_root_marker() {
@@ -61,7 +61,7 @@ mod tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let advice = missing_steps_advice(&space, false);
         assert!(missing_steps_advice(&space, true).is_empty());
         assert_eq!(advice.len(), 1);

@@ -30,8 +30,8 @@ use crate::op_stats::device_op_metrics::{
 };
 use cost::{Analysis, Props};
 use graph::{Graph, Node, Opcode};
-use oxprof_format::XSpace;
-use oxprof_format::hlo::{HloModule, hlo_modules};
+use oxprof_hlo::{HloModule, hlo_modules};
+use oxprof_model::XSpace;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 

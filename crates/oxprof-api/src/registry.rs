@@ -10,8 +10,8 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, DataResponse};
 use crate::session::Session;
-use oxprof_format::XSpace;
-use oxprof_format::schema::{
+use oxprof_model::XSpace;
+use oxprof_model::schema::{
     GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
 };
 use serde::Serialize;

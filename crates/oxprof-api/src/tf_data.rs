@@ -12,7 +12,7 @@ use crate::catalog::ServedRun;
 use crate::data::{DataRequest, DataResponse, select_hosts};
 use crate::session::Session;
 use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
-use oxprof_format::schema::HOST_THREADS_PLANE_NAME;
+use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
 
 /// Tools answered here.

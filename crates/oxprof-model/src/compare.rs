@@ -4,7 +4,9 @@
 //!
 //! Metadata is compared by the input's keys (the ids events and stats refer to it by);
 //! strings by text; doubles bit for bit. Diagnostics are not compared: writing a model out
-//! repairs what its input had wrong.
+//! repairs what its input had wrong. Placeholder metadata (made for keys the input lacked)
+//! is compared where it is used, not as entries: a placeholder that only a replaced
+//! duplicate entry used is not content.
 
 use crate::model::{EventMetadata, StatMetadata, StatValue, Stats, XPlane, XSpace};
 use std::fmt::Debug;
@@ -29,15 +31,12 @@ fn space_difference(a: &XSpace, b: &XSpace) -> Result<(), String> {
     Ok(())
 }
 
-fn stat_metadata_view<'a>(p: &'a XPlane, m: &StatMetadata) -> (i64, i64, &'a str, &'a str, bool) {
-    (m.key(), m.id, p.str(m.name), p.str(m.description), m.is_placeholder())
+fn stat_metadata_view<'a>(p: &'a XPlane, m: &StatMetadata) -> (i64, i64, &'a str, &'a str) {
+    (m.key(), m.id, p.str(m.name), p.str(m.description))
 }
 
-fn event_metadata_view<'a>(
-    p: &'a XPlane,
-    m: &'a EventMetadata,
-) -> (i64, i64, &'a str, &'a str, &'a [u8], &'a [i64], bool) {
-    (m.key(), m.id, p.str(m.name), p.str(m.display_name), &m.metadata, &m.child_ids, m.is_placeholder())
+fn event_metadata_view<'a>(p: &'a XPlane, m: &'a EventMetadata) -> (i64, i64, &'a str, &'a str, &'a [u8], &'a [i64]) {
+    (m.key(), m.id, p.str(m.name), p.str(m.display_name), &m.metadata, &m.child_ids)
 }
 
 fn plane_difference(a: &XPlane, b: &XPlane, at: &str) -> Result<(), String> {
@@ -47,13 +46,17 @@ fn plane_difference(a: &XPlane, b: &XPlane, at: &str) -> Result<(), String> {
     same(&|| at_("event_metadata_count"), a.event_metadata_count(), b.event_metadata_count())?;
     same(&|| at_("stat_metadata_count"), a.stat_metadata_count(), b.stat_metadata_count())?;
     same(&|| at_("lines_not_decoded"), a.lines_not_decoded(), b.lines_not_decoded())?;
-    let mut sa: Vec<_> = a.stat_metadata().iter().map(|m| stat_metadata_view(a, m)).collect();
-    let mut sb: Vec<_> = b.stat_metadata().iter().map(|m| stat_metadata_view(b, m)).collect();
+    let entries = |p: &'_ XPlane| p.stat_metadata().iter().filter(|m| !m.is_placeholder()).count();
+    same(&|| at_("stat_metadata entries"), entries(a), entries(b))?;
+    let mut sa: Vec<_> =
+        a.stat_metadata().iter().filter(|m| !m.is_placeholder()).map(|m| stat_metadata_view(a, m)).collect();
+    let mut sb: Vec<_> =
+        b.stat_metadata().iter().filter(|m| !m.is_placeholder()).map(|m| stat_metadata_view(b, m)).collect();
     sa.sort_by_key(|v| v.0);
     sb.sort_by_key(|v| v.0);
     same(&|| at_("stat_metadata"), sa, sb)?;
-    let mut ea: Vec<_> = a.event_metadata_ids().collect();
-    let mut eb: Vec<_> = b.event_metadata_ids().collect();
+    let mut ea: Vec<_> = a.event_metadata_ids().filter(|&id| !a.event_metadata_at(id).is_placeholder()).collect();
+    let mut eb: Vec<_> = b.event_metadata_ids().filter(|&id| !b.event_metadata_at(id).is_placeholder()).collect();
     same(&|| at_("event_metadata len"), ea.len(), eb.len())?;
     ea.sort_by_key(|&id| a.event_metadata_at(id).key());
     eb.sort_by_key(|&id| b.event_metadata_at(id).key());
@@ -74,7 +77,8 @@ fn plane_difference(a: &XPlane, b: &XPlane, at: &str) -> Result<(), String> {
         same(&|| at_l("event count"), la.event_count(), lb.event_count())?;
         for (ei, (xa, xb)) in la.events(a).zip(lb.events(b)).enumerate() {
             let at_e = |what: &str| format!("{at}.lines[{li}].events[{ei}].{what}");
-            same(&|| at_e("metadata"), xa.metadata().key(), xb.metadata().key())?;
+            let (ma, mb) = (xa.metadata(), xb.metadata());
+            same(&|| at_e("metadata"), (ma.key(), ma.is_placeholder()), (mb.key(), mb.is_placeholder()))?;
             same(&|| at_e("name"), xa.name(), xb.name())?;
             same(&|| at_e("offset_ps"), xa.offset_ps(), xb.offset_ps())?;
             same(&|| at_e("duration_ps"), xa.duration_ps(), xb.duration_ps())?;
@@ -89,7 +93,8 @@ fn stats_difference(a: Stats<'_>, b: Stats<'_>, at: &str) -> Result<(), String> 
     same(&|| format!("{at} count"), a.len(), b.len())?;
     for (i, (sa, sb)) in a.zip(b).enumerate() {
         let at_s = || format!("{at}[{i}]");
-        same(&|| format!("{} metadata", at_s()), sa.metadata().key(), sb.metadata().key())?;
+        let (ma, mb) = (sa.metadata(), sb.metadata());
+        same(&|| format!("{} metadata", at_s()), (ma.key(), ma.is_placeholder()), (mb.key(), mb.is_placeholder()))?;
         same(&|| format!("{} name", at_s()), sa.name(), sb.name())?;
         same(&|| format!("{} ref", at_s()), sa.ref_key(), sb.ref_key())?;
         let equal = match (sa.value, sb.value) {

@@ -29,7 +29,7 @@ use super::kinds::{StatScan, TPU_PLANE_PREFIX};
 use super::preprocess::{ContextId, Facts, PlaneMutators, Region, is_tpu_parent_line, sorted_line_order};
 use super::preprocess::{span_at, threadpool_regions};
 use super::tables::NO_GROUP;
-use oxprof_format::{XLine, XPlane, XSpace};
+use oxprof_model::{XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;

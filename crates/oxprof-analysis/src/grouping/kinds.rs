@@ -3,7 +3,7 @@
 //! readers with XProf's exact value conversions (`IntValue`, `IntOrUintValue`).
 
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
-use oxprof_format::{Event, StatValue, XPlane};
+use oxprof_model::{Event, StatValue, XPlane};
 
 /// Event kinds grouping distinguishes (a subset of XProf's `HostEventType`, plus the
 /// threadpool listener names, which are not host event types).
@@ -235,11 +235,11 @@ impl RawValue {
         }
     }
 
-    fn of_int(value: oxprof_format::IntValue) -> RawValue {
+    fn of_int(value: oxprof_model::IntValue) -> RawValue {
         match value {
-            oxprof_format::IntValue::Int64(v) => RawValue::Int(v),
-            oxprof_format::IntValue::Uint64(v) => RawValue::Uint(v),
-            oxprof_format::IntValue::NotInt => RawValue::NotInt,
+            oxprof_model::IntValue::Int64(v) => RawValue::Int(v),
+            oxprof_model::IntValue::Uint64(v) => RawValue::Uint(v),
+            oxprof_model::IntValue::NotInt => RawValue::NotInt,
         }
     }
 
@@ -301,7 +301,7 @@ impl PlaneKinds {
     }
 
     /// The kind of a stat metadata entry.
-    pub(crate) fn stat_kind(&self, metadata: oxprof_format::StatMetadataId) -> Option<StatKind> {
+    pub(crate) fn stat_kind(&self, metadata: oxprof_model::StatMetadataId) -> Option<StatKind> {
         self.stat_kind.get(metadata.index()).copied().flatten()
     }
 

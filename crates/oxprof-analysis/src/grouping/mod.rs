@@ -35,7 +35,7 @@ pub use tpu::MergedStep;
 
 use forest::{Forest, NONE, NodeType};
 use kinds::{EventKind, GPU_PLANE_PREFIX, PlaneKinds, StatKind, TPU_PLANE_PREFIX, is_device_plane, is_host_plane};
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
 use std::collections::{BTreeMap, BTreeSet};
 use tables::{LineGroups, NO_GROUP, RunBuilder};
 

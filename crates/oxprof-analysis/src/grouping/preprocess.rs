@@ -10,7 +10,7 @@
 
 use super::kinds::{EventKind, PlaneKinds, RawValue, StatKind, StatScan, TPU_PLANE_PREFIX, XLA_MODULE_LINE};
 use super::kinds::{parse_device_ordinal, tensor_core_id};
-use oxprof_format::{Event, XLine, XPlane};
+use oxprof_model::{Event, XLine, XPlane};
 
 /// `ContextType::kLegacy`.
 const CONTEXT_LEGACY: i32 = 1;

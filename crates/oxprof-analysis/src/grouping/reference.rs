@@ -9,7 +9,7 @@ use super::kinds::{EventKind, GPU_PLANE_PREFIX, HOST_THREADS_PLANE, PlaneKinds, 
 use super::preprocess::{ContextId, PlaneMutators, is_tpu_parent_line, sorted_line_order, span_at, threadpool_regions};
 use super::tables::NO_GROUP;
 use super::{GroupMetadata, has_loop_ops, is_xspace_grouped};
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 struct Node {

@@ -7,7 +7,7 @@ use super::forest::Forest;
 use super::kinds::{PlaneKinds, SPARSE_CORE_MODULE_LINE, SPARSE_CORE_STEP_LINE, STEP_LINE, Span, StatKind};
 use super::kinds::{XLA_MODULE_LINE, sparse_core_id, tensor_core_id};
 use super::tables::NO_GROUP;
-use oxprof_format::{XLine, XPlane};
+use oxprof_model::{XLine, XPlane};
 use std::collections::BTreeMap;
 
 /// What `MergeHostSteps` did to a kept Steps-line event.

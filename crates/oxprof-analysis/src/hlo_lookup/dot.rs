@@ -23,7 +23,7 @@
 
 use super::graph::{Graph, Node, Opcode};
 use super::print::{extra_attributes, print_literal, print_shape};
-use oxprof_format::hlo::{HloModule, Shape, primitive};
+use oxprof_hlo::{HloModule, Shape, primitive};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
@@ -1388,7 +1388,7 @@ pub(crate) fn render(module: &HloModule, node_name: &str, options: RenderOptions
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HloComputation, HloInstruction, Literal};
+    use oxprof_hlo::{HloComputation, HloInstruction, Literal};
 
     use crate::test_support::{f32_shape as f32s, hlo_instr as instr};
 

@@ -9,7 +9,7 @@
 //! * `MakeInstructionPostOrder` starts a depth-first walk at every instruction without
 //!   users, in list order, pushing operands in reverse and then control predecessors.
 
-use oxprof_format::hlo::{HloInstruction, HloModule, StackFrameIndex};
+use oxprof_hlo::{HloInstruction, HloModule, StackFrameIndex};
 use std::collections::HashMap;
 
 /// The opcodes oxprof's logic distinguishes; every other opcode is `Other`.
@@ -480,7 +480,7 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HloComputation, Shape};
+    use oxprof_hlo::{HloComputation, Shape};
 
     fn instr(name: &str, opcode: &str, id: i64, operands: &[i64]) -> HloInstruction {
         HloInstruction {

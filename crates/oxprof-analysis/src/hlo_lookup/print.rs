@@ -10,7 +10,7 @@
 
 use super::graph::{Graph, Node, Opcode};
 use crate::printf::{c_escape, format_g};
-use oxprof_format::hlo::{Layout, Literal, Shape, Sharding, WindowDimension, primitive};
+use oxprof_hlo::{Layout, Literal, Shape, Sharding, WindowDimension, primitive};
 use std::fmt::Write as _;
 
 /// XLA cuts expressions longer than this (`kMaxHlolNameSize`).
@@ -847,7 +847,7 @@ fn print_sharding(s: &Sharding, out: &mut String) {
 }
 
 /// `OpMetadataToString`: the set fields, space-separated.
-fn metadata_string(md: &oxprof_format::hlo::OpMetadata) -> String {
+fn metadata_string(md: &oxprof_hlo::OpMetadata) -> String {
     let mut parts = Vec::new();
     if !md.op_type.is_empty() {
         parts.push(format!("op_type=\"{}\"", c_escape(&md.op_type)));

@@ -7,7 +7,7 @@ use crate::op_stats::device_op_metrics::testutil::{external_cases, external_root
 use crate::op_stats::device_op_metrics::{HloModuleLookup, device_op_metrics_db};
 use crate::op_stats::kernel_stats::kernel_stats_db;
 use crate::op_stats::types::OpMetricsDb;
-use oxprof_format::hlo::{HloComputation, HloInstruction, Layout, Literal, OpMetadata, Shape, hlo_modules, primitive};
+use oxprof_hlo::{HloComputation, HloInstruction, Layout, Literal, OpMetadata, Shape, hlo_modules, primitive};
 use serde_json::Value;
 
 /// An array shape with the default (major-to-minor) layout.
@@ -167,7 +167,7 @@ fn custom_calls() {
     let out = tuple(vec![array(primitive::BF16, &[1, 5120, 34, 31, 53]), array(primitive::U8, &[7150336])]);
     let mut conv = instr("cudnn-conv.1", "custom-call", 3, out, &[1, 2]);
     conv.custom_call_target = "__cudnn$convForward".into();
-    let w = |size, stride| oxprof_format::hlo::WindowDimension {
+    let w = |size, stride| oxprof_hlo::WindowDimension {
         size,
         stride,
         padding_low: 1,
@@ -177,7 +177,7 @@ fn custom_calls() {
         window_reversal: false,
     };
     conv.window = Some(vec![w(1, 1), w(2, 2), w(2, 2)]);
-    conv.convolution_dimension_numbers = Some(oxprof_format::hlo::ConvolutionDimensionNumbers {
+    conv.convolution_dimension_numbers = Some(oxprof_hlo::ConvolutionDimensionNumbers {
         input_batch_dimension: 0,
         input_feature_dimension: 1,
         input_spatial_dimensions: vec![2, 3, 4],
@@ -233,7 +233,7 @@ fn op_names_and_source_info() {
     add.metadata = OpMetadata { op_name: "jit(f)/add".into(), stack_frame_id: 2, ..Default::default() };
     let entry = computation("main", 9, 3, vec![param("a", 1, 0, array(primitive::F32, &[2])), add]);
     let mut m = module(vec![entry], 9);
-    m.stack_frame_index = Some(oxprof_format::hlo::StackFrameIndex {
+    m.stack_frame_index = Some(oxprof_hlo::StackFrameIndex {
         file_names: vec!["f.py".into()],
         function_names: vec!["f".into(), "main".into()],
         file_locations: vec![(1, 1, 10, 4), (1, 2, 20, 2)],
@@ -292,7 +292,7 @@ fn count_ops(expected: &Value, actual: &Value) -> (usize, usize, usize, usize) {
 }
 
 /// The external profiles with HLO modules.
-fn hlo_cases() -> Vec<(crate::op_stats::device_op_metrics::testutil::RefCase, oxprof_format::XSpace)> {
+fn hlo_cases() -> Vec<(crate::op_stats::device_op_metrics::testutil::RefCase, oxprof_model::XSpace)> {
     let Some(root) = external_root() else { return Vec::new() };
     external_cases(&root)
         .into_iter()
@@ -430,7 +430,7 @@ fn every_instruction_matches_xprof() {
                 None => continue,
             }
         };
-        let space = oxprof_format::load_xspace(&path).unwrap();
+        let space = crate::test_support::load_xspace(&path).unwrap();
         let map = HloModuleMap::from_modules(hlo_modules(&space).0, CostAnalysis::Gpu);
         let expected = read_gz_json(&dir.join(format!("{name}.json.gz")));
         let expected = expected.as_array().unwrap();
@@ -492,7 +492,7 @@ fn perf_hlo_lookup() {
     }
     let large = crate::op_stats::device_op_metrics::testutil::repo_root().join("../refdata/jax_large/plugins/profile");
     for run in std::fs::read_dir(large).into_iter().flatten().flatten() {
-        let space = oxprof_format::load_xspace(&run.path().join("vm.xplane.pb")).unwrap();
+        let space = crate::test_support::load_xspace(&run.path().join("vm.xplane.pb")).unwrap();
         let before = peak_rss_kb();
         let start = std::time::Instant::now();
         let modules = hlo_modules(&space).0;
@@ -530,7 +530,7 @@ fn perf_hlo_lookup() {
 #[test]
 fn odd_modules_do_not_panic() {
     let dir = crate::op_stats::device_op_metrics::testutil::repo_root().join("testdata/hlo-costs");
-    let space = oxprof_format::load_xspace(&dir.join("hand_fusion.xplane.pb")).unwrap();
+    let space = crate::test_support::load_xspace(&dir.join("hand_fusion.xplane.pb")).unwrap();
     let (modules, _) = hlo_modules(&space);
     let opcodes = [
         "dot",

@@ -13,8 +13,8 @@ use super::types::{OpStats, StepDatabaseResult};
 use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
 use crate::grouping::{EventGroups, group_events};
 use crate::model_tracker::ModelTracker;
-use oxprof_format::XSpace;
-use oxprof_format::hlo::{decode_hlo_proto, hlo_proto_bytes};
+use oxprof_hlo::{decode_hlo_proto, hlo_proto_bytes};
+use oxprof_model::XSpace;
 
 /// With more steps than this, the first and last are dropped as possibly incomplete.
 const DROP_INCOMPLETE_STEP_THRESHOLD: usize = 5;

@@ -16,8 +16,8 @@ use super::event_span::{
 use super::types::{AllReduceInfo, OpMetricsDb};
 use crate::grouping::EventGroups;
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
-use oxprof_format::schema::StatType;
-use oxprof_format::{Event, Stat, StatValue, XLine, XPlane, XSpace};
+use oxprof_model::schema::StatType;
+use oxprof_model::{Event, Stat, StatValue, XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 
@@ -755,7 +755,7 @@ pub fn device_plane_step_events<B: TpuOpMetricsBuilder>(
     let Some(plane) = space.planes.get(plane_index) else { return StepEvents::new() };
     let tpu_core = tensor_core_id(&plane.name).is_some();
     let sparse_core = sparse_core_id(&plane.name).is_some();
-    let derived = (!pregrouped && plane.name.starts_with(oxprof_format::schema::GPU_PLANE_PREFIX))
+    let derived = (!pregrouped && plane.name.starts_with(oxprof_model::schema::GPU_PLANE_PREFIX))
         .then(|| GpuPlaneGroups::derive(plane_index, plane, groups));
     let plane_id = plane.id;
     let mut step_markers = StepEvents::new();
@@ -814,8 +814,8 @@ pub fn device_plane_step_events<B: TpuOpMetricsBuilder>(
 mod tests {
     use super::*;
     use crate::op_stats::event_span::{StepDetails, to_non_overlapped_step_events};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     /// Threads scanned in pieces (down to one event) give the step events of one scan, on
     /// every committed refkit profile and the external ones when present.
@@ -826,7 +826,7 @@ mod tests {
         collect_profiles(&crate::test_support::external_path(), &mut files);
         assert!(files.len() >= 5, "refkit profiles missing: {files:?}");
         for file in files {
-            let space = oxprof_format::load_xspace(&file).unwrap();
+            let space = crate::test_support::load_xspace(&file).unwrap();
             let groups = crate::grouping::group_events(&space);
             let Some(host) = space.planes.iter().position(|p| p.name == "/host:CPU") else { continue };
             let whole = host_plane_step_events_in_pieces(&space, host, &groups, None, usize::MAX);

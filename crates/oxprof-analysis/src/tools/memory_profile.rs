@@ -26,8 +26,8 @@
 
 use crate::grouping::{EventGroups, group_events, is_xspace_grouped};
 use crate::printf::write_proto_json_string;
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
-use oxprof_format::{StatValue, XPlane, XSpace};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
+use oxprof_model::{StatValue, XPlane, XSpace};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -806,8 +806,8 @@ pub fn proto_json_double(out: &mut String, v: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     fn g(v: f64) -> String {
         let mut s = String::new();

@@ -55,8 +55,8 @@
 //! iterators by id; equal durations keep file order.
 
 use crate::tf_op::{TfOpCategory, iterator_name, parse_tf_op_fullname};
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, StatType};
-use oxprof_format::{StatValue, XPlane, XSpace};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType};
+use oxprof_model::{StatValue, XPlane, XSpace};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -1016,8 +1016,8 @@ fn write_graph_table(out: &mut String, rows: &[Vec<Cell<'_>>]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     /// One pipeline `Root ← Prefetch ← Map ← Range`, two calls (times in µs):
     ///

@@ -14,8 +14,8 @@
 use crate::hlo_lookup::HloModuleMap;
 use crate::op_stats::device_op_metrics::HloInstruction;
 use crate::tf_op::{TfOpCategory, parse_tf_name_scopes, parse_tf_op_fullname, tf_op_event_name};
-use oxprof_format::XPlane;
-use oxprof_format::schema::StatType;
+use oxprof_model::XPlane;
+use oxprof_model::schema::StatType;
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 
@@ -458,7 +458,7 @@ struct KernelStats<'a> {
 /// `GpuEventStats` of a kernel (one pass over its metadata's stats, then its own, the
 /// event's winning), or None when the event is not a kernel (no `kernel_details`, no
 /// `cuda_graph_exec_id`).
-fn kernel_stats<'a>(e: &oxprof_format::Event<'a>) -> Option<KernelStats<'a>> {
+fn kernel_stats<'a>(e: &oxprof_model::Event<'a>) -> Option<KernelStats<'a>> {
     let mut stats = KernelStats { hlo_module: "", program_id: None, hlo_ops: "", tf_op: "", scope_range_id: None };
     let mut is_kernel = false;
     for s in e.metadata_stats().chain(e.stats()) {
@@ -604,8 +604,8 @@ mod tests {
     use crate::trace::TraceIndex;
     use crate::trace::index::view_in;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     /// (tid, name, ts ns after 1 µs, dur ns) of the GPU plane's complete events.
     fn gpu_events(bytes: Vec<u8>) -> Vec<(u64, String, f64, f64)> {

@@ -15,7 +15,7 @@ use super::derived::{DerivedNames, DerivedPlane, derive_gpu_plane};
 use super::tpu_derived::{derive_tpu_plane, is_tensor_core_plane};
 use super::visibility::{FlowLevels, LevelAssigner};
 use crate::grouping::EventGroups;
-use oxprof_format::{Event, XLine, XPlane, XSpace};
+use oxprof_model::{Event, XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
@@ -419,7 +419,7 @@ fn step_name<'a>(groups: &'a EventGroups, plane: usize, line: usize, e: &Event<'
     }
     // An already grouped file carries the stat itself; EventGroups reports it too, but a
     // metadata-level `step_name` is only visible through the stats.
-    e.stat(oxprof_format::schema::StatType::StepName).and_then(|s| s.as_str()).filter(|s| !s.is_empty())
+    e.stat(oxprof_model::schema::StatType::StepName).and_then(|s| s.as_str()).filter(|s| !s.is_empty())
 }
 
 /// XProf's `IsInternalEvent`, by metadata name.
@@ -538,7 +538,7 @@ impl FlowStats {
         FlowStats { kinds, any }
     }
 
-    fn kind(&self, s: &oxprof_format::Stat<'_>) -> Option<FlowStat> {
+    fn kind(&self, s: &oxprof_model::Stat<'_>) -> Option<FlowStat> {
         self.kinds.get(s.metadata_id().index()).copied().flatten()
     }
 }
@@ -1339,7 +1339,7 @@ fn collect_stack_frames(space: &XSpace, tracks: &[TrackInfo]) -> Vec<(u64, Strin
             if !used.get(m).copied().unwrap_or(false) {
                 continue;
             }
-            if md.display_name != oxprof_format::StrId::EMPTY {
+            if md.display_name != oxprof_model::StrId::EMPTY {
                 let long = truncate_long_name(plane.str(md.name));
                 if long.len() > 16 {
                     let s = format!("@@{long}");

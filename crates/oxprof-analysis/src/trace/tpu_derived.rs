@@ -13,8 +13,8 @@ use super::derived::{
 };
 use crate::cxx_sort::introsort;
 use crate::grouping::EventGroups;
-use oxprof_format::XPlane;
-use oxprof_format::schema::StatType;
+use oxprof_model::XPlane;
+use oxprof_model::schema::StatType;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -58,7 +58,7 @@ struct MetadataFacts<'a> {
 }
 
 /// Reads `tf_op`, `source` and `_a` from stats, later ones winning.
-fn scan_stats<'a>(facts: &mut MetadataFacts<'a>, stats: impl Iterator<Item = oxprof_format::Stat<'a>>) {
+fn scan_stats<'a>(facts: &mut MetadataFacts<'a>, stats: impl Iterator<Item = oxprof_model::Stat<'a>>) {
     for s in stats {
         match s.stat_type() {
             Some(StatType::TfOp) => facts.tf_op = s.as_str().unwrap_or(""),
@@ -288,8 +288,8 @@ mod tests {
     use crate::grouping::group_events;
     use crate::trace::TraceIndex;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn offload_names() {

@@ -16,7 +16,7 @@
 //! ```
 
 use crate::grouping::EventGroups;
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
 
 /// Group ids the trace shows instead of [`EventGroups::group_id`], as sorted
 /// `(plane, line, event, group)`.
@@ -117,8 +117,8 @@ mod tests {
     use crate::grouping::group_events;
     use crate::trace::TraceIndex;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     // A TPU plane without host: each module event is its own group (0, 1, 2), ns:
     //

@@ -19,7 +19,7 @@ use super::numfmt::{format_g6, stdlib_hash_bytes};
 use super::tpu_groups::{ShownGroups, shown_groups};
 use super::visibility::{DISABLE_STREAMING_THRESHOLD, Visibility};
 use crate::grouping::EventGroups;
-use oxprof_format::{StatValue, XSpace};
+use oxprof_model::{StatValue, XSpace};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write as _;
@@ -416,7 +416,7 @@ pub(crate) fn event_args_with(
         }
         return args;
     };
-    if e.metadata().display_name != oxprof_format::StrId::EMPTY {
+    if e.metadata().display_name != oxprof_model::StrId::EMPTY {
         args.push(("long_name".to_string(), ArgValue::Str(truncate_long_name(e.name()).into_owned())));
     }
     for s in e.metadata_stats().chain(e.stats()) {

@@ -6,7 +6,7 @@
 //! built in memory so the benchmark still runs.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use oxprof_format::testing::XSpaceBuilder;
+use oxprof_xspace::testing::XSpaceBuilder;
 use std::path::PathBuf;
 
 fn profile_bytes() -> (String, Vec<u8>) {
@@ -42,10 +42,10 @@ fn decode(c: &mut Criterion) {
     group.sample_size(10);
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("thread pool");
     group.bench_function(format!("1 thread/{name}"), |b| {
-        b.iter(|| one.install(|| oxprof_format::decode_xspace(&bytes).expect("decodes")))
+        b.iter(|| one.install(|| oxprof_xspace::decode_xspace(&bytes).expect("decodes")))
     });
     group.bench_function(format!("all threads/{name}"), |b| {
-        b.iter(|| oxprof_format::decode_xspace(&bytes).expect("decodes"))
+        b.iter(|| oxprof_xspace::decode_xspace(&bytes).expect("decodes"))
     });
     group.finish();
 }

@@ -666,6 +666,7 @@ mod tests {
 
     /// A map entry whose value field occurs twice is one value merged from both, as
     /// protobuf reads it: later scalars win, repeated fields (stats, child ids) append.
+    #[cfg(feature = "crosscheck")]
     #[test]
     fn a_map_value_given_twice_is_merged_as_protobuf_merges_it() {
         let stat_value_a =
