@@ -3,6 +3,7 @@
 //! readers with XProf's exact value conversions (`IntValue`, `IntOrUintValue`).
 
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
+use oxprof_model::schema::TPU_PLANE_PREFIX;
 use oxprof_model::{Event, StatValue, XPlane};
 
 /// Event kinds grouping distinguishes (a subset of XProf's `HostEventType`, plus the
@@ -391,41 +392,6 @@ impl StatScan {
     }
 }
 
-/// `kHostThreadsPlaneName`.
-pub(crate) const HOST_THREADS_PLANE: &str = "/host:CPU";
-/// `kTpuPlanePrefix`.
-pub(crate) const TPU_PLANE_PREFIX: &str = "/device:TPU:";
-/// `kGpuPlanePrefix`.
-pub(crate) const GPU_PLANE_PREFIX: &str = "/device:GPU:";
-pub(crate) const STEP_LINE: &str = "Steps";
-pub(crate) const SPARSE_CORE_STEP_LINE: &str = "Sparse Core Steps";
-pub(crate) const XLA_MODULE_LINE: &str = "XLA Modules";
-pub(crate) const SPARSE_CORE_MODULE_LINE: &str = "Sparse Core Modules";
-
-/// XProf's `IsHostPlane`: name starts with one of the host plane names.
-pub(crate) fn is_host_plane(name: &str) -> bool {
-    const PREFIXES: [&str; 8] = [
-        "/host:CPU",
-        "Host CPUs",
-        "/host:tfstreamz",
-        "/host:metadata",
-        "Syscalls",
-        "/host:python-tracer",
-        "/host:CUPTI",
-        "/host:__ScopeRangeCallStack__",
-    ];
-    PREFIXES.iter().any(|p| name.starts_with(p))
-}
-
-/// XProf's `IsDevicePlane`.
-pub(crate) fn is_device_plane(name: &str) -> bool {
-    !is_host_plane(name)
-        && (name.starts_with("/device")
-            || name.starts_with("#Chip")
-            || name.starts_with("/device:CUSTOM:")
-            || name.starts_with("/custom:"))
-}
-
 /// Parses a decimal that fits `T` (RE2's integer capture: optional sign, digits).
 fn parse_capture<T: std::str::FromStr>(digits: &str) -> Option<T> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -503,7 +469,7 @@ impl Span {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op_stats::step_events::is_derived_thread_id;
+    use oxprof_model::schema::{is_derived_thread_id, is_device_plane, is_host_plane};
 
     #[test]
     fn plane_name_parsers_follow_xprof() {

@@ -85,7 +85,7 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
     }
     let device_part = || {
         // XLA ops on device planes are described and costed through XProf's HLO module map.
-        let hlo_map = (!device_planes.is_empty()).then(|| crate::hlo_lookup::HloModuleMap::from_space(space));
+        let hlo_map = (!device_planes.is_empty()).then(|| oxprof_hlo::HloModuleMap::from_space(space));
         let hlo = hlo_map.as_ref().map(|m| m as &dyn device_op_metrics::HloModuleLookup);
         let device_op_metrics_db = device_op_metrics::device_op_metrics_db(space, Some(groups), hlo);
         let kernel_stats_db =

@@ -12,53 +12,19 @@ use super::duty_cycle::{Timespan, tpu_duty_cycle};
 use super::environment::{device_planes, sparse_core_id, wire};
 use super::hardware::{double_value, int_or_uint, int_value, str_value, uint_value};
 use super::op_metrics_db::{OpMetricsDbCombiner, combine_memory_accessed_breakdown, combine_op_metrics_dbs};
-use super::step_events::is_derived_thread_id;
 use super::types::{
     MemoryAccessed, MemoryOperationType, OpMetrics, OpMetricsDb, PrecisionStats, SourceInfo, TpuCoreType,
 };
 use crate::grouping::EventGroups;
 use crate::tf_op::parse_tf_op_fullname;
-use oxprof_model::schema::{GPU_PLANE_PREFIX, StatType};
+use oxprof_model::schema::{GPU_PLANE_PREFIX, StatType, is_derived_thread_id};
 use oxprof_model::{Event, EventMetadataId, StatValue, XPlane, XSpace};
 use std::collections::{BTreeMap, HashMap};
 
 /// Name and category of the op standing for idle time.
 pub const IDLE_OP: &str = "IDLE";
 
-/// `OpSourceInfo` of an HLO instruction.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HloSourceInfo {
-    /// Source file.
-    pub file: String,
-    /// Source line (-1 when unknown).
-    pub line: i32,
-    /// Stack frames, one per line.
-    pub stack_frame: String,
-}
-
-/// One entry of an HLO instruction's memory access breakdown (`PerformanceInfo`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HloMemoryAccess {
-    /// Read (else write).
-    pub is_read: bool,
-    /// Memory space (1 = HBM).
-    pub memory_space: u64,
-    /// Bytes per occurrence.
-    pub bytes_accessed: i64,
-}
-
-/// The cost analysis of an HLO instruction (`PerformanceInfoWrapper`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HloPerformance {
-    /// `DeviceFlops()`.
-    pub device_flops: i64,
-    /// `ModelFlops()`.
-    pub model_flops: i64,
-    /// `bytes_accessed()`.
-    pub bytes_accessed: i64,
-    /// `memory_accessed_breakdown()`.
-    pub memory_accessed_breakdown: Vec<HloMemoryAccess>,
-}
+pub use oxprof_hlo::{HloMemoryAccess, HloPerformance, HloSourceInfo};
 
 /// What XProf reads from an HLO instruction (`HloInstructionWrapper`).
 pub trait HloInstruction {

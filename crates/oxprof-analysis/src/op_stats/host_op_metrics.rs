@@ -4,11 +4,10 @@
 
 use super::event_span::Timespan;
 use super::op_metrics_db::{HostOpMetricsDbBuilder, OpMetricsDbCombiner, add_idle_op, set_total_time_ps};
-use super::step_events::is_derived_thread_id;
 use super::types::OpMetricsDb;
 use crate::grouping::EventGroups;
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
-use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType, is_derived_thread_id};
 use oxprof_model::{Event, Stat, StatValue, XPlane, XSpace};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;

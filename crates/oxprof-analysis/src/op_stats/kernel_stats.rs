@@ -5,10 +5,9 @@
 
 use super::device_op_metrics::HloModuleLookup;
 use super::hardware::{int_or_uint, str_value};
-use super::step_events::is_derived_thread_id;
 use super::types::{KernelReport, KernelStatsDb};
 use crate::tf_op::parse_tf_op_fullname;
-use oxprof_model::schema::StatType;
+use oxprof_model::schema::{StatType, is_derived_thread_id};
 use oxprof_model::{Event, XPlane};
 use std::collections::HashMap;
 

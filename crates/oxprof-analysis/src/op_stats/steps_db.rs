@@ -9,7 +9,7 @@ use super::event_span::{
 };
 use super::op_metrics_db::OpMetricsDbCombiner;
 use super::step_events::{
-    SPARSE_CORE_INDEX_START, TpuOpMetricsBuilder, device_plane_step_events, host_plane_step_events, is_xspace_grouped,
+    SPARSE_CORE_INDEX_START, TpuOpMetricsBuilder, device_plane_step_events, host_plane_step_events,
 };
 use super::types::{
     GenericStepBreakdown, OpMetrics, OpMetricsDb, PerCoreStepInfo, PrecisionStats, StepBreakdown, StepDatabaseResult,
@@ -17,7 +17,7 @@ use super::types::{
 };
 use crate::grouping::EventGroups;
 use oxprof_model::XSpace;
-use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX, is_xspace_grouped};
 use std::collections::BTreeMap;
 
 /// Core id under which GPU and CPU steps are reported (`kDefaultGpuLocalCoreId`).
@@ -591,5 +591,5 @@ pub(crate) mod reference_tests {
         );
     }
 
-    const THREAD_ID_FOR_TESTS: i64 = crate::op_stats::step_events::THREAD_ID_STEP_INFO;
+    const THREAD_ID_FOR_TESTS: i64 = oxprof_model::schema::THREAD_ID_STEP_INFO;
 }

@@ -18,11 +18,9 @@
 //! ENTRY <entry computation> ...
 //! ```
 
-pub use crate::hlo_lookup::DotRenderOptions;
-use crate::hlo_lookup::{
-    HloGraph, PrintOptions, hlo_proto_text, print_instruction, print_shape_with_layout, render_dot,
-};
 use crate::printf::c_escape;
+pub use oxprof_hlo::DotRenderOptions;
+use oxprof_hlo::{HloGraph, PrintOptions, hlo_proto_text, print_instruction, print_shape_with_layout, render_dot};
 use oxprof_hlo::{HloModule, ModuleExtras, Shape};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;

@@ -22,7 +22,7 @@
 //! reuses after its FREE keeps the span it had at that FREE; sharers get their own
 //! timeline blocks; only allocations the heap simulator traced get a timeline frame.
 
-use crate::hlo_lookup::print_shape_with_layout;
+use oxprof_hlo::print_shape_with_layout;
 use oxprof_hlo::{
     BufferAllocation, BufferAssignment, HloInstruction, HloModule, LogicalBuffer, Shape, StackFrameIndex,
     heap_event_kind, primitive,

@@ -782,11 +782,11 @@ fn write_proto_json(value: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hlo_lookup::{CostAnalysis, HloModuleMap};
     use crate::op_stats::device_op_metrics::device_op_metrics_db;
     use crate::op_stats::environment::{device_planes, run_environment};
     use crate::op_stats::kernel_stats::kernel_stats_db;
     use crate::tools::{hlo_stats, kernel_stats, roofline_model};
+    use oxprof_hlo::{CostAnalysis, HloModuleMap};
     use oxprof_hlo::{HloComputation, HloInstruction, HloModule};
     use oxprof_xspace::testing::XSpaceBuilder;
 

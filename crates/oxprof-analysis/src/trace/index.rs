@@ -15,6 +15,7 @@ use super::derived::{DerivedNames, DerivedPlane, derive_gpu_plane};
 use super::tpu_derived::{derive_tpu_plane, is_tensor_core_plane};
 use super::visibility::{FlowLevels, LevelAssigner};
 use crate::grouping::EventGroups;
+use oxprof_model::schema::{CUSTOM_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 use oxprof_model::{Event, XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::cmp::{Ordering, Reverse};
@@ -30,11 +31,6 @@ const LAST_DEVICE_ID: u32 = 500;
 const FIRST_CUSTOM_PLANE_DEVICE_ID: u32 = 501;
 /// `kCounterEventsLineName`.
 const COUNTER_LINE_NAME: &str = "_counters_";
-/// Prefixes of planes XProf shows.
-const HOST_PLANE_PREFIX: &str = "/host:CPU";
-const GPU_PLANE_PREFIX: &str = "/device:GPU:";
-const TPU_PLANE_PREFIX: &str = "/device:TPU:";
-const CUSTOM_PLANE_PREFIX: &str = "/device:CUSTOM:";
 
 /// XProf's 13 zoom levels (`kLayerResolutions`): 1 s down to 1 ps.
 pub const LAYER_RESOLUTIONS_PS: [u64; 13] = [
@@ -606,7 +602,7 @@ struct PlaneJob {
 fn plane_jobs(space: &XSpace) -> Vec<PlaneJob> {
     let mut jobs = Vec::new();
     let mut hosts: Vec<usize> =
-        (0..space.planes.len()).filter(|&i| space.planes[i].name.starts_with(HOST_PLANE_PREFIX)).collect();
+        (0..space.planes.len()).filter(|&i| space.planes[i].name.starts_with(HOST_THREADS_PLANE_NAME)).collect();
     hosts.sort_by(|&a, &b| space.planes[a].name.cmp(&space.planes[b].name));
     for (k, plane) in hosts.into_iter().enumerate() {
         jobs.push(PlaneJob { plane, device_id: HOST_THREADS_DEVICE_ID + k as u32 });
@@ -731,7 +727,7 @@ impl TraceIndex {
         // XProf's `GenerateDerivedTimeLines` (run with its preprocessing) on GPU planes.
         let derive = options.preprocess
             && jobs.iter().any(|j| space.planes.get(j.plane).is_some_and(|p| p.name.starts_with(GPU_PLANE_PREFIX)));
-        let hlo = if derive { crate::hlo_lookup::HloModuleMap::from_space(space) } else { Default::default() };
+        let hlo = if derive { oxprof_hlo::HloModuleMap::from_space(space) } else { Default::default() };
         let derive_tpu = options.preprocess
             && jobs.iter().any(|j| space.planes.get(j.plane).is_some_and(|p| is_tensor_core_plane(&p.name)));
         let own_groups = (derive_tpu && groups.is_none()).then(|| crate::grouping::group_events(space));

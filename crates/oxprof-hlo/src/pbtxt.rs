@@ -468,7 +468,7 @@ fn print_map_entry(field: &Field, value: &Scalar<'_>, depth: usize, out: &mut St
 
 /// `TextFormat::Printer::PrintToString` of an `xla.HloProto` (unknown fields hidden).
 /// `Err` when the bytes are not a protobuf message (XProf then fails to load the module).
-pub(crate) fn hlo_proto_text(bytes: &[u8]) -> Result<String, String> {
+pub fn hlo_proto_text(bytes: &[u8]) -> Result<String, String> {
     if read_fields(bytes).is_none() {
         return Err("the HLO proto does not decode".into());
     }
