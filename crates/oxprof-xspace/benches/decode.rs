@@ -1,4 +1,4 @@
-//! Decode throughput (MB/s) on a large real profile.
+//! Decode and encode throughput (MB/s) on a large real profile.
 //!
 //! The profile comes from `OXPROF_BENCH_PROFILE`, else `bench-data/jax_large.xplane.pb`
 //! at the workspace root (made by `scripts/gen-large-profile.sh`: an 85 MB JAX profile from
@@ -50,5 +50,15 @@ fn decode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decode);
+fn encode(c: &mut Criterion) {
+    let (name, bytes) = profile_bytes();
+    let space = oxprof_xspace::decode_xspace(&bytes).expect("decodes");
+    let mut group = c.benchmark_group("encode_xspace");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.sample_size(10);
+    group.bench_function(name, |b| b.iter(|| oxprof_xspace::encode_xspace(&space)));
+    group.finish();
+}
+
+criterion_group!(benches, decode, encode);
 criterion_main!(benches);

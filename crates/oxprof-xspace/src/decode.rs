@@ -155,15 +155,11 @@ pub fn decode_xspace_within(
     // (a table of decoded lines beside the planes' own doubled the memory of files made
     // of many small lines).
     let ids: Vec<MetadataIds> = builders.iter().map(PlaneBuilder::metadata_ids).collect();
-    let mut drafts: Vec<Vec<LineDraft>> = scans
-        .iter()
-        .zip(&wanted)
-        .map(
-            |(scan, &wanted)| {
-                if wanted { scan.lines.iter().map(|_| LineDraft::default()).collect() } else { Vec::new() }
-            },
-        )
-        .collect();
+    let mut drafts: Vec<Vec<LineDraft>> = Vec::with_capacity(scans.len());
+    for (scan, &wanted) in scans.iter().zip(&wanted) {
+        let slots = if wanted { scan.lines.len() } else { 0 };
+        drafts.push(std::iter::repeat_with(LineDraft::default).take(slots).collect());
+    }
     let mut jobs: Vec<(usize, usize, &[u8], usize, &mut LineDraft)> = Vec::new();
     for (p, (slots, scan)) in drafts.iter_mut().zip(&scans).enumerate() {
         let slots = slots.iter_mut().zip(&scan.lines).enumerate();
