@@ -482,6 +482,9 @@ pub struct LineBuilder<'a> {
     rest: Unsettled,
     unknown_event_index: FxHashMap<i64, u32>,
     unknown_stat_index: FxHashMap<i64, u32>,
+    /// Why the last placeholder was refused (kept here so that the hot paths pass small
+    /// values around, not errors).
+    refused: Option<BuildError>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -505,6 +508,7 @@ impl<'a> LineBuilder<'a> {
             rest: Unsettled::default(),
             unknown_event_index: FxHashMap::default(),
             unknown_stat_index: FxHashMap::default(),
+            refused: None,
         }
     }
 
@@ -549,34 +553,41 @@ impl<'a> LineBuilder<'a> {
     pub fn push_stat(&mut self, stat_key: i64, value: StatInput<'_>) -> Result<(), BuildError> {
         let meta = match self.ids.stats.get(stat_key) {
             Some(m) => m,
-            None => self.unknown_stat(stat_key)?,
+            None => match self.unknown_stat(stat_key) {
+                Some(m) => m,
+                None => return Err(self.refusal()),
+            },
         };
-        let value = match value {
-            StatInput::Unset => RawValue::Unset,
-            StatInput::Double(d) => RawValue::Double(d),
-            StatInput::Uint64(x) => RawValue::U64(x),
-            StatInput::Int64(x) => RawValue::I64(x),
-            StatInput::Str(s) => RawValue::Str(self.rest.strings.get_or_insert_with(StringTable::default).intern(s)),
+        // One dispatch: each arm pushes its own kind (the push is inlined per kind).
+        match value {
+            StatInput::Unset => self.line.stats.push(meta, RawValue::Unset),
+            StatInput::Double(d) => self.line.stats.push(meta, RawValue::Double(d)),
+            StatInput::Uint64(x) => self.line.stats.push(meta, RawValue::U64(x)),
+            StatInput::Int64(x) => self.line.stats.push(meta, RawValue::I64(x)),
+            StatInput::Str(s) => {
+                let id = self.rest.strings.get_or_insert_with(StringTable::default).intern(s);
+                self.line.stats.push(meta, RawValue::Str(id));
+            }
             StatInput::Utf8(b) => {
                 let strings = self.rest.strings.get_or_insert_with(StringTable::default);
                 let (id, replaced) = strings.intern_untrusted(b);
                 if replaced {
                     self.rest.diag.add(DiagnosticKind::InvalidUtf8, 1);
                 }
-                RawValue::Str(id)
+                self.line.stats.push(meta, RawValue::Str(id));
             }
             StatInput::Bytes(b) => {
                 self.line.bytes.push(b.into());
-                RawValue::Bytes((self.line.bytes.len() - 1) as u32)
+                let index = (self.line.bytes.len() - 1) as u32;
+                self.line.stats.push(meta, RawValue::Bytes(index));
             }
             StatInput::Ref(id) => {
                 if i64::try_from(id).ok().and_then(|id| self.ids.stats.get(id)).is_none() {
                     self.rest.diag.add(DiagnosticKind::DanglingRefValue, 1);
                 }
-                RawValue::Ref(id)
+                self.line.stats.push(meta, RawValue::Ref(id));
             }
-        };
-        self.line.stats.push(meta, value);
+        }
         Ok(())
     }
 
@@ -638,44 +649,63 @@ impl<'a> LineBuilder<'a> {
     fn event_metadata(&mut self, key: i64) -> Result<u32, BuildError> {
         match self.ids.events.get(key) {
             Some(m) => Ok(m),
-            None => self.unknown_event(key),
+            None => match self.unknown_event(key) {
+                Some(m) => Ok(m),
+                None => Err(self.refusal()),
+            },
         }
     }
 
-    /// A line-local placeholder index for an event metadata key the plane lacks.
+    /// Why the last placeholder was refused.
     #[cold]
-    fn unknown_event(&mut self, key: i64) -> Result<u32, BuildError> {
+    fn refusal(&mut self) -> BuildError {
+        self.refused.take().unwrap_or(BuildError::TooLarge("placeholder refused"))
+    }
+
+    /// A line-local placeholder index for an event metadata key the plane lacks (`None`:
+    /// refused, see [`LineBuilder::refusal`]).
+    #[cold]
+    fn unknown_event(&mut self, key: i64) -> Option<u32> {
         self.rest.diag.add(DiagnosticKind::UnknownEventMetadata, 1);
         if self.rest.unknown_events.len() >= MAX_METADATA {
-            return Err(BuildError::TooLarge("too many unknown event metadata ids"));
+            self.refused = Some(BuildError::TooLarge("too many unknown event metadata ids"));
+            return None;
         }
         let k = match self.unknown_event_index.entry(key) {
             Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
-                self.placeholders.spend(1)?;
+                if let Err(exceeded) = self.placeholders.spend(1) {
+                    self.refused = Some(exceeded.into());
+                    return None;
+                }
                 self.rest.unknown_events.push(key);
                 *e.insert(self.rest.unknown_events.len() as u32 - 1)
             }
         };
-        Ok(u32::MAX - k)
+        Some(u32::MAX - k)
     }
 
-    /// A line-local placeholder index for a stat metadata key the plane lacks.
+    /// A line-local placeholder index for a stat metadata key the plane lacks (`None`:
+    /// refused, see [`LineBuilder::refusal`]).
     #[cold]
-    fn unknown_stat(&mut self, key: i64) -> Result<u32, BuildError> {
+    fn unknown_stat(&mut self, key: i64) -> Option<u32> {
         self.rest.diag.add(DiagnosticKind::UnknownStatMetadata, 1);
         if self.rest.unknown_stats.len() >= MAX_METADATA {
-            return Err(BuildError::TooLarge("too many unknown stat metadata ids"));
+            self.refused = Some(BuildError::TooLarge("too many unknown stat metadata ids"));
+            return None;
         }
         let k = match self.unknown_stat_index.entry(key) {
             Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
-                self.placeholders.spend(1)?;
+                if let Err(exceeded) = self.placeholders.spend(1) {
+                    self.refused = Some(exceeded.into());
+                    return None;
+                }
                 self.rest.unknown_stats.push(key);
                 *e.insert(self.rest.unknown_stats.len() as u32 - 1)
             }
         };
-        Ok(META_MASK - k)
+        Some(META_MASK - k)
     }
 }
 

@@ -586,6 +586,19 @@ fn decode_line(
     Ok(line.finish())
 }
 
+/// Adds a `compressed_str_value` stat (rare: kept out of the hot loop).
+#[cold]
+fn push_compressed(
+    line: &mut LineBuilder<'_>,
+    metadata_id: i64,
+    compressed: &[u8],
+    budgets: &Budgets,
+    offset: usize,
+) -> Result<(), Failure> {
+    let text = gunzip_str(compressed, &budgets.strings, line.diagnostics_mut())?;
+    line.push_stat(metadata_id, StatInput::Str(&text)).map_err(|e| Failure::of_build(e, offset))
+}
+
 #[inline]
 fn decode_event(mut r: Reader<'_>, budgets: &Budgets, line: &mut LineBuilder<'_>) -> Result<(), Failure> {
     let mut metadata_id = 0i64;
@@ -610,15 +623,14 @@ fn decode_event(mut r: Reader<'_>, budgets: &Budgets, line: &mut LineBuilder<'_>
                 let stat_reader = r.nested()?;
                 let sbase = stat_reader.offset();
                 let stat = read_stat(stat_reader, line.diagnostics_mut())?;
-                let gunzipped;
                 let value = match stat.value {
                     StatPayload::Value(v) => v,
                     StatPayload::Str(s) => StatInput::Utf8(s),
-                    StatPayload::Compressed(c) => {
-                        gunzipped = gunzip_str(c, &budgets.strings, line.diagnostics_mut())?;
-                        StatInput::Str(&gunzipped)
-                    }
                     StatPayload::Bytes(b) => StatInput::Bytes(b),
+                    StatPayload::Compressed(c) => {
+                        push_compressed(line, stat.metadata_id, c, budgets, sbase)?;
+                        continue;
+                    }
                 };
                 line.push_stat(stat.metadata_id, value).map_err(|e| Failure::of_build(e, sbase))?;
             }
