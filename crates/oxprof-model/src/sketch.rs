@@ -328,11 +328,11 @@ impl PlaneSketch {
             line.set_duration_ps(record.duration_ps);
             for event in &record.events {
                 for (stat, value) in &event.stats {
-                    line.push_stat(*stat, value.input())?;
+                    line.push_stat(&ids, *stat, value.input())?;
                 }
                 match event.timing {
-                    Timing::Offset(offset) => line.push_event(event.metadata, offset, event.duration_ps)?,
-                    Timing::Occurrences(n) => line.push_aggregated_event(event.metadata, n, event.duration_ps)?,
+                    Timing::Offset(offset) => line.push_event(&ids, event.metadata, offset, event.duration_ps)?,
+                    Timing::Occurrences(n) => line.push_aggregated_event(&ids, event.metadata, n, event.duration_ps)?,
                 }
             }
             plane.add_line(line.finish())?;

@@ -570,7 +570,7 @@ fn decode_line(
             (9, WireType::Varint) => line.set_duration_ps(r.varint()? as i64),
             (4, WireType::Len) => {
                 let event = r.nested()?;
-                decode_event(event, budgets, &mut line)?;
+                decode_event(event, ids, budgets, &mut line)?;
                 if r.offset() - released_to >= RELEASE_EVERY {
                     release.release(released_to..r.offset());
                     released_to = r.offset();
@@ -590,17 +590,23 @@ fn decode_line(
 #[cold]
 fn push_compressed(
     line: &mut LineBuilder<'_>,
+    ids: &MetadataIds,
     metadata_id: i64,
     compressed: &[u8],
     budgets: &Budgets,
     offset: usize,
 ) -> Result<(), Failure> {
     let text = gunzip_str(compressed, &budgets.strings, line.diagnostics_mut())?;
-    line.push_stat(metadata_id, StatInput::Str(&text)).map_err(|e| Failure::of_build(e, offset))
+    line.push_stat(ids, metadata_id, StatInput::Str(&text)).map_err(|e| Failure::of_build(e, offset))
 }
 
 #[inline]
-fn decode_event(mut r: Reader<'_>, budgets: &Budgets, line: &mut LineBuilder<'_>) -> Result<(), Failure> {
+fn decode_event(
+    mut r: Reader<'_>,
+    ids: &MetadataIds,
+    budgets: &Budgets,
+    line: &mut LineBuilder<'_>,
+) -> Result<(), Failure> {
     let mut metadata_id = 0i64;
     let mut offset_ps = 0i64;
     let mut occurrences: Option<i64> = None;
@@ -628,11 +634,11 @@ fn decode_event(mut r: Reader<'_>, budgets: &Budgets, line: &mut LineBuilder<'_>
                     StatPayload::Str(s) => StatInput::Utf8(s),
                     StatPayload::Bytes(b) => StatInput::Bytes(b),
                     StatPayload::Compressed(c) => {
-                        push_compressed(line, stat.metadata_id, c, budgets, sbase)?;
+                        push_compressed(line, ids, stat.metadata_id, c, budgets, sbase)?;
                         continue;
                     }
                 };
-                line.push_stat(stat.metadata_id, value).map_err(|e| Failure::of_build(e, sbase))?;
+                line.push_stat(ids, stat.metadata_id, value).map_err(|e| Failure::of_build(e, sbase))?;
             }
             key => {
                 let (field, wt) = r.split_key(key)?;
@@ -642,8 +648,8 @@ fn decode_event(mut r: Reader<'_>, budgets: &Budgets, line: &mut LineBuilder<'_>
         }
     }
     let pushed = match occurrences {
-        Some(n) => line.push_aggregated_event(metadata_id, n, duration_ps),
-        None => line.push_event(metadata_id, offset_ps, duration_ps),
+        Some(n) => line.push_aggregated_event(ids, metadata_id, n, duration_ps),
+        None => line.push_event(ids, metadata_id, offset_ps, duration_ps),
     };
     pushed.map_err(|e| Failure::of_build(e, base))
 }
