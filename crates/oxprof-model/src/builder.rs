@@ -499,6 +499,7 @@ pub struct MetadataIds {
 /// read from the builder, each push re-read them after every store (6% slower decoding).
 #[derive(Debug)]
 pub struct LineBuilder<'a> {
+    /// The ids given to `new`, read by debug checks only (pushes take them as an argument).
     ids: &'a MetadataIds,
     placeholders: &'a SharedBudget,
     line: XLine,
