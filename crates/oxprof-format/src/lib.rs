@@ -22,8 +22,7 @@ mod mapguard;
 // callers move to them.
 pub use oxprof_model::{limits, schema};
 pub use oxprof_xspace::{
-    DecodeError, KeepPages, ReleasePages, WireError, decode_xspace, decode_xspace_lines_of, decode_xspace_with,
-    decode_xspace_within,
+    DecodeError, WireError, decode_xspace, decode_xspace_lines_of, decode_xspace_with, decode_xspace_within,
 };
 
 pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
@@ -33,7 +32,7 @@ pub use load::{
     return_freed_large_blocks_to_the_os,
 };
 pub use oxprof_model::{
-    Allowance, DiagnosticKind, Diagnostics, Event, EventMetadata, EventMetadataId, IntValue, Limit, LimitExceeded,
-    LoadLimits, Severity, Stat, StatMetadata, StatMetadataId, StatValue, Stats, StrId, StringTable, XLine, XPlane,
-    XSpace,
+    Allowance, DiagnosticKind, Diagnostics, Event, EventMetadata, EventMetadataId, IntValue, KeepPages, Limit,
+    LimitExceeded, LoadLimits, ReleasePages, Severity, Stat, StatMetadata, StatMetadataId, StatValue, Stats, StrId,
+    StringTable, XLine, XPlane, XSpace,
 };

@@ -15,7 +15,8 @@
 use crate::error::LoadError;
 use oxprof_model::XSpace;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
-use oxprof_xspace::{KeepPages, ReleasePages, decode_xspace_within};
+use oxprof_model::{KeepPages, ReleasePages};
+use oxprof_xspace::decode_xspace_within;
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek};
 use std::ops::Range;

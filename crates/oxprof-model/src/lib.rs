@@ -10,6 +10,7 @@
 //!   lines), defined once for every analysis.
 //! * [`limits`]: budgets against hostile input, shared by importers and loaders.
 //! * [`compare`]: equality by content, for round-trip tests.
+//! * [`ReleasePages`]: how an importer hands consumed input back to the loader.
 //!
 //! Invariant: no IO, no file system and no wire format here; importers (e.g.
 //! `oxprof-xspace`) depend on this crate, never the reverse.
@@ -21,6 +22,7 @@ mod builder;
 mod columns;
 pub mod compare;
 mod diagnostics;
+mod input;
 pub mod limits;
 mod model;
 pub mod schema;
@@ -29,6 +31,7 @@ mod strings;
 
 pub use builder::{BuildError, LineBuilder, LineDraft, MetadataIds, NewEventMetadata, PlaneBuilder, StatInput};
 pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
+pub use input::{KeepPages, ReleasePages};
 pub use limits::{Allowance, Limit, LimitExceeded, LoadLimits, SharedBudget};
 pub use model::{
     Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,

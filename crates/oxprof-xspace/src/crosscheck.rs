@@ -44,7 +44,7 @@ pub fn crosscheck(bytes: &[u8]) -> Result<bool, String> {
     // same content can take fewer bytes than the budgets of the original's size allow).
     let again = crate::encode_xspace(&ours);
     let limits = oxprof_model::LoadLimits::none();
-    let again = crate::decode_xspace_within(&again, &crate::KeepPages, &|_| true, &limits)
+    let again = crate::decode_xspace_within(&again, &oxprof_model::KeepPages, &|_| true, &limits)
         .map_err(|e| format!("the encoded model does not decode: {e}"))?;
     if let Some(diff) = oxprof_model::compare::first_difference(&ours, &again) {
         return Err(format!("decode -> encode -> decode differs: {diff}"));

@@ -20,25 +20,11 @@ use crate::error::{DecodeError, WireError};
 use crate::wire::{Reader, WireType};
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{
-    BuildError, DiagnosticKind, Diagnostics, LineBuilder, LineDraft, MetadataIds, NewEventMetadata, PlaneBuilder,
-    SharedBudget, StatInput, StrId, XSpace,
+    BuildError, DiagnosticKind, Diagnostics, KeepPages, LineBuilder, LineDraft, MetadataIds, NewEventMetadata,
+    PlaneBuilder, ReleasePages, SharedBudget, StatInput, StrId, XSpace,
 };
 use rayon::prelude::*;
 use std::io::Read;
-use std::ops::Range;
-
-/// Receives byte ranges of the input that the decoder no longer needs.
-pub trait ReleasePages: Sync {
-    /// `range` (absolute offsets into the decoded buffer) has been consumed.
-    fn release(&self, range: Range<usize>);
-}
-
-/// A [`ReleasePages`] that keeps everything (for in-memory buffers).
-pub struct KeepPages;
-
-impl ReleasePages for KeepPages {
-    fn release(&self, _range: Range<usize>) {}
-}
 
 /// How often (in bytes) a long line hands consumed input back.
 const RELEASE_EVERY: usize = 4 << 20;

@@ -30,8 +30,6 @@ mod pb {
     include!(concat!(env!("OUT_DIR"), "/tensorflow.profiler.rs"));
 }
 
-pub use decode::{
-    KeepPages, ReleasePages, decode_xspace, decode_xspace_lines_of, decode_xspace_with, decode_xspace_within,
-};
+pub use decode::{decode_xspace, decode_xspace_lines_of, decode_xspace_with, decode_xspace_within};
 pub use encode::encode_xspace;
 pub use error::{DecodeError, WireError};

@@ -107,7 +107,7 @@ fn metadata_only_decode_keeps_everything_but_the_skipped_lines() {
         let full = oxprof_xspace::decode_xspace(&bytes).unwrap();
         for keep_host in [true, false] {
             let wanted = |name: &str| (name == "/host:CPU") == keep_host;
-            let partial = oxprof_xspace::decode_xspace_lines_of(&bytes, &oxprof_xspace::KeepPages, &wanted).unwrap();
+            let partial = oxprof_xspace::decode_xspace_lines_of(&bytes, &oxprof_model::KeepPages, &wanted).unwrap();
             assert_eq!(full.planes.len(), partial.planes.len(), "{}", path.display());
             for (a, b) in full.planes.iter().zip(&partial.planes) {
                 let what = format!("{} {}", path.display(), a.name);
@@ -217,7 +217,7 @@ fn thousands_of_mutations_never_panic_and_agree_with_prost() {
         }
         // A decode that skips the host plane's lines must not panic either, and whatever a
         // full decode accepts, it accepts.
-        let partial = oxprof_xspace::decode_xspace_lines_of(&mutated, &oxprof_xspace::KeepPages, &|p| p != "/host:CPU");
+        let partial = oxprof_xspace::decode_xspace_lines_of(&mutated, &oxprof_model::KeepPages, &|p| p != "/host:CPU");
         if oxprof_xspace::decode_xspace(&mutated).is_ok() {
             assert!(partial.is_ok(), "mutation {i} of {}: partial decode rejected it", path.display());
         }

@@ -1534,7 +1534,7 @@ mod tests {
         let bytes = oxprof_xspace::testing::bombs::empty_planes(100_000);
         let space = oxprof_xspace::decode_xspace_within(
             &bytes,
-            &oxprof_xspace::KeepPages,
+            &oxprof_model::KeepPages,
             &|_| true,
             &oxprof_model::LoadLimits::none(),
         )
