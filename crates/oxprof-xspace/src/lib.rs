@@ -2,7 +2,7 @@
 //! bytes into oxprof's model through its public builder, and the model back to bytes.
 //!
 //! * [`decode_xspace`] … [`decode_xspace_within`]: bytes → [`oxprof_model::XSpace`]
-//!   (lines in parallel, consumed input handed back through [`ReleasePages`], within
+//!   (lines in parallel, consumed input handed back through [`ReleasePages`](oxprof_model::ReleasePages), within
 //!   [`oxprof_model::LoadLimits`]).
 //! * [`encode_xspace`]: model → bytes (a hand-written protobuf writer).
 //! * [`testing`]: an `XSpaceBuilder` that writes real bytes for tests, hostile inputs, and
