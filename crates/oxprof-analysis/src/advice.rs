@@ -2,7 +2,7 @@
 //! found and what to change in the training script. Shown by the CLI (`--format md`) and the
 //! UI next to the XProf-compatible data, never inside it.
 
-use oxprof_format::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
+use oxprof_model::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
 use std::collections::BTreeMap;
 
 /// Explains a profile in which no steps were found (`steps_found` false). Empty when steps
@@ -59,7 +59,7 @@ pub fn missing_steps_advice(space: &XSpace, steps_found: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn an_inference_run_is_not_told_to_mark_training_steps() {
@@ -74,7 +74,7 @@ mod tests {
             return;
         };
         let file = ext.join("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb");
-        let space = oxprof_format::decode_xspace(&std::fs::read(file).unwrap()).unwrap();
+        let space = oxprof_xspace::decode_xspace(&std::fs::read(file).unwrap()).unwrap();
         let advice = missing_steps_advice(&space, false);
         assert_eq!(advice.len(), 1);
         assert!(advice[0].contains("inference") && !advice[0].contains("Wrap each training step"), "{}", advice[0]);
@@ -91,7 +91,7 @@ mod tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let advice = missing_steps_advice(&space, false);
         assert!(missing_steps_advice(&space, true).is_empty());
         assert_eq!(advice.len(), 1);

@@ -6,8 +6,9 @@
 use crate::ApiError;
 use crate::data::ALL_HOSTS;
 use crate::registry::Hosts;
-use oxprof_format::schema::TPU_PLANE_PREFIX;
-use oxprof_format::{HostFile, XSpace, discover};
+use oxprof_format::{HostFile, discover};
+use oxprof_model::XSpace;
+use oxprof_model::schema::TPU_PLANE_PREFIX;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -399,8 +400,8 @@ mod tests {
 
     #[test]
     fn available_tools_follow_the_planes() {
-        use oxprof_format::testing::{Value, XSpaceBuilder};
-        let decode = |b: XSpaceBuilder| oxprof_format::decode_xspace(&b.to_bytes()).unwrap();
+        use oxprof_xspace::testing::{Value, XSpaceBuilder};
+        let decode = |b: XSpaceBuilder| oxprof_xspace::decode_xspace(&b.to_bytes()).unwrap();
         let base =
             ["trace_viewer@", "overview_page", "input_pipeline_analyzer", "framework_op_stats", "memory_profile"];
         let cpu_only = decode(XSpaceBuilder::new().plane("/host:CPU", |p| {

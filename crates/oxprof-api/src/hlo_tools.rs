@@ -18,7 +18,7 @@ use crate::session::Session;
 use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::graph_viewer::{self, TextKind};
 use oxprof_analysis::tools::memory_viewer::{self, MemoryViewerOptions};
-use oxprof_format::hlo::{
+use oxprof_hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };
 
@@ -127,7 +127,7 @@ struct LoadedModule {
 
 fn load_module(set: &ModuleSet, run: &ServedRun, name: &str) -> Result<LoadedModule, ApiError> {
     let bytes = set.bytes(run, name)?;
-    let bad = |e: oxprof_format::DecodeError| ApiError::BadParameter {
+    let bad = |e: oxprof_hlo::DecodeError| ApiError::BadParameter {
         name: "module_name".into(),
         reason: format!("HLO module {name:?} does not decode: {e}"),
     };

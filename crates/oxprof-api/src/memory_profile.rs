@@ -12,7 +12,7 @@ use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes
 use crate::session::Session;
 use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::memory_profile::memory_profile;
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_profile"];

@@ -20,8 +20,8 @@ use oxprof_analysis::tools::{
     kernel_stats::KernelStats, op_profile, overview_page::OverviewPage, pod_viewer::PodViewer,
     roofline_model::RooflineModel,
 };
-use oxprof_format::XSpace;
-use oxprof_format::schema::{
+use oxprof_model::XSpace;
+use oxprof_model::schema::{
     GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
 };
 use serde::Serialize;

@@ -13,7 +13,7 @@ use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
-use oxprof_format::schema::HOST_THREADS_PLANE_NAME;
+use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
 
 /// Tools answered here.

@@ -26,8 +26,8 @@
 
 use crate::grouping::{EventGroups, group_events, is_xspace_grouped};
 use crate::report::{Report, Table, XprofBody, json_of};
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
-use oxprof_format::{StatValue, XPlane, XSpace};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
+use oxprof_model::{StatValue, XPlane, XSpace};
 use oxprof_wire::datatable::CellValue;
 use oxprof_wire::protobuf_json::{self, write_string as write_proto_json_string};
 use serde::{Deserialize, Serialize};
@@ -1036,8 +1036,8 @@ fn write_stats(out: &mut String, s: &AggregationStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn data_type_names() {

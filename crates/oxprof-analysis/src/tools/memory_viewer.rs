@@ -22,8 +22,8 @@
 //! reuses after its FREE keeps the span it had at that FREE; sharers get their own
 //! timeline blocks; only allocations the heap simulator traced get a timeline frame.
 
-use crate::hlo_lookup::print_shape_with_layout;
-use oxprof_format::hlo::{
+use oxprof_hlo::print_shape_with_layout;
+use oxprof_hlo::{
     BufferAllocation, BufferAssignment, HloInstruction, HloModule, LogicalBuffer, Shape, StackFrameIndex,
     heap_event_kind, primitive,
 };
@@ -1406,7 +1406,7 @@ fn final_insertion_sort<T: Copy>(v: &mut [T], less: &dyn Fn(&T, &T) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HeapSimulatorEvent, HeapSimulatorTrace, HloComputation};
+    use oxprof_hlo::{HeapSimulatorEvent, HeapSimulatorTrace, HloComputation};
 
     fn instruction(name: &str, id: i64, elements: i64) -> HloInstruction {
         HloInstruction {

@@ -858,13 +858,13 @@ mod proto {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hlo_lookup::{CostAnalysis, HloModuleMap};
     use crate::op_stats::device_op_metrics::device_op_metrics_db;
     use crate::op_stats::environment::{device_planes, run_environment};
     use crate::op_stats::kernel_stats::kernel_stats_db;
     use crate::tools::{hlo_stats, kernel_stats, roofline_model};
-    use oxprof_format::hlo::{HloComputation, HloInstruction, HloModule};
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_hlo::{CostAnalysis, HloModuleMap};
+    use oxprof_hlo::{HloComputation, HloInstruction, HloModule};
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn proto_json_text_prints_like_protobuf() {
@@ -906,9 +906,9 @@ mod tests {
         fusion.called_computation_ids = vec![10];
         let dot = |name: &str, id: i64, op_name: &str| {
             let mut d = instr(name, "dot", id, &[20, 20]);
-            d.metadata = oxprof_format::hlo::OpMetadata { op_name: op_name.into(), ..Default::default() };
+            d.metadata = oxprof_hlo::OpMetadata { op_name: op_name.into(), ..Default::default() };
             d.shape = f32s(&[]);
-            d.dot_dimension_numbers = Some(oxprof_format::hlo::DotDimensionNumbers {
+            d.dot_dimension_numbers = Some(oxprof_hlo::DotDimensionNumbers {
                 lhs_contracting_dimensions: vec![0],
                 rhs_contracting_dimensions: vec![0],
                 ..Default::default()
@@ -938,7 +938,7 @@ mod tests {
 
     /// OpStats of a one-GPU XSpace, with `module` (when given) as the HLO of program 1.
     fn op_stats_of(bytes: &[u8], module: Option<HloModule>) -> OpStats {
-        let space = oxprof_format::decode_xspace(bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(bytes).unwrap();
         let map = HloModuleMap::from_modules(module.into_iter().map(|m| (1, m)).collect(), CostAnalysis::Gpu);
         let (planes, _) = device_planes(&space);
         let mut op_stats = OpStats {

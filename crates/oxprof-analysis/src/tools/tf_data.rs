@@ -56,8 +56,8 @@
 
 use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tf_op::{TfOpCategory, iterator_name, parse_tf_op_fullname};
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, StatType};
-use oxprof_format::{StatValue, XPlane, XSpace};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType};
+use oxprof_model::{StatValue, XPlane, XSpace};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::gviz_api;
 use serde::{Deserialize, Serialize};
@@ -938,8 +938,8 @@ impl Report for CombinedTfDataStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     /// One pipeline `Root ← Prefetch ← Map ← Range`, two calls (times in µs):
     ///

@@ -28,7 +28,7 @@ use super::tpu_groups::shown_groups;
 use super::visibility::Visibility;
 use super::xprof::{ArgValue, event_args};
 use crate::grouping::EventGroups;
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
 use serde::Serialize;
 use std::collections::HashMap;
 

@@ -9,8 +9,8 @@
 //! then control predecessors.
 
 use super::graph::{Graph, Node, Opcode};
-use crate::printf::{c_escape, format_g};
-use oxprof_format::hlo::{Layout, Literal, Shape, Sharding, WindowDimension, primitive};
+use crate::{Layout, Literal, Shape, Sharding, WindowDimension, primitive};
+use oxprof_wire::cxx_printf::{c_escape, format_g};
 use std::fmt::Write as _;
 
 /// XLA cuts expressions longer than this (`kMaxHlolNameSize`).
@@ -28,26 +28,26 @@ const INDEX_ANNOTATION_INTERVAL: usize = 5;
 
 /// The `HloPrintOptions` oxprof's printers vary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PrintOptions {
+pub struct PrintOptions {
     /// `%` before instruction and computation names.
-    pub(crate) percent: bool,
+    pub percent: bool,
     /// Operand shapes before operand names.
-    pub(crate) operand_shapes: bool,
+    pub operand_shapes: bool,
     /// Constants with more than 10 elements in full (else `{...}`).
-    pub(crate) large_constants: bool,
+    pub large_constants: bool,
     /// `metadata={...}`.
-    pub(crate) metadata: bool,
+    pub metadata: bool,
     /// `backend_config=...`.
-    pub(crate) backend_config: bool,
+    pub backend_config: bool,
     /// `control-predecessors={...}`.
-    pub(crate) control_dependencies: bool,
+    pub control_dependencies: bool,
     /// `/*index=5*/` before every 5th operand.
-    pub(crate) operand_index_annotations: bool,
+    pub operand_index_annotations: bool,
 }
 
 impl PrintOptions {
     /// XProf's `long_name` options (`HloInstruction::ToString` in its HLO wrapper).
-    pub(crate) const XPROF_EXPRESSION: PrintOptions = PrintOptions {
+    pub const XPROF_EXPRESSION: PrintOptions = PrintOptions {
         percent: true,
         operand_shapes: true,
         large_constants: false,
@@ -131,7 +131,7 @@ fn print_layout(layout: &Layout, out: &mut String) {
 
 /// `ShapeUtil::PrintHumanStringWithLayout`: `f32[8,<=16]{1,0}`, `(a, b, /*index=5*/f)`;
 /// scalars print no empty `{}` layout.
-pub(crate) fn print_shape(shape: &Shape, out: &mut String) {
+pub fn print_shape(shape: &Shape, out: &mut String) {
     if shape.is_tuple() {
         out.push('(');
         for (i, element) in shape.tuple_shapes.iter().enumerate() {
@@ -847,7 +847,7 @@ fn print_sharding(s: &Sharding, out: &mut String) {
 }
 
 /// `OpMetadataToString`: the set fields, space-separated.
-fn metadata_string(md: &oxprof_format::hlo::OpMetadata) -> String {
+fn metadata_string(md: &crate::OpMetadata) -> String {
     let mut parts = Vec::new();
     if !md.op_type.is_empty() {
         parts.push(format!("op_type=\"{}\"", c_escape(&md.op_type)));
@@ -978,7 +978,7 @@ pub(crate) fn extra_attributes(
 }
 
 /// `HloInstruction::Print` with the given options.
-pub(crate) fn print_instruction(graph: &Graph, node: &Node, options: PrintOptions, out: &mut String) {
+pub fn print_instruction(graph: &Graph, node: &Node, options: PrintOptions, out: &mut String) {
     let h = &node.hlo;
     let pct = if options.percent { "%" } else { "" };
     out.push_str(pct);

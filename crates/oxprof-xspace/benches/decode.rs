@@ -1,4 +1,4 @@
-//! Decode throughput (MB/s) on a large real profile.
+//! Decode and encode throughput (MB/s) on a large real profile.
 //!
 //! The profile comes from `OXPROF_BENCH_PROFILE`, else `bench-data/jax_large.xplane.pb`
 //! at the workspace root (made by `scripts/gen-large-profile.sh`: an 85 MB JAX profile from
@@ -6,7 +6,7 @@
 //! built in memory so the benchmark still runs.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use oxprof_format::testing::XSpaceBuilder;
+use oxprof_xspace::testing::XSpaceBuilder;
 use std::path::PathBuf;
 
 fn profile_bytes() -> (String, Vec<u8>) {
@@ -42,13 +42,23 @@ fn decode(c: &mut Criterion) {
     group.sample_size(10);
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("thread pool");
     group.bench_function(format!("1 thread/{name}"), |b| {
-        b.iter(|| one.install(|| oxprof_format::decode_xspace(&bytes).expect("decodes")))
+        b.iter(|| one.install(|| oxprof_xspace::decode_xspace(&bytes).expect("decodes")))
     });
     group.bench_function(format!("all threads/{name}"), |b| {
-        b.iter(|| oxprof_format::decode_xspace(&bytes).expect("decodes"))
+        b.iter(|| oxprof_xspace::decode_xspace(&bytes).expect("decodes"))
     });
     group.finish();
 }
 
-criterion_group!(benches, decode);
+fn encode(c: &mut Criterion) {
+    let (name, bytes) = profile_bytes();
+    let space = oxprof_xspace::decode_xspace(&bytes).expect("decodes");
+    let mut group = c.benchmark_group("encode_xspace");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.sample_size(10);
+    group.bench_function(name, |b| b.iter(|| oxprof_xspace::encode_xspace(&space)));
+    group.finish();
+}
+
+criterion_group!(benches, decode, encode);
 criterion_main!(benches);

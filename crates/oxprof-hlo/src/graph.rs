@@ -9,7 +9,7 @@
 //! * `MakeInstructionPostOrder` starts a depth-first walk at every instruction without
 //!   users, in list order, pushing operands in reverse and then control predecessors.
 
-use oxprof_format::hlo::{HloInstruction, HloModule, StackFrameIndex};
+use crate::{HloInstruction, HloModule, StackFrameIndex};
 use std::collections::HashMap;
 
 /// The opcodes oxprof's logic distinguishes; every other opcode is `Other`.
@@ -265,57 +265,57 @@ impl Opcode {
 
 /// One instruction and its links.
 #[derive(Debug, Clone)]
-pub(crate) struct Node {
+pub struct Node {
     /// The decoded instruction.
-    pub(crate) hlo: HloInstruction,
+    pub hlo: HloInstruction,
     /// Parsed opcode.
     pub(crate) op: Opcode,
     /// Operand node indices.
-    pub(crate) operands: Vec<usize>,
+    pub operands: Vec<usize>,
     /// User node indices (creation order, unique).
-    pub(crate) users: Vec<usize>,
+    pub users: Vec<usize>,
     /// Control predecessor node indices.
-    pub(crate) control_preds: Vec<usize>,
+    pub control_preds: Vec<usize>,
     /// Called computation indices.
-    pub(crate) called: Vec<usize>,
+    pub called: Vec<usize>,
 }
 
 /// One computation and its links.
 #[derive(Debug, Clone)]
-pub(crate) struct Comp {
+pub struct Comp {
     /// Name.
-    pub(crate) name: String,
+    pub name: String,
     /// Instructions, sorted by proto id (XLA's `instructions()` order).
-    pub(crate) instrs: Vec<usize>,
+    pub instrs: Vec<usize>,
     /// Instructions in proto order: XLA's `instructions()` order when the module is loaded
     /// without preserving instruction ids, as XProf loads it (`fused_instructions()`).
-    pub(crate) proto_order: Vec<usize>,
+    pub proto_order: Vec<usize>,
     /// Root node.
-    pub(crate) root: usize,
+    pub root: usize,
     /// Parameters by parameter number.
-    pub(crate) params: Vec<Option<usize>>,
+    pub params: Vec<Option<usize>>,
     /// The fusion instruction calling this computation (the last one created wins).
-    pub(crate) fusion_instr: Option<usize>,
+    pub fusion_instr: Option<usize>,
 }
 
 /// A module in memory.
 #[derive(Debug, Clone)]
-pub(crate) struct Graph {
+pub struct Graph {
     /// Every instruction of every computation.
-    pub(crate) nodes: Vec<Node>,
+    pub nodes: Vec<Node>,
     /// Computations in proto order (callees first).
-    pub(crate) comps: Vec<Comp>,
+    pub comps: Vec<Comp>,
     /// Entry computation.
-    pub(crate) entry: usize,
+    pub entry: usize,
     /// Stack frames.
-    pub(crate) stack_frames: Option<StackFrameIndex>,
+    pub stack_frames: Option<StackFrameIndex>,
 }
 
 impl Graph {
     /// `HloModule::CreateFromProto`: links instructions and computations by id. `None` when
     /// the proto is malformed the way XLA rejects (an unknown operand, called computation or
     /// root id, or no computation), as XProf then leaves the module out of its map.
-    pub(crate) fn build(module: HloModule) -> Option<Graph> {
+    pub fn build(module: HloModule) -> Option<Graph> {
         let HloModule { computations, entry_computation_id, entry_computation_name, stack_frame_index, .. } = module;
         let mut nodes: Vec<Node> = Vec::new();
         let mut comps: Vec<Comp> = Vec::with_capacity(computations.len());
@@ -385,7 +385,7 @@ impl Graph {
     }
 
     /// The node at `index` (every index the graph hands out is valid).
-    pub(crate) fn node(&self, index: usize) -> Option<&Node> {
+    pub fn node(&self, index: usize) -> Option<&Node> {
         self.nodes.get(index)
     }
 
@@ -409,7 +409,7 @@ impl Graph {
     ///   top visiting   -> pop, mark visited, emit
     ///   top visited    -> pop
     /// ```
-    pub(crate) fn post_order(&self, comp: usize) -> Vec<usize> {
+    pub fn post_order(&self, comp: usize) -> Vec<usize> {
         const NEW: u8 = 0;
         const VISITING: u8 = 1;
         const VISITED: u8 = 2;
@@ -480,7 +480,7 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HloComputation, Shape};
+    use crate::{HloComputation, Shape};
 
     fn instr(name: &str, opcode: &str, id: i64, operands: &[i64]) -> HloInstruction {
         HloInstruction {

@@ -1,6 +1,9 @@
-//! Names with meaning in XSpace files: stat types and host event types, resolved by name as
-//! XProf does (`xla/tsl/profiler/utils/xplane_schema.cc`). Metadata ids are arbitrary per
-//! plane; only names identify a stat or event kind.
+//! Names with meaning in XSpace files, defined once for every analysis: stat types and host
+//! event types, resolved by name as XProf does (`xla/tsl/profiler/utils/xplane_schema.cc`);
+//! plane and line names; the ids of the lines XProf derives; whether a space is grouped.
+//! Metadata ids are arbitrary per plane; only names identify a stat or event kind.
+
+use crate::model::XSpace;
 
 macro_rules! named_enum {
     ($(#[$meta:meta])* $vis:vis enum $name:ident { $($variant:ident => $text:literal,)* }) => {
@@ -192,6 +195,63 @@ pub const TPU_PLANE_PREFIX: &str = "/device:TPU:";
 pub const METADATA_PLANE_NAME: &str = "/host:metadata";
 /// The plane holding profile-wide facts (start/stop time, options).
 pub const TASK_ENV_PLANE_NAME: &str = "Task Environment";
+/// Prefix of custom device planes (`kCustomPlanePrefix`).
+pub const CUSTOM_PLANE_PREFIX: &str = "/device:CUSTOM:";
+
+/// XProf's `IsHostPlane`: the name starts with one of the host plane names.
+pub fn is_host_plane(name: &str) -> bool {
+    const PREFIXES: [&str; 8] = [
+        HOST_THREADS_PLANE_NAME,
+        "Host CPUs",
+        "/host:tfstreamz",
+        METADATA_PLANE_NAME,
+        "Syscalls",
+        "/host:python-tracer",
+        "/host:CUPTI",
+        "/host:__ScopeRangeCallStack__",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// XProf's `IsDevicePlane`.
+pub fn is_device_plane(name: &str) -> bool {
+    !is_host_plane(name)
+        && (name.starts_with("/device")
+            || name.starts_with("#Chip")
+            || name.starts_with(CUSTOM_PLANE_PREFIX)
+            || name.starts_with("/custom:"))
+}
+
+/// The step line of a TPU TensorCore plane (`kStepLineName`).
+pub const STEP_LINE_NAME: &str = "Steps";
+/// The step line of a SparseCore plane.
+pub const SPARSE_CORE_STEP_LINE_NAME: &str = "Sparse Core Steps";
+/// The module line of a TPU plane (`kXlaModuleLineName`).
+pub const XLA_MODULE_LINE_NAME: &str = "XLA Modules";
+/// The module line of a SparseCore plane.
+pub const SPARSE_CORE_MODULE_LINE_NAME: &str = "Sparse Core Modules";
+/// The op line of a SparseCore plane.
+pub const SPARSE_CORE_OP_LINE_NAME: &str = "Sparse Core Ops";
+
+/// First id of the lines XProf derives (`kThreadIdDerivedMin`, 0xdeadbeef).
+pub const THREAD_ID_DERIVED_MIN: i64 = 0xdead_beef;
+/// Last id of the lines XProf derives (`kThreadIdHostXlaRegionEnd`).
+pub const THREAD_ID_DERIVED_MAX: i64 = THREAD_ID_DERIVED_MIN + 49 + 240;
+/// Id of the derived `Steps` line (`kThreadIdStepInfo`) as `XLine.id` holds it: XProf's
+/// constant is a C `int`, so 0xdeadbeef is negative there.
+pub const THREAD_ID_STEP_INFO: i64 = THREAD_ID_DERIVED_MIN as i32 as i64;
+
+/// XProf's `IsDerivedThreadId`: the line id, truncated to a C `int`, is in the derived
+/// range.
+pub fn is_derived_thread_id(line_id: i64) -> bool {
+    (THREAD_ID_DERIVED_MIN as i32..=THREAD_ID_DERIVED_MAX as i32).contains(&(line_id as i32))
+}
+
+/// XProf's `IsXSpaceGrouped`: some plane defines a `group_id` stat, so the file was grouped
+/// when written and XProf's preprocessing (grouping and derived lines) is skipped.
+pub fn is_xspace_grouped(space: &XSpace) -> bool {
+    space.planes.iter().any(|p| p.stat_metadata_of_type(StatType::GroupId).is_some())
+}
 
 #[cfg(test)]
 mod tests {
@@ -208,5 +268,17 @@ mod tests {
             assert_eq!(HostEventType::from_name(t.as_str()), Some(t));
         }
         assert_eq!(StatType::from_name("no such stat"), None);
+    }
+
+    #[test]
+    fn planes_and_derived_lines_are_recognised_as_xprof_does() {
+        assert!(is_host_plane("/host:metadata") && is_host_plane("/host:CPU"));
+        assert!(is_device_plane("/device:GPU:0") && is_device_plane("/custom:x") && is_device_plane("#Chip 1"));
+        assert!(!is_device_plane("Task Environment") && !is_device_plane("/host:CPU"));
+        assert_eq!(THREAD_ID_STEP_INFO, -559_038_737);
+        for id in [THREAD_ID_STEP_INFO, THREAD_ID_DERIVED_MIN, THREAD_ID_DERIVED_MAX, -559_038_734] {
+            assert!(is_derived_thread_id(id), "{id}");
+        }
+        assert!(!is_derived_thread_id(1) && !is_derived_thread_id(THREAD_ID_DERIVED_MAX + 1));
     }
 }

@@ -1,13 +1,15 @@
 //! The in-memory XSpace model: planes, lines, events, stats and metadata, stored in
 //! compact columns with interned strings, read through borrowed views.
 //!
-//! Invariants (established by the decoder, relied on by every reader):
+//! Invariants (established by [`crate::PlaneBuilder`], the only way in; relied on by every
+//! reader):
 //! * every event's metadata index and every stat's metadata index is valid for its plane
-//!   (ids missing from the file get placeholder metadata with an empty name, counted in
+//!   (ids missing from the input get placeholder metadata with an empty name, counted in
 //!   [`crate::Diagnostics`]);
 //! * string ids index the owning plane's [`StringTable`];
-//! * order of planes, lines, events and stats is the file's order.
+//! * order of planes, lines, events and stats is the input's order.
 
+use crate::builder::Unsettled;
 use crate::columns::{BlockedI64, EscapedI64, IdColumn, RowEnds};
 use crate::diagnostics::Diagnostics;
 use crate::schema::{HostEventType, StatType};
@@ -47,7 +49,7 @@ pub struct XSpace {
     pub warnings: Vec<String>,
     /// `XSpace.hostnames`.
     pub hostnames: Vec<String>,
-    /// What the decoder skipped or repaired.
+    /// What the importer skipped or repaired.
     pub diagnostics: Diagnostics,
 }
 
@@ -89,6 +91,23 @@ pub struct EventMetadata {
     /// The host event type its name resolves to, if any.
     pub host_event_type: Option<HostEventType>,
     pub(crate) stats: std::ops::Range<u32>,
+    /// Its key in the plane's `event_metadata` map (almost always `id`).
+    pub(crate) key: i64,
+    /// Made for an id that events used but the input lacked.
+    pub(crate) placeholder: bool,
+}
+
+impl EventMetadata {
+    /// Its key in the input's `event_metadata` map: the id events refer to it by (almost
+    /// always equal to [`EventMetadata::id`]).
+    pub fn key(&self) -> i64 {
+        self.key
+    }
+
+    /// Whether the entry is a placeholder for an id that events used but the input lacked.
+    pub fn is_placeholder(&self) -> bool {
+        self.placeholder
+    }
 }
 
 /// `XStatMetadata`: the name (and optional description) of a stat kind.
@@ -102,6 +121,23 @@ pub struct StatMetadata {
     pub description: StrId,
     /// The stat type its name resolves to, if any.
     pub stat_type: Option<StatType>,
+    /// Its key in the plane's `stat_metadata` map (almost always `id`).
+    pub(crate) key: i64,
+    /// Made for an id that stats used but the input lacked.
+    pub(crate) placeholder: bool,
+}
+
+impl StatMetadata {
+    /// Its key in the input's `stat_metadata` map: the id stats refer to it by (almost
+    /// always equal to [`StatMetadata::id`]).
+    pub fn key(&self) -> i64 {
+        self.key
+    }
+
+    /// Whether the entry is a placeholder for an id that stats used but the input lacked.
+    pub fn is_placeholder(&self) -> bool {
+        self.placeholder
+    }
 }
 
 /// One plane: a set of timelines (lines) from one profiling source.
@@ -124,17 +160,17 @@ pub struct XPlane {
     pub(crate) plane_stats: StatColumns,
     /// Bytes values of metadata and plane stats.
     pub(crate) bytes: Vec<Box<[u8]>>,
-    /// Number of event metadata entries the file holds (placeholders excluded).
+    /// Number of event metadata entries the input holds (placeholders excluded).
     pub(crate) event_metadata_in_file: usize,
-    /// Number of stat metadata entries the file holds (placeholders excluded).
+    /// Number of stat metadata entries the input holds (placeholders excluded).
     pub(crate) stat_metadata_in_file: usize,
-    /// Lines in the file that were not decoded (see [`crate::decode_xspace_lines_of`]).
+    /// Lines in the input that were left out (an importer asked for metadata only).
     pub(crate) lines_not_decoded: usize,
 }
 
 impl XPlane {
     /// Number of the plane's lines that were left out because only metadata was asked for
-    /// ([`crate::load_xspace_lines_of`]); 0 after a full decode.
+    /// (e.g. `oxprof_format::load_xspace_lines_of`); 0 after a full decode.
     pub fn lines_not_decoded(&self) -> usize {
         self.lines_not_decoded
     }
@@ -150,23 +186,23 @@ impl XPlane {
         self.strings.get(id)
     }
 
-    /// All event metadata (file entries, then placeholders for ids events referred to but
-    /// the file lacked).
+    /// All event metadata (input entries, then placeholders for ids events referred to but
+    /// the input lacked, in the order the builder met them).
     pub fn event_metadata(&self) -> &[EventMetadata] {
         &self.event_metadata
     }
 
-    /// All stat metadata (file entries, then placeholders).
+    /// All stat metadata (input entries, then placeholders).
     pub fn stat_metadata(&self) -> &[StatMetadata] {
         &self.stat_metadata
     }
 
-    /// Number of `event_metadata` map entries in the file (what XProf's protobuf counts).
+    /// Number of `event_metadata` map entries in the input (what XProf's protobuf counts).
     pub fn event_metadata_count(&self) -> usize {
         self.event_metadata_in_file
     }
 
-    /// Number of `stat_metadata` map entries in the file.
+    /// Number of `stat_metadata` map entries in the input.
     pub fn stat_metadata_count(&self) -> usize {
         self.stat_metadata_in_file
     }
@@ -188,12 +224,12 @@ impl XPlane {
         &self.stat_metadata[id.index()]
     }
 
-    /// Event metadata by the id used in the file.
+    /// Event metadata by the id used in the input (its map key).
     pub fn event_metadata_by_file_id(&self, id: i64) -> Option<EventMetadataId> {
         self.event_metadata_by_id.get(&id).copied()
     }
 
-    /// Stat metadata by the id used in the file.
+    /// Stat metadata by the id used in the input (its map key).
     pub fn stat_metadata_by_file_id(&self, id: i64) -> Option<StatMetadataId> {
         self.stat_metadata_by_id.get(&id).copied()
     }
@@ -268,6 +304,9 @@ pub struct XLine {
     pub(crate) events: EventColumns,
     pub(crate) stats: StatColumns,
     pub(crate) bytes: Vec<Box<[u8]>>,
+    /// While the line is a [`crate::LineDraft`]: what it could not settle alone (always
+    /// `None` in a built plane).
+    pub(crate) unsettled: Option<Box<Unsettled>>,
 }
 
 impl XLine {
@@ -731,7 +770,9 @@ impl<'a> Stats<'a> {
     fn at(&self, row: usize) -> Stat<'a> {
         let plane = self.plane;
         let metadata = StatMetadataId(self.columns.meta(row));
-        let value = match self.columns.raw(row) {
+        let raw = self.columns.raw(row);
+        let ref_id = if let RawValue::Ref(id) = raw { id } else { 0 };
+        let value = match raw {
             RawValue::Unset => StatValue::Unset,
             RawValue::Double(d) => StatValue::Double(d),
             RawValue::U64(x) => StatValue::Uint64(x),
@@ -745,7 +786,7 @@ impl<'a> Stats<'a> {
                     .map_or("", |m| plane.str(plane.stat_metadata_at(m).name)),
             ),
         };
-        Stat { plane, metadata, value }
+        Stat { plane, metadata, value, ref_id }
     }
 }
 
@@ -801,6 +842,8 @@ pub struct Stat<'a> {
     metadata: StatMetadataId,
     /// The value.
     pub value: StatValue<'a>,
+    /// The raw `ref_value` (a stat metadata key) when `value` is a [`StatValue::Ref`].
+    ref_id: u64,
 }
 
 impl std::fmt::Debug for Stat<'_> {
@@ -872,6 +915,12 @@ impl<'a> Stat<'a> {
             StatValue::Bytes(b) => Some(b),
             _ => None,
         }
+    }
+
+    /// The stat metadata key a `ref_value` stat holds (what [`StatValue::Ref`] resolved),
+    /// for writers that must reproduce it.
+    pub fn ref_key(&self) -> Option<u64> {
+        matches!(self.value, StatValue::Ref(_)).then_some(self.ref_id)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Budgets against hostile input: how much memory and work a profile file may cost.
+//! Budgets against hostile input: how much memory and work a profile file may cost. Shared
+//! by every importer (they check them while scanning) and by the loaders above them.
 //!
 //! A server reads files it did not write. Without budgets, a 3 MB gzip file can inflate
 //! to gigabytes, a dozen gzip-compressed string stats can do the same inside a plain file,
@@ -16,6 +17,7 @@
 //! of headroom over those, and a floor for tiny files.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A count or size a file may hold: `base`, plus `per_mib` for every MiB of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +97,7 @@ impl LoadLimits {
 
     /// How many bytes a gzip file of `compressed` bytes may inflate to, and which limit
     /// says so.
-    pub(crate) fn inflate_cap(&self, compressed: u64) -> (u64, Limit) {
+    pub fn inflate_cap(&self, compressed: u64) -> (u64, Limit) {
         let by_ratio = self.inflated_bytes.for_size(compressed);
         if by_ratio < self.max_profile_bytes {
             (by_ratio, Limit::InflateRatio)
@@ -172,6 +174,37 @@ impl fmt::Display for LimitExceeded {
                 write!(f, "holds more than {allowed} metadata entries, too many for its size ({raise})")
             }
         }
+    }
+}
+
+/// A budget spent by several threads at once (e.g. placeholder metadata made while lines
+/// are built in parallel). Whether it is exceeded does not depend on the order in which
+/// threads spend it: only what is actually produced is counted.
+#[derive(Debug)]
+pub struct SharedBudget {
+    limit: Limit,
+    allowed: u64,
+    used: AtomicU64,
+}
+
+impl SharedBudget {
+    /// `allowed` items of `limit`, `used` of them already spent.
+    pub fn new(limit: Limit, allowed: u64, used: u64) -> Self {
+        SharedBudget { limit, allowed, used: AtomicU64::new(used) }
+    }
+
+    /// A budget that is never exceeded (trusted input, tests).
+    pub fn unlimited(limit: Limit) -> Self {
+        SharedBudget::new(limit, u64::MAX, 0)
+    }
+
+    /// Spends `amount`; an error once the total passes the allowance.
+    pub fn spend(&self, amount: usize) -> Result<(), LimitExceeded> {
+        let used = self.used.fetch_add(amount as u64, Ordering::Relaxed).saturating_add(amount as u64);
+        if used > self.allowed {
+            return Err(LimitExceeded { limit: self.limit, allowed: self.allowed, at_least: used });
+        }
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 //! mutations of real profiles check that bad input never panics and that whatever prost
 //! accepts decodes identically.
 
-use oxprof_format::testing::crosscheck;
+use oxprof_xspace::testing::crosscheck;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -72,7 +72,7 @@ fn external_profiles_decode_exactly_like_prost() {
 #[test]
 fn decoded_model_stays_within_one_and_a_half_file_sizes() {
     for (path, bytes) in fixture_profiles() {
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let heap = space.heap_bytes();
         // The budget of the issue: a decoded profile within 1.5x its file size.
         assert!(heap * 2 <= bytes.len() * 3, "{}: model {heap} bytes for a {} byte file", path.display(), bytes.len());
@@ -84,8 +84,8 @@ fn decoding_is_the_same_with_one_thread_or_many() {
     let (_, bytes) = fixture_profiles().swap_remove(1);
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
-    let a = one.install(|| oxprof_format::decode_xspace(&bytes).unwrap());
-    let b = four.install(|| oxprof_format::decode_xspace(&bytes).unwrap());
+    let a = one.install(|| oxprof_xspace::decode_xspace(&bytes).unwrap());
+    let b = four.install(|| oxprof_xspace::decode_xspace(&bytes).unwrap());
     for (pa, pb) in a.planes.iter().zip(&b.planes) {
         assert_eq!(pa.strings().iter().collect::<Vec<_>>(), pb.strings().iter().collect::<Vec<_>>());
         for (la, lb) in pa.lines.iter().zip(&pb.lines) {
@@ -104,10 +104,10 @@ fn decoding_is_the_same_with_one_thread_or_many() {
 fn metadata_only_decode_keeps_everything_but_the_skipped_lines() {
     let mut skipped = 0;
     for (path, bytes) in fixture_profiles() {
-        let full = oxprof_format::decode_xspace(&bytes).unwrap();
+        let full = oxprof_xspace::decode_xspace(&bytes).unwrap();
         for keep_host in [true, false] {
             let wanted = |name: &str| (name == "/host:CPU") == keep_host;
-            let partial = oxprof_format::decode_xspace_lines_of(&bytes, &oxprof_format::KeepPages, &wanted).unwrap();
+            let partial = oxprof_xspace::decode_xspace_lines_of(&bytes, &oxprof_model::KeepPages, &wanted).unwrap();
             assert_eq!(full.planes.len(), partial.planes.len(), "{}", path.display());
             for (a, b) in full.planes.iter().zip(&partial.planes) {
                 let what = format!("{} {}", path.display(), a.name);
@@ -119,7 +119,7 @@ fn metadata_only_decode_keeps_everything_but_the_skipped_lines() {
                 if wanted(&a.name) {
                     assert_eq!(b.lines_not_decoded(), 0, "{what}");
                     let shape =
-                        |p: &oxprof_format::XPlane| p.lines.iter().map(|l| (l.id, l.event_count())).collect::<Vec<_>>();
+                        |p: &oxprof_model::XPlane| p.lines.iter().map(|l| (l.id, l.event_count())).collect::<Vec<_>>();
                     assert_eq!(shape(a), shape(b), "{what}");
                 } else {
                     assert!(b.lines.is_empty(), "{what}");
@@ -127,7 +127,7 @@ fn metadata_only_decode_keeps_everything_but_the_skipped_lines() {
                     skipped += a.lines.len();
                 }
             }
-            let hlo = oxprof_format::hlo::hlo_proto_bytes;
+            let hlo = oxprof_hlo::hlo_proto_bytes;
             assert_eq!(hlo(&full), hlo(&partial), "{}", path.display());
         }
     }
@@ -205,7 +205,7 @@ fn thousands_of_mutations_never_panic_and_agree_with_prost() {
     for i in 0..count {
         let (path, original) = by_size[i % 2];
         let mutated = mutate(&mut rng, original);
-        match oxprof_format::decode_xspace(&mutated) {
+        match oxprof_xspace::decode_xspace(&mutated) {
             Ok(_) => accepted += 1,
             Err(e) => {
                 assert!(!e.to_string().is_empty());
@@ -217,8 +217,8 @@ fn thousands_of_mutations_never_panic_and_agree_with_prost() {
         }
         // A decode that skips the host plane's lines must not panic either, and whatever a
         // full decode accepts, it accepts.
-        let partial = oxprof_format::decode_xspace_lines_of(&mutated, &oxprof_format::KeepPages, &|p| p != "/host:CPU");
-        if oxprof_format::decode_xspace(&mutated).is_ok() {
+        let partial = oxprof_xspace::decode_xspace_lines_of(&mutated, &oxprof_model::KeepPages, &|p| p != "/host:CPU");
+        if oxprof_xspace::decode_xspace(&mutated).is_ok() {
             assert!(partial.is_ok(), "mutation {i} of {}: partial decode rejected it", path.display());
         }
     }
@@ -233,33 +233,9 @@ fn fuzz_regressions_stay_fixed() {
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let bytes = std::fs::read(entry.path()).unwrap();
-        let _ = oxprof_format::decode_bytes(&entry.path(), &bytes);
+        let _ = oxprof_xspace::decode_xspace(&bytes);
         assert!(crosscheck(&bytes).is_ok(), "{}", entry.path().display());
         n += 1;
     }
     assert!(n > 0);
-}
-
-/// HLO modules decode, and their program ids and names are those XProf lists
-/// (`program_id_to_name_map` of its OpStats).
-#[test]
-fn hlo_modules_match_xprof_program_names() {
-    let root = repo_root().join("testdata/profiles");
-    let mut checked = 0;
-    for (path, bytes) in fixture_profiles() {
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
-        let (modules, failed) = oxprof_format::hlo::hlo_modules(&space);
-        assert_eq!(failed, 0);
-        let name = path.strip_prefix(&root).unwrap().iter().next().unwrap().to_owned();
-        let op_stats: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(root.join(&name).join("xprof_out/op_stats.json")).unwrap())
-                .unwrap();
-        let expected = op_stats["program_id_to_name_map"].as_object().unwrap();
-        assert_eq!(modules.len(), expected.len(), "{}", path.display());
-        for (id, module) in &modules {
-            assert_eq!(expected[&id.to_string()], module.name.as_str(), "{}", path.display());
-        }
-        checked += modules.len();
-    }
-    assert!(checked > 0);
 }

@@ -23,7 +23,7 @@
 
 use super::graph::{Graph, Node, Opcode};
 use super::print::{extra_attributes, print_literal, print_shape};
-use oxprof_format::hlo::{HloModule, Shape, primitive};
+use crate::{HloModule, Shape, primitive};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
@@ -1287,7 +1287,7 @@ const DNN_CONVOLUTION_TARGETS: &[&str] = &[
 
 /// absl's `StrCat` of a double (`%.6g`).
 fn str_cat_double(v: f64) -> String {
-    crate::printf::format_g(v, 6)
+    oxprof_wire::cxx_printf::format_g(v, 6)
 }
 
 /// A number in proto JSON (numbers or numeric strings).
@@ -1367,7 +1367,7 @@ fn fusion_category(m: &DotModule, i: usize) -> String {
 
 /// XProf's `Plot`: the DOT of the computation named `node_name` (whole), else of the
 /// neighbourhood of the instruction named so. Errors are XProf's messages.
-pub(crate) fn render(module: &HloModule, node_name: &str, options: RenderOptions) -> Result<String, String> {
+pub fn render(module: &HloModule, node_name: &str, options: RenderOptions) -> Result<String, String> {
     if node_name.is_empty() {
         return Err("node_name should not be empty".into());
     }
@@ -1388,7 +1388,7 @@ pub(crate) fn render(module: &HloModule, node_name: &str, options: RenderOptions
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HloComputation, HloInstruction, Literal};
+    use crate::{HloComputation, HloInstruction, Literal};
 
     use crate::test_support::{f32_shape as f32s, hlo_instr as instr};
 

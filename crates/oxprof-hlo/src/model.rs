@@ -9,8 +9,8 @@
 //! proto is skipped. Field numbers follow `xla/service/hlo.proto` and `xla/xla_data.proto`.
 
 use crate::error::DecodeError;
-use crate::model::XSpace;
-use crate::schema::{METADATA_PLANE_NAME, StatType};
+use oxprof_model::XSpace;
+use oxprof_model::schema::{METADATA_PLANE_NAME, StatType};
 use prost::Message;
 
 /// Wire types for the subset of `xla/service/hlo.proto` and `xla/xla_data.proto` oxprof

@@ -3,13 +3,13 @@
 //! `scripts/compare-tools.sh` and `cargo bench` for those).
 //!
 //! ```text
-//! cargo run --release -p oxprof-analysis --example phases -- bench-data/jax_large.xplane.pb
+//! cargo run --release -p oxprof-api --example phases -- bench-data/jax_large.xplane.pb
 //! PARTS=1 …   also times the parts of OpStats one by one
 //! TRACE=1 …   the trace_viewer path instead: grouping and trace index side by side
 //! ```
 use oxprof_analysis::grouping::EventGroups;
 use oxprof_analysis::op_stats::{convert, environment, host_op_metrics, step_events, steps_db, tf_functions};
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
 use std::time::{Duration, Instant};
 
 /// A `/proc/self/status` field in KB (0 when unknown).

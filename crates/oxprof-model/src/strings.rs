@@ -4,8 +4,9 @@
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
-/// Index of an interned string in its plane's string table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Index of an interned string in its plane's string table (the default is
+/// [`StrId::EMPTY`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StrId(pub(crate) u32);
 
 impl StrId {

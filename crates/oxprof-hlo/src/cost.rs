@@ -18,7 +18,7 @@
 //!   calls, cuBLAS GEMMs included, have unknown (-1) costs in XProf 2.24.2.
 
 use super::graph::{Graph, Node, Opcode};
-use oxprof_format::hlo::{Shape, primitive};
+use crate::{Shape, primitive};
 use std::collections::HashMap;
 
 /// Size of a pointer in a tuple's index table (`kDefaultPointerSize`).
@@ -1244,7 +1244,7 @@ mod tests {
 
     #[test]
     fn sizes_follow_xla() {
-        let layout = Some(oxprof_format::hlo::Layout { minor_to_major: vec![0], ..Default::default() });
+        let layout = Some(crate::Layout { minor_to_major: vec![0], ..Default::default() });
         let bf16 =
             Shape { element_type: primitive::BF16, dimensions: vec![10], layout: layout.clone(), ..Default::default() };
         assert_eq!(shape_size(&bf16), 20);

@@ -25,7 +25,7 @@
 //! type, are skipped, as C++ keeps them as hidden unknown fields.
 
 use super::pbtxt_schema::{ENUMS, HLO_PROTO, MESSAGES};
-use crate::printf::format_g;
+use oxprof_wire::cxx_printf::format_g;
 use std::fmt::Write as _;
 
 /// Deepest message nesting protobuf parses (its default recursion limit).
@@ -344,7 +344,7 @@ fn print_value(field: &Field, value: &Scalar<'_>, depth: usize, out: &mut String
         }
         Scalar::Str(s) => {
             out.push_str(": \"");
-            crate::printf::c_escape_into(s, out);
+            oxprof_wire::cxx_printf::c_escape_into(s, out);
             out.push('"');
         }
     }
@@ -468,7 +468,7 @@ fn print_map_entry(field: &Field, value: &Scalar<'_>, depth: usize, out: &mut St
 
 /// `TextFormat::Printer::PrintToString` of an `xla.HloProto` (unknown fields hidden).
 /// `Err` when the bytes are not a protobuf message (XProf then fails to load the module).
-pub(crate) fn hlo_proto_text(bytes: &[u8]) -> Result<String, String> {
+pub fn hlo_proto_text(bytes: &[u8]) -> Result<String, String> {
     if read_fields(bytes).is_none() {
         return Err("the HLO proto does not decode".into());
     }
