@@ -3,10 +3,14 @@
 //!
 //! * XLA numbers its instructions (`fusion.123`, `copy.4`, `all-reduce-start.2`): a number
 //!   after a `.` that ends a name part becomes `N` (`fusion.N`), in every kind of name.
-//! * GPU kernels generated for XLA fusions carry the number after `_`
-//!   (`loop_add_fusion_12`, `input_transpose_fusion_1.kd`): in kernel names a number after
-//!   `_` that ends a name part becomes `N` too. Framework op names keep theirs: TensorFlow's
-//!   `MatMul_3` or `dense_2/BiasAdd` name distinct ops, the same in two runs of one program.
+//! * GPU kernels generated for XLA fusions carry the number after `_` at the end of the
+//!   identifier (`loop_add_fusion_12`, `input_transpose_fusion_1.kd`, `triton_gemm_dot_1_0`):
+//!   in kernel names the `_`-separated numbers that end an identifier (followed by the end,
+//!   or a character other than a letter, digit or `_`) become `N` too. Numbers inside an
+//!   identifier stay: rocBLAS/Tensile's `…_TT4_224_TLDS1_…_WG64_4_1_WGM1` and CUTLASS's
+//!   `cutlass_80_tensorop_…` are tile sizes and architectures, not numbering. Framework op
+//!   names keep theirs: TensorFlow's `MatMul_3` or `dense_2/BiasAdd` name distinct ops, the
+//!   same in two runs of one program.
 //! * A number that does not end a name part stays: `MT256x224x64`, `_1LDSB1`, `sm80`,
 //!   `AvgPool2D` (only digits between a separator and a non-alphanumeric character, or the
 //!   end, are numbering).
@@ -42,14 +46,30 @@ pub fn normalize(name: &str, kind: NameKind, strip_templates: bool) -> String {
         if !separators.contains(&c) || i == 1 {
             continue;
         }
-        let digits_end = chars[i..].iter().position(|d| !d.is_ascii_digit()).map_or(chars.len(), |n| i + n);
-        let ends_part = chars.get(digits_end).is_none_or(|next| !next.is_alphanumeric());
+        let digits_end = digits_from(&chars, i);
+        let ends_part = if c == '_' {
+            // Only `_`-numbers that end the identifier: `_1_0` then the end, `.`, `(`, `<`…
+            let mut end = digits_end;
+            while chars.get(end) == Some(&'_') && digits_from(&chars, end + 1) > end + 1 {
+                end = digits_from(&chars, end + 1);
+            }
+            chars.get(end).is_none_or(|next| !next.is_alphanumeric() && *next != '_')
+        } else {
+            chars.get(digits_end).is_none_or(|next| !next.is_alphanumeric())
+        };
         if digits_end > i && ends_part {
             out.push('N');
             i = digits_end;
         }
     }
     out
+}
+
+/// Where the run of ASCII digits starting at `from` ends (`from` when there is none).
+fn digits_from(chars: &[char], from: usize) -> usize {
+    chars
+        .get(from..)
+        .map_or(from, |rest| rest.iter().position(|d| !d.is_ascii_digit()).map_or(chars.len(), |n| from + n))
 }
 
 /// `name` with the text inside each outermost `<…>` removed. `operator<`, `operator<<`,
@@ -149,13 +169,19 @@ mod tests {
         );
         assert_eq!(kernel("sm80_xmma_gemm_f16f16_128x128"), "sm80_xmma_gemm_f16f16_128x128");
         assert_eq!(kernel("_5"), "_5", "a leading separator starts no numbering");
+        assert_eq!(kernel("void fused_kernel_3<float>(float*)"), "void fused_kernel_N<float>(float*)");
+        // Tensile's tile parameters inside the identifier are not numbering.
+        let tensile = "Cijk_Ailk_Bljk_BBS_BH_MT256x224x64_SN_1LDSB1_TT4_224_TLDS1_WS64_WG64_4_1_WGM1.kd";
+        assert_eq!(kernel(tensile), tensile);
+        assert_eq!(kernel("cutlass_80_tensorop_s1688gemm"), "cutlass_80_tensorop_s1688gemm");
+        assert_eq!(kernel("gemm_2_x"), "gemm_2_x");
     }
 
     #[test]
     fn templates_are_stripped_when_asked() {
         let name = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4<float>>(Params<3>)";
         assert_eq!(normalize(name, NameKind::Kernel, true), "void cutlass::Kernel<>(Params<>)");
-        assert_eq!(normalize(name, NameKind::Kernel, false), name.replace("cutlass_80_", "cutlass_N_"));
+        assert_eq!(normalize(name, NameKind::Kernel, false), name);
         assert_eq!(strip_template_args("bool operator<(A<int>, B)"), "bool operator<(A<>, B)");
         assert_eq!(strip_template_args("x operator<<(S<T>)"), "x operator<<(S<>)");
         assert_eq!(strip_template_args("f<a->b>(x)"), "f<>(x)");
