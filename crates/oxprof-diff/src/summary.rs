@@ -18,12 +18,42 @@
 //! `oxprof data TOOL --format report` prints), not XProf's JSON. A change to what those
 //! reports mean or how they serialise bumps [`SUMMARY_VERSION`]; a file of another
 //! version is refused with a message saying what to do (never read half-right).
+//!
+//! **Budgets.** A summary is input like a profile, and may come from anywhere (a CI cache,
+//! an artifact): [`SummaryLimits`] bound its size (64 MiB; real summaries are 30 KB–2 MB)
+//! and its JSON objects and arrays (65,536 plus one per 32 bytes; real summaries hold one
+//! per 300–500 bytes), counted in one pass over the text before anything is built, so a
+//! file of `{},{},…` cannot make millions of report rows out of a few bytes each.
 
 use crate::{RunReports, Source};
 use serde::{Deserialize, Serialize};
 
 /// The version this oxprof writes and reads.
 pub const SUMMARY_VERSION: u32 = 1;
+
+/// Budgets of a summary file read ([`Summary::parse_within`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryLimits {
+    /// Largest file, in bytes (`oxprof diff --max-summary-bytes`). Default 64 MiB.
+    pub max_bytes: u64,
+    /// JSON objects and arrays allowed: this many…
+    pub containers_base: u64,
+    /// …plus one per this many bytes of the file.
+    pub bytes_per_container: u64,
+}
+
+impl Default for SummaryLimits {
+    fn default() -> Self {
+        SummaryLimits { max_bytes: 64 << 20, containers_base: 65_536, bytes_per_container: 32 }
+    }
+}
+
+impl SummaryLimits {
+    /// The objects and arrays allowed in a file of `bytes`.
+    pub fn max_containers(&self, bytes: u64) -> u64 {
+        self.containers_base.saturating_add(bytes / self.bytes_per_container.max(1))
+    }
+}
 
 /// A saved summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +97,21 @@ pub enum SummaryError {
         /// The file's version.
         found: u64,
     },
+    /// Over a budget of [`SummaryLimits`].
+    #[error(
+        "{found} {what}, over the budget of {limit}{hint}; a summary of a real run is far smaller: make it again with \
+         `oxprof summary RUN --out FILE`"
+    )]
+    OverBudget {
+        /// What was counted (`"bytes"`, `"JSON objects and arrays"`).
+        what: &'static str,
+        /// The count.
+        found: u64,
+        /// The budget.
+        limit: u64,
+        /// How to raise it, when it can be raised.
+        hint: &'static str,
+    },
     /// The right version, but its contents do not read.
     #[error(
         "an oxprof summary of version {SUMMARY_VERSION} whose reports do not read ({0}); make it again with `oxprof summary RUN --out FILE`"
@@ -86,8 +131,32 @@ impl Summary {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Reads a summary file's text, checking its version first.
+    /// Reads a summary file's text within the default [`SummaryLimits`].
     pub fn parse(text: &str) -> Result<Summary, SummaryError> {
+        Summary::parse_within(text, &SummaryLimits::default())
+    }
+
+    /// Reads a summary file's text: its budgets first, then its version, then the rest.
+    pub fn parse_within(text: &str, limits: &SummaryLimits) -> Result<Summary, SummaryError> {
+        let bytes = text.len() as u64;
+        if bytes > limits.max_bytes {
+            return Err(SummaryError::OverBudget {
+                what: "bytes",
+                found: bytes,
+                limit: limits.max_bytes,
+                hint: " (--max-summary-bytes)",
+            });
+        }
+        let containers = count_containers(text);
+        let allowed = limits.max_containers(bytes);
+        if containers > allowed {
+            return Err(SummaryError::OverBudget {
+                what: "JSON objects and arrays",
+                found: containers,
+                limit: allowed,
+                hint: "",
+            });
+        }
         // The version alone first (the other fields are skipped unread).
         #[derive(Deserialize)]
         struct Probe {
@@ -104,11 +173,39 @@ impl Summary {
         serde_json::from_str(text).map_err(|e| SummaryError::Invalid(e.to_string()))
     }
 
+    /// The number of JSON objects and arrays in the summary's text (what [`SummaryLimits`]
+    /// bounds).
+    pub fn containers(text: &str) -> u64 {
+        count_containers(text)
+    }
+
     /// Whether `text` looks like a summary rather than a profile (JSON starts with `{`;
     /// an XSpace is protobuf or gzip).
     pub fn looks_like_one(start: &[u8]) -> bool {
         start.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
     }
+}
+
+/// `{` and `[` outside strings: one pass, no allocation (bad JSON is left to the parser).
+fn count_containers(text: &str) -> u64 {
+    let (mut count, mut in_string, mut escaped) = (0u64, false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    count
 }
 
 #[cfg(test)]
@@ -148,5 +245,27 @@ mod tests {
         assert!(matches!(Summary::parse("not json"), Err(SummaryError::NotJson(_))));
         let broken = summary().to_json().replace("\"op_table_steps\": 3", "\"op_table_steps\": \"three\"");
         assert!(matches!(Summary::parse(&broken), Err(SummaryError::Invalid(_))));
+    }
+
+    #[test]
+    fn budgets_come_before_parsing() {
+        let text = summary().to_json();
+        assert_eq!(Summary::containers(&text), count_containers(&text));
+        let tight = SummaryLimits { max_bytes: text.len() as u64 - 1, ..SummaryLimits::default() };
+        let error = Summary::parse_within(&text, &tight).unwrap_err();
+        assert!(matches!(error, SummaryError::OverBudget { found, .. } if found == text.len() as u64), "{error}");
+        assert!(error.to_string().contains("--max-summary-bytes"), "{error}");
+        assert!(Summary::parse_within(&text, &SummaryLimits { max_bytes: text.len() as u64, ..tight }).is_ok());
+        // Millions of rows from a few bytes each: refused before a row is built.
+        let rows = "{},".repeat(200_000);
+        let bomb = text.replacen("\"kernels\": [", &format!("\"kernels\": [{rows}"), 1);
+        let error = Summary::parse(&bomb).unwrap_err();
+        assert!(matches!(error, SummaryError::OverBudget { what: "JSON objects and arrays", .. }), "{error}");
+    }
+
+    #[test]
+    fn containers_are_counted_outside_strings() {
+        assert_eq!(count_containers(r#"{"a": [1, {"b": "[{\"}"}], "c": "\\"}"#), 3);
+        assert_eq!(count_containers(""), 0);
     }
 }
