@@ -482,8 +482,8 @@ impl Gate {
                 format!("no step comparison ({} steps in A, {} in B)", diff.a.steps, diff.b.steps)
             }
             Subject::Op { kind, pattern, .. } => match diff.ops.iter().find(|o| o.kind == *kind) {
-                Some(_) => format!("no {} matches {pattern:?}", kind.title().to_lowercase()),
-                None => format!("no {} in both runs", kind.title().to_lowercase()),
+                Some(_) => format!("no {} match {pattern:?}", kind.plural()),
+                None => format!("no {} in both runs", kind.plural()),
             },
             Subject::Memory { pattern, .. } => match &diff.memory {
                 Some(_) => format!("no allocator matches {pattern:?}"),
@@ -662,6 +662,109 @@ mod tests {
             assert!(error.reason.contains(says), "{gate}: {error}");
             assert!(error.to_string().contains("examples"), "{error}");
         }
+    }
+
+    use crate::testing::{run, source};
+    use crate::{DiffOptions, DiffReport, RunReports, diff};
+
+    const MIB: i64 = 1 << 20;
+
+    /// B: steps 20 % slower, MatMul 50 % slower, a new kernel, +300 MiB at the peak.
+    fn slower_pair(steps: usize) -> (RunReports, RunReports) {
+        let a_steps = [10.0, 10.5, 9.8, 10.2, 10.1, 9.9, 10.3, 9.7];
+        let b_steps = [12.0, 12.4, 11.9, 12.2, 12.1, 12.3, 11.8, 12.5];
+        let a = run(
+            &a_steps[..steps],
+            &[("dense/MatMul", "MatMul", 8, 800.0), ("dense/BiasAdd", "BiasAdd", 8, 80.0)],
+            &[("gemm_1", "dense/MatMul", 8, 700.0)],
+            100 * MIB,
+        );
+        let b = run(
+            &b_steps[..steps],
+            &[("dense/MatMul", "MatMul", 8, 1200.0), ("dense/BiasAdd", "BiasAdd", 8, 80.5)],
+            &[("gemm_2", "dense/MatMul", 8, 700.0), ("transpose_3", "dense/MatMul", 8, 300.0)],
+            400 * MIB,
+        );
+        (a, b)
+    }
+
+    fn outcome(gate: &str, steps: usize, noise_check: bool) -> GateOutcome {
+        let (a, b) = slower_pair(steps);
+        let diff = diff((&source("a"), &a), (&source("b"), &b), &DiffOptions::default());
+        Gate::parse(gate).unwrap().evaluate(&diff, noise_check)
+    }
+
+    #[test]
+    fn a_change_beyond_noise_past_the_threshold_trips() {
+        let step = outcome("step_time>+5%", 8, true);
+        assert_eq!(step.status, GateStatus::Tripped, "{step:?}");
+        assert!(step.reason.starts_with("step_time: +20."), "{}", step.reason);
+        assert!(step.reason.contains("beyond noise: Welch's t-test p < 0.001"), "{}", step.reason);
+        assert_eq!(outcome("step_time>+25%", 8, true).status, GateStatus::Passed);
+        assert_eq!(outcome("step_time>+1ms", 8, true).status, GateStatus::Tripped);
+        assert_eq!(outcome("step_time<-5%", 8, true).status, GateStatus::Passed);
+        assert_eq!(outcome("step:input>0.5ms", 8, true).status, GateStatus::Passed, "input is 1 ms in both");
+
+        let op = outcome("op:MatMul.self_time>+10%", 8, true);
+        assert_eq!(op.status, GateStatus::Tripped, "{op:?}");
+        assert_eq!(op.hits[0].subject, "op:dense/MatMul (host, MatMul)");
+        assert_eq!(outcome("op:dense/*.mean>+60%", 8, true).status, GateStatus::Passed);
+
+        let kernel = outcome("kernel:*.time>+20%", 8, true);
+        assert_eq!(kernel.status, GateStatus::Tripped);
+        assert!(kernel.reason.starts_with("kernel:transpose_N (dense/MatMul): new, +37.5 µs"), "{}", kernel.reason);
+        assert_eq!(kernel.checked, 2, "gemm_N and transpose_N");
+
+        let memory = outcome("memory.peak>+256MiB", 8, true);
+        assert_eq!(memory.status, GateStatus::Tripped);
+        assert!(memory.reason.starts_with("memory:gpu_bfc: +300.0%, +300.00 MiB"), "{}", memory.reason);
+        assert_eq!(outcome("memory:gpu_bfc.peak>+512MiB", 8, true).status, GateStatus::Passed);
+    }
+
+    #[test]
+    fn a_change_within_noise_does_not_trip() {
+        // BiasAdd: +0.6 % of 10 µs per step, under the 5 % an op needs to be beyond noise.
+        let bias = outcome("op:BiasAdd.time>+0.1%", 8, true);
+        assert_eq!(bias.status, GateStatus::WithinNoise, "{bias:?}");
+        assert!(bias.reason.ends_with("— within noise, so it does not trip"), "{}", bias.reason);
+        let forced = outcome("op:BiasAdd.time>+0.1%", 8, false);
+        assert_eq!(forced.status, GateStatus::Tripped);
+        assert!(forced.reason.ends_with("(noise check off)"), "{}", forced.reason);
+    }
+
+    #[test]
+    fn too_few_steps_give_no_verdict_and_do_not_trip() {
+        let few = outcome("step_time>+5%", 4, true);
+        assert_eq!(few.status, GateStatus::NoVerdict, "{few:?}");
+        assert!(few.reason.contains("too few steps for a noise verdict"), "{}", few.reason);
+        assert_eq!(outcome("step_time>+5%", 5, true).status, GateStatus::Tripped, "5 steps per side suffice");
+        assert_eq!(outcome("step_time>+5%", 4, false).status, GateStatus::Tripped);
+    }
+
+    #[test]
+    fn a_gate_without_data_says_what_is_missing() {
+        let hlo = outcome("hlo:*.time>+1%", 8, true);
+        assert_eq!(
+            (hlo.status, hlo.reason.as_str()),
+            (GateStatus::NoData, "nothing to check: no HLO ops in both runs")
+        );
+        let op = outcome("op:Conv2D.time>+1%", 8, true);
+        assert_eq!(op.reason, "nothing to check: no framework ops match \"Conv2D\"");
+        assert!(!op.tripped());
+    }
+
+    #[test]
+    fn the_report_trips_when_any_gate_does() {
+        let (a, b) = slower_pair(8);
+        let diff = diff((&source("a"), &a), (&source("b"), &b), &DiffOptions::default());
+        let gates = [Gate::parse("step_time>+50%").unwrap(), Gate::parse("memory.peak>+256MiB").unwrap()];
+        let report = DiffReport::new(diff.clone(), &gates, true);
+        assert!(report.tripped);
+        assert_eq!(
+            report.gates.iter().map(|g| g.status).collect::<Vec<_>>(),
+            [GateStatus::Passed, GateStatus::Tripped]
+        );
+        assert!(!DiffReport::new(diff, &gates[..1], true).tripped);
     }
 
     #[test]

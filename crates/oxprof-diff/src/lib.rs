@@ -28,6 +28,8 @@ mod reports;
 pub mod stats;
 pub mod steps;
 pub mod summary;
+#[cfg(test)]
+mod testing;
 
 pub use reports::{RunReports, Source};
 
@@ -147,6 +149,48 @@ pub struct RunDiff {
     pub notes: Vec<String>,
 }
 
+impl RunDiff {
+    /// Keeps at most `limit` ops in each list of each kind (the largest changes), with a
+    /// note when any were dropped; each kind's `counts` keep the sizes before. Gates read
+    /// what is kept: evaluate them first ([`DiffReport::new`]).
+    pub fn truncate_ops(&mut self, limit: usize) {
+        let mut cut = Vec::new();
+        for ops in &mut self.ops {
+            if ops.truncate(limit) {
+                cut.push(ops.kind.tool());
+            }
+        }
+        if !cut.is_empty() {
+            self.notes.push(format!(
+                "{}: only the {limit} largest changes of each list are listed (the counts are of all ops)",
+                cut.join(", ")
+            ));
+        }
+    }
+}
+
+/// A comparison with its gates' outcomes: what `oxprof diff --format json` prints (the
+/// comparison's fields, then `gates` and `tripped`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffReport {
+    /// The comparison.
+    #[serde(flatten)]
+    pub diff: RunDiff,
+    /// Each gate's outcome, in the order given.
+    pub gates: Vec<gate::GateOutcome>,
+    /// Whether any gate tripped (`oxprof diff` exits 1).
+    pub tripped: bool,
+}
+
+impl DiffReport {
+    /// Evaluates `gates` on `diff` (`noise_check` false: changes within noise trip too).
+    pub fn new(diff: RunDiff, gates: &[gate::Gate], noise_check: bool) -> DiffReport {
+        let gates: Vec<gate::GateOutcome> = gates.iter().map(|g| g.evaluate(&diff, noise_check)).collect();
+        let tripped = gates.iter().any(gate::GateOutcome::tripped);
+        DiffReport { diff, gates, tripped }
+    }
+}
+
 /// The version of [`RunDiff`]'s format.
 pub const DIFF_FORMAT: u32 = 1;
 
@@ -217,6 +261,65 @@ pub(crate) fn one_side_note(what: &str, a_has_it: bool, b_has_it: bool) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::OpKind;
+    use crate::testing::{run, source};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_run_against_itself_changes_nothing() {
+        let steps = [10.0, 10.4, 9.7, 10.2, 10.1, 9.9];
+        let reports =
+            run(&steps, &[("dense/MatMul", "MatMul", 6, 600.0)], &[("gemm_1", "dense/MatMul", 6, 500.0)], 1 << 30);
+        let diff = diff((&source("a"), &reports), (&source("a"), &reports), &DiffOptions::default());
+        let steps = diff.steps.as_ref().unwrap();
+        assert_eq!((steps.steps_a, steps.steps_b, diff.a.steps), (6, 6, 6));
+        assert!(steps.metrics.iter().all(|m| m.change.delta == 0.0 && m.change.beyond_noise == Some(false)));
+        assert_eq!(diff.input.as_ref().unwrap().share.change.beyond_noise, Some(false));
+        let kinds: Vec<OpKind> = diff.ops.iter().map(|o| o.kind).collect();
+        assert_eq!(kinds, [OpKind::FrameworkOp, OpKind::Kernel], "no HLO ops on either side: no section, no note");
+        for ops in &diff.ops {
+            assert!(ops.only_in_a.is_empty() && ops.only_in_b.is_empty());
+            assert!(ops.matched.iter().all(|o| o.self_time_us.beyond_noise == Some(false)));
+        }
+        assert_eq!(diff.memory.as_ref().unwrap().allocators[0].peak_bytes.beyond_noise, Some(false));
+        assert!(diff.notes.is_empty(), "{:?}", diff.notes);
+        let report = DiffReport::new(diff, &[gate::Gate::parse("step_time>+0%").unwrap()], true);
+        assert!(!report.tripped);
+    }
+
+    #[test]
+    fn what_one_side_lacks_is_noted() {
+        let mut a = run(&[10.0; 6], &[("x", "X", 1, 1.0)], &[("k", "x", 1, 1.0)], 1 << 20);
+        let b = RunReports { overview_page: None, kernel_stats: None, memory_profile: BTreeMap::new(), ..a.clone() };
+        a.framework_op_stats = None;
+        let diff = diff((&source("a"), &a), (&source("b"), &b), &DiffOptions::default());
+        assert!(diff.steps.is_none() && diff.input.is_none() && diff.ops.is_empty());
+        assert_eq!(
+            diff.notes,
+            [
+                "the overview (steps, input pipeline): not compared (only A has it)",
+                "framework ops (framework_op_stats): not compared (only B has it)",
+                "GPU kernels (kernel_stats): not compared (only A has it)",
+            ]
+        );
+        let memory = diff.memory.unwrap();
+        assert_eq!(memory.allocators[0].presence, memory::Presence::OnlyA);
+    }
+
+    #[test]
+    fn a_truncated_diff_says_so() {
+        let names: Vec<String> = (0..5).map(|i| format!("op{i}")).collect();
+        let rows: Vec<(&str, &str, u32, f64)> = names.iter().map(|n| (n.as_str(), "T", 1, 10.0)).collect();
+        let a = run(&[10.0; 6], &rows, &[], 0);
+        let mut diff = diff((&source("a"), &a), (&source("a"), &a), &DiffOptions::default());
+        diff.truncate_ops(2);
+        assert_eq!(diff.ops[0].matched.len(), 2);
+        assert_eq!(diff.ops[0].counts.matched, 5);
+        assert_eq!(
+            diff.notes.last().unwrap(),
+            "framework_op_stats: only the 2 largest changes of each list are listed (the counts are of all ops)"
+        );
+    }
 
     #[test]
     fn changes_are_relative_to_a() {

@@ -65,6 +65,15 @@ impl OpKind {
         }
     }
 
+    /// The kind within a sentence: `framework ops`, `GPU kernels`, `HLO ops`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            OpKind::FrameworkOp => "framework ops",
+            OpKind::Kernel => "GPU kernels",
+            OpKind::HloOp => "HLO ops",
+        }
+    }
+
     /// The tool whose report this kind comes from.
     pub fn tool(self) -> &'static str {
         match self {
@@ -127,6 +136,32 @@ pub struct OpsDiff {
     pub only_in_a: Vec<OpChange>,
     /// Ops only in B, most self time first.
     pub only_in_b: Vec<OpChange>,
+    /// How many ops each list held before [`OpsDiff::truncate`] (equal to the lists'
+    /// lengths unless they were cut).
+    pub counts: OpCounts,
+}
+
+/// The sizes of an [`OpsDiff`]'s lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpCounts {
+    /// Ops in both runs.
+    pub matched: usize,
+    /// Ops only in A.
+    pub only_in_a: usize,
+    /// Ops only in B.
+    pub only_in_b: usize,
+}
+
+impl OpsDiff {
+    /// Keeps the first `limit` ops of each list (the largest changes: the lists are
+    /// sorted); [`OpsDiff::counts`] keeps the sizes before. Whether anything was dropped.
+    pub fn truncate(&mut self, limit: usize) -> bool {
+        let cut = self.matched.len() > limit || self.only_in_a.len() > limit || self.only_in_b.len() > limit;
+        self.matched.truncate(limit);
+        self.only_in_a.truncate(limit);
+        self.only_in_b.truncate(limit);
+        cut
+    }
 }
 
 /// One row of a report, before matching.
@@ -257,11 +292,9 @@ pub fn compare_all(a: &RunReports, b: &RunReports, options: &DiffOptions) -> (Ve
         match (rows(a, kind, options), rows(b, kind, options)) {
             (Some(ta), Some(tb)) => diffs.push(compare(kind, basis, ta, tb, options)),
             (None, None) => {}
-            (ta, tb) => notes.push(one_side_note(
-                &format!("{} ({})", kind.title().to_lowercase(), kind.tool()),
-                ta.is_some(),
-                tb.is_some(),
-            )),
+            (ta, tb) => {
+                notes.push(one_side_note(&format!("{} ({})", kind.plural(), kind.tool()), ta.is_some(), tb.is_some()))
+            }
         }
     }
     (diffs, notes)
@@ -291,7 +324,8 @@ fn compare(kind: OpKind, basis: Basis, a: Table, b: Table, options: &DiffOptions
     matched.sort_by(|x, y| by_change(x).total_cmp(&by_change(y)).then_with(|| x.name.cmp(&y.name)));
     only_in_a.sort_by(|x, y| y.self_time_us.a.total_cmp(&x.self_time_us.a).then_with(|| x.name.cmp(&y.name)));
     only_in_b.sort_by(|x, y| y.self_time_us.b.total_cmp(&x.self_time_us.b).then_with(|| x.name.cmp(&y.name)));
-    OpsDiff { kind, basis, total_self_time_us, matched, only_in_a, only_in_b }
+    let counts = OpCounts { matched: matched.len(), only_in_a: only_in_a.len(), only_in_b: only_in_b.len() };
+    OpsDiff { kind, basis, total_self_time_us, matched, only_in_a, only_in_b, counts }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -370,6 +404,7 @@ mod tests {
         let [kernels] = diffs.as_slice() else { panic!("{diffs:?}") };
         assert_eq!(kernels.basis, Basis::WholeProfile);
         assert_eq!(kernels.matched.len(), 2);
+        assert_eq!(kernels.counts, OpCounts { matched: 2, only_in_a: 0, only_in_b: 1 });
         let gemm = &kernels.matched[0];
         assert_eq!((gemm.name.as_str(), gemm.context.as_str()), ("gemm_N", "jit(f)/dot"));
         assert_eq!((gemm.time_us.a, gemm.time_us.b, gemm.count.b), (900.0, 1200.0, 20.0));
@@ -380,6 +415,17 @@ mod tests {
         assert_eq!(kernels.only_in_b[0].name, "copy_kernel");
         // 1 µs of 1,401: under 0.1 % of the total, however new.
         assert_eq!(kernels.only_in_b[0].time_us.beyond_noise, Some(false));
+    }
+
+    #[test]
+    fn truncation_keeps_the_largest_changes_and_the_counts() {
+        let a = kernels(&[("big", "op", 1, 100.0), ("small", "op", 1, 10.0), ("gone", "op", 1, 5.0)]);
+        let b = kernels(&[("big", "op", 1, 200.0), ("small", "op", 1, 11.0)]);
+        let (mut diffs, _) = compare_all(&a, &b, &DiffOptions::default());
+        assert!(diffs[0].truncate(1));
+        assert_eq!(diffs[0].matched.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["big"]);
+        assert_eq!(diffs[0].counts, OpCounts { matched: 2, only_in_a: 1, only_in_b: 0 });
+        assert!(!diffs[0].truncate(1), "nothing more to drop");
     }
 
     #[test]
@@ -401,7 +447,7 @@ mod tests {
         let a = kernels(&[("k", "op", 1, 1.0)]);
         let (diffs, notes) = compare_all(&a, &RunReports::default(), &DiffOptions::default());
         assert!(diffs.is_empty());
-        assert_eq!(notes, ["gpu kernels (kernel_stats): not compared (only A has it)"]);
+        assert_eq!(notes, ["GPU kernels (kernel_stats): not compared (only A has it)"]);
     }
 
     #[test]

@@ -44,6 +44,28 @@ pub struct RunReports {
     pub op_table_steps: Option<u64>,
 }
 
+impl RunReports {
+    /// The reports as a summary file keeps them: what the comparison reads. Memory
+    /// profiles keep each allocator's summary (peaks, fragmentation) without its timeline
+    /// and live allocations; framework op stats keep the table with IDLE (the comparison
+    /// leaves IDLE out itself), not its copy without.
+    pub fn for_summary(mut self) -> RunReports {
+        for profile in self.memory_profile.values_mut() {
+            for allocator in profile.allocators.values_mut() {
+                allocator.snapshots.clear();
+                allocator.sampled_timeline.clear();
+                allocator.active_allocations.clear();
+                allocator.special_allocations.clear();
+            }
+            profile.strings.truncate(1);
+        }
+        if let Some(stats) = &mut self.framework_op_stats {
+            stats.without_idle.clear();
+        }
+        self
+    }
+}
+
 /// Where a run's reports came from.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Source {

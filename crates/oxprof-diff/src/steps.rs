@@ -213,24 +213,7 @@ fn input_verdict(analysis: &InputPipelineAnalysis) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn overview(step_times: &[f64], input_ms: &[f64]) -> OverviewPage {
-        let steps = step_times
-            .iter()
-            .zip(input_ms)
-            .enumerate()
-            .map(|(i, (&t, &input))| PerGenericStepDetails {
-                step_number: i as i32,
-                step_time_ms: t,
-                host_wait_input_ms: input,
-                device_compute_ms: t - input,
-                ..PerGenericStepDetails::default()
-            })
-            .collect();
-        let mut page = OverviewPage::default();
-        page.input_analysis.step_details = StepDetails::Generic(steps);
-        page
-    }
+    use crate::testing::overview;
 
     #[test]
     fn a_slower_run_is_beyond_noise() {
