@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod data;
+pub mod diff;
 mod error;
 pub mod hlo_tools;
 pub mod http;

@@ -11,8 +11,9 @@ use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::report::Report;
-use oxprof_analysis::tools::memory_profile::memory_profile;
-use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_analysis::tools::memory_profile::{MemoryProfile, memory_profile};
+use oxprof_format::HostFile;
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, TPU_PLANE_PREFIX};
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_profile"];
@@ -77,4 +78,24 @@ pub fn report(
         ));
     }
     Ok(with_notes(Box::new(profile), notes))
+}
+
+/// One host's allocator profile for comparisons (`oxprof diff`, summaries): `None` when the
+/// host recorded no allocator events. Whether it did is read from the file's metadata alone
+/// (a millisecond), so a profile without them (JAX, most GPU runs) is not decoded a second
+/// time after its OpStats.
+pub fn allocator_profile(session: &Session, file: &HostFile) -> Result<Option<MemoryProfile>, ApiError> {
+    let _admission = session.admit();
+    let metadata = session.load(file, &|_| false)?;
+    let recorded = metadata.plane(HOST_THREADS_PLANE_NAME).is_some_and(|plane| {
+        plane.event_metadata().iter().any(|m| {
+            matches!(m.host_event_type, Some(HostEventType::MemoryAllocation | HostEventType::MemoryDeallocation))
+        })
+    });
+    drop(metadata);
+    if !recorded {
+        return Ok(None);
+    }
+    let space = session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME || plane.starts_with(TPU_PLANE_PREFIX))?;
+    Ok(memory_profile(&space).filter(|profile| !profile.allocators.is_empty()))
 }
