@@ -22,6 +22,7 @@
 //! * bad parameters → 400, unknown run/host/tool → 404, both with a JSON `{"error": …}`;
 //!   a panic while answering becomes a 500 JSON body without internals.
 
+mod diff;
 mod guard;
 mod query;
 
@@ -705,6 +706,7 @@ impl Service {
                     &json!({"notes": computed.notes, "content_type": computed.content_type, "bytes": computed.body.len()}),
                 ))
             }
+            "/diff" => self.diff_route(q),
             // The trace viewer's level-of-detail routes (crate::trace::route).
             _ if route.starts_with("/trace/") => {
                 let run = self.run_of(q)?;
