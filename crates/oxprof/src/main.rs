@@ -49,6 +49,75 @@ enum Command {
         #[command(flatten)]
         budget: InputBudget,
     },
+    /// Compare two runs: step time and its breakdown (with a noise test), framework ops,
+    /// GPU kernels, HLO ops, memory and the input pipeline; gates for CI.
+    ///
+    /// A and B are each a log directory, a run directory, one .xplane.pb(.gz) file or a
+    /// summary saved by `oxprof summary`. Exit code 0 (no gate tripped), 1 (a --fail-if
+    /// gate tripped: a change past its threshold and beyond noise), 2 (bad input or usage).
+    Diff {
+        /// The baseline: a log directory, run directory, profile file or summary file.
+        a: PathBuf,
+        /// The run compared with it (the same kinds of path).
+        b: PathBuf,
+        /// A's run within a log directory (default: the newest).
+        #[arg(long)]
+        run_a: Option<String>,
+        /// B's run within a log directory (default: the newest).
+        #[arg(long)]
+        run_b: Option<String>,
+        /// Host name, or ALL_HOSTS, for both runs (default: all hosts combined; a summary's
+        /// own selection).
+        #[arg(long)]
+        host: Option<String>,
+        /// A's host when it differs from --host (e.g. rank 0 against rank 1 of one run).
+        #[arg(long, value_name = "HOST")]
+        host_a: Option<String>,
+        /// B's host when it differs from --host.
+        #[arg(long, value_name = "HOST")]
+        host_b: Option<String>,
+        /// Output format: Markdown for people (gates first), oxprof's typed comparison as
+        /// JSON, or one CSV row per compared value.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Md)]
+        format: DiffFormat,
+        /// Exit 1 when a change passes this threshold beyond noise (repeatable), e.g.
+        /// 'step_time>+5%', 'step:input>+2ms', 'input.share>+10', 'op:MatMul.self_time>+10%',
+        /// 'kernel:*.time>+20%', 'hlo:fusion.N.mean>+15%', 'memory.peak>+256MiB'.
+        #[arg(long = "fail-if", value_name = "GATE", value_parser = parse_gate)]
+        fail_if: Vec<oxprof_diff::gate::Gate>,
+        /// Let gates trip on changes within noise, and without a verdict (too few steps).
+        #[arg(long)]
+        no_noise_check: bool,
+        /// Drop template arguments from kernel names before matching them
+        /// (`gemm<float, 128>(…)` → `gemm<>(…)`).
+        #[arg(long)]
+        strip_templates: bool,
+        /// Rows per op table in Markdown.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        top: usize,
+        /// Largest summary file read (e.g. 256MiB): a larger one is refused with a message.
+        #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64MiB")]
+        max_summary_bytes: u64,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
+    /// Save a run's reports as a versioned summary file that `oxprof diff` reads in place
+    /// of the run (a baseline for CI, without the profile).
+    Summary {
+        /// A log directory, a run directory, or one .xplane.pb(.gz) file.
+        path: PathBuf,
+        /// Run name (default: the newest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// Host name, or ALL_HOSTS (default: all hosts combined).
+        #[arg(long)]
+        host: Option<String>,
+        /// The file to write (default: standard output).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
     /// Capture a profile from running TensorFlow/JAX programs (their profiler servers)
     /// into <logdir>/plugins/profile/<session>/<host_port>.xplane.pb.
     Capture(oxprof_capture::cli::CaptureArgs),
@@ -140,6 +209,22 @@ enum Format {
     Report,
 }
 
+/// Output formats of `oxprof diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DiffFormat {
+    /// Markdown: the runs, the gates (which tripped and why), then each section.
+    Md,
+    /// oxprof's typed comparison (with the gates' outcomes) as JSON.
+    Json,
+    /// One row per compared value, then one per gate.
+    Csv,
+}
+
+/// A `--fail-if` gate.
+fn parse_gate(text: &str) -> Result<oxprof_diff::gate::Gate, String> {
+    oxprof_diff::gate::Gate::parse(text).map_err(|e| e.to_string())
+}
+
 /// A tool of the registry, by its name or an alias (the registry's own name comes back).
 fn parse_tool(name: &str) -> Result<String, String> {
     match oxprof_api::registry::find(name) {
@@ -170,6 +255,8 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 
 /// Exit code for bad input (unreadable or corrupt profiles, nothing found).
 const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code of `oxprof diff` when a gate trips.
+const EXIT_GATE_TRIPPED: u8 = 1;
 
 fn main() -> ExitCode {
     oxprof_format::return_freed_large_blocks_to_the_os();
@@ -200,6 +287,64 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
+        }
+        Command::Diff {
+            a,
+            b,
+            run_a,
+            run_b,
+            host,
+            host_a,
+            host_b,
+            format,
+            fail_if,
+            no_noise_check,
+            strip_templates,
+            top,
+            max_summary_bytes,
+            budget,
+        } => {
+            let host_a = host_a.as_deref().or(host.as_deref());
+            let host_b = host_b.as_deref().or(host.as_deref());
+            let side_a = oxprof_api::diff::SideRequest { path: &a, run: run_a.as_deref(), host: host_a };
+            let side_b = oxprof_api::diff::SideRequest { path: &b, run: run_b.as_deref(), host: host_b };
+            let options = oxprof_diff::DiffOptions { strip_templates, ..oxprof_diff::DiffOptions::default() };
+            let limits = oxprof_api::diff::InputLimits {
+                profile: budget.limits(),
+                summary: oxprof_diff::summary::SummaryLimits {
+                    max_bytes: max_summary_bytes,
+                    ..oxprof_diff::summary::SummaryLimits::default()
+                },
+            };
+            let diff = oxprof_api::diff::diff_paths(&side_a, &side_b, &options, &limits)?;
+            let report = oxprof_diff::DiffReport::new(diff, &fail_if, !no_noise_check);
+            let text = match format {
+                DiffFormat::Md => oxprof_api::diff::markdown::render(&report, top),
+                DiffFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+                DiffFormat::Csv => oxprof_api::diff::csv::render(&report),
+            };
+            use std::io::Write;
+            std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?;
+            for gate in report.gates.iter().filter(|g| g.tripped()) {
+                eprintln!("oxprof: gate {} tripped: {}", gate.gate, gate.reason);
+            }
+            Ok(if report.tripped { ExitCode::from(EXIT_GATE_TRIPPED) } else { ExitCode::SUCCESS })
+        }
+        Command::Summary { path, run, host, out, budget } => {
+            let side = oxprof_api::diff::SideRequest { path: &path, run: run.as_deref(), host: host.as_deref() };
+            let summary = oxprof_api::diff::summarize(&side, &budget.limits())?;
+            let text = summary.to_json() + "\n";
+            match out {
+                Some(out) => {
+                    std::fs::write(&out, text).with_context(|| format!("cannot write {}", out.display()))?;
+                    eprintln!("oxprof: wrote {} (summary of {})", out.display(), summary.source.label());
+                }
+                None => {
+                    use std::io::Write;
+                    std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
         Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, follow_symlinks, budget } => {
