@@ -86,7 +86,7 @@ impl OpKind {
 
 /// What the op values are totals of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "basis")]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Basis {
     /// Totals divided by each run's steps.
     PerStep {
