@@ -11,8 +11,8 @@
 //! one run).
 //!
 //! Each side's reports are those of the registry's tools over one host analysis per file
-//! (the session keeps it, so the server's diff after a look at the tools decodes
-//! nothing): `overview_page` from XProf's step selection, `framework_op_stats`,
+//! (the session keeps it, so the server's diff after a look at the tools converts
+//! nothing again): `overview_page` from XProf's step selection, `framework_op_stats`,
 //! `kernel_stats` and `hlo_stats` from every step, and `memory_profile` of the hosts that
 //! recorded allocator events (the only second read of a file, and only for those).
 //!
