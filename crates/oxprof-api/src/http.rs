@@ -232,6 +232,8 @@ pub struct ServiceOptions {
     pub limits: oxprof_format::LoadLimits,
     /// Serve runs whose files are symlinks to outside the root (`--follow-symlinks`).
     pub follow_symlinks: bool,
+    /// The persistent analysis cache (`--cache-dir`; `None`: `--no-cache`).
+    pub disk_cache: Option<Arc<oxprof_diskcache::DiskCache>>,
 }
 
 impl ServiceOptions {
@@ -244,6 +246,7 @@ impl ServiceOptions {
             guard: Guard::loopback(),
             limits: oxprof_format::LoadLimits::default(),
             follow_symlinks: false,
+            disk_cache: None,
         }
     }
 }
@@ -279,6 +282,7 @@ impl Service {
             cache_bytes: options.cache_bytes,
             limits: options.limits.clone(),
             confine_to_root: !options.follow_symlinks,
+            disk_cache: options.disk_cache.clone(),
         };
         let session = Session::open_local(&options.root, session_options)?;
         Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
@@ -799,6 +803,7 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
         "analyses_found": counts.analyses_found,
         "traces_computed": counts.traces_computed,
         "traces_found": counts.traces_found,
+        "analyses_from_disk": counts.analyses_from_disk,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod http;
 pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
+mod persist;
 pub mod registry;
 pub mod session;
 pub mod table;
@@ -20,4 +21,5 @@ pub mod tf_data;
 pub mod trace;
 
 pub use error::ApiError;
+pub use oxprof_diskcache::DiskCache;
 pub use oxprof_model::LoadLimits;
