@@ -190,7 +190,8 @@ impl DiskCache {
         header.extend_from_slice(&LAYOUT.to_le_bytes());
         header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         header.extend_from_slice(&xxh3_64(payload).to_le_bytes());
-        let written = tmp.1.write_all(&header).and_then(|()| tmp.1.write_all(payload)).and_then(|()| tmp.1.sync_data());
+        // No fsync: a crash may leave a torn entry, which the checksum turns into a miss.
+        let written = tmp.1.write_all(&header).and_then(|()| tmp.1.write_all(payload));
         if let Err(cause) = written {
             let _ = std::fs::remove_file(&tmp.0);
             return Err(WriteError { path: tmp.0, cause });
