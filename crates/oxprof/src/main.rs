@@ -48,6 +48,8 @@ enum Command {
         format: Format,
         #[command(flatten)]
         budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
     },
     /// Compare two runs: step time and its breakdown (with a noise test), framework ops,
     /// GPU kernels, HLO ops, memory and the input pipeline; gates for CI.
@@ -158,7 +160,66 @@ enum Command {
         follow_symlinks: bool,
         #[command(flatten)]
         budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
     },
+    /// Manage the persistent analysis cache (per-host results kept for later runs).
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CacheAction {
+    /// Show where the cache is and how much it holds.
+    Info {
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// Remove every entry.
+    Clear {
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+}
+
+/// Where per-host analyses are kept between runs, so that reopening a profile skips
+/// decoding it.
+#[derive(Debug, Clone, clap::Args)]
+struct AnalysisCacheArgs {
+    /// Directory of the persistent analysis cache (default: $OXPROF_CACHE_DIR, else the
+    /// platform cache directory, e.g. ~/.cache/oxprof). Never beside the profiles.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Neither read nor write the persistent analysis cache.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
+    /// Bound of the persistent analysis cache, in MB (least recently used entries go first).
+    #[arg(long, value_name = "MB", default_value_t = 4096)]
+    cache_dir_mb: u64,
+}
+
+impl AnalysisCacheArgs {
+    fn root(&self) -> Option<PathBuf> {
+        self.cache_dir.clone().or_else(oxprof_api::DiskCache::default_root)
+    }
+
+    /// The cache, or `None` with `--no-cache` (or, with a warning, when it cannot be opened:
+    /// answers do not need it).
+    fn open(&self) -> Option<std::sync::Arc<oxprof_api::DiskCache>> {
+        if self.no_cache {
+            return None;
+        }
+        let root = self.root()?;
+        match oxprof_api::DiskCache::open(&root, self.cache_dir_mb.saturating_mul(1 << 20)) {
+            Ok(cache) => Some(std::sync::Arc::new(cache)),
+            Err(e) => {
+                eprintln!("oxprof: warning: {e}");
+                None
+            }
+        }
+    }
 }
 
 /// The input budget a user can raise (the others scale with each file's size).
@@ -347,7 +408,40 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
-        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, follow_symlinks, budget } => {
+        Command::Cache { action } => {
+            let (CacheAction::Info { cache } | CacheAction::Clear { cache }) = &action;
+            let root = cache.root().context("no cache directory: give one with --cache-dir")?;
+            let disk = oxprof_api::DiskCache::open(&root, cache.cache_dir_mb.saturating_mul(1 << 20))?;
+            let mb = |bytes: u64| bytes as f64 / 1e6;
+            match action {
+                CacheAction::Info { .. } => {
+                    let usage = disk.usage();
+                    println!("{}: {} entries, {:.1} MB", disk.dir().display(), usage.entries, mb(usage.bytes));
+                }
+                CacheAction::Clear { .. } => {
+                    let removed = disk.clear()?;
+                    println!(
+                        "{}: removed {} entries, {:.1} MB",
+                        disk.dir().display(),
+                        removed.entries,
+                        mb(removed.bytes)
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve {
+            path,
+            port,
+            bind,
+            cache_mb,
+            quiet,
+            allow_hosts,
+            capture_allow,
+            follow_symlinks,
+            budget,
+            cache,
+        } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
@@ -361,6 +455,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
                 limits: budget.limits(),
                 follow_symlinks,
+                disk_cache: cache.open(),
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
@@ -371,9 +466,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             .context("cannot serve")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Data { tool, path, run, host, params, format, budget } => {
+        Command::Data { tool, path, run, host, params, format, budget, cache } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };
-            let session = oxprof_api::data::one_shot_session_with(&path, budget.limits())?;
+            let options = oxprof_api::session::SessionOptions {
+                limits: budget.limits(),
+                disk_cache: cache.open(),
+                ..oxprof_api::session::SessionOptions::one_shot()
+            };
+            let session = oxprof_api::data::local_session(&path, options)?;
             let served = session.run(request.run.as_deref())?;
             if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&session, &served, &request) {
                 // A binary body (graph_viewer type=pb) is written as is.

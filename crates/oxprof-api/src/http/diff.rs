@@ -69,8 +69,8 @@ impl Service {
         let refresh = !q.bool_arg("use_saved_result", true);
         let key = format!(
             "diff\0{}\0{}\0{}\0{}\0{}\0{format}\0{limit}\0{top}",
-            a.fingerprint(),
-            b.fingerprint(),
+            self.session().fingerprint(&a),
+            self.session().fingerprint(&b),
             host_a.unwrap_or(ALL_HOSTS),
             host_b.unwrap_or(ALL_HOSTS),
             options.strip_templates,
