@@ -6,7 +6,7 @@
 //! both sides decode) and with its summary (written once, before the clock starts).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use oxprof_api::diff::{InputLimits, SideRequest, diff_paths, summarize};
+use oxprof_api::diff::{ReadOptions, SideRequest, diff_paths, summarize};
 use oxprof_diff::DiffOptions;
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ fn diff(c: &mut Criterion) {
     let summary = summarize(&side, &Default::default()).expect("summary");
     std::fs::write(&baseline, summary.to_json()).expect("summary written");
     let saved = SideRequest { path: &baseline, run: None, host: None };
-    let (options, limits) = (DiffOptions::default(), InputLimits::default());
+    let (options, limits) = (DiffOptions::default(), ReadOptions::default());
 
     let mut group = c.benchmark_group("diff_cold");
     group.sample_size(10);

@@ -12,7 +12,7 @@
 
 mod common;
 
-use oxprof_api::diff::{InputLimits, SideRequest, diff_paths, read_summary, summarize};
+use oxprof_api::diff::{ReadOptions, SideRequest, diff_paths, read_summary, summarize};
 use oxprof_api::http::{HttpResponse, NoAssets, Service, ServiceOptions};
 use oxprof_diff::gate::{Gate, GateStatus};
 use oxprof_diff::ops::OpKind;
@@ -32,7 +32,7 @@ fn side(path: &Path) -> SideRequest<'_> {
 
 fn diff(a: &str, b: &str) -> RunDiff {
     let (a, b) = (pairs().join(a), pairs().join(b));
-    diff_paths(&side(&a), &side(&b), &DiffOptions::default(), &InputLimits::default()).unwrap()
+    diff_paths(&side(&a), &side(&b), &DiffOptions::default(), &ReadOptions::default()).unwrap()
 }
 
 fn metric<'a>(diff: &'a RunDiff, name: &str) -> &'a oxprof_diff::steps::StepMetric {
@@ -143,8 +143,8 @@ fn a_saved_summary_stands_in_for_its_run() {
     assert!(bytes < 200_000, "a summary is small: {bytes} bytes");
 
     let b = pairs().join("fast_b128");
-    let from_run = diff_paths(&side(&run), &side(&b), &DiffOptions::default(), &InputLimits::default()).unwrap();
-    let from_summary = diff_paths(&side(&file), &side(&b), &DiffOptions::default(), &InputLimits::default()).unwrap();
+    let from_run = diff_paths(&side(&run), &side(&b), &DiffOptions::default(), &ReadOptions::default()).unwrap();
+    let from_summary = diff_paths(&side(&file), &side(&b), &DiffOptions::default(), &ReadOptions::default()).unwrap();
     assert_eq!(from_summary.a.source.summary.as_deref(), Some(file.display().to_string().as_str()));
     assert_eq!(from_summary.a.source.run, from_run.a.source.run);
     assert!(from_summary.a.label.ends_with(&format!("summary of {}", from_run.a.label)), "{}", from_summary.a.label);
@@ -157,9 +157,9 @@ fn a_saved_summary_stands_in_for_its_run() {
 
     // The summary's host selection: ALL_HOSTS of a one-host run is that host.
     let host = SideRequest { host: Some("vm"), ..side(&file) };
-    assert!(oxprof_api::diff::load_side(&host, &InputLimits::default()).is_ok());
+    assert!(oxprof_api::diff::load_side(&host, &ReadOptions::default()).is_ok());
     let other = SideRequest { host: Some("worker1"), ..side(&file) };
-    let error = oxprof_api::diff::load_side(&other, &InputLimits::default()).unwrap_err().to_string();
+    let error = oxprof_api::diff::load_side(&other, &ReadOptions::default()).unwrap_err().to_string();
     assert!(error.contains("baseline.json summarises host selection \"ALL_HOSTS\""), "{error}");
     let error = summarize(&side(&file), &Default::default()).unwrap_err().to_string();
     assert!(error.contains("is already a summary"), "{error}");
@@ -195,7 +195,7 @@ fn summaries_over_budget_or_of_another_version_are_refused_with_what_to_do() {
 
     let missing = tmp.path().join("nope");
     let b = pairs().join("fast_b32");
-    let error = diff_paths(&side(&missing), &side(&b), &DiffOptions::default(), &InputLimits::default()).unwrap_err();
+    let error = diff_paths(&side(&missing), &side(&b), &DiffOptions::default(), &ReadOptions::default()).unwrap_err();
     assert!(error.to_string().contains("nope: no such file or directory; each side is a log directory"), "{error}");
 }
 
@@ -303,7 +303,7 @@ fn external_pairs_compare_kernels_hlo_ops_and_hosts() {
     // MI300X JAX runs of different kernels: no steps, everything only in one run or changed.
     let mi300 = external.join("AMD-AGI-TraceLens/tests/traces/mi300");
     let (gemm, conv) = (mi300.join("jax08_gemm/tw003.xplane.pb"), mi300.join("jax08_conv/tw003.xplane.pb"));
-    let diff = diff_paths(&side(&gemm), &side(&conv), &DiffOptions::default(), &InputLimits::default()).unwrap();
+    let diff = diff_paths(&side(&gemm), &side(&conv), &DiffOptions::default(), &ReadOptions::default()).unwrap();
     assert!(diff.steps.is_none());
     assert!(diff.notes[0].starts_with("steps: not compared (0 steps in A, 0 in B)"), "{:?}", diff.notes);
     let kinds: Vec<OpKind> = diff.ops.iter().map(|o| o.kind).collect();
@@ -318,7 +318,7 @@ fn external_pairs_compare_kernels_hlo_ops_and_hosts() {
     let demo = external.join("openxla-xprof/demo");
     let a = SideRequest { path: &demo, run: Some("GPU-multi-worker"), host: Some("34.83.195.179_6003") };
     let b = SideRequest { host: Some("34.83.195.180_6003"), ..a };
-    let diff = diff_paths(&a, &b, &DiffOptions::default(), &InputLimits::default()).unwrap();
+    let diff = diff_paths(&a, &b, &DiffOptions::default(), &ReadOptions::default()).unwrap();
     assert_eq!(
         (diff.a.source.host.as_str(), diff.b.source.host.as_str()),
         ("34.83.195.179_6003", "34.83.195.180_6003")

@@ -102,6 +102,8 @@ enum Command {
         max_summary_bytes: u64,
         #[command(flatten)]
         budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
     },
     /// Save a run's reports as a versioned summary file that `oxprof diff` reads in place
     /// of the run (a baseline for CI, without the profile).
@@ -119,6 +121,8 @@ enum Command {
         out: Option<PathBuf>,
         #[command(flatten)]
         budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
     },
     /// Capture a profile from running TensorFlow/JAX programs (their profiler servers)
     /// into <logdir>/plugins/profile/<session>/<host_port>.xplane.pb.
@@ -364,18 +368,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             top,
             max_summary_bytes,
             budget,
+            cache,
         } => {
             let host_a = host_a.as_deref().or(host.as_deref());
             let host_b = host_b.as_deref().or(host.as_deref());
             let side_a = oxprof_api::diff::SideRequest { path: &a, run: run_a.as_deref(), host: host_a };
             let side_b = oxprof_api::diff::SideRequest { path: &b, run: run_b.as_deref(), host: host_b };
             let options = oxprof_diff::DiffOptions { strip_templates, ..oxprof_diff::DiffOptions::default() };
-            let limits = oxprof_api::diff::InputLimits {
+            let limits = oxprof_api::diff::ReadOptions {
                 profile: budget.limits(),
                 summary: oxprof_diff::summary::SummaryLimits {
                     max_bytes: max_summary_bytes,
                     ..oxprof_diff::summary::SummaryLimits::default()
                 },
+                disk_cache: cache.open(),
             };
             let diff = oxprof_api::diff::diff_paths(&side_a, &side_b, &options, &limits)?;
             let report = oxprof_diff::DiffReport::new(diff, &fail_if, !no_noise_check);
@@ -391,9 +397,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(if report.tripped { ExitCode::from(EXIT_GATE_TRIPPED) } else { ExitCode::SUCCESS })
         }
-        Command::Summary { path, run, host, out, budget } => {
+        Command::Summary { path, run, host, out, budget, cache } => {
             let side = oxprof_api::diff::SideRequest { path: &path, run: run.as_deref(), host: host.as_deref() };
-            let summary = oxprof_api::diff::summarize(&side, &budget.limits())?;
+            let read = oxprof_api::diff::ReadOptions {
+                profile: budget.limits(),
+                disk_cache: cache.open(),
+                ..oxprof_api::diff::ReadOptions::default()
+            };
+            let summary = oxprof_api::diff::summarize(&side, &read)?;
             let text = summary.to_json() + "\n";
             match out {
                 Some(out) => {

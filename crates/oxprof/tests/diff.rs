@@ -25,6 +25,7 @@ fn oxprof(args: &[&str]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
         .args(args)
         .current_dir(repo_root())
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -180,6 +181,23 @@ fn a_saved_summary_is_a_baseline() {
     assert_eq!(over.stderr.lines().count(), 1, "{}", over.stderr);
     assert!(over.stderr.starts_with(&format!("oxprof: {baseline}: ")), "{}", over.stderr);
     assert!(over.stderr.contains("over the budget of 1024 (--max-summary-bytes)"), "{}", over.stderr);
+}
+
+#[test]
+fn the_persistent_analysis_cache_gives_the_same_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().to_str().unwrap();
+    let args = ["diff", FAST, B128, "--format", "json"];
+    let uncached = oxprof(&[&args[..], &["--no-cache"]].concat());
+    assert_eq!(uncached.code, 0, "{}", uncached.stderr);
+    let filling = oxprof(&[&args[..], &["--cache-dir", cache]].concat());
+    let info = oxprof(&["cache", "info", "--cache-dir", cache]);
+    assert!(info.stdout.contains(": 2 entries"), "one per profile: {}", info.stdout);
+    let reopened = oxprof(&[&args[..], &["--cache-dir", cache]].concat());
+    assert_eq!(filling.stdout, uncached.stdout);
+    assert_eq!(reopened.stdout, uncached.stdout);
+    let summary = oxprof(&["summary", FAST, "--cache-dir", cache]);
+    assert_eq!(summary.stdout, oxprof(&["summary", FAST, "--no-cache"]).stdout);
 }
 
 #[test]

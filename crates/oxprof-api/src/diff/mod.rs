@@ -18,25 +18,29 @@
 //!
 //! Inputs are read within budgets: profiles within [`LoadLimits`] as everywhere, summary
 //! files within [`SummaryLimits`] (size first, from the file's metadata and again while
-//! reading, then the JSON's objects and arrays before anything is built).
+//! reading, then the JSON's objects and arrays before anything is built). Profiles' host
+//! analyses go through the persistent analysis cache when one is given, as for `oxprof
+//! data`.
 
 pub mod csv;
 pub mod markdown;
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{ALL_HOSTS, one_shot_session_with, select_hosts};
-use crate::session::Session;
+use crate::data::{ALL_HOSTS, local_session, select_hosts};
+use crate::session::{Session, SessionOptions};
 use oxprof_analysis::op_stats::convert::{StepSelection, combine_hosts};
 use oxprof_analysis::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats, overview_page::OverviewPage,
 };
 use oxprof_diff::summary::{Summary, SummaryLimits};
 use oxprof_diff::{DiffOptions, RunDiff, RunReports, Source};
+use oxprof_diskcache::DiskCache;
 use oxprof_model::LoadLimits;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// What a side may be, for error messages.
 const SIDE_KINDS: &str =
@@ -53,13 +57,26 @@ pub struct SideRequest<'a> {
     pub host: Option<&'a str>,
 }
 
-/// The budgets of a comparison's inputs.
-#[derive(Debug, Clone, Default)]
-pub struct InputLimits {
+/// How a comparison's inputs are read: their budgets, and the persistent analysis cache.
+#[derive(Clone, Default)]
+pub struct ReadOptions {
     /// Profiles (`--max-profile-bytes` and the rest).
     pub profile: LoadLimits,
     /// Summary files (`--max-summary-bytes`).
     pub summary: SummaryLimits,
+    /// Per-host analyses kept across processes (`--cache-dir`; `None`: `--no-cache`), so
+    /// that comparing with a run analysed before does not decode it again.
+    pub disk_cache: Option<Arc<DiskCache>>,
+}
+
+impl std::fmt::Debug for ReadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadOptions")
+            .field("profile", &self.profile)
+            .field("summary", &self.summary)
+            .field("disk_cache", &self.disk_cache.is_some())
+            .finish()
+    }
 }
 
 /// `host` as a selection: `None` for every host.
@@ -151,7 +168,7 @@ pub fn read_summary(path: &Path, limits: &SummaryLimits) -> Result<Summary, ApiE
 }
 
 /// The summary of a profile (`oxprof summary`): its reports as a summary file keeps them.
-pub fn summarize(side: &SideRequest<'_>, limits: &LoadLimits) -> Result<Summary, ApiError> {
+pub fn summarize(side: &SideRequest<'_>, read: &ReadOptions) -> Result<Summary, ApiError> {
     if is_summary_file(side.path) {
         return Err(ApiError::BadParameter {
             name: "path".into(),
@@ -161,15 +178,20 @@ pub fn summarize(side: &SideRequest<'_>, limits: &LoadLimits) -> Result<Summary,
             ),
         });
     }
-    let (source, reports) = load_profile_side(side, limits)?;
+    let (source, reports) = load_profile_side(side, read)?;
     Ok(Summary::new(source, reports.for_summary(), env!("CARGO_PKG_VERSION")))
 }
 
-fn load_profile_side(side: &SideRequest<'_>, limits: &LoadLimits) -> Result<(Source, RunReports), ApiError> {
+fn load_profile_side(side: &SideRequest<'_>, read: &ReadOptions) -> Result<(Source, RunReports), ApiError> {
     if !side.path.exists() {
         return Err(ApiError::NotFound(format!("{}: no such file or directory; {SIDE_KINDS}", side.path.display())));
     }
-    let session = one_shot_session_with(side.path, limits.clone())?;
+    let options = SessionOptions {
+        limits: read.profile.clone(),
+        disk_cache: read.disk_cache.clone(),
+        ..SessionOptions::one_shot()
+    };
+    let session = local_session(side.path, options)?;
     let run = session.run(side.run)?;
     let source = source_of(&side.path.display().to_string(), &run, side.host)?;
     let reports = run_reports(&session, &run, side.host, false)?;
@@ -178,9 +200,9 @@ fn load_profile_side(side: &SideRequest<'_>, limits: &LoadLimits) -> Result<(Sou
 
 /// One side's source and reports: a summary file as saved (its host selection must be
 /// the side's when one is named), or a profile's reports computed afresh.
-pub fn load_side(side: &SideRequest<'_>, limits: &InputLimits) -> Result<(Source, RunReports), ApiError> {
+pub fn load_side(side: &SideRequest<'_>, limits: &ReadOptions) -> Result<(Source, RunReports), ApiError> {
     if !is_summary_file(side.path) {
-        return load_profile_side(side, &limits.profile);
+        return load_profile_side(side, limits);
     }
     let summary = read_summary(side.path, &limits.summary)?;
     let shown = side.path.display().to_string();
@@ -228,7 +250,7 @@ pub fn diff_paths(
     a: &SideRequest<'_>,
     b: &SideRequest<'_>,
     options: &DiffOptions,
-    limits: &InputLimits,
+    limits: &ReadOptions,
 ) -> Result<RunDiff, ApiError> {
     let (side_a, side_b) = std::thread::scope(|scope| {
         let a = scope.spawn(|| load_side(a, limits));
