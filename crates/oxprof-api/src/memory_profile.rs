@@ -15,31 +15,15 @@ use oxprof_analysis::tools::memory_profile::{MemoryProfile, memory_profile};
 use oxprof_format::HostFile;
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, TPU_PLANE_PREFIX};
 
-/// Tools answered here (XProf's names).
-pub const TOOLS: &[&str] = &["memory_profile"];
-
-/// [`crate::registry::Compute`] of this module's tools.
+/// [`crate::registry::Compute`] of `memory_profile`: the host's
+/// [`oxprof_analysis::tools::memory_profile::MemoryProfile`], or XProf's empty body for a
+/// host without a `/host:CPU` plane.
 pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    report(session, run, &request.tool, request)
-}
-
-/// The report of a data request for one of [`TOOLS`]: the host's
-/// [`oxprof_analysis::tools::memory_profile::MemoryProfile`], or XProf's empty body for a
-/// host without a `/host:CPU` plane.
-pub fn report(
-    session: &Session,
-    run: &ServedRun,
-    tool: &str,
-    request: &DataRequest,
-) -> Result<Box<dyn Report>, ApiError> {
-    if !TOOLS.contains(&tool) {
-        return Err(ApiError::UnknownTool(tool.to_string()));
-    }
     let files = select_hosts(run, request.host.as_deref())?;
     let [file] = files.as_slice() else {
         let hosts = files.iter().map(|f| f.host.as_str()).collect::<Vec<_>>().join(", ");
