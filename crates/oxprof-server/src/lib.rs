@@ -51,6 +51,9 @@ pub struct ServeOptions {
     pub limits: oxprof_api::LoadLimits,
     /// Serve runs whose files are symlinks to outside the path (`--follow-symlinks`).
     pub follow_symlinks: bool,
+    /// Pages that may show the UI in a frame (CSP `frame-ancestors` sources; see
+    /// `oxprof_api::http::ServiceOptions::frame_ancestors`). Empty: none may.
+    pub frame_ancestors: Vec<String>,
 }
 
 impl Default for ServeOptions {
@@ -65,6 +68,7 @@ impl Default for ServeOptions {
             capture_policy: oxprof_capture::CapturePolicy::loopback_only(),
             limits: oxprof_api::LoadLimits::default(),
             follow_symlinks: false,
+            frame_ancestors: Vec::new(),
         }
     }
 }
@@ -144,6 +148,7 @@ async fn start_with(
         guard,
         limits: options.limits.clone(),
         follow_symlinks: options.follow_symlinks,
+        frame_ancestors: options.frame_ancestors.clone(),
     };
     let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),

@@ -208,6 +208,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
                 limits: budget.limits(),
                 follow_symlinks,
+                frame_ancestors: Vec::new(),
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
