@@ -2,10 +2,12 @@
 # Runs everything CI runs: formatting, lints, all Rust tests (including live captures from
 # a real JAX program), the web UI's checks and browser tests, and a bounded fuzz smoke run.
 # Works on a fresh machine with the Rust toolchain, Python 3.11 with pip and Node 20 with
-# npm; installs the rest itself (a JAX venv in .venv-test, Debian's chromium).
+# npm; installs the rest itself (a JAX venv in .venv-test, Debian's chromium, maturin and
+# zig from PyPI for the wheel).
 #   FUZZ_SECONDS=60   length of the fuzz smoke run (0 skips it)
 #   SKIP_LIVE=1       skip the live-capture tests (no Python venv)
 #   SKIP_UI=1         skip the web UI's checks
+#   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
@@ -33,6 +35,11 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
 if [ "${SKIP_UI:-0}" != "1" ]; then
   step "web UI"
   bash scripts/test-ui.sh
+fi
+
+if [ "${SKIP_PYTHON:-0}" != "1" ]; then
+  step "Python wheel: build (release), install into a fresh venv, pytest, example notebook"
+  bash scripts/test-python.sh
 fi
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then

@@ -14,6 +14,9 @@
 //!   another web page cannot make the server work for it;
 //! * state-changing routes are POST only, with this process's token (the UI reads it from
 //!   the page) and, when a browser sends one, a same-origin `Origin`;
+//! * no page of another origin may show the UI in a frame (clickjacking), unless the
+//!   host program names the pages that may ([`ServiceOptions::frame_ancestors`]: Python's
+//!   `oxprof.serve` lets loopback notebook pages);
 //! * no response carries an absolute path (errors name files relative to the root);
 //! * names from the client (`run`, `host`, `tag`, `module_name`) are checked, then only
 //!   looked up among what discovery found: they are never joined to a path;
@@ -55,6 +58,27 @@ pub const OXPROF_PREFIX: &str = "/oxprof/api";
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
      img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; \
      form-action 'self'; frame-ancestors 'none'";
+
+/// Pages served from loopback (any port, HTTP or HTTPS): the `frame-ancestors` sources
+/// of a server whose UI a local notebook (Jupyter) shows in an iframe.
+pub const LOOPBACK_FRAME_ANCESTORS: &[&str] =
+    &["'self'", "http://localhost:*", "http://127.0.0.1:*", "https://localhost:*", "https://127.0.0.1:*"];
+
+/// [`CONTENT_SECURITY_POLICY`] with `frame-ancestors` listing `sources` instead of
+/// `'none'` (unchanged when `sources` is empty).
+pub fn content_security_policy(sources: &[String]) -> String {
+    if sources.is_empty() {
+        return CONTENT_SECURITY_POLICY.to_string();
+    }
+    let base = CONTENT_SECURITY_POLICY.trim_end_matches("frame-ancestors 'none'");
+    format!("{base}frame-ancestors {}", sources.join(" "))
+}
+
+/// Whether `source` can stand in a `frame-ancestors` list: printable ASCII without
+/// spaces, `;` or `,` (which would end the directive or the header value).
+fn is_frame_source(source: &str) -> bool {
+    !source.is_empty() && source.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b',')
+}
 
 /// A response body: static bytes (embedded assets), shared bytes (cached results), or a
 /// body too large to hold, written while it is sent.
@@ -235,6 +259,10 @@ pub struct ServiceOptions {
     pub follow_symlinks: bool,
     /// The persistent analysis cache (`--cache-dir`; `None`: `--no-cache`).
     pub disk_cache: Option<Arc<oxprof_diskcache::DiskCache>>,
+    /// Pages that may show the UI in a frame: CSP `frame-ancestors` sources such as
+    /// [`LOOPBACK_FRAME_ANCESTORS`]. Empty (the default): none may (`frame-ancestors
+    /// 'none'` and `X-Frame-Options: DENY`).
+    pub frame_ancestors: Vec<String>,
 }
 
 impl ServiceOptions {
@@ -248,6 +276,7 @@ impl ServiceOptions {
             limits: oxprof_format::LoadLimits::default(),
             follow_symlinks: false,
             disk_cache: None,
+            frame_ancestors: Vec::new(),
         }
     }
 }
@@ -270,6 +299,8 @@ pub struct Service {
     index_html: std::sync::OnceLock<Arc<[u8]>>,
     capture: Option<Box<CaptureHandler>>,
     extensions: Vec<(String, Box<ExtensionHandler>)>,
+    /// The Content-Security-Policy header of every response.
+    csp: String,
 }
 
 /// Answers an extra `/oxprof/api/<name>` route (see [`Service::with_route`]). It may use
@@ -278,7 +309,13 @@ pub type ExtensionHandler = dyn Fn(&Service, &Query) -> Result<HttpResponse, Htt
 
 impl Service {
     /// A service over `options.root`, which must exist (it may hold no profiles yet).
+    /// Fails too when a `frame_ancestors` entry is not a CSP source.
     pub fn new(options: ServiceOptions, assets: Arc<dyn Assets>) -> std::io::Result<Service> {
+        if let Some(bad) = options.frame_ancestors.iter().find(|s| !is_frame_source(s)) {
+            let message = format!("{bad:?} is not a frame-ancestors source (e.g. http://localhost:*)");
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
+        }
+        let csp = content_security_policy(&options.frame_ancestors);
         let session_options = SessionOptions {
             cache_bytes: options.cache_bytes,
             limits: options.limits.clone(),
@@ -286,7 +323,15 @@ impl Service {
             disk_cache: options.disk_cache.clone(),
         };
         let session = Session::open_local(&options.root, session_options)?;
-        Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
+        Ok(Service {
+            options,
+            session,
+            assets,
+            index_html: Default::default(),
+            capture: None,
+            extensions: Vec::new(),
+            csp,
+        })
     }
 
     /// The session: served runs and every cache.
@@ -375,7 +420,7 @@ impl Service {
             Ok(Err(error)) => self.error_response(error),
             Err(_) => HttpError::internal().response(),
         };
-        add_security_headers(&mut response);
+        add_security_headers(&mut response, &self.csp, self.options.frame_ancestors.is_empty());
         response
     }
 
@@ -772,11 +817,15 @@ impl HttpResponse {
     }
 }
 
-fn add_security_headers(response: &mut HttpResponse) {
-    response.headers.push(("Content-Security-Policy", CONTENT_SECURITY_POLICY.to_string()));
+/// `csp`: the Content-Security-Policy; `deny_frames`: no page may frame the UI (browsers
+/// without CSP's `frame-ancestors` read `X-Frame-Options`, which cannot list pages).
+fn add_security_headers(response: &mut HttpResponse, csp: &str, deny_frames: bool) {
+    response.headers.push(("Content-Security-Policy", csp.to_string()));
     response.headers.push(("X-Content-Type-Options", "nosniff".to_string()));
     response.headers.push(("Referrer-Policy", "no-referrer".to_string()));
-    response.headers.push(("X-Frame-Options", "DENY".to_string()));
+    if deny_frames {
+        response.headers.push(("X-Frame-Options", "DENY".to_string()));
+    }
     if response.status >= 400 || response.header("Cache-Control").is_none() {
         response.headers.push(("Cache-Control", "no-store".to_string()));
     }

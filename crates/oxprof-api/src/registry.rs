@@ -483,6 +483,39 @@ pub fn find(name: &str) -> Option<&'static Tool> {
     TOOLS.iter().find(|t| t.is(name))
 }
 
+/// Why a name is not a tool oxprof computes: the one line the CLI and Python both show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolNameError {
+    /// No tool has that name or alias.
+    #[error("unknown tool {name:?}; the tools are {}", available_names().join(", "))]
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// A tool XProf has that oxprof does not compute yet.
+    #[error("{name:?} ({title}) is not computed by this version of oxprof")]
+    NotComputed {
+        /// The tool's name.
+        name: &'static str,
+        /// Its title.
+        title: &'static str,
+    },
+}
+
+/// The names of the tools oxprof computes, in [`TOOLS`] order.
+pub fn available_names() -> Vec<&'static str> {
+    TOOLS.iter().filter(|t| t.available()).map(|t| t.name).collect()
+}
+
+/// The tool `name` names (its name or an alias), if oxprof computes it.
+pub fn resolve(name: &str) -> Result<&'static Tool, ToolNameError> {
+    match find(name) {
+        Some(tool) if tool.available() => Ok(tool),
+        Some(tool) => Err(ToolNameError::NotComputed { name: tool.name, title: tool.title }),
+        None => Err(ToolNameError::Unknown { name: name.to_string() }),
+    }
+}
+
 /// What a run's first host offers, for [`Listed`] and [`Offered`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Features {
@@ -564,4 +597,25 @@ pub fn to_json() -> Value {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_to_tools_or_say_why_not() {
+        assert_eq!(resolve("tensorflow_stats").map(|t| t.name), Ok("framework_op_stats"));
+        assert_eq!(resolve("overview_page^").map(|t| t.name), Ok("overview_page"));
+        let unknown = resolve("nope").unwrap_err().to_string();
+        assert!(
+            unknown.starts_with("unknown tool \"nope\"; the tools are trace_viewer@, overview_page, "),
+            "{unknown}"
+        );
+        assert!(!unknown.contains("megascale_stats"), "{unknown}");
+        assert_eq!(
+            resolve("megascale_stats").unwrap_err().to_string(),
+            "\"megascale_stats\" (Megascale stats) is not computed by this version of oxprof"
+        );
+    }
 }

@@ -332,6 +332,37 @@ fn every_response_carries_security_headers() {
     }
 }
 
+#[test]
+fn frames_are_refused_unless_the_host_program_names_the_pages_that_may() {
+    let service = service(&profiles());
+    let response = get(&service, "/");
+    assert!(response.header("Content-Security-Policy").unwrap().ends_with("frame-ancestors 'none'"));
+    assert_eq!(response.header("X-Frame-Options"), Some("DENY"));
+
+    let ancestors = oxprof_api::http::LOOPBACK_FRAME_ANCESTORS.iter().map(|s| s.to_string()).collect();
+    let options = ServiceOptions { frame_ancestors: ancestors, ..ServiceOptions::new(profiles()) };
+    let embeddable = Service::new(options, Arc::new(NoAssets)).unwrap();
+    for url in ["/", "/runs", "/nope.js"] {
+        let response = get(&embeddable, url);
+        let csp = response.header("Content-Security-Policy").unwrap();
+        assert!(
+            csp.ends_with(
+                "frame-ancestors 'self' http://localhost:* http://127.0.0.1:* https://localhost:* https://127.0.0.1:*"
+            ),
+            "{csp}"
+        );
+        assert!(csp.starts_with("default-src 'self'; script-src 'self' 'wasm-unsafe-eval';"), "{csp}");
+        assert_eq!(response.header("X-Frame-Options"), None, "{url}");
+    }
+
+    // A source that would end the directive (or the header) is refused.
+    for bad in ["http://a; script-src *", "http://a,b", "", "http://a\r\nX: y"] {
+        let options = ServiceOptions { frame_ancestors: vec![bad.to_string()], ..ServiceOptions::new(profiles()) };
+        let error = Service::new(options, Arc::new(NoAssets)).err().unwrap();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput, "{bad:?}");
+    }
+}
+
 struct PanickingAssets;
 
 impl Assets for PanickingAssets {

@@ -53,6 +53,9 @@ pub struct ServeOptions {
     pub follow_symlinks: bool,
     /// The persistent analysis cache (`None`: none).
     pub disk_cache: Option<std::sync::Arc<oxprof_api::DiskCache>>,
+    /// Pages that may show the UI in a frame (CSP `frame-ancestors` sources; see
+    /// `oxprof_api::http::ServiceOptions::frame_ancestors`). Empty: none may.
+    pub frame_ancestors: Vec<String>,
 }
 
 impl Default for ServeOptions {
@@ -68,6 +71,7 @@ impl Default for ServeOptions {
             limits: oxprof_api::LoadLimits::default(),
             follow_symlinks: false,
             disk_cache: None,
+            frame_ancestors: Vec::new(),
         }
     }
 }
@@ -148,6 +152,7 @@ async fn start_with(
         limits: options.limits.clone(),
         follow_symlinks: options.follow_symlinks,
         disk_cache: options.disk_cache.clone(),
+        frame_ancestors: options.frame_ancestors.clone(),
     };
     let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),

@@ -292,15 +292,7 @@ fn parse_gate(text: &str) -> Result<oxprof_diff::gate::Gate, String> {
 
 /// A tool of the registry, by its name or an alias (the registry's own name comes back).
 fn parse_tool(name: &str) -> Result<String, String> {
-    match oxprof_api::registry::find(name) {
-        Some(tool) if tool.available() => Ok(tool.name.to_string()),
-        Some(tool) => Err(format!("{:?} ({}) is not computed by this version of oxprof", tool.name, tool.title)),
-        None => {
-            let names: Vec<&str> =
-                oxprof_api::registry::TOOLS.iter().filter(|t| t.available()).map(|t| t.name).collect();
-            Err(format!("unknown tool {name:?}; the tools are {}", names.join(", ")))
-        }
-    }
+    oxprof_api::registry::resolve(name).map(|tool| tool.name.to_string()).map_err(|e| e.to_string())
 }
 
 /// The tool argument's long help: every tool of the registry with what it shows.
@@ -467,6 +459,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 limits: budget.limits(),
                 follow_symlinks,
                 disk_cache: cache.open(),
+                frame_ancestors: Vec::new(),
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {

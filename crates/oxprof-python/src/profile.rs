@@ -1,0 +1,93 @@
+//! `open(path)`: a session over a log directory, run directory or profile file, kept as
+//! long as the Python object lives, so that a second tool of the same run reuses what the
+//! first decoded and analysed (within `cache_bytes`); its runs, their hosts, and `tool`.
+
+use crate::errors::{api_error, raise};
+use crate::report::{NativeReport, Output};
+use oxprof_api::data::{self, DataRequest};
+use oxprof_api::session::{Session, SessionOptions};
+use oxprof_api::{ApiError, LoadLimits, hlo_tools, registry};
+use oxprof_format::DiscoveryError;
+use pyo3::prelude::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A session over one path.
+#[pyclass(frozen, module = "oxprof._oxprof")]
+pub struct NativeProfile {
+    session: Arc<Session>,
+    path: PathBuf,
+}
+
+/// Opens `path` (discovering its runs now: a path without profiles fails here).
+#[pyfunction]
+#[pyo3(signature = (path, *, max_profile_bytes = None, cache_bytes = oxprof_api::session::DEFAULT_CACHE_BYTES))]
+pub fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    max_profile_bytes: Option<u64>,
+    cache_bytes: usize,
+) -> PyResult<NativeProfile> {
+    // As the CLI does: large freed blocks go back to the OS (peak memory is the model).
+    oxprof_format::return_freed_large_blocks_to_the_os();
+    let mut limits = LoadLimits::default();
+    if let Some(bytes) = max_profile_bytes {
+        limits = limits.with_max_profile_bytes(bytes);
+    }
+    // The caller owns the files (as with the CLI): runs are not confined to the path.
+    let options = SessionOptions { cache_bytes, confine_to_root: false, limits, disk_cache: None };
+    let opened = py.detach(|| -> Result<Session, ApiError> {
+        let session = Session::open_local(&path, options)
+            .map_err(|cause| ApiError::Discovery(DiscoveryError::Io { path: path.clone(), cause }))?;
+        if session.catalog().current().runs.is_empty() {
+            // Discovery's own words, naming the path as given.
+            session.store().discover(None)?;
+            return Err(ApiError::NotFound(format!("{}: no profiles found", path.display())));
+        }
+        Ok(session)
+    });
+    let session = opened.map_err(|e| api_error(py, e))?;
+    Ok(NativeProfile { session: Arc::new(session), path })
+}
+
+#[pymethods]
+impl NativeProfile {
+    /// The path as given.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Every run (scanned afresh: new captures appear) with its hosts, newest run first.
+    fn runs(&self, py: Python<'_>) -> Vec<(String, Vec<String>)> {
+        let snapshot = py.detach(|| self.session.catalog().rescan());
+        snapshot.runs.iter().map(|r| (r.name.clone(), r.hosts.iter().map(|h| h.host.clone()).collect())).collect()
+    }
+
+    /// One tool's report for `run` (`None`: the newest) and `host` (`None`: every host,
+    /// as XProf's `ALL_HOSTS`), with the tool's parameters. Computed with the GIL released.
+    #[pyo3(signature = (name, run = None, host = None, params = None))]
+    fn tool(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        run: Option<String>,
+        host: Option<String>,
+        params: Option<BTreeMap<String, String>>,
+    ) -> PyResult<NativeReport> {
+        let tool = registry::resolve(name).map_err(|e| raise(py, "UnknownTool", e.to_string()))?;
+        let request = DataRequest { run, tool: tool.name.to_string(), host, params: params.unwrap_or_default() };
+        let session = &self.session;
+        let computed = py.detach(|| -> Result<(String, Output), ApiError> {
+            let served = session.run(request.run.as_deref())?;
+            if let Some(bytes) = hlo_tools::binary_output(session, &served, &request) {
+                return Ok((served.name, Output::Binary(bytes?)));
+            }
+            let report = data::compute(session, &served, &request, false)?;
+            Ok((served.name, Output::Report(report)))
+        });
+        let (run, output) = computed.map_err(|e| api_error(py, e))?;
+        Ok(NativeReport::new(request.tool, run, request.host, output))
+    }
+}
