@@ -11,6 +11,7 @@ import { h, replaceChildren } from './dom';
 import { type Page, type PageContext, toolName } from './page';
 import { pageFor, toolNeedsNoData } from './pages';
 import { type ViewState, formatState, parseState, toolLink } from './state';
+import { ThemeToggle } from './theme';
 
 type Phase = 'loading' | 'ready' | 'error' | 'empty';
 
@@ -37,7 +38,11 @@ export class App {
     '● Capture profile',
   );
   private captureDialog: CaptureDialog | null = null;
-  private readonly main = h('main', { id: 'content' });
+  private readonly main = h('main', { id: 'content', tabindex: -1 });
+  /** Light / dark / the system's; a change redraws the page (charts take the theme at creation). */
+  private readonly theme = new ThemeToggle(() => {
+    if (document.body.dataset.state === 'ready') void this.load();
+  });
 
   constructor(
     private readonly root: HTMLElement,
@@ -63,6 +68,7 @@ export class App {
     const label = (text: string, control: HTMLElement) => h('label', { class: 'selector' }, h('span', null, text), control);
     replaceChildren(
       this.root,
+      h('a', { class: 'skip-link', href: '#content' }, 'Skip to the page'),
       h(
         'header',
         { class: 'app-header' },
@@ -72,6 +78,8 @@ export class App {
         label('Hosts', this.hostSelect),
         this.refreshButton,
         this.captureButton,
+        h('span', { class: 'spacer' }),
+        this.theme.button,
       ),
       this.main,
     );
@@ -111,6 +119,7 @@ export class App {
 
   private setPhase(phase: Phase): void {
     document.body.dataset.state = phase;
+    if (phase !== 'ready') document.body.classList.remove('fill-viewport');
   }
 
   /** Loads runs, tools, hosts and the data of the view in the URL, then shows its page. */
@@ -182,9 +191,12 @@ export class App {
       view,
       link: (t) => toolLink(this.state, t),
       csvUrl: this.api.dataCsvUrl(run, tool, host),
+      notes,
     };
     disposeCharts();
     const body = page(ctx);
+    // Workspace pages (the trace viewer) fill the window below the header.
+    document.body.classList.toggle('fill-viewport', body.dataset.fill === 'viewport');
     replaceChildren(
       this.main,
       h('h1', { class: 'page-title', 'data-role': 'page-title' }, toolName(tool), h('span', { class: 'page-subtitle' }, ` ${run}${host ? ' · ' + host : ''}`)),

@@ -2,12 +2,12 @@
 // host-side breakdown chart, input-op statistics table, recommendations, diagnostics.
 
 import { chartElement } from '../components/chart';
-import { card, diagnosticsBox, metric, richText } from '../components/common';
+import { NO_STEP_DIAGNOSTIC, card, diagnosticsBox, metric, richText } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
 import { pieOption, pieSlices, stepGraph, stepGraphOption } from '../charts';
 import { type DataTable, cellValue, findTableWithColumn } from '../datatable';
 import { h } from '../dom';
-import type { PageContext } from '../page';
+import { type PageContext, notesSayNoSteps } from '../page';
 import { BREAKDOWN_FIELDS } from './overview';
 
 /** Host-side input time categories (properties of the input-op table, in microseconds). */
@@ -27,11 +27,13 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
   const diagnostics = findTableWithColumn(tables, 'severity');
   const dp = device?.p ?? {};
   const page = h('div', { class: 'page input-pipeline', 'data-page': 'input_pipeline_analyzer' });
-  const diag = diagnosticsBox(diagnostics);
+  // No steps: oxprof's note says so once (with the fix); XProf's same message is left out.
+  const noStepsNoted = (device?.rows?.length ?? 0) === 0 && notesSayNoSteps(ctx);
+  const diag = diagnosticsBox(diagnostics, noStepsNoted ? NO_STEP_DIAGNOSTIC : undefined);
   if (diag) page.append(diag);
 
   // Summary.
-  page.append(
+  if (!noStepsNoted) page.append(
     card(
       'Summary: is your program input-bound?',
       h('p', { class: 'statement', 'data-role': 'input-conclusion' }, richText(dp.input_conclusion ?? 'No analysis available.', ctx.link)),
@@ -87,7 +89,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
   } else {
     deviceCard.append(h('p', { class: 'empty-chart', 'data-role': 'no-steps' }, 'No steps were found, so there is no device-side step-time graph.'));
   }
-  page.append(deviceCard);
+  if (!noStepsNoted) page.append(deviceCard);
 
   // Host side.
   const hostCard = card('Host-side analysis: input processing');
