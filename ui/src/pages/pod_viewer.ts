@@ -60,7 +60,11 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
   if (diag) page.append(diag);
   if (!steps.length) {
     // oxprof's note above already says that no steps were found, and how to add them.
-    if (!notesSayNoSteps(ctx)) page.append(card('Pod viewer', h('p', { class: 'empty-chart', 'data-role': 'no-steps' }, 'No steps were found, so there is nothing to show per worker.')));
+    page.append(
+      notesSayNoSteps(ctx)
+        ? card('Pod viewer', h('p', { class: 'empty-chart', 'data-role': 'pod-empty' }, 'Nothing to show per worker: see the note above.'))
+        : card('Pod viewer', h('p', { class: 'empty-chart', 'data-role': 'no-steps' }, 'No steps were found, so there is nothing to show per worker.')),
+    );
     return page;
   }
   let index = Math.min(Math.max(Number(ctx.view.get('step') || 0) | 0, 0), steps.length - 1);

@@ -5,9 +5,10 @@
 import { h, replaceChildren } from '../dom';
 import { exactMicros, formatTime } from '../format';
 import type { PageContext } from '../page';
-import type { TraceEvent, TrackRow } from '../trace';
+import { type StepSpan, type TraceEvent, type TrackRow, spanToView, zoomSpan } from '../trace';
 import type { TraceClient } from './client';
 import type { TraceModel } from './model';
+import { STEP_KEYS, type TraceView } from './view';
 
 /** The key of an event, lower case ('?', '[', 'escape' …). */
 export function keyOf(e: KeyboardEvent): string {
@@ -221,4 +222,47 @@ export async function linksOf(ev: TraceEvent, model: TraceModel, client: TraceCl
     ' · ',
     h('a', { href: graph, 'data-role': 'trace-link', 'data-link': 'graph_viewer' }, `Open ${node} of ${module} in the graph viewer`),
   );
+}
+
+/**
+ * Shows the hosts picker when the run has several hosts; choosing hosts writes them to the
+ * URL (track and event ids change with the hosts: the view's ids are dropped) and calls
+ * `reload`.
+ */
+export function mountHostPicker(ctx: PageContext, view: TraceView, holder: HTMLElement, reload: () => void): void {
+  void ctx.api
+    .hosts(ctx.state.run, ctx.state.tool)
+    .then((hosts) => {
+      const real = hosts.filter((x) => x !== 'ALL_HOSTS');
+      if (real.length < 2) return;
+      const shown = view.hosts.length ? view.hosts : [ctx.state.host || real[0] || ''];
+      replaceChildren(
+        holder,
+        hostPicker(real, shown, (chosen) => {
+          for (const key of ['sel', 'range', 'range_tracks', 'collapsed', 'collapsed_hosts', 'hidden_tracks', 'pinned']) ctx.view.set(key, null);
+          ctx.view.set('hosts', chosen.length > 1 ? chosen.join(',') : null);
+          reload();
+        }),
+      );
+    })
+    .catch(() => undefined);
+}
+
+/**
+ * The span of a step the URL names (`step` or `step_name`, the overview's and pod viewer's
+ * links): sets the model's view on it (5% margin) and replaces the step keys in the URL by
+ * the window. An Error to show when the step is unknown.
+ */
+export async function stepSpan(ctx: PageContext, client: TraceClient, model: TraceModel, step: { number?: string; name?: string }): Promise<StepSpan | Error> {
+  ctx.view.set(STEP_KEYS.step, null);
+  ctx.view.set(STEP_KEYS.stepName, null);
+  try {
+    const s = await client.step(step);
+    const pad = Math.max((s.end_ps - s.start_ps) * 0.05, 1000);
+    model.span = zoomSpan({ start: s.start_ps - pad, end: s.end_ps + pad }, (s.start_ps + s.end_ps) / 2, 1, model.bounds);
+    for (const [k, v] of Object.entries(spanToView(model.span, model.bounds))) ctx.view.set(k, v);
+    return s;
+  } catch (e) {
+    return new Error(`Could not open step ${step.name ?? step.number}: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
