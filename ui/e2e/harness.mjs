@@ -20,10 +20,10 @@ export const CHROMIUM_ARGS = [
   '--host-resolver-rules=MAP rebind.test 127.0.0.1',
 ];
 
-/** Starts `oxprof serve PATH --port 0` on 127.0.0.1 and resolves with its URL once it listens. */
-export function startServer(bin, path) {
+/** Starts `oxprof serve PATH --port 0` on 127.0.0.1 (plus `extra` arguments) and resolves with its URL once it listens. */
+export function startServer(bin, path, extra = []) {
   return new Promise((resolve, reject) => {
-    const args = ['serve', ...(path ? [path] : []), '--port', '0', '--bind', '127.0.0.1', '--quiet'];
+    const args = ['serve', ...(path ? [path] : []), '--port', '0', '--bind', '127.0.0.1', '--quiet', ...extra];
     // OXPROF_E2E_DEV_DIST=dir (development): the server serves the UI build in that
     // directory instead of the one embedded in the binary (OXPROF_UI_DIR), so UI changes
     // are tested without rebuilding oxprof.

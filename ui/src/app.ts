@@ -176,12 +176,22 @@ export class App {
       ? [null, [] as string[]]
       : await Promise.all([this.api.data(run, tool, host), this.api.notes(run, tool, host).catch(() => [] as string[])]);
     if (stale()) return;
+    // Several keys set together (a page's whole view) write the URL once (each
+    // `replaceState` costs a few ms, which panning a trace felt).
+    let urlPending = false;
     const view: ViewStore = {
       get: (key) => this.state.view[key] ?? '',
       set: (key, value) => {
         if (value === null || value === '') delete this.state.view[key];
         else this.state.view[key] = value;
-        history.replaceState(null, '', formatState(this.state));
+        if (urlPending) return;
+        urlPending = true;
+        queueMicrotask(() => {
+          urlPending = false;
+          if (stale()) return;
+          const next = formatState(this.state);
+          if (next !== location.search) history.replaceState(null, '', next || location.pathname);
+        });
       },
     };
     const ctx: PageContext = {

@@ -113,8 +113,14 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     workspace.dataset.ready = 'true';
     replaceChildren(bar.status, h('span', { class: 'error', 'data-role': 'trace-error', role: 'alert' }, `Could not load the trace: ${e instanceof Error ? e.message : String(e)}`));
   };
+  /**
+   * `data-view-ready`: the view is drawn from a window that covers it at its zoom (what a
+   * user waits for); `data-ready` (tests): also no request pending and the URL written.
+   */
   function updateReady(): void {
-    workspace.dataset.ready = String(!!model.tracks && !inFlight && !model.needsFetch(plotWidth()) && pending === 0 && urlTimer === undefined);
+    const drawn = !!model.tracks && !inFlight && !model.needsFetch(plotWidth());
+    workspace.dataset.viewReady = String(drawn);
+    workspace.dataset.ready = String(drawn && pending === 0 && urlTimer === undefined);
   }
   async function loading<T>(work: Promise<T>): Promise<T> {
     pending++;
@@ -191,18 +197,27 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   }
 
   // ---- windows -------------------------------------------------------------------------------
+  /**
+   * Fetches soon: at once when no fetch started in the last FETCH_DELAY_MS (a single zoom
+   * step answers without waiting), else when that time is up — throttled, not debounced,
+   * so a long pan keeps loading as it goes.
+   */
+  let lastFetch = -Infinity;
   function scheduleFetch(delay = FETCH_DELAY_MS): void {
     if (inFlight || fetchTimer !== undefined) return;
+    const wait = Math.max(0, Math.min(delay, lastFetch + FETCH_DELAY_MS - performance.now()));
+    if (wait === 0) return void fetchWindow();
     fetchTimer = setTimeout(() => {
       fetchTimer = undefined;
       void fetchWindow();
-    }, delay);
+    }, wait);
   }
 
   async function fetchWindow(): Promise<void> {
     if (inFlight || !model.needsFetch(plotWidth())) return updateReady();
     const want = model.wanted(plotWidth());
     inFlight = true;
+    lastFetch = performance.now();
     updateReady();
     try {
       const empty: ColumnWindow = { start_ps: want.range.start, end_ps: want.range.end, resolution_ps: 1, names: [], tracks: [], total_in_window: 0, total_returned: 0, total_hidden: 0 };

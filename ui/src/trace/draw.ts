@@ -83,8 +83,10 @@ export function sizeCanvas(canvas: HTMLCanvasElement, width: number, height: num
     canvas.width = cw;
     canvas.height = ch;
   }
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${height}px`;
+  const w = `${width}px`;
+  const h = `${height}px`;
+  if (canvas.style.width !== w) canvas.style.width = w;
+  if (canvas.style.height !== h) canvas.style.height = h;
 }
 
 const FONT = '11px system-ui, sans-serif';
@@ -237,8 +239,18 @@ export class Painter {
         continue;
       }
       // Right edge drawn so far per depth: a slice within an already painted pixel is
-      // skipped (at most about one rectangle per pixel and depth, whatever the count).
+      // skipped (at most about one rectangle per pixel and depth, whatever the count), and
+      // runs of touching slices narrower than two pixels merge into one rectangle in the
+      // color of the run's first slice (a dense track is a few rectangles, not one per
+      // pixel: canvases are rasterised in software without a GPU).
       const painted: number[] = [];
+      const runs: ([number, number, number, number] | undefined)[] = [];
+      const flush = (depth: number) => {
+        const run = runs[depth];
+        if (!run) return;
+        (rects[run[3]] ??= []).push(run[0], row.top + depth * ROW + 1, run[1] - run[0]);
+        runs[depth] = undefined;
+      };
       const { id: ids, name: nameIds, ts: starts, dur: durations, depth: depths, count } = row.slices;
       for (let i = firstVisible(row.slices, scale.span.start, row.maxDur); i < count; i++) {
         const ts = starts[i] ?? 0;
@@ -256,12 +268,23 @@ export class Painter {
         if (x + w <= edge && !special) continue;
         painted[depth] = Math.max(edge, Math.floor(x) + 1, x + w);
         const y = row.top + depth * ROW;
+        const run = runs[depth];
+        if (w < 2 && !special) {
+          if (run && x <= run[1] + 0.5) run[1] = Math.max(run[1], x + w);
+          else {
+            flush(depth);
+            runs[depth] = [x, x + w, 0, nameId];
+          }
+          continue;
+        }
+        flush(depth);
         (rects[nameId] ??= []).push(x, y + 1, w);
         if (id === selectedId) selectedBox = [x, y, w];
         if (id === scene.hoverId) hoverBox = [x, y, w];
         if (scene.matchNames.has(nameId) || scene.matchIds.has(id) || id === scene.currentMatch) highlights.push([x, y, w]);
         if (w > 24) labels.push(x, y, w, nameId);
       }
+      runs.forEach((_, depth) => flush(depth));
     }
     rects.forEach((r, nameId) => {
       if (!r) return;

@@ -62,6 +62,8 @@ export class Renderer {
     const arrows = { main: model.flowArrowsIn('main'), pinned: model.flowArrowsIn('pinned') };
     const main = this.areas.find((a) => a.kind === 'main');
     if (main) {
+      // Frames drawn (the benchmark waits for the first frame after an input).
+      main.canvas.dataset.draws = String(Number(main.canvas.dataset.draws ?? 0) + 1);
       main.canvas.dataset.flowArrows = String(arrows.main.length + arrows.pinned.length);
       if (model.flow) main.canvas.dataset.flowId = model.flow.id;
       else delete main.canvas.dataset.flowId;

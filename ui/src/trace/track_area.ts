@@ -6,6 +6,7 @@
 import { formatCount } from '../format';
 import { h, replaceChildren } from '../dom';
 import { type Layout, HEADER, HOST_HEADER, ROW } from '../trace';
+import { sizeCanvas } from './draw';
 
 export interface AreaCallbacks {
   toggleSection(pid: number): void;
@@ -150,10 +151,9 @@ export class TrackArea {
   resize(plotWidth: number, maxHeight: number): void {
     const visible = this.scroll.clientHeight || maxHeight;
     this.canvasHeight = Math.max(1, Math.min(this.layout.height || 1, visible || 1));
-    this.canvas.width = Math.max(1, Math.floor(plotWidth * (window.devicePixelRatio || 1)));
-    this.canvas.height = Math.max(1, Math.floor(this.canvasHeight * (window.devicePixelRatio || 1)));
-    this.canvas.style.width = `${plotWidth}px`;
-    this.canvas.style.height = `${this.canvasHeight}px`;
+    // Setting a canvas's size reallocates (and clears) it: only when it changes, not on
+    // every window that arrives while panning.
+    sizeCanvas(this.canvas, plotWidth, this.canvasHeight);
   }
 }
 
