@@ -25,6 +25,11 @@ fi
 step "cargo test"
 cargo test --workspace --locked
 
+step "model check of the single-flight cache (loom)"
+# A target directory of its own: --cfg loom changes how its dependencies build.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
+  cargo test -p oxprof-flight --release --locked --test loom
+
 if [ "${SKIP_UI:-0}" != "1" ]; then
   step "web UI"
   bash scripts/test-ui.sh

@@ -1,7 +1,8 @@
 //! Fuzzes the XSpace decoder end to end: arbitrary bytes (plain or gzip) through
 //! `decode_bytes`, then a walk over the whole decoded model so that every lazy accessor
 //! (string resolution, stat columns, placeholders, occurrences) runs on what it produced,
-//! and a field-by-field comparison with prost on every input prost accepts; the partial
+//! and a field-by-field comparison with prost on every input prost accepts (which also
+//! encodes the decoded model and decodes it again: the result must be equal); the partial
 //! decode that skips some planes' lines is walked too.
 //!
 //! Fails on any panic (index out of range, overflow with debug assertions, a broken model
@@ -10,7 +11,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use oxprof_format::{Stat, StatValue, Stats, XPlane, XSpace};
+use oxprof_model::{Stat, StatValue, Stats, XPlane, XSpace};
 use std::hint::black_box;
 use std::path::Path;
 
@@ -24,11 +25,12 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // A partial decode (lines of planes with odd-length names skipped) walks the same way.
-    if let Ok(space) = oxprof_format::decode_xspace_lines_of(data, &oxprof_format::KeepPages, &|p| p.len() % 2 == 0) {
+    if let Ok(space) = oxprof_xspace::decode_xspace_lines_of(data, &oxprof_xspace::KeepPages, &|p| p.len() % 2 == 0) {
         walk_space(&space);
     }
-    // Whatever prost (the reference protobuf decoder) accepts must decode identically.
-    if let Err(diff) = oxprof_format::testing::crosscheck(data) {
+    // Whatever prost (the reference protobuf decoder) accepts must decode identically, and
+    // round-trip through the encoder.
+    if let Err(diff) = oxprof_xspace::testing::crosscheck(data) {
         panic!("oxprof and prost disagree: {diff}");
     }
 });
@@ -92,7 +94,7 @@ fn walk_plane(plane: &XPlane) {
             stats_seen += own.len();
             walk_stats(own);
             walk_stats(event.metadata_stats());
-            black_box(event.stat(oxprof_format::schema::StatType::StepNum));
+            black_box(event.stat(oxprof_model::schema::StatType::StepNum));
             black_box(format!("{event:?}"));
         }
         assert_eq!(stats_seen, line.stat_count(), "event stat ranges must cover the line's stats");

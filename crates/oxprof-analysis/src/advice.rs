@@ -2,7 +2,7 @@
 //! found and what to change in the training script. Shown by the CLI (`--format md`) and the
 //! UI next to the XProf-compatible data, never inside it.
 
-use oxprof_format::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
+use oxprof_model::{XSpace, schema::HOST_THREADS_PLANE_NAME, schema::StatType};
 use std::collections::BTreeMap;
 
 /// Explains a profile in which no steps were found (`steps_found` false). Empty when steps
@@ -10,6 +10,17 @@ use std::collections::BTreeMap;
 pub fn missing_steps_advice(space: &XSpace, steps_found: bool) -> Vec<String> {
     if steps_found {
         return Vec::new();
+    }
+    // XLA programs without a gradient op: an inference run, where training steps are not
+    // what to look for.
+    if crate::op_stats::environment::has_hlo(space) && !crate::op_stats::environment::is_training(space) {
+        return vec![
+            "No steps found: this profile looks like inference (its XLA programs have no gradient ops), so \
+             there are no training steps to analyse; per-step tools describe training loops. To analyse \
+             serving, annotate each request with a TraceMe carrying `_r=1` and each batch with `_r=2` \
+             (e.g. `tf.profiler.experimental.Trace(\"request\", _r=1)`)."
+                .to_string(),
+        ];
     }
     let Some(host) = space.plane(HOST_THREADS_PLANE_NAME) else {
         return vec![
@@ -48,7 +59,26 @@ pub fn missing_steps_advice(space: &XSpace, steps_found: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::testing::XSpaceBuilder;
+
+    #[test]
+    fn an_inference_run_is_not_told_to_mark_training_steps() {
+        let Some(ext) = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                Some(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata/external"))
+            })
+            .filter(|d| d.is_dir())
+        else {
+            eprintln!("SKIP: external test data not found");
+            return;
+        };
+        let file = ext.join("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb");
+        let space = oxprof_xspace::decode_xspace(&std::fs::read(file).unwrap()).unwrap();
+        let advice = missing_steps_advice(&space, false);
+        assert_eq!(advice.len(), 1);
+        assert!(advice[0].contains("inference") && !advice[0].contains("Wrap each training step"), "{}", advice[0]);
+    }
 
     #[test]
     fn explains_keras_batches_without_root_marker() {
@@ -61,7 +91,7 @@ mod tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let advice = missing_steps_advice(&space, false);
         assert!(missing_steps_advice(&space, true).is_empty());
         assert_eq!(advice.len(), 1);

@@ -1,7 +1,7 @@
 //! `inspect`: a structural summary of one XSpace — planes, lines, event and metadata
 //! counts, time spans, stat names in use — for checking what a profile holds.
 
-use oxprof_format::{XPlane, XSpace};
+use oxprof_model::{XPlane, XSpace};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -142,7 +142,7 @@ fn summarize_plane(plane: &XPlane) -> PlaneSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn counts_planes_lines_events_and_stats_in_use() {
@@ -162,7 +162,7 @@ mod tests {
             })
             .hostname("vm")
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let s = summarize_space(&space);
         assert_eq!(s.events, 3);
         let p = &s.planes[0];

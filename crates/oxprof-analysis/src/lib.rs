@@ -12,7 +12,7 @@ pub mod inspect;
 pub mod jsoncmp;
 pub mod model_tracker;
 pub mod op_stats;
-pub mod printf;
+pub mod report;
 #[cfg(test)]
 mod test_support;
 pub mod tf_op;

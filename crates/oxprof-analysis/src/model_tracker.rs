@@ -2,7 +2,7 @@
 //! (XProf's `ModelTracker`): whether it trains (gradients seen) or only runs inference.
 
 use crate::tf_op::{is_jax_op_type, is_tf_op_name, is_tf_op_type, parse_tf_name_scopes};
-use oxprof_format::hlo::HloModule;
+use oxprof_hlo::HloModule;
 
 /// Facts gathered from op names and types.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

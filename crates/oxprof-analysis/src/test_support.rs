@@ -1,5 +1,6 @@
 //! Helpers shared by the tests that compare oxprof with XProf's references: where the
-//! repository and the third-party profiles are, and reading (gzipped) JSON references.
+//! repository and the third-party profiles are, reading (gzipped) profiles and JSON
+//! references.
 
 use crate::op_stats::OpStats;
 use std::io::Read;
@@ -46,6 +47,20 @@ pub(crate) fn read_text(path: &Path) -> String {
     text
 }
 
+/// Decodes a profile file (`.xplane.pb`, gzip-compressed or not) for a test: analyses do no
+/// IO, so their tests read files here rather than through `oxprof-format`.
+pub(crate) fn load_xspace(path: &Path) -> Result<oxprof_model::XSpace, oxprof_xspace::DecodeError> {
+    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return oxprof_xspace::decode_xspace(&raw);
+    }
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(&raw[..])
+        .read_to_end(&mut bytes)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    oxprof_xspace::decode_xspace(&bytes)
+}
+
 /// A JSON reference.
 pub(crate) fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&read_text(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -57,11 +72,10 @@ pub(crate) fn load_op_stats(path: &Path) -> OpStats {
 }
 
 /// An f32 array shape with the default (major-to-minor) layout, for hand-built HLO.
-pub(crate) fn f32_shape(dims: &[i64]) -> oxprof_format::hlo::Shape {
-    let layout =
-        oxprof_format::hlo::Layout { minor_to_major: (0..dims.len() as i64).rev().collect(), ..Default::default() };
-    oxprof_format::hlo::Shape {
-        element_type: oxprof_format::hlo::primitive::F32,
+pub(crate) fn f32_shape(dims: &[i64]) -> oxprof_hlo::Shape {
+    let layout = oxprof_hlo::Layout { minor_to_major: (0..dims.len() as i64).rev().collect(), ..Default::default() };
+    oxprof_hlo::Shape {
+        element_type: oxprof_hlo::primitive::F32,
         dimensions: dims.to_vec(),
         layout: Some(layout),
         ..Default::default()
@@ -74,9 +88,9 @@ pub(crate) fn hlo_instr(
     opcode: &str,
     id: i64,
     operands: &[i64],
-    shape: oxprof_format::hlo::Shape,
-) -> oxprof_format::hlo::HloInstruction {
-    oxprof_format::hlo::HloInstruction {
+    shape: oxprof_hlo::Shape,
+) -> oxprof_hlo::HloInstruction {
+    oxprof_hlo::HloInstruction {
         name: name.into(),
         opcode: opcode.into(),
         id,

@@ -6,8 +6,9 @@
 use crate::ApiError;
 use crate::data::ALL_HOSTS;
 use crate::registry::Hosts;
-use oxprof_format::schema::TPU_PLANE_PREFIX;
-use oxprof_format::{HostFile, XSpace, discover};
+use oxprof_format::{HostFile, discover};
+use oxprof_model::XSpace;
+use oxprof_model::schema::TPU_PLANE_PREFIX;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -234,6 +235,7 @@ impl Catalog {
             skipped: skipped.into_iter().map(|(p, why)| format!("{}: {why}", self.shown(&p))).collect(),
             ..Snapshot::default()
         };
+        let mut outside_runs = 0;
         for (name, dir, hosts) in runs {
             let outside = hosts.iter().find(|h| {
                 self.confine
@@ -245,12 +247,21 @@ impl Catalog {
                 snapshot
                     .skipped
                     .push(format!("run {name:?}: {} resolves outside the served path", self.shown(&host.path)));
+                outside_runs += 1;
                 continue;
             }
             snapshot.runs.push(ServedRun { name, dir, hosts });
         }
         if snapshot.runs.is_empty() && snapshot.empty_reason.is_none() {
-            snapshot.empty_reason = Some("no profiles found inside the served path".to_string());
+            // Say why in the headline: a logdir of symlinks is a common layout.
+            snapshot.empty_reason = Some(if outside_runs > 0 {
+                format!(
+                    "no profiles inside the served path: {outside_runs} run(s) have profile files that are symlinks \
+                     to outside it, which oxprof serve does not follow; start it with --follow-symlinks to serve them"
+                )
+            } else {
+                "no profiles found inside the served path".to_string()
+            });
         }
         snapshot
     }
@@ -389,8 +400,8 @@ mod tests {
 
     #[test]
     fn available_tools_follow_the_planes() {
-        use oxprof_format::testing::{Value, XSpaceBuilder};
-        let decode = |b: XSpaceBuilder| oxprof_format::decode_xspace(&b.to_bytes()).unwrap();
+        use oxprof_xspace::testing::{Value, XSpaceBuilder};
+        let decode = |b: XSpaceBuilder| oxprof_xspace::decode_xspace(&b.to_bytes()).unwrap();
         let base =
             ["trace_viewer@", "overview_page", "input_pipeline_analyzer", "framework_op_stats", "memory_profile"];
         let cpu_only = decode(XSpaceBuilder::new().plane("/host:CPU", |p| {

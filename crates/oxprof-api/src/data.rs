@@ -1,16 +1,18 @@
-//! The `data` request: one tool's output for a run and a host selection, with the body
-//! XProf's `/data/plugin/profile/data?run=&tag=&host=` returns.
+//! The `data` request: one tool's report for a run and a host selection ([`compute`], by
+//! the tool's registry row), whose body is what XProf's
+//! `/data/plugin/profile/data?run=&tag=&host=` returns ([`answer`]).
 //!
 //! Host selection follows XProf: `host=ALL_HOSTS` or no host means every host of the run
 //! (their OpStats combined); `host=h` means that host's file only.
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::registry;
+use crate::registry::{self, Computation};
 use crate::session::{Session, SessionOptions};
-use oxprof_analysis::op_stats::OpStats;
 use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
-use oxprof_format::{HostFile, LoadLimits};
+use oxprof_analysis::report::{Report, Table, XprofBody};
+use oxprof_format::HostFile;
+use oxprof_model::LoadLimits;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -93,14 +95,6 @@ pub fn select_hosts<'a>(run: &'a ServedRun, host: Option<&str>) -> Result<Vec<&'
     }
 }
 
-/// The step database each OpStats tool reads in XProf 2.24.2.
-fn step_selection(tool: &str) -> StepSelection {
-    match tool {
-        "overview_page" | "input_pipeline_analyzer" => StepSelection::DropIncomplete,
-        _ => StepSelection::All,
-    }
-}
-
 /// A session for one-shot callers (the CLI, tests): nothing is kept between calls, and
 /// runs are not confined to the path (the caller owns the files).
 pub fn one_shot_session(path: &Path) -> Result<Session, ApiError> {
@@ -132,70 +126,154 @@ pub fn data(path: &Path, request: &DataRequest) -> Result<DataResponse, ApiError
 }
 
 /// Answers a data request for `run` of `session`; `refresh` (XProf's
-/// `use_saved_result=false`) recomputes what the session keeps.
+/// `use_saved_result=false`) recomputes what the session keeps. The response carries
+/// XProf's body and, when it is JSON, its parsed value (what tests compare with XProf's
+/// files); callers that only send the body use [`compute`].
 pub fn answer(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     refresh: bool,
 ) -> Result<DataResponse, ApiError> {
-    let tool = registry::find(&request.tool).ok_or_else(|| ApiError::UnknownTool(request.tool.clone()))?;
-    let answer = tool.answer.ok_or_else(|| ApiError::NotYetAvailable { tool: tool.name.to_string() })?;
-    if tool.name == request.tool {
-        return answer(session, run, request, refresh);
-    }
-    // An alias (`tensorflow_stats`, a trailing `^`): the tool under its own name.
-    answer(session, run, &DataRequest { tool: tool.name.to_string(), ..request.clone() }, refresh)
+    let report = compute(session, run, request, refresh)?;
+    let body = report.xprof_body();
+    Ok(DataResponse {
+        content_type: body.content_type,
+        json: report.xprof_body_json(),
+        body: body.text,
+        notes: report.notes(),
+    })
 }
 
-/// [`registry::Answer`] of the OpStats tools: each host's analysis (kept by the session),
-/// combined, then rendered.
-pub(crate) fn op_stats_answer(
+/// The report of a data request: what its registry row computes for `run` of `session`
+/// (`refresh`: recompute what the session keeps). Aliases are answered under the tool's
+/// own name.
+pub fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     refresh: bool,
-) -> Result<DataResponse, ApiError> {
-    let tool = request.tool.as_str();
-    let files = select_hosts(run, request.host.as_deref())?;
-    let analyses = session.host_analyses(&files, refresh)?;
-    let op_stats = combine_hosts(&analyses, step_selection(tool));
-    let json = render_op_stats_tool(tool, &op_stats, &request.params)?;
-    let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
-    notes.extend(oxprof_analysis::tools::hlo_stats::device_tool_notes(tool, &op_stats));
-    let body = match tool {
-        // A proto message: XProf prints it with protobuf's JSON printer (field order).
-        "op_profile" => oxprof_analysis::tools::op_profile::proto_json_text(&json),
-        // DataTables: nlohmann::json's `dump()`, joined by `absl::StrCat`.
-        "overview_page" => oxprof_analysis::tools::json_text::overview_page_text(&json),
-        "input_pipeline_analyzer" | "framework_op_stats" | "kernel_stats" | "hlo_stats" | "roofline_model" => {
-            oxprof_analysis::tools::json_text::data_table_text(&json)
-        }
-        // A proto message printed by protobuf's JSON printer (field-number order).
-        "pod_viewer" => oxprof_analysis::tools::json_text::pod_viewer_text(&json),
-        _ => json.to_string(),
+) -> Result<Box<dyn Report>, ApiError> {
+    let tool = registry::find(&request.tool).ok_or_else(|| ApiError::UnknownTool(request.tool.clone()))?;
+    let computation = tool.compute.ok_or_else(|| ApiError::NotYetAvailable { tool: tool.name.to_string() })?;
+    let renamed;
+    let request = if tool.name == request.tool {
+        request
+    } else {
+        // An alias (`tensorflow_stats`, a trailing `^`): the tool under its own name.
+        renamed = DataRequest { tool: tool.name.to_string(), ..request.clone() };
+        &renamed
     };
-    Ok(DataResponse { content_type: "application/json", body, json: Some(json), notes })
+    match computation {
+        Computation::OpStats { steps, report } => op_stats_report(session, run, request, refresh, steps, report),
+        Computation::Custom(compute) => compute(session, run, request, refresh),
+    }
 }
 
-fn render_op_stats_tool(tool: &str, op_stats: &OpStats, params: &BTreeMap<String, String>) -> Result<Value, ApiError> {
-    use oxprof_analysis::tools;
-    match tool {
-        "kernel_stats" => Ok(tools::kernel_stats::kernel_stats(op_stats)),
-        "hlo_stats" => Ok(tools::hlo_stats::hlo_stats(op_stats)),
-        "roofline_model" => Ok(tools::roofline_model::roofline_model(op_stats)),
-        "op_profile" => {
-            let grouping = tools::op_profile::Grouping::from_param(params.get("group_by").map(String::as_str));
-            Ok(tools::op_profile::op_profile(op_stats, grouping))
-        }
-        "framework_op_stats" => Ok(tools::framework_op_stats::framework_op_stats(op_stats)),
-        "pod_viewer" => Ok(tools::pod_viewer::pod_viewer(op_stats)),
-        "overview_page" => Ok(tools::overview_page::overview_page(op_stats)),
-        "input_pipeline_analyzer" => Ok(tools::input_pipeline::input_pipeline_analyzer(op_stats)),
-        _ => Err(ApiError::NotYetAvailable { tool: tool.to_string() }),
-    }
+/// XProf's `/data_csv` of a report: the first DataTable of its JSON body as CSV, or `None`
+/// when the body has none.
+pub fn xprof_csv(report: &dyn Report) -> Option<String> {
+    oxprof_wire::csv::data_csv(&report.xprof_body_json()?)
+}
+
+/// The OpStats tools: each host's analysis (kept by the session), combined with the step
+/// database the tool reads, then the tool's report, with oxprof's notes on the hosts and
+/// on the device tools.
+fn op_stats_report(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+    steps: StepSelection,
+    report: registry::OpStatsReport,
+) -> Result<Box<dyn Report>, ApiError> {
+    let files = select_hosts(run, request.host.as_deref())?;
+    let analyses = session.host_analyses(&files, refresh)?;
+    let op_stats = combine_hosts(&analyses, steps);
+    let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
+    notes.extend(oxprof_analysis::tools::hlo_stats::device_tool_notes(&request.tool, &op_stats));
+    Ok(with_notes(report(&op_stats, &request.params), notes))
 }
 
 fn host_notes(host: &str, analysis: &HostAnalysis) -> Vec<String> {
     analysis.advice.iter().map(|a| format!("{host}: {a}")).collect()
+}
+
+/// `report` with oxprof's `notes` before its own.
+pub fn with_notes(report: Box<dyn Report>, notes: Vec<String>) -> Box<dyn Report> {
+    if notes.is_empty() {
+        return report;
+    }
+    Box::new(Noted { report, notes })
+}
+
+/// A report with notes from the layer that computed it (hosts, selection).
+#[derive(Debug)]
+struct Noted {
+    report: Box<dyn Report>,
+    notes: Vec<String>,
+}
+
+impl Report for Noted {
+    fn xprof_body(&self) -> XprofBody {
+        self.report.xprof_body()
+    }
+
+    fn to_json(&self) -> Value {
+        self.report.to_json()
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        self.report.tables()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes = self.notes.clone();
+        notes.extend(self.report.notes());
+        notes
+    }
+
+    fn xprof_body_json(&self) -> Option<Value> {
+        self.report.xprof_body_json()
+    }
+}
+
+/// The output of a tool that has no typed report (the trace viewer's events, the graph
+/// viewer's text, the module list): XProf's body as it is, its JSON value when the
+/// producer kept one, and notes. It has no tables.
+#[derive(Debug)]
+pub struct BodyReport(pub DataResponse);
+
+impl Report for BodyReport {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody { content_type: self.0.content_type, text: self.0.body.clone() }
+    }
+
+    /// The JSON value, or the body as a JSON string when it is not JSON.
+    fn to_json(&self) -> Value {
+        match &self.0.json {
+            Some(json) => json.clone(),
+            None => serde_json::from_str(&self.0.body).unwrap_or_else(|_| Value::String(self.0.body.clone())),
+        }
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        Vec::new()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.0.notes.clone()
+    }
+
+    /// Only the value the producer kept: a trace body is not parsed again.
+    fn xprof_body_json(&self) -> Option<Value> {
+        self.0.json.clone()
+    }
+}
+
+impl DataResponse {
+    /// As a report (see [`BodyReport`]).
+    pub fn into_report(self) -> Box<dyn Report> {
+        Box::new(BodyReport(self))
+    }
 }

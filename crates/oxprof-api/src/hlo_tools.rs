@@ -13,14 +13,14 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, DataResponse};
+use crate::data::{DataRequest, DataResponse, with_notes};
 use crate::session::Session;
+use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::graph_viewer::{self, TextKind};
 use oxprof_analysis::tools::memory_viewer::{self, MemoryViewerOptions};
-use oxprof_format::hlo::{
+use oxprof_hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };
-use serde_json::Value;
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_viewer", "graph_viewer", "module_list"];
@@ -127,7 +127,7 @@ struct LoadedModule {
 
 fn load_module(set: &ModuleSet, run: &ServedRun, name: &str) -> Result<LoadedModule, ApiError> {
     let bytes = set.bytes(run, name)?;
-    let bad = |e: oxprof_format::DecodeError| ApiError::BadParameter {
+    let bad = |e: oxprof_hlo::DecodeError| ApiError::BadParameter {
         name: "module_name".into(),
         reason: format!("HLO module {name:?} does not decode: {e}"),
     };
@@ -179,30 +179,38 @@ fn requested_module<'s>(set: &'s ModuleSet, run: &ServedRun, request: &DataReque
     Err(ApiError::BadParameter { name: "module_name".into(), reason: "Can not load hlo proto from options.".into() })
 }
 
-/// [`crate::registry::Answer`] of this module's tools.
-pub(crate) fn answer(
+/// [`crate::registry::Compute`] of this module's tools: `memory_viewer`'s
+/// [`memory_viewer::PreprocessResult`] (its allocation timeline, HTML, as it is), and the
+/// text of `graph_viewer` and `module_list` as they are.
+pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
-) -> Result<DataResponse, ApiError> {
-    data(session, run, &request.tool, request)
+) -> Result<Box<dyn Report>, ApiError> {
+    report(session, run, &request.tool, request)
 }
 
-/// Answers a data request for one of [`TOOLS`].
-pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+/// The report of a data request for one of [`TOOLS`].
+pub fn report(
+    session: &Session,
+    run: &ServedRun,
+    tool: &str,
+    request: &DataRequest,
+) -> Result<Box<dyn Report>, ApiError> {
     let set = module_set(session, run)?;
     match tool {
         "module_list" => {
-            Ok(DataResponse { content_type: "text/plain", body: set.names().join(","), json: None, notes: Vec::new() })
+            Ok(DataResponse { content_type: "text/plain", body: set.names().join(","), json: None, notes: Vec::new() }
+                .into_report())
         }
-        "memory_viewer" => memory_viewer_data(&set, run, request),
-        "graph_viewer" => graph_viewer_data(&set, run, request),
+        "memory_viewer" => memory_viewer_report(&set, run, request),
+        "graph_viewer" => Ok(graph_viewer_data(&set, run, request)?.into_report()),
         other => Err(ApiError::UnknownTool(other.to_string())),
     }
 }
 
-fn memory_viewer_data(set: &ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<DataResponse, ApiError> {
+fn memory_viewer_report(set: &ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<Box<dyn Report>, ApiError> {
     let name = requested_module(set, run, request)?;
     let loaded = load_module(set, run, name)?;
     // `memory_space` that is not a number reads as 0, as in XProf.
@@ -228,10 +236,10 @@ fn memory_viewer_data(set: &ModuleSet, run: &ServedRun, request: &DataRequest) -
             body: memory_viewer::timeline_html(&result),
             json: None,
             notes,
-        });
+        }
+        .into_report());
     }
-    let json = serde_json::to_value(&result).unwrap_or(Value::Null);
-    Ok(DataResponse { content_type: "application/json", body: json.to_string(), json: Some(json), notes })
+    Ok(with_notes(Box::new(result), notes))
 }
 
 fn graph_viewer_data(set: &ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<DataResponse, ApiError> {

@@ -120,7 +120,7 @@ impl HttpResponse {
     /// A JSON body formatted like Python's `json.dumps(..., sort_keys=True)`, which XProf
     /// uses for its listing routes (`["a", "b"]`, `{"k": v}`).
     fn python_json(value: &Value) -> Self {
-        Self::bytes(200, "application/json", python_json_bytes(value))
+        Self::bytes(200, "application/json", oxprof_wire::python_json::dumps_sorted(value).into_bytes())
     }
 
     /// A body of bytes with its content type.
@@ -230,6 +230,8 @@ pub struct ServiceOptions {
     pub guard: Guard,
     /// Input budgets of every profile read.
     pub limits: oxprof_format::LoadLimits,
+    /// Serve runs whose files are symlinks to outside the root (`--follow-symlinks`).
+    pub follow_symlinks: bool,
 }
 
 impl ServiceOptions {
@@ -241,6 +243,7 @@ impl ServiceOptions {
             demo: false,
             guard: Guard::loopback(),
             limits: oxprof_format::LoadLimits::default(),
+            follow_symlinks: false,
         }
     }
 }
@@ -275,7 +278,7 @@ impl Service {
         let session_options = SessionOptions {
             cache_bytes: options.cache_bytes,
             limits: options.limits.clone(),
-            ..SessionOptions::default()
+            confine_to_root: !options.follow_symlinks,
         };
         let session = Session::open(&options.root, session_options)?;
         Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
@@ -580,12 +583,9 @@ impl Service {
                     notes: Vec::new(),
                 });
             }
-            let response = crate::data::answer(session, run, request, refresh)?;
-            Ok(Rendered {
-                content_type: response.content_type,
-                body: response.body.into_bytes().into(),
-                notes: response.notes,
-            })
+            let report = crate::data::compute(session, run, request, refresh)?;
+            let body = report.xprof_body();
+            Ok(Rendered { content_type: body.content_type, body: body.text.into_bytes().into(), notes: report.notes() })
         })?)
     }
 
@@ -634,8 +634,7 @@ impl Service {
             return Err(not_csv());
         }
         let json: Value = serde_json::from_slice(&computed.body).map_err(|_| not_csv())?;
-        let table = crate::table::first_table(&json).ok_or_else(not_csv)?;
-        let csv = oxprof_analysis::tools::csv::datatable_to_csv(table);
+        let csv = oxprof_wire::csv::data_csv(&json).ok_or_else(not_csv)?;
         let mut response = HttpResponse::bytes(200, "text/csv", csv.into_bytes());
         response.headers.push(("Content-Disposition", format!("attachment; filename=\"{}\"", csv_filename(q))));
         Ok(response)
@@ -826,90 +825,9 @@ fn csv_filename(q: &Query) -> String {
     format!("{}.csv", parts.join("_"))
 }
 
-/// `json.dumps(value, sort_keys=True)` of Python: `", "` and `": "` separators, keys
-/// sorted, non-ASCII escaped as `\uXXXX`.
-fn python_json_bytes(value: &Value) -> Vec<u8> {
-    let mut out = String::new();
-    write_python_json(value, &mut out);
-    out.into_bytes()
-}
-
-fn write_python_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_python_json(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_python_string(key, out);
-                out.push_str(": ");
-                if let Some(v) = map.get(key) {
-                    write_python_json(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::String(s) => write_python_string(s, out),
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-fn write_python_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn python_json_matches_xprof_listing_bodies() {
-        let v = json!({"srcPathPrefix": null, "enableTabNameLabel": false, "hideCaptureProfileButton": false});
-        assert_eq!(
-            String::from_utf8(python_json_bytes(&v)).unwrap(),
-            r#"{"enableTabNameLabel": false, "hideCaptureProfileButton": false, "srcPathPrefix": null}"#
-        );
-        assert_eq!(
-            String::from_utf8(python_json_bytes(&json!(["a", "é", "\u{1F600}"]))).unwrap(),
-            r#"["a", "\u00e9", "\ud83d\ude00"]"#
-        );
-        assert_eq!(
-            String::from_utf8(python_json_bytes(&json!([{"hostname": "vm"}]))).unwrap(),
-            r#"[{"hostname": "vm"}]"#
-        );
-    }
 
     #[test]
     fn csv_file_names_follow_xprof() {

@@ -3,7 +3,8 @@
 
 use crate::ApiError;
 use oxprof_analysis::inspect::{SpaceSummary, summarize_space};
-use oxprof_format::{LoadLimits, discover, load_xspace_with};
+use oxprof_format::{discover, load_xspace_with};
+use oxprof_model::LoadLimits;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;

@@ -20,4 +20,4 @@ pub mod tf_data;
 pub mod trace;
 
 pub use error::ApiError;
-pub use oxprof_format::LoadLimits;
+pub use oxprof_model::LoadLimits;

@@ -1,279 +1,165 @@
-//! Markdown for people (`oxprof data TOOL --format md`): DataTable tools through
-//! [`crate::table::all_to_markdown`], and readable summaries of the tools whose output is
-//! a protobuf JSON message: `op_profile` (the most expensive ops), `memory_profile` (each
-//! allocator's peak and what was live at it) and `pod_viewer` (each step on each core).
+//! Markdown for people (`oxprof data TOOL --format md`), from a report's typed tables
+//! (`oxprof_analysis::report::Report::tables`) rendered by [`crate::table`]: XProf's
+//! DataTables with their properties for the DataTable tools, oxprof's own summaries for
+//! the tools whose XProf body is a proto message (`op_profile`: the costliest ops;
+//! `memory_profile`: each allocator's peak and what was live at it; `pod_viewer`: each
+//! step on each core).
 
-use crate::table::{all_to_markdown, markdown_table as table};
-use serde_json::Value;
+use crate::table::tables_to_markdown;
+use oxprof_analysis::report::Report;
 
-/// Rows shown in the op and allocation tables (the JSON output has all of them).
-const TOP_ROWS: usize = 50;
-/// Rows shown in the pod viewer's step × core table.
-const POD_ROWS: usize = 200;
-
-/// A tool's JSON output as Markdown (its registry row's renderer); empty when there is
-/// nothing to show as a table.
-pub fn tool_markdown(tool: &str, json: &Value) -> String {
-    match crate::registry::find(tool) {
-        Some(tool) => (tool.markdown)(json),
-        None => all_to_markdown(json),
-    }
-}
-
-fn number(value: &Value) -> f64 {
-    // Protobuf JSON writes 64-bit integers as strings.
-    value.as_f64().or_else(|| value.as_str().and_then(|s| s.parse().ok())).unwrap_or(0.0)
-}
-
-/// The op profile's tree (by program or by category), its groups and its most expensive
-/// ops by time, with the FLOP rate and HBM bandwidth utilization XProf shows.
-pub(crate) fn op_profile_markdown(json: &Value) -> String {
-    let Some((grouping, root)) = ["byProgram", "byCategory"].iter().find_map(|k| json.get(*k).map(|root| (*k, root)))
-    else {
-        return String::new();
-    };
-    let total = number(&root["metrics"]["rawTime"]);
-    if total <= 0.0 {
-        return String::new();
-    }
-    let percent = |node: &Value| format!("{:.2}%", 100.0 * number(&node["metrics"]["rawTime"]) / total);
-    let utilization = |node: &Value, key: &str| match &node["metrics"][key] {
-        Value::Array(items) => format!("{:.1}%", 100.0 * items.first().map(number).unwrap_or(0.0)),
-        value => format!("{:.1}%", 100.0 * number(value)),
-    };
-    let mut out = format!(
-        "- **device_type**: {}\n- **total_time_ms**: {:.3}\n- **grouped_by**: {}\n\n",
-        json["deviceType"].as_str().unwrap_or(""),
-        total / 1e9,
-        if grouping == "byProgram" { "program" } else { "category" }
-    );
-    let groups: Vec<Vec<String>> = root["children"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|g| vec![g["name"].as_str().unwrap_or("").to_string(), percent(g)])
-        .collect();
-    out.push_str(&table(&["Group", "Time"], &groups));
-    // Leaves (XLA ops) under each group, with the group's name.
-    let mut leaves: Vec<(&Value, &str)> = Vec::new();
-    for group in root["children"].as_array().into_iter().flatten() {
-        let name = group["name"].as_str().unwrap_or("");
-        let mut stack = vec![group];
-        while let Some(node) = stack.pop() {
-            let children = node["children"].as_array().map(Vec::as_slice).unwrap_or_default();
-            if node.get("xla").is_some() && children.is_empty() {
-                leaves.push((node, name));
-            }
-            stack.extend(children);
-        }
-    }
-    leaves.sort_by(|a, b| number(&b.0["metrics"]["rawTime"]).total_cmp(&number(&a.0["metrics"]["rawTime"])));
-    let shown = leaves.len().min(TOP_ROWS);
-    let rows: Vec<Vec<String>> = leaves[..shown]
-        .iter()
-        .map(|(op, group)| {
-            vec![
-                op["name"].as_str().unwrap_or("").to_string(),
-                op["xla"]["category"].as_str().unwrap_or("").to_string(),
-                group.to_string(),
-                percent(op),
-                format!("{}", number(&op["metrics"]["occurrences"])),
-                format!("{:.3}", number(&op["metrics"]["avgTimePs"]) / 1e6),
-                utilization(op, "flops"),
-                utilization(op, "bandwidthUtils"),
-            ]
-        })
-        .collect();
-    out.push_str(&format!("\n{} of {} ops, most time first:\n\n", shown, leaves.len()));
-    out.push_str(&table(
-        &[
-            "Op",
-            "Category",
-            "Group",
-            "Time",
-            "Occurrences",
-            "Avg time (µs)",
-            "FLOP rate utilization",
-            "HBM bandwidth utilization",
-        ],
-        &rows,
-    ));
-    out
-}
-
-/// Per allocator: its peak (when, how much, fragmentation) and the allocations live at
-/// the peak, largest first.
-pub(crate) fn memory_profile_markdown(json: &Value) -> String {
-    let Some(allocators) = json["memoryProfilePerAllocator"].as_object() else {
-        return String::new();
-    };
-    let mib = |v: &Value| format!("{:.2}", number(v) / (1024.0 * 1024.0));
-    let mut parts = Vec::new();
-    for (id, allocator) in allocators {
-        let summary = &allocator["profileSummary"];
-        let peak = &summary["peakStats"];
-        let mut part = format!(
-            "## {id}\n\n- **peak_heap_usage_mib**: {}\n- **peak_time_ms**: {:.3}\n- **peak_bytes_in_use_mib**: {}\n\
-             - **stack_reserved_mib**: {}\n- **heap_allocated_mib**: {}\n- **free_memory_mib**: {}\n\
-             - **fragmentation**: {:.1}%\n- **capacity_mib**: {}\n\n",
-            mib(&summary["peakBytesUsageLifetime"]),
-            number(&summary["peakStatsTimePs"]) / 1e9,
-            mib(&peak["peakBytesInUse"]),
-            mib(&peak["stackReservedBytes"]),
-            mib(&peak["heapAllocatedBytes"]),
-            mib(&peak["freeMemoryBytes"]),
-            100.0 * number(&peak["fragmentation"]),
-            mib(&summary["memoryCapacity"]),
-        );
-        let snapshots = allocator["memoryProfileSnapshots"].as_array().map(Vec::as_slice).unwrap_or_default();
-        let special = allocator["specialAllocations"].as_array().map(Vec::as_slice).unwrap_or_default();
-        let mut live: Vec<(&Value, f64)> = allocator["activeAllocations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|a| {
-                let index = |key: &str| usize::try_from(number(&a[key]) as i64).ok();
-                let activity = match (index("snapshotIndex"), index("specialIndex")) {
-                    (Some(i), _) => &snapshots.get(i)?["activityMetadata"],
-                    (None, Some(i)) => special.get(i)?,
-                    _ => return None,
-                };
-                Some((activity, number(&a["numOccurrences"])))
-            })
-            .collect();
-        live.sort_by(|a, b| {
-            (number(&b.0["allocationBytes"]) * b.1).total_cmp(&(number(&a.0["allocationBytes"]) * a.1))
-        });
-        let shown = live.len().min(TOP_ROWS);
-        let rows: Vec<Vec<String>> = live[..shown]
-            .iter()
-            .map(|(m, occurrences)| {
-                let text = |k: &str| m[k].as_str().unwrap_or("").to_string();
-                vec![
-                    text("tfOpName"),
-                    mib(&m["allocationBytes"]),
-                    mib(&m["requestedBytes"]),
-                    format!("{occurrences}"),
-                    text("regionType"),
-                    text("dataType"),
-                    text("tensorShape"),
-                ]
-            })
-            .collect();
-        part.push_str(&format!("{shown} of {} allocations live at the peak, largest first:\n\n", live.len()));
-        part.push_str(&table(
-            &["Op", "Allocation (MiB)", "Requested (MiB)", "Occurrences", "Region", "Data type", "Shape"],
-            &rows,
-        ));
-        parts.push(part);
-    }
-    parts.join("\n")
-}
-
-/// The pod viewer's steps, one row per (step, core): duration, bottleneck and the step
-/// breakdown in XProf's categories.
-pub(crate) fn pod_viewer_markdown(json: &Value) -> String {
-    let Some(steps) = json["podStatsSequence"]["podStatsMap"].as_array() else {
-        return String::new();
-    };
-    let categories: Vec<(String, String)> = json["stepBreakdownEvents"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| (number(&e["id"]).to_string(), e["name"].as_str().unwrap_or("").to_string()))
-        .collect();
-    let mut rows = Vec::new();
-    for step in steps {
-        let Some(cores) = step["podStatsPerCore"].as_object() else { continue };
-        for (core, stats) in cores {
-            let mut row = vec![
-                number(&stats["stepNum"]).to_string(),
-                core.clone(),
-                stats["hostName"].as_str().unwrap_or("").to_string(),
-                format!("{:.3}", number(&stats["totalDurationUs"])),
-                stats["bottleneck"].as_str().unwrap_or("").to_string(),
-            ];
-            row.extend(categories.iter().map(|(id, _)| format!("{:.3}", number(&stats["stepBreakdownUs"][id]))));
-            rows.push(row);
-        }
-    }
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut header = vec!["Step", "Core", "Host", "Step time (µs)", "Bottleneck"];
-    header.extend(categories.iter().map(|(_, name)| name.as_str()));
-    let shown = rows.len().min(POD_ROWS);
-    let mut out = format!("- **device_type**: {}\n\n", json["deviceType"].as_str().unwrap_or(""));
-    if shown < rows.len() {
-        out.push_str(&format!("{shown} of {} step × core rows (--format json has all):\n\n", rows.len()));
-    }
-    out.push_str(&table(&header, &rows[..shown]));
-    out
+/// A report as Markdown: `None` when its output has no tables at all (the trace viewer's
+/// events, the graph viewer's text), `Some("")` when its tables have nothing to show.
+pub fn report_markdown(report: &dyn Report) -> Option<String> {
+    let tables = report.tables();
+    (!tables.is_empty()).then(|| tables_to_markdown(&tables))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use oxprof_analysis::op_stats::HardwareType;
+    use oxprof_analysis::tools::memory_profile::{
+        ActiveAllocation, ActivitySerde, AggregationStats, AllocatorSerde, MemoryActivity, MemoryProfile,
+        MemoryProfileSerde, ProfileSummary, SnapshotSerde,
+    };
+    use oxprof_analysis::tools::op_profile::{Grouping, Node, NodeMetrics, OpProfile, XlaInstruction};
+    use oxprof_analysis::tools::pod_viewer::{GenericStepTimeUs, PodCoreStep, PodStep, PodViewer};
+
+    fn node(name: &str, raw_time: f64, children: Vec<Node>) -> Node {
+        Node {
+            name: name.into(),
+            metrics: NodeMetrics { raw_time, ..Default::default() },
+            children,
+            ..Default::default()
+        }
+    }
 
     #[test]
     fn op_profile_lists_groups_and_the_costliest_ops() {
-        let op = |name: &str, time: u64| {
-            json!({"name": name, "xla": {"category": "fusion"}, "children": [],
-                   "metrics": {"rawTime": time, "occurrences": 2, "avgTimePs": time as f64 / 2.0,
-                               "flops": 0.5, "bandwidthUtils": [0.25, 0, 0]}})
+        let op = |name: &str, time: f64| Node {
+            name: name.into(),
+            xla: Some(XlaInstruction { category: "fusion".into(), ..Default::default() }),
+            metrics: NodeMetrics {
+                raw_time: time,
+                occurrences: 2,
+                avg_time_ps: time / 2.0,
+                flops: 0.5,
+                bandwidth_utils: [0.25, 0.0, 0.0],
+                ..Default::default()
+            },
+            ..Default::default()
         };
-        let json = json!({"deviceType": "TPU", "byProgram": {"name": "by_program", "metrics": {"rawTime": 4_000_000},
-            "children": [{"name": "jit_f(1)", "metrics": {"rawTime": 4_000_000},
-                "children": [{"name": "fusion", "metrics": {"rawTime": 4_000_000},
-                    "children": [op("fusion.1", 1_000_000), op("fusion.2", 3_000_000)]}]}]}});
-        let md = tool_markdown("op_profile", &json);
+        let fusions = node("fusion", 4e6, vec![op("fusion.1", 1e6), op("fusion.2", 3e6)]);
+        let profile = OpProfile {
+            grouping: Grouping::ByProgram,
+            tree: node("by_program", 4e6, vec![node("jit_f(1)", 4e6, vec![fusions])]),
+            tree_exclude_idle: Node::default(),
+            device_type: HardwareType::Tpu,
+            agg_dvfs_time_scale_multiplier: 1.0,
+        };
+        let md = report_markdown(&profile).unwrap();
+        assert!(
+            md.starts_with("- **device_type**: TPU\n- **total_time_ms**: 0.004\n- **grouped_by**: program\n"),
+            "{md}"
+        );
         assert!(md.contains("| jit_f(1) | 100.00% |"), "{md}");
         let big = md.find("| fusion.2 | fusion | jit_f(1) | 75.00% | 2 | 1.500 | 50.0% | 25.0% |").expect(&md);
         assert!(big < md.find("| fusion.1 |").expect(&md), "{md}");
-        assert!(md.contains("2 of 2 ops"), "{md}");
+        assert!(md.contains("2 of 2 ops, most time first:"), "{md}");
     }
 
     #[test]
     fn memory_profile_shows_the_peak_and_what_was_live() {
-        let activity = |op: &str, bytes: u64| {
-            json!({"tfOpName": op, "allocationBytes": bytes.to_string(),
-            "requestedBytes": bytes.to_string(), "regionType": "output", "dataType": "float", "tensorShape": "[4]"})
+        let activity = |op: &str, bytes: i64| ActivitySerde {
+            activity: MemoryActivity::Allocation,
+            requested_bytes: bytes,
+            allocation_bytes: bytes,
+            address: 0,
+            step_id: 0,
+            tf_op_name: op.into(),
+            region_type: "output".into(),
+            data_type: "float".into(),
+            tensor_shape: "[4]".into(),
         };
-        let json = json!({"memoryProfilePerAllocator": {"GPU_0_bfc": {
-            "profileSummary": {"peakBytesUsageLifetime": "3145728", "peakStatsTimePs": "2000000000",
-                "memoryCapacity": "1073741824",
-                "peakStats": {"peakBytesInUse": "3145728", "heapAllocatedBytes": "3145728", "fragmentation": 0.25}},
-            "memoryProfileSnapshots": [{"activityMetadata": activity("small", 1048576)}],
-            "specialAllocations": [activity("preallocated", 2097152)],
-            "activeAllocations": [{"snapshotIndex": "0", "specialIndex": "-1", "numOccurrences": "1"},
-                                  {"snapshotIndex": "-1", "specialIndex": "0", "numOccurrences": "1"}]}}});
-        let md = tool_markdown("memory_profile", &json);
+        let peak = AggregationStats {
+            peak_bytes_in_use: 3 << 20,
+            heap_allocated_bytes: 3 << 20,
+            fragmentation: 0.25,
+            ..Default::default()
+        };
+        let allocator = AllocatorSerde {
+            summary: ProfileSummary {
+                peak_bytes_usage_lifetime: 3 << 20,
+                peak_stats: peak,
+                peak_stats_time_ps: 2_000_000_000,
+                memory_capacity: 1 << 30,
+            },
+            active_allocations: vec![
+                ActiveAllocation { snapshot_index: 0, special_index: -1, num_occurrences: 1 },
+                ActiveAllocation { snapshot_index: -1, special_index: 0, num_occurrences: 1 },
+            ],
+            snapshots: vec![SnapshotSerde { time_offset_ps: 0, stats: peak, activity: activity("small", 1 << 20) }],
+            special_allocations: vec![activity("preallocated", 2 << 20)],
+            sampled_timeline: Vec::new(),
+        };
+        let profile: MemoryProfile = MemoryProfileSerde {
+            allocators: [("GPU_0_bfc".to_string(), allocator)].into_iter().collect(),
+            memory_ids: vec!["GPU_0_bfc".into()],
+            num_hosts: 1,
+            version: 1,
+            hlo_modules: Vec::new(),
+        }
+        .into();
+        let md = report_markdown(&profile).unwrap();
         assert!(md.starts_with("## GPU_0_bfc\n\n- **peak_heap_usage_mib**: 3.00\n- **peak_time_ms**: 2.000\n"), "{md}");
         assert!(md.contains("- **fragmentation**: 25.0%"), "{md}");
+        assert!(md.contains("2 of 2 allocations live at the peak, largest first:"), "{md}");
         let first = md.find("| preallocated | 2.00 | 2.00 | 1 | output | float | [4] |").expect(&md);
         assert!(first < md.find("| small | 1.00 |").expect(&md), "{md}");
     }
 
     #[test]
-    fn other_tools_and_odd_input_fall_back_or_give_nothing() {
-        assert_eq!(tool_markdown("op_profile", &json!({})), "");
-        assert_eq!(tool_markdown("memory_profile", &json!({"memoryProfilePerAllocator": []})), "");
-        assert_eq!(tool_markdown("pod_viewer", &json!({"podStatsSequence": {}})), "");
-        assert_eq!(tool_markdown("kernel_stats", &json!({"no": "table"})), "");
+    fn pod_viewer_has_a_row_per_step_and_core() {
+        let core = PodCoreStep {
+            core_id: 0,
+            host_name: "h".into(),
+            step_num: 3,
+            total_duration_us: 12.5,
+            breakdown: GenericStepTimeUs { device_compute_us: 2.5, input_us: 10.0, ..Default::default() },
+            bottleneck: "Input".into(),
+        };
+        let pods = PodViewer {
+            device_type: "TPU".into(),
+            steps: vec![PodStep { step_num: 3, cores: vec![core] }],
+            warnings: vec![],
+        };
+        let md = report_markdown(&pods).unwrap();
+        assert!(md.starts_with("- **device_type**: TPU\n\n1 of 1 step × core rows:\n\n"), "{md}");
+        assert!(
+            md.contains("| Step | Core | Host | Step time (µs) | Bottleneck | Device compute | Device to device |"),
+            "{md}"
+        );
+        assert!(md.contains("| 3 | 0 | h | 12.500 | Input | 2.500 | 0.000 | 0.000 | 0.000 | 0.000 | 10.000 |"), "{md}");
     }
 
     #[test]
-    fn pod_viewer_has_a_row_per_step_and_core() {
-        let json = json!({"deviceType": "TPU",
-            "stepBreakdownEvents": [{"id": 1, "name": "Device compute"}, {"id": 6, "name": "Input"}],
-            "podStatsSequence": {"podStatsMap": [{"stepNum": 3, "podStatsPerCore": {"0": {"hostName": "h",
-                "stepNum": 3, "totalDurationUs": 12.5, "bottleneck": "Input",
-                "stepBreakdownUs": {"1": 2.5, "6": 10}}}}]}});
-        assert_eq!(
-            tool_markdown("pod_viewer", &json),
-            "- **device_type**: TPU\n\n| Step | Core | Host | Step time (µs) | Bottleneck | Device compute | Input |\n\
-             |---|---|---|---|---|---|---|\n| 3 | 0 | h | 12.500 | Input | 2.500 | 10.000 |\n"
-        );
+    fn empty_outputs_give_nothing_and_bodies_no_tables() {
+        let empty = OpProfile {
+            grouping: Grouping::ByCategory,
+            tree: Node::default(),
+            tree_exclude_idle: Node::default(),
+            device_type: HardwareType::CpuOnly,
+            agg_dvfs_time_scale_multiplier: 0.0,
+        };
+        assert_eq!(report_markdown(&empty).as_deref(), Some(""));
+        assert_eq!(report_markdown(&MemoryProfile::default()).as_deref(), Some(""));
+        let body = crate::data::DataResponse {
+            content_type: "text/plain",
+            body: "m1,m2".into(),
+            json: None,
+            notes: Vec::new(),
+        };
+        assert_eq!(report_markdown(&*body.into_report()), None);
     }
 }

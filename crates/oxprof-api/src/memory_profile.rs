@@ -8,26 +8,34 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts};
+use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
 use crate::session::Session;
+use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::memory_profile::memory_profile;
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 
 /// Tools answered here (XProf's names).
 pub const TOOLS: &[&str] = &["memory_profile"];
 
-/// [`crate::registry::Answer`] of this module's tools.
-pub(crate) fn answer(
+/// [`crate::registry::Compute`] of this module's tools.
+pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
-) -> Result<DataResponse, ApiError> {
-    data(session, run, &request.tool, request)
+) -> Result<Box<dyn Report>, ApiError> {
+    report(session, run, &request.tool, request)
 }
 
-/// Answers a data request for one of [`TOOLS`].
-pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+/// The report of a data request for one of [`TOOLS`]: the host's
+/// [`oxprof_analysis::tools::memory_profile::MemoryProfile`], or XProf's empty body for a
+/// host without a `/host:CPU` plane.
+pub fn report(
+    session: &Session,
+    run: &ServedRun,
+    tool: &str,
+    request: &DataRequest,
+) -> Result<Box<dyn Report>, ApiError> {
     if !TOOLS.contains(&tool) {
         return Err(ApiError::UnknownTool(tool.to_string()));
     }
@@ -56,7 +64,8 @@ pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataReques
                 "{}: no /host:CPU plane, so no allocator events (XProf answers an empty body)",
                 file.host
             )],
-        });
+        }
+        .into_report());
     };
     drop(space);
     let mut notes = Vec::new();
@@ -67,7 +76,5 @@ pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataReques
             file.host
         ));
     }
-    let body = profile.to_json_string();
-    let json = serde_json::from_str(&body).ok();
-    Ok(DataResponse { content_type: "application/json", body, json, notes })
+    Ok(with_notes(Box::new(profile), notes))
 }

@@ -1,21 +1,32 @@
 //! The tools, in one table: every other place that needs to know a tool (the CLI's help
-//! and parser, `/run_tools`, `/hosts`, `/oxprof/api/info`, the UI's Tools menu, the
-//! Markdown renderer, the golden tests) reads it from here.
+//! and parser, `/run_tools`, `/hosts`, `/oxprof/api/info`, the UI's Tools menu, `data`'s
+//! computation, the golden tests) reads it from here.
 //!
-//! Adding a tool is one analysis module, one row in [`TOOLS`] and one UI page
-//! (`ui/src/pages/`, registered under the row's `page`); `tests/registry.rs` fails when a
-//! row is missing from any of those places.
+//! Adding a tool is one analysis module (a typed report implementing
+//! `oxprof_analysis::report::Report`), one row in [`TOOLS`] (its computation) and one UI
+//! page (`ui/src/pages/`, registered under the row's `page`); `tests/registry.rs` fails
+//! when a row is missing from any of those places. XProf's bodies, CSV and Markdown all
+//! come from the report the row computes.
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, DataResponse};
+use crate::data::DataRequest;
 use crate::session::Session;
-use oxprof_format::XSpace;
-use oxprof_format::schema::{
+use oxprof_analysis::op_stats::OpStats;
+use oxprof_analysis::op_stats::convert::StepSelection;
+use oxprof_analysis::report::Report;
+use oxprof_analysis::tools::{
+    framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
+    kernel_stats::KernelStats, op_profile, overview_page::OverviewPage, pod_viewer::PodViewer,
+    roofline_model::RooflineModel,
+};
+use oxprof_model::XSpace;
+use oxprof_model::schema::{
     GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
 };
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Which part of oxprof computes a tool (what it reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -90,8 +101,26 @@ pub enum Reference {
     None,
 }
 
-/// Computes a tool's response.
-pub type Answer = fn(&Session, &ServedRun, &DataRequest, bool) -> Result<DataResponse, ApiError>;
+/// Computes a tool's report for a request (`bool`: recompute what the session keeps).
+pub type Compute = fn(&Session, &ServedRun, &DataRequest, bool) -> Result<Box<dyn Report>, ApiError>;
+
+/// An OpStats tool's report of the combined OpStats, with the request's parameters.
+pub type OpStatsReport = fn(&OpStats, &BTreeMap<String, String>) -> Box<dyn Report>;
+
+/// How a tool's report is computed.
+#[derive(Debug, Clone, Copy)]
+pub enum Computation {
+    /// From the OpStats of the selected hosts combined (`crate::data`), with the step
+    /// database XProf 2.24.2 gives the tool.
+    OpStats {
+        /// Which steps the combined step database keeps.
+        steps: StepSelection,
+        /// The report.
+        report: OpStatsReport,
+    },
+    /// By the module of the tool's family.
+    Custom(Compute),
+}
 
 /// One tool.
 #[derive(Debug, Clone, Copy)]
@@ -117,9 +146,7 @@ pub struct Tool {
     /// The content type of its `/data` body.
     pub content_type: &'static str,
     /// The computation (`None`: XProf has it, oxprof does not yet).
-    pub answer: Option<Answer>,
-    /// Markdown for people from its JSON output (`oxprof data --format md`).
-    pub markdown: fn(&Value) -> String,
+    pub compute: Option<Computation>,
     /// Where the golden tests get its expected outputs.
     pub reference: Reference,
 }
@@ -127,7 +154,7 @@ pub struct Tool {
 impl Tool {
     /// Whether oxprof computes it.
     pub fn available(&self) -> bool {
-        self.answer.is_some()
+        self.compute.is_some()
     }
 
     /// Whether `name` names this tool.
@@ -137,10 +164,6 @@ impl Tool {
 }
 
 const JSON: &str = "application/json";
-
-fn tables(json: &Value) -> String {
-    crate::table::all_to_markdown(json)
-}
 
 /// Every tool, in the order of XProf's `GetAvailableToolNames` (then oxprof's own, then
 /// the tools XProf names that oxprof does not compute).
@@ -156,8 +179,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "trace_viewer",
         content_type: JSON,
-        answer: Some(crate::trace::answer),
-        markdown: tables,
+        compute: Some(Computation::Custom(crate::trace::compute)),
         reference: Reference::Xprof,
     },
     Tool {
@@ -171,8 +193,10 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "overview_page",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: tables,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::DropIncomplete,
+            report: |op_stats, _| Box::new(OverviewPage::from_op_stats(op_stats)),
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -186,8 +210,10 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "input_pipeline_analyzer",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: tables,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::DropIncomplete,
+            report: |op_stats, _| Box::new(InputPipelineAnalysis::from_op_stats(op_stats)),
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -201,8 +227,10 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "framework_op_stats",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: tables,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::All,
+            report: |op_stats, _| Box::new(FrameworkOpStats::from_op_stats(op_stats)),
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -216,8 +244,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "memory_profile",
         content_type: JSON,
-        answer: Some(crate::memory_profile::answer),
-        markdown: crate::markdown::memory_profile_markdown,
+        compute: Some(Computation::Custom(crate::memory_profile::compute)),
         reference: Reference::Xprof,
     },
     Tool {
@@ -231,8 +258,13 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "op_profile",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: crate::markdown::op_profile_markdown,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::All,
+            report: |op_stats, params| {
+                let grouping = op_profile::Grouping::from_param(params.get("group_by").map(String::as_str));
+                Box::new(op_profile::OpProfile::from_op_stats(op_stats, grouping))
+            },
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -246,8 +278,10 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "hlo_stats",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: tables,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::All,
+            report: |op_stats, _| Box::new(HloStats::from_op_stats(op_stats)),
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -261,8 +295,10 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "roofline_model",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: tables,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::All,
+            report: |op_stats, _| Box::new(RooflineModel::from_op_stats(op_stats)),
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -276,8 +312,10 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "kernel_stats",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: tables,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::All,
+            report: |op_stats, _| Box::new(KernelStats::from_op_stats(op_stats)),
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -291,8 +329,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "memory_viewer",
         content_type: JSON,
-        answer: Some(crate::hlo_tools::answer),
-        markdown: tables,
+        compute: Some(Computation::Custom(crate::hlo_tools::compute)),
         reference: Reference::Xprof,
     },
     Tool {
@@ -306,8 +343,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "graph_viewer",
         content_type: "text/plain",
-        answer: Some(crate::hlo_tools::answer),
-        markdown: tables,
+        compute: Some(Computation::Custom(crate::hlo_tools::compute)),
         reference: Reference::Xprof,
     },
     Tool {
@@ -321,8 +357,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::No,
         page: "generic",
         content_type: JSON,
-        answer: None,
-        markdown: tables,
+        compute: None,
         reference: Reference::None,
     },
     Tool {
@@ -336,8 +371,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::No,
         page: "generic",
         content_type: JSON,
-        answer: None,
-        markdown: tables,
+        compute: None,
         reference: Reference::None,
     },
     Tool {
@@ -351,8 +385,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::No,
         page: "generic",
         content_type: JSON,
-        answer: None,
-        markdown: tables,
+        compute: None,
         reference: Reference::None,
     },
     Tool {
@@ -366,8 +399,10 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::Always,
         page: "pod_viewer",
         content_type: JSON,
-        answer: Some(crate::data::op_stats_answer),
-        markdown: crate::markdown::pod_viewer_markdown,
+        compute: Some(Computation::OpStats {
+            steps: StepSelection::All,
+            report: |op_stats, _| Box::new(PodViewer::from_op_stats(op_stats)),
+        }),
         reference: Reference::Xprof,
     },
     Tool {
@@ -381,8 +416,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::Always,
         page: "tf_data_bottleneck_analysis",
         content_type: JSON,
-        answer: Some(crate::tf_data::answer),
-        markdown: tables,
+        compute: Some(Computation::Custom(crate::tf_data::compute)),
         reference: Reference::Own("crates/oxprof-api/tests/tf_data.rs"),
     },
     Tool {
@@ -396,8 +430,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::No,
         page: "trace_viewer",
         content_type: JSON,
-        answer: Some(crate::trace::answer),
-        markdown: tables,
+        compute: Some(Computation::Custom(crate::trace::compute)),
         reference: Reference::Own("crates/oxprof-api/tests/golden_trace.rs"),
     },
     Tool {
@@ -411,8 +444,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::No,
         page: "generic",
         content_type: "text/plain",
-        answer: Some(crate::hlo_tools::answer),
-        markdown: tables,
+        compute: Some(Computation::Custom(crate::hlo_tools::compute)),
         reference: Reference::Own("crates/oxprof-api/tests/golden_hlo_tools.rs"),
     },
     Tool {
@@ -426,8 +458,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::No,
         page: "generic",
         content_type: JSON,
-        answer: None,
-        markdown: tables,
+        compute: None,
         reference: Reference::None,
     },
     Tool {
@@ -441,8 +472,7 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::No,
         page: "generic",
         content_type: JSON,
-        answer: None,
-        markdown: tables,
+        compute: None,
         reference: Reference::None,
     },
 ];

@@ -1,49 +1,7 @@
-//! Tables for people: the first DataTable of a tool's JSON output as Markdown (CSV like
-//! XProf's `/data_csv` is `oxprof_analysis::tools::csv`).
+//! Tables for people: a report's typed [`Table`]s as GitHub-flavoured Markdown (CSV like
+//! XProf's `/data_csv` is `oxprof_wire::csv`).
 
-use serde_json::Value;
-
-/// The first DataTable in a tool's JSON: the value itself, or the first element of an
-/// array that has `cols`.
-pub fn first_table(json: &Value) -> Option<&Value> {
-    match json {
-        Value::Object(m) if m.contains_key("cols") => Some(json),
-        Value::Array(items) => items.iter().find(|t| t.get("cols").is_some()),
-        _ => None,
-    }
-}
-
-fn cell_text(cell: &Value) -> String {
-    let v = cell.get("v").unwrap_or(&Value::Null);
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        Value::Number(n) => n.to_string(),
-        other => other.to_string(),
-    }
-}
-
-fn labels(table: &Value) -> Vec<String> {
-    table["cols"]
-        .as_array()
-        .map(|cols| {
-            cols.iter()
-                .map(|c| c["label"].as_str().or_else(|| c["id"].as_str()).unwrap_or_default().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn rows(table: &Value) -> Vec<Vec<String>> {
-    table["rows"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .map(|r| r["c"].as_array().map(|cells| cells.iter().map(cell_text).collect()).unwrap_or_default())
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use oxprof_analysis::report::Table;
 
 /// XProf's HTML in text (links in advice, line breaks) as Markdown: `<a href="U" …>T</a>`
 /// becomes `[T](U)`, `<br>` a space; other text is left as it is.
@@ -75,13 +33,6 @@ fn html_to_markdown(text: &str) -> String {
     out
 }
 
-/// A GitHub-flavoured Markdown table of a DataTable.
-pub fn to_markdown(table: &Value) -> String {
-    let labels = labels(table);
-    let header: Vec<&str> = labels.iter().map(String::as_str).collect();
-    markdown_table(&header, &rows(table))
-}
-
 /// A GitHub-flavoured Markdown table from a header and rows of cell texts (HTML links as
 /// Markdown links, `|` escaped, line breaks as spaces).
 pub fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -94,75 +45,99 @@ pub fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Property values with at least this many words read as sentences.
+/// Fact texts with at least this many words read as sentences.
 const SENTENCE_WORDS: usize = 5;
 
-/// Every DataTable of a tool's JSON (a table, or an array of them) as Markdown: each
-/// table's custom properties as a list (empty values left out; sentences such as XProf's
-/// conclusions and advice first, then the figures in key order), then its rows. Tables
-/// with neither are skipped.
-pub fn all_to_markdown(json: &Value) -> String {
-    let tables: Vec<&Value> = match json {
-        Value::Array(items) => items.iter().filter(|t| t.get("cols").is_some()).collect(),
-        Value::Object(m) if m.contains_key("cols") => vec![json],
-        _ => Vec::new(),
-    };
-    let mut parts = Vec::new();
-    for table in tables {
-        let mut part = String::new();
-        if let Some(props) = table.get("p").and_then(Value::as_object) {
-            let mut items: Vec<(&String, String)> = props
-                .iter()
-                .map(|(key, value)| (key, value.as_str().map_or_else(|| value.to_string(), str::to_string)))
-                .filter(|(_, text)| !text.is_empty())
-                .collect();
-            // Stable: sentences keep their key order among themselves, as do figures.
-            items.sort_by_key(|(_, text)| text.split_whitespace().count() < SENTENCE_WORDS);
-            for (key, text) in items {
-                part.push_str(&format!("- **{key}**: {}\n", html_to_markdown(&text).replace('\n', " ")));
-            }
-        }
-        if table["rows"].as_array().is_some_and(|r| !r.is_empty()) {
-            if !part.is_empty() {
-                part.push('\n');
-            }
-            part.push_str(&to_markdown(table));
-        }
-        if !part.is_empty() {
-            parts.push(part);
-        }
+/// One table as Markdown: its title as a heading; its facts as a list (empty ones left
+/// out; sentences such as XProf's conclusions and advice first, then the figures in their
+/// order); then its rows (at most [`Table::shown_rows`], under "N of M …:" when the table
+/// says what its rows are). Empty when the table has neither facts nor rows.
+pub fn table_to_markdown(table: &Table) -> String {
+    let mut part = String::new();
+    let mut facts: Vec<(&str, &str)> =
+        table.facts.iter().map(|(k, v)| (k.as_str(), v.as_str())).filter(|(_, text)| !text.is_empty()).collect();
+    // Stable: sentences keep their order among themselves, as do figures.
+    facts.sort_by_key(|(_, text)| text.split_whitespace().count() < SENTENCE_WORDS);
+    for (key, text) in facts {
+        part.push_str(&format!("- **{key}**: {}\n", html_to_markdown(text).replace('\n', " ")));
     }
-    parts.join("\n")
+    if !table.rows.is_empty() {
+        if !part.is_empty() {
+            part.push('\n');
+        }
+        let shown = table.shown_rows.map_or(table.rows.len(), |n| n.min(table.rows.len()));
+        if let Some(description) = &table.rows_description {
+            part.push_str(&format!("{shown} of {} {description}:\n\n", table.rows.len()));
+        }
+        let header: Vec<&str> = table.columns.iter().map(|c| c.label.as_str()).collect();
+        let rows: Vec<Vec<String>> = table.rows[..shown]
+            .iter()
+            .map(|row| row.iter().enumerate().map(|(i, cell)| table.cell_text(i, cell)).collect())
+            .collect();
+        part.push_str(&markdown_table(&header, &rows));
+    }
+    match (&table.title, part.is_empty()) {
+        (_, true) => part,
+        (Some(title), false) => format!("## {title}\n\n{part}"),
+        (None, false) => part,
+    }
+}
+
+/// Every table as Markdown (see [`table_to_markdown`]), one after another; tables with
+/// nothing to show are skipped.
+pub fn tables_to_markdown(tables: &[Table]) -> String {
+    tables.iter().map(table_to_markdown).filter(|part| !part.is_empty()).collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use oxprof_analysis::report::{ColumnKind, NumberFormat};
+    use oxprof_wire::datatable::CellValue;
 
     #[test]
-    fn renders_the_first_table() {
-        let json = json!([{}, {"cols": [{"id": "a", "label": "A", "type": "string"}, {"id": "b", "label": "B|x", "type": "number"}],
-            "rows": [{"c": [{"v": "x\"y"}, {"v": 1.5}]}]}]);
-        let t = first_table(&json).unwrap();
-        assert_eq!(to_markdown(t), "| A | B\\|x |\n|---|---|\n| x\"y | 1.5 |\n");
-        let with_props = json!([{"cols": [], "rows": [], "p": {"verdict": "input-bound", "empty": ""}}, t]);
-        let md = all_to_markdown(&with_props);
-        assert!(md.starts_with("- **verdict**: input-bound\n\n| A |"), "{md}");
+    fn renders_facts_then_rows() {
+        let mut table = Table::new("t")
+            .fact("verdict", "input-bound")
+            .fact("empty", "")
+            .column("a", "A", ColumnKind::Text, NumberFormat::Shortest)
+            .column("b", "B|x", ColumnKind::Number, NumberFormat::Shortest);
+        table.push_row(vec![CellValue::Text("x\"y".into()), CellValue::Number(1.5)]);
+        assert_eq!(
+            table_to_markdown(&table),
+            "- **verdict**: input-bound\n\n| A | B\\|x |\n|---|---|\n| x\"y | 1.5 |\n"
+        );
+        assert_eq!(tables_to_markdown(&[Table::new("nothing"), table.clone()]), table_to_markdown(&table));
     }
 
     #[test]
     fn sentences_come_first_and_links_become_markdown() {
-        let json = json!({"cols": [], "rows": [], "p": {
-            "a_figure": "1.5",
-            "b_conclusion": "Your program is HIGHLY input-bound because of <b>this</b>.",
-            "c_advice": "Try <a href=\"https://x.org/map\" target=\"_blank\">Dataset map()</a> or<br/>more <a bad",
-        }});
+        let table = Table::new("t")
+            .fact("a_figure", "1.5")
+            .fact("b_conclusion", "Your program is HIGHLY input-bound because of <b>this</b>.")
+            .fact(
+                "c_advice",
+                "Try <a href=\"https://x.org/map\" target=\"_blank\">Dataset map()</a> or<br/>more <a bad",
+            );
         assert_eq!(
-            all_to_markdown(&json),
+            table_to_markdown(&table),
             "- **b_conclusion**: Your program is HIGHLY input-bound because of <b>this</b>.\n\
              - **c_advice**: Try [Dataset map()](https://x.org/map) or more <a bad\n\
              - **a_figure**: 1.5\n"
+        );
+    }
+
+    #[test]
+    fn titles_and_row_counts() {
+        let mut table = Table::new("t")
+            .title("GPU_0_bfc")
+            .rows_described("allocations, largest first", Some(1))
+            .column("n", "N", ColumnKind::Integer, NumberFormat::Shortest);
+        table.push_row(vec![CellValue::Int(2)]);
+        table.push_row(vec![CellValue::Int(1)]);
+        assert_eq!(
+            table_to_markdown(&table),
+            "## GPU_0_bfc\n\n1 of 2 allocations, largest first:\n\n| N |\n|---|\n| 2 |\n"
         );
     }
 }

@@ -9,27 +9,34 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, DataResponse, select_hosts};
+use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
+use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
-use oxprof_format::schema::HOST_THREADS_PLANE_NAME;
+use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
 
 /// Tools answered here.
 pub const TOOLS: &[&str] = &["tf_data_bottleneck_analysis"];
 
-/// [`crate::registry::Answer`] of this module's tools.
-pub(crate) fn answer(
+/// [`crate::registry::Compute`] of this module's tools.
+pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
-) -> Result<DataResponse, ApiError> {
-    data(session, run, &request.tool, request)
+) -> Result<Box<dyn Report>, ApiError> {
+    report(session, run, &request.tool, request)
 }
 
-/// Answers a data request for one of [`TOOLS`].
-pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataRequest) -> Result<DataResponse, ApiError> {
+/// The report of a data request for one of [`TOOLS`]: the selected hosts'
+/// [`oxprof_analysis::tools::tf_data::CombinedTfDataStats`].
+pub fn report(
+    session: &Session,
+    run: &ServedRun,
+    tool: &str,
+    request: &DataRequest,
+) -> Result<Box<dyn Report>, ApiError> {
     if !TOOLS.contains(&tool) {
         return Err(ApiError::UnknownTool(tool.to_string()));
     }
@@ -70,7 +77,5 @@ pub fn data(session: &Session, run: &ServedRun, tool: &str, request: &DataReques
                 .into(),
         );
     }
-    let body = combined.to_json_string();
-    let json = serde_json::from_str(&body).ok();
-    Ok(DataResponse { content_type: "application/json", body, json, notes })
+    Ok(with_notes(Box::new(combined), notes))
 }

@@ -13,12 +13,14 @@ use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts};
 use crate::session::{Session, file_state};
 use oxprof_analysis::grouping::{EventGroups, group_events};
+use oxprof_analysis::report::Report;
 use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest, SearchQuery};
 use oxprof_analysis::trace::multi;
 use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
 use oxprof_analysis::trace::{TraceIndex, cache, read_index, write_index};
-use oxprof_format::{HostFile, XSpace, load_xspace};
+use oxprof_format::{HostFile, load_xspace};
+use oxprof_model::XSpace;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -143,14 +145,15 @@ pub enum TraceBody {
     },
 }
 
-/// [`crate::registry::Answer`] of the trace tools.
-pub(crate) fn answer(
+/// [`crate::registry::Compute`] of the trace tools: XProf's trace JSON as it is (the
+/// typed access to a trace is oxprof's level-of-detail API, [`route`]).
+pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     refresh: bool,
-) -> Result<DataResponse, ApiError> {
-    data(session, run, &request.tool, request, refresh)
+) -> Result<Box<dyn Report>, ApiError> {
+    Ok(data(session, run, &request.tool, request, refresh)?.into_report())
 }
 
 /// Answers a data request for one of [`TOOLS`] with the whole body in memory.

@@ -9,8 +9,8 @@
 
 use common::{cases, external_dir, load_expected_json as load_expected, repo_root};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
-use oxprof_analysis::tools::csv::datatable_to_csv;
 use oxprof_api::data::{DataRequest, data};
+use oxprof_wire::csv::datatable_to_csv;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

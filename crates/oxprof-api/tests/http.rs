@@ -670,3 +670,57 @@ fn graph_viewer_pb_is_served_as_binary() {
     want.sort_unstable();
     assert_eq!(got, want);
 }
+
+/// A log directory made of symlinks to elsewhere says so in its headline, and
+/// `--follow-symlinks` (ServiceOptions::follow_symlinks) serves it on purpose.
+#[test]
+fn a_logdir_of_symlinks_says_why_it_is_empty_and_can_be_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    let real = outside.path().join("vm.xplane.pb.gz");
+    std::fs::copy(profiles().join("jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz"), &real).unwrap();
+    let logdir = tempfile::tempdir().unwrap();
+    let run = logdir.path().join("plugins/profile/linked");
+    std::fs::create_dir_all(&run).unwrap();
+    std::os::unix::fs::symlink(&real, run.join("vm.xplane.pb.gz")).unwrap();
+
+    let service = service(logdir.path());
+    assert_eq!(get(&service, "/runs").body_json().unwrap(), json!([]));
+    let listing = get(&service, "/oxprof/api/runs").body_json().unwrap();
+    let reason = listing["empty_reason"].as_str().unwrap();
+    assert!(reason.contains("symlinks") && reason.contains("--follow-symlinks"), "{reason}");
+
+    let options = ServiceOptions { follow_symlinks: true, ..ServiceOptions::new(logdir.path()) };
+    let following = Service::new(options, Arc::new(NoAssets)).unwrap();
+    assert_eq!(get(&following, "/runs").body_json().unwrap(), json!(["linked"]));
+    assert_eq!(get(&following, "/data?run=linked&tag=overview_page&host=vm").status, 200);
+}
+
+/// One bound for every cache: switching runs, hosts and tools (OpStats tools, the trace
+/// viewer and its LOD routes, the memory profile) keeps the session's bytes within
+/// `cache_bytes` after every request, evicting the least recently used entries.
+#[test]
+fn the_session_cache_stays_within_its_bound_across_profiles_and_tools() {
+    const BOUND: usize = 6 << 20;
+    let service =
+        Service::new(ServiceOptions { cache_bytes: BOUND, ..ServiceOptions::new(profiles()) }, Arc::new(NoAssets))
+            .unwrap();
+    let tools = ["overview_page", "framework_op_stats", "hlo_stats", "trace_viewer%40", "memory_profile"];
+    let mut largest = 0;
+    for _round in 0..2 {
+        for (_, run) in PROFILES {
+            for tool in tools {
+                let response = get(&service, &format!("/data?run={}&tag={tool}&host=vm", enc(run)));
+                assert_eq!(response.status, 200, "{run} {tool}: {}", response.body_text());
+                let stats = service.cache_stats();
+                assert!(stats.bytes <= BOUND, "{run} {tool}: {stats:?}");
+                largest = largest.max(stats.bytes);
+            }
+            let window = get(&service, &format!("/oxprof/api/trace/window?run={}&host=vm&width=200", enc(run)));
+            assert_eq!(window.status, 200);
+            assert!(service.cache_stats().bytes <= BOUND);
+        }
+    }
+    let stats = service.cache_stats();
+    assert!(stats.evictions > 0, "the bound was reached: {stats:?}");
+    assert!(largest > BOUND / 2, "the cache was used: {largest} bytes at most");
+}

@@ -49,7 +49,7 @@ fn mutated_profiles_never_panic_in_any_tool() {
             let at = (rng.next() % bytes.len() as u64) as usize;
             bytes[at] = rng.next() as u8;
         }
-        let Ok(space) = oxprof_format::decode_xspace(&bytes) else { continue };
+        let Ok(space) = oxprof_xspace::decode_xspace(&bytes) else { continue };
         let result = std::panic::catch_unwind(|| {
             let host = xspace_to_op_stats(&space);
             for steps in [StepSelection::All, StepSelection::DropIncomplete] {
@@ -96,13 +96,13 @@ fn mutated_profiles_never_panic_in_any_tool() {
 #[test]
 fn mutated_hlo_modules_never_panic_in_the_hlo_tools() {
     use oxprof_api::data::{DataRequest, data};
-    use oxprof_format::hlo::{decode_hlo_proto, hlo_proto_bytes};
+    use oxprof_hlo::{decode_hlo_proto, hlo_proto_bytes};
 
     let count: usize = std::env::var("OXPROF_HLO_MUTATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     let modules: usize = std::env::var("OXPROF_HLO_MUTATION_MODULES").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
     let source = std::env::var_os("OXPROF_HLO_MUTATION_XSPACE")
         .map_or_else(|| fixture("jax_train"), |p| std::fs::read(p).unwrap());
-    let space = oxprof_format::decode_xspace(&source).unwrap();
+    let space = oxprof_xspace::decode_xspace(&source).unwrap();
     // The smallest modules with a few instructions keep this fast in debug builds.
     let mut originals: Vec<(Vec<u8>, String)> = hlo_proto_bytes(&space)
         .into_iter()
@@ -121,7 +121,7 @@ fn mutated_hlo_modules_never_panic_in_the_hlo_tools() {
     let run = logdir.path().join("plugins/profile/r");
     std::fs::create_dir_all(&run).unwrap();
     // Discovery needs a host file; the side-car module is what the HLO tools read.
-    std::fs::write(run.join("vm.xplane.pb"), oxprof_format::testing::XSpaceBuilder::new().hostname("vm").to_bytes())
+    std::fs::write(run.join("vm.xplane.pb"), oxprof_xspace::testing::XSpaceBuilder::new().hostname("vm").to_bytes())
         .unwrap();
     let mut rng = Rng(0x0b1e_55ed_4a11_0c8d);
     let (mut decodable, mut answered) = (0, 0);

@@ -36,11 +36,11 @@
 
 use crate::error::CaptureError;
 use crate::options::{CaptureOptions, human_duration, parse_address_list};
-use crate::policy::{CaptureLimiter, CapturePermit, CapturePolicy, DEFAULT_MAX_CONCURRENT};
+use crate::policy::{CaptureLimiter, CapturePermit, CapturePolicy};
 use crate::session::{CaptureReport, CaptureSession};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// XProf's answer to a successful capture.
@@ -342,21 +342,10 @@ impl CaptureRuntime {
     }
 }
 
-/// Handles `GET /capture_profile?…` into `logdir` with the default policy
-/// ([`CapturePolicy::loopback_only`]); all callers share one limiter and one runtime.
-/// Superseded by a [`CaptureService`] the server holds (with its own policy).
-pub fn capture_profile_blocking(logdir: Option<&Path>, query: &BTreeMap<String, String>) -> RouteResponse {
-    static SHARED: OnceLock<(CaptureLimiter, Arc<CaptureRuntime>)> = OnceLock::new();
-    let (limiter, runtime) =
-        SHARED.get_or_init(|| (CaptureLimiter::new(DEFAULT_MAX_CONCURRENT), Arc::new(CaptureRuntime::default())));
-    let logdir = logdir.map(Path::to_path_buf);
-    CaptureService::from_parts(logdir, CapturePolicy::loopback_only(), limiter.clone(), Arc::clone(runtime))
-        .handle_blocking(query)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::DEFAULT_MAX_CONCURRENT;
 
     fn query(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -446,9 +435,17 @@ mod tests {
     fn blocking_form_works_inside_a_runtime() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let response = runtime.block_on(async {
-            tokio::task::spawn_blocking(|| capture_profile_blocking(None, &query(&[("service_addr", "x:1")])))
-                .await
-                .unwrap()
+            tokio::task::spawn_blocking(|| {
+                let service = CaptureService::from_parts(
+                    None,
+                    CapturePolicy::loopback_only(),
+                    CaptureLimiter::new(DEFAULT_MAX_CONCURRENT),
+                    Arc::new(CaptureRuntime::default()),
+                );
+                service.handle_blocking(&query(&[("service_addr", "x:1")]))
+            })
+            .await
+            .unwrap()
         });
         assert_eq!(response.status, 500);
         assert_eq!(response.body["error"], NO_LOGDIR_MESSAGE);

@@ -249,7 +249,7 @@ async fn a_text_answer_is_shown_as_text() {
     assert!(message.contains(r#"other than HTTP/2: "SSH-2.0-OpenSSH_9.2p1 Debian-2\x1b""#), "{message}");
 }
 
-/// The legacy entry point (XProf's parameters, the default policy) still captures.
+/// The route's service (XProf's parameters, the default policy) captures as XProf does.
 #[test]
 fn route_captures_like_xprof() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -259,7 +259,8 @@ fn route_captures_like_xprof() {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let response = oxprof_capture::route::capture_profile_blocking(Some(logdir.path()), &query);
+    let service = oxprof_capture::CaptureService::new(logdir.path().to_path_buf(), Default::default());
+    let response = service.handle_blocking(&query);
     assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(response.body["result"], "Capture profile successfully. Please refresh.");
     assert_eq!(response.body["run"], "from_ui");

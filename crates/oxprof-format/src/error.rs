@@ -1,49 +1,13 @@
-//! Error types of the format crate. Every error names the file and what to do about it.
+//! Why a profile file could not be loaded. Every error names the file and what to do about
+//! it (decoding errors themselves are `oxprof_xspace::DecodeError`).
 //!
 //! Each error says its cause once: a wrapped error is either printed in the message (a
 //! field named `cause`) or exposed as [`std::error::Error::source`], never both, so that
 //! `anyhow`'s `{:#}` (which appends every source) does not repeat it.
 
-use crate::limits::LimitExceeded;
+use oxprof_model::LimitExceeded;
+use oxprof_xspace::DecodeError;
 use std::path::PathBuf;
-
-/// A malformed protobuf encountered while decoding, with its byte offset.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} at byte {offset}")]
-pub struct WireError {
-    /// Absolute byte offset in the (decompressed) file.
-    pub offset: u64,
-    /// What was wrong.
-    pub what: &'static str,
-}
-
-/// Why a buffer could not be decoded as an XSpace.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    /// The protobuf structure is broken (truncated, corrupt, or not protobuf at all).
-    #[error("not a valid XSpace protobuf: {cause} (inside {context})")]
-    Wire {
-        /// The wire-level problem.
-        cause: WireError,
-        /// The message being decoded, e.g. `XSpace.planes[2].lines[5]`.
-        context: String,
-    },
-    /// The buffer parsed, but holds nothing an XSpace has (only unknown fields).
-    #[error("not an XSpace: {0} bytes with no XSpace fields in them")]
-    NotAnXSpace(usize),
-    /// The buffer is empty.
-    #[error("the file is empty (0 bytes)")]
-    Empty,
-    /// Bytes that should hold an `xla.HloProto` do not.
-    #[error("not a valid HLO proto ({0} bytes)")]
-    NotAnHloProto(usize),
-    /// A limit of the in-memory model was exceeded.
-    #[error("too large to load: {0}")]
-    TooLarge(&'static str),
-    /// The input exceeds one of the [`crate::LoadLimits`] (a budget against hostile input).
-    #[error("{0}")]
-    LimitExceeded(LimitExceeded),
-}
 
 /// Why a profile file could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +38,7 @@ pub enum LoadError {
         /// What to do about it.
         hint: &'static str,
     },
-    /// The file exceeds one of the [`crate::LoadLimits`]: refused before it could take
+    /// The file exceeds one of the [`oxprof_model::LoadLimits`]: refused before it could take
     /// more memory or time than a genuine profile of its size would.
     #[error("{path}: {exceeded}; raise the limit if the file is genuine")]
     LimitExceeded {
@@ -123,7 +87,8 @@ impl LoadError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::Limit;
+    use oxprof_model::Limit;
+    use oxprof_xspace::WireError;
 
     /// Every segment of an error's `source()` chain, as `{:#}` in anyhow prints them.
     fn chain(e: &dyn std::error::Error) -> Vec<String> {
@@ -153,7 +118,6 @@ mod tests {
             DecodeError::Wire { cause: wire.clone(), context: "XSpace".into() },
             DecodeError::NotAnXSpace(5),
             DecodeError::Empty,
-            DecodeError::NotAnHloProto(7),
             DecodeError::TooLarge("too many things"),
             DecodeError::LimitExceeded(exceeded),
         ];

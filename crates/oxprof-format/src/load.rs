@@ -12,10 +12,11 @@
 //! [`LoadError::FileChanged`] whenever a mapping lost pages or the file's size or
 //! modification time differ between opening it and the end of the decode.
 
-use crate::decode::{KeepPages, ReleasePages, decode_xspace_within};
 use crate::error::LoadError;
-use crate::limits::{Limit, LimitExceeded, LoadLimits};
-use crate::model::XSpace;
+use oxprof_model::XSpace;
+use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
+use oxprof_model::{KeepPages, ReleasePages};
+use oxprof_xspace::decode_xspace_within;
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek};
 use std::ops::Range;

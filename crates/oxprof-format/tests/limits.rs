@@ -2,8 +2,8 @@
 //! is refused with its limit's error (built at test time, in memory or in a temp dir),
 //! and every real profile passes with room to spare.
 
-use oxprof_format::testing::bombs;
 use oxprof_format::{Allowance, DecodeError, KeepPages, Limit, LoadError, LoadLimits};
+use oxprof_xspace::testing::bombs;
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {

@@ -49,6 +49,8 @@ pub struct ServeOptions {
     pub capture_policy: oxprof_capture::CapturePolicy,
     /// Input budgets of every profile read (`--max-profile-bytes`).
     pub limits: oxprof_api::LoadLimits,
+    /// Serve runs whose files are symlinks to outside the path (`--follow-symlinks`).
+    pub follow_symlinks: bool,
 }
 
 impl Default for ServeOptions {
@@ -62,6 +64,7 @@ impl Default for ServeOptions {
             allow_hosts: Vec::new(),
             capture_policy: oxprof_capture::CapturePolicy::loopback_only(),
             limits: oxprof_api::LoadLimits::default(),
+            follow_symlinks: false,
         }
     }
 }
@@ -140,6 +143,7 @@ async fn start_with(
         demo: demo_dir.is_some(),
         guard,
         limits: options.limits.clone(),
+        follow_symlinks: options.follow_symlinks,
     };
     let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),

@@ -42,7 +42,8 @@ enum Command {
         /// Tool parameter as key=value (repeatable), e.g. --param group_by=category.
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
         params: Vec<(String, String)>,
-        /// Output format: the exact JSON body, the first table as CSV, or every table as Markdown.
+        /// Output format: XProf's exact body, its first table as CSV, every table as Markdown, or oxprof's
+        /// typed report as JSON.
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
         #[command(flatten)]
@@ -82,6 +83,10 @@ enum Command {
         /// to reach other machines.
         #[arg(long = "capture-allow", value_name = "TARGET", value_parser = oxprof_capture::CapturePolicy::parse_allow)]
         capture_allow: Vec<oxprof_capture::AllowedTarget>,
+        /// Also serve runs whose profile files are symlinks to outside PATH (by default they
+        /// are skipped, so that a link cannot expose other files).
+        #[arg(long)]
+        follow_symlinks: bool,
         #[command(flatten)]
         budget: InputBudget,
     },
@@ -129,8 +134,10 @@ enum Format {
     Json,
     /// The first table as CSV (like XProf's /data_csv).
     Csv,
-    /// Every table (and its properties) as Markdown, followed by oxprof's notes.
+    /// Every table (and its properties) as Markdown, after oxprof's notes.
     Md,
+    /// oxprof's typed report of the tool as JSON (numbers as numbers; reloadable, for scripts and diffs).
+    Report,
 }
 
 /// A tool of the registry, by its name or an alias (the registry's own name comes back).
@@ -195,7 +202,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
-        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, budget } => {
+        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, follow_symlinks, budget } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
@@ -208,6 +215,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 allow_hosts,
                 capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
                 limits: budget.limits(),
+                follow_symlinks,
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
@@ -246,33 +254,35 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                 };
                 writeln!(stdout).context("cannot write to stdout")?;
-                for note in &notes {
-                    eprintln!("note: {note}");
-                }
+                print_notes(&notes);
                 return Ok(ExitCode::SUCCESS);
             }
-            let response = oxprof_api::data::answer(&session, &served, &request, false)?;
+            if is_trace && matches!(format, Format::Csv | Format::Md) {
+                // Events, not tables: said without rendering a whole trace.
+                anyhow::bail!(no_table_message(&request.tool, "to show as a table"));
+            }
+            let report = oxprof_api::data::compute(&session, &served, &request, false)?;
+            let notes = report.notes();
             match format {
                 Format::Json => {
-                    println!("{}", response.body);
-                    for note in &response.notes {
-                        eprintln!("note: {note}");
-                    }
+                    println!("{}", report.xprof_body().text);
+                    print_notes(&notes);
+                }
+                Format::Report => {
+                    println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+                    print_notes(&notes);
                 }
                 Format::Csv => {
-                    let no_table = || no_table_message(&request.tool, "to write as CSV");
-                    let json = response.json.as_ref().with_context(no_table)?;
-                    let table = oxprof_api::table::first_table(json).with_context(no_table)?;
-                    print!("{}", oxprof_analysis::tools::csv::datatable_to_csv(table));
+                    let csv = oxprof_api::data::xprof_csv(&*report);
+                    print!("{}", csv.with_context(|| no_table_message(&request.tool, "to write as CSV"))?);
                 }
                 Format::Md => {
                     let no_table = || no_table_message(&request.tool, "to show as Markdown");
-                    let json = response.json.as_ref().with_context(no_table)?;
+                    let markdown = oxprof_api::markdown::report_markdown(&*report).with_context(no_table)?;
                     // oxprof's notes (e.g. why no steps were found) come before the tables.
-                    for note in &response.notes {
+                    for note in &notes {
                         println!("> **Note:** {note}\n");
                     }
-                    let markdown = oxprof_api::markdown::tool_markdown(&request.tool, json);
                     if markdown.is_empty() {
                         eprintln!("note: {}", no_table());
                     }
@@ -281,6 +291,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// oxprof's notes on stderr (stdout carries the body).
+fn print_notes(notes: &[String]) {
+    for note in notes {
+        eprintln!("note: {note}");
     }
 }
 

@@ -33,9 +33,9 @@ fn the_server_lists_every_tool() {
 
 #[test]
 fn xprofs_run_tools_rules_cover_every_listed_tool() {
-    use oxprof_format::testing::{Value, XSpaceBuilder};
+    use oxprof_xspace::testing::{Value, XSpaceBuilder};
     // A profile with every feature XProf's `GetAvailableToolNames` looks at.
-    let everything = oxprof_format::decode_xspace(
+    let everything = oxprof_xspace::decode_xspace(
         &XSpaceBuilder::new()
             .plane("/device:GPU:0", |_| {})
             .plane("/host:metadata", |p| {

@@ -124,7 +124,7 @@ fn refkit(name: &str) -> PathBuf {
 /// A plain (memory-mapped, ≥ 1 MiB) profile: the case where a file truncated while it is
 /// read used to kill the server (SIGBUS).
 fn write_plain_profile(path: &Path) {
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::testing::XSpaceBuilder;
     let space = XSpaceBuilder::new().plane("/host:CPU", |p| {
         for line in 0..4 {
             p.line(line, &format!("thread {line}"), 0, |l| {
@@ -278,7 +278,7 @@ fn soak_random_requests_hostile_parameters_and_changing_files() {
     write_plain_profile(&profile("c", "big"));
     // Bombs: a gzip file inflating to 1 GiB, a million empty lines, oversized compressed strings.
     {
-        use oxprof_format::testing::bombs;
+        use oxprof_xspace::testing::bombs;
         let gz = profile("d", "gzip").with_extension("pb.gz");
         std::fs::create_dir_all(gz.parent().unwrap()).unwrap();
         bombs::gzip_of_zeros(1 << 30, std::fs::File::create(&gz).unwrap()).unwrap();

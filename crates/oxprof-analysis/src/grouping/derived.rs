@@ -4,8 +4,8 @@
 
 use super::kinds::Span;
 use super::tables::NO_GROUP;
-use crate::op_stats::step_events::is_derived_thread_id;
-use oxprof_format::XPlane;
+use oxprof_model::XPlane;
+use oxprof_model::schema::is_derived_thread_id;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 

@@ -24,12 +24,12 @@
 //! forest:  root ──(hops 1)──▶ b        (a, c, d: anchored at root / root / root)
 //! ```
 
-use super::kinds::{EventKind, FxHashMap, FxHashSet, HOST_THREADS_PLANE, PlaneKinds, RawValue, Span, StatKind};
-use super::kinds::{StatScan, TPU_PLANE_PREFIX};
+use super::kinds::{EventKind, FxHashMap, FxHashSet, PlaneKinds, RawValue, Span, StatKind, StatScan};
 use super::preprocess::{ContextId, Facts, PlaneMutators, Region, is_tpu_parent_line, sorted_line_order};
 use super::preprocess::{span_at, threadpool_regions};
 use super::tables::NO_GROUP;
-use oxprof_format::{XLine, XPlane, XSpace};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::{XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
@@ -435,7 +435,7 @@ impl SweepCtx<'_> {
     ) -> (Facts, Option<(NodeType, u8)>) {
         let plane = &self.space.planes[plane_index];
         let correlation = scan.get(StatKind::CorrelationId);
-        let ty = node_type(kind, has_type, plane.name == HOST_THREADS_PLANE, correlation.is_some());
+        let ty = node_type(kind, has_type, plane.name == HOST_THREADS_PLANE_NAME, correlation.is_some());
         if kind == EventKind::TfDataCapturedFunction
             && has_type
             && let Some(step) = scan.get(StatKind::StepId)

@@ -3,7 +3,8 @@
 //! readers with XProf's exact value conversions (`IntValue`, `IntOrUintValue`).
 
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
-use oxprof_format::{Event, StatValue, XPlane};
+use oxprof_model::schema::TPU_PLANE_PREFIX;
+use oxprof_model::{Event, StatValue, XPlane};
 
 /// Event kinds grouping distinguishes (a subset of XProf's `HostEventType`, plus the
 /// threadpool listener names, which are not host event types).
@@ -235,11 +236,11 @@ impl RawValue {
         }
     }
 
-    fn of_int(value: oxprof_format::IntValue) -> RawValue {
+    fn of_int(value: oxprof_model::IntValue) -> RawValue {
         match value {
-            oxprof_format::IntValue::Int64(v) => RawValue::Int(v),
-            oxprof_format::IntValue::Uint64(v) => RawValue::Uint(v),
-            oxprof_format::IntValue::NotInt => RawValue::NotInt,
+            oxprof_model::IntValue::Int64(v) => RawValue::Int(v),
+            oxprof_model::IntValue::Uint64(v) => RawValue::Uint(v),
+            oxprof_model::IntValue::NotInt => RawValue::NotInt,
         }
     }
 
@@ -301,7 +302,7 @@ impl PlaneKinds {
     }
 
     /// The kind of a stat metadata entry.
-    pub(crate) fn stat_kind(&self, metadata: oxprof_format::StatMetadataId) -> Option<StatKind> {
+    pub(crate) fn stat_kind(&self, metadata: oxprof_model::StatMetadataId) -> Option<StatKind> {
         self.stat_kind.get(metadata.index()).copied().flatten()
     }
 
@@ -391,41 +392,6 @@ impl StatScan {
     }
 }
 
-/// `kHostThreadsPlaneName`.
-pub(crate) const HOST_THREADS_PLANE: &str = "/host:CPU";
-/// `kTpuPlanePrefix`.
-pub(crate) const TPU_PLANE_PREFIX: &str = "/device:TPU:";
-/// `kGpuPlanePrefix`.
-pub(crate) const GPU_PLANE_PREFIX: &str = "/device:GPU:";
-pub(crate) const STEP_LINE: &str = "Steps";
-pub(crate) const SPARSE_CORE_STEP_LINE: &str = "Sparse Core Steps";
-pub(crate) const XLA_MODULE_LINE: &str = "XLA Modules";
-pub(crate) const SPARSE_CORE_MODULE_LINE: &str = "Sparse Core Modules";
-
-/// XProf's `IsHostPlane`: name starts with one of the host plane names.
-pub(crate) fn is_host_plane(name: &str) -> bool {
-    const PREFIXES: [&str; 8] = [
-        "/host:CPU",
-        "Host CPUs",
-        "/host:tfstreamz",
-        "/host:metadata",
-        "Syscalls",
-        "/host:python-tracer",
-        "/host:CUPTI",
-        "/host:__ScopeRangeCallStack__",
-    ];
-    PREFIXES.iter().any(|p| name.starts_with(p))
-}
-
-/// XProf's `IsDevicePlane`.
-pub(crate) fn is_device_plane(name: &str) -> bool {
-    !is_host_plane(name)
-        && (name.starts_with("/device")
-            || name.starts_with("#Chip")
-            || name.starts_with("/device:CUSTOM:")
-            || name.starts_with("/custom:"))
-}
-
 /// Parses a decimal that fits `T` (RE2's integer capture: optional sign, digits).
 fn parse_capture<T: std::str::FromStr>(digits: &str) -> Option<T> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -503,7 +469,7 @@ impl Span {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op_stats::step_events::is_derived_thread_id;
+    use oxprof_model::schema::{is_derived_thread_id, is_device_plane, is_host_plane};
 
     #[test]
     fn plane_name_parsers_follow_xprof() {

@@ -34,8 +34,9 @@ mod tests;
 pub use tpu::MergedStep;
 
 use forest::{Forest, NONE, NodeType};
-use kinds::{EventKind, GPU_PLANE_PREFIX, PlaneKinds, StatKind, TPU_PLANE_PREFIX, is_device_plane, is_host_plane};
-use oxprof_format::XSpace;
+use kinds::{EventKind, PlaneKinds, StatKind};
+use oxprof_model::XSpace;
+use oxprof_model::schema::{GPU_PLANE_PREFIX, TPU_PLANE_PREFIX, is_device_plane, is_host_plane};
 use std::collections::{BTreeMap, BTreeSet};
 use tables::{LineGroups, NO_GROUP, RunBuilder};
 

@@ -8,9 +8,10 @@
 //! tuple itself ([`ContextId::Tuple`]): grouping only compares ids for equality, and two
 //! tuples hash equal exactly when they are equal (hash collisions aside).
 
-use super::kinds::{EventKind, PlaneKinds, RawValue, StatKind, StatScan, TPU_PLANE_PREFIX, XLA_MODULE_LINE};
+use super::kinds::{EventKind, PlaneKinds, RawValue, StatKind, StatScan};
 use super::kinds::{parse_device_ordinal, tensor_core_id};
-use oxprof_format::{Event, XLine, XPlane};
+use oxprof_model::schema::{TPU_PLANE_PREFIX, XLA_MODULE_LINE_NAME};
+use oxprof_model::{Event, XLine, XPlane};
 
 /// `ContextType::kLegacy`.
 const CONTEXT_LEGACY: i32 = 1;
@@ -141,7 +142,7 @@ impl PlaneMutators {
         }
         self.apply_event_mutators(kind, scan, &mut facts);
         if let Some(ordinal) = self.module_line_ordinal
-            && line.name == XLA_MODULE_LINE
+            && line.name == XLA_MODULE_LINE_NAME
             && let (Some(run_id), Some(queue_id)) = (scan.get(StatKind::RunId), scan.get(StatKind::QueueId))
         {
             let core_type = scan.get(StatKind::CoreType).map_or(0, RawValue::int_or_uint);
@@ -307,8 +308,9 @@ pub(crate) fn span_at(plane: &XPlane, line: &XLine, regions: &[Region], index: u
 
 /// Whether an event stands for a TPU parent line (XProf's `IsTPUParentLineEvent`).
 pub(crate) fn is_tpu_parent_line(line: &XLine) -> bool {
-    use super::kinds::{SPARSE_CORE_MODULE_LINE, SPARSE_CORE_STEP_LINE, STEP_LINE};
-    [STEP_LINE, SPARSE_CORE_STEP_LINE, XLA_MODULE_LINE, SPARSE_CORE_MODULE_LINE].contains(&line.name.as_str())
+    use oxprof_model::schema::{SPARSE_CORE_MODULE_LINE_NAME, SPARSE_CORE_STEP_LINE_NAME, STEP_LINE_NAME};
+    [STEP_LINE_NAME, SPARSE_CORE_STEP_LINE_NAME, XLA_MODULE_LINE_NAME, SPARSE_CORE_MODULE_LINE_NAME]
+        .contains(&line.name.as_str())
 }
 
 /// Convenience: the event at `index` of a line.

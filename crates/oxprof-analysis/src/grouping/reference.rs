@@ -5,11 +5,12 @@
 
 use super::derived::process_ungrouped_events;
 use super::forest::{NodeType, node_type};
-use super::kinds::{EventKind, GPU_PLANE_PREFIX, HOST_THREADS_PLANE, PlaneKinds, RawValue, Span, StatKind};
+use super::kinds::{EventKind, PlaneKinds, RawValue, Span, StatKind};
 use super::preprocess::{ContextId, PlaneMutators, is_tpu_parent_line, sorted_line_order, span_at, threadpool_regions};
 use super::tables::NO_GROUP;
 use super::{GroupMetadata, has_loop_ops, is_xspace_grouped};
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
+use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 struct Node {
@@ -61,7 +62,7 @@ pub(crate) fn reference_group(space: &XSpace) -> Option<Reference> {
     for (pi, plane) in space.planes.iter().enumerate() {
         let kinds = PlaneKinds::new(plane);
         let mutators = PlaneMutators::new(plane, &kinds);
-        let is_host = plane.name == HOST_THREADS_PLANE;
+        let is_host = plane.name == HOST_THREADS_PLANE_NAME;
         for (li, line) in plane.lines.iter().enumerate() {
             let regions = if mutators.threadpool { threadpool_regions(plane, line, &kinds) } else { Vec::new() };
             let order: Vec<u32> = if regions.is_empty() {

@@ -4,9 +4,10 @@
 
 use super::reference::reference_group;
 use super::*;
+use crate::test_support::load_xspace;
 use crate::test_support::repo_root;
-use oxprof_format::testing::{LineBuilder, PlaneBuilder, Value, XSpaceBuilder};
-use oxprof_format::{decode_xspace, load_xspace};
+use oxprof_xspace::decode_xspace;
+use oxprof_xspace::testing::{LineBuilder, PlaneBuilder, Value, XSpaceBuilder};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

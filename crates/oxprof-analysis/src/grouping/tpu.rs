@@ -4,10 +4,12 @@
 //! give every other line's events the group of the overlapping grouping-line event).
 
 use super::forest::Forest;
-use super::kinds::{PlaneKinds, SPARSE_CORE_MODULE_LINE, SPARSE_CORE_STEP_LINE, STEP_LINE, Span, StatKind};
-use super::kinds::{XLA_MODULE_LINE, sparse_core_id, tensor_core_id};
+use super::kinds::{PlaneKinds, Span, StatKind, sparse_core_id, tensor_core_id};
 use super::tables::NO_GROUP;
-use oxprof_format::{XLine, XPlane};
+use oxprof_model::schema::{
+    SPARSE_CORE_MODULE_LINE_NAME, SPARSE_CORE_STEP_LINE_NAME, STEP_LINE_NAME, XLA_MODULE_LINE_NAME,
+};
+use oxprof_model::{XLine, XPlane};
 use std::collections::BTreeMap;
 
 /// What `MergeHostSteps` did to a kept Steps-line event.
@@ -27,9 +29,9 @@ pub(crate) fn grouping_line(plane: &XPlane) -> Option<usize> {
     let mut step = None;
     let mut module = None;
     for (i, line) in plane.lines.iter().enumerate() {
-        if line.name == STEP_LINE || line.name == SPARSE_CORE_STEP_LINE {
+        if line.name == STEP_LINE_NAME || line.name == SPARSE_CORE_STEP_LINE_NAME {
             step = Some(i);
-        } else if line.name == XLA_MODULE_LINE || line.name == SPARSE_CORE_MODULE_LINE {
+        } else if line.name == XLA_MODULE_LINE_NAME || line.name == SPARSE_CORE_MODULE_LINE_NAME {
             module = Some(i);
         }
     }
@@ -105,7 +107,7 @@ pub(crate) fn group_tpu_plane(
     names: &BTreeMap<i64, super::forest::GroupBuild>,
 ) -> TpuPlaneOutcome {
     let mut outcome = TpuPlaneOutcome::default();
-    let step_line = plane.lines.iter().rposition(|l| l.name == STEP_LINE || l.name == SPARSE_CORE_STEP_LINE);
+    let step_line = plane.lines.iter().rposition(|l| l.name == STEP_LINE_NAME || l.name == SPARSE_CORE_STEP_LINE_NAME);
     let Some(grouping) = grouping_line(plane) else { return outcome };
     // Effective spans of the grouping line after the merge (None: removed).
     let mut grouping_spans: Vec<Option<Span>> =

@@ -377,7 +377,7 @@ mod reference_tests {
     use crate::op_stats::steps_db::xspace_to_step_db;
 
     /// The parts of one host's OpStats the step and environment combine depends on.
-    fn host_op_stats(space: &oxprof_format::XSpace) -> OpStats {
+    fn host_op_stats(space: &oxprof_model::XSpace) -> OpStats {
         let groups = crate::grouping::group_events(space);
         let steps = xspace_to_step_db(space, &groups, &NoTpuOpMetrics, false);
         OpStats {
@@ -395,7 +395,7 @@ mod reference_tests {
         // XProf's host order: the session's files sorted by name.
         let hosts: Vec<OpStats> = ["34.83.195.179_6003.xplane.pb", "34.83.195.180_6003.xplane.pb"]
             .iter()
-            .map(|f| host_op_stats(&oxprof_format::load_xspace(&folder.join(f)).unwrap()))
+            .map(|f| host_op_stats(&crate::test_support::load_xspace(&folder.join(f)).unwrap()))
             .collect();
         let combined = combine_hosts_op_stats(&hosts);
         let expected =

@@ -13,8 +13,8 @@ use super::types::{OpStats, StepDatabaseResult};
 use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
 use crate::grouping::{EventGroups, group_events};
 use crate::model_tracker::ModelTracker;
-use oxprof_format::XSpace;
-use oxprof_format::hlo::{decode_hlo_proto, hlo_proto_bytes};
+use oxprof_hlo::{decode_hlo_proto, hlo_proto_bytes};
+use oxprof_model::XSpace;
 
 /// With more steps than this, the first and last are dropped as possibly incomplete.
 const DROP_INCOMPLETE_STEP_THRESHOLD: usize = 5;
@@ -85,7 +85,7 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
     }
     let device_part = || {
         // XLA ops on device planes are described and costed through XProf's HLO module map.
-        let hlo_map = (!device_planes.is_empty()).then(|| crate::hlo_lookup::HloModuleMap::from_space(space));
+        let hlo_map = (!device_planes.is_empty()).then(|| oxprof_hlo::HloModuleMap::from_space(space));
         let hlo = hlo_map.as_ref().map(|m| m as &dyn device_op_metrics::HloModuleLookup);
         let device_op_metrics_db = device_op_metrics::device_op_metrics_db(space, Some(groups), hlo);
         let kernel_stats_db =

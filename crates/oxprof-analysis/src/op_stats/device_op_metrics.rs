@@ -12,53 +12,19 @@ use super::duty_cycle::{Timespan, tpu_duty_cycle};
 use super::environment::{device_planes, sparse_core_id, wire};
 use super::hardware::{double_value, int_or_uint, int_value, str_value, uint_value};
 use super::op_metrics_db::{OpMetricsDbCombiner, combine_memory_accessed_breakdown, combine_op_metrics_dbs};
-use super::step_events::is_derived_thread_id;
 use super::types::{
     MemoryAccessed, MemoryOperationType, OpMetrics, OpMetricsDb, PrecisionStats, SourceInfo, TpuCoreType,
 };
 use crate::grouping::EventGroups;
 use crate::tf_op::parse_tf_op_fullname;
-use oxprof_format::schema::{GPU_PLANE_PREFIX, StatType};
-use oxprof_format::{Event, EventMetadataId, StatValue, XPlane, XSpace};
+use oxprof_model::schema::{GPU_PLANE_PREFIX, StatType, is_derived_thread_id};
+use oxprof_model::{Event, EventMetadataId, StatValue, XPlane, XSpace};
 use std::collections::{BTreeMap, HashMap};
 
 /// Name and category of the op standing for idle time.
 pub const IDLE_OP: &str = "IDLE";
 
-/// `OpSourceInfo` of an HLO instruction.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HloSourceInfo {
-    /// Source file.
-    pub file: String,
-    /// Source line (-1 when unknown).
-    pub line: i32,
-    /// Stack frames, one per line.
-    pub stack_frame: String,
-}
-
-/// One entry of an HLO instruction's memory access breakdown (`PerformanceInfo`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HloMemoryAccess {
-    /// Read (else write).
-    pub is_read: bool,
-    /// Memory space (1 = HBM).
-    pub memory_space: u64,
-    /// Bytes per occurrence.
-    pub bytes_accessed: i64,
-}
-
-/// The cost analysis of an HLO instruction (`PerformanceInfoWrapper`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HloPerformance {
-    /// `DeviceFlops()`.
-    pub device_flops: i64,
-    /// `ModelFlops()`.
-    pub model_flops: i64,
-    /// `bytes_accessed()`.
-    pub bytes_accessed: i64,
-    /// `memory_accessed_breakdown()`.
-    pub memory_accessed_breakdown: Vec<HloMemoryAccess>,
-}
+pub use oxprof_hlo::{HloMemoryAccess, HloPerformance, HloSourceInfo};
 
 /// What XProf reads from an HLO instruction (`HloInstructionWrapper`).
 pub trait HloInstruction {
@@ -1038,7 +1004,7 @@ pub fn precision_stats(step_event_spans: impl IntoIterator<Item = (i32, u64)>) -
 #[cfg(test)]
 pub(crate) mod testutil {
     pub(crate) use crate::test_support::{external_root, repo_root};
-    use oxprof_format::XSpace;
+    use oxprof_model::XSpace;
     use serde_json::Value;
     use std::path::{Path, PathBuf};
 
@@ -1124,7 +1090,7 @@ pub(crate) mod testutil {
     }
 
     pub(crate) fn load(case: &RefCase) -> XSpace {
-        oxprof_format::load_xspace(&case.xspace).unwrap()
+        crate::test_support::load_xspace(&case.xspace).unwrap()
     }
 }
 
@@ -1133,11 +1099,11 @@ mod tests {
     use super::testutil::*;
     use super::*;
     use crate::jsoncmp::{CmpOptions, compare};
-    use oxprof_format::testing::{Value as V, XSpaceBuilder};
+    use oxprof_xspace::testing::{Value as V, XSpaceBuilder};
     use serde_json::{Value, json};
 
     fn decode(builder: XSpaceBuilder) -> XSpace {
-        oxprof_format::decode_xspace(&builder.to_bytes()).unwrap()
+        oxprof_xspace::decode_xspace(&builder.to_bytes()).unwrap()
     }
 
     fn op<'a>(db: &'a OpMetricsDb, name: &str) -> &'a OpMetrics {
@@ -1165,7 +1131,7 @@ mod tests {
             p.event_metadata_stat("root", "program_id", 7u64);
             p.event_metadata_stat("root", "symbol_id", 0u64);
             p.line(1, "XLA Ops", 0, |l| {
-                let dev = |l: &mut oxprof_format::testing::LineBuilder<'_>, n: &str, b: u64, d: u64, own: i64| {
+                let dev = |l: &mut oxprof_xspace::testing::LineBuilder<'_>, n: &str, b: u64, d: u64, own: i64| {
                     l.event(n, b as i64, own).stat("device_offset_ps", b).stat("device_duration_ps", d);
                 };
                 dev(l, "fusion", 0, 400, 401);
@@ -1477,7 +1443,7 @@ mod tests {
             files.extend(external_cases(&root).into_iter().map(|c| c.xspace));
         }
         for file in files {
-            let space = oxprof_format::load_xspace(&file).unwrap();
+            let space = crate::test_support::load_xspace(&file).unwrap();
             let before = peak_rss_kb();
             let start = std::time::Instant::now();
             let groups = EventGroups::from_file_stats(&space);
@@ -1536,7 +1502,7 @@ mod tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let before = peak_rss_kb();
         let start = std::time::Instant::now();
         let tpu = tensor_core_op_metrics_db(&space.planes[0], &SparseCoreDbs::new(), None);
@@ -1565,12 +1531,12 @@ mod tests {
     /// searched for among all planes, which took minutes at this size.
     #[test]
     fn many_empty_gpu_planes_convert_in_linear_time() {
-        let bytes = oxprof_format::testing::bombs::empty_planes(100_000);
-        let space = oxprof_format::decode_xspace_within(
+        let bytes = oxprof_xspace::testing::bombs::empty_planes(100_000);
+        let space = oxprof_xspace::decode_xspace_within(
             &bytes,
-            &oxprof_format::KeepPages,
+            &oxprof_model::KeepPages,
             &|_| true,
-            &oxprof_format::LoadLimits::none(),
+            &oxprof_model::LoadLimits::none(),
         )
         .unwrap();
         assert_eq!(space.planes.len(), 100_000);

@@ -6,8 +6,8 @@
 
 use super::environment::plane_core_details;
 use super::hardware::int_or_uint;
-use oxprof_format::schema::StatType;
-use oxprof_format::{Event, XPlane};
+use oxprof_model::schema::StatType;
+use oxprof_model::{Event, XPlane};
 use std::collections::{BTreeMap, HashMap};
 
 /// `Timespan`: `[begin, begin + duration]` in ps, unsigned, as XProf computes it from an
@@ -301,7 +301,7 @@ pub fn tpu_duty_cycle<'a>(device_planes: impl IntoIterator<Item = &'a XPlane>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::testing::{Value, XSpaceBuilder};
+    use oxprof_xspace::testing::{Value, XSpaceBuilder};
 
     fn span(begin: u64, end: u64) -> Timespan {
         Timespan::from_end_points(begin, end)
@@ -356,7 +356,7 @@ mod tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let d = tpu_duty_cycle(space.planes.iter());
         assert_eq!((d.busy_time_ps, d.idle_time_ps), (30_000, 70_000));
         assert_eq!((d.busy_time_high_confidence_ps, d.idle_time_high_confidence_ps), (20_000, 80_000));

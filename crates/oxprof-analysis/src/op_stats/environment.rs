@@ -10,10 +10,10 @@ use super::hardware::{
 };
 use super::types::{CoreDetails, HardwareType, OpStatsDiagnostics, PerfEnv, PerformanceCounterResult, RunEnvironment};
 use crate::tf_op::{is_jax_op_type, is_tf_op_name, is_tf_op_type};
-use oxprof_format::schema::{
+use oxprof_model::schema::{
     GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
 };
-use oxprof_format::{StatValue, XPlane, XSpace};
+use oxprof_model::{StatValue, XPlane, XSpace};
 use std::collections::{BTreeMap, HashSet};
 
 /// The core id XProf files a GPU (or CPU-only) host's core details under
@@ -396,6 +396,11 @@ pub fn is_gradient_op(op_name: &str, op_type: &str) -> bool {
     }
 }
 
+/// Whether the XSpace carries any HLO module.
+pub fn has_hlo(space: &XSpace) -> bool {
+    !hlo_protos(space).is_empty()
+}
+
 /// `run_environment.is_training`: whether any instruction of any HLO module in the XSpace
 /// comes from a gradient op. XProf only looks when it builds its HLO module map, which
 /// `ConvertXSpaceToOpStats` does for every XSpace with the default options.
@@ -422,10 +427,10 @@ pub fn diagnostics(space: &XSpace) -> Option<OpStatsDiagnostics> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::testing::{Value, XSpaceBuilder};
+    use oxprof_xspace::testing::{Value, XSpaceBuilder};
 
     fn space(builder: XSpaceBuilder) -> XSpace {
-        oxprof_format::decode_xspace(&builder.to_bytes()).unwrap()
+        oxprof_xspace::decode_xspace(&builder.to_bytes()).unwrap()
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl Timespan {
     }
 
     /// The timespan of a model event (`XEventVisitor::GetTimespan`).
-    pub fn of_event(event: &oxprof_format::Event<'_>) -> Timespan {
+    pub fn of_event(event: &oxprof_model::Event<'_>) -> Timespan {
         Timespan::new(event.timestamp_ps() as u64, event.duration_ps() as u64)
     }
 

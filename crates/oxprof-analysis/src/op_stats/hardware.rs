@@ -5,7 +5,7 @@
 //! `rocm_type_utils.cc`.
 
 use super::types::HardwareType;
-use oxprof_format::{StatValue, XPlane};
+use oxprof_model::{StatValue, XPlane};
 
 /// `device_vendor` of NVIDIA GPUs.
 pub const DEVICE_VENDOR_NVIDIA: &str = "Nvidia";

@@ -4,12 +4,11 @@
 
 use super::event_span::Timespan;
 use super::op_metrics_db::{HostOpMetricsDbBuilder, OpMetricsDbCombiner, add_idle_op, set_total_time_ps};
-use super::step_events::is_derived_thread_id;
 use super::types::OpMetricsDb;
 use crate::grouping::EventGroups;
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, StatType};
-use oxprof_format::{Event, Stat, StatValue, XPlane, XSpace};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType, is_derived_thread_id};
+use oxprof_model::{Event, Stat, StatValue, XPlane, XSpace};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
@@ -372,8 +371,8 @@ mod tests {
     use super::*;
     use crate::op_stats::op_metrics_db::IDLE;
     use crate::op_stats::types::OpMetrics;
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     fn db_of(bytes: &[u8]) -> OpMetricsDb {
         let space = decode_xspace(bytes).unwrap();
@@ -620,7 +619,7 @@ pub(crate) mod reference_tests {
     }
 
     fn ours(path: &Path) -> OpMetricsDb {
-        let space = oxprof_format::load_xspace(path).unwrap();
+        let space = crate::test_support::load_xspace(path).unwrap();
         let groups = crate::grouping::group_events(&space);
         match find_host_plane(&space) {
             Some(index) => host_op_metrics_db(&space, index, &groups),
@@ -717,7 +716,7 @@ pub(crate) mod reference_tests {
             eprintln!("SKIP: /work/refdata/jax_large not found");
             return;
         };
-        let space = oxprof_format::load_xspace(&path).unwrap();
+        let space = crate::test_support::load_xspace(&path).unwrap();
         let groups = crate::grouping::group_events(&space);
         let rss_before = rss_kib();
         let index = find_host_plane(&space).unwrap();
@@ -747,7 +746,7 @@ pub(crate) mod reference_tests {
     #[test]
     #[ignore]
     fn synthetic_3m_host_ops() {
-        use oxprof_format::testing::XSpaceBuilder;
+        use oxprof_xspace::testing::XSpaceBuilder;
         const PAIRS: i64 = 1_500_000;
         let bytes = XSpaceBuilder::new()
             .plane("/host:CPU", |p| {
@@ -760,7 +759,7 @@ pub(crate) mod reference_tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         drop(bytes);
         let groups = EventGroups::default();
         let rss_before = rss_kib();

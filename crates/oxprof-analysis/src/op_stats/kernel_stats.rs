@@ -5,11 +5,10 @@
 
 use super::device_op_metrics::HloModuleLookup;
 use super::hardware::{int_or_uint, str_value};
-use super::step_events::is_derived_thread_id;
 use super::types::{KernelReport, KernelStatsDb};
 use crate::tf_op::parse_tf_op_fullname;
-use oxprof_format::schema::StatType;
-use oxprof_format::{Event, XPlane};
+use oxprof_model::schema::{StatType, is_derived_thread_id};
+use oxprof_model::{Event, XPlane};
 use std::collections::HashMap;
 
 /// At most this many kernels are kept (`kMaxNumOfKernels`).
@@ -388,7 +387,7 @@ mod tests {
     use crate::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::device_op_metrics::testutil::*;
     use crate::op_stats::environment::device_planes;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn launch_params() {
@@ -435,7 +434,7 @@ mod tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         let db = kernel_stats_db(space.planes.iter(), None);
         assert_eq!(db.reports.len(), 2);
         let gemm = &db.reports[0];

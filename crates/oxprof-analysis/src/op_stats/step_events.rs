@@ -16,43 +16,23 @@ use super::event_span::{
 use super::types::{AllReduceInfo, OpMetricsDb};
 use crate::grouping::EventGroups;
 use crate::tf_op::{TfOpCategory, parse_tf_op_fullname};
-use oxprof_format::schema::StatType;
-use oxprof_format::{Event, Stat, StatValue, XLine, XPlane, XSpace};
+use oxprof_model::schema::{
+    SPARSE_CORE_OP_LINE_NAME, SPARSE_CORE_STEP_LINE_NAME, STEP_LINE_NAME, StatType, THREAD_ID_STEP_INFO,
+    TPU_PLANE_PREFIX, is_derived_thread_id,
+};
+use oxprof_model::{Event, Stat, StatValue, XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 
-/// First id of XProf's derived lines (`kThreadIdDerivedMin = 0xdeadbeef` as a C `int`).
-const THREAD_ID_DERIVED_MIN: i32 = 0xdead_beef_u32 as i32;
-/// Last id of XProf's derived lines (`kThreadIdHostXlaRegionEnd`).
-const THREAD_ID_DERIVED_MAX: i32 = THREAD_ID_DERIVED_MIN + 49 + 240;
-/// Id of the derived `Steps` line (`kThreadIdStepInfo`), as stored in `XLine.id`.
-pub const THREAD_ID_STEP_INFO: i64 = THREAD_ID_DERIVED_MIN as i64;
 /// Offset of SparseCore ids among core ids (`kSparseCoreIndexStart`).
 pub const SPARSE_CORE_INDEX_START: u32 = 1_000_000;
 
-/// Step line of a TPU TensorCore plane.
-const STEP_LINE_NAME: &str = "Steps";
-/// Step line of a SparseCore plane.
-const SPARSE_CORE_STEP_LINE_NAME: &str = "Sparse Core Steps";
-/// Op line of a SparseCore plane.
-const SPARSE_CORE_OP_LINE_NAME: &str = "Sparse Core Ops";
 /// Sentinel for "no group" in dense per-event tables.
 const NO_GROUP: u32 = u32::MAX;
 
-/// XProf's `IsDerivedThreadId`: the line id, truncated to a C `int`, is in the derived range.
-pub fn is_derived_thread_id(line_id: i64) -> bool {
-    (THREAD_ID_DERIVED_MIN..=THREAD_ID_DERIVED_MAX).contains(&(line_id as i32))
-}
-
-/// XProf's `IsXSpaceGrouped`: some plane defines a `group_id` stat, so the file was grouped
-/// when written and XProf's preprocessing (grouping and derived lines) is skipped.
-pub fn is_xspace_grouped(space: &XSpace) -> bool {
-    space.planes.iter().any(|p| p.stat_metadata_of_type(StatType::GroupId).is_some())
-}
-
 /// The TensorCore id of a TPU plane name (`/device:TPU:<n>`), as `GetTensorCoreId`.
 pub fn tensor_core_id(plane_name: &str) -> Option<i32> {
-    let digits = plane_name.strip_prefix("/device:TPU:")?;
+    let digits = plane_name.strip_prefix(TPU_PLANE_PREFIX)?;
     // RE2 `([0-9]*)` into an int: empty or overflowing captures fail the match.
     if digits.bytes().all(|b| b.is_ascii_digit()) { digits.parse().ok() } else { None }
 }
@@ -60,7 +40,7 @@ pub fn tensor_core_id(plane_name: &str) -> Option<i32> {
 /// The SparseCore id of a plane name (`/device:TPU:<n> SparseCore[ <word>] <m>`), as
 /// `GetSparseCoreId`.
 pub fn sparse_core_id(plane_name: &str) -> Option<i32> {
-    let rest = plane_name.strip_prefix("/device:TPU:")?;
+    let rest = plane_name.strip_prefix(TPU_PLANE_PREFIX)?;
     let chip_len = rest.bytes().take_while(u8::is_ascii_digit).count();
     if chip_len == 0 {
         return None;
@@ -743,7 +723,7 @@ fn tpu_line_step_events<B: TpuOpMetricsBuilder>(
 /// planes) gives the step markers; derived lines are skipped; on TPU TensorCores the op
 /// line, on SparseCores the SparseCore op line, elsewhere every stream gives step events.
 /// Only steps that also have markers are kept. `pregrouped` says whether the file was
-/// already grouped ([`is_xspace_grouped`]); if not, GPU planes get XProf's derived group
+/// already grouped ([`oxprof_model::schema::is_xspace_grouped`]); if not, GPU planes get XProf's derived group
 /// propagation and `Steps` line ([`GpuPlaneGroups`]).
 pub fn device_plane_step_events<B: TpuOpMetricsBuilder>(
     space: &XSpace,
@@ -755,7 +735,7 @@ pub fn device_plane_step_events<B: TpuOpMetricsBuilder>(
     let Some(plane) = space.planes.get(plane_index) else { return StepEvents::new() };
     let tpu_core = tensor_core_id(&plane.name).is_some();
     let sparse_core = sparse_core_id(&plane.name).is_some();
-    let derived = (!pregrouped && plane.name.starts_with(oxprof_format::schema::GPU_PLANE_PREFIX))
+    let derived = (!pregrouped && plane.name.starts_with(oxprof_model::schema::GPU_PLANE_PREFIX))
         .then(|| GpuPlaneGroups::derive(plane_index, plane, groups));
     let plane_id = plane.id;
     let mut step_markers = StepEvents::new();
@@ -814,8 +794,9 @@ pub fn device_plane_step_events<B: TpuOpMetricsBuilder>(
 mod tests {
     use super::*;
     use crate::op_stats::event_span::{StepDetails, to_non_overlapped_step_events};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_model::schema::is_xspace_grouped;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     /// Threads scanned in pieces (down to one event) give the step events of one scan, on
     /// every committed refkit profile and the external ones when present.
@@ -826,7 +807,7 @@ mod tests {
         collect_profiles(&crate::test_support::external_path(), &mut files);
         assert!(files.len() >= 5, "refkit profiles missing: {files:?}");
         for file in files {
-            let space = oxprof_format::load_xspace(&file).unwrap();
+            let space = crate::test_support::load_xspace(&file).unwrap();
             let groups = crate::grouping::group_events(&space);
             let Some(host) = space.planes.iter().position(|p| p.name == "/host:CPU") else { continue };
             let whole = host_plane_step_events_in_pieces(&space, host, &groups, None, usize::MAX);

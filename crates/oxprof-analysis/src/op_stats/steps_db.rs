@@ -9,15 +9,15 @@ use super::event_span::{
 };
 use super::op_metrics_db::OpMetricsDbCombiner;
 use super::step_events::{
-    SPARSE_CORE_INDEX_START, TpuOpMetricsBuilder, device_plane_step_events, host_plane_step_events, is_xspace_grouped,
+    SPARSE_CORE_INDEX_START, TpuOpMetricsBuilder, device_plane_step_events, host_plane_step_events,
 };
 use super::types::{
     GenericStepBreakdown, OpMetrics, OpMetricsDb, PerCoreStepInfo, PrecisionStats, StepBreakdown, StepDatabaseResult,
     StepInfoResult,
 };
 use crate::grouping::EventGroups;
-use oxprof_format::XSpace;
-use oxprof_format::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::XSpace;
+use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX, is_xspace_grouped};
 use std::collections::BTreeMap;
 
 /// Core id under which GPU and CPU steps are reported (`kDefaultGpuLocalCoreId`).
@@ -363,7 +363,7 @@ pub(crate) mod reference_tests {
     }
 
     fn external(root: &Path, file: &str) -> XSpace {
-        oxprof_format::load_xspace(&root.join(file)).unwrap()
+        crate::test_support::load_xspace(&root.join(file)).unwrap()
     }
 
     /// The 2020 TensorFlow profile on 8 V100 (already grouped, with its own `Steps` lines).
@@ -440,7 +440,7 @@ pub(crate) mod reference_tests {
             let dir = repo_root().join("testdata/profiles").join(name);
             let expected = xprof_op_stats(&dir.join("xprof_out/op_stats.json"));
             let file = find_xplane(&dir).unwrap_or_else(|| panic!("no xplane under {}", dir.display()));
-            let space = oxprof_format::load_xspace(&file).unwrap();
+            let space = crate::test_support::load_xspace(&file).unwrap();
             let groups = crate::grouping::group_events(&space);
             if !expected.step_db.step_sequence.is_empty() && !is_xspace_grouped(&space) && !groups.computed() {
                 eprintln!("PENDING (needs the real grouping): step_db of {name} not checked");
@@ -502,11 +502,11 @@ pub(crate) mod reference_tests {
     #[test]
     #[ignore = "performance measurement; run alone in release mode"]
     fn perf_step_db() {
-        use oxprof_format::testing::XSpaceBuilder;
+        use oxprof_xspace::testing::XSpaceBuilder;
         use std::time::Instant;
         let large = repo_root().join("../refdata/jax_large/plugins/profile");
         if let Some(file) = find_xplane(&large) {
-            let space = oxprof_format::load_xspace(&file).unwrap();
+            let space = crate::test_support::load_xspace(&file).unwrap();
             let (rss, t) = (reset_peak_rss_kb(), Instant::now());
             let groups = crate::grouping::group_events(&space);
             let t_groups = t.elapsed();
@@ -560,7 +560,7 @@ pub(crate) mod reference_tests {
                 });
             })
             .to_bytes();
-        let space = oxprof_format::decode_xspace(&bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
         drop(bytes);
         let groups = EventGroups::from_file_stats(&space);
         let (rss, t) = (reset_peak_rss_kb(), Instant::now());
@@ -591,5 +591,5 @@ pub(crate) mod reference_tests {
         );
     }
 
-    const THREAD_ID_FOR_TESTS: i64 = crate::op_stats::step_events::THREAD_ID_STEP_INFO;
+    const THREAD_ID_FOR_TESTS: i64 = oxprof_model::schema::THREAD_ID_STEP_INFO;
 }

@@ -3,8 +3,8 @@
 //! computes `OpStats.tf_function_db`.
 
 use super::types::{TfFunction, TfFunctionDb, TfFunctionMetrics, tf_function_mode};
-use oxprof_format::schema::StatType;
-use oxprof_format::{StatValue, XLine, XPlane, XSpace};
+use oxprof_model::schema::StatType;
+use oxprof_model::{StatValue, XLine, XPlane, XSpace};
 
 /// `TfFunctionCompiler` names (proto enum values).
 mod compiler {
@@ -188,8 +188,8 @@ mod tests {
     use crate::op_stats::host_op_metrics::reference_tests::{
         EXTERNAL_SINGLE_HOST, external_op_stats, external_root, refkit_profiles,
     };
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     // t(ps)  0    10        50  60     100
     // main   |------------ f (traced) ----|         self 100 − 40 − 10 = 50
@@ -249,7 +249,7 @@ mod tests {
     fn refkit_tf_function_db_matches_xprof() {
         let mut failures = Vec::new();
         for (name, xplane, expected) in refkit_profiles() {
-            let space = oxprof_format::load_xspace(&xplane).unwrap();
+            let space = crate::test_support::load_xspace(&xplane).unwrap();
             let ours = find_host_plane(&space).map(|i| tf_function_db(&space, i)).unwrap_or_default();
             check(&name, &expected.tf_function_db, &ours, &mut failures);
         }
@@ -270,7 +270,7 @@ mod tests {
                 eprintln!("SKIP: {} not found", path.display());
                 continue;
             }
-            let space = oxprof_format::load_xspace(&path).unwrap();
+            let space = crate::test_support::load_xspace(&path).unwrap();
             let ours = find_host_plane(&space).map(|i| tf_function_db(&space, i)).unwrap_or_default();
             check(name, &external_op_stats(name).tf_function_db, &ours, &mut failures);
         }

@@ -1,16 +1,20 @@
-//! The framework op stats tool ("TensorFlow stats"): one row per framework op on the device
-//! and on the host, ranked by self time, as XProf's two DataTables (with and without IDLE).
+//! The framework op stats tool ("TensorFlow stats"): OpStats → [`FrameworkOpStats`], one row
+//! per framework op on the device and on the host, ranked by self time, with and without
+//! IDLE → XProf's two DataTables.
 //! Port of `xprof/convert/op_stats_to_tf_stats.cc` and the parts of `model_tracker.cc` and
 //! `kernel_stats_utils.cc` it uses.
 
 use crate::model_tracker::ModelTracker;
 use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
 use crate::op_stats::{KernelStatsDb, OpMetricsDb, OpStats, PerfEnv, RunEnvironment};
-use crate::tools::datatable::{Cell, ColumnType, DataTable};
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, execution_times, pico_to_micro, roofline_metrics, safe_divide,
     sorted_op_metrics_db,
 };
+use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
+use oxprof_wire::nlohmann;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -21,7 +25,7 @@ const MAX_NUM_OF_OPS: usize = 500;
 const IDLE: &str = "IDLE";
 
 /// One row: a framework op on the host or the device (`TfStatsRecord`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TfStatsRecord {
     /// 1-based rank over device rows then host rows.
     pub rank: u64,
@@ -49,9 +53,10 @@ pub struct TfStatsRecord {
     pub gpu_tensorcore_utilization: f64,
 }
 
-/// `TfStatsDatabase`: the table with and without the IDLE rows.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct TfStatsDatabase {
+/// The `framework_op_stats` report (XProf's `TfStatsDatabase`): the table with and
+/// without the IDLE rows.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FrameworkOpStats {
     /// Rows including IDLE.
     pub with_idle: Vec<TfStatsRecord>,
     /// Rows without IDLE (fractions relative to busy time).
@@ -60,18 +65,49 @@ pub struct TfStatsDatabase {
     pub device_type: String,
 }
 
-/// XProf's `framework_op_stats` JSON: `[table with IDLE, table without IDLE]`.
+/// XProf's `framework_op_stats` JSON value: `[table with IDLE, table without IDLE]`.
 pub fn framework_op_stats(op_stats: &OpStats) -> Value {
-    let db = tf_stats_database(op_stats);
-    Value::Array(vec![
-        tf_stats_data_table(&db.with_idle, &db.device_type).to_json(),
-        tf_stats_data_table(&db.without_idle, &db.device_type).to_json(),
-    ])
+    FrameworkOpStats::from_op_stats(op_stats).xprof_json()
+}
+
+impl FrameworkOpStats {
+    /// The report of `op_stats` (see [`tf_stats_database`]).
+    pub fn from_op_stats(op_stats: &OpStats) -> FrameworkOpStats {
+        tf_stats_database(op_stats)
+    }
+
+    /// XProf's two DataTables: with IDLE, without IDLE.
+    pub fn data_tables(&self) -> [DataTable; 2] {
+        [
+            tf_stats_data_table(&self.with_idle, &self.device_type),
+            tf_stats_data_table(&self.without_idle, &self.device_type),
+        ]
+    }
+
+    /// XProf's JSON value of the body.
+    pub fn xprof_json(&self) -> Value {
+        Value::Array(self.data_tables().iter().map(DataTable::to_json).collect())
+    }
+}
+
+impl Report for FrameworkOpStats {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(nlohmann::dump(&self.xprof_json()))
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let [with_idle, without_idle] = self.data_tables();
+        vec![Table::from_data_table("ops", &with_idle), Table::from_data_table("ops_without_idle", &without_idle)]
+    }
 }
 
 /// `ConvertOpStatsToTfStats`: device rows come from the HLO ops grouped by the framework op
 /// that produced them; host rows are the host framework ops as they are.
-pub fn tf_stats_database(op_stats: &OpStats) -> TfStatsDatabase {
+pub fn tf_stats_database(op_stats: &OpStats) -> FrameworkOpStats {
     let device_tf_db = create_tf_metrics_db_from_device_op_metrics_db(&op_stats.device_op_metrics_db, true);
     let kernel_stats = group_kernel_reports_by_op_name(&op_stats.kernel_stats_db);
     let perf_env = op_stats.perf_env.clone().unwrap_or_default();
@@ -82,7 +118,7 @@ pub fn tf_stats_database(op_stats: &OpStats) -> TfStatsDatabase {
         perf_env: &perf_env,
         run_env: &op_stats.run_environment,
     };
-    TfStatsDatabase {
+    FrameworkOpStats {
         with_idle: sides.table(false),
         without_idle: sides.table(true),
         device_type: op_stats.run_environment.device_type.clone(),
@@ -399,6 +435,22 @@ mod tests {
         for case in cases {
             let expected = read_json(&case.xprof_out.join("framework_op_stats.json"));
             if !check(&case.name, &load_op_stats(&case.op_stats), &expected) {
+                failed.push(case.name);
+            }
+        }
+        assert!(failed.is_empty(), "mismatch: {failed:?}");
+    }
+
+    /// Our framework op stats as CSV equal XProf's `/data_csv` output byte for byte.
+    #[test]
+    fn csv_matches_xprof() {
+        let mut failed = Vec::new();
+        for case in refkit_cases() {
+            let expected = golden::read_text(&case.xprof_out.join("framework_op_stats.csv"));
+            let actual = oxprof_wire::csv::datatable_to_csv(&framework_op_stats(&load_op_stats(&case.op_stats)));
+            if expected != actual {
+                let first_diff = expected.lines().zip(actual.lines()).find(|(e, a)| e != a);
+                eprintln!("{}: first differing line {first_diff:?}", case.name);
                 failed.push(case.name);
             }
         }

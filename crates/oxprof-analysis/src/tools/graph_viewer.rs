@@ -18,12 +18,10 @@
 //! ENTRY <entry computation> ...
 //! ```
 
-pub use crate::hlo_lookup::DotRenderOptions;
-use crate::hlo_lookup::{
-    HloGraph, PrintOptions, hlo_proto_text, print_instruction, print_shape_with_layout, render_dot,
-};
-use crate::printf::c_escape;
-use oxprof_format::hlo::{HloModule, ModuleExtras, Shape};
+pub use oxprof_hlo::DotRenderOptions;
+use oxprof_hlo::{HloGraph, PrintOptions, hlo_proto_text, print_instruction, print_shape_with_layout, render_dot};
+use oxprof_hlo::{HloModule, ModuleExtras, Shape};
+use oxprof_wire::cxx_printf::c_escape;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -191,13 +189,7 @@ impl FrameIndex {
     }
 
     /// New id of frame `id` (1-based in the proto), 0 when it does not exist.
-    fn intern(
-        &mut self,
-        source: &oxprof_format::hlo::StackFrameIndex,
-        extras: &ModuleExtras,
-        id: i32,
-        depth: usize,
-    ) -> i32 {
+    fn intern(&mut self, source: &oxprof_hlo::StackFrameIndex, extras: &ModuleExtras, id: i32, depth: usize) -> i32 {
         if let Some(&new) = self.renumbered.get(&id) {
             return new;
         }
@@ -289,7 +281,7 @@ pub fn module_text(
     }
     if let Some(result) = &extras.program_result {
         let params = Shape {
-            element_type: oxprof_format::hlo::primitive::TUPLE,
+            element_type: oxprof_hlo::primitive::TUPLE,
             tuple_shapes: extras.program_parameters.clone(),
             ..Default::default()
         };
@@ -457,7 +449,7 @@ pub fn adjacent_nodes(module: &HloModule, node_name: &str) -> Result<String, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::HloComputation;
+    use oxprof_hlo::HloComputation;
 
     use crate::test_support::{f32_shape as f32s, hlo_instr as instr};
 

@@ -1,17 +1,54 @@
-//! The HLO stats tool: one DataTable row per HLO op of the device op database (and per
-//! SparseCore op nested in one), ranked by self time, with its times, FLOP and bandwidth
-//! rates and roofline bottleneck. Port of `xprof/convert/op_stats_to_hlo_stats.cc`.
+//! The HLO stats tool: OpStats → [`HloStats`], one row per HLO op of the device op database
+//! (and per SparseCore op nested in one), ranked by self time, with its times, FLOP and
+//! bandwidth rates and roofline bottleneck → XProf's DataTable. Port of
+//! `xprof/convert/op_stats_to_hlo_stats.cc`.
 
 use crate::op_stats::{OpMetrics, OpStats, PerfEnv, SourceInfo, TpuCoreType};
-use crate::tools::datatable::{Cell, ColumnType, DataTable};
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, dma_stall_fraction, execution_times, pico_to_micro,
     roofline_metrics, sorted_op_metrics_db,
 };
+use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
+use oxprof_wire::nlohmann;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The `hlo_stats` report: the rows in display order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HloStats {
+    /// One per HLO op that ran (and per SparseCore op nested in one).
+    pub ops: Vec<HloStatsRecord>,
+}
+
+impl HloStats {
+    /// The report of `op_stats` (see [`hlo_stats_records`]).
+    pub fn from_op_stats(op_stats: &OpStats) -> HloStats {
+        HloStats { ops: hlo_stats_records(op_stats) }
+    }
+
+    /// XProf's JSON value of the body.
+    pub fn xprof_json(&self) -> Value {
+        hlo_stats_data_table(&self.ops).to_json()
+    }
+}
+
+impl Report for HloStats {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(nlohmann::dump(&self.xprof_json()))
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        vec![Table::from_data_table("hlo_ops", &hlo_stats_data_table(&self.ops))]
+    }
+}
+
 /// One row (`HloStatsRecord`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HloStatsRecord {
     /// Rank and self-time shares (all 0 on nested SparseCore rows).
     pub rank: RankAndFraction,
@@ -35,8 +72,8 @@ pub struct HloStatsRecord {
     pub outside_compilation: bool,
     /// Autotuned.
     pub autotuned: bool,
-    /// `TensorCore`, `SparseCore` or "".
-    pub core_type: &'static str,
+    /// TensorCore, SparseCore or unknown (not a TPU).
+    pub core_type: TpuCoreType,
     /// The op this row is nested in ("" at the top level).
     pub parent_op_name: String,
     /// Source location.
@@ -45,9 +82,9 @@ pub struct HloStatsRecord {
     pub vdd_energy_j: f64,
 }
 
-/// The `hlo_stats` tool's JSON body for `op_stats`.
+/// The `hlo_stats` tool's JSON body for `op_stats`, as XProf's JSON value.
 pub fn hlo_stats(op_stats: &OpStats) -> Value {
-    hlo_stats_data_table(&hlo_stats_records(op_stats)).to_json()
+    HloStats::from_op_stats(op_stats).xprof_json()
 }
 
 /// `ConvertOpStatsToHloStats`: the rows in display order.
@@ -137,7 +174,7 @@ fn hlo_stats_record(
         rematerialization: is_rematerialization(&metrics.long_name, &metrics.provenance),
         outside_compilation: is_outside_compilation_op(&metrics.provenance, &metrics.long_name),
         autotuned: metrics.autotuned,
-        core_type: core_type_name(metrics.core_type),
+        core_type: metrics.core_type,
         parent_op_name: parent_op_name.to_string(),
         source_info: metrics.source_info.clone().unwrap_or_default(),
         vdd_energy_j: metrics.vdd_energy_j.unwrap_or(0.0),
@@ -250,7 +287,7 @@ pub fn hlo_stats_data_table(records: &[HloStatsRecord]) -> DataTable {
             yes_no(r.outside_compilation).into(),
             yes_no(r.autotuned).into(),
             source_info_formatted_text(&r.source_info).into(),
-            r.core_type.into(),
+            core_type_name(r.core_type).into(),
             r.parent_op_name.as_str().into(),
             r.vdd_energy_j.into(),
         ];

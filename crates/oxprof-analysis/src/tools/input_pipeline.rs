@@ -1,4 +1,4 @@
-//! The input-pipeline analyzer: OpStats → `InputPipelineAnalysisResult` (step-time
+//! The input-pipeline analyzer: OpStats → [`InputPipelineAnalysis`] (step-time
 //! breakdown per step, bottleneck statements, host input ops) → XProf's five DataTables
 //! (port of `xprof/convert/op_stats_to_input_pipeline_analysis.cc` as XProf 2.24.2 renders
 //! it).
@@ -7,17 +7,21 @@ use crate::op_stats::{
     CoreDetails, GenericStepBreakdown, HardwareType, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics,
     PerCoreStepInfo, StepBreakdown,
 };
-use crate::tools::datatable::{ColumnType, DataTable};
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::step_breakdown::{
     DEFAULT_GPU_LOCAL_CORE_ID, IDLE, SPARSE_CORE_INDEX_START, Stat, StepSummary, anchor_element,
-    diagnostics_data_table, event_type, f64_to_u64, one_digit, pico_to_micro, pico_to_milli, populate_step_diagnostics,
-    printf_fixed, safe_divide, sorted_op_metrics_db, three_digits, two_digits, x86_div,
+    diagnostics_data_table, event_type, f64_to_u64, pico_to_micro, pico_to_milli, populate_step_diagnostics,
+    safe_divide, sorted_op_metrics_db, x86_div,
 };
+use oxprof_wire::cxx_printf::{one_digit, printf_fixed, three_digits, two_digits};
+use oxprof_wire::datatable::{ColumnType, DataTable};
+use oxprof_wire::nlohmann;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
 /// One step on CPU/GPU (`PerGenericStepDetails`), times in milliseconds.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PerGenericStepDetails {
     /// Step number.
     pub step_number: i32,
@@ -48,7 +52,7 @@ pub struct PerGenericStepDetails {
 }
 
 /// One step across TPU cores (`PerTpuStepDetails`), times in milliseconds.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PerTpuStepDetails {
     /// Step number (from the first core).
     pub step_number: i32,
@@ -61,10 +65,13 @@ pub struct PerTpuStepDetails {
     /// Maximum TensorCore infeed over cores.
     pub tc_infeed_time_ms: f64,
     /// Infeed % of step time, average over cores.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub infeed_percent_average: f64,
     /// Infeed %, minimum over cores.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub infeed_percent_minimum: f64,
     /// Infeed %, maximum over cores.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub infeed_percent_maximum: f64,
     /// Core with the largest infeed.
     pub coreid_max_infeed_time: u32,
@@ -99,7 +106,8 @@ pub struct PerTpuStepDetails {
 }
 
 /// The per-step details: generic (CPU/GPU) or TPU (`repeated Any step_details`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StepDetails {
     /// CPU/GPU.
     Generic(Vec<PerGenericStepDetails>),
@@ -129,7 +137,7 @@ impl StepDetails {
 }
 
 /// `GenericStepTimeBreakdown`: summaries over steps, in milliseconds.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GenericStepTimeBreakdown {
     /// Unaccounted.
     pub unknown_time_ms_summary: StepSummary,
@@ -156,7 +164,7 @@ pub struct GenericStepTimeBreakdown {
 }
 
 /// `SparseCoreStepSummary`.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SparseCoreStepSummary {
     /// Compute.
     pub sc_compute_ms_summary: StepSummary,
@@ -173,7 +181,7 @@ pub struct SparseCoreStepSummary {
 }
 
 /// `TpuStepTimeBreakdown`: summaries over steps, in milliseconds.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TpuStepTimeBreakdown {
     /// TensorCore compute.
     pub tc_compute_ms_summary: StepSummary,
@@ -198,7 +206,8 @@ pub struct TpuStepTimeBreakdown {
 }
 
 /// The step-time breakdown (`Any step_time_breakdown`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StepTimeBreakdown {
     /// CPU/GPU.
     Generic(GenericStepTimeBreakdown),
@@ -213,7 +222,7 @@ impl Default for StepTimeBreakdown {
 }
 
 /// `InputTimeBreakdown`: host input time by kind, in microseconds.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InputTimeBreakdown {
     /// Reading files on demand.
     pub demanded_file_read_us: f64,
@@ -228,7 +237,7 @@ pub struct InputTimeBreakdown {
 }
 
 /// `InputOpDetails`: one host input op.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InputOpDetails {
     /// Name.
     pub op_name: String,
@@ -247,7 +256,7 @@ pub struct InputOpDetails {
 }
 
 /// `BottleneckAnalysis` (CPU/GPU).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct BottleneckAnalysis {
     /// Input % of step time.
     pub input_percent: f64,
@@ -276,7 +285,7 @@ pub struct BottleneckAnalysis {
 }
 
 /// `TpuBottleneckAnalysis`.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TpuBottleneckAnalysis {
     /// Input %.
     pub input_percent: f64,
@@ -309,7 +318,8 @@ pub struct TpuBottleneckAnalysis {
 }
 
 /// The bottleneck analysis (`Any bottleneck_analysis`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
     /// CPU/GPU.
     Generic(BottleneckAnalysis),
@@ -324,7 +334,7 @@ impl Default for Bottleneck {
 }
 
 /// `InputPipelineAnalysisRecommendation`.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InputPipelineAnalysisRecommendation {
     /// Fixed tf.data advice (HTML).
     pub details: Vec<String>,
@@ -334,9 +344,9 @@ pub struct InputPipelineAnalysisRecommendation {
     pub summary_next_step: String,
 }
 
-/// `InputPipelineAnalysisResult`.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct InputPipelineAnalysisResult {
+/// The `input_pipeline_analyzer` report (XProf's `InputPipelineAnalysisResult`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputPipelineAnalysis {
     /// TPU result (`tag`).
     pub tag: bool,
     /// `HardwareType` name (`CPU_ONLY`, `GPU`, `TPU`, `UNKNOWN_HARDWARE`).
@@ -425,25 +435,55 @@ pub fn hardware_type_name(hardware_type: HardwareType) -> &'static str {
     }
 }
 
-/// The input-pipeline analyzer's JSON: `[max-infeed-core table, step-time table, host
-/// input-op table, recommendation table, diagnostics table]`.
+/// The input-pipeline analyzer's JSON value: `[max-infeed-core table, step-time table,
+/// host input-op table, recommendation table, diagnostics table]`.
 pub fn input_pipeline_analyzer(op_stats: &OpStats) -> Value {
-    input_pipeline_result_to_json(&convert_op_stats_to_input_pipeline_analysis(op_stats))
+    InputPipelineAnalysis::from_op_stats(op_stats).xprof_json()
 }
 
-/// `InputPipelineAnalysisResultToDataTableJson`.
-pub fn input_pipeline_result_to_json(result: &InputPipelineAnalysisResult) -> Value {
-    Value::Array(vec![
-        max_infeed_core_table(result).to_json(),
-        input_pipeline_analysis_table(result).to_json(),
-        host_table(result).to_json(),
-        recommendation_table(result).to_json(),
-        diagnostics_data_table(&result.diagnostics).to_json(),
-    ])
+impl InputPipelineAnalysis {
+    /// The report of `op_stats` (see [`convert_op_stats_to_input_pipeline_analysis`]).
+    pub fn from_op_stats(op_stats: &OpStats) -> InputPipelineAnalysis {
+        convert_op_stats_to_input_pipeline_analysis(op_stats)
+    }
+
+    /// XProf's five DataTables: max-infeed core, step time, host input ops,
+    /// recommendation, diagnostics.
+    pub fn data_tables(&self) -> [DataTable; 5] {
+        [
+            max_infeed_core_table(self),
+            input_pipeline_analysis_table(self),
+            host_table(self),
+            recommendation_table(self),
+            diagnostics_data_table(&self.diagnostics),
+        ]
+    }
+
+    /// XProf's JSON value of the body.
+    pub fn xprof_json(&self) -> Value {
+        Value::Array(self.data_tables().iter().map(DataTable::to_json).collect())
+    }
+}
+
+/// Names of [`InputPipelineAnalysis::data_tables`] as [`Table`]s.
+const TABLE_NAMES: [&str; 5] = ["max_infeed_core", "step_time", "input_ops", "recommendation", "diagnostics"];
+
+impl Report for InputPipelineAnalysis {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(nlohmann::dump(&self.xprof_json()))
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        TABLE_NAMES.iter().zip(self.data_tables()).map(|(name, table)| Table::from_data_table(name, &table)).collect()
+    }
 }
 
 /// `ConvertOpStatsToInputPipelineAnalysis`.
-pub fn convert_op_stats_to_input_pipeline_analysis(op_stats: &OpStats) -> InputPipelineAnalysisResult {
+pub fn convert_op_stats_to_input_pipeline_analysis(op_stats: &OpStats) -> InputPipelineAnalysis {
     let hardware_type = op_stats.run_environment.hardware_type;
     let steps = &op_stats.step_db.step_sequence;
     let mut result = if hardware_type == HardwareType::Tpu {
@@ -503,7 +543,7 @@ pub fn compute_step_time_summary_in_ms(steps: &[PerCoreStepInfo]) -> StepSummary
 
 /// `ComputeGenericInputPipelineAnalysisResult`: one `PerGenericStepDetails` per step that
 /// has an entry for core 1 (where CPU/GPU steps live), from its `type_ps` breakdown.
-fn compute_generic_input_pipeline_analysis_result(steps: &[PerCoreStepInfo]) -> InputPipelineAnalysisResult {
+fn compute_generic_input_pipeline_analysis_result(steps: &[PerCoreStepInfo]) -> InputPipelineAnalysis {
     let mut details_list = Vec::new();
     let mut input_percent = Stat::<f64>::default();
     for step in steps {
@@ -536,13 +576,13 @@ fn compute_generic_input_pipeline_analysis_result(steps: &[PerCoreStepInfo]) -> 
         details_list.push(details);
     }
     let breakdown = compute_generic_step_time_breakdown_in_ms(&details_list);
-    InputPipelineAnalysisResult {
+    InputPipelineAnalysis {
         tag: false,
         step_time_summary: compute_step_time_summary_in_ms(steps),
         input_percent_summary: StepSummary::from_stat(&input_percent),
         step_details: StepDetails::Generic(details_list),
         step_time_breakdown: StepTimeBreakdown::Generic(breakdown),
-        ..InputPipelineAnalysisResult::default()
+        ..InputPipelineAnalysis::default()
     }
 }
 
@@ -946,7 +986,7 @@ fn tpu_step_across_cores(step: &PerCoreStepInfo, core_details: &BTreeMap<u32, Co
 fn compute_tpu_input_pipeline_analysis_result(
     steps: &[PerCoreStepInfo],
     core_details: &BTreeMap<u32, CoreDetails>,
-) -> InputPipelineAnalysisResult {
+) -> InputPipelineAnalysis {
     let has_sparse_core = core_details.values().any(|core| core.is_sparse_core);
     let mut details_list = Vec::with_capacity(steps.len());
     let mut infeed_percent = Stat::<f64>::default();
@@ -957,13 +997,13 @@ fn compute_tpu_input_pipeline_analysis_result(
         details_list.push(details);
     }
     let breakdown = compute_tpu_step_time_breakdown_in_ms(&details_list, has_sparse_core);
-    InputPipelineAnalysisResult {
+    InputPipelineAnalysis {
         tag: true,
         step_time_summary: compute_step_time_summary_in_ms(steps),
         input_percent_summary: StepSummary::from_stat(&infeed_percent),
         step_details: StepDetails::Tpu(details_list),
         step_time_breakdown: StepTimeBreakdown::Tpu(breakdown),
-        ..InputPipelineAnalysisResult::default()
+        ..InputPipelineAnalysis::default()
     }
 }
 
@@ -1099,7 +1139,7 @@ fn categorize_input_op(name: &str, category: &str) -> InputOpCategory {
 
 /// `RatioOfHostToDeviceTimeToStepTime`: host infeed-enqueue ratio when measured (TPU
 /// infeed), else the average host-to-device time over the average step time.
-fn ratio_of_host_to_device_time_to_step_time(host_db: &OpMetricsDb, result: &InputPipelineAnalysisResult) -> f64 {
+fn ratio_of_host_to_device_time_to_step_time(host_db: &OpMetricsDb, result: &InputPipelineAnalysis) -> f64 {
     if host_db.total_host_infeed_enq_start_timestamp_ps_diff > 0 {
         return safe_divide(
             host_db.total_host_infeed_enq_duration_ps as f64,
@@ -1118,7 +1158,7 @@ fn ratio_of_host_to_device_time_to_step_time(host_db: &OpMetricsDb, result: &Inp
 /// `GenerateHostResult`: the host input ops (sorted by self time) and the input time
 /// split by kind, the non-enqueue kinds scaled so that enqueue : non-enqueue matches the
 /// measured host-to-device share of the step.
-fn generate_host_result(host_db: &OpMetricsDb, result: &mut InputPipelineAnalysisResult) {
+fn generate_host_result(host_db: &OpMetricsDb, result: &mut InputPipelineAnalysis) {
     let input_ops: Vec<&OpMetrics> =
         sorted_op_metrics_db(host_db, None).into_iter().filter(|op| is_input_op(&op.category)).collect();
     if input_ops.is_empty() {
@@ -1453,7 +1493,7 @@ fn scv0_analysis(scv0_percent: f64) -> (String, String) {
 /// `ComputeTpuBottleneckAnalysis`: shares of the total TPU step time over all steps.
 pub fn compute_tpu_bottleneck_analysis(
     all_cores_profiled: bool,
-    result: &InputPipelineAnalysisResult,
+    result: &InputPipelineAnalysis,
 ) -> TpuBottleneckAnalysis {
     let steps = match &result.step_details {
         StepDetails::Tpu(steps) => steps.as_slice(),
@@ -1544,7 +1584,7 @@ pub fn host_to_device_transfer_as_percent_of_input_time(breakdown: &InputTimeBre
 }
 
 /// `GenerateInputPipelineAnalysisDataTable`: the step-time table, TPU or generic.
-pub fn input_pipeline_analysis_table(result: &InputPipelineAnalysisResult) -> DataTable {
+pub fn input_pipeline_analysis_table(result: &InputPipelineAnalysis) -> DataTable {
     if result.tag { tpu_input_pipeline_analysis_table(result) } else { generic_input_pipeline_analysis_table(result) }
 }
 
@@ -1554,7 +1594,7 @@ fn add_avg_sdv(table: &mut DataTable, name: &str, summary: &StepSummary) {
     table.prop(&format!("{name}_sdv"), one_digit(summary.standard_deviation));
 }
 
-fn generic_input_pipeline_analysis_table(result: &InputPipelineAnalysisResult) -> DataTable {
+fn generic_input_pipeline_analysis_table(result: &InputPipelineAnalysis) -> DataTable {
     let mut table = DataTable::new();
     table
         .column("stepnum", ColumnType::String, "Step number")
@@ -1641,7 +1681,7 @@ fn generic_input_pipeline_analysis_table(result: &InputPipelineAnalysisResult) -
     table
 }
 
-fn tpu_input_pipeline_analysis_table(result: &InputPipelineAnalysisResult) -> DataTable {
+fn tpu_input_pipeline_analysis_table(result: &InputPipelineAnalysis) -> DataTable {
     let empty = TpuStepTimeBreakdown::default();
     let (breakdown, has_breakdown) = match &result.step_time_breakdown {
         StepTimeBreakdown::Tpu(breakdown) => (breakdown, true),
@@ -1758,7 +1798,7 @@ fn add_tpu_step_time_breakdown(breakdown: &TpuStepTimeBreakdown, table: &mut Dat
 }
 
 /// `GenerateMaxInfeedCoreTable`: for TPU, the core with the largest infeed in each step.
-fn max_infeed_core_table(result: &InputPipelineAnalysisResult) -> DataTable {
+fn max_infeed_core_table(result: &InputPipelineAnalysis) -> DataTable {
     let mut table = DataTable::new();
     if result.hardware_type != hardware_type_name(HardwareType::Tpu) {
         return table;
@@ -1782,7 +1822,7 @@ fn max_infeed_core_table(result: &InputPipelineAnalysisResult) -> DataTable {
 }
 
 /// `GenerateHostTable`: the host input ops and the input-time split.
-fn host_table(result: &InputPipelineAnalysisResult) -> DataTable {
+fn host_table(result: &InputPipelineAnalysis) -> DataTable {
     let mut table = DataTable::new();
     table
         .column("opName", ColumnType::String, "Input Op")
@@ -1814,7 +1854,7 @@ fn host_table(result: &InputPipelineAnalysisResult) -> DataTable {
 }
 
 /// `GenerateRecommendationDataTable`.
-fn recommendation_table(result: &InputPipelineAnalysisResult) -> DataTable {
+fn recommendation_table(result: &InputPipelineAnalysis) -> DataTable {
     let mut table = DataTable::new();
     table.column("link", ColumnType::String, "link");
     for detail in &result.recommendation.details {
@@ -1902,7 +1942,7 @@ mod tests {
             ],
             ..OpMetricsDb::default()
         };
-        let mut result = InputPipelineAnalysisResult::default();
+        let mut result = InputPipelineAnalysis::default();
         generate_host_result(&host_db, &mut result);
         let names: Vec<_> = result.input_op_details.iter().map(|d| (d.op_name.as_str(), d.category.as_str())).collect();
         assert_eq!(

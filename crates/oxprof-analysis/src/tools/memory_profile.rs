@@ -1,7 +1,7 @@
 //! The `memory_profile` tool: per allocator, the allocation/deallocation activity the host
 //! recorded (`MemoryAllocation` / `MemoryDeallocation` TraceMes on `/host:CPU`), its peak,
-//! a sampled timeline and the breakdown of live allocations at the peak, as the proto JSON
-//! of XProf's `MemoryProfile` (port of `xprof/convert/xplane_to_memory_profile.cc`).
+//! a sampled timeline and the breakdown of live allocations at the peak ([`MemoryProfile`])
+//! → the proto JSON of XProf's `MemoryProfile` (port of `xprof/convert/xplane_to_memory_profile.cc`).
 //!
 //! Pipeline (each step a port of the XProf function named):
 //! 1. `GenerateMemoryProfile`: one snapshot per memory event, keyed by memory id (last of
@@ -25,9 +25,13 @@
 //!   iteration order).
 
 use crate::grouping::{EventGroups, group_events, is_xspace_grouped};
-use crate::printf::write_proto_json_string;
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
-use oxprof_format::{StatValue, XPlane, XSpace};
+use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
+use oxprof_model::{StatValue, XPlane, XSpace};
+use oxprof_wire::datatable::CellValue;
+use oxprof_wire::protobuf_json::{self, write_string as write_proto_json_string};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -41,7 +45,7 @@ const INVALID_STEP_ID: i64 = -1;
 pub type StrIdx = u32;
 
 /// `MemoryAggregationStats`: the allocator's state after one event.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct AggregationStats {
     /// `bytes_reserved`.
     pub stack_reserved_bytes: i64,
@@ -50,6 +54,7 @@ pub struct AggregationStats {
     /// `bytes_available`.
     pub free_memory_bytes: i64,
     /// `fragmentation` as the allocator reported it.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub fragmentation: f64,
     /// `peak_bytes_in_use`.
     pub peak_bytes_in_use: i64,
@@ -63,7 +68,8 @@ impl AggregationStats {
 }
 
 /// `MemoryActivity` (only the two values events produce).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MemoryActivity {
     /// `ALLOCATION`.
     Allocation,
@@ -115,7 +121,7 @@ pub struct Snapshot {
 }
 
 /// `MemoryProfileSummary`.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileSummary {
     /// The allocator's lifetime peak (last `peak_bytes_in_use` seen).
     pub peak_bytes_usage_lifetime: i64,
@@ -128,7 +134,7 @@ pub struct ProfileSummary {
 }
 
 /// `ActiveAllocation`: one row of the breakdown table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveAllocation {
     /// Index into [`PerAllocatorProfile::snapshots`], or negative for special rows.
     pub snapshot_index: i64,
@@ -154,7 +160,7 @@ pub struct PerAllocatorProfile {
 }
 
 /// `HloModule`: an `XLA Modules` event of a TPU plane.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HloModule {
     /// Module name.
     pub name: String,
@@ -168,8 +174,10 @@ pub struct HloModule {
     pub plane_name: String,
 }
 
-/// `MemoryProfile` of one host.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The `memory_profile` report of one host (XProf's `MemoryProfile`). Its serde form
+/// writes the interned strings inline ([`MemoryProfileSerde`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "MemoryProfileSerde", from = "MemoryProfileSerde")]
 pub struct MemoryProfile {
     /// Per memory id, in id order.
     pub allocators: BTreeMap<String, PerAllocatorProfile>,
@@ -194,6 +202,158 @@ impl MemoryProfile {
     /// Number of timeline points over all allocators.
     pub fn timeline_points(&self) -> usize {
         self.allocators.values().map(|a| a.sampled_timeline.len()).sum()
+    }
+}
+
+/// The serde form of [`MemoryProfile`]: the same fields, with each activity's strings
+/// written out instead of interned.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemoryProfileSerde {
+    /// Per memory id.
+    pub allocators: BTreeMap<String, AllocatorSerde>,
+    /// Memory ids (sorted).
+    pub memory_ids: Vec<String>,
+    /// Always 1.
+    pub num_hosts: i32,
+    /// Always 1.
+    pub version: i32,
+    /// TPU module executions.
+    pub hlo_modules: Vec<HloModule>,
+}
+
+/// The serde form of [`PerAllocatorProfile`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AllocatorSerde {
+    /// Summary.
+    pub summary: ProfileSummary,
+    /// The breakdown table at the peak (indexes into `snapshots` / `special_allocations`).
+    pub active_allocations: Vec<ActiveAllocation>,
+    /// The snapshots the breakdown table references.
+    pub snapshots: Vec<SnapshotSerde>,
+    /// Rows not backed by a snapshot.
+    pub special_allocations: Vec<ActivitySerde>,
+    /// The timeline.
+    pub sampled_timeline: Vec<SnapshotSerde>,
+}
+
+/// The serde form of [`Snapshot`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SnapshotSerde {
+    /// Offset within its line.
+    pub time_offset_ps: i64,
+    /// Allocator state.
+    pub stats: AggregationStats,
+    /// The activity.
+    pub activity: ActivitySerde,
+}
+
+/// The serde form of [`ActivityMetadata`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActivitySerde {
+    /// Allocation or deallocation.
+    pub activity: MemoryActivity,
+    /// Bytes asked for.
+    pub requested_bytes: i64,
+    /// Bytes given.
+    pub allocation_bytes: i64,
+    /// Address.
+    pub address: u64,
+    /// Step.
+    pub step_id: i64,
+    /// Framework op.
+    pub tf_op_name: String,
+    /// Region type.
+    pub region_type: String,
+    /// Data type.
+    pub data_type: String,
+    /// Shape.
+    pub tensor_shape: String,
+}
+
+impl From<MemoryProfile> for MemoryProfileSerde {
+    fn from(profile: MemoryProfile) -> MemoryProfileSerde {
+        let activity = |m: &ActivityMetadata| ActivitySerde {
+            activity: m.activity,
+            requested_bytes: m.requested_bytes,
+            allocation_bytes: m.allocation_bytes,
+            address: m.address,
+            step_id: m.step_id,
+            tf_op_name: profile.str(m.tf_op_name).to_string(),
+            region_type: profile.str(m.region_type).to_string(),
+            data_type: profile.str(m.data_type).to_string(),
+            tensor_shape: profile.str(m.tensor_shape).to_string(),
+        };
+        let snapshot = |s: &Snapshot| SnapshotSerde {
+            time_offset_ps: s.time_offset_ps,
+            stats: s.stats,
+            activity: activity(&s.metadata),
+        };
+        let allocators = profile
+            .allocators
+            .iter()
+            .map(|(id, a)| {
+                let allocator = AllocatorSerde {
+                    summary: a.summary,
+                    active_allocations: a.active_allocations.clone(),
+                    snapshots: a.snapshots.iter().map(snapshot).collect(),
+                    special_allocations: a.special_allocations.iter().map(activity).collect(),
+                    sampled_timeline: a.sampled_timeline.iter().map(snapshot).collect(),
+                };
+                (id.clone(), allocator)
+            })
+            .collect();
+        MemoryProfileSerde {
+            allocators,
+            memory_ids: profile.memory_ids.clone(),
+            num_hosts: profile.num_hosts,
+            version: profile.version,
+            hlo_modules: profile.hlo_modules.clone(),
+        }
+    }
+}
+
+impl From<MemoryProfileSerde> for MemoryProfile {
+    fn from(serde: MemoryProfileSerde) -> MemoryProfile {
+        let mut interner = Interner::default();
+        interner.intern("");
+        let mut activity = |m: &ActivitySerde| ActivityMetadata {
+            activity: m.activity,
+            requested_bytes: m.requested_bytes,
+            allocation_bytes: m.allocation_bytes,
+            address: m.address,
+            step_id: m.step_id,
+            tf_op_name: interner.intern(&m.tf_op_name),
+            region_type: interner.intern(&m.region_type),
+            data_type: interner.intern(&m.data_type),
+            tensor_shape: interner.intern(&m.tensor_shape),
+        };
+        let mut allocators = BTreeMap::new();
+        for (id, a) in serde.allocators {
+            let mut snapshot = |s: &SnapshotSerde| Snapshot {
+                time_offset_ps: s.time_offset_ps,
+                stats: s.stats,
+                metadata: activity(&s.activity),
+            };
+            let snapshots = a.snapshots.iter().map(&mut snapshot).collect();
+            let sampled_timeline = a.sampled_timeline.iter().map(&mut snapshot).collect();
+            let special_allocations = a.special_allocations.iter().map(&mut activity).collect();
+            let allocator = PerAllocatorProfile {
+                snapshots,
+                summary: a.summary,
+                active_allocations: a.active_allocations,
+                special_allocations,
+                sampled_timeline,
+            };
+            allocators.insert(id, allocator);
+        }
+        MemoryProfile {
+            allocators,
+            memory_ids: serde.memory_ids,
+            num_hosts: serde.num_hosts,
+            version: serde.version,
+            hlo_modules: serde.hlo_modules,
+            strings: interner.strings,
+        }
     }
 }
 
@@ -675,6 +835,81 @@ fn data_type_name(code: i32) -> String {
     name.to_string()
 }
 
+/// Live allocations listed per allocator for people (the report has them all).
+const LIVE_ALLOCATIONS_SHOWN: usize = 50;
+
+impl Report for MemoryProfile {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(self.to_json_string())
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    /// Per allocator: its peak (when, how much, fragmentation) and the allocations live at
+    /// the peak, largest first (one empty table when there is no allocator).
+    fn tables(&self) -> Vec<Table> {
+        use crate::report::{ColumnKind::*, NumberFormat::*};
+        const MIB: f64 = 1024.0 * 1024.0;
+        if self.allocators.is_empty() {
+            return vec![Table::new("allocators")];
+        }
+        let mib = |bytes: i64| format!("{:.2}", bytes as f64 / MIB);
+        self.allocators
+            .iter()
+            .map(|(id, allocator)| {
+                let summary = &allocator.summary;
+                let peak = &summary.peak_stats;
+                let mut table = Table::new(&format!("allocator_{id}"))
+                    .title(id.as_str())
+                    .fact("peak_heap_usage_mib", mib(summary.peak_bytes_usage_lifetime))
+                    .fact("peak_time_ms", format!("{:.3}", summary.peak_stats_time_ps as f64 / 1e9))
+                    .fact("peak_bytes_in_use_mib", mib(peak.peak_bytes_in_use))
+                    .fact("stack_reserved_mib", mib(peak.stack_reserved_bytes))
+                    .fact("heap_allocated_mib", mib(peak.heap_allocated_bytes))
+                    .fact("free_memory_mib", mib(peak.free_memory_bytes))
+                    .fact("fragmentation", format!("{:.1}%", 100.0 * peak.fragmentation))
+                    .fact("capacity_mib", mib(summary.memory_capacity))
+                    .rows_described("allocations live at the peak, largest first", Some(LIVE_ALLOCATIONS_SHOWN))
+                    .column("op", "Op", Text, Shortest)
+                    .column("allocation_mib", "Allocation (MiB)", Number, Fixed(2))
+                    .column("requested_mib", "Requested (MiB)", Number, Fixed(2))
+                    .column("occurrences", "Occurrences", Integer, Shortest)
+                    .column("region", "Region", Text, Shortest)
+                    .column("data_type", "Data type", Text, Shortest)
+                    .column("shape", "Shape", Text, Shortest);
+                let mut live: Vec<(&ActivityMetadata, i64)> = allocator
+                    .active_allocations
+                    .iter()
+                    .filter_map(|a| {
+                        let metadata = match (usize::try_from(a.snapshot_index), usize::try_from(a.special_index)) {
+                            (Ok(i), _) => &allocator.snapshots.get(i)?.metadata,
+                            (Err(_), Ok(i)) => allocator.special_allocations.get(i)?,
+                            _ => return None,
+                        };
+                        Some((metadata, a.num_occurrences))
+                    })
+                    .collect();
+                let footprint = |(m, n): &(&ActivityMetadata, i64)| m.allocation_bytes as f64 * *n as f64;
+                live.sort_by(|a, b| footprint(b).total_cmp(&footprint(a)));
+                for (m, occurrences) in live {
+                    table.push_row(vec![
+                        CellValue::Text(self.str(m.tf_op_name).to_string()),
+                        CellValue::Number(m.allocation_bytes as f64 / MIB),
+                        CellValue::Number(m.requested_bytes as f64 / MIB),
+                        CellValue::Int(occurrences),
+                        CellValue::Text(self.str(m.region_type).to_string()),
+                        CellValue::Text(self.str(m.data_type).to_string()),
+                        CellValue::Text(self.str(m.tensor_shape).to_string()),
+                    ]);
+                }
+                table
+            })
+            .collect()
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Proto JSON, byte for byte as `MessageToJsonString(always_print_fields_with_no_presence)`.
 
@@ -794,38 +1029,15 @@ fn write_stats(out: &mut String, s: &AggregationStats) {
         "{{\"stackReservedBytes\":\"{}\",\"heapAllocatedBytes\":\"{}\",\"freeMemoryBytes\":\"{}\",\"fragmentation\":",
         s.stack_reserved_bytes, s.heap_allocated_bytes, s.free_memory_bytes
     );
-    proto_json_double(out, s.fragmentation);
+    out.push_str(&protobuf_json::format_double(s.fragmentation));
     let _ = write!(out, ",\"peakBytesInUse\":\"{}\"}}", s.peak_bytes_in_use);
-}
-
-/// A double as protobuf's JSON printer writes it (`SimpleDtoa`; non-finite values quoted).
-pub fn proto_json_double(out: &mut String, v: f64) {
-    out.push_str(&crate::printf::proto_json_double(v));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
-
-    fn g(v: f64) -> String {
-        let mut s = String::new();
-        proto_json_double(&mut s, v);
-        s
-    }
-
-    #[test]
-    fn doubles_print_like_protobuf() {
-        assert_eq!(g(0.0), "0");
-        assert_eq!(g(0.166667), "0.166667");
-        assert_eq!(g(7.54108e-08), "7.54108e-08");
-        assert_eq!(g(1.0), "1");
-        assert_eq!(g(0.1 + 0.2), "0.30000000000000004");
-        assert_eq!(g(1e15), "1e+15");
-        assert_eq!(g(123456.0), "123456");
-        assert_eq!(g(f64::NAN), "\"NaN\"");
-    }
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn data_type_names() {

@@ -22,13 +22,17 @@
 //! reuses after its FREE keeps the span it had at that FREE; sharers get their own
 //! timeline blocks; only allocations the heap simulator traced get a timeline frame.
 
-use crate::hlo_lookup::print_shape_with_layout;
-use oxprof_format::hlo::{
+use oxprof_hlo::print_shape_with_layout;
+use oxprof_hlo::{
     BufferAllocation, BufferAssignment, HloInstruction, HloModule, LogicalBuffer, Shape, StackFrameIndex,
     heap_event_kind, primitive,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_wire::datatable::CellValue;
+use serde_json::Value;
 
 /// Buffers smaller than this are merged into one "small" heap object (`kSmallBufferSize`).
 pub const SMALL_BUFFER_SIZE: i64 = 16 * 1024;
@@ -330,6 +334,58 @@ pub struct PreprocessResult {
     #[serde(skip)]
     pub allocation_timeline_dot: String,
 }
+
+impl Report for PreprocessResult {
+    /// XProf's body: the proto JSON of `PreprocessResult` (keys sorted, as the value
+    /// prints them).
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(json_of(self).to_string())
+    }
+
+    /// The result's serde form, which is XProf's proto JSON (the UI reads it as it is).
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    /// The module's peak: its figures, and the buffers live at it, largest first.
+    fn tables(&self) -> Vec<Table> {
+        use crate::report::{ColumnKind::*, NumberFormat::*};
+        let mut table = Table::new("peak_buffers")
+            .fact("module_name", self.module_name.as_str())
+            .fact("peak_heap_mib", format!("{:.2}", self.peak_heap_mib))
+            .fact("peak_unpadded_heap_mib", format!("{:.2}", self.peak_unpadded_heap_mib))
+            .fact("entry_computation_parameters_mib", format!("{:.2}", self.entry_computation_parameters_mib))
+            .fact("maybe_live_out_mib", format!("{:.2}", self.maybe_live_out_mib))
+            .fact("total_buffer_allocation_mib", format!("{:.2}", self.total_buffer_allocation_mib))
+            .rows_described("buffers live at the peak, largest first", Some(PEAK_BUFFERS_SHOWN))
+            .column("buffer", "Buffer", Text, Shortest)
+            .column("size_mib", "Size (MiB)", Number, Fixed(2))
+            .column("unpadded_mib", "Unpadded (MiB)", Number, Fixed(2))
+            .column("instruction", "Instruction", Text, Shortest)
+            .column("op_code", "Op code", Text, Shortest)
+            .column("category", "Category", Text, Shortest)
+            .column("framework_op", "Framework op", Text, Shortest);
+        for object in &self.max_heap_by_size {
+            table.push_row(vec![
+                CellValue::Text(object.label.clone()),
+                CellValue::Number(object.logical_buffer_size_mib),
+                CellValue::Number(object.unpadded_shape_mib),
+                CellValue::Text(object.instruction_name.clone()),
+                CellValue::Text(object.op_code.clone()),
+                CellValue::Text(object.group_name.clone()),
+                CellValue::Text(object.tf_op_name.clone()),
+            ]);
+        }
+        vec![table]
+    }
+
+    fn xprof_body_json(&self) -> Option<Value> {
+        Some(json_of(self))
+    }
+}
+
+/// Buffers listed for people (the report has them all).
+const PEAK_BUFFERS_SHOWN: usize = 50;
 
 /// `BytesToMiB`.
 fn mib(bytes: i64) -> f64 {
@@ -1350,7 +1406,7 @@ fn final_insertion_sort<T: Copy>(v: &mut [T], less: &dyn Fn(&T, &T) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::hlo::{HeapSimulatorEvent, HeapSimulatorTrace, HloComputation};
+    use oxprof_hlo::{HeapSimulatorEvent, HeapSimulatorTrace, HloComputation};
 
     fn instruction(name: &str, id: i64, elements: i64) -> HloInstruction {
         HloInstruction {

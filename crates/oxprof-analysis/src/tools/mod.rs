@@ -1,14 +1,11 @@
-//! XProf's tools, one module each, rendering OpStats (or the model) into XProf's wire
-//! formats.
+//! XProf's tools, one module each: each computes a typed report from OpStats (or the
+//! model) and renders it into XProf's body with the dialects of `oxprof_wire`.
 
-pub mod csv;
-pub mod datatable;
 pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod graphviz_html;
 pub mod hlo_stats;
 pub mod input_pipeline;
-pub mod json_text;
 pub mod kernel_stats;
 pub mod memory_profile;
 pub mod memory_viewer;

@@ -1,7 +1,7 @@
 //! The op profile tool: the device's HLO ops as a tree (program → category → duplicates
 //! → op → fused instructions, or category → … without the program level, or by framework
 //! provenance), each node with its time, FLOP utilisation and bandwidth utilisations, with
-//! and without IDLE, as XProf's `op_profile.Profile` proto JSON. Port of
+//! and without IDLE ([`OpProfile`]) → XProf's `op_profile.Profile` proto JSON. Port of
 //! `xprof/convert/op_stats_to_op_profile.cc` and `op_profile_builder.cc`.
 
 use crate::cxx_sort::partial_sort;
@@ -11,11 +11,14 @@ use crate::op_stats::op_metrics_db::{
     total_time_ps,
 };
 use crate::op_stats::{HardwareType, MemoryOperationType, OpMetrics, OpStats, SourceInfo, TpuCoreType};
-use crate::printf::{proto_json_double, write_proto_json_string};
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     MEMORY_SPACE_HBM, MEMORY_SPACE_ON_CHIP, giga_bytes_per_second_per_core,
     giga_flops_per_second_per_core_normalized_on_dvfs, giga_to_gibi, pico_to_nano, safe_divide, tera_to_giga,
 };
+use oxprof_wire::datatable::CellValue;
+use oxprof_wire::protobuf_json;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
@@ -23,7 +26,8 @@ use std::collections::HashMap;
 pub const OP_PROFILE_LIMIT: usize = 100;
 
 /// How ops are grouped (`OpProfileGrouping`, request parameter `group_by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Grouping {
     /// Program, then category (the default).
     #[default]
@@ -67,7 +71,7 @@ impl Grouping {
 }
 
 /// `op_profile.Metrics` of a node.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NodeMetrics {
     /// FLOP utilisation (capped at 1) times the node's share of the total time.
     pub flops: f64,
@@ -92,7 +96,7 @@ pub struct NodeMetrics {
 }
 
 /// `Node.XLAInstruction`: the HLO op a node stands for.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct XlaInstruction {
     /// HLO text.
     pub expression: String,
@@ -115,7 +119,7 @@ pub struct XlaInstruction {
 }
 
 /// One node of the tree.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Node {
     /// Program, category, op or group name.
     pub name: String,
@@ -129,24 +133,115 @@ pub struct Node {
     pub num_children: i32,
 }
 
-/// `op_profile.Profile`: the two trees of one grouping.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Profile {
+/// The `op_profile` report (XProf's `op_profile.Profile`): the two trees of one grouping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpProfile {
     /// The grouping.
     pub grouping: Grouping,
     /// Tree with IDLE.
     pub tree: Node,
     /// Tree without IDLE.
     pub tree_exclude_idle: Node,
-    /// `HardwareType` name.
-    pub device_type: &'static str,
+    /// The device kind (`ParseHardwareType` of the run's device type).
+    pub device_type: HardwareType,
     /// Normalised / raw op time.
     pub agg_dvfs_time_scale_multiplier: f64,
 }
 
-/// The `op_profile` tool's JSON body for `op_stats` grouped by `grouping`.
+/// The `op_profile` tool's JSON body for `op_stats` grouped by `grouping`, as XProf's JSON
+/// value.
 pub fn op_profile(op_stats: &OpStats, grouping: Grouping) -> Value {
-    profile_json(&convert_op_stats_to_op_profile(op_stats, grouping, OP_PROFILE_LIMIT))
+    profile_json(&OpProfile::from_op_stats(op_stats, grouping))
+}
+
+/// Ops listed for people (the report has them all).
+const TOP_OPS_SHOWN: usize = 50;
+
+impl OpProfile {
+    /// The report of `op_stats` grouped by `grouping`, with XProf's child limit.
+    pub fn from_op_stats(op_stats: &OpStats, grouping: Grouping) -> OpProfile {
+        convert_op_stats_to_op_profile(op_stats, grouping, OP_PROFILE_LIMIT)
+    }
+
+    /// The leaves of the tree with IDLE (XLA ops), each with the top-level group it is
+    /// under, most time first (ties in depth-first order).
+    pub fn ops_by_time(&self) -> Vec<(&Node, &str)> {
+        let mut leaves: Vec<(&Node, &str)> = Vec::new();
+        for group in &self.tree.children {
+            let mut stack = vec![group];
+            while let Some(node) = stack.pop() {
+                if node.xla.is_some() && node.children.is_empty() {
+                    leaves.push((node, group.name.as_str()));
+                }
+                stack.extend(&node.children);
+            }
+        }
+        leaves.sort_by(|a, b| b.0.metrics.raw_time.total_cmp(&a.0.metrics.raw_time));
+        leaves
+    }
+}
+
+impl Report for OpProfile {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(proto_json_text(&profile_json(self)))
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    /// The groups under the root (programs or categories) with their share of the time,
+    /// then the XLA ops, most time first, with the FLOP rate and HBM bandwidth
+    /// utilizations XProf shows.
+    fn tables(&self) -> Vec<Table> {
+        use crate::report::{ColumnKind::*, NumberFormat::*};
+        let total = self.tree.metrics.raw_time;
+        let mut groups = Table::new("groups");
+        let mut ops = Table::new("ops");
+        if total > 0.0 {
+            let grouped_by = match self.grouping {
+                Grouping::ByProgram => "program",
+                Grouping::ByCategory => "category",
+                Grouping::ByProvenance => "provenance",
+            };
+            groups = groups
+                .fact("device_type", hardware_type_name(self.device_type))
+                .fact("total_time_ms", format!("{:.3}", total / 1e9))
+                .fact("grouped_by", grouped_by);
+        }
+        groups = groups.column("group", "Group", Text, Shortest).column("time_fraction", "Time", Number, Percent(2));
+        ops = ops
+            .rows_described("ops, most time first", Some(TOP_OPS_SHOWN))
+            .column("op", "Op", Text, Shortest)
+            .column("category", "Category", Text, Shortest)
+            .column("group", "Group", Text, Shortest)
+            .column("time_fraction", "Time", Number, Percent(2))
+            .column("occurrences", "Occurrences", Integer, Shortest)
+            .column("avg_time_us", "Avg time (µs)", Number, Fixed(3))
+            .column("flop_rate_utilization", "FLOP rate utilization", Number, Percent(1))
+            .column("hbm_bandwidth_utilization", "HBM bandwidth utilization", Number, Percent(1));
+        if total <= 0.0 {
+            return vec![groups, ops];
+        }
+        for group in &self.tree.children {
+            groups
+                .push_row(vec![CellValue::Text(group.name.clone()), CellValue::Number(group.metrics.raw_time / total)]);
+        }
+        for (op, group) in self.ops_by_time() {
+            let m = &op.metrics;
+            ops.push_row(vec![
+                CellValue::Text(op.name.clone()),
+                CellValue::Text(op.xla.as_ref().map_or(String::new(), |x| x.category.clone())),
+                CellValue::Text(group.to_string()),
+                CellValue::Number(m.raw_time / total),
+                CellValue::Int(i64::from(m.occurrences)),
+                CellValue::Number(m.avg_time_ps / 1e6),
+                CellValue::Number(m.flops),
+                CellValue::Number(m.bandwidth_utils[0]),
+            ]);
+        }
+        vec![groups, ops]
+    }
 }
 
 fn hardware_type_name(hardware: HardwareType) -> &'static str {
@@ -159,13 +254,13 @@ fn hardware_type_name(hardware: HardwareType) -> &'static str {
 }
 
 /// `ConvertOpStatsToOpProfile`.
-pub fn convert_op_stats_to_op_profile(op_stats: &OpStats, grouping: Grouping, limit: usize) -> Profile {
+pub fn convert_op_stats_to_op_profile(op_stats: &OpStats, grouping: Grouping, limit: usize) -> OpProfile {
     let db = &op_stats.device_op_metrics_db;
-    Profile {
+    OpProfile {
         grouping,
         tree: build_tree(op_stats, grouping, false, limit),
         tree_exclude_idle: build_tree(op_stats, grouping, true, limit),
-        device_type: hardware_type_name(parse_hardware_type(&op_stats.run_environment.device_type)),
+        device_type: parse_hardware_type(&op_stats.run_environment.device_type),
         agg_dvfs_time_scale_multiplier: safe_divide(db.normalized_total_op_time_ps as f64, db.total_op_time_ps as f64),
     }
 }
@@ -625,7 +720,7 @@ fn proto_double(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
         json!(v as i64)
     } else {
-        crate::tools::datatable::number_json(v)
+        oxprof_wire::datatable::number_json(v)
     }
 }
 
@@ -682,126 +777,103 @@ pub fn node_json(node: &Node) -> Value {
 }
 
 /// The profile as XProf's proto JSON.
-pub fn profile_json(profile: &Profile) -> Value {
+pub fn profile_json(profile: &OpProfile) -> Value {
     let (with_idle, without_idle) = profile.grouping.fields();
     let mut m = Map::new();
     m.insert(with_idle.into(), node_json(&profile.tree));
-    m.insert("deviceType".into(), json!(profile.device_type));
+    m.insert("deviceType".into(), json!(hardware_type_name(profile.device_type)));
     m.insert(without_idle.into(), node_json(&profile.tree_exclude_idle));
     m.insert("aggDvfsTimeScaleMultiplier".into(), proto_double(profile.agg_dvfs_time_scale_multiplier));
     Value::Object(m)
 }
 
-/// Every field name of the op profile's proto JSON, in proto field-number order per
-/// message (`Profile`, `Node`, `Metrics`, `XLAInstruction`, `SourceInfo`, `LayoutAnalysis`):
-/// the order protobuf's JSON printer writes them in.
-const PROTO_FIELD_ORDER: &[&str] = &[
-    "byCategory",
-    "byProgram",
-    "deviceType",
-    "byCategoryExcludeIdle",
-    "byProgramExcludeIdle",
-    "byProvenance",
-    "byProvenanceExcludeIdle",
-    "aggDvfsTimeScaleMultiplier",
-    "name",
-    "metrics",
-    "children",
-    "xla",
-    "numChildren",
-    "flops",
-    "bandwidthUtils",
-    "rawTime",
-    "rawFlops",
-    "rawBytesAccessedArray",
-    "occurrences",
-    "avgTimePs",
-    "bf16Flops",
-    "uncappedFlops",
-    "normalizedTimePs",
-    "op",
-    "expression",
-    "provenance",
-    "category",
-    "layout",
-    "computationPrimitiveSize",
-    "fingerprint",
-    "programId",
-    "sourceInfo",
-    "xprofKernelMetadata",
-    "fileName",
-    "lineNumber",
-    "stackFrame",
-    "dimensions",
-];
-
 /// The body XProf's server sends for an op profile JSON value (from [`op_profile`]): the
-/// protobuf JSON printer's text, with fields in field-number order, doubles in their
-/// shortest round-trip form (integral ones without a fraction, `1e-06` style exponents),
-/// and `<`/`>` escaped as `\u003c`/`\u003e`.
+/// protobuf JSON printer's text of the `op_profile.Profile` message, with fields in
+/// field-number order, doubles in their shortest round-trip form (integral ones without a
+/// fraction, `1e-06` style exponents), and `<`/`>` escaped as `\u003c`/`\u003e`.
 pub fn proto_json_text(value: &Value) -> String {
-    let mut out = String::new();
-    write_proto_json(value, &mut out);
-    out
+    protobuf_json::print(value, Some(&proto::PROFILE))
 }
 
-fn write_proto_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&proto_json_double(n.as_f64().unwrap_or(0.0))),
-        Value::String(text) => write_proto_json_string(out, text),
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_proto_json(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let rank = |key: &str| PROTO_FIELD_ORDER.iter().position(|&k| k == key).unwrap_or(usize::MAX);
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then_with(|| a.0.cmp(b.0)));
-            out.push('{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_proto_json_string(out, key);
-                out.push(':');
-                write_proto_json(item, out);
-            }
-            out.push('}');
-        }
-    }
+/// The messages of `plugin/xprof/protobuf/op_profile.proto`: JSON names in field-number
+/// order.
+mod proto {
+    use oxprof_wire::protobuf_json::Field::{Message as Msg, Scalar};
+    use oxprof_wire::protobuf_json::Message;
+
+    pub(super) static PROFILE: Message = Message {
+        fields: &[
+            ("byCategory", Msg(&NODE)),
+            ("byProgram", Msg(&NODE)),
+            ("deviceType", Scalar),
+            ("byCategoryExcludeIdle", Msg(&NODE)),
+            ("byProgramExcludeIdle", Msg(&NODE)),
+            ("byProvenance", Msg(&NODE)),
+            ("byProvenanceExcludeIdle", Msg(&NODE)),
+            ("aggDvfsTimeScaleMultiplier", Scalar),
+        ],
+    };
+    static NODE: Message = Message {
+        fields: &[
+            ("name", Scalar),
+            ("metrics", Msg(&METRICS)),
+            ("children", Msg(&NODE)),
+            ("xla", Msg(&XLA_INSTRUCTION)),
+            ("numChildren", Scalar),
+        ],
+    };
+    static METRICS: Message = Message {
+        fields: &[
+            ("flops", Scalar),
+            ("bandwidthUtils", Scalar),
+            ("rawTime", Scalar),
+            ("rawFlops", Scalar),
+            ("rawBytesAccessedArray", Scalar),
+            ("occurrences", Scalar),
+            ("avgTimePs", Scalar),
+            ("bf16Flops", Scalar),
+            ("uncappedFlops", Scalar),
+            ("normalizedTimePs", Scalar),
+        ],
+    };
+    static XLA_INSTRUCTION: Message = Message {
+        fields: &[
+            ("op", Scalar),
+            ("expression", Scalar),
+            ("provenance", Scalar),
+            ("category", Scalar),
+            ("layout", Msg(&LAYOUT_ANALYSIS)),
+            ("computationPrimitiveSize", Scalar),
+            ("fingerprint", Scalar),
+            ("programId", Scalar),
+            ("sourceInfo", Msg(&SOURCE_INFO)),
+            ("xprofKernelMetadata", Scalar),
+        ],
+    };
+    static SOURCE_INFO: Message =
+        Message { fields: &[("fileName", Scalar), ("lineNumber", Scalar), ("stackFrame", Scalar)] };
+    static LAYOUT_ANALYSIS: Message = Message { fields: &[("dimensions", Scalar)] };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hlo_lookup::{CostAnalysis, HloModuleMap};
     use crate::op_stats::device_op_metrics::device_op_metrics_db;
     use crate::op_stats::environment::{device_planes, run_environment};
     use crate::op_stats::kernel_stats::kernel_stats_db;
     use crate::tools::{hlo_stats, kernel_stats, roofline_model};
-    use oxprof_format::hlo::{HloComputation, HloInstruction, HloModule};
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_hlo::{CostAnalysis, HloModuleMap};
+    use oxprof_hlo::{HloComputation, HloInstruction, HloModule};
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn proto_json_text_prints_like_protobuf() {
-        // %.15g when it reads back, else %.17g (trailing zeros dropped), 2-digit exponents.
-        assert_eq!(proto_json_double(0.069_671_487_717_328_98), "0.069671487717328978");
-        assert_eq!(proto_json_double(8.142_000_327_721_873e-6), "8.142000327721873e-06");
-        assert_eq!(proto_json_double(9_456_212_000.0), "9456212000");
-        assert_eq!(proto_json_double(1e16), "1e+16");
-        assert_eq!(proto_json_double(0.5), "0.5");
-        let value = json!({"numChildren": 2, "name": "a<b>", "metrics": {"rawTime": 1.0, "flops": 0.25}});
+        // Fields in field-number order per message, integral doubles without a fraction.
+        let value = json!({"deviceType": "TPU",
+            "byProgram": {"numChildren": 2, "name": "a<b>", "metrics": {"rawTime": 1.0, "flops": 0.25}}});
         assert_eq!(
             proto_json_text(&value),
-            r#"{"name":"a\u003cb\u003e","metrics":{"flops":0.25,"rawTime":1},"numChildren":2}"#
+            r#"{"byProgram":{"name":"a\u003cb\u003e","metrics":{"flops":0.25,"rawTime":1},"numChildren":2},"deviceType":"TPU"}"#
         );
     }
 
@@ -834,9 +906,9 @@ mod tests {
         fusion.called_computation_ids = vec![10];
         let dot = |name: &str, id: i64, op_name: &str| {
             let mut d = instr(name, "dot", id, &[20, 20]);
-            d.metadata = oxprof_format::hlo::OpMetadata { op_name: op_name.into(), ..Default::default() };
+            d.metadata = oxprof_hlo::OpMetadata { op_name: op_name.into(), ..Default::default() };
             d.shape = f32s(&[]);
-            d.dot_dimension_numbers = Some(oxprof_format::hlo::DotDimensionNumbers {
+            d.dot_dimension_numbers = Some(oxprof_hlo::DotDimensionNumbers {
                 lhs_contracting_dimensions: vec![0],
                 rhs_contracting_dimensions: vec![0],
                 ..Default::default()
@@ -866,7 +938,7 @@ mod tests {
 
     /// OpStats of a one-GPU XSpace, with `module` (when given) as the HLO of program 1.
     fn op_stats_of(bytes: &[u8], module: Option<HloModule>) -> OpStats {
-        let space = oxprof_format::decode_xspace(bytes).unwrap();
+        let space = oxprof_xspace::decode_xspace(bytes).unwrap();
         let map = HloModuleMap::from_modules(module.into_iter().map(|m| (1, m)).collect(), CostAnalysis::Gpu);
         let (planes, _) = device_planes(&space);
         let mut op_stats = OpStats {

@@ -4,6 +4,7 @@
 //! and the unit helpers of `tsl/profiler/utils/math_utils.h` they use).
 
 use crate::op_stats::{HardwareType, MemoryOperationType, OpMetrics, OpMetricsDb, PerfEnv, RunEnvironment};
+use serde::{Deserialize, Serialize};
 
 /// `MemorySpace::MEMORY_SPACE_HBM` (also `PerformanceInfo::MemoryAccessed::HBM`).
 pub const MEMORY_SPACE_HBM: u64 = 1;
@@ -135,7 +136,7 @@ pub fn gibi_bytes_per_second_per_core(metrics: &OpMetrics, memory_space: u64, op
 }
 
 /// `SetExecutionTimes`: counts and times of an op in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct ExecutionTimes {
     /// Times the op ran.
     pub occurrences: u32,
@@ -170,7 +171,7 @@ pub fn dma_stall_fraction(metrics: &OpMetrics) -> f64 {
 
 /// A row's rank and its share of the total self time, accumulated down the table
 /// (`SetRankAndTimeFractions` and its device/host variants).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct RankAndFraction {
     /// 1-based rank.
     pub rank: u64,
@@ -194,7 +195,8 @@ impl RankAndFraction {
 }
 
 /// The resource that bounds an op in the roofline model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BoundBy {
     /// No resource used (no FLOPs, no bytes, or no peaks known).
     #[default]
@@ -232,7 +234,7 @@ impl BoundBy {
 }
 
 /// `SetRooflineMetrics`: rates, operational intensities and the bottleneck of one op.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct RooflineMetrics {
     /// GFLOP/s.
     pub measured_flop_rate: f64,

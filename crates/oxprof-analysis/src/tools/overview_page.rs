@@ -1,4 +1,4 @@
-//! The overview page: OpStats → `OverviewPage` (run environment, top device ops, step-time
+//! The overview page: OpStats → [`OverviewPage`] (run environment, top device ops, step-time
 //! analysis, recommendation, diagnostics, inference latency) → XProf's seven DataTables
 //! (port of `xprof/convert/op_stats_to_overview_page.cc` as XProf 2.24.2 renders it).
 
@@ -7,15 +7,19 @@ use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_
 use crate::op_stats::{
     HostDependentJobInfo, KernelStatsDb, OpStats, OpStatsDiagnostics, PrecisionStats, RunEnvironment,
 };
-use crate::tools::datatable::{ColumnType, DataTable};
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::input_pipeline::{
-    BottleneckAnalysis, InputPipelineAnalysisResult, StepTimeBreakdown, compute_bottleneck_analysis,
+    BottleneckAnalysis, InputPipelineAnalysis, StepTimeBreakdown, compute_bottleneck_analysis,
     convert_op_stats_to_input_pipeline_analysis, input_pipeline_analysis_table,
 };
 use crate::tools::step_breakdown::{
-    diagnostics_data_table, idle_time_ratio, is_idle_op, one_digit, pico_to_nano, populate_overview_diagnostics,
-    printf_fixed, safe_divide, six_digits, sorted_op_metrics_db, two_digits,
+    diagnostics_data_table, idle_time_ratio, is_idle_op, pico_to_nano, populate_overview_diagnostics, safe_divide,
+    sorted_op_metrics_db,
 };
+use oxprof_wire::cxx_printf::{one_digit, printf_fixed, six_digits, two_digits};
+use oxprof_wire::datatable::{ColumnType, DataTable};
+use oxprof_wire::nlohmann;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -31,7 +35,7 @@ const LOW_PRECISION_PERCENT_THRESHOLD: f64 = 10.0;
 const NUM_TOP_OPS_SHOWN: usize = 10;
 
 /// `OverviewTfOp`: one of the top device framework ops.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverviewTfOp {
     /// Name.
     pub name: String,
@@ -50,7 +54,7 @@ pub struct OverviewTfOp {
 }
 
 /// `OverviewPageAnalysis`.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverviewPageAnalysis {
     /// MXU utilization (performance counters).
     pub mxu_utilization_percent: f64,
@@ -111,7 +115,7 @@ pub struct OverviewPageAnalysis {
 }
 
 /// `GenericRecommendation`.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GenericRecommendation {
     /// Kernel-launch classification.
     pub kernel_launch_bottleneck: String,
@@ -130,7 +134,7 @@ pub struct GenericRecommendation {
 }
 
 /// `OverviewPageRecommendation`; tips are HTML links or plain text.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverviewPageRecommendation {
     /// `host`, `both`, `device`, `unknown`.
     pub bottleneck: String,
@@ -161,7 +165,7 @@ pub struct OverviewPageRecommendation {
 }
 
 /// `OverviewPageRunEnvironment` (the parts the page shows).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverviewPageRunEnvironment {
     /// Hosts.
     pub host_count: i32,
@@ -182,7 +186,7 @@ pub struct OverviewPageRunEnvironment {
 }
 
 /// `OverviewLatencyBreakdown`, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverviewLatencyBreakdown {
     /// Total.
     pub total_latency_us: f64,
@@ -196,7 +200,7 @@ pub struct OverviewLatencyBreakdown {
 
 /// `OverviewInferenceLatency`: latency percentiles of an inference run (computed from the
 /// XSpace's inference stats, not from OpStats; empty for every reference profile).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverviewInferenceLatency {
     /// Percentiles.
     pub percentile_numbers: Vec<f64>,
@@ -210,13 +214,13 @@ pub struct OverviewInferenceLatency {
     pub sessions_per_second: f64,
 }
 
-/// `OverviewPage`.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// The `overview_page` report (XProf's `OverviewPage`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OverviewPage {
     /// Run environment.
     pub run_environment: OverviewPageRunEnvironment,
     /// Input-pipeline analysis.
-    pub input_analysis: InputPipelineAnalysisResult,
+    pub input_analysis: InputPipelineAnalysis,
     /// Analysis.
     pub analysis: OverviewPageAnalysis,
     /// Recommendation.
@@ -227,11 +231,57 @@ pub struct OverviewPage {
     pub inference_latency: OverviewInferenceLatency,
 }
 
-/// The overview page's JSON: `[analysis, step time, run environment, recommendation,
-/// inference latency, {}, diagnostics]` (no inference latency rows: those come from the
-/// XSpace; see [`overview_page_with_inference_latency`]).
+/// The overview page's JSON value: `[analysis, step time, run environment,
+/// recommendation, inference latency, {}, diagnostics]` (no inference latency rows: those
+/// come from the XSpace; see [`overview_page_with_inference_latency`]).
 pub fn overview_page(op_stats: &OpStats) -> Value {
-    overview_page_to_json(&convert_op_stats_to_overview_page(op_stats))
+    OverviewPage::from_op_stats(op_stats).xprof_json()
+}
+
+impl OverviewPage {
+    /// The report of `op_stats` (see [`convert_op_stats_to_overview_page`]).
+    pub fn from_op_stats(op_stats: &OpStats) -> OverviewPage {
+        convert_op_stats_to_overview_page(op_stats)
+    }
+
+    /// XProf's six DataTables: analysis, step time, run environment, recommendation,
+    /// inference latency, diagnostics.
+    pub fn data_tables(&self) -> [DataTable; 6] {
+        [
+            analysis_table(self),
+            input_pipeline_analysis_table(&self.input_analysis),
+            run_environment_table(self),
+            recommendation_table(self),
+            inference_latency_table(&self.inference_latency),
+            diagnostics_data_table(&self.diagnostics),
+        ]
+    }
+
+    /// XProf's JSON value of the body (`OverviewPageToJson`): the tables, with an empty
+    /// object before the last one.
+    pub fn xprof_json(&self) -> Value {
+        let mut items: Vec<Value> = self.data_tables().iter().map(DataTable::to_json).collect();
+        items.insert(5, Value::Object(Map::new()));
+        Value::Array(items)
+    }
+}
+
+/// Names of [`OverviewPage::data_tables`] as [`Table`]s.
+const TABLE_NAMES: [&str; 6] =
+    ["analysis", "step_time", "run_environment", "recommendation", "inference_latency", "diagnostics"];
+
+impl Report for OverviewPage {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(overview_page_text(&self.xprof_json()))
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        TABLE_NAMES.iter().zip(self.data_tables()).map(|(name, table)| Table::from_data_table(name, &table)).collect()
+    }
 }
 
 /// The overview page with an inference-latency result (XProf adds it for runs that are not
@@ -241,7 +291,7 @@ pub fn overview_page_with_inference_latency(op_stats: &OpStats, latency: Overvie
     if !op_stats.run_environment.is_training {
         page.inference_latency = latency;
     }
-    overview_page_to_json(&page)
+    page.xprof_json()
 }
 
 /// `ParseHardwareType`: from the device type string.
@@ -557,17 +607,30 @@ pub fn str_format_to_percentage(num: f64) -> String {
     if num >= 0.0 { format!("{}%", printf_fixed(num, 1)) } else { "unknown".into() }
 }
 
-/// `OverviewPageToJson`.
-pub fn overview_page_to_json(page: &OverviewPage) -> Value {
-    Value::Array(vec![
-        analysis_table(page).to_json(),
-        input_pipeline_analysis_table(&page.input_analysis).to_json(),
-        run_environment_table(page).to_json(),
-        recommendation_table(page).to_json(),
-        inference_latency_table(&page.inference_latency).to_json(),
-        Value::Object(Map::new()),
-        diagnostics_data_table(&page.diagnostics).to_json(),
-    ])
+/// The `overview_page` body. XProf's `OverviewPageToJson` joins its six tables with
+/// `StrCat("[", …, inference_latency, ", {},", diagnostics, "]")`: the empty object in
+/// the sixth place is a literal preceded by a comma *and a space*; each table is
+/// nlohmann's `dump()`. Any other shape is printed as `dump()` prints it.
+pub fn overview_page_text(value: &Value) -> String {
+    const LITERAL_INDEX: usize = 5;
+    let Value::Array(items) = value else {
+        return nlohmann::dump(value);
+    };
+    let literal_is_empty_object = matches!(items.get(LITERAL_INDEX), Some(Value::Object(map)) if map.is_empty());
+    if !literal_is_empty_object {
+        return nlohmann::dump(value);
+    }
+    let mut out = String::from("[");
+    for (index, item) in items.iter().enumerate() {
+        if index == LITERAL_INDEX {
+            out.push_str(", ");
+        } else if index > 0 {
+            out.push(',');
+        }
+        nlohmann::write_value(item, &mut out);
+    }
+    out.push(']');
+    out
 }
 
 /// `AddCommonStats`.
@@ -909,6 +972,13 @@ mod tests {
         let labels: Vec<_> = json["rows"].as_array().into_iter().flatten().map(|r| r["c"][0]["v"].clone()).collect();
         assert_eq!(labels, ["Avg", "50.0%", "99.9%"]);
         assert_eq!(json["rows"][2]["c"][4]["v"], 3.0);
+    }
+
+    #[test]
+    fn overview_page_keeps_the_literal_empty_object() {
+        let value = serde_json::json!([{}, {}, {}, {}, {"cols": []}, {}, {"rows": []}]);
+        assert_eq!(overview_page_text(&value), r#"[{},{},{},{},{"cols":[]}, {},{"rows":[]}]"#);
+        assert_eq!(overview_page_text(&serde_json::json!([1.5])), "[1.5]");
     }
 
     #[test]

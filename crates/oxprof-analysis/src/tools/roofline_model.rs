@@ -1,24 +1,30 @@
-//! The roofline model tool: per HLO op (and per program, per complete-step average and per
-//! step) the attained FLOP rate and bandwidths against the device's peaks, the resource
-//! bounding it, and the ridge points, as two DataTables (records, diagnostics). Port of
+//! The roofline model tool: OpStats → [`RooflineModel`], per HLO op (and per program, per
+//! complete-step average and per step) the attained FLOP rate and bandwidths against the
+//! device's peaks, the resource bounding it, and the ridge points → XProf's two DataTables
+//! (records, diagnostics). Port of
 //! `xprof/convert/op_stats_to_roofline_model.cc` and `roofline_model_processor.cc`.
 
 use crate::op_stats::op_metrics_db::combine_memory_accessed_breakdown;
 use crate::op_stats::{HardwareType, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics, PerfEnv, SourceInfo};
-use crate::tools::datatable::{Cell, ColumnType, DataTable};
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::hlo_stats::source_info_formatted_text;
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, dma_stall_fraction, execution_times, giga_to_gibi, pico_to_micro,
     roofline_metrics, safe_divide, sorted_op_metrics_db, tera_to_giga,
 };
-use crate::tools::step_breakdown::{populate_step_diagnostics, six_digits};
+use crate::tools::step_breakdown::{diagnostics_data_table, populate_step_diagnostics};
+use oxprof_wire::cxx_printf::six_digits;
+use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
+use oxprof_wire::nlohmann;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// At most this many op records per database.
 const MAX_NUM_RECORDS: usize = 1000;
 
 /// What a record aggregates (`RecordType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RecordType {
     /// The whole profile.
     All,
@@ -28,9 +34,9 @@ pub enum RecordType {
     PerStep,
 }
 
-/// `RooflineModelDatabase`: peaks and the records.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RooflineModelDatabase {
+/// The `roofline_model` report (XProf's `RooflineModelDatabase`): peaks and the records.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RooflineModel {
     /// `RunEnvironment::device_type`.
     pub device_type: String,
     /// Megacore (TPU).
@@ -60,7 +66,7 @@ pub struct RooflineModelDatabase {
 }
 
 /// `RooflineModelRecord`: one row.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RooflineModelRecord {
     /// Op name ("Program" for program rows).
     pub hlo_name: String,
@@ -98,15 +104,47 @@ pub struct RooflineModelRecord {
     pub include_infeed_outfeed: bool,
 }
 
-/// The `roofline_model` tool's JSON body: `[records table, diagnostics table]`.
+/// The `roofline_model` tool's JSON body as XProf's JSON value: `[records table,
+/// diagnostics table]`.
 pub fn roofline_model(op_stats: &OpStats) -> Value {
-    let db = roofline_model_database(op_stats);
-    Value::Array(vec![roofline_model_data_table(&db).to_json(), diagnostics_data_table(&db.diagnostics).to_json()])
+    roofline_model_database(op_stats).xprof_json()
+}
+
+impl RooflineModel {
+    /// The report of `op_stats` (see [`roofline_model_database`]).
+    pub fn from_op_stats(op_stats: &OpStats) -> RooflineModel {
+        roofline_model_database(op_stats)
+    }
+
+    /// XProf's two DataTables: records, diagnostics.
+    pub fn data_tables(&self) -> [DataTable; 2] {
+        [roofline_model_data_table(self), diagnostics_data_table(&self.diagnostics)]
+    }
+
+    /// XProf's JSON value of the body.
+    pub fn xprof_json(&self) -> Value {
+        Value::Array(self.data_tables().iter().map(DataTable::to_json).collect())
+    }
+}
+
+impl Report for RooflineModel {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(nlohmann::dump(&self.xprof_json()))
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let [records, diagnostics] = self.data_tables();
+        vec![Table::from_data_table("records", &records), Table::from_data_table("diagnostics", &diagnostics)]
+    }
 }
 
 /// `RooflineModelProcessor`: the database with infeed/outfeed, followed by the records of
 /// the one without (diagnostics of the first).
-pub fn roofline_model_database(op_stats: &OpStats) -> RooflineModelDatabase {
+pub fn roofline_model_database(op_stats: &OpStats) -> RooflineModel {
     let mut with_feeds = convert_op_stats_to_roofline_model(op_stats, true);
     let without_feeds = convert_op_stats_to_roofline_model(op_stats, false);
     with_feeds.records.extend(without_feeds.records);
@@ -128,14 +166,14 @@ fn memory_peak_bandwidth(perf_env: &PerfEnv, index: usize) -> f64 {
 }
 
 /// `ConvertOpStatsToRooflineModel`: empty unless the device is a GPU or a TPU.
-pub fn convert_op_stats_to_roofline_model(op_stats: &OpStats, include_infeed_outfeed: bool) -> RooflineModelDatabase {
+pub fn convert_op_stats_to_roofline_model(op_stats: &OpStats, include_infeed_outfeed: bool) -> RooflineModel {
     let hardware_type = op_stats.run_environment.hardware_type;
     if hardware_type != HardwareType::Gpu && hardware_type != HardwareType::Tpu {
-        return RooflineModelDatabase::default();
+        return RooflineModel::default();
     }
     let perf_env = op_stats.perf_env.clone().unwrap_or_default();
     let device_db = &op_stats.device_op_metrics_db;
-    let mut db = RooflineModelDatabase {
+    let mut db = RooflineModel {
         device_type: op_stats.run_environment.device_type.clone(),
         time_scale_multiplier: safe_divide(
             device_db.normalized_total_op_time_ps as f64,
@@ -186,7 +224,7 @@ struct Context<'a> {
 impl Context<'_> {
     /// `ConvertOpMetricsDbToRooflineModelRecords`: the program row, then the top ops by
     /// self time (without the ones that never ran, and without infeed/outfeed on request).
-    fn op_records(&self, db: &RooflineModelDatabase, metrics_db: &OpMetricsDb) -> Vec<RooflineModelRecord> {
+    fn op_records(&self, db: &RooflineModel, metrics_db: &OpMetricsDb) -> Vec<RooflineModelRecord> {
         let mut records = vec![self.program_record(db, metrics_db, RecordType::All, 0)];
         let infeed_outfeed_time: u64 = if self.include_infeed_outfeed {
             0
@@ -216,7 +254,7 @@ impl Context<'_> {
     /// one "Program" op spanning the database's total time.
     fn program_record(
         &self,
-        db: &RooflineModelDatabase,
+        db: &RooflineModel,
         metrics_db: &OpMetricsDb,
         record_type: RecordType,
         step_num: u32,
@@ -255,7 +293,7 @@ impl Context<'_> {
     /// `ConvertOpMetricsToRooflineModelRecord`.
     fn record(
         &self,
-        db: &RooflineModelDatabase,
+        db: &RooflineModel,
         metrics: &OpMetrics,
         record_type: RecordType,
         step_num: u32,
@@ -325,7 +363,7 @@ fn ridge_point(peak_gigaflops_per_second: f64, peak_gibibytes_per_second: f64) -
 
 /// The records DataTable: XProf's GPU layout when the device type names a GPU, else the
 /// TPU layout (also for the empty table of CPU-only profiles).
-pub fn roofline_model_data_table(db: &RooflineModelDatabase) -> DataTable {
+pub fn roofline_model_data_table(db: &RooflineModel) -> DataTable {
     use ColumnType::{Boolean, Number, String as Text};
     let is_gpu = db.device_type.contains("GPU");
     let mut columns: Vec<(&str, ColumnType, &str)> = vec![
@@ -476,20 +514,6 @@ pub fn roofline_model_data_table(db: &RooflineModelDatabase) -> DataTable {
         table.prop("cmem_write_ridge_point", ridge(db.peak_cmem_write_bw));
         table.prop("vmem_read_ridge_point", ridge(db.peak_vmem_read_bw));
         table.prop("time_scale_multiplier", six_digits(db.time_scale_multiplier));
-    }
-    table
-}
-
-/// The diagnostics DataTable: one row per info, warning and error message.
-pub fn diagnostics_data_table(diagnostics: &OpStatsDiagnostics) -> DataTable {
-    let mut table = DataTable::new();
-    table.column("severity", ColumnType::String, "Severity").column("message", ColumnType::String, "Message");
-    for (severity, messages) in
-        [("INFO", &diagnostics.info), ("WARNING", &diagnostics.warnings), ("ERROR", &diagnostics.errors)]
-    {
-        for message in messages {
-            table.row(vec![severity.into(), message.as_str().into()]);
-        }
     }
     table
 }

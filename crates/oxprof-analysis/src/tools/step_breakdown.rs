@@ -1,10 +1,12 @@
 //! Shared building blocks of the input-pipeline and overview-page tools: XProf's running
 //! statistic (`tsl::Stat`) and step summaries, the per-step event types of a
-//! `GenericStepBreakdown`, C-style number formatting, unit conversions, diagnostics, and
-//! the device framework-op database behind the overview's top-10 table.
+//! `GenericStepBreakdown`, unit conversions, diagnostics, and the device framework-op
+//! database behind the overview's top-10 table. (C-style number text is
+//! `oxprof_wire::cxx_printf`.)
 
 use crate::op_stats::{OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics};
-use crate::tools::datatable::{ColumnType, DataTable};
+use oxprof_wire::datatable::{ColumnType, DataTable};
+use serde::{Deserialize, Serialize};
 
 /// `EventType` of `xprof/utils/event_span.h`: the keys of `GenericStepBreakdown.type_ps`.
 pub mod event_type {
@@ -189,15 +191,19 @@ impl Stat<f64> {
 }
 
 /// `StepSummary`: average, sample standard deviation, minimum and maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct StepSummary {
     /// Average.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub average: f64,
     /// Sample standard deviation.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub standard_deviation: f64,
     /// Minimum.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub minimum: f64,
     /// Maximum.
+    #[serde(with = "crate::report::non_finite_f64")]
     pub maximum: f64,
 }
 
@@ -214,71 +220,6 @@ impl StepSummary {
             maximum: stat.max(),
         }
     }
-}
-
-/// `snprintf("%.<decimals>f")` as glibc prints it: `nan`/`-nan`/`inf`/`-inf` for
-/// non-finite values, ties to even on the exact binary value (as Rust does).
-pub fn printf_fixed(v: f64, decimals: usize) -> String {
-    if v.is_nan() {
-        return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };
-    }
-    if v.is_infinite() {
-        return if v < 0.0 { "-inf".into() } else { "inf".into() };
-    }
-    format!("{v:.decimals$}")
-}
-
-/// `tsl::profiler::FormatDouble`: printf into a 32-byte buffer, so at most 31 characters.
-fn format_double_buffered(v: f64, decimals: usize) -> String {
-    let mut text = printf_fixed(v, decimals);
-    text.truncate(31);
-    text
-}
-
-/// `tsl::profiler::OneDigit` (`%.1f`).
-pub fn one_digit(v: f64) -> String {
-    format_double_buffered(v, 1)
-}
-
-/// `tsl::profiler::TwoDigits` (`%.2f`).
-pub fn two_digits(v: f64) -> String {
-    format_double_buffered(v, 2)
-}
-
-/// `tsl::profiler::ThreeDigits` (`%.3f`).
-pub fn three_digits(v: f64) -> String {
-    format_double_buffered(v, 3)
-}
-
-/// `absl::StrCat(double)`: six significant digits like `%.6g` (`4.90776e+13`, `0.5`,
-/// `100`), `nan`, `inf`/`-inf`.
-pub fn six_digits(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v < 0.0 { "-inf".into() } else { "inf".into() };
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    // Scientific rendering at six significant digits tells the decimal exponent after
-    // rounding, which picks %g's style.
-    let scientific = format!("{v:.5e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((scientific.as_str(), "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if !(-4..6).contains(&exponent) {
-        let mantissa = strip_fraction_zeros(mantissa);
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exponent.unsigned_abs())
-    } else {
-        let decimals = usize::try_from(5 - exponent).unwrap_or(0);
-        strip_fraction_zeros(&format!("{v:.decimals$}")).to_string()
-    }
-}
-
-fn strip_fraction_zeros(text: &str) -> &str {
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { text }
 }
 
 /// `AnchorElement`: an HTML link opening in a new tab.
@@ -480,11 +421,11 @@ mod tests {
         zero.update(0.0);
         assert_eq!(zero.max(), f64::MIN_POSITIVE);
         let summary = StepSummary::from_stat(&zero);
-        assert_eq!(one_digit(summary.standard_deviation), "-nan");
+        assert_eq!(oxprof_wire::cxx_printf::one_digit(summary.standard_deviation), "-nan");
         // A lone positive sample: all the same, deviation 0.
         let mut one = Stat::<f64>::default();
         one.update(14.9);
-        assert_eq!(one_digit(StepSummary::from_stat(&one).standard_deviation), "0.0");
+        assert_eq!(oxprof_wire::cxx_printf::one_digit(StepSummary::from_stat(&one).standard_deviation), "0.0");
         // Two zeros: 0/1.
         zero.update(0.0);
         assert_eq!(StepSummary::from_stat(&zero).standard_deviation, 0.0);
@@ -496,19 +437,9 @@ mod tests {
     }
 
     #[test]
-    fn formats_like_printf_and_absl() {
-        assert_eq!(one_digit(0.25), "0.2");
-        assert_eq!(two_digits(0.125), "0.12");
-        assert_eq!(three_digits(f64::INFINITY), "inf");
-        assert_eq!(one_digit(1e300).len(), 31);
-        assert_eq!(six_digits(49077649552010.0), "4.90776e+13");
-        assert_eq!(six_digits(0.5), "0.5");
-        assert_eq!(six_digits(100.0), "100");
-        assert_eq!(six_digits(123456.7), "123457");
-        assert_eq!(six_digits(999999.7), "1e+06");
-        assert_eq!(six_digits(0.0001234567), "0.000123457");
-        assert_eq!(six_digits(0.00001234567), "1.23457e-05");
+    fn safe_divide_guards_tiny_divisors() {
         assert_eq!(safe_divide(1.0, 1e-11), 0.0);
+        assert_eq!(safe_divide(1.0, 4.0), 0.25);
     }
 
     #[test]

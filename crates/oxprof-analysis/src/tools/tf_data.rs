@@ -54,17 +54,21 @@
 //! uses a fixed order: hosts by name, pipelines in order of their first root call,
 //! iterators by id; equal durations keep file order.
 
+use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tf_op::{TfOpCategory, iterator_name, parse_tf_op_fullname};
-use oxprof_format::schema::{HOST_THREADS_PLANE_NAME, StatType};
-use oxprof_format::{StatValue, XPlane, XSpace};
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType};
+use oxprof_model::{StatValue, XPlane, XSpace};
+use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
+use oxprof_wire::gviz_api;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 
 /// A call slower than this (50 µs) is slow (`kSlowCallThresholdPs`).
 pub const SLOW_CALL_THRESHOLD_PS: i64 = 50_000_000;
 
 /// `IteratorStat`: one iterator within one pipeline call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IteratorStat {
     /// Iterator id.
     pub id: i64,
@@ -81,7 +85,7 @@ pub struct IteratorStat {
 }
 
 /// `IteratorMetadata`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IteratorMetadata {
     /// Iterator id.
     pub id: i64,
@@ -96,7 +100,7 @@ pub struct IteratorMetadata {
 }
 
 /// `InputPipelineStat`: one call of a pipeline.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputPipelineStat {
     /// The blocking iterator with the longest self time (0 if none).
     pub bottleneck_iterator_id: i64,
@@ -107,7 +111,8 @@ pub struct InputPipelineStat {
 }
 
 /// `InputPipelineMetadata.InputPipelineType`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PipelineType {
     /// Runs the user's tf.data code.
     Host,
@@ -116,7 +121,7 @@ pub enum PipelineType {
 }
 
 /// `InputPipelineStats`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputPipelineStats {
     /// Root iterator id.
     pub id: i64,
@@ -137,7 +142,7 @@ pub struct InputPipelineStats {
 }
 
 /// `TfDataStats` of one host.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TfDataStats {
     /// Per iterator id.
     pub iterator_metadata: BTreeMap<i64, IteratorMetadata>,
@@ -146,7 +151,7 @@ pub struct TfDataStats {
 }
 
 /// `TfDataBottleneckAnalysis`: one host pipeline's bottleneck.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BottleneckAnalysis {
     /// Host.
     pub host: String,
@@ -164,8 +169,9 @@ pub struct BottleneckAnalysis {
     pub suggestion: String,
 }
 
-/// `CombinedTfDataStats`: every host, and the verdict.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The `tf_data_bottleneck_analysis` report (XProf's `CombinedTfDataStats`): every host,
+/// and the verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CombinedTfDataStats {
     /// The slowest host pipeline is slower than 50 µs.
     pub is_input_bound: bool,
@@ -778,14 +784,6 @@ pub fn suggestion(iterator_name: &str) -> String {
 // ---------------------------------------------------------------------------------------
 // The old frontend's DataTables (`tf_data_stats_proto_to_gviz.py`).
 
-/// A `gviz_api` cell.
-enum Cell<'a> {
-    Str(&'a str),
-    Text(String),
-    Int(i64),
-    Formatted(String, String),
-}
-
 /// `int(ps / 1000_000)`: Python's float division, truncated.
 fn ps_to_us(ps: i64) -> i64 {
     (ps as f64 / 1_000_000.0).trunc() as i64
@@ -807,92 +805,34 @@ fn thousands(n: i64) -> String {
     out
 }
 
-/// A JSON string as Python's `json` (ensure_ascii=False) writes it.
-fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
+/// A table with string and number columns given as `(id, type, label)`.
+fn table_with_columns(cols: &[(&str, ColumnType, &str)]) -> DataTable {
+    let mut table = DataTable::new();
+    for &(id, ty, label) in cols {
+        table.column(id, ty, label);
     }
-    out.push('"');
-}
-
-/// `gviz_api.DataTable(...).ToJSon()`: `{"cols":[…],"rows":[…]}` plus `"p"` when set.
-fn write_table(out: &mut String, cols: &[(&str, &str, &str)], rows: &[Vec<Cell<'_>>], props: &[(&str, &str)]) {
-    out.push_str("{\"cols\":[");
-    for (i, (id, ty, label)) in cols.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"id\":");
-        json_string(out, id);
-        out.push_str(",\"label\":");
-        json_string(out, label);
-        out.push_str(",\"type\":");
-        json_string(out, ty);
-        out.push('}');
-    }
-    out.push_str("],\"rows\":[");
-    for (i, row) in rows.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"c\":[");
-        for (j, cell) in row.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            out.push_str("{\"v\":");
-            match cell {
-                Cell::Str(s) => json_string(out, s),
-                Cell::Text(s) => json_string(out, s),
-                Cell::Int(n) => {
-                    let _ = write!(out, "{n}");
-                }
-                Cell::Formatted(v, f) => {
-                    json_string(out, v);
-                    out.push_str(",\"f\":");
-                    json_string(out, f);
-                }
-            }
-            out.push('}');
-        }
-        out.push_str("]}");
-    }
-    out.push(']');
-    if !props.is_empty() {
-        out.push_str(",\"p\":{");
-        for (i, (k, v)) in props.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            json_string(out, k);
-            out.push(':');
-            json_string(out, v);
-        }
-        out.push('}');
-    }
-    out.push('}');
+    table
 }
 
 impl CombinedTfDataStats {
     /// The tool's body: `[graph table, summary table, bottleneck analysis table]` (see the
-    /// module documentation).
+    /// module documentation), as `gviz_api` writes them.
     pub fn to_json_string(&self) -> String {
-        let mut out = String::from("[");
+        gviz_api::to_json_array(&self.data_tables())
+    }
+
+    /// The three DataTables of the body.
+    pub fn data_tables(&self) -> [DataTable; 3] {
+        use ColumnType::{Number, String as Text};
         // 1. Input pipeline graph.
-        let mut rows = Vec::new();
+        let mut graph = table_with_columns(&[
+            ("host", Text, "Host"),
+            ("input_pipeline", Text, "Input Pipeline"),
+            ("rank", Number, "Rank"),
+            ("name", Text, "Name"),
+            ("parent", Text, "Parent"),
+            ("type", Number, "Type"),
+        ]);
         for (host, stats) in &self.tf_data_stats {
             for pipeline in &stats.input_pipelines {
                 for (rank, call) in pipeline.stats.iter().enumerate() {
@@ -908,116 +848,98 @@ impl CombinedTfDataStats {
                             ps_to_us(s.self_time_ps),
                             s.num_calls
                         );
-                        let kind = match (s.is_blocking, *id == call.bottleneck_iterator_id) {
+                        let kind: i64 = match (s.is_blocking, *id == call.bottleneck_iterator_id) {
                             (false, _) => 0,
                             (true, false) => 1,
                             (true, true) => 2,
                         };
-                        rows.push(vec![
-                            Cell::Str(host),
-                            Cell::Str(&pipeline.name),
-                            Cell::Int(rank as i64),
-                            Cell::Formatted(id.to_string(), card),
-                            Cell::Text(if parent != 0 { parent.to_string() } else { String::new() }),
-                            Cell::Int(kind),
+                        graph.row(vec![
+                            host.as_str().into(),
+                            pipeline.name.as_str().into(),
+                            (rank as i64).into(),
+                            Cell::formatted(id.to_string(), card),
+                            (if parent != 0 { parent.to_string() } else { String::new() }).into(),
+                            kind.into(),
                         ]);
                     }
                 }
             }
         }
-        write_graph_table(&mut out, &rows);
-        out.push(',');
         // 2. Summary of all input pipelines.
-        let mut rows = Vec::new();
+        let mut summary = table_with_columns(&[
+            ("host", Text, "Host"),
+            ("input_pipeline", Text, "Input Pipeline"),
+            ("min", Number, "Min (us)"),
+            ("mean", Number, "Avg (us)"),
+            ("max", Number, "Max (us)"),
+            ("num_calls", Number, "# calls"),
+            ("num_slow_calls", Number, "# slow calls"),
+        ]);
         for (host, stats) in &self.tf_data_stats {
             for p in &stats.input_pipelines {
-                rows.push(vec![
-                    Cell::Str(host),
-                    Cell::Str(&p.name),
-                    Cell::Int(ps_to_us(p.min_latency_ps)),
-                    Cell::Int(ps_to_us(p.avg_latency_ps)),
-                    Cell::Int(ps_to_us(p.max_latency_ps)),
-                    Cell::Int(p.stats.len() as i64),
-                    Cell::Int(p.num_slow_calls),
+                summary.row(vec![
+                    host.as_str().into(),
+                    p.name.as_str().into(),
+                    ps_to_us(p.min_latency_ps).into(),
+                    ps_to_us(p.avg_latency_ps).into(),
+                    ps_to_us(p.max_latency_ps).into(),
+                    (p.stats.len() as i64).into(),
+                    p.num_slow_calls.into(),
                 ]);
             }
         }
-        write_table(
-            &mut out,
-            &[
-                ("host", "string", "Host"),
-                ("input_pipeline", "string", "Input Pipeline"),
-                ("min", "number", "Min (us)"),
-                ("mean", "number", "Avg (us)"),
-                ("max", "number", "Max (us)"),
-                ("num_calls", "number", "# calls"),
-                ("num_slow_calls", "number", "# slow calls"),
-            ],
-            &rows,
-            &[],
-        );
-        out.push(',');
         // 3. Bottleneck analysis.
-        let rows: Vec<Vec<Cell<'_>>> = self
-            .bottleneck_analysis
-            .iter()
-            .map(|b| {
-                vec![
-                    Cell::Str(&b.host),
-                    Cell::Str(&b.input_pipeline),
-                    Cell::Int(ps_to_us(b.max_latency_ps)),
-                    Cell::Text(format!(
-                        "<u>Iterator Type</u>: <b>{}</b><br/><u>Long Name</u>: {}<br/><u>Latency</u>: {} us",
-                        b.iterator_name,
-                        b.iterator_long_name,
-                        thousands(ps_to_us(b.iterator_latency_ps))
-                    )),
-                    Cell::Str(&b.suggestion),
-                ]
-            })
-            .collect();
-        write_table(
-            &mut out,
-            &[
-                ("host", "string", "Host"),
-                ("input_pipeline", "string", "Input Pipeline"),
-                ("max_latency", "number", "Max Latency (us)"),
-                ("bottleneck", "string", "Bottleneck"),
-                ("suggestion", "string", "Suggestion"),
-            ],
-            &rows,
-            &[
-                ("is_input_bound", if self.is_input_bound { "true" } else { "false" }),
-                ("summary_message", &self.summary),
-            ],
-        );
-        out.push(']');
-        out
+        let mut bottlenecks = table_with_columns(&[
+            ("host", Text, "Host"),
+            ("input_pipeline", Text, "Input Pipeline"),
+            ("max_latency", Number, "Max Latency (us)"),
+            ("bottleneck", Text, "Bottleneck"),
+            ("suggestion", Text, "Suggestion"),
+        ]);
+        for b in &self.bottleneck_analysis {
+            bottlenecks.row(vec![
+                b.host.as_str().into(),
+                b.input_pipeline.as_str().into(),
+                ps_to_us(b.max_latency_ps).into(),
+                format!(
+                    "<u>Iterator Type</u>: <b>{}</b><br/><u>Long Name</u>: {}<br/><u>Latency</u>: {} us",
+                    b.iterator_name,
+                    b.iterator_long_name,
+                    thousands(ps_to_us(b.iterator_latency_ps))
+                )
+                .into(),
+                b.suggestion.as_str().into(),
+            ]);
+        }
+        bottlenecks
+            .prop("is_input_bound", if self.is_input_bound { "true" } else { "false" })
+            .prop("summary_message", self.summary.as_str());
+        [graph, summary, bottlenecks]
     }
 }
 
-/// The input pipeline graph table.
-fn write_graph_table(out: &mut String, rows: &[Vec<Cell<'_>>]) {
-    write_table(
-        out,
-        &[
-            ("host", "string", "Host"),
-            ("input_pipeline", "string", "Input Pipeline"),
-            ("rank", "number", "Rank"),
-            ("name", "string", "Name"),
-            ("parent", "string", "Parent"),
-            ("type", "number", "Type"),
-        ],
-        rows,
-        &[],
-    );
+/// Names of [`CombinedTfDataStats::data_tables`] as [`Table`]s.
+const TABLE_NAMES: [&str; 3] = ["iterators", "pipelines", "bottlenecks"];
+
+impl Report for CombinedTfDataStats {
+    fn xprof_body(&self) -> XprofBody {
+        XprofBody::json(self.to_json_string())
+    }
+
+    fn to_json(&self) -> Value {
+        json_of(self)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        TABLE_NAMES.iter().zip(self.data_tables()).map(|(name, table)| Table::from_data_table(name, &table)).collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     /// One pipeline `Root ← Prefetch ← Map ← Range`, two calls (times in µs):
     ///

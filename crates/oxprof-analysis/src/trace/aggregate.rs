@@ -237,8 +237,8 @@ mod tests {
     use super::*;
     use crate::grouping::group_events;
     use crate::trace::{EventRef, TraceIndex};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     // One thread (line 7) and a second one (line 9); ns after the line start (1 µs):
     //
@@ -246,7 +246,7 @@ mod tests {
     //          |- a 10..20 -|  |- b 30..40 -|
     //                             |c 32..35|
     //   t9  |- a 0..5 -|
-    fn space() -> oxprof_format::XSpace {
+    fn space() -> oxprof_model::XSpace {
         decode_xspace(
             &XSpaceBuilder::new()
                 .plane("/host:CPU", |p| {

@@ -11,17 +11,13 @@
 //! The line builder (`DerivedXLineBuilder`) is shared with the TPU derived lines
 //! (`tpu_derived.rs`), which do carry group ids.
 
-use crate::hlo_lookup::HloModuleMap;
-use crate::op_stats::device_op_metrics::HloInstruction;
 use crate::tf_op::{TfOpCategory, parse_tf_name_scopes, parse_tf_op_fullname, tf_op_event_name};
-use oxprof_format::XPlane;
-use oxprof_format::schema::StatType;
+use oxprof_hlo::HloModuleMap;
+use oxprof_model::XPlane;
+use oxprof_model::schema::{StatType, THREAD_ID_DERIVED_MAX, THREAD_ID_DERIVED_MIN};
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 
-/// `kThreadIdDerivedMin` / `kThreadIdDerivedMax` (XLA's trace_utils.h).
-pub(crate) const DERIVED_MIN: i64 = 0xdead_beef;
-const DERIVED_MAX: i64 = DERIVED_MIN + 49 + 240;
 /// Display-id slots per stream in XProf 2.24.2's trace: the stream, then its derived
 /// lines (seen in its outputs: streams at tids 1, 8, 15, 22, …).
 const SLOTS_PER_STREAM: u32 = 7;
@@ -458,7 +454,7 @@ struct KernelStats<'a> {
 /// `GpuEventStats` of a kernel (one pass over its metadata's stats, then its own, the
 /// event's winning), or None when the event is not a kernel (no `kernel_details`, no
 /// `cuda_graph_exec_id`).
-fn kernel_stats<'a>(e: &oxprof_format::Event<'a>) -> Option<KernelStats<'a>> {
+fn kernel_stats<'a>(e: &oxprof_model::Event<'a>) -> Option<KernelStats<'a>> {
     let mut stats = KernelStats { hlo_module: "", program_id: None, hlo_ops: "", tf_op: "", scope_range_id: None };
     let mut is_kernel = false;
     for s in e.metadata_stats().chain(e.stats()) {
@@ -491,12 +487,14 @@ fn kernel_stats<'a>(e: &oxprof_format::Event<'a>) -> Option<KernelStats<'a>> {
 pub(crate) fn derive_gpu_plane(plane: &XPlane, hlo: &HloModuleMap) -> DerivedPlane {
     let mut out = DerivedPlane::default();
     let mut streams: Vec<usize> = (0..plane.lines.len())
-        .filter(|&i| plane.lines.get(i).is_some_and(|l| !(DERIVED_MIN..=DERIVED_MAX).contains(&l.id)))
+        .filter(|&i| {
+            plane.lines.get(i).is_some_and(|l| !(THREAD_ID_DERIVED_MIN..=THREAD_ID_DERIVED_MAX).contains(&l.id))
+        })
         .collect();
     let is_compute = |i: usize| plane.lines.get(i).is_some_and(|l| l.name.contains("Compute"));
     let count = |i: usize| plane.lines.get(i).map_or(0, |l| l.event_count());
     streams.sort_by(|&a, &b| is_compute(b).cmp(&is_compute(a)).then(count(b).cmp(&count(a))));
-    let max_streams = ((DERIVED_MAX - DERIVED_MIN) / 6) as usize;
+    let max_streams = ((THREAD_ID_DERIVED_MAX - THREAD_ID_DERIVED_MIN) / 6) as usize;
     for (k, &li) in streams.iter().take(max_streams).enumerate() {
         let Some(line) = plane.lines.get(li) else { continue };
         let base = 1 + SLOTS_PER_STREAM * k as u32;
@@ -604,8 +602,8 @@ mod tests {
     use crate::trace::TraceIndex;
     use crate::trace::index::view_in;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     /// (tid, name, ts ns after 1 µs, dur ns) of the GPU plane's complete events.
     fn gpu_events(bytes: Vec<u8>) -> Vec<(u64, String, f64, f64)> {
@@ -737,7 +735,7 @@ mod tests {
             .to_bytes();
         let space = decode_xspace(&bytes).unwrap();
         let start = std::time::Instant::now();
-        let derived = super::derive_gpu_plane(&space.planes[0], &crate::hlo_lookup::HloModuleMap::default());
+        let derived = super::derive_gpu_plane(&space.planes[0], &oxprof_hlo::HloModuleMap::default());
         let n: usize = derived.lines.iter().map(|l| l.events.len()).sum();
         eprintln!("derive_gpu_plane: {n} derived events in {:?}", start.elapsed());
         for preprocess in [false, true] {

@@ -15,7 +15,8 @@ use super::derived::{DerivedNames, DerivedPlane, derive_gpu_plane};
 use super::tpu_derived::{derive_tpu_plane, is_tensor_core_plane};
 use super::visibility::{FlowLevels, LevelAssigner};
 use crate::grouping::EventGroups;
-use oxprof_format::{Event, XLine, XPlane, XSpace};
+use oxprof_model::schema::{CUSTOM_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::{Event, XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
@@ -30,11 +31,6 @@ const LAST_DEVICE_ID: u32 = 500;
 const FIRST_CUSTOM_PLANE_DEVICE_ID: u32 = 501;
 /// `kCounterEventsLineName`.
 const COUNTER_LINE_NAME: &str = "_counters_";
-/// Prefixes of planes XProf shows.
-const HOST_PLANE_PREFIX: &str = "/host:CPU";
-const GPU_PLANE_PREFIX: &str = "/device:GPU:";
-const TPU_PLANE_PREFIX: &str = "/device:TPU:";
-const CUSTOM_PLANE_PREFIX: &str = "/device:CUSTOM:";
 
 /// XProf's 13 zoom levels (`kLayerResolutions`): 1 s down to 1 ps.
 pub const LAYER_RESOLUTIONS_PS: [u64; 13] = [
@@ -419,7 +415,7 @@ fn step_name<'a>(groups: &'a EventGroups, plane: usize, line: usize, e: &Event<'
     }
     // An already grouped file carries the stat itself; EventGroups reports it too, but a
     // metadata-level `step_name` is only visible through the stats.
-    e.stat(oxprof_format::schema::StatType::StepName).and_then(|s| s.as_str()).filter(|s| !s.is_empty())
+    e.stat(oxprof_model::schema::StatType::StepName).and_then(|s| s.as_str()).filter(|s| !s.is_empty())
 }
 
 /// XProf's `IsInternalEvent`, by metadata name.
@@ -538,7 +534,7 @@ impl FlowStats {
         FlowStats { kinds, any }
     }
 
-    fn kind(&self, s: &oxprof_format::Stat<'_>) -> Option<FlowStat> {
+    fn kind(&self, s: &oxprof_model::Stat<'_>) -> Option<FlowStat> {
         self.kinds.get(s.metadata_id().index()).copied().flatten()
     }
 }
@@ -606,7 +602,7 @@ struct PlaneJob {
 fn plane_jobs(space: &XSpace) -> Vec<PlaneJob> {
     let mut jobs = Vec::new();
     let mut hosts: Vec<usize> =
-        (0..space.planes.len()).filter(|&i| space.planes[i].name.starts_with(HOST_PLANE_PREFIX)).collect();
+        (0..space.planes.len()).filter(|&i| space.planes[i].name.starts_with(HOST_THREADS_PLANE_NAME)).collect();
     hosts.sort_by(|&a, &b| space.planes[a].name.cmp(&space.planes[b].name));
     for (k, plane) in hosts.into_iter().enumerate() {
         jobs.push(PlaneJob { plane, device_id: HOST_THREADS_DEVICE_ID + k as u32 });
@@ -731,7 +727,7 @@ impl TraceIndex {
         // XProf's `GenerateDerivedTimeLines` (run with its preprocessing) on GPU planes.
         let derive = options.preprocess
             && jobs.iter().any(|j| space.planes.get(j.plane).is_some_and(|p| p.name.starts_with(GPU_PLANE_PREFIX)));
-        let hlo = if derive { crate::hlo_lookup::HloModuleMap::from_space(space) } else { Default::default() };
+        let hlo = if derive { oxprof_hlo::HloModuleMap::from_space(space) } else { Default::default() };
         let derive_tpu = options.preprocess
             && jobs.iter().any(|j| space.planes.get(j.plane).is_some_and(|p| is_tensor_core_plane(&p.name)));
         let own_groups = (derive_tpu && groups.is_none()).then(|| crate::grouping::group_events(space));
@@ -1339,7 +1335,7 @@ fn collect_stack_frames(space: &XSpace, tracks: &[TrackInfo]) -> Vec<(u64, Strin
             if !used.get(m).copied().unwrap_or(false) {
                 continue;
             }
-            if md.display_name != oxprof_format::StrId::EMPTY {
+            if md.display_name != oxprof_model::StrId::EMPTY {
                 let long = truncate_long_name(plane.str(md.name));
                 if long.len() > 16 {
                     let s = format!("@@{long}");

@@ -29,7 +29,7 @@ use super::tpu_groups::shown_groups;
 use super::visibility::Visibility;
 use super::xprof::{ArgValue, event_args};
 use crate::grouping::EventGroups;
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -669,8 +669,8 @@ fn matching_arg(
     let Some(e) = v.event else {
         return t.derived_long_name(pos).filter(|long| m.test(long)).map(|_| "long_name".to_string());
     };
-    let string_arg = |s: oxprof_format::Stat<'_>, m: &mut Matcher<'_>| match s.value {
-        oxprof_format::StatValue::Str(x) | oxprof_format::StatValue::Ref(x) => {
+    let string_arg = |s: oxprof_model::Stat<'_>, m: &mut Matcher<'_>| match s.value {
+        oxprof_model::StatValue::Str(x) | oxprof_model::StatValue::Ref(x) => {
             let name = s.name();
             (!is_internal_stat_name(name) && m.test(x)).then(|| name.to_string())
         }
@@ -678,7 +678,7 @@ fn matching_arg(
     };
     let meta = e.metadata_id().index();
     let found = meta_args.entry(meta).or_insert_with(|| {
-        if e.metadata().display_name != oxprof_format::StrId::EMPTY && m.test(e.name()) {
+        if e.metadata().display_name != oxprof_model::StrId::EMPTY && m.test(e.name()) {
             Some("long_name".to_string())
         } else {
             e.metadata_stats().find_map(|s| string_arg(s, m))
@@ -709,8 +709,7 @@ fn search_track(host: &LodHost<'_>, ti: usize, range: std::ops::Range<u32>, quer
     // `step_name` stat in files grouped already), else its metadata's display name: tested
     // once per metadata.
     let plane = host.space.planes.get(t.plane as usize);
-    let step_stats =
-        plane.is_some_and(|p| p.stat_metadata_of_type(oxprof_format::schema::StatType::StepName).is_some());
+    let step_stats = plane.is_some_and(|p| p.stat_metadata_of_type(oxprof_model::schema::StatType::StepName).is_some());
     let step_names: HashMap<(usize, usize), &str> = t
         .lines
         .iter()

@@ -319,8 +319,9 @@ mod tests {
     use super::*;
     use crate::grouping::group_events;
     use crate::trace::TraceIndex;
-    use oxprof_format::testing::XSpaceBuilder;
-    use oxprof_format::{XSpace, decode_xspace};
+    use oxprof_model::XSpace;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     // Two hosts, one thread each; host b starts 1 µs later on the shared clock.
     //

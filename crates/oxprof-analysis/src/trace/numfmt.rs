@@ -10,7 +10,7 @@ pub fn format_g6(value: f64) -> String {
     } else if value.is_infinite() {
         if value > 0.0 { "inf".to_string() } else { "-inf".to_string() }
     } else {
-        crate::printf::format_g(value, 6)
+        oxprof_wire::cxx_printf::format_g(value, 6)
     }
 }
 

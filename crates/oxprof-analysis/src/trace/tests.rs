@@ -4,8 +4,9 @@ use super::lod::{self, LodHost, LodRequest};
 use super::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
 use super::*;
 use crate::grouping::group_events;
-use oxprof_format::testing::XSpaceBuilder;
-use oxprof_format::{XSpace, decode_xspace};
+use oxprof_model::XSpace;
+use oxprof_xspace::decode_xspace;
+use oxprof_xspace::testing::XSpaceBuilder;
 
 fn space(bytes: Vec<u8>) -> XSpace {
     decode_xspace(&bytes).unwrap()

@@ -8,23 +8,22 @@
 //! the step grouping ([`EventGroups`]) of the XSpace.
 
 use super::derived::{
-    Builders, DERIVED_MIN, DerivedEvent, DerivedLine, DerivedNames, DerivedPlane, NAME_SCOPE, OffloadArgs, SOURCE,
-    TF_OP, TfOpCache,
+    Builders, DerivedEvent, DerivedLine, DerivedNames, DerivedPlane, NAME_SCOPE, OffloadArgs, SOURCE, TF_OP, TfOpCache,
 };
 use crate::cxx_sort::introsort;
 use crate::grouping::EventGroups;
-use oxprof_format::XPlane;
-use oxprof_format::schema::StatType;
+use oxprof_model::XPlane;
+use oxprof_model::schema::{StatType, THREAD_ID_DERIVED_MIN, TPU_PLANE_PREFIX};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// `kThreadIdTfNameScope`, `kThreadIdTfOp`, `kThreadIdSource` (XLA's trace_utils.h).
-const NAME_SCOPE_LINE_ID: i64 = DERIVED_MIN + 2;
-const TF_OP_LINE_ID: i64 = DERIVED_MIN + 3;
-const SOURCE_LINE_ID: i64 = DERIVED_MIN + 7;
+const NAME_SCOPE_LINE_ID: i64 = THREAD_ID_DERIVED_MIN + 2;
+const TF_OP_LINE_ID: i64 = THREAD_ID_DERIVED_MIN + 3;
+const SOURCE_LINE_ID: i64 = THREAD_ID_DERIVED_MIN + 7;
 /// `kThreadIdHostOffloadOpStart` … `kThreadIdHostOffloadOpEnd`.
-const HOST_OFFLOAD_FIRST_LINE_ID: i64 = DERIVED_MIN + 8;
-const HOST_OFFLOAD_LAST_LINE_ID: i64 = DERIVED_MIN + 48;
+const HOST_OFFLOAD_FIRST_LINE_ID: i64 = THREAD_ID_DERIVED_MIN + 8;
+const HOST_OFFLOAD_LAST_LINE_ID: i64 = THREAD_ID_DERIVED_MIN + 48;
 const MAX_HOST_OFFLOAD_ROWS: usize = (HOST_OFFLOAD_LAST_LINE_ID - HOST_OFFLOAD_FIRST_LINE_ID + 1) as usize;
 /// `kHostMemorySpace` label of host-resident shapes in HLO text (`S(5)`).
 const HOST_MEMORY_LABEL: &str = "S(5)";
@@ -41,7 +40,7 @@ const HOST_OFFLOAD_KEYWORDS: [&str; 6] = [
 /// XProf's `FindMutableTensorCorePlanes` test: the name fully matches
 /// `/device:TPU:([0-9]*)$`.
 pub(crate) fn is_tensor_core_plane(name: &str) -> bool {
-    name.strip_prefix("/device:TPU:").is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+    name.strip_prefix(TPU_PLANE_PREFIX).is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// What the derivation reads of an event's metadata (its stats, and whether its names make
@@ -58,7 +57,7 @@ struct MetadataFacts<'a> {
 }
 
 /// Reads `tf_op`, `source` and `_a` from stats, later ones winning.
-fn scan_stats<'a>(facts: &mut MetadataFacts<'a>, stats: impl Iterator<Item = oxprof_format::Stat<'a>>) {
+fn scan_stats<'a>(facts: &mut MetadataFacts<'a>, stats: impl Iterator<Item = oxprof_model::Stat<'a>>) {
     for s in stats {
         match s.stat_type() {
             Some(StatType::TfOp) => facts.tf_op = s.as_str().unwrap_or(""),
@@ -288,8 +287,8 @@ mod tests {
     use crate::grouping::group_events;
     use crate::trace::TraceIndex;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     #[test]
     fn offload_names() {

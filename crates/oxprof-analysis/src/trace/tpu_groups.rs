@@ -16,7 +16,8 @@
 //! ```
 
 use crate::grouping::EventGroups;
-use oxprof_format::XSpace;
+use oxprof_model::XSpace;
+use oxprof_model::schema::{TPU_PLANE_PREFIX, is_device_plane};
 
 /// Group ids the trace shows instead of [`EventGroups::group_id`], as sorted
 /// `(plane, line, event, group)`.
@@ -32,17 +33,12 @@ impl ShownGroups {
     }
 }
 
-/// XProf's `IsDevicePlane` prefixes (host planes never start with them).
-fn is_device_plane(name: &str) -> bool {
-    ["/device", "#Chip", "/custom:"].iter().any(|p| name.starts_with(p))
-}
-
 /// Finds the module-line events of a grouped TPU XSpace whose shown group differs (see
 /// the module docs): `GroupQueue` over the module line against itself, with XProf's
 /// forward-only `XEventContextTracker`.
 pub(crate) fn shown_groups(space: &XSpace, groups: &EventGroups) -> ShownGroups {
     let mut out = Vec::new();
-    if !groups.computed() || !space.planes.iter().any(|p| p.name.starts_with("/device:TPU:")) {
+    if !groups.computed() || !space.planes.iter().any(|p| p.name.starts_with(TPU_PLANE_PREFIX)) {
         return ShownGroups(out);
     }
     for (pi, plane) in space.planes.iter().enumerate() {
@@ -117,8 +113,8 @@ mod tests {
     use crate::grouping::group_events;
     use crate::trace::TraceIndex;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_format::decode_xspace;
-    use oxprof_format::testing::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
+    use oxprof_xspace::testing::XSpaceBuilder;
 
     // A TPU plane without host: each module event is its own group (0, 1, 2), ns:
     //

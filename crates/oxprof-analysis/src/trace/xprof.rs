@@ -19,7 +19,8 @@ use super::numfmt::{format_g6, stdlib_hash_bytes};
 use super::tpu_groups::{ShownGroups, shown_groups};
 use super::visibility::{DISABLE_STREAMING_THRESHOLD, Visibility};
 use crate::grouping::EventGroups;
-use oxprof_format::{StatValue, XSpace};
+use oxprof_model::schema::TPU_PLANE_PREFIX;
+use oxprof_model::{StatValue, XSpace};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write as _;
@@ -106,7 +107,7 @@ fn visible_span(index: &TraceIndex, req: &TraceViewRequest) -> ((u64, u64), u64)
 }
 
 fn is_tpu_core_device(name: &str) -> bool {
-    name.contains("/device:TPU:")
+    name.contains(TPU_PLANE_PREFIX)
 }
 
 /// Loads the events of a window (`DoLoadFromLevelDbTable` + the visibility filter).
@@ -416,7 +417,7 @@ pub(crate) fn event_args_with(
         }
         return args;
     };
-    if e.metadata().display_name != oxprof_format::StrId::EMPTY {
+    if e.metadata().display_name != oxprof_model::StrId::EMPTY {
         args.push(("long_name".to_string(), ArgValue::Str(truncate_long_name(e.name()).into_owned())));
     }
     for s in e.metadata_stats().chain(e.stats()) {

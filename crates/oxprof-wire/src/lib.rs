@@ -1,0 +1,26 @@
+//! XProf's wire formats, byte for byte: what XProf's server writes, one module per library
+//! it writes with. Tools describe their output with typed values (a [`datatable::DataTable`],
+//! or a `serde_json::Value` shaped like XProf's proto JSON) and pick the dialect of the
+//! library XProf used for that tool's body; this crate knows no tool.
+//!
+//! | module | imitates |
+//! | --- | --- |
+//! | [`nlohmann`] | nlohmann::json `dump()` (Grisu2 doubles): XProf's DataTable bodies |
+//! | [`protobuf_json`] | protobuf's `MessageToJsonString`: field order, int64 as strings, `SimpleDtoa` |
+//! | [`python_json`] | Python's `json.dumps(sort_keys=True)`: XProf's listing routes |
+//! | [`gviz_api`] | Python's `gviz_api.DataTable.ToJSon()`: the old TensorBoard tools |
+//! | [`cxx_printf`] | C's `printf` (`%g`, `%.Nf`), absl's `StrCat(double)` and `CEscape`, tsl's `FormatDouble` |
+//! | [`csv`] | XProf's `/data_csv` (Python's `csv` over the JSON body) |
+//!
+//! [`datatable`] is the Google DataTable (columns, rows, properties) most tools fill.
+
+// Library code must not panic on bad input: no unwrap/expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod csv;
+pub mod cxx_printf;
+pub mod datatable;
+pub mod gviz_api;
+pub mod nlohmann;
+pub mod protobuf_json;
+pub mod python_json;

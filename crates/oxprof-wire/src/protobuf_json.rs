@@ -1,0 +1,191 @@
+//! protobuf's JSON printer (`MessageToJsonString` with `always_print_fields_with_no_presence`),
+//! as XProf writes its proto bodies (`op_profile`, `pod_viewer`, `memory_profile`):
+//! fields in field-number order, lowerCamelCase names, doubles as `SimpleDtoa`, strings
+//! with protobuf's escapes (`<` `>` as `\u003c` `\u003e`).
+//!
+//! A body is a `serde_json::Value` shaped like the message, printed against a [`Message`]
+//! schema that gives the field order (a tool declares the schema of its proto); or, for
+//! bodies written field by field, [`format_double`] and [`write_string`].
+
+use crate::cxx_printf::format_g;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+/// A message's fields, in field-number order, with what each holds.
+#[derive(Debug)]
+pub struct Message {
+    /// JSON name and kind of each field, in field-number order.
+    pub fields: &'static [(&'static str, Field)],
+}
+
+/// What a field holds.
+#[derive(Debug, Clone, Copy)]
+pub enum Field {
+    /// A scalar, or repeated scalars.
+    Scalar,
+    /// A message, or repeated messages.
+    Message(&'static Message),
+    /// A map with integer keys, printed in ascending key order (protobuf prints its hash
+    /// map's order, which changes from process to process), of messages or scalars.
+    IntKeyMap(Option<&'static Message>),
+}
+
+/// `value` as protobuf's JSON printer writes the message `message` (`None`: keys in byte
+/// order). Keys the schema does not name come after the named ones, in byte order.
+/// Integers print as integers, other numbers as [`format_double`].
+pub fn print(value: &Value, message: Option<&Message>) -> String {
+    let mut out = String::new();
+    write_value(value, message, &mut out);
+    out
+}
+
+/// Appends `value` printed as [`print`] prints it.
+pub fn write_value(value: &Value, message: Option<&Message>, out: &mut String) {
+    match value {
+        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(int), _) => {
+                let _ = write!(out, "{int}");
+            }
+            (None, Some(uint)) => {
+                let _ = write!(out, "{uint}");
+            }
+            _ => out.push_str(&format_double(number.as_f64().unwrap_or(0.0))),
+        },
+        Value::String(text) => write_string(out, text),
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_value(item, message, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let fields = message.map_or(&[][..], |m| m.fields);
+            let rank = |key: &str| fields.iter().position(|(name, _)| *name == key).unwrap_or(usize::MAX);
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then_with(|| a.0.cmp(b.0)));
+            out.push('{');
+            for (index, (key, item)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                match fields.iter().find(|(name, _)| name == key).map(|&(_, kind)| kind) {
+                    Some(Field::Message(child)) => write_value(item, Some(child), out),
+                    Some(Field::IntKeyMap(child)) => write_int_key_map(item, child, out),
+                    Some(Field::Scalar) | None => write_value(item, None, out),
+                }
+            }
+            out.push('}');
+        }
+        Value::Null => out.push_str("null"),
+        Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+    }
+}
+
+/// A proto map with integer keys, in ascending key order (see [`Field::IntKeyMap`]).
+fn write_int_key_map(value: &Value, child: Option<&Message>, out: &mut String) {
+    let Value::Object(map) = value else {
+        write_value(value, child, out);
+        return;
+    };
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by_key(|(key, _)| (key.parse::<i64>().unwrap_or(i64::MAX), key.as_str()));
+    out.push('{');
+    for (index, (key, item)) in entries.into_iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_string(out, key);
+        out.push(':');
+        write_value(item, child, out);
+    }
+    out.push('}');
+}
+
+/// protobuf's `SimpleDtoa` as its JSON printer writes doubles: `%.15g` when that reads back
+/// as the same double, else `%.17g`; non-finite values as the quoted strings `"NaN"`,
+/// `"Infinity"`, `"-Infinity"`.
+pub fn format_double(value: f64) -> String {
+    if value.is_nan() {
+        return "\"NaN\"".into();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "\"Infinity\"".into() } else { "\"-Infinity\"".into() };
+    }
+    let short = format_g(value, 15);
+    if short.parse::<f64>().ok() == Some(value) { short } else { format_g(value, 17) }
+}
+
+/// Appends `text` as a JSON string with protobuf's JSON printer escapes (control
+/// characters, `<`, `>`, U+2028 and U+2029 as `\uXXXX`).
+pub fn write_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn doubles_round_trip_like_simple_dtoa() {
+        assert_eq!(format_double(0.069_671_487_717_328_98), "0.069671487717328978");
+        assert_eq!(format_double(8.142_000_327_721_873e-6), "8.142000327721873e-06");
+        assert_eq!(format_double(9_456_212_000.0), "9456212000");
+        assert_eq!(format_double(1e16), "1e+16");
+        assert_eq!(format_double(0.5), "0.5");
+        assert_eq!(format_double(0.0), "0");
+        assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_double(0.166667), "0.166667");
+        assert_eq!(format_double(7.54108e-08), "7.54108e-08");
+        assert_eq!(format_double(1e15), "1e+15");
+        assert_eq!(format_double(123456.0), "123456");
+        assert_eq!(format_double(f64::NAN), "\"NaN\"");
+        assert_eq!(format_double(f64::NEG_INFINITY), "\"-Infinity\"");
+    }
+
+    #[test]
+    fn strings_escape_html_and_controls() {
+        let mut out = String::new();
+        write_string(&mut out, "a<b>\"\u{1}\u{2028}é");
+        assert_eq!(out, "\"a\\u003cb\\u003e\\\"\\u0001\\u2028é\"");
+    }
+
+    static INNER: Message = Message { fields: &[("z", Field::Scalar), ("a", Field::Scalar)] };
+    static OUTER: Message = Message {
+        fields: &[("name", Field::Scalar), ("inner", Field::Message(&INNER)), ("byId", Field::IntKeyMap(Some(&INNER)))],
+    };
+
+    #[test]
+    fn fields_in_schema_order_and_maps_by_key() {
+        let value = json!({"byId": {"10": {"a": 1, "z": 0.25}, "9": {}}, "extra": null, "inner": [{"a": "<", "z": true}],
+            "name": "n"});
+        assert_eq!(
+            print(&value, Some(&OUTER)),
+            r#"{"name":"n","inner":[{"z":true,"a":"\u003c"}],"byId":{"9":{},"10":{"z":0.25,"a":1}},"extra":null}"#
+        );
+    }
+}
