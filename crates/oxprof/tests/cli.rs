@@ -352,7 +352,8 @@ fn serve_help_is_stable() {
     insta::assert_snapshot!("serve_help", out.stdout);
 }
 
-/// `oxprof serve` end to end: prints its URL, answers XProf's /runs for the bundled demo,
+/// `oxprof serve` end to end: prints its URL, answers XProf's /runs for the bundled demo
+/// (its two CPU runs and the MI300X GPU run),
 /// and stops cleanly on SIGTERM.
 #[test]
 fn serve_prints_its_url_and_serves_the_demo() {
@@ -375,7 +376,12 @@ fn serve_prints_its_url_and_serves_the_demo() {
     let mut reply = String::new();
     stream.read_to_string(&mut reply).unwrap();
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-    assert!(reply.ends_with(r#"["tf_custom_loop/2026_11_22_03_01_43", "jax_train/2026_11_22_03_01_45"]"#), "{reply}");
+    assert!(
+        reply.ends_with(
+            r#"["tf_custom_loop/2026_11_22_03_01_43", "mi300x_jax_gemm/jax08_gemm", "jax_train/2026_11_22_03_01_45"]"#
+        ),
+        "{reply}"
+    );
     // SIGTERM to the child we started: a graceful stop with exit code 0.
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
