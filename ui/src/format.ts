@@ -103,6 +103,17 @@ export function formatCount(n: number): string {
   return groupThousands(String(Math.round(n)));
 }
 
+/**
+ * A number XProf formatted as text (`"12.3"`), or `null` when it is not a finite number:
+ * XProf prints NaN and infinities as `-nan`, `nan`, `inf` (the standard deviation of a
+ * breakdown without samples), which pages leave out or show as "n/a".
+ */
+export function finiteText(text: string | number | null | undefined): string | null {
+  if (text === null || text === undefined) return null;
+  const t = String(text).trim();
+  return t !== '' && Number.isFinite(Number(t)) ? t : null;
+}
+
 // ---- time axis ---------------------------------------------------------------------------
 
 /** A round step (1, 2, 5 × 10^k) at least `raw`. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatCount, formatMiB, formatMicros, formatTime, niceStep, ruler } from '../src/format';
+import { finiteText, formatBytes, formatCount, formatMiB, formatMicros, formatTime, niceStep, ruler } from '../src/format';
 
 describe('formatTime', () => {
   it('picks the unit and keeps four significant digits', () => {
@@ -39,6 +39,15 @@ describe('formatCount', () => {
     expect(formatCount(3091954)).toBe('3,091,954');
     expect(formatCount(12)).toBe('12');
     expect(formatCount(-1234)).toBe('-1,234');
+  });
+});
+
+describe('finiteText', () => {
+  it('keeps XProf\'s number texts and drops its NaN and infinities', () => {
+    expect(finiteText('1.7')).toBe('1.7');
+    expect(finiteText('0.0')).toBe('0.0');
+    expect(finiteText(3)).toBe('3');
+    for (const t of ['-nan', 'nan', 'NaN', 'inf', '-inf', '', ' ', undefined, null]) expect(finiteText(t), String(t)).toBeNull();
   });
 });
 

@@ -166,6 +166,29 @@ describe('XProf strings with markup', () => {
   });
 });
 
+describe('XProf\'s -nan standard deviations (issue: "σ -nan ms" on the V100 input pipeline)', () => {
+  const withNan = (name: string) => {
+    const data = fixture(name) as { cols?: { id: string }[]; p?: Record<string, string> }[];
+    const device = data.find((t) => t.cols?.some((c) => c.id === 'stepnum'));
+    if (!device?.p) throw new Error(`${name}: no step table`);
+    for (const key of ['compile_time_ms_sdv', 'infeed_time_ms_sdv', 'infeed_percent_standard_deviation']) device.p[key] = '-nan';
+    device.p.steptime_ms_standard_deviation = 'nan';
+    return data;
+  };
+  it('input pipeline: the breakdown and the metrics leave the σ out, the averages stay', () => {
+    const el = inputPipelinePage(context('input_pipeline_analyzer', withNan('input_pipeline_analyzer.tf_custom_loop.json')));
+    expect(el.textContent).not.toMatch(/\bnan\b/i);
+    expect(el.querySelector('[data-props="device-breakdown"] [data-prop="Input time"]')?.textContent).toBe('24.6 ms');
+    expect(el.querySelector('[data-props="device-breakdown"] [data-prop="Host compute time"]')?.textContent).toBe('1.4 ms (σ 0.2 ms)');
+    expect(el.querySelector('[data-metric="steptime_ms_standard_deviation"] [data-role="value"]')?.textContent).toBe('n/a');
+  });
+  it('overview: the same', () => {
+    const el = overviewPage(context('overview_page', withNan('overview_page.tf_custom_loop.json')));
+    expect(el.textContent).not.toMatch(/\bnan\b/i);
+    expect(el.querySelector('[data-prop="infeed_time_ms_avg"]')?.textContent).toBe('24.6 ms');
+  });
+});
+
 describe('large tables', () => {
   it('render only the rows in view (virtualised), key columns first, raw values kept', async () => {
     const { VIRTUAL_ABOVE, orderColumns, visibleRange } = await import('../src/components/table');

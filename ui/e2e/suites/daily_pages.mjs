@@ -3,7 +3,7 @@
 // regression check; dark mode, text alternatives of charts, focusable section headers;
 // the bundled demo's GPU profile; and every page of three runs at 1440x900 and 1024x768
 // (screenshots kept) without horizontal scrolling.
-import { mkdtempSync, copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
@@ -179,6 +179,38 @@ export async function register(ctx) {
       assert(/\d (B|KiB|MiB|GiB)\b/.test(body), 'sizes in binary units');
       await shot();
     });
+  }
+
+  // XProf's "-nan" standard deviations (8×V100 TensorFlow profile, external test data).
+  {
+    const gpuDir = join(ctx.external, 'openxla-xprof/demo/plugins/profile/GPU-multi-worker');
+    if (!existsSync(gpuDir)) h.skip('defect: σ -nan', `no GPU test profile at ${gpuDir}`);
+    else {
+      const gpu = await startServer(bin, gpuDir);
+      try {
+        await h.test('defect: the V100 input pipeline and overview show no "σ -nan ms" (XProf\'s NaN standard deviations are left out)', async ({ page, shot }) => {
+          const run = (await (await fetch(new URL('/data/plugin/profile/runs', gpu.url))).json())[0];
+          for (const tool of ['input_pipeline_analyzer', 'overview_page']) {
+            const data = await ctx.api(gpu.url, 'data', { run, tag: tool, host: 'ALL_HOSTS' });
+            const props = Object.entries(data.find((t) => (t.cols || []).some((c) => c.id === 'stepnum'))?.p ?? {});
+            const nan = props.filter(([k, v]) => k.endsWith('_sdv') && /nan/i.test(v));
+            assert(nan.length > 0, `${tool}: the API keeps XProf's -nan (the test covers the case): ${JSON.stringify(props)}`);
+            await open(page, gpu.url, { run, tool, host: 'ALL_HOSTS' });
+            const body = await page.evaluate(() => document.body.innerText);
+            assert(!/\bnan\b/i.test(body), `${tool}: no "nan" on the page`);
+            const [key] = nan[0];
+            const avgKey = key.replace(/_sdv$/, '_avg');
+            const avg = props.find(([k]) => k === avgKey)?.[1];
+            if (avg !== undefined && tool === 'overview_page') {
+              assertEqual(await text(page, `[data-prop="${avgKey}"]`), `${avg} ms`, `${avgKey}: the average alone`);
+            }
+            await shot(`.${tool}`);
+          }
+        });
+      } finally {
+        await gpu.stop();
+      }
+    }
   }
 
   // Capture refusals (4xx): the dialog says what the status means and what to do.

@@ -8,7 +8,8 @@ import { pieOption, pieSlices, stepGraph, stepGraphOption } from '../charts';
 import { type DataTable, cellValue, findTableWithColumn } from '../datatable';
 import { h } from '../dom';
 import { type PageContext, notesSayNoSteps } from '../page';
-import { BREAKDOWN_FIELDS } from './overview';
+import { finiteText } from '../format';
+import { BREAKDOWN_FIELDS, sigmaSuffix } from './overview';
 
 /** Host-side input time categories (properties of the input-op table, in microseconds). */
 export const HOST_CATEGORIES: [string, string][] = [
@@ -18,6 +19,12 @@ export const HOST_CATEGORIES: [string, string][] = [
   ['Data preprocessing', 'preprocessing_us'],
   ['Other data reading or processing', 'unclassified_nonequeue_us'],
 ];
+
+/** `σ S<unit> · rest`, or `rest` alone when XProf's σ is not a number (`-nan`). */
+function withSigma(sdv: string | undefined, unit: string, rest: string): string {
+  const s = finiteText(sdv);
+  return s === null ? rest : `σ ${s}${unit} · ${rest}`;
+}
 
 export function inputPipelinePage(ctx: PageContext): HTMLElement {
   const tables = ctx.data;
@@ -49,7 +56,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
     'div',
     { class: 'metrics' },
     metric('Average step time', `${dp.steptime_ms_average ?? 'n/a'} ms`, 'steptime_ms_average'),
-    metric('Standard deviation', `${dp.steptime_ms_standard_deviation ?? 'n/a'} ms`, 'steptime_ms_standard_deviation'),
+    metric('Standard deviation', finiteText(dp.steptime_ms_standard_deviation) === null ? 'n/a' : `${dp.steptime_ms_standard_deviation} ms`, 'steptime_ms_standard_deviation'),
     metric('Minimum', `${dp.steptime_ms_minimum ?? 'n/a'} ms`, 'steptime_ms_minimum'),
     metric('Maximum', `${dp.steptime_ms_maximum ?? 'n/a'} ms`, 'steptime_ms_maximum'),
   );
@@ -59,7 +66,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
         '% of step time waiting for input',
         `${dp.infeed_percent_average}%`,
         'infeed_percent_average',
-        `σ ${dp.infeed_percent_standard_deviation ?? ''} · min ${dp.infeed_percent_minimum ?? ''} · max ${dp.infeed_percent_maximum ?? ''}`,
+        withSigma(dp.infeed_percent_standard_deviation, '', `min ${dp.infeed_percent_minimum ?? ''} · max ${dp.infeed_percent_maximum ?? ''}`),
       ),
     );
   }
@@ -69,7 +76,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
     const breakdown: [string, string][] = [];
     for (const [label, key] of BREAKDOWN_FIELDS) {
       const avg = dp[`${key}_avg`];
-      if (avg !== undefined) breakdown.push([label, `${avg} ms (σ ${dp[`${key}_sdv`] ?? ''} ms)`]);
+      if (avg !== undefined) breakdown.push([label, `${avg} ms${sigmaSuffix(dp[`${key}_sdv`], ' ms')}`]);
     }
     if (breakdown.length) deviceCard.append(h('h3', null, 'Step-time breakdown (average per step)'), renderProperties(breakdown, 'device-breakdown'));
     deviceCard.append(

@@ -7,7 +7,14 @@ import { renderProperties, renderTable } from '../components/table';
 import { stepGraph, stepGraphOption } from '../charts';
 import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../datatable';
 import { h } from '../dom';
+import { finiteText } from '../format';
 import { type PageContext, notesSayNoSteps } from '../page';
+
+/** ` (σ S<unit>)` after an average, or nothing when XProf's σ is not a number (`-nan`). */
+export function sigmaSuffix(sdv: string | undefined, unit: string): string {
+  const s = finiteText(sdv);
+  return s === null ? '' : ` (σ ${s}${unit})`;
+}
 
 /** Step-time breakdown averages of non-TPU profiles (as XProf's summary lists them). */
 export const BREAKDOWN_FIELDS: [string, string][] = [
@@ -72,7 +79,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
         'Average step time',
         avg ? `${avg} ms` : 'n/a',
         'steptime_ms_average',
-        avg ? `σ ${sdv} ms · min ${ip.steptime_ms_minimum ?? ''} ms · max ${ip.steptime_ms_maximum ?? ''} ms` : undefined,
+        avg ? `${finiteText(sdv) === null ? '' : `σ ${sdv} ms · `}min ${ip.steptime_ms_minimum ?? ''} ms · max ${ip.steptime_ms_maximum ?? ''} ms` : undefined,
       ),
     );
   }
@@ -84,8 +91,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
     for (const [label, key] of BREAKDOWN_FIELDS) {
       const avg = ip[`${key}_avg`];
       if (avg === undefined) continue;
-      const sdv = ip[`${key}_sdv`];
-      lines.push([label, `${avg} ms${sdv && sdv !== '-nan' && sdv !== 'nan' ? ` (σ ${sdv} ms)` : ''}`, `${key}_avg`]);
+      lines.push([label, `${avg} ms${sigmaSuffix(ip[`${key}_sdv`], ' ms')}`, `${key}_avg`]);
     }
   }
   const placement: [string, string, string][] = [];
