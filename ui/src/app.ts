@@ -250,14 +250,16 @@ export class App {
       // The explanation below is enough without the server's details.
     }
     if (stale()) return;
+    // A specific reason (profiles that are symlinks out of the served path, a folder that
+    // cannot be read) is the headline: it is what the user has to act on.
+    const specific = reason !== '' && !/^no profiles found/i.test(reason);
     replaceChildren(
       this.main,
       h(
         'div',
         { class: 'empty card', 'data-role': 'empty' },
-        h('h2', null, 'No profiles found'),
+        h('h2', { 'data-role': 'empty-headline' }, specific ? reason.charAt(0).toUpperCase() + reason.slice(1) : 'No profiles found'),
         root ? h('p', null, 'oxprof serves ', h('code', null, root), '.') : null,
-        reason ? h('p', { class: 'notes' }, reason) : null,
         h('p', null, 'oxprof looks for XProf/TensorBoard profiles laid out like this:'),
         h(
           'pre',

@@ -3,7 +3,7 @@
 // regression check; dark mode, text alternatives of charts, focusable section headers;
 // the bundled demo's GPU profile; and every page of three runs at 1440x900 and 1024x768
 // (screenshots kept) without horizontal scrolling.
-import { existsSync, mkdtempSync, copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
@@ -210,6 +210,42 @@ export async function register(ctx) {
       } finally {
         await gpu.stop();
       }
+    }
+  }
+
+  // A logdir whose profiles are symlinks to outside it: the reason is the headline, and
+  // --follow-symlinks serves it on purpose.
+  {
+    const outside = mkdtempSync(join(tmpdir(), 'oxprof-outside-'));
+    const logdir = mkdtempSync(join(tmpdir(), 'oxprof-links-'));
+    const runDir = join(logdir, 'plugins/profile/linked');
+    mkdirSync(runDir, { recursive: true });
+    copyFileSync(join(repo, 'testdata/profiles/jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz'), join(outside, 'vm.xplane.pb.gz'));
+    symlinkSync(join(outside, 'vm.xplane.pb.gz'), join(runDir, 'vm.xplane.pb.gz'));
+    try {
+      await h.test('defect: a logdir of symlinks says why in the headline; --follow-symlinks serves it', async ({ page, shot }) => {
+        const plain = await startServer(bin, logdir);
+        try {
+          await page.goto(plain.url);
+          await waitReady(page, 'empty');
+          const headline = await text(page, '[data-role="empty-headline"]');
+          assert(/symlink/.test(headline) && headline.includes('--follow-symlinks'), `the headline says why and what to do: ${headline}`);
+          assert(!/^No profiles found$/.test(headline), 'not the generic headline');
+          await shot();
+        } finally {
+          await plain.stop();
+        }
+        const following = await startServer(bin, logdir, ['--follow-symlinks']);
+        try {
+          await open(page, following.url, { run: 'linked', tool: 'overview_page' });
+          await page.locator('[data-page="overview_page"]').waitFor();
+        } finally {
+          await following.stop();
+        }
+      });
+    } finally {
+      rmSync(logdir, { recursive: true, force: true });
+      rmSync(outside, { recursive: true, force: true });
     }
   }
 
