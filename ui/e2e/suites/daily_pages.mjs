@@ -144,7 +144,35 @@ export async function register(ctx) {
       await shot();
     });
 
-    await h.test('defect: "no steps" is said once per page (oxprof\'s note), not two or three times', async ({ page, shot }) => {
+    await h.test('defect: HLO stats pie labels stay off the legend (nothing is drawn between a pie and its legend)', async ({ page, shot }) => {
+      await open(page, demo.url, { run: gemm, tool: 'hlo_stats' });
+      const pies = page.locator('[data-page="hlo_stats"] [data-chart][aria-label^="Pie chart"]');
+      assert((await pies.count()) > 0, 'pie charts');
+      for (const i of [...Array(await pies.count()).keys()]) {
+        // charts.ts PIE_LAYOUT: centre at 30% of the width, radius 60% of half the smaller
+        // side, legend from 60%. Labels outside the sectors used to run into the legend.
+        const band = await pies.nth(i).evaluate((el) => {
+          const canvas = el.querySelector('canvas');
+          const w = el.clientWidth;
+          const hgt = el.clientHeight;
+          const scale = canvas.width / w;
+          const from = Math.ceil(0.3 * w + (0.6 * Math.min(w, hgt)) / 2) + 3;
+          const to = Math.floor(0.6 * w) - 3;
+          const ctx = canvas.getContext('2d');
+          let inked = 0;
+          if (to > from) {
+            const img = ctx.getImageData(Math.round(from * scale), Math.round(36 * scale), Math.round((to - from) * scale), Math.round((hgt - 46) * scale));
+            for (let p = 3; p < img.data.length; p += 4) if (img.data[p] > 0) inked++;
+          }
+          return { from, to, inked, label: el.getAttribute('aria-label') };
+        });
+        assert(band.to - band.from >= 10, `a gap between pie and legend: ${JSON.stringify(band)}`);
+        assertEqual(band.inked, 0, `nothing drawn between the pie and the legend of ${band.label}`);
+      }
+      await shot();
+    });
+
+    await h.test('defect: "no steps" is said once per page (oxprof\'s note), not two or three times, and fits an inference run', async ({ page, shot }) => {
       for (const tool of ['overview_page', 'input_pipeline_analyzer', 'pod_viewer']) {
         await open(page, demo.url, { run: gemm, tool });
         const said = await page.evaluate(() => {
@@ -152,6 +180,9 @@ export async function register(ctx) {
           return blocks.filter((b) => /no step/i.test(b.textContent)).length;
         });
         assertEqual(said, 1, `${tool}: one "no steps" message`);
+        // A GEMM without gradient ops is inference: no advice to wrap training steps.
+        const note = await page.evaluate(() => [...document.querySelectorAll('[data-role="notes"] li, .diag')].map((b) => b.textContent).find((t) => /no step/i.test(t)) ?? '');
+        assert(/inference/.test(note) && !/wrap each training step/i.test(note), `${tool}: the note fits an inference run: ${note}`);
         await shot(`.${tool}`);
       }
     });
