@@ -238,6 +238,18 @@ export async function register(ctx) {
             await shot(`.${tool}`);
           }
         });
+        await h.test('defect: the V100 trace\'s section labels differ (they were cut to three identical "34.83.195.179_6003 /devic…")', async ({ page, shot }) => {
+          const run = (await (await fetch(new URL('/data/plugin/profile/runs', gpu.url))).json())[0];
+          const t = await (await fetch(new URL(`/oxprof/api/trace/tracks?run=${encodeURIComponent(run)}`, gpu.url))).json();
+          assert(t.sections.length >= 3 && t.sections.every((x) => x.name.startsWith(`${x.host} `)), `sections named after their host: ${t.sections.map((x) => x.name)}`);
+          await open(page, gpu.url, { run, tool: 'trace_viewer' });
+          const shownNames = await page.locator('[data-section] [data-role="section-name"]').evaluateAll((els) => els.map((e) => ({ text: e.textContent, cut: e.scrollWidth > e.clientWidth + 1 })));
+          assertEqual(shownNames.map((x) => x.text), t.sections.map((x) => x.name.slice(x.host.length + 1)), 'labels without the host (named in the page)');
+          assertEqual(new Set(shownNames.map((x) => x.text)).size, shownNames.length, 'distinct labels');
+          assert(shownNames.every((x) => !x.cut), `no label is cut: ${JSON.stringify(shownNames)}`);
+          assertEqual(await page.locator('[data-section]').evaluateAll((els) => els.map((e) => e.title)), t.sections.map((x) => x.name), 'full names in tooltips');
+          await shot();
+        });
       } finally {
         await gpu.stop();
       }
