@@ -143,7 +143,7 @@ export class App {
       }
       this.tools = await this.api.runTools(run);
       if (stale()) return;
-      const tool = this.state.tool || this.tools[0] || '';
+      const tool = offeredAlias(this.state.tool, this.tools) || this.tools[0] || '';
       fillSelect(this.toolSelect, this.tools, tool, toolName);
       if (!tool) throw new ApiError(`Run "${run}" has no tools (no readable profile files).`, 404, '');
       this.hosts = await this.api.hosts(run, tool);
@@ -277,6 +277,15 @@ export class App {
     );
     this.setPhase('empty');
   }
+}
+
+/**
+ * The tool the run offers for `tool`: XProf's links and older URLs name the legacy
+ * `trace_viewer`, which opens the same page as the `trace_viewer@` the Tools menu lists.
+ */
+export function offeredAlias(tool: string, offered: string[]): string {
+  if (tool === 'trace_viewer' && !offered.includes(tool) && offered.includes('trace_viewer@')) return 'trace_viewer@';
+  return tool;
 }
 
 function fillSelect(select: HTMLSelectElement, values: string[], selected: string, label: (v: string) => string): void {
