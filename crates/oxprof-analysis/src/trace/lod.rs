@@ -717,25 +717,31 @@ fn search_track(host: &LodHost<'_>, ti: usize, range: std::ops::Range<u32>, quer
             host.groups.line_step_names(t.plane as usize, li as usize).map(move |(e, n)| ((li as usize, e), n))
         })
         .collect();
-    let mut by_meta: HashMap<usize, bool> = HashMap::new();
+    // Per metadata of the plane: 0 not tested yet, 1 no match, 2 a match (a dense table:
+    // the loop below runs once per event).
+    let mut by_meta = vec![0u8; plane.map_or(0, |p| p.event_metadata().len())];
     let mut meta_args: HashMap<usize, Option<String>> = HashMap::new();
     for pos in range {
         let Some(v) = view_in(host.space, t, pos) else { continue };
         let named = match v.event {
-            Some(e) if !step_stats => match step_names.get(&(v.line_index, e.index())) {
-                Some(step) => m.test(step),
-                None => {
-                    let meta = e.metadata_id().index();
-                    match by_meta.get(&meta) {
-                        Some(&hit) => hit,
-                        None => {
-                            let hit = m.test(e.display_name());
-                            by_meta.insert(meta, hit);
-                            hit
+            Some(e) if !step_stats => {
+                let step = if step_names.is_empty() { None } else { step_names.get(&(v.line_index, e.index())) };
+                match step {
+                    Some(step) => m.test(step),
+                    None => {
+                        let meta = e.metadata_id().index();
+                        match by_meta.get(meta).copied() {
+                            Some(known @ 1..) => known == 2,
+                            Some(_) => {
+                                let hit = m.test(e.display_name());
+                                by_meta[meta] = if hit { 2 } else { 1 };
+                                hit
+                            }
+                            None => m.test(e.display_name()),
                         }
                     }
                 }
-            },
+            }
             _ => m.test(v.name(host.groups)),
         };
         if named {
