@@ -14,7 +14,8 @@
 // the session's cache (512 MB by default; the 50 M-event synthetic one holds ~0.7 GB) is
 // decoded again for every request, so measure it with `--cache-mb 2048`.
 //
-// Defaults: OXPROF_BIN=target/release/oxprof, profile /work/refdata/jax_large with panning.
+// Defaults: OXPROF_BIN=target/release/oxprof, profile bench-data/jax_large.xplane.pb (made by
+// scripts/gen-large-profile.sh; `oxprof serve` takes the file itself) with panning.
 // `--load-only DIR` measures only the load (e.g. the 50 M event synthetic trace of
 // scripts/gen-synthetic-trace.sh; with `--profile DIR --no-pages` its panning and input answers
 // without the table pages, whose OpStats of 50 M synthetic events take minutes). OXPROF_UI_DIR=dir serves a UI build from dir instead of
@@ -43,7 +44,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--cache-mb') serveArgs.push('--cache-mb', argv[++i]);
   else throw new Error(`unknown argument ${a}`);
 }
-if (!jobs.length) jobs.push({ path: '/work/refdata/jax_large', pan: true });
+if (!jobs.length) jobs.push({ path: join(repo, 'bench-data/jax_large.xplane.pb'), pan: true });
 if (!existsSync(bin)) throw new Error(`no oxprof binary at ${bin} (cargo build --release -p oxprof, or set OXPROF_BIN)`);
 
 const pct = (xs, p) => {
