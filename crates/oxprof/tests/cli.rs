@@ -358,13 +358,25 @@ fn serve_help_is_stable() {
 #[test]
 fn serve_prints_its_url_and_serves_the_demo() {
     use std::io::{BufRead, BufReader, Read};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
-        .args(["serve", "--port", "0", "--quiet"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    /// Stops the server when an assertion fails before the test stops it.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            // After a clean stop the child is reaped already and this does nothing.
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut guard = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_oxprof"))
+            .args(["serve", "--port", "0", "--quiet"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut guard.0;
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
