@@ -2,13 +2,23 @@
 // Benchmarks the trace viewer in a real browser: starts `oxprof serve` on a profile, opens
 // the trace viewer in Debian's chromium (playwright-core, the e2e harness's flags), and
 // reports the first-view load time (cold: the server decodes and indexes the profile; warm:
-// a reload) and, with --pan, the frame times while panning with the mouse for a few seconds.
+// a reload; reopened: a new server whose persistent analysis cache holds the index), how fast it answers (a wheel zoom until the view is drawn with its window,
+// a click until the details show, a search until its results arrive), the frame times
+// while panning with the mouse for a few seconds, and how fast the table pages render once
+// their data arrived (the input pipeline's step graph and table of the profile, and a
+// 10,000-row table).
 //
-//   node scripts/bench-trace-ui.mjs [--profile DIR]... [--pan-seconds 5] [--no-pan DIR]...
+//   node scripts/bench-trace-ui.mjs [--profile DIR]... [--pan-seconds 5] [--load-only DIR]... [--no-pages] [--cache-mb N]
 //
-// Defaults: OXPROF_BIN=target/release/oxprof, profile /work/refdata/jax_large with panning.
+// `--cache-mb N` is passed to `oxprof serve`: a profile whose decoded data and index exceed
+// the session's cache (512 MB by default; the 50 M-event synthetic one holds ~0.7 GB) is
+// decoded again for every request, so measure it with `--cache-mb 2048`.
+//
+// Defaults: OXPROF_BIN=target/release/oxprof, profile bench-data/jax_large.xplane.pb (made by
+// scripts/gen-large-profile.sh; `oxprof serve` takes the file itself) with panning.
 // `--load-only DIR` measures only the load (e.g. the 50 M event synthetic trace of
-// scripts/gen-synthetic-trace.sh). OXPROF_UI_DIR=dir serves a UI build from dir instead of
+// scripts/gen-synthetic-trace.sh; with `--profile DIR --no-pages` its panning and input answers
+// without the table pages, whose OpStats of 50 M synthetic events take minutes). OXPROF_UI_DIR=dir serves a UI build from dir instead of
 // the embedded one. Prints one JSON object per profile. Numbers only: no assertions.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -22,15 +32,19 @@ if (process.env.OXPROF_UI_DIR) process.env.OXPROF_E2E_DEV_DIST = process.env.OXP
 
 const jobs = [];
 let panSeconds = 5;
+let withPages = true;
+const serveArgs = [];
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--profile') jobs.push({ path: argv[++i], pan: true });
   else if (a === '--load-only') jobs.push({ path: argv[++i], pan: false });
   else if (a === '--pan-seconds') panSeconds = Number(argv[++i]);
+  else if (a === '--no-pages') withPages = false;
+  else if (a === '--cache-mb') serveArgs.push('--cache-mb', argv[++i]);
   else throw new Error(`unknown argument ${a}`);
 }
-if (!jobs.length) jobs.push({ path: '/work/refdata/jax_large', pan: true });
+if (!jobs.length) jobs.push({ path: join(repo, 'bench-data/jax_large.xplane.pb'), pan: true });
 if (!existsSync(bin)) throw new Error(`no oxprof binary at ${bin} (cargo build --release -p oxprof, or set OXPROF_BIN)`);
 
 const pct = (xs, p) => {
@@ -56,11 +70,161 @@ async function waitReady(page, timeout = 600_000) {
   await page.waitForFunction(() => document.querySelector('[data-chart="trace"]')?.dataset.ready === 'true', null, { timeout, polling: 20 });
 }
 
+const stats = (xs) => ({ n: xs.length, p50: round(pct(xs, 50)), max: round(Math.max(...xs)) });
+
+/**
+ * Time (ms, in the page) from the first `event` on the window to the moment `done` holds
+ * ('settled': the view drawn with its window; 'details': another event's details shown;
+ * 'search': search results counted), checked on each mutation of the page and each
+ * animation frame; `action` triggers it.
+ */
+async function timed(page, event, done, action) {
+  const result = page.evaluate(
+    ({ event, done }) =>
+      new Promise((resolve) => {
+        // The page's CSP forbids eval: the conditions are named.
+        const check = (st) => {
+          const c = document.querySelector('[data-role="trace-canvas"]');
+          if (done === 'settled') return document.querySelector('[data-chart="trace"]').dataset.viewReady === 'true' && Number(c.dataset.draws) > st.draws0;
+          if (done === 'details') {
+            const id = document.querySelector('[data-role="trace-details"]')?.dataset.eventId;
+            return id !== undefined && id !== st.details0;
+          }
+          return document.querySelector('[data-role="search-status"]')?.dataset.total !== undefined;
+        };
+        const state = { t0: null, draws0: null };
+        const canvas = () => document.querySelector('[data-role="trace-canvas"]');
+        window.addEventListener(
+          event,
+          () => {
+            state.t0 = performance.now();
+            state.draws0 = Number(canvas()?.dataset.draws ?? 0);
+            state.details0 = document.querySelector('[data-role="trace-details"]')?.dataset.eventId;
+          },
+          { capture: true, once: true },
+        );
+        let finished = false;
+        const finish = () => {
+          if (finished || state.t0 === null || !check(state)) return false;
+          finished = true;
+          observer.disconnect();
+          resolve(performance.now() - state.t0);
+          return true;
+        };
+        const observer = new MutationObserver(() => finish());
+        observer.observe(document.body, { attributes: true, subtree: true, childList: true });
+        const frame = () => {
+          if (!finish()) requestAnimationFrame(frame);
+        };
+        requestAnimationFrame(frame);
+        setTimeout(() => {
+          if (!finished) resolve(NaN);
+        }, 30_000);
+      }),
+    { event, done },
+  );
+  await page.waitForTimeout(30);
+  await action();
+  return result;
+}
+
+const settled = 'settled';
+const detailsShown = 'details';
+const searchDone = 'search';
+
+/** Wheel zooms, clicks on slices and searches on the trace viewer (ms). */
+async function interactions(page, serverUrl, run) {
+  const api = async (route, params) => (await fetch(new URL(`/oxprof/api/trace/${route}?${new URLSearchParams({ run, ...params })}`, serverUrl))).json();
+  const canvas = page.locator('[data-role="trace-canvas"]');
+  const out = { wheel_zoom_settle_ms: [], click_to_details_ms: [], search_results_ms: [] };
+  // Wheel: ten steps in, ten out, around two thirds of the width.
+  for (const dy of [...Array(10).fill(-240), ...Array(10).fill(240)]) {
+    const box = await canvas.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.66, box.y + 30);
+    out.wheel_zoom_settle_ms.push(await timed(page, 'wheel', settled, () => page.mouse.wheel(0, dy)));
+    await waitReady(page);
+  }
+  // Clicks: the longest slices of the first tracks in view, the middle of the trace zoomed 16×.
+  await page.focus('[data-chart="trace"]');
+  await page.keyboard.press('0');
+  for (let i = 0; i < 4; i++) await page.keyboard.press('w');
+  await waitReady(page);
+  const w = page.locator('[data-role="trace-window"]');
+  const span = [Number(await w.getAttribute('data-start-ps')), Number(await w.getAttribute('data-end-ps'))];
+  const hidden = page.locator('[data-role="trace-hidden"]');
+  const win = await api('window', { start_ps: await hidden.getAttribute('data-fetch-start'), end_ps: await hidden.getAttribute('data-fetch-end'), width: await hidden.getAttribute('data-fetch-width') });
+  const targets = [];
+  for (const t of win.tracks) {
+    const label = page.locator(`[data-role="trace-labels"] [data-track="${t.id}"]`);
+    if (!(await label.count())) continue;
+    const lb = await label.boundingBox();
+    const box = await canvas.boundingBox();
+    if (!lb || lb.y + 9 > box.y + box.height) continue;
+    // Slices whose middle is in view, the longest first (a click at its middle hits it).
+    const inView = (t.events ?? []).filter((e) => e.ts_ps + e.dur_ps / 2 > span[0] && e.ts_ps + e.dur_ps / 2 < span[1] && e.dur_ps > (span[1] - span[0]) / 400).sort((a, b) => b.dur_ps - a.dur_ps).slice(0, 4);
+    for (const e of inView) targets.push({ x: box.x + ((e.ts_ps + e.dur_ps / 2 - span[0]) / (span[1] - span[0])) * box.width, y: lb.y + 9 });
+    if (targets.length >= 10) break;
+  }
+  for (const t of targets) {
+    out.click_to_details_ms.push(await timed(page, 'mousedown', detailsShown, () => page.mouse.click(t.x, t.y)));
+    await waitReady(page);
+  }
+  // Searches over the whole trace.
+  for (const q of ['thunk', 'FUSION', 'dot', 'python', 'zzzz-none']) {
+    await page.fill('[data-role="trace-search"]', q);
+    out.search_results_ms.push(await timed(page, 'keydown', searchDone, () => page.press('[data-role="trace-search"]', 'Enter')));
+    await waitReady(page);
+    await page.fill('[data-role="trace-search"]', '');
+    await page.waitForTimeout(300);
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, stats(v.filter((x) => Number.isFinite(x)))]));
+}
+
+/** How long a page takes to render after its data arrived (ms). */
+async function renderAfterData(page, url) {
+  await page.goto(url);
+  const at = await page.waitForFunction(
+    () => (document.body.dataset.state === 'ready' && [...document.querySelectorAll('[data-chart]')].every((c) => c.dataset.ready === 'true') ? performance.now() : false),
+    null,
+    { timeout: 120_000, polling: 'raf' },
+  );
+  const ready = await at.jsonValue();
+  const dataEnd = await page.evaluate(() => Math.max(...performance.getEntriesByType('resource').filter((e) => /\/data\?|\/oxprof\/api\/notes/.test(e.name)).map((e) => e.responseEnd)));
+  return ready - dataEnd;
+}
+
+/** A framework op stats answer of `n` rows (the 10,000-row table). */
+function bigTable(n) {
+  const cols = [['rank', 'number'], ['host_or_device', 'string'], ['type', 'string'], ['operation', 'string'], ['occurrences', 'number'], ['total_time', 'number'], ['avg_time', 'number'], ['total_self_time', 'number'], ['avg_self_time', 'number']].map(([id, type]) => ({ id, label: id, type }));
+  const rows = Array.from({ length: n }, (_, i) => ({ c: [{ v: i + 1 }, { v: 'Device' }, { v: `T${i % 17}` }, { v: `op_${i}` }, { v: 3 }, { v: (n - i) * 10.5 }, { v: 3.5 }, { v: (n - i) * 9 }, { v: 3 }] }));
+  return JSON.stringify([{ cols, rows, p: {} }, { cols, rows, p: {} }]);
+}
+
+async function pages(context, serverUrl, run) {
+  const page = await context.newPage();
+  const url = (tool) => `${new URL('/', serverUrl)}?${new URLSearchParams({ run, tool })}`;
+  const times = { input_pipeline_ms: [], overview_ms: [], table_10k_rows_ms: [] };
+  const table = bigTable(10_000);
+  for (let i = 0; i < 3; i++) {
+    times.input_pipeline_ms.push(await renderAfterData(page, url('input_pipeline_analyzer')));
+    times.overview_ms.push(await renderAfterData(page, url('overview_page')));
+  }
+  await page.route('**/data/plugin/profile/data?*', (r) => (r.request().url().includes('tag=framework_op_stats') ? r.fulfill({ status: 200, contentType: 'application/json', body: table }) : r.continue()));
+  for (let i = 0; i < 3; i++) times.table_10k_rows_ms.push(await renderAfterData(page, url('framework_op_stats')));
+  const steps = await page.evaluate(async (u) => {
+    const r = await fetch(u);
+    const d = await r.json();
+    return (d.find?.((t) => t.cols?.some((c) => c.id === 'stepnum'))?.rows ?? []).length;
+  }, `/data/plugin/profile/data?${new URLSearchParams({ run, tag: 'input_pipeline_analyzer' })}`);
+  await page.close();
+  return { steps, ...Object.fromEntries(Object.entries(times).map(([k, v]) => [k, stats(v)])) };
+}
+
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 try {
   for (const job of jobs) {
     const t0 = performance.now();
-    const server = await startServer(bin, job.path);
+    const server = await startServer(bin, job.path, serveArgs);
     const started = performance.now() - t0;
     const result = { profile: job.path, server_start_ms: Math.round(started) };
     try {
@@ -154,9 +318,37 @@ try {
           window_requests: windows,
         };
         result.server_after_pan = procStats(server.child.pid);
+        // Answers to input, on the same page (zoomed in, then back).
+        await page.keyboard.press('1');
+        result.interactions = await interactions(page, server.url, run);
+        if (withPages) {
+          try {
+            result.pages = await pages(page.context(), server.url, run);
+          } catch (e) {
+            result.pages = { error: String(e).split('\n')[0] };
+          }
+        }
       }
     } finally {
       await server.stop();
+    }
+    // Reopened: a new server on the same profile finds its trace index in the persistent
+    // analysis cache the first one wrote (the harness gives this process a fresh one).
+    const again = await startServer(bin, job.path, serveArgs);
+    try {
+      const runs = await (await fetch(new URL('/oxprof/api/runs', again.url))).json();
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      const target = new URL('/', again.url);
+      target.searchParams.set('run', runs.runs[0]?.name);
+      target.searchParams.set('tool', 'trace_viewer');
+      const t = performance.now();
+      await page.goto(target.toString());
+      await waitReady(page);
+      result.first_view_reopened_ms = Math.round(performance.now() - t);
+      result.server_after_reopen = procStats(again.child.pid);
+      await page.context().close();
+    } finally {
+      await again.stop();
     }
     console.log(JSON.stringify(result));
   }

@@ -2,7 +2,8 @@
 // through playwright-core, runs named tests with console-error tracking and screenshots,
 // and prints "N passed, N failed".
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -20,14 +21,29 @@ export const CHROMIUM_ARGS = [
   '--host-resolver-rules=MAP rebind.test 127.0.0.1',
 ];
 
-/** Starts `oxprof serve PATH --port 0` on 127.0.0.1 and resolves with its URL once it listens. */
-export function startServer(bin, path) {
+/**
+ * The persistent analysis cache of this process's servers (`OXPROF_CACHE_DIR`): a fresh
+ * temporary directory, removed at exit, so no run reads the user's cache or a previous
+ * run's (set OXPROF_CACHE_DIR to choose one).
+ */
+let cacheDir = null;
+function serverCacheDir() {
+  if (process.env.OXPROF_CACHE_DIR) return process.env.OXPROF_CACHE_DIR;
+  if (!cacheDir) {
+    cacheDir = mkdtempSync(join(tmpdir(), 'oxprof-e2e-cache-'));
+    process.on('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
+  }
+  return cacheDir;
+}
+
+/** Starts `oxprof serve PATH --port 0` on 127.0.0.1 (plus `extra` arguments) and resolves with its URL once it listens. */
+export function startServer(bin, path, extra = []) {
   return new Promise((resolve, reject) => {
-    const args = ['serve', ...(path ? [path] : []), '--port', '0', '--bind', '127.0.0.1', '--quiet'];
+    const args = ['serve', ...(path ? [path] : []), '--port', '0', '--bind', '127.0.0.1', '--quiet', ...extra];
     // OXPROF_E2E_DEV_DIST=dir (development): the server serves the UI build in that
     // directory instead of the one embedded in the binary (OXPROF_UI_DIR), so UI changes
     // are tested without rebuilding oxprof.
-    const env = { ...process.env };
+    const env = { ...process.env, OXPROF_CACHE_DIR: serverCacheDir() };
     if (process.env.OXPROF_E2E_DEV_DIST) env.OXPROF_UI_DIR = resolvePath(process.env.OXPROF_E2E_DEV_DIST);
     const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';

@@ -11,6 +11,7 @@ import { h, replaceChildren } from './dom';
 import { type Page, type PageContext, toolName } from './page';
 import { pageFor, toolNeedsNoData } from './pages';
 import { type ViewState, formatState, parseState, toolLink } from './state';
+import { ThemeToggle } from './theme';
 
 type Phase = 'loading' | 'ready' | 'error' | 'empty';
 
@@ -37,7 +38,11 @@ export class App {
     '● Capture profile',
   );
   private captureDialog: CaptureDialog | null = null;
-  private readonly main = h('main', { id: 'content' });
+  private readonly main = h('main', { id: 'content', tabindex: -1 });
+  /** Light / dark / the system's; a change redraws the page (charts take the theme at creation). */
+  private readonly theme = new ThemeToggle(() => {
+    if (document.body.dataset.state === 'ready') void this.load();
+  });
 
   constructor(
     private readonly root: HTMLElement,
@@ -63,6 +68,7 @@ export class App {
     const label = (text: string, control: HTMLElement) => h('label', { class: 'selector' }, h('span', null, text), control);
     replaceChildren(
       this.root,
+      h('a', { class: 'skip-link', href: '#content' }, 'Skip to the page'),
       h(
         'header',
         { class: 'app-header' },
@@ -72,6 +78,8 @@ export class App {
         label('Hosts', this.hostSelect),
         this.refreshButton,
         this.captureButton,
+        h('span', { class: 'spacer' }),
+        this.theme.button,
       ),
       this.main,
     );
@@ -111,6 +119,7 @@ export class App {
 
   private setPhase(phase: Phase): void {
     document.body.dataset.state = phase;
+    if (phase !== 'ready') document.body.classList.remove('fill-viewport');
   }
 
   /** Loads runs, tools, hosts and the data of the view in the URL, then shows its page. */
@@ -134,7 +143,7 @@ export class App {
       }
       this.tools = await this.api.runTools(run);
       if (stale()) return;
-      const tool = this.state.tool || this.tools[0] || '';
+      const tool = offeredAlias(this.state.tool, this.tools) || this.tools[0] || '';
       fillSelect(this.toolSelect, this.tools, tool, toolName);
       if (!tool) throw new ApiError(`Run "${run}" has no tools (no readable profile files).`, 404, '');
       this.hosts = await this.api.hosts(run, tool);
@@ -167,12 +176,22 @@ export class App {
       ? [null, [] as string[]]
       : await Promise.all([this.api.data(run, tool, host), this.api.notes(run, tool, host).catch(() => [] as string[])]);
     if (stale()) return;
+    // Several keys set together (a page's whole view) write the URL once (each
+    // `replaceState` costs a few ms, which panning a trace felt).
+    let urlPending = false;
     const view: ViewStore = {
       get: (key) => this.state.view[key] ?? '',
       set: (key, value) => {
         if (value === null || value === '') delete this.state.view[key];
         else this.state.view[key] = value;
-        history.replaceState(null, '', formatState(this.state));
+        if (urlPending) return;
+        urlPending = true;
+        queueMicrotask(() => {
+          urlPending = false;
+          if (stale()) return;
+          const next = formatState(this.state);
+          if (next !== location.search) history.replaceState(null, '', next || location.pathname);
+        });
       },
     };
     const ctx: PageContext = {
@@ -182,9 +201,12 @@ export class App {
       view,
       link: (t) => toolLink(this.state, t),
       csvUrl: this.api.dataCsvUrl(run, tool, host),
+      notes,
     };
     disposeCharts();
     const body = page(ctx);
+    // Workspace pages (the trace viewer) fill the window below the header.
+    document.body.classList.toggle('fill-viewport', body.dataset.fill === 'viewport');
     replaceChildren(
       this.main,
       h('h1', { class: 'page-title', 'data-role': 'page-title' }, toolName(tool), h('span', { class: 'page-subtitle' }, ` ${run}${host ? ' · ' + host : ''}`)),
@@ -228,14 +250,16 @@ export class App {
       // The explanation below is enough without the server's details.
     }
     if (stale()) return;
+    // A specific reason (profiles that are symlinks out of the served path, a folder that
+    // cannot be read) is the headline: it is what the user has to act on.
+    const specific = reason !== '' && !/^no profiles found/i.test(reason);
     replaceChildren(
       this.main,
       h(
         'div',
         { class: 'empty card', 'data-role': 'empty' },
-        h('h2', null, 'No profiles found'),
+        h('h2', { 'data-role': 'empty-headline' }, specific ? reason.charAt(0).toUpperCase() + reason.slice(1) : 'No profiles found'),
         root ? h('p', null, 'oxprof serves ', h('code', null, root), '.') : null,
-        reason ? h('p', { class: 'notes' }, reason) : null,
         h('p', null, 'oxprof looks for XProf/TensorBoard profiles laid out like this:'),
         h(
           'pre',
@@ -253,6 +277,15 @@ export class App {
     );
     this.setPhase('empty');
   }
+}
+
+/**
+ * The tool the run offers for `tool`: XProf's links and older URLs name the legacy
+ * `trace_viewer`, which opens the same page as the `trace_viewer@` the Tools menu lists.
+ */
+export function offeredAlias(tool: string, offered: string[]): string {
+  if (tool === 'trace_viewer' && !offered.includes(tool) && offered.includes('trace_viewer@')) return 'trace_viewer@';
+  return tool;
 }
 
 function fillSelect(select: HTMLSelectElement, values: string[], selected: string, label: (v: string) => string): void {

@@ -55,6 +55,32 @@ export function captureParams(form: CaptureForm): Params {
   };
 }
 
+/** What to do about a refused capture, by the server's HTTP status (API.md: capture errors). */
+export function captureHint(status: number): string {
+  switch (status) {
+    case 0:
+      return 'The oxprof server did not answer: is it still running?';
+    case 400:
+      return 'The server refused a parameter (named above): correct it and capture again.';
+    case 403:
+      return 'oxprof captures from programs on this machine (loopback addresses) only; to allow another target, start it with --capture-allow HOST:PORT.';
+    case 409:
+      return 'A run with that session id exists already: choose another session id (or leave it empty for a new one).';
+    case 429:
+      return 'Four captures are running already: wait for one to finish, then try again.';
+    case 500:
+      return 'oxprof failed on this machine; nothing was written. Try again; if it persists, run `oxprof capture` in a terminal to see why.';
+    case 501:
+      return 'This server cannot capture: start `oxprof serve LOGDIR` on a log directory to capture into it.';
+    case 502:
+      return 'No worker answered as a profiler: check that each program runs a profiler server at that address (jax.profiler.start_server(PORT), tf.profiler.experimental.server.start(PORT)).';
+    default:
+      return status >= 400 ? 'The capture failed; see the message above.' : '';
+  }
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad request', 403: 'Forbidden', 409: 'Conflict', 429: 'Too many captures', 500: 'Internal error', 501: 'Not available', 502: 'Bad gateway' };
+
 export interface CaptureDialogOptions {
   /** Sends the capture request (the server's answer, success or error). */
   capture: (params: Params) => Promise<CaptureReply>;
@@ -249,6 +275,10 @@ export class CaptureDialog {
     this.element.dataset.state = state;
     const failed = reply?.failed ?? [];
     const captured = reply?.captured ?? [];
+    const status = state === 'error' && reply ? reply.status : null;
+    if (status !== null) this.element.dataset.status = String(status);
+    else delete this.element.dataset.status;
+    const hint = status !== null ? captureHint(status) : '';
     replaceChildren(
       this.status,
       h(
@@ -257,6 +287,8 @@ export class CaptureDialog {
           ? { class: 'error', role: 'alert', 'data-role': 'capture-error' }
           : { class: 'capture-done', role: 'status', 'data-role': 'capture-result' },
         h('p', { 'data-role': 'capture-message' }, message),
+        hint ? h('p', { 'data-role': 'capture-hint', class: 'capture-hint' }, hint) : null,
+        status ? h('p', { class: 'muted', 'data-role': 'capture-status-code' }, `HTTP ${status}${STATUS_TEXT[status] ? ` · ${STATUS_TEXT[status]}` : ''}`) : null,
         state === 'done' && reply?.run ? h('p', null, 'New run: ', h('code', { 'data-role': 'capture-run' }, reply.run)) : null,
         captured.length
           ? h('div', null, h('span', null, 'Captured:'), h('ul', { 'data-role': 'capture-captured' }, captured.map((c) => h('li', null, h('code', null, c.address)))))

@@ -74,10 +74,16 @@ export function stepGraph(table: DataTable): StepGraph {
   };
 }
 
+/** Steps a step-time graph shows at first (the slider shows the rest). */
+export const STEP_WINDOW = 200;
+
 /** ECharts option of the stacked step-time graph (milliseconds per step). */
 export function stepGraphOption(graph: StepGraph, title = 'Step time (ms)'): Record<string, unknown> {
-  // Many steps: a zoom slider (and mouse-wheel zoom) below the axis.
+  // Many steps: a zoom slider (and mouse-wheel zoom) below the axis; beyond STEP_WINDOW
+  // steps the graph opens on the first STEP_WINDOW (every bar is an element to build: a
+  // 1,500-step graph drawn whole took most of a second), the slider reaches the others.
   const zoom = graph.steps.length > 60;
+  const window = graph.steps.length > STEP_WINDOW ? { startValue: 0, endValue: STEP_WINDOW - 1 } : {};
   return {
     animation: false,
     title: { text: title, left: 'center', textStyle: { fontSize: 14 } },
@@ -95,7 +101,7 @@ export function stepGraphOption(graph: StepGraph, title = 'Step time (ms)'): Rec
     grid: { left: 60, right: 24, top: 40, bottom: zoom ? 116 : 90 },
     xAxis: { type: 'category', data: graph.steps, name: 'Step', nameLocation: 'middle', nameGap: 28 },
     yAxis: { type: 'value', name: 'ms' },
-    dataZoom: zoom ? [{ type: 'inside' }, { type: 'slider', bottom: 34, height: 18 }] : [],
+    dataZoom: zoom ? [{ type: 'inside', ...window }, { type: 'slider', bottom: 34, height: 18, ...window }] : [],
     series: graph.series.map((s) => ({
       name: s.name,
       type: 'bar',
@@ -130,7 +136,14 @@ export function pieSlices(pairs: [string, number][], limit = 10): PieSlice[] {
   return [...kept, { name: 'Other', value: rest }];
 }
 
-/** ECharts option of a pie with a scrolling legend and value/percent tooltips. */
+/** Where a pie sits and where its legend starts (fractions of the chart's width). */
+export const PIE_LAYOUT = { centerX: 0.3, radius: 0.6, legendLeft: 0.6 };
+
+/**
+ * ECharts option of a pie with a scrolling legend and value/percent tooltips. Percentages
+ * are drawn inside the sectors (large enough ones), so no label can reach the legend on
+ * the right (issue: HLO stats labels overlapped the legend).
+ */
 export function pieOption(title: string, slices: PieSlice[], unit: string): Record<string, unknown> {
   return {
     animation: false,
@@ -145,20 +158,21 @@ export function pieOption(title: string, slices: PieSlice[], unit: string): Reco
     legend: {
       type: 'scroll',
       orient: 'vertical',
+      left: `${PIE_LAYOUT.legendLeft * 100}%`,
       right: 8,
       top: 32,
       bottom: 8,
-      width: '38%',
       tooltip: { show: true },
-      formatter: (name: string) => (name.length > 34 ? `${name.slice(0, 33)}…` : name),
+      formatter: (name: string) => (name.length > 30 ? `${name.slice(0, 29)}…` : name),
     },
     series: [
       {
         type: 'pie',
-        radius: ['0%', '58%'],
-        center: ['32%', '55%'],
-        minShowLabelAngle: 6,
-        label: { show: true, formatter: '{d}%', fontSize: 11 },
+        radius: ['0%', `${PIE_LAYOUT.radius * 100}%`],
+        center: [`${PIE_LAYOUT.centerX * 100}%`, '55%'],
+        minShowLabelAngle: 18,
+        label: { show: true, position: 'inside', formatter: (p: { percent: number }) => `${p.percent.toFixed(p.percent >= 10 ? 0 : 1)}%`, fontSize: 11, color: '#000', textBorderColor: '#fff', textBorderWidth: 2 },
+        labelLine: { show: false },
         data: slices,
       },
     ],

@@ -1,6 +1,8 @@
 // Google DataTable JSON (what XProf's tools return): types, cell access, sorting,
 // filtering, number formatting and CSV rendering. Pure functions, unit tested.
 
+import { formatBytes, formatMiB, formatMicros, formatMillis } from './format';
+
 export interface Column {
   id: string;
   label?: string;
@@ -104,8 +106,32 @@ export function rowMatches(row: CellValue[], columns: number[], query: string): 
   return columns.some((c) => String(row[c] ?? '').toLowerCase().includes(q));
 }
 
-/** How a column's numbers are shown. */
-export type NumberFormat = 'plain' | 'fraction-percent' | 'percent' | 'integer';
+/**
+ * How a column's numbers are shown: `us`, `ms` (times in those units) and `bytes`, `mib`
+ * are shown in adaptive units (format.ts); CSV exports keep the raw values.
+ */
+export type NumberFormat = 'plain' | 'fraction-percent' | 'percent' | 'integer' | 'us' | 'ms' | 'bytes' | 'mib';
+
+const UNIT_IN_LABEL = /\s*\((?:in\s+)?(?:us|µs|μs|ms|bytes|MiB)\)\s*$/i;
+
+/** The format a column's id and label imply (`Total time (us)` → `us`, `stepTimeMs` → `ms`, counts → `integer`), or null. */
+export function autoFormat(column: Column): NumberFormat | null {
+  if (column.type !== 'number') return null;
+  const id = column.id;
+  const label = column.label ?? '';
+  if (/\((us|µs|μs)\)/i.test(label) || /(_us|Us)$/.test(id)) return 'us';
+  if (/\((in\s+)?ms\)/i.test(label) || /(TimeMs|_ms|InMs)$/.test(id)) return 'ms';
+  if (/\(MiB\)/.test(label) || /_mib$/i.test(id)) return 'mib';
+  if (/bytes/i.test(label) || /bytes$/i.test(id)) return 'bytes';
+  if (/^(rank|occurrences|count|num_.*|.*_count)$/i.test(id) || /^#/.test(label)) return 'integer';
+  return null;
+}
+
+/** A column's header: its label without the unit when values carry adaptive units. */
+export function displayLabel(column: Column, format: NumberFormat | undefined): string {
+  const label = column.label || column.id;
+  return format === 'us' || format === 'ms' || format === 'bytes' || format === 'mib' ? label.replace(UNIT_IN_LABEL, '') || label : label;
+}
 
 /** Formats a value for display (numbers: at most 3 decimals, thousands separators). */
 export function formatValue(value: CellValue, format: NumberFormat = 'plain'): string {
@@ -114,6 +140,14 @@ export function formatValue(value: CellValue, format: NumberFormat = 'plain'): s
   if (typeof value === 'string') return value;
   if (!Number.isFinite(value)) return String(value);
   switch (format) {
+    case 'us':
+      return formatMicros(value);
+    case 'ms':
+      return formatMillis(value);
+    case 'bytes':
+      return formatBytes(value);
+    case 'mib':
+      return formatMiB(value);
     case 'fraction-percent':
       return `${formatNumber(value * 100, 2)}%`;
     case 'percent':

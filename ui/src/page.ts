@@ -15,6 +15,13 @@ export interface PageContext {
   link(tool: string): string;
   /** The server's CSV of this tool (`/data_csv`). */
   csvUrl: string;
+  /** oxprof's notes shown above the page (pages leave out what they already say). */
+  notes?: string[];
+}
+
+/** Whether oxprof's notes already explain that the profile has no steps. */
+export function notesSayNoSteps(ctx: PageContext): boolean {
+  return (ctx.notes ?? []).some((n) => /no steps/i.test(n));
 }
 
 export type Page = (ctx: PageContext) => HTMLElement;

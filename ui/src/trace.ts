@@ -4,9 +4,27 @@
 // does the IO and the drawing; trace/view.ts holds the rest of the view state in the URL;
 // trace/columns.ts holds a window's events as columns (built by the window worker).
 
+import { formatTime } from './format';
 import { type ColumnWindow, EMPTY_SLICES, type TrackSlices } from './trace/columns';
 
-export { type ColumnWindow, type TrackSlices, firstVisible, sliceAt, sliceIndex, trackColumns, windowColumns } from './trace/columns';
+export { type ColumnWindow, type TrackSlices, firstVisible, neighbourSlice, sliceAt, sliceIndex, trackColumns, windowColumns } from './trace/columns';
+
+/** One host of `/oxprof/api/trace/tracks` (several with `hosts=`). */
+export interface HostInfo {
+  name: string;
+  start_ps: number;
+  end_ps: number;
+  num_events: number;
+}
+
+/** A process of `/oxprof/api/trace/tracks`. */
+export interface SectionInfo {
+  pid: number;
+  /** The host (profile file) it belongs to (absent from older servers). */
+  host?: string;
+  name: string;
+  tracks: TrackInfo[];
+}
 
 /** `/oxprof/api/trace/tracks`. */
 export interface TraceTracks {
@@ -14,7 +32,8 @@ export interface TraceTracks {
   start_ps: number;
   end_ps: number;
   num_events: number;
-  sections: { pid: number; name: string; tracks: TrackInfo[] }[];
+  hosts?: HostInfo[];
+  sections: SectionInfo[];
 }
 
 export interface TrackInfo {
@@ -84,14 +103,26 @@ export interface EventRef {
   name: string;
   ts_ps: number;
   dur_ps: number;
+  /** Search: the argument whose value matched (when the name did not). */
+  arg?: string;
 }
 
 /** `/oxprof/api/trace/search`. */
 export interface SearchResult {
-  prefix: string;
+  prefix?: string;
+  q?: string;
+  args?: boolean;
   total: number;
   truncated: boolean;
   matches: EventRef[];
+}
+
+/** `/oxprof/api/trace/step`. */
+export interface StepSpan {
+  step: number;
+  start_ps: number;
+  end_ps: number;
+  num_events: number;
 }
 
 /** `/oxprof/api/trace/flow`. */
@@ -105,6 +136,8 @@ export interface AggregateRow {
   name: string;
   count: number;
   total_ps: number;
+  /** Sum of the events' self times (absent from older servers). */
+  self_ps?: number;
   avg_ps: number;
   min_ps: number;
   max_ps: number;
@@ -222,29 +255,58 @@ function hashColor(name: string): string {
   return `hsl(${hue}, 55%, ${light}%)`;
 }
 
-/** A duration in picoseconds, human-readable (`1.23 ms`). */
-export function formatDuration(ps: number): string {
-  const abs = Math.abs(ps);
-  const units: [number, string][] = [
-    [1e12, 's'],
-    [1e9, 'ms'],
-    [1e6, 'µs'],
-    [1e3, 'ns'],
-  ];
-  for (const [scale, unit] of units) {
-    if (abs >= scale) return `${trim(ps / scale)} ${unit}`;
+/** sRGB channels (0..1) of `hsl(h, s%, l%)`, `#rrggbb` or `#rgb`; null for anything else. */
+export function parseColor(color: string): [number, number, number] | null {
+  const hsl = /^hsl\(\s*([\d.]+)\s*,\s*([\d.]+)%\s*,\s*([\d.]+)%\s*\)$/.exec(color);
+  if (hsl) {
+    const h = Number(hsl[1]) / 360;
+    const sat = Number(hsl[2]) / 100;
+    const l = Number(hsl[3]) / 100;
+    const q = l < 0.5 ? l * (1 + sat) : l + sat - l * sat;
+    const p = 2 * l - q;
+    const channel = (t: number) => {
+      const u = t < 0 ? t + 1 : t > 1 ? t - 1 : t;
+      if (u < 1 / 6) return p + (q - p) * 6 * u;
+      if (u < 1 / 2) return q;
+      if (u < 2 / 3) return p + (q - p) * (2 / 3 - u) * 6;
+      return p;
+    };
+    return [channel(h + 1 / 3), channel(h), channel(h - 1 / 3)];
   }
-  return `${ps} ps`;
+  const hex = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(color);
+  if (hex) {
+    const x = hex[1] ?? '';
+    const full = x.length === 3 ? [...x].map((c) => c + c).join('') : x;
+    return [0, 2, 4].map((i) => parseInt(full.slice(i, i + 2), 16) / 255) as [number, number, number];
+  }
+  return null;
 }
 
-/** Picoseconds as exact microseconds (`68.452 µs`), for the details pane. */
-export function formatMicros(ps: number): string {
-  return `${(ps / 1e6).toLocaleString('en-US', { maximumFractionDigits: 6 })} µs`;
+/** WCAG relative luminance of a color (0 black .. 1 white). */
+export function luminance(color: string): number {
+  const rgb = parseColor(color) ?? [0.5, 0.5, 0.5];
+  const lin = (c: number) => (c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4));
+  return 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2]);
 }
 
-function trim(v: number): string {
-  const s = Math.abs(v) >= 100 ? v.toFixed(1) : Math.abs(v) >= 10 ? v.toFixed(2) : v.toFixed(3);
-  return s.replace(/\.?0+$/, '');
+/** WCAG contrast ratio of two colors (1..21). */
+export function contrast(a: string, b: string): number {
+  const [la, lb] = [luminance(a), luminance(b)];
+  return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+}
+
+/**
+ * The label color on a slice of color `background`: black or white, whichever contrasts
+ * more (at least 4.58:1 for any background).
+ */
+export function labelColorFor(background: string): string {
+  const l = luminance(background);
+  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? '#000' : '#fff';
+}
+
+/** A duration in picoseconds, human-readable (`1.23 ms`): see format.ts. */
+export function formatDuration(ps: number): string {
+  return formatTime(ps);
 }
 
 // ---- tracks in sections ----------------------------------------------------------------
@@ -253,20 +315,33 @@ function trim(v: number): string {
 export const ROW = 18;
 /** Height of a section header (px). */
 export const HEADER = 22;
-/** Height of the time axis above the first section (px). */
-export const AXIS = 24;
+/** Height of a host header (several hosts, px). */
+export const HOST_HEADER = 24;
+/** Height of the time ruler (px). */
+export const AXIS = 28;
 /** Gap below each track (px). */
 export const TRACK_GAP = 2;
 /** Depths drawn for a counter track (its area chart's height). */
 export const COUNTER_DEPTHS = 2;
 
+export interface HostRow {
+  name: string;
+  top: number;
+  collapsed: boolean;
+  /** Number of its sections. */
+  sections: number;
+}
+
 export interface SectionRow {
   pid: number;
+  host: string;
   name: string;
   top: number;
   collapsed: boolean;
   /** Number of tracks (shown or not). */
   tracks: number;
+  /** Tracks the user hid (or pinned above), not shown here. */
+  hiddenTracks: number;
 }
 
 export interface TrackRow {
@@ -280,56 +355,111 @@ export interface TrackRow {
   /** Longest slice (ps): slices overlapping a time start at most this much before it. */
   maxDur: number;
   samples?: [number, number][];
+  /** Shown in the pinned area. */
+  pinned?: boolean;
 }
 
 export interface Layout {
+  hosts: HostRow[];
   sections: SectionRow[];
   rows: TrackRow[];
   height: number;
 }
 
+/** What the user folded, hid and pinned (all optional). */
+export interface LayoutOptions {
+  /** Pids of collapsed sections. */
+  collapsed?: ReadonlySet<number>;
+  /** Collapsed hosts (several hosts). */
+  collapsedHosts?: ReadonlySet<string>;
+  /** Track ids the user hid. */
+  hidden?: ReadonlySet<number>;
+  /** Track ids pinned to the top, in pin order (not in the main layout). */
+  pinned?: readonly number[];
+  /** Depths each track had before (so heights do not jump while panning). */
+  minDepths?: ReadonlyMap<number, number>;
+}
+
+/** The host of a section (the tracks' host for older servers). */
+export function sectionHost(tracks: TraceTracks, section: SectionInfo): string {
+  return section.host ?? tracks.host;
+}
+
+function trackRow(info: TrackInfo, pid: number, top: number, byId: Map<number, ColumnWindow['tracks'][number]>, minDepths: ReadonlyMap<number, number>): TrackRow {
+  const wt = byId.get(info.id);
+  const base = info.kind === 'counter' ? COUNTER_DEPTHS : 1;
+  const depths = Math.max(base, wt?.depths ?? 0, minDepths.get(info.id) ?? 0);
+  return {
+    info,
+    pid,
+    top,
+    depths,
+    slices: wt?.slices ?? EMPTY_SLICES,
+    hidden: wt?.hidden ?? 0,
+    inWindow: wt?.in_window ?? 0,
+    maxDur: wt?.maxDur ?? 0,
+    samples: wt?.samples,
+  };
+}
+
 /**
- * Places sections and tracks top to bottom: a header per section, then (unless the
- * section is collapsed) each track as tall as its deepest slice (at least `minDepths`
- * of the track, so heights do not jump while panning).
+ * Places hosts (with several), sections and tracks top to bottom from y = 0: a header per
+ * host and per section, then (unless folded) each track as tall as its deepest slice (at
+ * least `minDepths` of the track). Hidden and pinned tracks are left out.
  */
-export function layoutSections(
-  tracks: TraceTracks,
-  window: ColumnWindow | null,
-  collapsed: ReadonlySet<number>,
-  minDepths: ReadonlyMap<number, number> = new Map(),
-): Layout {
+export function layoutSections(tracks: TraceTracks, window: ColumnWindow | null, options: LayoutOptions = {}): Layout {
   const byId = new Map((window?.tracks ?? []).map((t) => [t.id, t]));
+  const collapsed = options.collapsed ?? new Set<number>();
+  const collapsedHosts = options.collapsedHosts ?? new Set<string>();
+  const hidden = options.hidden ?? new Set<number>();
+  const pinned = new Set(options.pinned ?? []);
+  const minDepths = options.minDepths ?? new Map<number, number>();
+  const multiHost = (tracks.hosts?.length ?? 1) > 1;
+  const hosts: HostRow[] = [];
   const sections: SectionRow[] = [];
   const rows: TrackRow[] = [];
-  let y = AXIS;
+  let y = 0;
+  let currentHost: string | null = null;
   for (const section of tracks.sections) {
+    const host = sectionHost(tracks, section);
+    if (multiHost && host !== currentHost) {
+      currentHost = host;
+      hosts.push({ name: host, top: y, collapsed: collapsedHosts.has(host), sections: tracks.sections.filter((s) => sectionHost(tracks, s) === host).length });
+      y += HOST_HEADER;
+    }
+    if (multiHost && collapsedHosts.has(host)) continue;
     const isCollapsed = collapsed.has(section.pid);
-    sections.push({ pid: section.pid, name: section.name, top: y, collapsed: isCollapsed, tracks: section.tracks.length });
+    const left = section.tracks.filter((t) => hidden.has(t.id) || pinned.has(t.id)).length;
+    sections.push({ pid: section.pid, host, name: section.name, top: y, collapsed: isCollapsed, tracks: section.tracks.length, hiddenTracks: left });
     y += HEADER;
     if (isCollapsed) continue;
     for (const info of section.tracks) {
-      const wt = byId.get(info.id);
-      const base = info.kind === 'counter' ? COUNTER_DEPTHS : 1;
-      const depths = Math.max(base, wt?.depths ?? 0, minDepths.get(info.id) ?? 0);
-      rows.push({
-        info,
-        pid: section.pid,
-        top: y,
-        depths,
-        slices: wt?.slices ?? EMPTY_SLICES,
-        hidden: wt?.hidden ?? 0,
-        inWindow: wt?.in_window ?? 0,
-        maxDur: wt?.maxDur ?? 0,
-        samples: wt?.samples,
-      });
-      y += depths * ROW + TRACK_GAP;
+      if (hidden.has(info.id) || pinned.has(info.id)) continue;
+      const row = trackRow(info, section.pid, y, byId, minDepths);
+      rows.push(row);
+      y += row.depths * ROW + TRACK_GAP;
     }
   }
-  return { sections, rows, height: y + 4 };
+  return { hosts, sections, rows, height: y + 4 };
 }
 
-/** The track row at canvas height `y`, if any. */
+/** The pinned tracks, in pin order, from y = 0 (no headers). */
+export function layoutPinned(tracks: TraceTracks, window: ColumnWindow | null, pinned: readonly number[], minDepths: ReadonlyMap<number, number> = new Map()): Layout {
+  const byId = new Map((window?.tracks ?? []).map((t) => [t.id, t]));
+  const info = new Map(tracks.sections.flatMap((s) => s.tracks.map((t) => [t.id, { t, pid: s.pid }] as const)));
+  const rows: TrackRow[] = [];
+  let y = 0;
+  for (const id of pinned) {
+    const found = info.get(id);
+    if (!found) continue;
+    const row = { ...trackRow(found.t, found.pid, y, byId, minDepths), pinned: true };
+    rows.push(row);
+    y += row.depths * ROW + TRACK_GAP;
+  }
+  return { hosts: [], sections: [], rows, height: rows.length ? y + 2 : 0 };
+}
+
+/** The track row at content height `y`, if any. */
 export function rowAt(rows: readonly TrackRow[], y: number): TrackRow | null {
   for (const r of rows) if (y >= r.top && y < r.top + r.depths * ROW) return r;
   return null;
@@ -341,10 +471,25 @@ export function tracksInBand(rows: readonly TrackRow[], y0: number, y1: number):
   return rows.filter((r) => r.info.kind === 'thread' && r.top <= b && r.top + r.depths * ROW >= a).map((r) => r.info.id);
 }
 
-/** Ids of the tracks to request: all when no section is collapsed, else the shown ones. */
-export function visibleTrackIds(tracks: TraceTracks, collapsed: ReadonlySet<number>): number[] | null {
-  if (!tracks.sections.some((s) => collapsed.has(s.pid))) return null;
-  return tracks.sections.filter((s) => !collapsed.has(s.pid)).flatMap((s) => s.tracks.map((t) => t.id));
+/**
+ * Ids of the tracks to request: all when nothing is folded, hidden or pinned away, else
+ * the shown ones (pinned tracks included).
+ */
+export function visibleTrackIds(tracks: TraceTracks, options: LayoutOptions | ReadonlySet<number> = {}): number[] | null {
+  const o: LayoutOptions = options instanceof Set ? { collapsed: options } : (options as LayoutOptions);
+  const collapsed = o.collapsed ?? new Set<number>();
+  const collapsedHosts = o.collapsedHosts ?? new Set<string>();
+  const hidden = o.hidden ?? new Set<number>();
+  const pinned = new Set(o.pinned ?? []);
+  const shown = (s: SectionInfo) => !collapsed.has(s.pid) && !collapsedHosts.has(sectionHost(tracks, s));
+  const anyFolded = tracks.sections.some((s) => !shown(s)) || hidden.size > 0;
+  if (!anyFolded) return null;
+  return tracks.sections.flatMap((s) => s.tracks.filter((t) => pinned.has(t.id) || (shown(s) && !hidden.has(t.id))).map((t) => t.id));
+}
+
+/** The section of a track and its index in the track list. */
+export function sectionOf(tracks: TraceTracks, trackId: number): SectionInfo | undefined {
+  return tracks.sections.find((s) => s.tracks.some((t) => t.id === trackId));
 }
 
 // ---- counters --------------------------------------------------------------------------
@@ -397,20 +542,20 @@ export function flowArrows(events: readonly EventRef[], locate: Locate): FlowArr
 
 // ---- aggregates ------------------------------------------------------------------------
 
-export type AggregateKey = 'name' | 'count' | 'total_ps' | 'avg_ps' | 'min_ps' | 'max_ps';
+export type AggregateKey = 'name' | 'count' | 'total_ps' | 'self_ps' | 'avg_ps' | 'min_ps' | 'max_ps';
 
 /** Aggregate rows sorted by a column (ties by name, so the order is stable). */
 export function sortAggregate(rows: readonly AggregateRow[], key: AggregateKey, descending: boolean): AggregateRow[] {
   const dir = descending ? -1 : 1;
   return [...rows].sort((a, b) => {
-    const c = key === 'name' ? a.name.localeCompare(b.name) : a[key] - b[key];
+    const c = key === 'name' ? a.name.localeCompare(b.name) : (a[key] ?? 0) - (b[key] ?? 0);
     return c !== 0 ? c * dir : a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
   });
 }
 
-/** Totals of an aggregate: events and summed duration. */
-export function aggregateTotals(rows: readonly AggregateRow[]): { count: number; total_ps: number } {
-  return rows.reduce((t, r) => ({ count: t.count + r.count, total_ps: t.total_ps + r.total_ps }), { count: 0, total_ps: 0 });
+/** Totals of an aggregate: events, summed duration and summed self time. */
+export function aggregateTotals(rows: readonly AggregateRow[]): { count: number; total_ps: number; self_ps: number } {
+  return rows.reduce((t, r) => ({ count: t.count + r.count, total_ps: t.total_ps + r.total_ps, self_ps: t.self_ps + (r.self_ps ?? 0) }), { count: 0, total_ps: 0, self_ps: 0 });
 }
 
 // ---- search ----------------------------------------------------------------------------

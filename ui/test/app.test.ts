@@ -68,6 +68,18 @@ describe('app shell', () => {
     await settle('error');
     expect(root.querySelector('[data-role="error-message"]')?.textContent).toBe('no host named "x" in run "run_b"');
   });
+  it('opens trace_viewer (XProf\'s links, older URLs) as the trace_viewer@ the run offers', async () => {
+    const { offeredAlias } = await import('../src/app');
+    expect(offeredAlias('trace_viewer', ['overview_page', 'trace_viewer@'])).toBe('trace_viewer@');
+    expect(offeredAlias('trace_viewer', ['trace_viewer', 'trace_viewer@'])).toBe('trace_viewer');
+    expect(offeredAlias('trace_viewer', ['overview_page'])).toBe('trace_viewer');
+    expect(offeredAlias('overview_page', ['overview_page', 'trace_viewer@'])).toBe('overview_page');
+    const root = mount(fakeApi({ runTools: async () => ['overview_page', 'trace_viewer@'] }), '?run=run_b&tool=trace_viewer&host=host1&start_ps=5');
+    for (let i = 0; i < 200 && !location.search.includes('trace_viewer%40'); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(root.querySelector<HTMLSelectElement>('[data-role="tool"]')?.value).toBe('trace_viewer@');
+    expect(new URLSearchParams(location.search).get('tool')).toBe('trace_viewer@');
+    expect(new URLSearchParams(location.search).get('start_ps')).toBe('5');
+  });
   it('explains the expected layout when there are no runs', async () => {
     const root = mount(fakeApi({ runs: async () => [] }));
     await settle('empty');

@@ -146,6 +146,25 @@ describe('capture dialog', () => {
     expect(q('capture-failed').textContent).toBe('127.0.0.1:1: connection refused (1 attempt)');
     expect(captured).toEqual([]);
   });
+  it('explains each refusal of the server (4xx, 5xx) with what to do, and its status', async () => {
+    for (const [status, words] of [
+      [400, 'parameter'],
+      [403, '--capture-allow'],
+      [409, 'session id'],
+      [429, 'wait'],
+      [502, 'profiler server'],
+    ] as const) {
+      const { d, q } = dialog(async () => ({ ok: false, status, error: `refused (${status})`, captured: [], failed: [] }));
+      set(q('service_addr'), '127.0.0.1:1');
+      q<HTMLButtonElement>('capture-submit').click();
+      await vi.waitFor(() => expect(d.element.dataset.state).toBe('error'));
+      expect(d.element.dataset.status).toBe(String(status));
+      expect(q('capture-message').textContent).toBe(`refused (${status})`);
+      expect(q('capture-hint').textContent).toContain(words);
+      expect(q('capture-status-code').textContent).toContain(`HTTP ${status}`);
+      expect(q('capture-error').getAttribute('role')).toBe('alert');
+    }
+  });
   it('reports a request that could not be sent', async () => {
     const { d, q } = dialog(async () => {
       throw new Error('Cannot reach the oxprof server (network down)');

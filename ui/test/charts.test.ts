@@ -75,3 +75,30 @@ describe('pod viewer', () => {
     expect(workers[0]?.stats.totalDurationUs).toBe(21310.352);
   });
 });
+
+describe('pie layout (issue: HLO stats labels overlapped the legend)', () => {
+  it('labels stay inside the sectors and the pie ends before the legend at any chart width', async () => {
+    const { pieOption, PIE_LAYOUT } = await import('../src/charts');
+    const option = pieOption('t', [{ name: 'a', value: 1 }, { name: 'b', value: 2 }], 'µs') as { series: { label: { position: string }; labelLine: { show: boolean } }[] };
+    expect(option.series[0]?.label.position).toBe('inside');
+    expect(option.series[0]?.labelLine.show).toBe(false);
+    // ECharts' radius % is of half the smaller side; the charts are 320-400 px high.
+    for (const [w, hgt] of [[380, 320], [520, 340], [700, 400], [1400, 400]] as const) {
+      const right = PIE_LAYOUT.centerX * w + (PIE_LAYOUT.radius * Math.min(w, hgt)) / 2;
+      expect(right, `${w}x${hgt}`).toBeLessThan(PIE_LAYOUT.legendLeft * w);
+    }
+  });
+});
+
+describe('text alternatives of charts', () => {
+  it('describe the kind, title, series and largest values', async () => {
+    const { describeChart } = await import('../src/components/chart');
+    const { pieOption, stepGraphOption } = await import('../src/charts');
+    const pie = describeChart(pieOption('Time per HLO category', [{ name: 'fusion', value: 75 }, { name: 'copy', value: 25 }], 'µs'));
+    expect(pie).toBe('Pie chart: Time per HLO category. 2 sectors; largest: fusion 75%, copy 25%.');
+    const bars = describeChart(
+      stepGraphOption({ steps: ['1', '2'], tooltips: ['', ''], series: [{ id: 'a', name: 'Compute', color: '#000', values: [3, 5] }, { id: 'b', name: 'Input', color: '#f00', values: [1, 4] }] }),
+    );
+    expect(bars).toBe('Bar chart: Step time (ms). 2 categories; series: Compute, Input. Largest: 2 at 9.');
+  });
+});

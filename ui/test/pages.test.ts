@@ -165,3 +165,53 @@ describe('XProf strings with markup', () => {
     expect(next?.querySelector('a')?.getAttribute('href')).toBe('https://www.tensorflow.org/guide/data');
   });
 });
+
+describe('XProf\'s -nan standard deviations (issue: "σ -nan ms" on the V100 input pipeline)', () => {
+  const withNan = (name: string) => {
+    const data = fixture(name) as { cols?: { id: string }[]; p?: Record<string, string> }[];
+    const device = data.find((t) => t.cols?.some((c) => c.id === 'stepnum'));
+    if (!device?.p) throw new Error(`${name}: no step table`);
+    for (const key of ['compile_time_ms_sdv', 'infeed_time_ms_sdv', 'infeed_percent_standard_deviation']) device.p[key] = '-nan';
+    device.p.steptime_ms_standard_deviation = 'nan';
+    return data;
+  };
+  it('input pipeline: the breakdown and the metrics leave the σ out, the averages stay', () => {
+    const el = inputPipelinePage(context('input_pipeline_analyzer', withNan('input_pipeline_analyzer.tf_custom_loop.json')));
+    expect(el.textContent).not.toMatch(/\bnan\b/i);
+    expect(el.querySelector('[data-props="device-breakdown"] [data-prop="Input time"]')?.textContent).toBe('24.6 ms');
+    expect(el.querySelector('[data-props="device-breakdown"] [data-prop="Host compute time"]')?.textContent).toBe('1.4 ms (σ 0.2 ms)');
+    expect(el.querySelector('[data-metric="steptime_ms_standard_deviation"] [data-role="value"]')?.textContent).toBe('n/a');
+  });
+  it('overview: the same', () => {
+    const el = overviewPage(context('overview_page', withNan('overview_page.tf_custom_loop.json')));
+    expect(el.textContent).not.toMatch(/\bnan\b/i);
+    expect(el.querySelector('[data-prop="infeed_time_ms_avg"]')?.textContent).toBe('24.6 ms');
+  });
+});
+
+describe('large tables', () => {
+  it('render only the rows in view (virtualised), key columns first, raw values kept', async () => {
+    const { VIRTUAL_ABOVE, orderColumns, visibleRange } = await import('../src/components/table');
+    const n = 10_000;
+    const table = {
+      cols: [{ id: 'rank', label: 'Rank', type: 'number' }, { id: 'operation', label: 'Operation', type: 'string' }, { id: 'total_time', label: 'Total time (us)', type: 'number' }],
+      rows: Array.from({ length: n }, (_, i) => ({ c: [{ v: i + 1 }, { v: `op_${i}` }, { v: 1234.5 * (i + 1) }] })),
+    };
+    const el = renderTable(table, { key: 'big', csvName: 'x', keyColumns: ['operation'] }, memoryStore());
+    document.body.append(el);
+    const rows = el.querySelectorAll('tbody tr:not(.spacer-row)').length;
+    expect(rows).toBeGreaterThan(0);
+    expect(rows).toBeLessThan(VIRTUAL_ABOVE);
+    expect(el.querySelector('[data-role="count"]')?.textContent).toBe('10,000 rows');
+    expect([...el.querySelectorAll('thead th')].map((th) => th.getAttribute('data-col'))).toEqual(['operation', 'rank', 'total_time']);
+    // Times in adaptive units, the header without the unit, the raw value kept.
+    const cell = el.querySelector('tbody td[data-col="total_time"]');
+    expect(cell?.textContent).toBe('1.234 ms');
+    expect(cell?.getAttribute('data-value')).toBe('1234.5');
+    expect(el.querySelector('thead th[data-col="total_time"]')?.textContent).toBe('Total time');
+    el.remove();
+    expect(orderColumns(table.cols, ['total_time', 'operation'])).toEqual([2, 1, 0]);
+    expect(visibleRange(2700, 540, n, 27, 10)).toEqual({ first: 90, last: 130 });
+    expect(visibleRange(0, 540, 5, 27, 10)).toEqual({ first: 0, last: 5 });
+  });
+});

@@ -214,9 +214,9 @@ describe('memory viewer data shaping (XProf memory_viewer JSON of jax_train jit_
     expect(bufferDetails(b!)).toEqual([
       ['Name', 'fusion.1'],
       ['Category', 'fusion operation'],
-      ['Size', '4.00 MiB'],
-      ['Unpadded size', '1.00 MiB'],
-      ['Extra memory due to padding', '3.00 MiB'],
+      ['Size', '4 MiB'],
+      ['Unpadded size', '1 MiB'],
+      ['Extra memory due to padding', '3 MiB'],
       ['Expansion', '4.0×'],
       ['Shape', 'f32[3]{0}'],
       ['Framework op', 'a/b'],
@@ -274,7 +274,7 @@ describe('memory viewer data shaping (XProf memory_viewer JSON of jax_train jit_
     await settle();
     expect(loads).toEqual(['jit_a(1)']);
     expect(ctx.store.values.module_name).toBe('jit_a(1)');
-    expect(page.querySelector('[data-metric="peak"] [data-role="value"]')?.textContent).toBe('1.00 MiB');
+    expect(page.querySelector('[data-metric="peak"] [data-role="value"]')?.textContent).toBe('1019 KiB');
     expect(page.querySelector('[data-table="mv-buffers"] [data-role="count"]')?.getAttribute('data-total')).toBe('9');
     const select = page.querySelector<HTMLSelectElement>('[data-role="mv-module"]')!;
     select.value = 'jit_train_step(26)';
@@ -450,5 +450,16 @@ describe('tf.data bottleneck analysis', () => {
     empty[2]!.p = { is_input_bound: 'false', summary_message: 'No tf.data activity captured in your profile.' };
     const page = tfDataPage(context('tf_data_bottleneck_analysis', empty));
     expect(page.querySelector('[data-role="tfd-empty"]')?.textContent).toBe('No tf.data activity captured in your profile.');
+  });
+});
+
+describe('memory viewer sizes in readable units (issue: a 16-byte buffer read "0.00 MiB")', () => {
+  it('small and large buffers keep their magnitude', async () => {
+    const { bufferDetails } = await import('../src/pages/memory_viewer');
+    const mib = 1024 * 1024;
+    const small = bufferDetails({ index: 0, name: 'tiny', sizeMib: 16 / mib, unpaddedMib: 16 / mib, color: '#000', object: {} } as never);
+    const large = bufferDetails({ index: 1, name: 'big', sizeMib: 16, unpaddedMib: 16, color: '#000', object: {} } as never);
+    expect(small.find(([k]) => k === 'Size')?.[1]).toBe('16 B');
+    expect(large.find(([k]) => k === 'Size')?.[1]).toBe('16 MiB');
   });
 });

@@ -51,8 +51,10 @@ describe('utilisation maths and colours (XProf utils.ts)', () => {
     expect(flopsColor(7)).toBe('rgba(0,179,0,1)'); // capped at 100%
     expect(flopsColor(NaN)).toBe('rgba(179,179,179,1)');
     // Memory bandwidth: XProf's inverted scale (a saturated memory is red).
-    expect(bwColor(1)).toBe('rgba(179,0,0,1)');
-    expect(bwColor(0)).toBe('rgba(0,179,0,1)');
+    // The same direction as FLOPS (issue: HBM colours were inverted): high use is green.
+    expect(bwColor(1)).toBe('rgba(0,179,0,1)');
+    expect(bwColor(0)).toBe('rgba(179,0,0,1)');
+    expect(bwColor(0.8)).toBe(flopsColor(0.8));
     expect(flameColor(0.5, 1, 0.25, Math.sqrt)).toBe('rgba(149,255,0,0.25)');
   });
   it('percent, framework op types, instruction names, source info', () => {

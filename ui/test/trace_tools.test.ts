@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  AXIS,
   HEADER,
   ROW,
   TRACK_GAP,
@@ -71,10 +70,10 @@ const win: TraceWindow = {
 
 describe('sections and tracks layout', () => {
   it('stacks a header per section and each track as deep as its slices', () => {
-    const lay = layoutSections(tracks, windowColumns(win), new Set());
+    const lay = layoutSections(tracks, windowColumns(win));
     expect(lay.sections.map((s) => [s.pid, s.top, s.collapsed])).toEqual([
-      [1, AXIS, false],
-      [701, AXIS + HEADER + (2 * ROW + TRACK_GAP) + (3 * ROW + TRACK_GAP) + (ROW + TRACK_GAP), false],
+      [1, 0, false],
+      [701, HEADER + (2 * ROW + TRACK_GAP) + (3 * ROW + TRACK_GAP) + (ROW + TRACK_GAP), false],
     ]);
     expect(lay.rows.map((r) => [r.info.id, r.depths, r.hidden])).toEqual([
       [0, 2, 0], // counters: a fixed height
@@ -82,26 +81,26 @@ describe('sections and tracks layout', () => {
       [2, 1, 0], // no events: one row
       [3, 1, 3],
     ]);
-    expect(lay.rows[1]?.top).toBe(AXIS + HEADER + 2 * ROW + TRACK_GAP);
+    expect(lay.rows[1]?.top).toBe(HEADER + 2 * ROW + TRACK_GAP);
     expect(lay.height).toBe((lay.rows[3]?.top ?? 0) + ROW + TRACK_GAP + 4);
   });
   it('collapsed sections keep their header and drop their tracks', () => {
-    const lay = layoutSections(tracks, windowColumns(win), new Set([1]));
+    const lay = layoutSections(tracks, windowColumns(win), { collapsed: new Set([1]) });
     expect(lay.sections.map((s) => [s.pid, s.collapsed, s.tracks])).toEqual([
       [1, true, 3],
       [701, false, 1],
     ]);
     expect(lay.rows.map((r) => r.info.id)).toEqual([3]);
-    expect(lay.sections[1]?.top).toBe(AXIS + HEADER);
+    expect(lay.sections[1]?.top).toBe(HEADER);
     expect(visibleTrackIds(tracks, new Set([1]))).toEqual([3]);
     expect(visibleTrackIds(tracks, new Set())).toBeNull(); // nothing collapsed: all tracks
   });
   it('keeps a track at least as deep as before (no jumps while panning)', () => {
-    const lay = layoutSections(tracks, windowColumns(win), new Set(), new Map([[3, 4]]));
+    const lay = layoutSections(tracks, windowColumns(win), { minDepths: new Map([[3, 4]]) });
     expect(lay.rows.find((r) => r.info.id === 3)?.depths).toBe(4);
   });
   it('finds the row under a point and the thread tracks of a vertical band', () => {
-    const lay = layoutSections(tracks, windowColumns(win), new Set());
+    const lay = layoutSections(tracks, windowColumns(win));
     const [counter, ops, steps, python] = lay.rows;
     expect(rowAt(lay.rows, (ops?.top ?? 0) + 1)?.info.id).toBe(1);
     expect(rowAt(lay.rows, 0)).toBeNull();
@@ -131,7 +130,7 @@ describe('drawing only what the view shows', () => {
     expect(firstVisible(slices, 61, 5)).toBe(2);
     expect(firstVisible(slices, 1000, 5)).toBe(4);
     expect(firstVisible(trackColumns({ id: 0, exact: true, in_window: 0, hidden: 0 }).slices, 0, 0)).toBe(0);
-    expect(layoutSections(tracks, windowColumns(win), new Set()).rows.map((r) => r.maxDur)).toEqual([0, 100, 0, 5]);
+    expect(layoutSections(tracks, windowColumns(win)).rows.map((r) => r.maxDur)).toEqual([0, 100, 0, 5]);
   });
 });
 
@@ -172,8 +171,9 @@ describe('aggregate tables', () => {
     expect(rows.map((r) => r.name)).toEqual(['b', 'a', 'c']); // input untouched
   });
   it('totals count and duration', () => {
-    expect(aggregateTotals(rows)).toEqual({ count: 8, total_ps: 65 });
-    expect(aggregateTotals([])).toEqual({ count: 0, total_ps: 0 });
+    expect(aggregateTotals(rows)).toEqual({ count: 8, total_ps: 65, self_ps: 0 });
+    expect(aggregateTotals([{ name: 'x', count: 1, total_ps: 10, self_ps: 4, avg_ps: 10, min_ps: 10, max_ps: 10 }])).toEqual({ count: 1, total_ps: 10, self_ps: 4 });
+    expect(aggregateTotals([])).toEqual({ count: 0, total_ps: 0, self_ps: 0 });
   });
 });
 
@@ -196,11 +196,11 @@ describe('search navigation', () => {
 describe('view state in the URL', () => {
   const from = (v: Record<string, string>) => viewFromUrl((k) => v[k] ?? '');
   it('defaults to nothing selected and the select tool', () => {
-    expect(from({})).toEqual({ selected: null, range: null, timing: null, search: '', collapsed: new Set(), tool: 'select' });
-    expect(viewToUrl(from({}))).toEqual({ sel: null, range: null, range_tracks: null, timing: null, q: null, collapsed: null, tool_mode: null });
+    expect(from({})).toEqual({ selected: null, range: null, timing: null, search: '', searchArgs: false, collapsed: new Set(), collapsedHosts: new Set(), hidden: new Set(), pinned: [], hosts: [], tool: 'select' });
+    expect(viewToUrl(from({}))).toEqual({ sel: null, range: null, range_tracks: null, timing: null, q: null, q_args: null, collapsed: null, collapsed_hosts: null, hidden_tracks: null, pinned: null, hosts: null, tool_mode: null });
   });
-  it('round-trips selection, range, timing, search, collapsed sections and tool', () => {
-    const url = { sel: '17179869184', range: '100_200', range_tracks: '1,3', timing: '5_50', q: 'dot', collapsed: '701,1', tool_mode: 'timing' };
+  it('round-trips selection, range, timing, search, folded, hidden and pinned tracks, hosts and tool', () => {
+    const url = { sel: '17179869184', range: '100_200', range_tracks: '1,3', timing: '5_50', q: 'dot', q_args: '1', collapsed: '701,1', collapsed_hosts: 'a,b', hidden_tracks: '2,4', pinned: '9,3', hosts: 'b,a', tool_mode: 'timing' };
     const v = from(url);
     expect(v.selected).toBe(17179869184);
     expect(v.range).toEqual({ span: { start: 100, end: 200 }, tracks: [1, 3] });
@@ -208,11 +208,14 @@ describe('view state in the URL', () => {
     expect(v.search).toBe('dot');
     expect([...v.collapsed]).toEqual([701, 1]);
     expect(v.tool).toBe('timing');
+    expect(v.searchArgs).toBe(true);
+    expect(v.pinned).toEqual([9, 3]); // pin order kept
+    expect(v.hosts).toEqual(['b', 'a']);
     expect(viewToUrl(v)).toEqual({ ...url, collapsed: '1,701' });
   });
   it('ignores junk', () => {
     const v = from({ sel: 'x', range: '200_100', range_tracks: '1', timing: 'a_b', collapsed: 'x,2', tool_mode: 'lasso' });
-    expect(v).toEqual({ selected: null, range: null, timing: null, search: '', collapsed: new Set([2]), tool: 'select' });
+    expect(v).toEqual({ ...{ selected: null, range: null, timing: null, search: '', searchArgs: false, collapsed: new Set(), collapsedHosts: new Set(), hidden: new Set(), pinned: [], hosts: [], tool: 'select' }, collapsed: new Set([2]) });
     expect(from({ range: '1_2' }).range).toBeNull(); // a range needs its tracks
   });
 });
@@ -222,5 +225,22 @@ describe('stable colors', () => {
     const first = colorFor('fusion.42');
     for (let i = 0; i < 3; i++) expect(colorFor('fusion.42')).toBe(first);
     expect(colorFor('fusion.43')).not.toBe(first);
+  });
+});
+
+describe('slice labels are readable (contrast ≥ 4.5:1)', () => {
+  it('black or white by the slice color, for every color the viewer uses and any other', async () => {
+    const { contrast, labelColorFor, luminance } = await import('../src/trace');
+    for (let i = 0; i < 2000; i++) {
+      const c = colorFor(`name-${i}`);
+      expect(contrast(labelColorFor(c), c), c).toBeGreaterThanOrEqual(4.5);
+    }
+    for (const c of ['#000000', '#ffffff', '#777777', 'hsl(240, 100%, 50%)', 'hsl(60, 100%, 50%)', '#1a66c9']) {
+      expect(contrast(labelColorFor(c), c), c).toBeGreaterThanOrEqual(4.5);
+    }
+    expect(labelColorFor('hsl(240, 55%, 55%)')).toBe('#fff'); // a dark blue: white text
+    expect(labelColorFor('hsl(60, 55%, 69%)')).toBe('#000'); // a light yellow: black text
+    expect(luminance('#ffffff')).toBeCloseTo(1);
+    expect(contrast('#000', '#fff')).toBeCloseTo(21);
   });
 });

@@ -2,6 +2,7 @@
 //! XProf's `/data_csv` is `oxprof_wire::csv`).
 
 use oxprof_analysis::report::Table;
+use oxprof_wire::datatable::CellValue;
 
 /// XProf's HTML in text (links in advice, line breaks) as Markdown: `<a href="U" …>T</a>`
 /// becomes `[T](U)`, `<br>` a space; other text is left as it is.
@@ -45,17 +46,30 @@ pub fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// What people read for a number that is not one: XProf prints NaN and infinities as
+/// `-nan`, `nan`, `inf` (a standard deviation of no samples, a rate over no time); its JSON
+/// keeps them, Markdown says "n/a".
+const NOT_A_NUMBER: &str = "n/a";
+
+/// `text` unless it is XProf's text of a NaN or an infinity.
+fn readable_fact(text: &str) -> &str {
+    match text.trim().parse::<f64>() {
+        Ok(v) if !v.is_finite() => NOT_A_NUMBER,
+        _ => text,
+    }
+}
+
 /// Fact texts with at least this many words read as sentences.
 const SENTENCE_WORDS: usize = 5;
 
 /// One table as Markdown: its title as a heading; its facts as a list (empty ones left
 /// out; sentences such as XProf's conclusions and advice first, then the figures in their
-/// order); then its rows (at most [`Table::shown_rows`], under "N of M …:" when the table
+/// order; NaN and infinities as "n/a"); then its rows (at most [`Table::shown_rows`], under "N of M …:" when the table
 /// says what its rows are). Empty when the table has neither facts nor rows.
 pub fn table_to_markdown(table: &Table) -> String {
     let mut part = String::new();
     let mut facts: Vec<(&str, &str)> =
-        table.facts.iter().map(|(k, v)| (k.as_str(), v.as_str())).filter(|(_, text)| !text.is_empty()).collect();
+        table.facts.iter().map(|(k, v)| (k.as_str(), readable_fact(v))).filter(|(_, text)| !text.is_empty()).collect();
     // Stable: sentences keep their order among themselves, as do figures.
     facts.sort_by_key(|(_, text)| text.split_whitespace().count() < SENTENCE_WORDS);
     for (key, text) in facts {
@@ -72,7 +86,15 @@ pub fn table_to_markdown(table: &Table) -> String {
         let header: Vec<&str> = table.columns.iter().map(|c| c.label.as_str()).collect();
         let rows: Vec<Vec<String>> = table.rows[..shown]
             .iter()
-            .map(|row| row.iter().enumerate().map(|(i, cell)| table.cell_text(i, cell)).collect())
+            .map(|row| {
+                row.iter()
+                    .enumerate()
+                    .map(|(i, cell)| match cell {
+                        CellValue::Number(v) if !v.is_finite() => NOT_A_NUMBER.to_string(),
+                        _ => table.cell_text(i, cell),
+                    })
+                    .collect()
+            })
             .collect();
         part.push_str(&markdown_table(&header, &rows));
     }
@@ -93,7 +115,6 @@ pub fn tables_to_markdown(tables: &[Table]) -> String {
 mod tests {
     use super::*;
     use oxprof_analysis::report::{ColumnKind, NumberFormat};
-    use oxprof_wire::datatable::CellValue;
 
     #[test]
     fn renders_facts_then_rows() {
@@ -125,6 +146,30 @@ mod tests {
              - **c_advice**: Try [Dataset map()](https://x.org/map) or more <a bad\n\
              - **a_figure**: 1.5\n"
         );
+    }
+
+    #[test]
+    fn nan_and_infinities_read_n_a() {
+        // XProf's `-nan` standard deviations (GPU-multi-worker's input pipeline) and NaN cells.
+        let mut table = Table::new("t")
+            .fact("compile_time_ms_sdv", "-nan")
+            .fact("rate", "inf")
+            .fact("steptime_ms_standard_deviation", "0.0")
+            .fact("note", "nan is a word in this sentence")
+            .column("v", "V", ColumnKind::Number, NumberFormat::Fixed(2));
+        table.push_row(vec![CellValue::Number(f64::NAN)]);
+        table.push_row(vec![CellValue::Number(f64::NEG_INFINITY)]);
+        table.push_row(vec![CellValue::Number(1.0)]);
+        let md = table_to_markdown(&table);
+        assert_eq!(
+            md,
+            "- **note**: nan is a word in this sentence\n\
+             - **compile_time_ms_sdv**: n/a\n\
+             - **rate**: n/a\n\
+             - **steptime_ms_standard_deviation**: 0.0\n\n\
+             | V |\n|---|\n| n/a |\n| n/a |\n| 1.00 |\n"
+        );
+        assert!(!md.to_lowercase().contains("-nan") && !md.contains("inf"), "{md}");
     }
 
     #[test]

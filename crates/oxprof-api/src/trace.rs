@@ -15,9 +15,10 @@ use crate::session::Session;
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::report::Report;
 use oxprof_analysis::trace::aggregate as agg;
-use oxprof_analysis::trace::lod::{self, LodHost, LodRequest};
+use oxprof_analysis::trace::lod::{self, LodHost, LodRequest, SearchQuery};
+use oxprof_analysis::trace::multi;
 use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
-use oxprof_analysis::trace::{EventRef, TraceIndex, read_index, write_index};
+use oxprof_analysis::trace::{TraceIndex, read_index, write_index};
 use oxprof_diskcache::DiskCache;
 use oxprof_format::{HostFile, LocalStore, load_xspace};
 use oxprof_model::XSpace;
@@ -218,6 +219,42 @@ pub fn body(
 
 // ---- oxprof's level-of-detail API ------------------------------------------------------
 
+/// Most hosts one LOD view merges (`hosts=`): each is decoded and indexed in memory.
+pub const MAX_VIEW_HOSTS: usize = 16;
+
+/// The hosts of a LOD request: `hosts=a,b` (several hosts merged as XProf merges them;
+/// `ALL_HOSTS` = every host of the run), else `host` (one host; default the run's first).
+pub fn view_hosts(
+    session: &Session,
+    run: &ServedRun,
+    host: Option<&str>,
+    hosts: Option<&str>,
+) -> Result<Vec<Arc<HostTraceData>>, ApiError> {
+    let list: Vec<&str> = hosts.unwrap_or("").split(',').map(str::trim).filter(|h| !h.is_empty()).collect();
+    if list.is_empty() {
+        return Ok(vec![one_host(session, run, host)?]);
+    }
+    let mut files: Vec<&HostFile> = Vec::new();
+    for name in list {
+        for file in select_hosts(run, Some(name))? {
+            if !files.iter().any(|f| f.path == file.path) {
+                files.push(file);
+            }
+        }
+    }
+    if files.len() > MAX_VIEW_HOSTS {
+        return Err(bad("hosts", format!("{} hosts: a trace view merges at most {MAX_VIEW_HOSTS}", files.len())));
+    }
+    if files.is_empty() {
+        return Err(bad("hosts", "the run has no hosts"));
+    }
+    session.host_traces(&files, false)
+}
+
+fn with_hosts<R>(data: &[Arc<HostTraceData>], f: impl FnOnce(&multi::Hosts<'_>) -> R) -> R {
+    f(&multi::Hosts::new(data.iter().map(|d| d.lod()).collect()))
+}
+
 fn one_host(session: &Session, run: &ServedRun, host: Option<&str>) -> Result<Arc<HostTraceData>, ApiError> {
     let host = host.filter(|h| !h.is_empty() && *h != ALL_HOSTS);
     let files = select_hosts(run, host)?;
@@ -246,8 +283,12 @@ fn track_ids(params: &BTreeMap<String, String>) -> Result<Option<Vec<u32>>, ApiE
 
 /// `GET /oxprof/api/trace/tracks`: sections (processes) and their tracks.
 pub fn tracks(session: &Session, run: &ServedRun, host: Option<&str>) -> Result<lod::TrackList, ApiError> {
-    let data = one_host(session, run, host)?;
-    Ok(lod::track_list(&data.lod()))
+    tracks_of(&[one_host(session, run, host)?])
+}
+
+/// [`tracks`] of several hosts ([`view_hosts`]).
+pub fn tracks_of(data: &[Arc<HostTraceData>]) -> Result<lod::TrackList, ApiError> {
+    Ok(with_hosts(data, multi::track_list))
 }
 
 /// `GET /oxprof/api/trace/window?start_ps=&end_ps=&width=&tracks=1,2&exact_limit=`: drawable
@@ -258,7 +299,11 @@ pub fn window(
     host: Option<&str>,
     params: &BTreeMap<String, String>,
 ) -> Result<lod::LodResponse, ApiError> {
-    let data = one_host(session, run, host)?;
+    window_of(&[one_host(session, run, host)?], params)
+}
+
+/// [`window`] of several hosts.
+pub fn window_of(data: &[Arc<HostTraceData>], params: &BTreeMap<String, String>) -> Result<lod::LodResponse, ApiError> {
     let tracks = track_ids(params)?;
     let req = LodRequest {
         start_ps: num(params, "start_ps")?,
@@ -267,7 +312,7 @@ pub fn window(
         tracks,
         exact_limit: num(params, "exact_limit")?.unwrap_or(lod::DEFAULT_EXACT_LIMIT).min(MAX_EXACT_LIMIT),
     };
-    Ok(lod::window(&data.lod(), &req))
+    Ok(with_hosts(data, |h| multi::window(h, &req)))
 }
 
 /// One event's details plus its self time (duration minus its direct children's).
@@ -291,10 +336,14 @@ impl std::ops::Deref for EventWithSelf {
 
 /// `GET /oxprof/api/trace/event?id=`: one event's details.
 pub fn event(session: &Session, run: &ServedRun, host: Option<&str>, id: u64) -> Result<EventWithSelf, ApiError> {
-    let data = one_host(session, run, host)?;
-    let details = lod::event_details(&data.lod(), id).ok_or_else(|| bad("id", format!("no event with id {id}")))?;
-    let r = EventRef::from_id(id);
-    Ok(EventWithSelf { details, self_ps: agg::self_time(&data.lod(), r.track, r.pos) })
+    event_of(&[one_host(session, run, host)?], id)
+}
+
+/// [`event`] of several hosts (merged event ids).
+pub fn event_of(data: &[Arc<HostTraceData>], id: u64) -> Result<EventWithSelf, ApiError> {
+    let (details, self_ps) =
+        with_hosts(data, |h| multi::event_details(h, id)).ok_or_else(|| bad("id", format!("no event with id {id}")))?;
+    Ok(EventWithSelf { details, self_ps })
 }
 
 /// `GET /oxprof/api/trace/search?prefix=&limit=`: name-prefix search over the whole trace.
@@ -308,8 +357,27 @@ pub fn search(
     if prefix.is_empty() {
         return Err(bad("prefix", "empty"));
     }
-    let data = one_host(session, run, host)?;
-    Ok(lod::search(&data.lod(), prefix, limit.unwrap_or(lod::DEFAULT_SEARCH_LIMIT).min(MAX_SEARCH_LIMIT)))
+    search_of(&[one_host(session, run, host)?], &SearchQuery::Prefix(prefix.to_string()), limit)
+}
+
+/// Longest search text (`q`, `prefix`).
+pub const MAX_SEARCH_CHARS: usize = 1000;
+
+/// A search over several hosts: `q` (substring, any case; `args` too) or `prefix`.
+pub fn search_of(
+    data: &[Arc<HostTraceData>],
+    query: &SearchQuery,
+    limit: Option<usize>,
+) -> Result<lod::SearchResponse, ApiError> {
+    let text = match query {
+        SearchQuery::Prefix(p) => p,
+        SearchQuery::Text { text, .. } => text,
+    };
+    if text.chars().count() > MAX_SEARCH_CHARS {
+        return Err(bad("q", format!("longer than {MAX_SEARCH_CHARS} characters")));
+    }
+    let limit = limit.unwrap_or(lod::DEFAULT_SEARCH_LIMIT).min(MAX_SEARCH_LIMIT);
+    Ok(with_hosts(data, |h| multi::search(h, query, limit)))
 }
 
 /// `GET /oxprof/api/trace/aggregate?start_ps=&end_ps=&tracks=1,2`: per-name statistics of
@@ -321,14 +389,22 @@ pub fn aggregate(
     host: Option<&str>,
     params: &BTreeMap<String, String>,
 ) -> Result<agg::Aggregate, ApiError> {
-    let data = one_host(session, run, host)?;
+    aggregate_of(&[one_host(session, run, host)?], params)
+}
+
+/// [`aggregate`] over several hosts.
+pub fn aggregate_of(
+    data: &[Arc<HostTraceData>],
+    params: &BTreeMap<String, String>,
+) -> Result<agg::Aggregate, ApiError> {
     let tracks = track_ids(params)?;
-    let begin = num(params, "start_ps")?.unwrap_or(data.index.min_ps);
-    let end = num(params, "end_ps")?.unwrap_or(data.index.max_ps);
+    let (min, max) = with_hosts(data, |h| (h.min_ps(), h.max_ps()));
+    let begin = num(params, "start_ps")?.unwrap_or(min);
+    let end = num(params, "end_ps")?.unwrap_or(max);
     if end < begin {
         return Err(bad("end_ps", "before start_ps"));
     }
-    Ok(agg::aggregate(&data.lod(), tracks.as_deref(), begin, end))
+    Ok(with_hosts(data, |h| multi::aggregate(h, tracks.as_deref(), begin, end)))
 }
 
 /// `GET /oxprof/api/trace/flow?id=`: the events of one flow.
@@ -338,14 +414,24 @@ pub fn flow(
     host: Option<&str>,
     flow_id: u64,
 ) -> Result<lod::FlowResponse, ApiError> {
-    let data = one_host(session, run, host)?;
-    Ok(lod::flow_events(&data.lod(), flow_id))
+    flow_of(&[one_host(session, run, host)?], flow_id)
+}
+
+/// [`flow`] over several hosts.
+pub fn flow_of(data: &[Arc<HostTraceData>], flow_id: u64) -> Result<lod::FlowResponse, ApiError> {
+    Ok(with_hosts(data, |h| multi::flow_events(h, flow_id)))
+}
+
+/// `GET /oxprof/api/trace/step?step=N` (or `name=train 5`): where step `N` (the group id:
+/// the pod viewer's step numbers; the step-time graphs name steps) is in the trace.
+pub fn step_of(data: &[Arc<HostTraceData>], step: i64) -> Result<multi::StepSpan, ApiError> {
+    with_hosts(data, |h| multi::step_span(h, step)).ok_or_else(|| bad("step", format!("no event of step {step}")))
 }
 
 /// Routes `/oxprof/api/trace/<sub>` for the server: `sub` is `tracks`, `window`, `event`,
-/// `search`, `flow` or `aggregate`; `get` reads query parameters (`run`, `host` and the
-/// route's own). Answers the JSON body; flow ids in it are decimal strings (JavaScript
-/// numbers would round 56-bit ids).
+/// `search`, `flow`, `aggregate` or `step`; `get` reads query parameters (`run`, `host`,
+/// `hosts` and the route's own). Answers the JSON body; flow ids in it are decimal strings
+/// (JavaScript numbers would round 56-bit ids).
 pub fn route(
     session: &Session,
     run: &ServedRun,
@@ -353,7 +439,7 @@ pub fn route(
     get: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, ApiError> {
     let host = get("host").filter(|h| !h.is_empty());
-    let host = host.as_deref();
+    let hosts = get("hosts");
     let keys = ["start_ps", "end_ps", "width", "tracks", "exact_limit"];
     let params: BTreeMap<String, String> = keys.iter().filter_map(|k| get(k).map(|v| (k.to_string(), v))).collect();
     let id = |key: &str| -> Result<u64, ApiError> {
@@ -366,17 +452,39 @@ pub fn route(
         serde_json::to_string(&v).map_err(|e| ApiError::BadParameter { name: "response".into(), reason: e.to_string() })
     }
     let sub = sub.trim_matches('/');
+    if !matches!(sub, "tracks" | "window" | "event" | "search" | "flow" | "aggregate" | "step") {
+        return Err(ApiError::UnknownTool(format!("trace/{sub}")));
+    }
+    let data = view_hosts(session, run, host.as_deref(), hosts.as_deref())?;
     match sub {
-        "tracks" => to_json(tracks(session, run, host)?),
-        "window" => to_json(window(session, run, host, &params)?),
-        "event" => to_json(event(session, run, host, id("id")?)?),
+        "tracks" => to_json(tracks_of(&data)?),
+        "window" => to_json(window_of(&data, &params)?),
+        "event" => to_json(event_of(&data, id("id")?)?),
         "search" => {
-            let prefix = get("prefix").unwrap_or_default();
             let limit = get("limit").and_then(|l| l.trim().parse::<usize>().ok());
-            to_json(search(session, run, host, &prefix, limit)?)
+            let q = get("q").unwrap_or_default();
+            let query = if !q.trim().is_empty() {
+                let args = get("args").is_some_and(|a| matches!(a.trim(), "1" | "true" | "yes"));
+                SearchQuery::Text { text: q.trim().to_string(), args }
+            } else {
+                let prefix = get("prefix").unwrap_or_default();
+                if prefix.is_empty() {
+                    return Err(bad("q", "missing: give q (text) or prefix"));
+                }
+                SearchQuery::Prefix(prefix)
+            };
+            to_json(search_of(&data, &query, limit)?)
         }
-        "flow" => to_json(flow(session, run, host, id("id")?)?),
-        "aggregate" => to_json(aggregate(session, run, host, &params)?),
-        other => Err(ApiError::UnknownTool(format!("trace/{other}"))),
+        "flow" => to_json(flow_of(&data, id("id")?)?),
+        "aggregate" => to_json(aggregate_of(&data, &params)?),
+        _ => {
+            let step = match (get("step"), get("name")) {
+                (Some(v), _) => v.trim().parse::<i64>().map_err(|_| bad("step", format!("not a number: {v:?}")))?,
+                (None, Some(name)) => with_hosts(&data, |h| multi::step_named(h, &name))
+                    .ok_or_else(|| bad("name", format!("no step named {name:?}")))?,
+                (None, None) => return Err(bad("step", "missing: give step (number) or name")),
+            };
+            to_json(step_of(&data, step)?)
+        }
     }
 }

@@ -202,3 +202,241 @@ fn flow_ids_are_strings_in_the_lod_routes() {
         parsed["traceEvents"].as_array().unwrap().iter().filter_map(|ev| ev.get("bind_id")).any(|v| v.is_u64());
     assert!(numeric, "XProf's body keeps numeric flow ids");
 }
+
+/// Search: `q` finds substrings in any case (`prefix` keeps XProf's case-sensitive prefix),
+/// `args=1` adds argument values, results are bounded by `limit` and counted in full.
+#[test]
+fn search_finds_substrings_in_any_case_and_argument_values() {
+    let search = |params: &[(&str, &str)]| {
+        let params: Vec<(&str, String)> = params.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        route("jax_train", "search", &params).unwrap()
+    };
+    let prefix = search(&[("prefix", "Thunk")]);
+    let lower = search(&[("q", "thunk")]);
+    assert!(prefix["total"].as_u64().unwrap() > 0);
+    assert_eq!(prefix["prefix"], "Thunk");
+    assert_eq!(lower["q"], "thunk");
+    // Every prefix match is a substring match; the substring search finds more ("…Thunk…").
+    let ids = |r: &serde_json::Value| -> Vec<u64> {
+        r["matches"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect()
+    };
+    assert!(lower["total"].as_u64() >= prefix["total"].as_u64());
+    let all = search(&[("q", "thunk"), ("limit", "10000")]);
+    let found = ids(&all);
+    assert!(ids(&prefix).iter().all(|id| found.contains(id)));
+    for m in all["matches"].as_array().unwrap() {
+        assert!(m["name"].as_str().unwrap().to_lowercase().contains("thunk"), "{m}");
+    }
+    assert!(search(&[("prefix", "thunk")])["total"] == 0, "prefix stays case-sensitive");
+    // Earliest first, bounded by limit, all counted.
+    let few = search(&[("q", "THUNK"), ("limit", "3")]);
+    assert_eq!(few["matches"].as_array().unwrap().len(), 3);
+    assert_eq!(few["total"], lower["total"]);
+    assert_eq!(few["truncated"], true);
+    let ts: Vec<u64> = all["matches"].as_array().unwrap().iter().map(|m| m["ts_ps"].as_u64().unwrap()).collect();
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]));
+    // Argument values: a kernel's or op's `long_name` / `hlo_op` values match with args=1.
+    let window = route("jax_train", "window", &[("exact_limit", "100000000".into())]).unwrap();
+    let names: Vec<&str> = window["names"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    let mut found_arg = false;
+    for track in window["tracks"].as_array().unwrap() {
+        for e in track["events"].as_array().map(Vec::as_slice).unwrap_or(&[]).iter().take(50) {
+            let details = route("jax_train", "event", &[("id", e["id"].to_string())]).unwrap();
+            let Some((key, value)) = details["args"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .find_map(|(k, v)| v.as_str().filter(|s| s.len() >= 6).map(|s| (k.clone(), s.to_string())))
+            else {
+                continue;
+            };
+            // A piece of the value that no event name holds.
+            let Some(piece) = (0..value.len().saturating_sub(5))
+                .filter(|&i| value.is_char_boundary(i) && value.is_char_boundary(i + 6))
+                .map(|i| value[i..i + 6].to_uppercase())
+                .find(|p| !names.iter().any(|n| n.to_uppercase().contains(p.as_str())))
+            else {
+                continue;
+            };
+            assert_eq!(search(&[("q", &piece)])["total"], 0, "{piece}: no name holds it");
+            let with_args = search(&[("q", &piece), ("args", "1"), ("limit", "10000")]);
+            assert_eq!(with_args["args"], true);
+            let hit = with_args["matches"].as_array().unwrap().iter().find(|m| m["id"] == e["id"]);
+            let hit = hit.unwrap_or_else(|| panic!("{piece} of {key}={value} finds event {}", e["id"]));
+            assert!(hit["arg"].is_string(), "{hit}");
+            found_arg = true;
+            break;
+        }
+        if found_arg {
+            break;
+        }
+    }
+    assert!(found_arg, "an argument value was searched");
+    // Neither q nor prefix: 400.
+    assert_eq!(route("jax_train", "search", &[]).unwrap_err().http_status(), 400);
+    assert_eq!(route("jax_train", "search", &[("q", "  ".into())]).unwrap_err().http_status(), 400);
+}
+
+/// The selection's self time per name: the sum of the events' self times (event route).
+#[test]
+fn aggregate_rows_carry_self_time() {
+    let tracks = route("jax_train", "tracks", &[]).unwrap();
+    let window = route("jax_train", "window", &[("exact_limit", "100000000".into())]).unwrap();
+    let names = window["names"].as_array().unwrap();
+    // A thread track with a few hundred events at most, some nested.
+    let track = window["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            let n = t["events"].as_array().map_or(0, Vec::len);
+            (10..=400).contains(&n)
+        })
+        .max_by_key(|t| t["events"].as_array().map_or(0, Vec::len))
+        .expect("a small track");
+    let id = track["id"].as_u64().unwrap();
+    let mut want: BTreeMap<String, u64> = BTreeMap::new();
+    for e in track["events"].as_array().unwrap() {
+        let d = route("jax_train", "event", &[("id", e["id"].to_string())]).unwrap();
+        let name = names[e["name"].as_u64().unwrap() as usize].as_str().unwrap().to_string();
+        *want.entry(name).or_default() += d["self_ps"].as_u64().unwrap();
+    }
+    let (start, end) = (tracks["start_ps"].as_u64().unwrap(), tracks["end_ps"].as_u64().unwrap());
+    let a = route(
+        "jax_train",
+        "aggregate",
+        &[("tracks", id.to_string()), ("start_ps", start.to_string()), ("end_ps", end.to_string())],
+    )
+    .unwrap();
+    let got: BTreeMap<String, u64> = a["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_string(), r["self_ps"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, want);
+    for r in a["rows"].as_array().unwrap() {
+        assert!(r["self_ps"].as_u64() <= r["total_ps"].as_u64());
+    }
+}
+
+/// `/trace/step`: a step's span by number (group id, as the pod viewer numbers steps) or
+/// by name (as the step-time graphs label them); unknown steps are a 400.
+#[test]
+fn step_route_finds_a_step_by_number_or_name() {
+    let root = route("tf_custom_loop", "search", &[("prefix", "train 2".into()), ("limit", "1".into())]).unwrap();
+    let m = &root["matches"][0];
+    assert_eq!(m["name"], "train 2");
+    let details = route("tf_custom_loop", "event", &[("id", m["id"].to_string())]).unwrap();
+    let group = details["group_id"].as_i64().unwrap();
+    let by_num = route("tf_custom_loop", "step", &[("step", group.to_string())]).unwrap();
+    let by_name = route("tf_custom_loop", "step", &[("name", "train 2".into())]).unwrap();
+    assert_eq!(by_num, by_name);
+    let (ts, dur) = (m["ts_ps"].as_u64().unwrap(), m["dur_ps"].as_u64().unwrap());
+    assert_eq!(by_num["step"].as_i64(), Some(group));
+    assert!(by_num["start_ps"].as_u64().unwrap() <= ts);
+    assert!(by_num["end_ps"].as_u64().unwrap() >= ts + dur);
+    assert!(by_num["num_events"].as_u64().unwrap() > 1);
+    for bad in [
+        vec![("step", "999999".to_string())],
+        vec![("name", "no such step".into())],
+        vec![("step", "x".into())],
+        vec![],
+    ] {
+        assert_eq!(route("tf_custom_loop", "step", &bad).unwrap_err().http_status(), 400, "{bad:?}");
+    }
+}
+
+/// `hosts=a,b`: two hosts in one view (two copies of jax_train), merged as XProf merges
+/// them: sections of both (pids offset by 1000 per host), track and event ids numbered
+/// across hosts, windows, search, details, flows and aggregates over both; one host alone
+/// answers as without `hosts`.
+#[test]
+fn several_hosts_in_one_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("plugins/profile/r");
+    std::fs::create_dir_all(&run).unwrap();
+    let src = profile("jax_train").join("plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz");
+    for host in ["a", "b"] {
+        std::fs::copy(&src, run.join(format!("{host}.xplane.pb.gz"))).unwrap();
+    }
+    let (session, served) = oxprof_api::data::open_run(dir.path(), None).unwrap();
+    let call = |sub: &str, params: &[(&str, String)]| -> serde_json::Value {
+        let map: HashMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        serde_json::from_str(&oxprof_api::trace::route(&session, &served, sub, &|k| map.get(k).cloned()).unwrap())
+            .unwrap()
+    };
+    let both = || ("hosts", "a,b".to_string());
+    let one = call("tracks", &[("host", "a".into())]);
+    assert_eq!(call("tracks", &[("hosts", "a".into())]), one, "hosts=a is host=a");
+    let two = call("tracks", &[both()]);
+    let sections = |t: &serde_json::Value| t["sections"].as_array().unwrap().clone();
+    let (s1, s2) = (sections(&one), sections(&two));
+    assert_eq!(s2.len(), 2 * s1.len());
+    assert_eq!(two["num_events"].as_u64().unwrap(), 2 * one["num_events"].as_u64().unwrap());
+    assert_eq!(two["hosts"].as_array().unwrap().len(), 2);
+    for (i, s) in s1.iter().enumerate() {
+        let (a, b) = (&s2[i], &s2[i + s1.len()]);
+        assert_eq!(a["pid"].as_u64().unwrap(), s["pid"].as_u64().unwrap() + 1000);
+        assert_eq!(b["pid"].as_u64().unwrap(), s["pid"].as_u64().unwrap() + 2000);
+        assert_eq!((a["host"].as_str(), b["host"].as_str()), (Some("a"), Some("b")));
+    }
+    let ntracks = s1.iter().map(|s| s["tracks"].as_array().unwrap().len()).sum::<usize>() as u64;
+    let ids: Vec<u64> =
+        s2.iter().flat_map(|s| s["tracks"].as_array().unwrap().iter().map(|t| t["id"].as_u64().unwrap())).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..2 * ntracks).collect::<Vec<_>>());
+    // Identical hosts: identical clocks, so the same window counts twice the events.
+    let w1 = call("window", &[("host", "a".into())]);
+    let w2 = call("window", &[both()]);
+    assert_eq!((w2["start_ps"].clone(), w2["end_ps"].clone()), (w1["start_ps"].clone(), w1["end_ps"].clone()));
+    assert_eq!(w2["total_in_window"].as_u64().unwrap(), 2 * w1["total_in_window"].as_u64().unwrap());
+    // An event of host b by its merged id: the same event as host a's.
+    let track_b = w2["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"].as_u64().unwrap() >= ntracks && t["events"].is_array())
+        .unwrap();
+    let ev_b = &track_b["events"][0];
+    let local = ev_b["id"].as_u64().unwrap() - (ntracks << 32);
+    let d_b = call("event", &[both(), ("id", ev_b["id"].to_string())]);
+    let d_a = call("event", &[("host", "a".into()), ("id", local.to_string())]);
+    assert_eq!(
+        (d_b["name"].clone(), d_b["ts_ps"].clone(), d_b["self_ps"].clone()),
+        (d_a["name"].clone(), d_a["ts_ps"].clone(), d_a["self_ps"].clone())
+    );
+    assert_eq!(d_b["pid"].as_u64().unwrap(), d_a["pid"].as_u64().unwrap() + 2000);
+    assert_eq!(d_b["track"].as_u64().unwrap(), track_b["id"].as_u64().unwrap());
+    // Search, aggregate and step over both hosts.
+    let q = |p: Vec<(&str, String)>| call("search", &p)["total"].as_u64().unwrap();
+    assert_eq!(q(vec![both(), ("q", "thunk".into())]), 2 * q(vec![("q", "thunk".into())]));
+    let g1 = call("aggregate", &[("host", "a".into())]);
+    let g2 = call("aggregate", &[both()]);
+    assert_eq!(g2["num_events"].as_u64().unwrap(), 2 * g1["num_events"].as_u64().unwrap());
+    assert_eq!(g2["rows"][0]["count"].as_u64().unwrap(), 2 * g1["rows"][0]["count"].as_u64().unwrap());
+    assert_eq!(g2["rows"][0]["self_ps"].as_u64().unwrap(), 2 * g1["rows"][0]["self_ps"].as_u64().unwrap());
+    // Only host b's tracks.
+    let b_tracks: Vec<String> = ids.iter().filter(|&&i| i >= ntracks).map(u64::to_string).collect();
+    let gb = call("aggregate", &[both(), ("tracks", b_tracks.join(","))]);
+    assert_eq!(gb["num_events"], g1["num_events"]);
+    // A flow of host b: its events carry host b's ids.
+    if let Some(f) = w2["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["id"].as_u64().unwrap() >= ntracks)
+        .flat_map(|t| t["events"].as_array().cloned().unwrap_or_default())
+        .find(|e| e.get("flow").is_some())
+    {
+        let flow = call("flow", &[both(), ("id", f["flow"][0].as_str().unwrap().to_string())]);
+        let members: Vec<u64> = flow["events"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect();
+        assert!(members.contains(&f["id"].as_u64().unwrap()));
+    }
+    // ALL_HOSTS is every host; unknown hosts are a 404.
+    assert_eq!(call("tracks", &[("hosts", "ALL_HOSTS".into())])["num_events"], two["num_events"]);
+    let map: HashMap<String, String> = [("hosts".to_string(), "a,zz".to_string())].into_iter().collect();
+    let e = oxprof_api::trace::route(&session, &served, "tracks", &|k| map.get(k).cloned()).unwrap_err();
+    assert_eq!(e.http_status(), 404, "{e}");
+}

@@ -97,7 +97,22 @@ fn serves_the_bundled_demo_with_gzip_and_security_headers_then_shuts_down() {
 
     let runs = request(addr, "GET", "/data/plugin/profile/runs", true);
     assert_eq!(runs.status, 200);
-    assert_eq!(runs.text(), r#"["tf_custom_loop/2026_11_22_03_01_43", "jax_train/2026_11_22_03_01_45"]"#);
+    assert_eq!(
+        runs.text(),
+        r#"["tf_custom_loop/2026_11_22_03_01_43", "mi300x_jax_gemm/jax08_gemm", "jax_train/2026_11_22_03_01_45"]"#
+    );
+    // The GPU run: a real MI300X XSpace, so the GPU tools are offered.
+    let gpu = request(addr, "GET", "/oxprof/api/run?run=mi300x_jax_gemm%2Fjax08_gemm", true);
+    assert_eq!(gpu.status, 200);
+    assert!(gpu.text().contains("\"kernel_stats\""), "{}", gpu.text());
+    let kernels = request(
+        addr,
+        "GET",
+        "/data/plugin/profile/data?run=mi300x_jax_gemm%2Fjax08_gemm&tag=kernel_stats&host=tw003",
+        true,
+    );
+    assert_eq!(kernels.status, 200);
+    assert!(kernels.text().contains("Cijk_"), "MI300X GEMM kernels in kernel_stats");
 
     let url = "/data/plugin/profile/data?run=tf_custom_loop%2F2026_11_22_03_01_43&tag=overview_page&host=vm";
     let data = request(addr, "GET", url, true);

@@ -354,20 +354,33 @@ fn serve_help_is_stable() {
     insta::assert_snapshot!("serve_help", out.stdout);
 }
 
-/// `oxprof serve` end to end: prints its URL, answers XProf's /runs for the bundled demo,
+/// `oxprof serve` end to end: prints its URL, answers XProf's /runs for the bundled demo
+/// (its two CPU runs and the MI300X GPU run),
 /// and stops cleanly on SIGTERM.
 #[test]
 fn serve_prints_its_url_and_serves_the_demo() {
     use std::io::{BufRead, BufReader, Read};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
-        // The persistent analysis cache of these tests, not the user's.
-        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
-        .args(["serve", "--port", "0", "--quiet"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    /// Stops the server when an assertion fails before the test stops it.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            // After a clean stop the child is reaped already and this does nothing.
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut guard = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_oxprof"))
+            // The persistent analysis cache of these tests, not the user's.
+            .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
+            .args(["serve", "--port", "0", "--quiet"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut guard.0;
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
@@ -379,7 +392,12 @@ fn serve_prints_its_url_and_serves_the_demo() {
     let mut reply = String::new();
     stream.read_to_string(&mut reply).unwrap();
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-    assert!(reply.ends_with(r#"["tf_custom_loop/2026_11_22_03_01_43", "jax_train/2026_11_22_03_01_45"]"#), "{reply}");
+    assert!(
+        reply.ends_with(
+            r#"["tf_custom_loop/2026_11_22_03_01_43", "mi300x_jax_gemm/jax08_gemm", "jax_train/2026_11_22_03_01_45"]"#
+        ),
+        "{reply}"
+    );
     // SIGTERM to the child we started: a graceful stop with exit code 0.
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());

@@ -44,6 +44,18 @@ function breakdown(data, id) {
   };
 }
 
+/**
+ * Sizes are shown in adaptive binary units with four significant digits (`1019 KiB`,
+ * `16 B`): the text read back as bytes equals `mib` MiB to that precision.
+ */
+function sameBytes(shown, mib, what) {
+  const m = /^(-?[\d,.]+) (B|KiB|MiB|GiB|TiB)$/.exec(String(shown).trim());
+  assert(m, `${what}: "${shown}" is a size in binary units`);
+  const bytes = Number(m[1].replace(/,/g, '')) * 1024 ** ['B', 'KiB', 'MiB', 'GiB', 'TiB'].indexOf(m[2]);
+  const want = mib * 1024 * 1024;
+  assert(Math.abs(bytes - want) <= Math.max(1, Math.abs(want) * 1e-3), `${what}: "${shown}" = ${bytes} bytes, expected ${want}`);
+}
+
 export async function register(ctx) {
   const { h, base, runs, api, open, waitReady, checkTable, text, external, artifacts } = ctx;
   const bin = process.env.OXPROF_BIN;
@@ -194,11 +206,12 @@ export async function register(ctx) {
       const checkOverview = async (page, d) => {
         const total = d.totalBufferAllocationMib ?? 0;
         const peak = d.peakHeapMib ?? 0;
-        assertEqual(await metricValue(page, 'peak'), `${peak.toFixed(2)} MiB`, 'peak memory allocation');
-        assert((await text(page, '[data-metric="peak"]')).includes(`${total.toFixed(2)} MiB with fragmentation`), 'with fragmentation');
-        assertEqual(await metricValue(page, 'peak-unpadded'), `${(d.peakUnpaddedHeapMib ?? 0).toFixed(2)} MiB`, 'unpadded peak');
-        assertEqual(await metricValue(page, 'arguments'), `${(d.entryComputationParametersMib ?? 0).toFixed(2)} MiB`, 'arguments');
-        assertEqual(await metricValue(page, 'temporaries'), `${(peak - (d.indefiniteBufferAllocationMib ?? 0)).toFixed(2)} MiB`, 'temporaries');
+        sameBytes(await metricValue(page, 'peak'), peak, 'peak memory allocation');
+        const detail = (await text(page, '[data-metric="peak"] .metric-detail')).replace(/ with fragmentation$/, '');
+        sameBytes(detail, total, 'with fragmentation');
+        sameBytes(await metricValue(page, 'peak-unpadded'), d.peakUnpaddedHeapMib ?? 0, 'unpadded peak');
+        sameBytes(await metricValue(page, 'arguments'), d.entryComputationParametersMib ?? 0, 'arguments');
+        sameBytes(await metricValue(page, 'temporaries'), peak - (d.indefiniteBufferAllocationMib ?? 0), 'temporaries');
       };
       const train = modules.find((m) => m.startsWith('jit_train_step')) ?? modules[0];
       await h.test('memory pages: memory viewer overview equals the API; hovering a buffer shows its details and lifetime', async ({ page, shot }) => {
@@ -220,7 +233,7 @@ export async function register(ctx) {
         const o = d.maxHeap[index];
         const shown = await props(page, 'mv-buffer');
         assertEqual(shown.Name, o.instructionName || o.label, 'name');
-        assertEqual(shown.Size, `${(o.logicalBufferSizeMib ?? 0).toFixed(2)} MiB`, 'size');
+        sameBytes(shown.Size, o.logicalBufferSizeMib ?? 0, 'size');
         if (o.shapeString) assertEqual(shown.Shape, o.shapeString, 'shape');
         if (o.tfOpName) assertEqual(shown['Framework op'], o.tfOpName, 'framework op');
         if (o.groupName) assertEqual(shown['Allocation type'], o.groupName, 'allocation type');

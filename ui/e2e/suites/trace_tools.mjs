@@ -48,7 +48,9 @@ export async function register(ctx) {
 
   await h.test('trace viewer: loads every section and track and counts what the zoom merges', async ({ page, shot }) => {
     await open(page, base, { run: traceRun, tool: 'trace_viewer' });
-    assertEqual(await page.locator('[data-section] [data-role="section-name"]').allInnerTexts(), tracks.sections.map((s) => s.name), 'sections');
+    assertEqual(await page.locator('[data-section]').evaluateAll((els) => els.map((e) => e.dataset.name)), tracks.sections.map((s) => s.name), 'sections');
+    // The label shows the process without the host (in the title): full names in the tooltip.
+    assertEqual(await page.locator('[data-section]').evaluateAll((els) => els.map((e) => e.title)), tracks.sections.map((s) => s.name), 'full section names in tooltips');
     const ids = await page.locator('[data-track]').evaluateAll((els) => els.map((e) => Number(e.dataset.track)));
     assertEqual(ids, allTracks.map((t) => t.id), 'one track per thread, in order');
     assertEqual(await shown(page), full, 'the whole trace by default');
@@ -162,6 +164,7 @@ export async function register(ctx) {
       if (!target || key[0] > target.key[0] || (key[0] === target.key[0] && key[1] > target.key[1])) target = { track: t.id, event: longest, details, key };
     }
     assert(target, 'an event to click');
+    await page.locator(`[data-track="${target.track}"]`).scrollIntoViewIfNeeded();
     const canvas = await canvasBox(page);
     const label = await page.locator(`[data-track="${target.track}"]`).boundingBox();
     await page.mouse.click(xOf(canvas, span, target.event.ts_ps + target.event.dur_ps / 2), label.y + 9);
@@ -178,21 +181,29 @@ export async function register(ctx) {
     await shot();
   });
 
-  await h.test('trace viewer: the canvas follows the page scroll (one screen drawn) and clicks still hit', async ({ page, shot }) => {
+  await h.test('trace viewer: a fixed workspace: the page does not scroll, tracks scroll inside it under a ruler that stays, clicks still hit', async ({ page, shot }) => {
+    await page.setViewportSize({ width: 1280, height: 640 });
     await open(page, base, { run: traceRun, tool: 'trace_viewer' });
-    const plotHeight = await page.locator('.trace-plot').evaluate((p) => p.getBoundingClientRect().height);
-    assert(plotHeight > 800, `the plot is taller than the screen (${plotHeight})`);
+    const pageSize = await page.evaluate(() => ({ sh: document.documentElement.scrollHeight, ih: innerHeight, sw: document.documentElement.scrollWidth, iw: innerWidth }));
+    assert(pageSize.sh <= pageSize.ih && pageSize.sw <= pageSize.iw, `the page itself does not scroll: ${JSON.stringify(pageSize)}`);
+    const scroller = page.locator('[data-role="trace-scroll"]');
+    const sizes = await scroller.evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight }));
+    assert(sizes.scroll > sizes.client, `the tracks are taller than their box (${JSON.stringify(sizes)})`);
     const canvasHeight = await page.locator('[data-role="trace-canvas"]').evaluate((c) => c.getBoundingClientRect().height);
-    assert(canvasHeight <= 800, `the canvas is at most one screen high (${canvasHeight})`);
-    await page.evaluate(() => window.scrollTo(0, 500));
+    assert(canvasHeight <= sizes.client + 1, `the canvas is at most the box high (${canvasHeight})`);
+    const rulerBefore = await page.locator('[data-role="trace-ruler"]').boundingBox();
+    await scroller.evaluate((el) => (el.scrollTop = el.scrollHeight));
     await page.waitForFunction(() => Number(document.querySelector('[data-role="trace-canvas"]').dataset.offset) > 0);
+    const rulerAfter = await page.locator('[data-role="trace-ruler"]').boundingBox();
+    assertEqual(rulerAfter.y, rulerBefore.y, 'the ruler stays in place');
     const cover = await page.locator('[data-role="trace-canvas"]').evaluate((c) => {
       const r = c.getBoundingClientRect();
-      const p = c.parentElement.getBoundingClientRect();
-      return { top: r.top, bottom: r.bottom, want: [Math.max(0, p.top), Math.min(window.innerHeight, p.bottom)] };
+      const box = document.querySelector('[data-role="trace-scroll"]').getBoundingClientRect();
+      return { top: r.top, bottom: r.bottom, want: [box.top, box.bottom] };
     });
-    assert(cover.top <= cover.want[0] + 1 && cover.bottom >= cover.want[1] - 1, `the canvas covers the visible part of the plot: ${JSON.stringify(cover)}`);
-    // The last thread track (below the first screen) answers clicks on its events.
+    assert(Math.abs(cover.top - cover.want[0]) <= 1 && cover.bottom <= cover.want[1] + 1, `the canvas covers the visible part of the tracks: ${JSON.stringify(cover)}`);
+    // The last thread track (below the first screen) answers clicks on its events, and its
+    // details show in the docked panel, on screen.
     const last = allTracks.filter((t) => t.kind === 'thread').at(-1);
     const span = await shown(page);
     const box = page.locator('[data-role="trace-hidden"]');
@@ -202,6 +213,8 @@ export async function register(ctx) {
     const label = await page.locator(`[data-track="${last.id}"]`).boundingBox();
     await page.mouse.click(xOf(await canvasBox(page), span, ev.ts_ps + ev.dur_ps / 2), label.y + 9);
     await waitDetails(page, ev.id);
+    const panel = await page.locator('[data-role="trace-details"]').boundingBox();
+    assert(panel.y + 20 < 640, `the details are on screen (panel at ${panel.y})`);
     await shot();
   });
 
@@ -244,7 +257,7 @@ export async function register(ctx) {
     assertEqual(await page.locator('[data-role="trace-aggregate"]').getAttribute('data-num-events'), String(agg.num_events), 'aggregate after reload');
   });
 
-  await h.test('trace viewer: search finds an event outside the window and moves there', async ({ page, shot }) => {
+  await h.test('trace viewer: search (substring, any case) finds an event outside the window and moves there', async ({ page, shot }) => {
     const len = full.end - full.start;
     const view = { start: full.start, end: full.start + Math.round(len * 0.02) };
     // A name whose first match starts after the window.
@@ -253,7 +266,7 @@ export async function register(ctx) {
     for (const name of names) {
       if (!name) continue;
       const prefix = name.slice(0, Math.min(name.length, 12));
-      const r = await traceApi('search', { run: traceRun, prefix, limit: 5 });
+      const r = await traceApi('search', { run: traceRun, q: prefix, limit: 5 });
       if (r.matches.length && r.matches[0].ts_ps > view.end) {
         found = { prefix, result: r };
         break;
@@ -397,7 +410,7 @@ export async function register(ctx) {
         };
         const t = await gpuApi('tracks');
         await open(page, server.url, { run: 'jax08_gemm', tool: 'trace_viewer' });
-        assertEqual(await page.locator('[data-section] [data-role="section-name"]').allInnerTexts(), t.sections.map((s) => s.name), 'one section per device and the host');
+        assertEqual(await page.locator('[data-section]').evaluateAll((els) => els.map((e) => e.dataset.name)), t.sections.map((s) => s.name), 'one section per device and the host');
         const names = await page.locator('[data-track]').evaluateAll((els) => els.map((e) => e.getAttribute('title')));
         for (const want of ['XLA Modules', 'XLA Ops', 'Framework Ops', 'Framework Name Scope']) assert(names.some((n) => n.startsWith(want)), `a ${want} track`);
         // A kernel of an XLA op (hlo_op argument): links name its module as the graph viewer lists it.

@@ -12,6 +12,7 @@ import {
 import * as echarts from 'echarts/core';
 import { CanvasRenderer } from 'echarts/renderers';
 import { h } from '../dom';
+import { currentTheme } from '../theme';
 
 echarts.use([
   BarChart,
@@ -31,9 +32,14 @@ export type Chart = echarts.ECharts;
 const live = new Set<Chart>();
 let resizeHooked = false;
 
-/** Creates a chart element (`data-chart=key`); the chart is drawn once the element is in the page. */
-export function chartElement(key: string, option: ChartOption, onReady?: (chart: Chart) => void, height = 360): HTMLElement {
-  const el = h('div', { class: 'chart', 'data-chart': key, role: 'img', 'aria-label': key });
+/**
+ * Creates a chart element (`data-chart=key`); the chart is drawn once the element is in the
+ * page, in the page's theme. Its text alternative (`aria-label`, role img) describes the
+ * chart from its option (title, series, number of points, largest values) unless `alt` is
+ * given.
+ */
+export function chartElement(key: string, option: ChartOption, onReady?: (chart: Chart) => void, height = 360, alt?: string): HTMLElement {
+  const el = h('div', { class: 'chart', 'data-chart': key, role: 'img', 'aria-label': alt ?? describeChart(option) });
   el.style.height = `${height}px`;
   queueMicrotask(() => {
     if (!el.isConnected) return;
@@ -42,8 +48,9 @@ export function chartElement(key: string, option: ChartOption, onReady?: (chart:
       el.textContent = 'This browser cannot draw charts (no canvas).';
       return;
     }
-    const chart = echarts.init(el, undefined, { renderer: 'canvas' });
-    chart.setOption(option);
+    const dark = currentTheme() === 'dark';
+    const chart = echarts.init(el, dark ? 'dark' : undefined, { renderer: 'canvas' });
+    chart.setOption(dark ? { backgroundColor: 'transparent', ...option } : option);
     live.add(chart);
     el.dataset.ready = 'true';
     onReady?.(chart);
@@ -103,4 +110,59 @@ export function disposeChartsIn(root: Element): void {
       chart.dispose();
     }
   });
+}
+
+interface DescribedSeries {
+  type?: string;
+  name?: string;
+  data?: unknown[];
+}
+
+function valueOf(d: unknown): number | null {
+  if (typeof d === 'number') return d;
+  if (Array.isArray(d)) return typeof d[1] === 'number' ? d[1] : null;
+  if (d && typeof d === 'object') {
+    const v = (d as { value?: unknown }).value;
+    if (typeof v === 'number') return v;
+    if (Array.isArray(v) && typeof v[1] === 'number') return v[1];
+  }
+  return null;
+}
+
+const nameOf = (d: unknown, i: number, categories: unknown[]): string =>
+  d && typeof d === 'object' && typeof (d as { name?: unknown }).name === 'string' ? String((d as { name: string }).name) : String(categories[i] ?? i + 1);
+
+/**
+ * A text alternative of a chart from its ECharts option: its title, kind, series and size,
+ * and for pies the largest sectors, e.g. "Pie chart: Total self-time (µs). Largest: a 52%,
+ * b 30%, c 10%."
+ */
+export function describeChart(option: ChartOption): string {
+  const o = option as { title?: { text?: string } | { text?: string }[]; series?: DescribedSeries[] | DescribedSeries; xAxis?: { data?: unknown[] } | { data?: unknown[] }[] };
+  const title = (Array.isArray(o.title) ? o.title[0]?.text : o.title?.text) ?? '';
+  const series = (Array.isArray(o.series) ? o.series : o.series ? [o.series] : []).filter((x) => x);
+  const xAxis = Array.isArray(o.xAxis) ? o.xAxis[0] : o.xAxis;
+  const categories = xAxis?.data ?? [];
+  const kinds = [...new Set(series.map((x) => x.type ?? 'chart'))];
+  const kind = kinds.length === 1 ? `${kinds[0] === 'bar' ? 'Bar' : kinds[0] === 'pie' ? 'Pie' : kinds[0] === 'line' ? 'Line' : kinds[0] === 'scatter' ? 'Scatter' : 'A'} chart` : 'Chart';
+  const parts = [`${kind}${title ? `: ${title}` : ''}.`];
+  if (kinds.length === 1 && kinds[0] === 'pie') {
+    const data = series[0]?.data ?? [];
+    const values = data.map((d, i) => ({ name: nameOf(d, i, []), v: valueOf(d) ?? 0 }));
+    const total = values.reduce((t, x) => t + x.v, 0);
+    const top = [...values].sort((a, b) => b.v - a.v).slice(0, 3);
+    if (total > 0 && top.length) parts.push(`${values.length} sectors; largest: ${top.map((x) => `${x.name} ${((100 * x.v) / total).toFixed(0)}%`).join(', ')}.`);
+  } else if (series.length) {
+    const points = Math.max(0, ...series.map((x) => x.data?.length ?? 0));
+    const names = series.map((x) => x.name).filter((n): n is string => !!n);
+    parts.push(`${points} ${categories.length ? 'categories' : 'points'}${names.length ? `; series: ${names.slice(0, 8).join(', ')}${names.length > 8 ? ` and ${names.length - 8} more` : ''}` : ''}.`);
+    // Largest stacked total per category (bars of the step-time graphs).
+    if (categories.length && kinds[0] === 'bar') {
+      const totals = categories.map((_, i) => series.reduce((t, x) => t + (valueOf(x.data?.[i]) ?? 0), 0));
+      const max = Math.max(...totals);
+      const at = totals.indexOf(max);
+      if (Number.isFinite(max) && at >= 0) parts.push(`Largest: ${String(categories[at])} at ${Number(max.toPrecision(4))}.`);
+    }
+  }
+  return parts.join(' ');
 }

@@ -19,15 +19,21 @@ export function notesBox(notes: string[]): HTMLElement | null {
   );
 }
 
-/** The diagnostics table (`severity`, `message`) as warning/error boxes. */
-export function diagnosticsBox(table: DataTable | null): HTMLElement | null {
+/** XProf's diagnostics that say a profile has no steps (oxprof's note says it once, with the fix). */
+export const NO_STEP_DIAGNOSTIC = /no step marker observed/i;
+
+/** The diagnostics table (`severity`, `message`) as warning/error boxes, without the messages `skip` matches. */
+export function diagnosticsBox(table: DataTable | null, skip?: RegExp): HTMLElement | null {
   if (!table?.rows?.length) return null;
   const sev = columnIndex(table, 'severity');
   const msg = columnIndex(table, 'message');
-  const items = table.rows.map((r) => ({
-    severity: String(cellValue(r, sev) ?? 'INFO'),
-    message: String(cellValue(r, msg) ?? ''),
-  }));
+  const items = table.rows
+    .map((r) => ({
+      severity: String(cellValue(r, sev) ?? 'INFO'),
+      message: String(cellValue(r, msg) ?? ''),
+    }))
+    .filter((d) => !skip || !skip.test(d.message));
+  if (!items.length) return null;
   return h(
     'aside',
     { class: 'diagnostics', 'data-role': 'diagnostics' },
@@ -37,13 +43,13 @@ export function diagnosticsBox(table: DataTable | null): HTMLElement | null {
   );
 }
 
-/** XProf's diagnostics object (`{info, warnings, errors}`) as boxes. */
-export function diagnosticsObjectBox(diag: unknown): HTMLElement | null {
+/** XProf's diagnostics object (`{info, warnings, errors}`) as boxes, without the messages `skip` matches. */
+export function diagnosticsObjectBox(diag: unknown, skip?: RegExp): HTMLElement | null {
   if (!diag || typeof diag !== 'object') return null;
   const d = diag as Record<string, unknown>;
   const list = (key: string, severity: string) =>
     (Array.isArray(d[key]) ? (d[key] as unknown[]) : []).map((m) => ({ severity, message: String(m) }));
-  const items = [...list('errors', 'ERROR'), ...list('warnings', 'WARNING'), ...list('info', 'INFO')];
+  const items = [...list('errors', 'ERROR'), ...list('warnings', 'WARNING'), ...list('info', 'INFO')].filter((i) => !skip || !skip.test(i.message));
   if (!items.length) return null;
   return h(
     'aside',

@@ -1,11 +1,17 @@
-// The table every page uses: sort by any column (click a header), filter by text, export
-// the rows as shown to CSV. Sort and filter live in the URL (`<key>.sort`, `<key>.q`).
+// The table every page uses: key columns first, sort by any column (click or Enter on a
+// header), filter by text, a column picker, long names cut to one line with the whole name
+// in a tooltip, export of the rows as shown to CSV (raw values). Large tables are
+// virtualised: only the rows in the scroll box (plus a margin) are in the page, so a
+// 10,000-row table renders as fast as a 50-row one. Sort, filter and hidden columns live
+// in the URL (`<key>.sort`, `<key>.q`, `<key>.hide`).
 
 import {
   type CellValue,
   type Column,
   type DataTable,
   type NumberFormat,
+  autoFormat,
+  displayLabel,
   formatValue,
   rowMatches,
   sortedOrder,
@@ -13,6 +19,7 @@ import {
   toCsv,
 } from '../datatable';
 import { h, replaceChildren } from '../dom';
+import { formatCount } from '../format';
 
 /** Reads and writes this table's view keys. */
 export interface ViewStore {
@@ -25,8 +32,12 @@ export interface TableOptions {
   key: string;
   title?: string;
   description?: string;
-  /** Column ids not shown (e.g. tooltips). */
+  /** Column ids never shown (e.g. tooltips). */
   hidden?: string[];
+  /** Column ids shown first, in this order (the rest keep theirs). */
+  keyColumns?: string[];
+  /** Column ids hidden until picked (the column picker shows them). */
+  optional?: string[];
   /** Number formats by column id. */
   formats?: Record<string, NumberFormat>;
   /** Columns the filter searches (ids); default: every string column. */
@@ -38,14 +49,22 @@ export interface TableOptions {
   defaultSort?: { column: string; direction: 'asc' | 'desc' };
   /** Custom cell content (e.g. links); return null for the default. */
   renderCell?: (columnId: string, value: CellValue, row: CellValue[]) => Node | string | null;
-  /** Rows shown before "show all" (default 500). */
-  pageSize?: number;
   /** Message when the table has no rows. */
   emptyText?: string;
 }
 
-/** Columns holding long names (ops, kernels): given room so they wrap less. */
-const WIDE = /(^|_)(operation|name)$|^opName$|kernel_name|^op_name$/i;
+/** Columns holding long names (ops, kernels): cut to one line, the whole name in a tooltip. */
+const WIDE = /(^|_)(operation|name|expression)$|^opName$|kernel_name|^provenance$|^shape/i;
+
+/** The raw unit of a format (cell tooltips show the exact value in it). */
+const UNIT: Partial<Record<NumberFormat, string>> = { us: 'µs', ms: 'ms', bytes: 'bytes', mib: 'MiB', percent: '%' };
+
+/** Rows rendered at once above which a table is virtualised. */
+export const VIRTUAL_ABOVE = 150;
+/** Height of a virtualised row (px): cells stay on one line. */
+export const ROW_PX = 27;
+/** Rows rendered beyond the visible ones, on each side. */
+const OVERSCAN = 20;
 
 /** Parses `column.direction` (as stored in the URL). */
 export function parseSort(text: string): { column: string; direction: 'asc' | 'desc' } | null {
@@ -66,26 +85,52 @@ export function downloadText(filename: string, text: string, mime = 'text/csv'):
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+/** Column order: key columns first (in their order), then the others in table order. */
+export function orderColumns(columns: readonly Column[], keyColumns: readonly string[] = []): number[] {
+  const indices = columns.map((_, i) => i);
+  const rank = (i: number) => {
+    const k = keyColumns.indexOf(columns[i]?.id ?? '');
+    return k < 0 ? keyColumns.length + i : k;
+  };
+  return indices.sort((a, b) => rank(a) - rank(b));
+}
+
+/** The visible slice of a virtualised list: first and last (exclusive) row. */
+export function visibleRange(scrollTop: number, viewHeight: number, rows: number, rowPx = ROW_PX, overscan = OVERSCAN): { first: number; last: number } {
+  const first = Math.max(0, Math.floor(scrollTop / rowPx) - overscan);
+  const last = Math.min(rows, Math.ceil((scrollTop + Math.max(viewHeight, rowPx)) / rowPx) + overscan);
+  return { first, last: Math.max(first, last) };
+}
+
 /** Renders `table` as a sortable, filterable, exportable table card. */
 export function renderTable(table: DataTable, options: TableOptions, store: ViewStore): HTMLElement {
   const allColumns = table.cols ?? [];
-  const shown = allColumns
-    .map((column, index) => ({ column, index }))
-    .filter(({ column }) => !(options.hidden ?? []).includes(column.id));
+  const never = new Set(options.hidden ?? []);
+  const ordered = orderColumns(allColumns, options.keyColumns)
+    .map((index) => ({ column: allColumns[index] as Column, index }))
+    .filter(({ column }) => column && !never.has(column.id));
   const values = tableValues(table);
-  const filterIndices = (
-    options.filterColumns ??
-    allColumns.filter((c) => (c.type ?? 'string') === 'string').map((c) => c.id)
-  )
+  const filterIndices = (options.filterColumns ?? allColumns.filter((c) => (c.type ?? 'string') === 'string').map((c) => c.id))
     .map((id) => allColumns.findIndex((c) => c.id === id))
     .filter((i) => i >= 0);
 
   const sortKey = `${options.key}.sort`;
   const queryKey = `${options.key}.q`;
-  let showAll = false;
+  const hideKey = `${options.key}.hide`;
+  const userHidden = (): Set<string> => {
+    const stored = store.get(hideKey);
+    // Not in the URL: the optional columns start hidden.
+    if (!stored) return new Set(options.optional ?? []);
+    return new Set(stored === '-' ? [] : stored.split(',').filter(Boolean));
+  };
+  const shown = () => {
+    const off = userHidden();
+    const cols = ordered.filter(({ column }) => !off.has(column.id));
+    return cols.length ? cols : ordered.slice(0, 1);
+  };
 
   const card = h('section', { class: 'card table-card', 'data-table': options.key });
-  const count = h('span', { class: 'row-count', 'data-role': 'count' });
+  const count = h('span', { class: 'row-count', 'data-role': 'count', 'aria-live': 'polite' });
   const filter = h('input', {
     type: 'search',
     class: 'filter',
@@ -94,22 +139,31 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
     'aria-label': options.filterPlaceholder ?? 'Filter rows',
   });
   filter.value = store.get(queryKey);
-  const csvButton = h('button', { type: 'button', class: 'button', 'data-role': 'csv', title: 'Download the rows shown as CSV' }, 'Export as CSV');
+  const csvButton = h('button', { type: 'button', class: 'button', 'data-role': 'csv', title: 'Download the rows shown as CSV (raw values)' }, 'Export as CSV');
+  const picker = columnPicker(ordered.map(({ column }) => column), userHidden, (hiddenIds) => {
+    const optional = new Set(options.optional ?? []);
+    const sameAsDefault = hiddenIds.size === optional.size && [...hiddenIds].every((id) => optional.has(id));
+    store.set(hideKey, sameAsDefault ? null : hiddenIds.size ? [...hiddenIds].join(',') : '-');
+    render();
+  });
   const tableEl = h('table', { class: 'data-table' });
+  const scroller = h('div', { class: 'table-scroll' }, tableEl);
   const more = h('div', { class: 'more' });
 
-  const header = h(
-    'div',
-    { class: 'card-header' },
-    options.title ? h('h3', null, options.title) : null,
-    h('div', { class: 'spacer' }),
-    filterIndices.length ? filter : null,
-    count,
-    csvButton,
+  card.append(
+    h(
+      'div',
+      { class: 'card-header' },
+      options.title ? h('h3', null, options.title) : null,
+      h('div', { class: 'spacer' }),
+      filterIndices.length ? filter : null,
+      count,
+      ordered.length > 1 ? picker : null,
+      csvButton,
+    ),
   );
-  card.append(header);
   if (options.description) card.append(h('p', { class: 'description' }, options.description));
-  card.append(h('div', { class: 'table-scroll' }, tableEl), more);
+  card.append(scroller, more);
 
   const currentSort = () => parseSort(store.get(sortKey)) ?? options.defaultSort ?? null;
 
@@ -122,17 +176,87 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
     return order.filter((i) => rowMatches(values[i] ?? [], filterIndices, q));
   };
 
+  let rows: number[] = [];
+  let cols = shown();
+  /** Measured height of a row (virtualised tables), else ROW_PX. */
+  let rowPx = ROW_PX;
+  let window: { first: number; last: number } | null = null;
+  const tbody = h('tbody');
+
+  const formatOf = (column: Column): NumberFormat => options.formats?.[column.id] ?? autoFormat(column) ?? 'plain';
+  const cellOf = (column: Column, index: number, row: CellValue[]) => {
+    const value = row[index] ?? null;
+    const custom = options.renderCell?.(column.id, value, row) ?? null;
+    const wide = column.type !== 'number' && WIDE.test(column.id);
+    const format = formatOf(column);
+    const text = custom ?? formatValue(value, format);
+    const exact = typeof value === 'number' && format !== 'plain' && format !== 'integer' && !custom ? `${String(value)} ${UNIT[format] ?? ''}`.trim() : null;
+    return h(
+      'td',
+      {
+        'data-col': column.id,
+        'data-value': value === null ? '' : String(value),
+        class: column.type === 'number' ? 'num' : wide ? 'wide' : null,
+        title: wide && typeof value === 'string' && value.length > 24 ? value : exact,
+      },
+      wide ? h('span', { class: 'cell-text' }, text) : text,
+    );
+  };
+  const rowOf = (rowIndex: number) => {
+    const row = values[rowIndex] ?? [];
+    return h('tr', null, cols.map(({ column, index }) => cellOf(column, index, row)));
+  };
+  const spacer = (px: number, role: string) => h('tr', { class: 'spacer-row', 'data-role': role, 'aria-hidden': 'true' }, h('td', { colspan: cols.length, style: `height:${px}px;padding:0;border:0` }));
+
+  /** Fills the body: every row, or (virtualised) the rows in view between two spacers. */
+  const fill = (force = false) => {
+    if (rows.length <= VIRTUAL_ABOVE) {
+      if (force) replaceChildren(tbody, rows.map(rowOf));
+      window = null;
+      return;
+    }
+    const next = visibleRange(scroller.scrollTop - headerHeight(), scroller.clientHeight || 600, rows.length, rowPx);
+    if (!force && window && next.first === window.first && next.last === window.last) return;
+    window = next;
+    replaceChildren(
+      tbody,
+      spacer(next.first * rowPx, 'rows-above'),
+      rows.slice(next.first, next.last).map(rowOf),
+      spacer((rows.length - next.last) * rowPx, 'rows-below'),
+    );
+    // Rows are one line high: measure one once (fonts differ) and keep the spacers exact.
+    const measured = tbody.querySelector('tr:not(.spacer-row)')?.getBoundingClientRect().height ?? 0;
+    if (measured > 0 && Math.abs(measured - rowPx) > 0.5) {
+      rowPx = measured;
+      fill(true);
+    }
+  };
+  const headerHeight = () => tableEl.tHead?.getBoundingClientRect().height ?? 0;
+  let scrollPending = false;
+  scroller.addEventListener(
+    'scroll',
+    () => {
+      if (scrollPending || rows.length <= VIRTUAL_ABOVE) return;
+      scrollPending = true;
+      requestAnimationFrame(() => {
+        scrollPending = false;
+        fill();
+      });
+    },
+    { passive: true },
+  );
+
   const render = () => {
     const sort = currentSort();
-    const rows = visibleRows();
-    const limit = showAll ? rows.length : (options.pageSize ?? 500);
+    rows = visibleRows();
+    cols = shown();
     const thead = h(
       'thead',
       null,
       h(
         'tr',
         null,
-        shown.map(({ column }) => {
+        cols.map(({ column }) => {
           const active = sort?.column === column.id;
           const arrow = active ? (sort?.direction === 'asc' ? ' ▲' : ' ▼') : '';
           return h(
@@ -142,57 +266,27 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
               class: (column.type === 'number' ? 'num ' : '') + 'sortable',
               'aria-sort': active ? (sort?.direction === 'asc' ? 'ascending' : 'descending') : 'none',
               title: `Sort by ${column.label || column.id}`,
+              scope: 'col',
               tabindex: 0,
               onclick: () => toggleSort(column),
               onkeydown: (e: Event) => {
                 if ((e as KeyboardEvent).key === 'Enter') toggleSort(column);
               },
             },
-            (column.label || column.id) + arrow,
+            displayLabel(column, formatOf(column)) + arrow,
           );
         }),
       ),
     );
-    const tbody = h('tbody');
-    for (const rowIndex of rows.slice(0, limit)) {
-      const row = values[rowIndex] ?? [];
-      tbody.append(
-        h(
-          'tr',
-          null,
-          shown.map(({ column, index }) => {
-            const value = row[index] ?? null;
-            const custom = options.renderCell?.(column.id, value, row) ?? null;
-            return h(
-              'td',
-              {
-                'data-col': column.id,
-                'data-value': value === null ? '' : String(value),
-                class: column.type === 'number' ? 'num' : WIDE.test(column.id) ? 'wide' : null,
-              },
-              custom ?? formatValue(value, options.formats?.[column.id] ?? 'plain'),
-            );
-          }),
-        ),
-      );
-    }
+    tableEl.classList.toggle('virtual', rows.length > VIRTUAL_ABOVE);
     replaceChildren(tableEl, thead, tbody);
-    count.textContent =
-      rows.length === values.length ? `${values.length} rows` : `${rows.length} of ${values.length} rows`;
+    fill(true);
+    count.textContent = rows.length === values.length ? `${formatCount(values.length)} rows` : `${formatCount(rows.length)} of ${formatCount(values.length)} rows`;
     count.dataset.shown = String(rows.length);
     count.dataset.total = String(values.length);
+    tableEl.dataset.rows = String(rows.length);
     replaceChildren(more);
-    if (values.length === 0) {
-      more.append(h('p', { class: 'empty-table' }, options.emptyText ?? 'No rows.'));
-    } else if (rows.length > limit) {
-      more.append(
-        h(
-          'button',
-          { type: 'button', class: 'button', 'data-role': 'show-all', onclick: () => ((showAll = true), render()) },
-          `Show all ${rows.length} rows (${rows.length - limit} more)`,
-        ),
-      );
-    }
+    if (values.length === 0) more.append(h('p', { class: 'empty-table' }, options.emptyText ?? 'No rows.'));
   };
 
   const toggleSort = (column: Column) => {
@@ -206,18 +300,43 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
 
   filter.addEventListener('input', () => {
     store.set(queryKey, filter.value || null);
+    scroller.scrollTop = 0;
     render();
   });
 
   csvButton.addEventListener('click', () => {
-    const rows = visibleRows().map((i) => values[i] ?? []);
-    const columns = shown.map(({ column }) => column);
-    const projected = rows.map((row) => shown.map(({ index }) => row[index] ?? null));
+    const columns = cols.map(({ column }) => column);
+    const projected = visibleRows().map((i) => cols.map(({ index }) => values[i]?.[index] ?? null));
     downloadText(`${options.csvName}.csv`, toCsv(columns, projected));
   });
 
   render();
   return card;
+}
+
+/** The column picker: a menu of checkboxes, one per column. */
+function columnPicker(columns: Column[], hidden: () => Set<string>, apply: (hidden: Set<string>) => void): HTMLElement {
+  const menu = h('div', { class: 'column-menu', role: 'group', 'aria-label': 'Columns shown' });
+  const details = h('details', { class: 'column-picker', 'data-role': 'columns' }, h('summary', { class: 'button', title: 'Choose the columns shown' }, 'Columns'), menu);
+  details.addEventListener('toggle', () => {
+    if (!details.open) return;
+    const off = hidden();
+    replaceChildren(
+      menu,
+      columns.map((c) => {
+        const box = h('input', { type: 'checkbox', 'data-column': c.id });
+        box.checked = !off.has(c.id);
+        box.addEventListener('change', () => {
+          const next = hidden();
+          if (box.checked) next.delete(c.id);
+          else next.add(c.id);
+          apply(next);
+        });
+        return h('label', null, box, ` ${c.label || c.id}`);
+      }),
+    );
+  });
+  return details;
 }
 
 /** A key/value list (properties of a DataTable, run environment...). */

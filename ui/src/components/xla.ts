@@ -140,9 +140,25 @@ export function flopsColor(fraction: number): string {
   return flameColor(Math.min(fraction, 1), 0.7, 1, Math.sqrt);
 }
 
-/** Colour of a memory bandwidth utilisation as XProf draws it (inverted scale: high use is red). */
+/**
+ * Colour of a memory bandwidth utilisation: the same scale as FLOPS (red when low, green
+ * when high). XProf inverts it (high use red), which read as "bad" next to green FLOPS
+ * bars for the same good use of the hardware; the op profile explains the scale.
+ */
 export function bwColor(fraction: number): string {
-  return flameColor(Math.max(1 - fraction, 0), 0.7, 1, Math.sqrt);
+  return flameColor(Math.min(Math.max(fraction, 0), 1), 0.7, 1, Math.sqrt);
+}
+
+/** The legend of the utilisation colours (FLOPS and bandwidth bars share it). */
+export function utilizationLegend(): HTMLElement {
+  const stops = [0, 0.25, 0.5, 0.75, 1].map((f) => `${flopsColor(f)} ${f * 100}%`).join(', ');
+  return h(
+    'div',
+    { class: 'util-legend', 'data-role': 'util-legend' },
+    h('span', null, 'Utilization of the device’s peak (FLOPS and memory bandwidth alike): '),
+    h('span', { class: 'util-legend-scale' }, h('span', null, '0% low'), h('span', { class: 'util-legend-bar', style: `background:linear-gradient(to right, ${stops})`, 'aria-hidden': 'true' }), h('span', null, '100% high')),
+    h('span', null, ' — an op is efficient when either bar is green (compute-bound: FLOPS; memory-bound: bandwidth).'),
+  );
 }
 
 /** The framework op type of a provenance (`a/b/Einsum_1:Einsum` → `Einsum`), `-` when none. */

@@ -81,6 +81,7 @@ export function frameworkOpStatsPage(ctx: PageContext): HTMLElement {
         formats,
         filterColumns: ['operation'],
         filterPlaceholder: 'Filter by operation name',
+        keyColumns: ['operation', 'type', 'host_or_device', 'occurrences', 'total_self_time', 'avg_self_time', 'total_time', 'avg_time'],
       },
       ctx.view,
     ),
@@ -100,5 +101,11 @@ function modelProperties(table: DataTable): HTMLElement | null {
   const arch = props.architecture_type;
   const task = props.task_type;
   if (!arch && !task) return null;
-  return h('p', { class: 'muted', 'data-role': 'model-properties' }, `Model architecture: ${arch ?? 'n/a'} · Task: ${task ?? 'n/a'}`);
+  // XProf's task type reads the framework op names (gradient scopes); the overview's
+  // "Training" reads the XLA programs: say which, so that they do not seem to disagree.
+  return h(
+    'p',
+    { class: 'muted', 'data-role': 'model-properties' },
+    `Model architecture: ${arch ?? 'n/a'} · Task: ${task ?? 'n/a'}${task ? ' (from the framework op names: gradient name scopes mean training)' : ''}`,
+  );
 }

@@ -2,13 +2,14 @@
 // host-side breakdown chart, input-op statistics table, recommendations, diagnostics.
 
 import { chartElement } from '../components/chart';
-import { card, diagnosticsBox, metric, richText } from '../components/common';
+import { NO_STEP_DIAGNOSTIC, card, diagnosticsBox, metric, richText } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
 import { pieOption, pieSlices, stepGraph, stepGraphOption } from '../charts';
 import { type DataTable, cellValue, findTableWithColumn } from '../datatable';
 import { h } from '../dom';
-import type { PageContext } from '../page';
-import { BREAKDOWN_FIELDS } from './overview';
+import { type PageContext, notesSayNoSteps } from '../page';
+import { finiteText } from '../format';
+import { BREAKDOWN_FIELDS, sigmaSuffix } from './overview';
 
 /** Host-side input time categories (properties of the input-op table, in microseconds). */
 export const HOST_CATEGORIES: [string, string][] = [
@@ -19,6 +20,12 @@ export const HOST_CATEGORIES: [string, string][] = [
   ['Other data reading or processing', 'unclassified_nonequeue_us'],
 ];
 
+/** `σ S<unit> · rest`, or `rest` alone when XProf's σ is not a number (`-nan`). */
+function withSigma(sdv: string | undefined, unit: string, rest: string): string {
+  const s = finiteText(sdv);
+  return s === null ? rest : `σ ${s}${unit} · ${rest}`;
+}
+
 export function inputPipelinePage(ctx: PageContext): HTMLElement {
   const tables = ctx.data;
   const device = findTableWithColumn(tables, 'stepnum');
@@ -27,11 +34,13 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
   const diagnostics = findTableWithColumn(tables, 'severity');
   const dp = device?.p ?? {};
   const page = h('div', { class: 'page input-pipeline', 'data-page': 'input_pipeline_analyzer' });
-  const diag = diagnosticsBox(diagnostics);
+  // No steps: oxprof's note says so once (with the fix); XProf's same message is left out.
+  const noStepsNoted = (device?.rows?.length ?? 0) === 0 && notesSayNoSteps(ctx);
+  const diag = diagnosticsBox(diagnostics, noStepsNoted ? NO_STEP_DIAGNOSTIC : undefined);
   if (diag) page.append(diag);
 
   // Summary.
-  page.append(
+  if (!noStepsNoted) page.append(
     card(
       'Summary: is your program input-bound?',
       h('p', { class: 'statement', 'data-role': 'input-conclusion' }, richText(dp.input_conclusion ?? 'No analysis available.', ctx.link)),
@@ -47,7 +56,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
     'div',
     { class: 'metrics' },
     metric('Average step time', `${dp.steptime_ms_average ?? 'n/a'} ms`, 'steptime_ms_average'),
-    metric('Standard deviation', `${dp.steptime_ms_standard_deviation ?? 'n/a'} ms`, 'steptime_ms_standard_deviation'),
+    metric('Standard deviation', finiteText(dp.steptime_ms_standard_deviation) === null ? 'n/a' : `${dp.steptime_ms_standard_deviation} ms`, 'steptime_ms_standard_deviation'),
     metric('Minimum', `${dp.steptime_ms_minimum ?? 'n/a'} ms`, 'steptime_ms_minimum'),
     metric('Maximum', `${dp.steptime_ms_maximum ?? 'n/a'} ms`, 'steptime_ms_maximum'),
   );
@@ -57,7 +66,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
         '% of step time waiting for input',
         `${dp.infeed_percent_average}%`,
         'infeed_percent_average',
-        `σ ${dp.infeed_percent_standard_deviation ?? ''} · min ${dp.infeed_percent_minimum ?? ''} · max ${dp.infeed_percent_maximum ?? ''}`,
+        withSigma(dp.infeed_percent_standard_deviation, '', `min ${dp.infeed_percent_minimum ?? ''} · max ${dp.infeed_percent_maximum ?? ''}`),
       ),
     );
   }
@@ -67,7 +76,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
     const breakdown: [string, string][] = [];
     for (const [label, key] of BREAKDOWN_FIELDS) {
       const avg = dp[`${key}_avg`];
-      if (avg !== undefined) breakdown.push([label, `${avg} ms (σ ${dp[`${key}_sdv`] ?? ''} ms)`]);
+      if (avg !== undefined) breakdown.push([label, `${avg} ms${sigmaSuffix(dp[`${key}_sdv`], ' ms')}`]);
     }
     if (breakdown.length) deviceCard.append(h('h3', null, 'Step-time breakdown (average per step)'), renderProperties(breakdown, 'device-breakdown'));
     deviceCard.append(
@@ -87,7 +96,7 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
   } else {
     deviceCard.append(h('p', { class: 'empty-chart', 'data-role': 'no-steps' }, 'No steps were found, so there is no device-side step-time graph.'));
   }
-  page.append(deviceCard);
+  if (!noStepsNoted) page.append(deviceCard);
 
   // Host side.
   const hostCard = card('Host-side analysis: input processing');

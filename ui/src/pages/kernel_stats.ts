@@ -36,6 +36,7 @@ export function kernelStatsPage(ctx: PageContext): HTMLElement {
         csvName: 'kernel_stats',
         formats: { rank: 'integer', occurrences: 'integer', registers_per_thread: 'integer', shmem_bytes: 'integer', occupancy_pct: 'percent' },
         filterColumns: ['kernel_name', 'op_name'],
+        keyColumns: ['kernel_name', 'op_name', 'occurrences', 'total_duration_us', 'avg_duration_us', 'min_duration_us', 'max_duration_us', 'occupancy_pct'],
         filterPlaceholder: 'Filter by kernel or op name',
         emptyText: 'No GPU kernels in this profile.',
       },

@@ -14,6 +14,7 @@ import { fetchModuleList, fillModuleSelect, graphViewerHref } from '../component
 import type { DataTable } from '../datatable';
 import { escapeHtml, h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
+import { formatBytes, formatMiB } from '../format';
 
 export interface HeapObject {
   numbered?: number;
@@ -215,12 +216,12 @@ export function bufferDetails(b: PeakBuffer): [string, string][] {
   const out: [string, string][] = [];
   out.push(['Name', b.name]);
   if (o.opCode) out.push(['Category', `${o.opCode} operation`]);
-  out.push(['Size', `${b.sizeMib.toFixed(2)} MiB`]);
+  out.push(['Size', `${formatMiB(b.sizeMib)}`]);
   if (b.unpaddedMib) {
-    out.push(['Unpadded size', `${b.unpaddedMib.toFixed(2)} MiB`]);
+    out.push(['Unpadded size', `${formatMiB(b.unpaddedMib)}`]);
     const utilization = b.sizeMib ? b.unpaddedMib / b.sizeMib : 1;
     if (utilization < 1) {
-      out.push(['Extra memory due to padding', `${(b.sizeMib - b.unpaddedMib).toFixed(2)} MiB`]);
+      out.push(['Extra memory due to padding', `${formatMiB((b.sizeMib - b.unpaddedMib))}`]);
       out.push(['Expansion', `${(1 / utilization).toFixed(1)}×`]);
     }
   }
@@ -248,8 +249,8 @@ export function workingSpaceOption(d: MemoryViewerData): Record<string, unknown>
         const i = p?.dataIndex ?? 0;
         return [
           `Program order: <b>${i}</b>`,
-          `Size: <b>${(heap[i] ?? 0).toFixed(3)} MiB</b>`,
-          `Unpadded size: <b>${unpadded.length ? (unpadded[i] ?? 0).toFixed(3) + ' MiB' : 'NA'}</b>`,
+          `Size: <b>${formatMiB((heap[i] ?? 0))}</b>`,
+          `Unpadded size: <b>${unpadded.length ? formatMiB(unpadded[i] ?? 0) : 'NA'}</b>`,
           `HLO instruction: <b>${escapeHtml(names[i] ?? '')}</b>`,
         ].join('<br>');
       },
@@ -273,7 +274,7 @@ export function workingSpaceOption(d: MemoryViewerData): Record<string, unknown>
           lineStyle: { color: '#2ca02c', type: 'dashed', width: 1.5 },
           label: { formatter: (p: { name: string }) => p.name },
           data: [
-            { name: `peak ${peak.toFixed(2)} MiB`, yAxis: peak, label: { position: 'insideEndTop' } },
+            { name: `peak ${formatMiB(peak)}`, yAxis: peak, label: { position: 'insideEndTop' } },
             { name: 'peak', xAxis: peakAt, label: { position: 'end' } },
           ],
         },
@@ -313,7 +314,7 @@ export function buffersOption(buffers: PeakBuffer[], title: string): Record<stri
       formatter: (p: { dataIndex: number }) => {
         const b = buffers[p.dataIndex];
         if (!b) return '';
-        return `<b>${escapeHtml(b.name)}</b><br>${b.sizeMib.toFixed(3)} MiB<br>${escapeHtml(b.object.shapeString ?? '')}`;
+        return `<b>${escapeHtml(b.name)}</b><br>${formatMiB(b.sizeMib)}<br>${escapeHtml(b.object.shapeString ?? '')}`;
       },
     },
     grid: { left: 60, right: 16, top: 32, bottom: 24 },
@@ -384,13 +385,13 @@ export function allocationTimeline(blocks: PlacedBlock[], totalSteps: number, to
     rect.setAttribute('class', b.container ? 'mv-block mv-container' : 'mv-block');
     rect.setAttribute('data-block', String(i));
     const title = document.createElementNS(SVG_NS, 'title');
-    title.textContent = `${b.block.name ?? ''}: ${((b.block.size ?? 0) / MIB).toFixed(3)} MiB, steps ${b.x}–${b.x + b.width}`;
+    title.textContent = `${b.block.name ?? ''}: ${formatMiB(((b.block.size ?? 0) / MIB))}, steps ${b.x}–${b.x + b.width}`;
     rect.append(title);
     if (!b.container) rect.addEventListener('mouseenter', () => onHover(b, i));
     svg.append(rect);
   }
   const axis = h('div', { class: 'mv-timeline-axis muted' }, h('span', null, 'step 0'), h('span', null, `program steps → ${steps}`));
-  return h('div', { class: 'mv-timeline-host' }, h('div', { class: 'mv-timeline-y muted' }, `${(bytes / MIB).toFixed(2)} MiB`), svg, axis);
+  return h('div', { class: 'mv-timeline-host' }, h('div', { class: 'mv-timeline-y muted' }, `scale: ${formatBytes(bytes)}`), svg, axis);
 }
 
 /** Loads a module's memory viewer JSON (replaceable in tests). */
@@ -492,12 +493,12 @@ export function memoryViewerPage(ctx: PageContext): HTMLElement {
       h(
         'div',
         { class: 'metrics', 'data-role': 'mv-overview' },
-        metric('Peak memory allocation', `${overview.peakMib.toFixed(2)} MiB`, 'peak', `${overview.totalMib.toFixed(2)} MiB with fragmentation`),
-        metric('Peak without padding', `${overview.peakUnpaddedMib.toFixed(2)} MiB`, 'peak-unpadded', `${overview.paddingOverheadMib.toFixed(2)} MiB padding overhead`),
-        metric('Arguments', `${overview.argumentsMib.toFixed(2)} MiB`, 'arguments', 'entry computation parameters'),
-        metric('Temporaries', `${overview.tempWithoutFragmentationMib.toFixed(2)} MiB`, 'temporaries', `${overview.tempWithFragmentationMib.toFixed(2)} MiB over their lifetime with fragmentation (${(overview.tempFragmentation * 100).toFixed(2)}%)`),
+        metric('Peak memory allocation', `${formatMiB(overview.peakMib)}`, 'peak', `${formatMiB(overview.totalMib)} with fragmentation`),
+        metric('Peak without padding', `${formatMiB(overview.peakUnpaddedMib)}`, 'peak-unpadded', `${formatMiB(overview.paddingOverheadMib)} padding overhead`),
+        metric('Arguments', `${formatMiB(overview.argumentsMib)}`, 'arguments', 'entry computation parameters'),
+        metric('Temporaries', `${formatMiB(overview.tempWithoutFragmentationMib)}`, 'temporaries', `${formatMiB(overview.tempWithFragmentationMib)} over their lifetime with fragmentation (${(overview.tempFragmentation * 100).toFixed(2)}%)`),
         overview.maxScopedVmemMib > 0
-          ? metric('Max scoped VMEM', `${overview.maxScopedVmemMib.toFixed(2)} MiB`, 'scoped-vmem', overview.maxScopedVmemInstruction)
+          ? metric('Max scoped VMEM', `${formatMiB(overview.maxScopedVmemMib)}`, 'scoped-vmem', overview.maxScopedVmemInstruction)
           : null,
       ),
       h('p', { class: 'muted' }, "Changing the model's architecture, batch size or data dimensions may reduce the memory footprint."),

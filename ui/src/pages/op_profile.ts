@@ -11,6 +11,7 @@ import {
   type OpNode,
   bf16FlopsRate,
   bwColor,
+  utilizationLegend,
   flameColor,
   flopsColor,
   flopsRate,
@@ -221,8 +222,9 @@ export function opProfilePage(ctx: PageContext): HTMLElement {
       h(
         'p',
         { class: 'description' },
-        'Wasted time = time fraction × (1 − max(FLOPS utilization, HBM bandwidth utilization)). FLOPS bars go from red (low utilization) to green (high). Click a row to expand it and see its details.',
+        'Wasted time = time fraction × (1 − max(FLOPS utilization, HBM bandwidth utilization)). Click a row to expand it and see its details.',
       ),
+      utilizationLegend(),
       controls,
     ),
     h('div', { class: 'op-layout' }, card('Ops', tableHost), card('Details', details)),

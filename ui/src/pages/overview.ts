@@ -1,13 +1,20 @@
 // The Overview page: performance summary, step-time graph (or the inference latency
 // chart), top-10 ops, run environment, recommendation for next steps, diagnostics.
 
-import { chartElement } from '../components/chart';
-import { card, diagnosticsBox, metric, richText, toolLinks } from '../components/common';
+import { type Chart, chartElement } from '../components/chart';
+import { NO_STEP_DIAGNOSTIC, card, diagnosticsBox, metric, richText, toolLinks } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
 import { stepGraph, stepGraphOption } from '../charts';
 import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../datatable';
 import { h } from '../dom';
-import type { PageContext } from '../page';
+import { finiteText } from '../format';
+import { type PageContext, notesSayNoSteps } from '../page';
+
+/** ` (σ S<unit>)` after an average, or nothing when XProf's σ is not a number (`-nan`). */
+export function sigmaSuffix(sdv: string | undefined, unit: string): string {
+  const s = finiteText(sdv);
+  return s === null ? '' : ` (σ ${s}${unit})`;
+}
 
 /** Step-time breakdown averages of non-TPU profiles (as XProf's summary lists them). */
 export const BREAKDOWN_FIELDS: [string, string][] = [
@@ -54,22 +61,25 @@ export function overviewPage(ctx: PageContext): HTMLElement {
   const hardware = ip.hardware_type ?? '';
   const isTpu = hardware === 'TPU';
   const isInference = (inference?.rows?.length ?? 0) > 0;
+  const hasSteps = (input?.rows?.length ?? 0) > 0;
+  // oxprof's note already says (once, with the fix) that no steps were found.
+  const noStepsNoted = !hasSteps && notesSayNoSteps(ctx);
 
   const page = h('div', { class: 'page overview', 'data-page': 'overview_page' });
-  const diag = diagnosticsBox(diagnostics);
+  const diag = diagnosticsBox(diagnostics, noStepsNoted ? NO_STEP_DIAGNOSTIC : undefined);
   if (diag) page.append(diag);
 
   // Performance summary.
   const metrics = h('div', { class: 'metrics' });
   if (!isInference || (input?.rows?.length ?? 0) > 0) {
-    const avg = ip.steptime_ms_average ?? '';
+    const avg = hasSteps || isInference ? (ip.steptime_ms_average ?? '') : '';
     const sdv = ip.steptime_ms_standard_deviation ?? '';
     metrics.append(
       metric(
         'Average step time',
         avg ? `${avg} ms` : 'n/a',
         'steptime_ms_average',
-        avg ? `σ ${sdv} ms · min ${ip.steptime_ms_minimum ?? ''} ms · max ${ip.steptime_ms_maximum ?? ''} ms` : undefined,
+        avg ? `${finiteText(sdv) === null ? '' : `σ ${sdv} ms · `}min ${ip.steptime_ms_minimum ?? ''} ms · max ${ip.steptime_ms_maximum ?? ''} ms` : undefined,
       ),
     );
   }
@@ -77,12 +87,11 @@ export function overviewPage(ctx: PageContext): HTMLElement {
   if (isTpu) {
     for (const [label, key] of TPU_STEP_FIELDS) if (ip[key] !== undefined) lines.push([label, `${ip[key]} ms`, key]);
     for (const [label, key] of TPU_FIELDS) if (gp[key] !== undefined) lines.push([label, gp[key] ?? '', key]);
-  } else {
+  } else if (hasSteps) {
     for (const [label, key] of BREAKDOWN_FIELDS) {
       const avg = ip[`${key}_avg`];
       if (avg === undefined) continue;
-      const sdv = ip[`${key}_sdv`];
-      lines.push([label, `${avg} ms${sdv && sdv !== '-nan' && sdv !== 'nan' ? ` (σ ${sdv} ms)` : ''}`, `${key}_avg`]);
+      lines.push([label, `${avg} ms${sigmaSuffix(ip[`${key}_sdv`], ' ms')}`, `${key}_avg`]);
     }
   }
   const placement: [string, string, string][] = [];
@@ -122,16 +131,16 @@ export function overviewPage(ctx: PageContext): HTMLElement {
   if (isInference && inference) {
     page.append(card('Inference session latency breakdown', inferenceChart(inference)));
   }
-  if (input && (input.rows?.length ?? 0) > 0) {
+  if (input && hasSteps) {
     const graph = stepGraph(input);
     page.append(
       card(
         'Step-time graph',
-        h('p', { class: 'description' }, 'Time of each step, stacked by category: input wait in red, device compute in green.'),
-        chartElement('step-time', stepGraphOption(graph)),
+        h('p', { class: 'description' }, 'Time of each step, stacked by category: input wait in red, device compute in green. Click a step to open it in the trace viewer.'),
+        chartElement('step-time', stepGraphOption(graph), (chart) => openStepOnClick(chart, graph.steps, ctx)),
       ),
     );
-  } else if (!isInference) {
+  } else if (!isInference && !noStepsNoted) {
     page.append(card('Step-time graph', h('p', { class: 'empty-chart', 'data-role': 'no-steps' }, ip.input_conclusion || 'No steps were found in this profile.')));
   }
 
@@ -147,6 +156,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
           formats: { selfTimePercent: 'fraction-percent', cumulativeTimePercent: 'fraction-percent' },
           filterColumns: ['operation', 'category'],
           filterPlaceholder: 'Filter by operation or category',
+          keyColumns: ['operation', 'category', 'selfTimePercent', 'cumulativeTimePercent'],
           emptyText: 'No device operations in this profile.',
         },
         ctx.view,
@@ -162,7 +172,10 @@ export function overviewPage(ctx: PageContext): HTMLElement {
       ['Number of tasks', ep.task_count ?? ''],
       ['Device type', ep.device_type ?? ''],
       ['Number of device cores', ep.device_core_count ?? ''],
-      ['Training', ep.is_training ?? ''],
+      // XProf's `is_training` looks for gradient ops in the XLA programs only: a profile
+      // without XLA programs (TensorFlow without XLA) reads "false" even when framework op
+      // stats (which looks at framework op names) says "Training". Say where it comes from.
+      ['Training', trainingText(ep.is_training)],
     ];
     page.append(
       card(
@@ -176,8 +189,33 @@ export function overviewPage(ctx: PageContext): HTMLElement {
   }
 
   // Recommendation for next steps.
-  if (rec) page.append(recommendation(rec, ctx));
+  if (rec) page.append(recommendation(rec, ctx, noStepsNoted));
   return page;
+}
+
+/** The run environment's `is_training` with where XProf reads it from. */
+export function trainingText(isTraining: string | undefined): string {
+  if (isTraining === 'true') return 'yes (gradient ops in the XLA programs)';
+  if (isTraining === 'false') return 'not detected (no gradient ops in the XLA programs; framework op stats reads framework op names instead)';
+  return isTraining ?? '';
+}
+
+/** A click on a step's column opens that step in the trace viewer (`step_name`). */
+export function openStepOnClick(chart: Chart, steps: readonly string[], ctx: PageContext): void {
+  chart.getZr().on('click', (e) => {
+    const point = [e.offsetX, e.offsetY];
+    if (!chart.containPixel('grid', point)) return;
+    const converted = chart.convertFromPixel('grid', point) as number[] | number;
+    const x = Math.round(Array.isArray(converted) ? (converted[0] ?? -1) : converted);
+    const step = steps[x];
+    if (step !== undefined) location.href = stepTraceLink(ctx, step);
+  });
+}
+
+/** The trace viewer at a step, by its name as the step-time graph labels it (or its number). */
+export function stepTraceLink(ctx: PageContext, step: string): string {
+  const key = /^\d+$/.test(step) ? 'step' : 'step_name';
+  return `${ctx.link('trace_viewer@')}&${new URLSearchParams({ [key]: step }).toString()}`;
 }
 
 function inferenceChart(table: DataTable): HTMLElement {
@@ -205,7 +243,7 @@ function inferenceChart(table: DataTable): HTMLElement {
   return chartElement('inference-latency', option);
 }
 
-function recommendation(rec: DataTable, ctx: PageContext): HTMLElement {
+function recommendation(rec: DataTable, ctx: PageContext, noStepsNoted: boolean): HTMLElement {
   const p = rec.p ?? {};
   const tipType = columnIndex(rec, 'tip_type');
   const link = columnIndex(rec, 'link');
@@ -219,7 +257,8 @@ function recommendation(rec: DataTable, ctx: PageContext): HTMLElement {
   }
   const statements = ['statement', 'kernel_launch_statement', 'all_other_statement', 'device_collectives_statement', 'precision_statement']
     .map((k) => p[k])
-    .filter((s): s is string => !!s);
+    .filter((s): s is string => !!s)
+    .filter((s) => !(noStepsNoted && /no step time measured/i.test(s)));
   const section = card(
     'Recommendation for next step',
     ...statements.map((s) => h('p', { class: 'statement', 'data-role': 'statement' }, ...richText(s, ctx.link))),

@@ -2,12 +2,13 @@
 // a details card for the worker under the pointer, and the per-worker table.
 
 import { PALETTE, chartElement, disposeChartsIn } from '../components/chart';
-import { card, diagnosticsObjectBox } from '../components/common';
+import { NO_STEP_DIAGNOSTIC, card, diagnosticsObjectBox } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
 import type { DataTable } from '../datatable';
 import { formatNumber } from '../datatable';
 import { h, replaceChildren } from '../dom';
-import type { PageContext } from '../page';
+import { type PageContext, notesSayNoSteps } from '../page';
+import { stepTraceLink } from './overview';
 
 interface CoreStats {
   hostName?: string;
@@ -55,16 +56,22 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
   const steps = data.podStatsSequence?.podStatsMap ?? [];
   const events = data.stepBreakdownEvents ?? [];
   const page = h('div', { class: 'page pod-viewer', 'data-page': 'pod_viewer' });
-  const diag = diagnosticsObjectBox(data.diagnostics);
+  const diag = diagnosticsObjectBox(data.diagnostics, !steps.length && notesSayNoSteps(ctx) ? NO_STEP_DIAGNOSTIC : undefined);
   if (diag) page.append(diag);
   if (!steps.length) {
-    page.append(card('Pod viewer', h('p', { class: 'empty-chart', 'data-role': 'no-steps' }, 'No steps were found, so there is nothing to show per worker.')));
+    // oxprof's note above already says that no steps were found, and how to add them.
+    page.append(
+      notesSayNoSteps(ctx)
+        ? card('Pod viewer', h('p', { class: 'empty-chart', 'data-role': 'pod-empty' }, 'Nothing to show per worker: see the note above.'))
+        : card('Pod viewer', h('p', { class: 'empty-chart', 'data-role': 'no-steps' }, 'No steps were found, so there is nothing to show per worker.')),
+    );
     return page;
   }
   let index = Math.min(Math.max(Number(ctx.view.get('step') || 0) | 0, 0), steps.length - 1);
   const slider = h('input', { type: 'range', min: 0, max: steps.length - 1, step: 1, 'data-role': 'step-slider', 'aria-label': 'Step' });
   slider.value = String(index);
   const stepLabel = h('span', { class: 'step-label', 'data-role': 'step-label' });
+  const stepLink = h('a', { 'data-role': 'open-step', class: 'button' }, 'Open this step in the trace viewer');
   const chartHolder = h('div', { class: 'pod-chart' });
   const details = h('div', { class: 'details-card card', 'data-role': 'details' }, h('p', { class: 'muted' }, 'Hover over a column to see the worker’s details.'));
   const tableHolder = h('div');
@@ -96,6 +103,7 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
     const step = steps[index];
     const workers = workersOf(step);
     stepLabel.textContent = `Step ${step?.stepNum ?? index} (${index + 1} of ${steps.length})`;
+    stepLink.setAttribute('href', stepTraceLink(ctx, String(step?.stepNum ?? index)));
     const option = {
       animation: false,
       title: { text: 'Step-time breakdown per worker (µs)', left: 'center', textStyle: { fontSize: 14 } },
@@ -165,7 +173,7 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
   page.append(
     card(
       'Pod viewer',
-      h('div', { class: 'controls' }, h('label', { class: 'selector slider' }, h('span', null, 'Step'), slider), stepLabel),
+      h('div', { class: 'controls' }, h('label', { class: 'selector slider' }, h('span', null, 'Step'), slider), stepLabel, stepLink),
       h('div', { class: 'pod-layout' }, chartHolder, details),
       data.deviceType ? h('p', { class: 'muted' }, `Device type: ${data.deviceType}`) : null,
     ),

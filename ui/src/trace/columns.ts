@@ -150,3 +150,14 @@ export function sliceIndex(slices: TrackSlices, id: number): number {
   for (let i = 0; i < slices.count; i++) if (slices.id[i] === id) return i;
   return -1;
 }
+
+/**
+ * The slice before (`step` −1) or after (+1) slice `index` at the same depth (keys `[` and
+ * `]`); -1 when there is none in the window.
+ */
+export function neighbourSlice(slices: TrackSlices, index: number, step: 1 | -1): number {
+  const depth = slices.depth[index];
+  if (depth === undefined) return -1;
+  for (let i = index + step; i >= 0 && i < slices.count; i += step) if (slices.depth[i] === depth) return i;
+  return -1;
+}

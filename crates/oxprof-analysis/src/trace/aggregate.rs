@@ -26,6 +26,9 @@ pub struct NameAggregate {
     pub min_ps: u64,
     /// Longest duration (ps).
     pub max_ps: u64,
+    /// Sum of their self times (ps): each event's duration minus its direct children's
+    /// (as [`self_time`]; children outside the range count too).
+    pub self_ps: u64,
 }
 
 /// An aggregate over a selection.
@@ -50,6 +53,7 @@ struct Running<'a> {
     total: u64,
     min: u64,
     max: u64,
+    self_total: u64,
 }
 
 /// Positions `lo..hi` of the events of `t` that may overlap `[begin, end]`: starting in
@@ -99,22 +103,58 @@ pub fn aggregate(host: &LodHost<'_>, tracks: Option<&[u32]>, begin: u64, end: u6
             let mut by_name: HashMap<&str, usize> = HashMap::new();
             let Some(t) = index.tracks.get(ti as usize) else { return rows };
             let (lo, hi) = candidate_range(host, t, begin, end);
-            for pos in lo..hi {
-                let Some(v) = view_in(host.space, t, pos) else { continue };
-                if v.ts.wrapping_add(v.dur) < begin || v.ts > end {
-                    continue;
+            // The events open at the scan position: (end, row of a counted event, duration,
+            // time covered by its direct children). The top one is the parent of the next
+            // event that starts before its end (as `self_time` finds direct children).
+            let mut open: Vec<(u64, Option<usize>, u64, u64)> = Vec::new();
+            let close = |rows: &mut Vec<Running<'_>>, (_, slot, dur, covered): (u64, Option<usize>, u64, u64)| {
+                if let Some(row) = slot.and_then(|s| rows.get_mut(s)) {
+                    row.self_total = row.self_total.saturating_add(dur.saturating_sub(covered));
                 }
-                let name = v.name(host.groups);
-                let slot = *by_name.entry(name).or_insert_with(|| {
-                    rows.push(Running { name, count: 0, total: 0, min: u64::MAX, max: 0 });
-                    rows.len() - 1
-                });
-                if let Some(row) = rows.get_mut(slot) {
-                    row.count += 1;
-                    row.total = row.total.saturating_add(v.dur);
-                    row.min = row.min.min(v.dur);
-                    row.max = row.max.max(v.dur);
+            };
+            // Children of counted events may start after `end`: the scan goes on until the
+            // last counted event has ended.
+            let mut last_end = 0u64;
+            let mut pos = lo;
+            while let Some(v) = view_in(host.space, t, pos) {
+                if pos >= hi && v.ts >= last_end {
+                    break;
                 }
+                let counted = pos < hi && v.ts.wrapping_add(v.dur) >= begin && v.ts <= end;
+                pos += 1;
+                let v_end = v.ts.saturating_add(v.dur);
+                while open.last().is_some_and(|top| top.0 <= v.ts) {
+                    if let Some(entry) = open.pop() {
+                        close(&mut rows, entry);
+                    }
+                }
+                if let Some(parent) = open.last_mut() {
+                    parent.3 = parent.3.saturating_add(v_end.min(parent.0).saturating_sub(v.ts));
+                }
+                let slot = if counted {
+                    let name = v.name(host.groups);
+                    let slot = *by_name.entry(name).or_insert_with(|| {
+                        rows.push(Running { name, count: 0, total: 0, min: u64::MAX, max: 0, self_total: 0 });
+                        rows.len() - 1
+                    });
+                    if let Some(row) = rows.get_mut(slot) {
+                        row.count += 1;
+                        row.total = row.total.saturating_add(v.dur);
+                        row.min = row.min.min(v.dur);
+                        row.max = row.max.max(v.dur);
+                    }
+                    last_end = last_end.max(v_end);
+                    Some(slot)
+                } else {
+                    None
+                };
+                // A zero-length event contains nothing (its self time is 0).
+                if v.dur > 0 {
+                    open.push((v_end, slot, v.dur, 0));
+                }
+            }
+            while let Some(entry) = open.pop() {
+                close(&mut rows, entry);
             }
             rows
         })
@@ -122,7 +162,7 @@ pub fn aggregate(host: &LodHost<'_>, tracks: Option<&[u32]>, begin: u64, end: u6
     let mut merged: Vec<NameAggregate> = Vec::new();
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     let mut num_events = 0;
-    for Running { name, count, total, min, max } in per_track.into_iter().flatten() {
+    for Running { name, count, total, min, max, self_total } in per_track.into_iter().flatten() {
         num_events += count;
         let slot = *by_name.entry(name).or_insert_with(|| {
             merged.push(NameAggregate {
@@ -132,6 +172,7 @@ pub fn aggregate(host: &LodHost<'_>, tracks: Option<&[u32]>, begin: u64, end: u6
                 avg_ps: 0.0,
                 min_ps: u64::MAX,
                 max_ps: 0,
+                self_ps: 0,
             });
             merged.len() - 1
         });
@@ -140,6 +181,7 @@ pub fn aggregate(host: &LodHost<'_>, tracks: Option<&[u32]>, begin: u64, end: u6
             row.total_ps = row.total_ps.saturating_add(total);
             row.min_ps = row.min_ps.min(min);
             row.max_ps = row.max_ps.max(max);
+            row.self_ps = row.self_ps.saturating_add(self_total);
         }
     }
     for row in &mut merged {
@@ -264,6 +306,28 @@ mod tests {
             assert_eq!(row(&a, "a"), (1, 5_000, 5_000, 5_000));
             // Unknown tracks are ignored.
             assert_eq!(aggregate(host, Some(&[999]), 0, u64::MAX).num_events, 0);
+        });
+    }
+
+    /// Self time per name: the sum of `self_time` over the counted events, children outside
+    /// the range included (outer's children a and b below).
+    #[test]
+    fn aggregate_sums_self_times() {
+        with_host(|host| {
+            let self_of = |a: &Aggregate, name: &str| a.rows.iter().find(|r| r.name == name).unwrap().self_ps;
+            let a = aggregate(host, None, 0, u64::MAX);
+            assert_eq!(self_of(&a, "outer"), 80_000 + 10_000);
+            assert_eq!(self_of(&a, "a"), 10_000 + 5_000);
+            assert_eq!(self_of(&a, "b"), 7_000);
+            assert_eq!(self_of(&a, "c"), 3_000);
+            let base = host.index.min_ps;
+            let a = aggregate(host, None, base + 33_000, base + 45_000);
+            assert_eq!(self_of(&a, "outer"), 80_000);
+            assert_eq!(self_of(&a, "b"), 7_000);
+            assert_eq!(self_of(&a, "c"), 3_000);
+            // A range that ends inside outer: its children after the range still count.
+            let a = aggregate(host, None, base, base + 5_000);
+            assert_eq!(self_of(&a, "outer"), 80_000);
         });
     }
 

@@ -20,6 +20,7 @@
 //! When a track has at most `exact_limit` events in the window, all of them are returned
 //! (`exact: true`).
 
+use super::index::is_internal_stat_name;
 use super::index::{
     DROPPED_LEVEL, EventRef, FlowEntry, LAYER_RESOLUTIONS_PS, NUM_LEVELS, TraceIndex, TrackInfo, TrackKind,
     partition_positions, view_in,
@@ -61,15 +62,33 @@ pub struct TrackList {
     pub end_ps: u64,
     /// Number of events of the host.
     pub num_events: usize,
+    /// The hosts shown, in order (one for a single-host trace).
+    pub hosts: Vec<HostSummary>,
     /// Processes.
     pub sections: Vec<Section>,
+}
+
+/// One host of a (possibly multi-host) track list.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HostSummary {
+    /// Host name.
+    pub name: String,
+    /// Its earliest event start (ps, on its own clock as recorded).
+    pub start_ps: u64,
+    /// Its latest event end (ps).
+    pub end_ps: u64,
+    /// Its number of events.
+    pub num_events: usize,
 }
 
 /// A process.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Section {
-    /// XProf's pid (single-host numbering, no host offset).
+    /// XProf's pid: the device id for one host; with several hosts offset by
+    /// [`super::MAX_DEVICES_PER_HOST`] × (host index + 1), as XProf merges hosts.
     pub pid: u32,
+    /// The host (profile file) the process belongs to.
+    pub host: String,
     /// `"<host> <plane>"`.
     pub name: String,
     /// Its tracks, in display order.
@@ -208,8 +227,14 @@ pub struct EventDetails {
 /// Search results.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SearchResponse {
-    /// The prefix searched.
-    pub prefix: String,
+    /// The prefix searched (prefix searches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// The text searched (substring searches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+    /// Whether argument values were searched too.
+    pub args: bool,
     /// Matches in the whole trace.
     pub total: usize,
     /// True when `matches` holds fewer than `total`.
@@ -231,6 +256,25 @@ pub struct SearchMatch {
     pub ts_ps: u64,
     /// Duration (ps).
     pub dur_ps: u64,
+    /// The argument whose value matched, when the name did not (argument searches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arg: Option<String>,
+}
+
+/// What a search looks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SearchQuery {
+    /// Names starting with this text, case-sensitive (the route's `prefix`, as XProf's
+    /// `search_prefix`).
+    Prefix(String),
+    /// Names containing this text, ignoring case; with `args`, string argument values too
+    /// (`long_name`, `hlo_op`, shapes, …).
+    Text {
+        /// The text.
+        text: String,
+        /// Search argument values too.
+        args: bool,
+    },
 }
 
 /// The events of one flow.
@@ -276,6 +320,7 @@ pub fn track_list(host: &LodHost<'_>) -> TrackList {
         .iter()
         .map(|d| Section {
             pid: d.device_id,
+            host: index.hostname.clone(),
             name: d.name.clone(),
             tracks: index
                 .tracks
@@ -309,6 +354,12 @@ pub fn track_list(host: &LodHost<'_>) -> TrackList {
         start_ps: index.min_ps,
         end_ps: index.max_ps,
         num_events: index.num_events,
+        hosts: vec![HostSummary {
+            name: index.hostname.clone(),
+            start_ps: index.min_ps,
+            end_ps: index.max_ps,
+            num_events: index.num_events,
+        }],
         sections,
     }
 }
@@ -349,15 +400,51 @@ pub fn window(host: &LodHost<'_>, req: &LodRequest) -> LodResponse {
     let index = host.index;
     let begin = req.start_ps.unwrap_or(index.min_ps).max(index.min_ps);
     let end = req.end_ps.unwrap_or(index.max_ps).min(index.max_ps).max(begin);
-    let width = u64::from(req.width.max(1));
-    let resolution_ps = ((end - begin) / width).max(1);
-    // Read levels whose resolution is at least `resolution_ps` (plus the first finer one,
-    // whose events may still be ≥ r apart).
-    let last = (0..NUM_LEVELS).find(|&l| LAYER_RESOLUTIONS_PS[l] <= resolution_ps).unwrap_or(NUM_LEVELS - 1);
+    let resolution_ps = resolution_of(begin, end, req.width);
     let selected: Vec<usize> = match &req.tracks {
         Some(ids) => ids.iter().map(|&i| i as usize).filter(|&i| i < index.tracks.len()).collect(),
         None => (0..index.tracks.len()).collect(),
     };
+    let part = window_part(host, begin, end, resolution_ps, &selected, req.exact_limit);
+    LodResponse {
+        start_ps: begin,
+        end_ps: end,
+        resolution_ps,
+        total_in_window: part.total_in_window,
+        total_returned: part.total_returned,
+        total_hidden: part.total_in_window.saturating_sub(part.total_returned),
+        names: part.names,
+        tracks: part.tracks,
+    }
+}
+
+/// `(end − begin) / width`, at least 1 ps.
+pub(crate) fn resolution_of(begin: u64, end: u64, width: u32) -> u64 {
+    ((end - begin) / u64::from(width.max(1))).max(1)
+}
+
+/// The tracks of one host's window (track ids and event ids of that host; names indexing
+/// `names`).
+pub(crate) struct WindowPart {
+    pub(crate) names: Vec<String>,
+    pub(crate) tracks: Vec<LodTrack>,
+    pub(crate) total_in_window: usize,
+    pub(crate) total_returned: usize,
+}
+
+/// The `selected` tracks of one host over `[begin, end]` at `resolution_ps` (the window
+/// need not lie within the host's own time range: several hosts share one window).
+pub(crate) fn window_part(
+    host: &LodHost<'_>,
+    begin: u64,
+    end: u64,
+    resolution_ps: u64,
+    selected: &[usize],
+    exact_limit: usize,
+) -> WindowPart {
+    // Read levels whose resolution is at least `resolution_ps` (plus the first finer one,
+    // whose events may still be ≥ r apart).
+    let last = (0..NUM_LEVELS).find(|&l| LAYER_RESOLUTIONS_PS[l] <= resolution_ps).unwrap_or(NUM_LEVELS - 1);
     // Per track, in parallel: the window's positions, then their drawable events with
     // names numbered per track; the names are merged into one list afterwards.
     let per_track: Vec<(usize, LodTrackRaw, TrackEvents<'_>)> = {
@@ -365,7 +452,7 @@ pub fn window(host: &LodHost<'_>, req: &LodRequest) -> LodResponse {
         selected
             .par_iter()
             .map(|&ti| {
-                let raw = track_window(host, ti, begin, end, resolution_ps, last, req.exact_limit);
+                let raw = track_window(host, ti, begin, end, resolution_ps, last, exact_limit);
                 let events = track_events(host, ti, &raw.positions);
                 (ti, raw, events)
             })
@@ -402,16 +489,7 @@ pub fn window(host: &LodHost<'_>, req: &LodRequest) -> LodResponse {
             samples: drawn.samples,
         });
     }
-    LodResponse {
-        start_ps: begin,
-        end_ps: end,
-        resolution_ps,
-        names,
-        tracks,
-        total_in_window: total_in,
-        total_returned: total_ret,
-        total_hidden: total_in.saturating_sub(total_ret),
-    }
+    WindowPart { names, tracks, total_in_window: total_in, total_returned: total_ret }
 }
 
 /// A track's drawable events (`name` indexes `names`, this track's own list) or counter
@@ -531,39 +609,192 @@ pub fn event_details(host: &LodHost<'_>, id: u64) -> Option<EventDetails> {
 
 /// Events whose name starts with `prefix`, anywhere in the trace, earliest first.
 pub fn search(host: &LodHost<'_>, prefix: &str, limit: usize) -> SearchResponse {
-    use rayon::prelude::*;
-    let index = host.index;
-    let per_track: Vec<Vec<(u64, u32, u32)>> = index
-        .tracks
-        .par_iter()
-        .enumerate()
-        .map(|(ti, t)| {
-            let mut hits = Vec::new();
-            if let Some(TrackKind::Counter { name }) = &t.kind {
-                if name.starts_with(prefix) {
-                    hits.extend(
-                        (0..t.len() as u32).filter_map(|p| view_in(host.space, t, p).map(|v| (v.ts, ti as u32, p))),
-                    );
-                }
-                return hits;
-            }
-            for pos in 0..t.len() as u32 {
-                if let Some(v) = view_in(host.space, t, pos)
-                    && v.name(host.groups).starts_with(prefix)
-                {
-                    hits.push((v.ts, ti as u32, pos));
-                }
-            }
-            hits
+    search_query(host, &SearchQuery::Prefix(prefix.to_string()), limit)
+}
+
+/// A case-insensitive substring test, remembering the answer per distinct string: names
+/// and string arguments are interned in the model, so a trace of millions of events holds
+/// a few thousand distinct ones (keyed by address and length).
+struct Matcher<'q> {
+    query: &'q SearchQuery,
+    lower: String,
+    seen: HashMap<(usize, usize), bool>,
+}
+
+impl<'q> Matcher<'q> {
+    fn new(query: &'q SearchQuery) -> Self {
+        let lower = match query {
+            SearchQuery::Prefix(_) => String::new(),
+            SearchQuery::Text { text, .. } => text.to_lowercase(),
+        };
+        Matcher { query, lower, seen: HashMap::new() }
+    }
+
+    fn test(&mut self, text: &str) -> bool {
+        let key = (text.as_ptr() as usize, text.len());
+        if let Some(&hit) = self.seen.get(&key) {
+            return hit;
+        }
+        let hit = match self.query {
+            SearchQuery::Prefix(p) => text.starts_with(p.as_str()),
+            SearchQuery::Text { .. } => contains_ignoring_case(text, &self.lower),
+        };
+        self.seen.insert(key, hit);
+        hit
+    }
+}
+
+/// Whether `text` contains `lower` (already lowercase), ignoring case.
+fn contains_ignoring_case(text: &str, lower: &str) -> bool {
+    if lower.is_empty() {
+        return true;
+    }
+    if text.is_ascii() && lower.is_ascii() {
+        let (h, n) = (text.as_bytes(), lower.as_bytes());
+        return h.len() >= n.len() && h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+    }
+    text.to_lowercase().contains(lower)
+}
+
+/// The first argument of an event whose string value matches (`long_name` included):
+/// the metadata's arguments are tested once per metadata (`meta_args`), the event's own each
+/// time.
+fn matching_arg(
+    t: &TrackInfo,
+    pos: u32,
+    v: &super::index::EventView<'_>,
+    m: &mut Matcher<'_>,
+    meta_args: &mut HashMap<usize, Option<String>>,
+) -> Option<String> {
+    let Some(e) = v.event else {
+        return t.derived_long_name(pos).filter(|long| m.test(long)).map(|_| "long_name".to_string());
+    };
+    let string_arg = |s: oxprof_model::Stat<'_>, m: &mut Matcher<'_>| match s.value {
+        oxprof_model::StatValue::Str(x) | oxprof_model::StatValue::Ref(x) => {
+            let name = s.name();
+            (!is_internal_stat_name(name) && m.test(x)).then(|| name.to_string())
+        }
+        _ => None,
+    };
+    let meta = e.metadata_id().index();
+    let found = meta_args.entry(meta).or_insert_with(|| {
+        if e.metadata().display_name != oxprof_model::StrId::EMPTY && m.test(e.name()) {
+            Some("long_name".to_string())
+        } else {
+            e.metadata_stats().find_map(|s| string_arg(s, m))
+        }
+    });
+    if let Some(arg) = found {
+        return Some(arg.clone());
+    }
+    e.stats().find_map(|s| string_arg(s, m))
+}
+
+/// Events per piece of a search: long tracks are searched in pieces side by side.
+const SEARCH_PIECE: u32 = 1 << 17;
+
+/// The hits of positions `range` of one track, by position.
+fn search_track(host: &LodHost<'_>, ti: usize, range: std::ops::Range<u32>, query: &SearchQuery) -> Vec<Hit> {
+    let t = &host.index.tracks[ti];
+    let mut hits = Vec::new();
+    let mut m = Matcher::new(query);
+    if let Some(TrackKind::Counter { name }) = &t.kind {
+        if m.test(name) {
+            hits.extend(range.filter_map(|p| view_in(host.space, t, p).map(|v| (v.ts, ti as u32, p, None))));
+        }
+        return hits;
+    }
+    let with_args = matches!(query, SearchQuery::Text { args: true, .. });
+    // An event's name is its step name when it has one (sparse, from the grouping, or a
+    // `step_name` stat in files grouped already), else its metadata's display name: tested
+    // once per metadata.
+    let plane = host.space.planes.get(t.plane as usize);
+    let step_stats = plane.is_some_and(|p| p.stat_metadata_of_type(oxprof_model::schema::StatType::StepName).is_some());
+    let step_names: HashMap<(usize, usize), &str> = t
+        .lines
+        .iter()
+        .flat_map(|&li| {
+            host.groups.line_step_names(t.plane as usize, li as usize).map(move |(e, n)| ((li as usize, e), n))
         })
         .collect();
+    // Per metadata of the plane: 0 not tested yet, 1 no match, 2 a match (a dense table:
+    // the loop below runs once per event).
+    let mut by_meta = vec![0u8; plane.map_or(0, |p| p.event_metadata().len())];
+    let mut meta_args: HashMap<usize, Option<String>> = HashMap::new();
+    for pos in range {
+        let Some(v) = view_in(host.space, t, pos) else { continue };
+        let named = match v.event {
+            Some(e) if !step_stats => {
+                let step = if step_names.is_empty() { None } else { step_names.get(&(v.line_index, e.index())) };
+                match step {
+                    Some(step) => m.test(step),
+                    None => {
+                        let meta = e.metadata_id().index();
+                        match by_meta.get(meta).copied() {
+                            Some(known @ 1..) => known == 2,
+                            Some(_) => {
+                                let hit = m.test(e.display_name());
+                                by_meta[meta] = if hit { 2 } else { 1 };
+                                hit
+                            }
+                            None => m.test(e.display_name()),
+                        }
+                    }
+                }
+            }
+            _ => m.test(v.name(host.groups)),
+        };
+        if named {
+            hits.push((v.ts, ti as u32, pos, None));
+        } else if with_args && let Some(arg) = matching_arg(t, pos, &v, &mut m, &mut meta_args) {
+            hits.push((v.ts, ti as u32, pos, Some(arg)));
+        }
+    }
+    hits
+}
+
+/// Events matching `query` anywhere in the trace, earliest first: `total` counts them
+/// all, `matches` holds the first `limit`.
+pub fn search_query(host: &LodHost<'_>, query: &SearchQuery, limit: usize) -> SearchResponse {
+    let (hits, total) = search_hits(host, query, limit);
+    let matches = hits
+        .into_iter()
+        .filter_map(|(_, ti, pos, arg)| to_match(host, EventRef { track: ti, pos }).map(|m| SearchMatch { arg, ..m }))
+        .collect::<Vec<_>>();
+    let (prefix, q, args) = match query {
+        SearchQuery::Prefix(p) => (Some(p.clone()), None, false),
+        SearchQuery::Text { text, args } => (None, Some(text.clone()), *args),
+    };
+    SearchResponse { prefix, q, args, total, truncated: matches.len() < total, matches }
+}
+
+/// A search hit: start, track, position and the matching argument (if not the name).
+pub(crate) type Hit = (u64, u32, u32, Option<String>);
+
+/// The first `limit` hits by time and the number of all hits.
+pub(crate) fn search_hits(host: &LodHost<'_>, query: &SearchQuery, limit: usize) -> (Vec<Hit>, usize) {
+    use rayon::prelude::*;
+    let index = host.index;
+    let pieces: Vec<(usize, std::ops::Range<u32>)> = index
+        .tracks
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, t)| {
+            let n = t.len() as u32;
+            (0..n.div_ceil(SEARCH_PIECE)).map(move |k| (ti, k * SEARCH_PIECE..((k + 1) * SEARCH_PIECE).min(n)))
+        })
+        .collect();
+    let per_track: Vec<Vec<Hit>> =
+        pieces.into_par_iter().map(|(ti, range)| search_track(host, ti, range, query)).collect();
     let total: usize = per_track.iter().map(Vec::len).sum();
-    let mut all: Vec<(u64, u32, u32)> = per_track.into_iter().flatten().collect();
-    all.sort_unstable();
-    all.truncate(limit);
-    let matches =
-        all.into_iter().filter_map(|(_, ti, pos)| to_match(host, EventRef { track: ti, pos })).collect::<Vec<_>>();
-    SearchResponse { prefix: prefix.to_string(), total, truncated: matches.len() < total, matches }
+    let mut all: Vec<Hit> = per_track.into_iter().flatten().collect();
+    let limit = limit.min(all.len());
+    if limit < all.len() {
+        all.select_nth_unstable_by_key(limit, |a| (a.0, a.1, a.2));
+        all.truncate(limit);
+    }
+    all.sort_unstable_by_key(|a| (a.0, a.1, a.2));
+    (all, total)
 }
 
 fn to_match(host: &LodHost<'_>, r: EventRef) -> Option<SearchMatch> {
@@ -573,7 +804,7 @@ fn to_match(host: &LodHost<'_>, r: EventRef) -> Option<SearchMatch> {
         Some(TrackKind::Counter { name }) => name.clone(),
         _ => v.name(host.groups).to_string(),
     };
-    Some(SearchMatch { id: r.to_id(), track: r.track, name, ts_ps: v.ts, dur_ps: v.dur })
+    Some(SearchMatch { id: r.to_id(), track: r.track, name, ts_ps: v.ts, dur_ps: v.dur, arg: None })
 }
 
 /// All events bound to a flow, by time.

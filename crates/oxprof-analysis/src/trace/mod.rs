@@ -12,6 +12,7 @@
 //! * [`lod`]: oxprof's own level-of-detail API for the UI (bounded items per track at any
 //!   zoom, hidden events counted, no event cap).
 //! * [`cache`]: the index serialized beside the profile (versioned, validated).
+//! * [`multi`]: several hosts as one trace (XProf's multi-host merge) for the LOD API.
 //! * [`aggregate`]: exact per-name statistics of a selection (tracks × time range) and an
 //!   event's self time, for the UI's selections.
 
@@ -20,6 +21,7 @@ mod cache_format;
 mod derived;
 mod index;
 pub mod lod;
+pub mod multi;
 mod numfmt;
 mod tpu_derived;
 mod tpu_groups;

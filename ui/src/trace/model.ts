@@ -1,0 +1,267 @@
+// The trace viewer's view model: what is loaded (tracks, the current window as columns),
+// what is shown (the time span, folded / hidden / pinned tracks, the layouts of the main
+// and pinned areas), what is selected and searched, and which window to fetch next. No DOM
+// and no requests: the page (pages/trace_viewer.ts) does the IO and wires the widgets.
+
+import {
+  type ColumnWindow,
+  type EventRef,
+  type FlowArrow,
+  type Layout,
+  type LayoutOptions,
+  ROW,
+  type SearchResult,
+  type Span,
+  type TraceAggregate,
+  type TraceEvent,
+  type TraceTracks,
+  type TrackRow,
+  type TrackInfo,
+  flowArrows,
+  layoutPinned,
+  layoutSections,
+  neighbourSlice,
+  sectionHost,
+  sectionOf,
+  sliceIndex,
+  trackColumns,
+  visibleTrackIds,
+} from '../trace';
+import type { TraceWindow } from '../trace';
+import type { AggregateKey } from '../trace';
+import type { TraceView } from './view';
+
+/** A fetched window: its range, bins and tracks. */
+export interface Loaded {
+  range: Span;
+  width: number;
+  tracksKey: string;
+}
+
+export interface SearchState {
+  text: string;
+  args: boolean;
+  result: SearchResult | null;
+  index: number;
+}
+
+const EMPTY_LAYOUT: Layout = { hosts: [], sections: [], rows: [], height: 0 };
+
+export class TraceModel {
+  tracks: TraceTracks | null = null;
+  bounds: Span = { start: 0, end: 1 };
+  span: Span = { start: 0, end: 1 };
+  data: ColumnWindow | null = null;
+  loaded: Loaded | null = null;
+  main: Layout = EMPTY_LAYOUT;
+  pinned: Layout = EMPTY_LAYOUT;
+  /** Depths each track reached (heights never shrink while panning). */
+  readonly minDepths = new Map<number, number>();
+  /** The selected event's details, once loaded. */
+  event: TraceEvent | null = null;
+  flow: { id: string; events: EventRef[] } | null = null;
+  aggregate: TraceAggregate | null = null;
+  aggSort: { key: AggregateKey; desc: boolean } = { key: 'total_ps', desc: true };
+  search: SearchState;
+  private trackIndex = new Map<number, { info: TrackInfo; section: string; pid: number; host: string }>();
+
+  constructor(readonly view: TraceView) {
+    this.search = { text: view.search, args: view.searchArgs, result: null, index: -1 };
+  }
+
+  setTracks(tracks: TraceTracks): void {
+    this.tracks = tracks;
+    this.bounds = { start: tracks.start_ps, end: Math.max(tracks.end_ps, tracks.start_ps + 1) };
+    this.trackIndex.clear();
+    for (const s of tracks.sections) {
+      for (const t of s.tracks) this.trackIndex.set(t.id, { info: t, section: s.name, pid: s.pid, host: sectionHost(tracks, s) });
+    }
+    // Forget hidden or pinned ids this trace does not have.
+    for (const id of [...this.view.hidden]) if (!this.trackIndex.has(id)) this.view.hidden.delete(id);
+    this.view.pinned = this.view.pinned.filter((id) => this.trackIndex.has(id));
+  }
+
+  get multiHost(): boolean {
+    return (this.tracks?.hosts?.length ?? 1) > 1;
+  }
+
+  layoutOptions(): LayoutOptions {
+    const v = this.view;
+    return { collapsed: v.collapsed, collapsedHosts: v.collapsedHosts, hidden: v.hidden, pinned: v.pinned, minDepths: this.minDepths };
+  }
+
+  /** Recomputes both layouts from the tracks and the window. */
+  relayout(): void {
+    if (!this.tracks) return;
+    this.main = layoutSections(this.tracks, this.data, this.layoutOptions());
+    this.pinned = layoutPinned(this.tracks, this.data, this.view.pinned, this.minDepths);
+    for (const r of [...this.main.rows, ...this.pinned.rows]) this.minDepths.set(r.info.id, r.depths);
+  }
+
+  /** The `tracks` parameter: '' for all, 'none' when nothing is shown. */
+  tracksKey(): string {
+    const ids = this.tracks ? visibleTrackIds(this.tracks, this.layoutOptions()) : null;
+    return ids === null ? '' : ids.length ? ids.join(',') : 'none';
+  }
+
+  /** The window to fetch for a plot `px` wide: the view with half a view of margin each side. */
+  wanted(px: number): Loaded {
+    const { span, bounds } = this;
+    const len = span.end - span.start;
+    const range = { start: Math.max(bounds.start, Math.floor(span.start - len / 2)), end: Math.min(bounds.end, Math.ceil(span.end + len / 2)) };
+    const w = Math.max(1, Math.min(16_384, Math.round((px * (range.end - range.start)) / Math.max(1, len))));
+    return { range, width: w, tracksKey: this.tracksKey() };
+  }
+
+  /** Whether the view needs another window (left the loaded range, zoomed, other tracks). */
+  needsFetch(px: number): boolean {
+    if (!this.tracks) return false;
+    const loaded = this.loaded;
+    if (!loaded) return true;
+    if (loaded.tracksKey !== this.tracksKey()) return true;
+    const { span } = this;
+    if (span.start < loaded.range.start || span.end > loaded.range.end) return true;
+    const loadedRes = (loaded.range.end - loaded.range.start) / loaded.width;
+    const viewRes = (span.end - span.start) / Math.max(1, px);
+    // A capped width (very long ranges) cannot get finer: do not ask again.
+    if (loaded.width >= 16_384 && loadedRes > viewRes) return false;
+    return loadedRes > viewRes * 1.5 || loadedRes < viewRes / 1.5;
+  }
+
+  setWindow(w: ColumnWindow, loaded: Loaded): void {
+    this.data = w;
+    this.loaded = loaded;
+    this.relayout();
+  }
+
+  // ---- tracks: folding, hiding, pinning -----------------------------------------------------
+
+  toggleSection(pid: number): void {
+    if (this.view.collapsed.has(pid)) this.view.collapsed.delete(pid);
+    else this.view.collapsed.add(pid);
+  }
+
+  toggleHost(host: string): void {
+    if (this.view.collapsedHosts.has(host)) this.view.collapsedHosts.delete(host);
+    else this.view.collapsedHosts.add(host);
+  }
+
+  /** Pins a track to the top, or unpins it. */
+  togglePin(id: number): void {
+    const v = this.view;
+    v.pinned = v.pinned.includes(id) ? v.pinned.filter((x) => x !== id) : [...v.pinned, id];
+    v.hidden.delete(id);
+  }
+
+  hide(id: number): void {
+    this.view.hidden.add(id);
+    this.view.pinned = this.view.pinned.filter((x) => x !== id);
+  }
+
+  unhideSection(pid: number): void {
+    const section = this.tracks?.sections.find((s) => s.pid === pid);
+    for (const t of section?.tracks ?? []) this.view.hidden.delete(t.id);
+  }
+
+  /** Unfolds and unhides whatever keeps a track off screen (search and flow jumps). */
+  bringIntoLayout(track: number): boolean {
+    const t = this.trackIndex.get(track);
+    if (!t) return false;
+    let changed = false;
+    if (this.view.collapsed.delete(t.pid)) changed = true;
+    if (this.view.collapsedHosts.delete(t.host)) changed = true;
+    if (this.view.hidden.delete(track)) changed = true;
+    return changed;
+  }
+
+  // ---- lookups ------------------------------------------------------------------------------
+
+  info(track: number): TrackInfo | undefined {
+    return this.trackIndex.get(track)?.info;
+  }
+
+  /** "process › track" of a track id. */
+  trackLabel(track: number): string {
+    const t = this.trackIndex.get(track);
+    if (!t) return `track ${track}`;
+    return `${t.section} › ${t.info.name || t.info.kind}`;
+  }
+
+  sectionName(track: number): string {
+    return this.trackIndex.get(track)?.section ?? '';
+  }
+
+  /** The row of a track in either area. */
+  rowOf(track: number): { row: TrackRow; area: 'main' | 'pinned' } | null {
+    const p = this.pinned.rows.find((r) => r.info.id === track);
+    if (p) return { row: p, area: 'pinned' };
+    const m = this.main.rows.find((r) => r.info.id === track);
+    return m ? { row: m, area: 'main' } : null;
+  }
+
+  /** The content y of an event (its depth when in the window, else the track's top). */
+  eventY(e: { id: number; track: number }): { y: number; area: 'main' | 'pinned' } | null {
+    const found = this.rowOf(e.track);
+    if (!found) return null;
+    const i = sliceIndex(found.row.slices, e.id);
+    return { y: found.row.top + (i < 0 ? 0 : (found.row.slices.depth[i] ?? 0)) * ROW, area: found.area };
+  }
+
+  /** Flow arrows of an area. */
+  flowArrowsIn(area: 'main' | 'pinned'): FlowArrow[] {
+    if (!this.flow) return [];
+    return flowArrows(this.flow.events, (e) => {
+      const at = this.eventY(e);
+      return at && at.area === area ? { y: at.y + ROW / 2 } : null;
+    });
+  }
+
+  /**
+   * The slice before or after an event on its track and depth (keys `[` `]`), from an exact
+   * window of that track around it (the drawn window may have merged slices away): the
+   * window widens tenfold until a neighbour is found, the track's start or end is reached,
+   * or the window is no longer exact.
+   */
+  async neighbour(e: { id: number; track: number; ts_ps: number; dur_ps: number }, step: 1 | -1, load: (start: number, end: number) => Promise<TraceWindow>): Promise<EventRef | null> {
+    let reach = Math.max(e.dur_ps * 20, 1_000_000);
+    for (let tries = 0; tries < 6; tries++) {
+      const start = Math.max(this.bounds.start, e.ts_ps - reach);
+      const end = Math.min(this.bounds.end, e.ts_ps + e.dur_ps + reach);
+      const w = await load(start, end);
+      const t = w.tracks[0];
+      if (!t) return null;
+      const s = trackColumns(t).slices;
+      const i = sliceIndex(s, e.id);
+      if (i < 0) return null;
+      const j = neighbourSlice(s, i, step);
+      if (j >= 0) return { id: s.id[j] ?? 0, track: e.track, name: w.names[s.name[j] ?? 0] ?? '', ts_ps: s.ts[j] ?? 0, dur_ps: s.dur[j] ?? 0 };
+      if (!t.exact || (start <= this.bounds.start && end >= this.bounds.end)) return null;
+      reach *= 10;
+    }
+    return null;
+  }
+
+  /** Name indexes of the window matching the search text (substring, any case). */
+  matchingNames(): Set<number> {
+    const text = this.search.text.trim().toLowerCase();
+    const out = new Set<number>();
+    if (!text || !this.data) return out;
+    this.data.names.forEach((n, i) => {
+      if (n.toLowerCase().includes(text)) out.add(i);
+    });
+    return out;
+  }
+
+  /** The span the selection covers: the event, else the drag range, else the timing mark. */
+  selectionSpan(): Span | null {
+    const e = this.event;
+    if (e && this.view.selected === e.id) return { start: e.ts_ps, end: e.ts_ps + Math.max(e.dur_ps, 1) };
+    if (this.view.range) return this.view.range.span;
+    return this.view.timing;
+  }
+
+  /** The section names of a host (several hosts). */
+  sectionOf(track: number) {
+    return this.tracks ? sectionOf(this.tracks, track) : undefined;
+  }
+}
