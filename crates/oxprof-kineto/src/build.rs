@@ -90,6 +90,9 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
         });
     }
     let host_lines = host.iter().map(|&i| host_line_name(&c, i, main_pid, &mut diag)).collect::<Vec<_>>();
+    let mut seen = std::collections::HashSet::new();
+    let shared = host_lines.iter().filter(|l| !seen.insert(l.name.as_str())).count();
+    diag.add(DiagnosticKind::DuplicateThreadName, shared as u64);
     let plane = build_plane(&mut c, &ctx, &mut state, "/host:CPU", 0, &host, host_lines, &plane_stats, &mut diag)?;
     space.planes.push(plane);
 

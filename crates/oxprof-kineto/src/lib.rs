@@ -23,6 +23,8 @@ mod build;
 mod collect;
 mod intern;
 mod json;
+#[cfg(test)]
+mod tests;
 mod time;
 
 use oxprof_model::limits::{LimitExceeded, LoadLimits};
