@@ -390,7 +390,11 @@ struct Reader {
     kscratch: Vec<u8>,
     vscratch: Vec<u8>,
     kind_index: FxHashMap<EventKind, u32>,
+    /// Per name id: the kind last used with it.
+    kind_by_name: Vec<u32>,
     line_index: FxHashMap<LineKey, u32>,
+    /// The line of the previous event, with its pid and tid.
+    last_line: Option<(LineKey, Ident, Ident, u32)>,
     /// Host (pid, tid) pairs that were used for device events: flows there go to the
     /// device line.
     device_alias: FxHashMap<(Ident, Ident), u32>,
@@ -431,7 +435,9 @@ impl Reader {
             kscratch: Vec::new(),
             vscratch: Vec::new(),
             kind_index: FxHashMap::default(),
+            kind_by_name: Vec::new(),
             line_index: FxHashMap::default(),
+            last_line: None,
             device_alias: FxHashMap::default(),
             pending_flows: Vec::new(),
             origin_set: false,
@@ -869,12 +875,24 @@ impl Reader {
     /// The event kind id of (name, category, row kind).
     fn kind(&mut self, name: Sid, cat: Sid, row: Kind, class: Class) -> u32 {
         let k = EventKind { name, cat, row, class };
-        if let Some(&id) = self.kind_index.get(&k) {
-            return id;
+        // The last kind of each name (a name almost always has one category).
+        let cached = self.kind_by_name.get(name as usize).copied().unwrap_or(u32::MAX);
+        if self.out.kinds.get(cached as usize) == Some(&k) {
+            return cached;
         }
-        let id = self.out.kinds.len() as u32;
-        self.out.kinds.push(k);
-        self.kind_index.insert(k, id);
+        let id = match self.kind_index.get(&k) {
+            Some(&id) => id,
+            None => {
+                let id = self.out.kinds.len() as u32;
+                self.out.kinds.push(k);
+                self.kind_index.insert(k, id);
+                id
+            }
+        };
+        if self.kind_by_name.len() <= name as usize {
+            self.kind_by_name.resize(name as usize + 1, u32::MAX);
+        }
+        self.kind_by_name[name as usize] = id;
         id
     }
 
@@ -888,6 +906,14 @@ impl Reader {
         } else {
             LineKey::Host { pid, tid }
         };
+        // Consecutive events are mostly on one thread: skip the hash lookups then.
+        if let Some((k, p, t, l)) = self.last_line
+            && k == key
+            && p == pid
+            && t == tid
+        {
+            return Some(l);
+        }
         let line = match self.line_index.get(&key) {
             Some(&l) => l,
             None => self.new_line(key)?,
@@ -895,6 +921,7 @@ impl Reader {
         if class.is_device() && !self.device_alias.contains_key(&(pid, tid)) {
             self.device_alias.insert((pid, tid), line);
         }
+        self.last_line = Some((key, pid, tid, line));
         Some(line)
     }
 

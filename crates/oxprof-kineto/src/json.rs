@@ -179,14 +179,9 @@ impl<'a> Scanner<'a> {
     fn number(&mut self) -> Result<&'a [u8], JsonError> {
         let start = self.pos;
         let rest = &self.buf[start..];
-        for word in [&b"NaN"[..], b"Infinity", b"-Infinity"] {
-            if rest.starts_with(word) {
-                self.pos += word.len();
-                return Ok(word);
-            }
-        }
         let n = rest.iter().position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
         match n {
+            Some(0) | Some(1) if matches!(rest.first(), Some(b'N' | b'I' | b'-')) => self.non_finite(),
             Some(0) => Err(JsonError::Unexpected { at: start, expected: "a value" }),
             Some(n) => {
                 self.pos += n;
@@ -195,6 +190,22 @@ impl<'a> Scanner<'a> {
             // A number running to the end of the buffer: the file was cut in it.
             None => Err(JsonError::Eof),
         }
+    }
+
+    /// `NaN`, `Infinity`, `-Infinity` (Python's `json.dumps` writes them).
+    #[cold]
+    fn non_finite(&mut self) -> Result<&'a [u8], JsonError> {
+        let rest = &self.buf[self.pos..];
+        for word in [&b"NaN"[..], b"Infinity", b"-Infinity"] {
+            if rest.starts_with(word) {
+                self.pos += word.len();
+                return Ok(word);
+            }
+            if word.starts_with(rest) {
+                return Err(JsonError::Eof);
+            }
+        }
+        Err(JsonError::Unexpected { at: self.pos, expected: "a value" })
     }
 
     fn literal(&mut self, word: &'static [u8]) -> Result<(), JsonError> {

@@ -29,16 +29,19 @@ pub(crate) fn us_text_to_ps(text: &[u8]) -> Option<i128> {
         any = true;
         i += 1;
     }
-    let mut frac: i128 = 0;
+    // Up to 6 fractional digits are picoseconds; later ones are truncated.
+    let mut frac: u64 = 0;
+    let mut frac_digits = 0u32;
     if digits.get(i) == Some(&b'.') {
         i += 1;
-        let mut scale = PS_PER_US / 10;
         while let Some(&d) = digits.get(i) {
             if !d.is_ascii_digit() {
                 break;
             }
-            frac += i128::from(d - b'0') * scale;
-            scale /= 10;
+            if frac_digits < 6 {
+                frac = frac * 10 + u64::from(d - b'0');
+                frac_digits += 1;
+            }
             any = true;
             i += 1;
         }
@@ -49,7 +52,8 @@ pub(crate) fn us_text_to_ps(text: &[u8]) -> Option<i128> {
     if !any {
         return None;
     }
-    let ps = i128::from(int) * PS_PER_US + frac;
+    let frac = frac * 10u64.pow(6 - frac_digits);
+    let ps = i128::from(int) * PS_PER_US + i128::from(frac);
     Some(if negative { -ps } else { ps })
 }
 
