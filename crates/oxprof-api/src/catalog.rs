@@ -6,12 +6,12 @@
 use crate::ApiError;
 use crate::data::ALL_HOSTS;
 use crate::registry::Hosts;
-use oxprof_format::{HostFile, discover};
+use oxprof_format::{HostFile, ProfileStore};
 use oxprof_model::XSpace;
 use oxprof_model::schema::TPU_PLANE_PREFIX;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// A run the session serves: its files all lie inside the root.
 #[derive(Debug, Clone)]
@@ -29,31 +29,6 @@ impl ServedRun {
     pub fn host(&self, host: &str) -> Option<&HostFile> {
         self.hosts.iter().find(|h| h.host == host)
     }
-
-    /// A fingerprint of the run's files (path, size, modification time) for cache keys:
-    /// a rewritten or added file changes it.
-    pub fn fingerprint(&self) -> String {
-        let mut out = self.dir.to_string_lossy().into_owned();
-        for host in &self.hosts {
-            let (len, modified) = file_stamp(&host.path);
-            out.push_str(&format!("|{}:{len}:{modified}", host.host));
-        }
-        out
-    }
-}
-
-/// Size and modification time (ns since the epoch) of a file; zeros when unreadable.
-pub fn file_stamp(path: &Path) -> (u64, u128) {
-    std::fs::metadata(path)
-        .map(|m| {
-            let modified = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            (m.len(), modified)
-        })
-        .unwrap_or((0, 0))
 }
 
 /// One scan of the root.
@@ -69,6 +44,7 @@ pub struct Snapshot {
 
 /// The served root and its latest scan.
 pub struct Catalog {
+    store: Arc<dyn ProfileStore>,
     root: PathBuf,
     canonical_root: PathBuf,
     root_is_file: bool,
@@ -81,12 +57,20 @@ pub struct Catalog {
 const MIN_RESCAN_INTERVAL: Duration = Duration::from_secs(2);
 
 impl Catalog {
-    /// A catalog of `root` (a log directory, a run directory or one profile file);
-    /// `confine`: leave out runs with files that resolve outside it.
-    pub fn new(root: &Path, confine: bool) -> std::io::Result<Catalog> {
-        let canonical_root = root.canonicalize()?;
-        let root_is_file = canonical_root.is_file();
-        Ok(Catalog { root: root.to_path_buf(), canonical_root, root_is_file, confine, latest: Mutex::new(None) })
+    /// A catalog of `store`'s root (a log directory, a run directory or one profile file);
+    /// `confine`: leave out runs with files that resolve outside a local root (a remote
+    /// store's names cannot point outside it).
+    pub fn new(store: Arc<dyn ProfileStore>, confine: bool) -> std::io::Result<Catalog> {
+        let root = store.root().to_path_buf();
+        let (canonical_root, root_is_file, confine) = match store.local_root() {
+            Some(local) => {
+                let canonical = local.canonicalize()?;
+                let is_file = canonical.is_file();
+                (canonical, is_file, confine)
+            }
+            None => (root.clone(), false, false),
+        };
+        Ok(Catalog { store, root, canonical_root, root_is_file, confine, latest: Mutex::new(None) })
     }
 
     /// The root as given.
@@ -96,7 +80,7 @@ impl Catalog {
 
     /// Scans the root now.
     pub fn rescan(&self) -> Arc<Snapshot> {
-        let snapshot = Arc::new(self.scan(&self.root));
+        let snapshot = Arc::new(self.scan(None));
         *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), snapshot.clone()));
         snapshot
     }
@@ -146,6 +130,13 @@ impl Catalog {
         session_path: Option<&str>,
         run_path: Option<&str>,
     ) -> Result<Option<Snapshot>, ApiError> {
+        let scoped = session_path.filter(|s| !s.is_empty()).or(run_path.filter(|s| !s.is_empty()));
+        if scoped.is_some() && self.store.local_root().is_none() {
+            return Err(ApiError::BadParameter {
+                name: if session_path.is_some() { "session_path" } else { "run_path" }.into(),
+                reason: "only supported when a local directory is served".into(),
+            });
+        }
         if let Some(raw) = session_path.filter(|s| !s.is_empty()) {
             let dir = self.confine("session_path", raw)?;
             let mut snapshot = self.scan_direct_run(&dir);
@@ -192,14 +183,12 @@ impl Catalog {
     }
 
     fn scan_direct_run(&self, dir: &Path) -> Snapshot {
-        match discover(dir) {
-            Ok(d) => self.confined(d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(), d.skipped),
-            Err(e) => Snapshot { empty_reason: Some(self.redact(&e.to_string())), ..Snapshot::default() },
-        }
+        self.scan(Some(dir))
     }
 
-    fn scan(&self, path: &Path) -> Snapshot {
-        match discover(path) {
+    /// Runs under `at` (the root when `None`), confined.
+    fn scan(&self, at: Option<&Path>) -> Snapshot {
+        match self.store.discover(at) {
             Ok(d) => self.confined(d.runs.into_iter().map(|r| (r.name, r.dir, r.hosts)).collect(), d.skipped),
             Err(e) => Snapshot { empty_reason: Some(self.redact(&e.to_string())), ..Snapshot::default() },
         }

@@ -103,7 +103,7 @@ pub fn one_shot_session(path: &Path) -> Result<Session, ApiError> {
 
 /// [`one_shot_session`] with other input budgets (`--max-profile-bytes`).
 pub fn one_shot_session_with(path: &Path, limits: LoadLimits) -> Result<Session, ApiError> {
-    Session::open(path, SessionOptions { limits, ..SessionOptions::one_shot() })
+    Session::open_local(path, SessionOptions { limits, ..SessionOptions::one_shot() })
         .map_err(|cause| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause }))
 }
 
@@ -112,7 +112,7 @@ pub fn one_shot_session_with(path: &Path, limits: LoadLimits) -> Result<Session,
 /// as the trace routes' tests and benchmarks.
 pub fn open_run(path: &Path, run: Option<&str>) -> Result<(Session, ServedRun), ApiError> {
     let options = SessionOptions { confine_to_root: false, ..SessionOptions::default() };
-    let session = Session::open(path, options)
+    let session = Session::open_local(path, options)
         .map_err(|cause| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause }))?;
     let run = session.run(run)?;
     Ok((session, run))

@@ -280,7 +280,7 @@ impl Service {
             limits: options.limits.clone(),
             confine_to_root: !options.follow_symlinks,
         };
-        let session = Session::open(&options.root, session_options)?;
+        let session = Session::open_local(&options.root, session_options)?;
         Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
     }
 
@@ -307,7 +307,7 @@ impl Service {
     }
 
     /// A response computed once per `key` for all concurrent callers and kept in the
-    /// bounded cache. Include [`ServedRun::fingerprint`] in the key so that rewritten
+    /// bounded cache. Include [`Session::fingerprint`] of the run in the key so that rewritten
     /// files are not answered from the cache.
     pub fn cached(
         &self,
@@ -465,7 +465,7 @@ impl Service {
     /// The tools of a run: `xprof`, XProf's `/run_tools` list in its order, and `offered`,
     /// the tools oxprof's UI offers (registry rows), in the same order (cached per run files).
     fn tools_of(&self, run: &ServedRun) -> Result<Value, HttpError> {
-        let key = format!("run_tools\0{}", run.fingerprint());
+        let key = format!("run_tools\0{}", self.session.fingerprint(run));
         let computed = self.session.response(key, false, || {
             let features = match run.hosts.first() {
                 Some(first) => {
@@ -562,9 +562,13 @@ impl Service {
     }
 
     /// The cache key of a data request's result.
-    fn data_key(run: &ServedRun, request: &DataRequest) -> String {
-        let mut key =
-            format!("data\0{}\0{}\0{}", run.fingerprint(), request.tool, request.host.as_deref().unwrap_or(""));
+    fn data_key(&self, run: &ServedRun, request: &DataRequest) -> String {
+        let mut key = format!(
+            "data\0{}\0{}\0{}",
+            self.session.fingerprint(run),
+            request.tool,
+            request.host.as_deref().unwrap_or("")
+        );
         for (k, v) in &request.params {
             key.push_str(&format!("\0{k}={v}"));
         }
@@ -573,7 +577,7 @@ impl Service {
 
     /// A data request's result, from the cache or computed once for all concurrent callers.
     fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Rendered>, HttpError> {
-        let key = Self::data_key(run, request);
+        let key = self.data_key(run, request);
         let session = &self.session;
         Ok(session.response(key, refresh, || {
             if let Some(bytes) = crate::hlo_tools::binary_output(session, run, request) {
@@ -601,7 +605,7 @@ impl Service {
     /// A trace body: kept in the cache when small, written while it is sent when large
     /// (a whole trace can be hundreds of megabytes of JSON).
     fn trace_data(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<HttpResponse, HttpError> {
-        let key = Self::data_key(run, request);
+        let key = self.data_key(run, request);
         if !refresh && let Some(kept) = self.session.cached_response(&key) {
             return Ok(HttpResponse::new(200, kept.content_type, Body::Shared(kept.body.clone())));
         }
@@ -666,7 +670,7 @@ impl Service {
             )),
             "/runs" => {
                 let snapshot = self.catalog().rescan();
-                let runs: Vec<Value> = snapshot.runs.iter().map(run_summary).collect();
+                let runs: Vec<Value> = snapshot.runs.iter().map(|r| run_summary(self.session.store(), r)).collect();
                 Ok(HttpResponse::json(
                     200,
                     &json!({
@@ -680,7 +684,7 @@ impl Service {
             "/run" => {
                 let run = self.run_of(q)?;
                 let tools = self.tools_of(&run)?;
-                let mut summary = run_summary(&run);
+                let mut summary = run_summary(self.session.store(), &run);
                 summary["tools"] = tools["xprof"].clone();
                 summary["offered"] = tools["offered"].clone();
                 Ok(HttpResponse::json(200, &summary))
@@ -798,14 +802,15 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
     })
 }
 
-fn run_summary(run: &ServedRun) -> Value {
+fn run_summary(store: &dyn oxprof_format::ProfileStore, run: &ServedRun) -> Value {
     let hosts: Vec<Value> = run
         .hosts
         .iter()
         .map(|h| {
-            let (bytes, modified_ns) = catalog::file_stamp(&h.path);
+            let stat = store.stat(&h.path).ok();
+            let (bytes, modified_ns) = stat.map_or((0, 0), |s| (s.size, s.modified_ns));
             let file = h.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            json!({"name": h.host, "file": file, "bytes": bytes, "modified_unix_ms": (modified_ns / 1_000_000) as u64})
+            json!({"name": h.host, "file": file, "bytes": bytes, "modified_unix_ms": modified_ns / 1_000_000})
         })
         .collect();
     json!({"name": run.name, "hosts": hosts})

@@ -3,7 +3,7 @@
 
 use crate::ApiError;
 use oxprof_analysis::inspect::{SpaceSummary, summarize_space};
-use oxprof_format::{discover, load_xspace_with};
+use oxprof_format::{LocalStore, ProfileStore};
 use oxprof_model::LoadLimits;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -46,6 +46,9 @@ pub struct HostReport {
     pub file: String,
     /// Size of its file in bytes.
     pub bytes: u64,
+    /// The file's format as its content says (`XSpace`, `XSpace, gzip`), when recognised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
     /// The summary, when the file decoded.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub summary: Option<SpaceSummary>,
@@ -69,7 +72,12 @@ pub fn inspect(path: &Path) -> Result<InspectReport, ApiError> {
 
 /// [`inspect`] within other input budgets.
 pub fn inspect_with(path: &Path, limits: &LoadLimits) -> Result<InspectReport, ApiError> {
-    let discovery = discover(path)?;
+    inspect_store(&LocalStore::new(path), limits)
+}
+
+/// Inspects every run and host of a store, within `limits`.
+pub fn inspect_store(store: &dyn ProfileStore, limits: &LoadLimits) -> Result<InspectReport, ApiError> {
+    let discovery = store.discover(None)?;
     let runs = discovery
         .runs
         .iter()
@@ -79,12 +87,17 @@ pub fn inspect_with(path: &Path, limits: &LoadLimits) -> Result<InspectReport, A
                 .hosts
                 .iter()
                 .map(|h| {
-                    let bytes = std::fs::metadata(&h.path).map(|m| m.len()).unwrap_or(0);
-                    let (summary, error) = match load_xspace_with(&h.path, limits, &|_| true) {
+                    let bytes = store.stat(&h.path).map(|s| s.size).unwrap_or(0);
+                    let format = store.detect(&h.path).ok().map(|d| {
+                        let name = d.format.spec().name;
+                        if d.gzip { format!("{name}, gzip") } else { name.to_string() }
+                    });
+                    let (summary, error) = match store.load(&h.path, limits, &|_| true) {
                         Ok(space) => (Some(summarize_space(&space)), None),
                         Err(e) => (None, Some(e.to_string())),
                     };
-                    HostReport { host: h.host.clone(), file: h.path.display().to_string(), bytes, summary, error }
+                    let file = h.path.display().to_string();
+                    HostReport { host: h.host.clone(), file, bytes, format, summary, error }
                 })
                 .collect(),
         })
@@ -100,7 +113,8 @@ pub fn render_text(report: &InspectReport) -> String {
     for run in &report.runs {
         let _ = writeln!(out, "run {}", run.run);
         for host in &run.hosts {
-            let _ = writeln!(out, "  host {}  ({}, {} bytes)", host.host, host.file, host.bytes);
+            let format = host.format.as_deref().map(|f| format!(", {f}")).unwrap_or_default();
+            let _ = writeln!(out, "  host {}  ({}, {} bytes{format})", host.host, host.file, host.bytes);
             if let Some(err) = &host.error {
                 let _ = writeln!(out, "    ERROR: {err}");
                 continue;

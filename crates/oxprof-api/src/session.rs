@@ -9,8 +9,10 @@
 //!               Trace(file)    decoded model + index     ─┘ below it; those wait for nothing
 //! ```
 //!
-//! Entries of a file are keyed by path, size and modification time, so a rewritten file
-//! is read again and its old entries age out.
+//! Profiles are reached through the session's [`ProfileStore`] (a local directory today),
+//! never by path. Entries of a file are keyed by its name in the store and its
+//! [`FileStat`] (size, modification time, version tag), so a rewritten file is read again
+//! and its old entries age out.
 //!
 //! **No deadlock, by construction.** Computations fan out on rayon's pool, and a pool
 //! thread must never block waiting for a flight (its owner may need that very thread).
@@ -25,7 +27,7 @@ use crate::catalog::{Catalog, ServedRun};
 use crate::trace::HostTraceData;
 use oxprof_analysis::op_stats::convert::HostAnalysis;
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
-use oxprof_format::HostFile;
+use oxprof_format::{FileStat, HostFile, LocalStore, ProfileStore};
 use oxprof_model::{LoadLimits, XSpace};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -75,24 +77,7 @@ pub struct Rendered {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FileId {
     path: PathBuf,
-    len: u64,
-    modified_ns: u64,
-}
-
-impl FileId {
-    /// `None` when the file's metadata cannot be read (the load will say why).
-    fn of(path: &Path) -> Option<FileId> {
-        let (len, modified_ns) = file_state(path)?;
-        Some(FileId { path: path.to_path_buf(), len, modified_ns })
-    }
-}
-
-/// (file size, modification time in ns) of a file: with its path, what caches of results
-/// computed from the file are keyed by (a rewritten file is read again).
-pub fn file_state(path: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
-    Some((meta.len(), mtime))
+    stat: FileStat,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -199,6 +184,7 @@ impl Drop for Admission<'_> {
 
 /// The served runs and every cache computed from them.
 pub struct Session {
+    store: Arc<dyn ProfileStore>,
     catalog: Catalog,
     limits: LoadLimits,
     gate: Gate,
@@ -207,16 +193,41 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session over `root` (a log directory, a run directory or one profile file),
-    /// which must exist (it may hold no profiles yet).
-    pub fn open(root: &Path, options: SessionOptions) -> std::io::Result<Session> {
+    /// A session over the profiles of `store`; a local store's root must exist (it may
+    /// hold no profiles yet).
+    pub fn open(store: Arc<dyn ProfileStore>, options: SessionOptions) -> std::io::Result<Session> {
         Ok(Session {
-            catalog: Catalog::new(root, options.confine_to_root)?,
+            catalog: Catalog::new(store.clone(), options.confine_to_root)?,
+            store,
             limits: options.limits,
             gate: Gate { free: std::sync::Mutex::new(max_concurrent_loads()), opened: std::sync::Condvar::new() },
             cache: FlightCache::new(options.cache_bytes),
             counts: Default::default(),
         })
+    }
+
+    /// A session over a local `root` (a log directory, a run directory or one profile
+    /// file), which must exist.
+    pub fn open_local(root: &Path, options: SessionOptions) -> std::io::Result<Session> {
+        Session::open(Arc::new(LocalStore::new(root)), options)
+    }
+
+    /// Where the session's profiles live.
+    pub fn store(&self) -> &dyn ProfileStore {
+        &*self.store
+    }
+
+    /// A fingerprint of a run's files (name, size, modification time, version tag) for
+    /// cache keys: a rewritten or added file changes it.
+    pub fn fingerprint(&self, run: &ServedRun) -> String {
+        let mut out = run.dir.to_string_lossy().into_owned();
+        for host in &run.hosts {
+            let stat = self.store.stat(&host.path).ok();
+            let (size, modified) = stat.as_ref().map_or((0, 0), |s| (s.size, s.modified_ns));
+            let etag = stat.as_ref().and_then(|s| s.etag.as_deref()).unwrap_or("");
+            out.push_str(&format!("|{}:{size}:{modified}:{etag}", host.host));
+        }
+        out
     }
 
     /// The runs and hosts under the root.
@@ -253,7 +264,7 @@ impl Session {
     /// Loads one host's file within the session's input budgets, decoding the lines of the
     /// planes `lines_of` accepts.
     pub fn load(&self, file: &HostFile, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, ApiError> {
-        Ok(oxprof_format::load_xspace_with(&file.path, &self.limits, lines_of)?)
+        Ok(self.store.load(&file.path, &self.limits, lines_of)?)
     }
 
     /// Waits for this request's turn to decode profiles (see [`max_concurrent_loads`]).
@@ -356,10 +367,11 @@ impl Session {
         let mut mine: Vec<(usize, Option<Claim<'_>>)> = Vec::new();
         for (i, file) in files.iter().enumerate() {
             found.push(None);
-            let Some(id) = FileId::of(&file.path) else {
+            let Ok(stat) = self.store.stat(&file.path) else {
                 mine.push((i, None));
                 continue;
             };
+            let id = FileId { path: file.path.clone(), stat };
             let key = key_of(id);
             let lookup = self.cache.lookup(&key, refresh);
             self.count(&key, matches!(lookup, Lookup::Compute(_)));

@@ -11,14 +11,14 @@
 use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts};
-use crate::session::{Session, file_state};
+use crate::session::Session;
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::report::Report;
 use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest};
 use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
 use oxprof_analysis::trace::{EventRef, TraceIndex, cache, read_index, write_index};
-use oxprof_format::{HostFile, load_xspace};
+use oxprof_format::{FileStat, HostFile, ProfileStore, load_xspace};
 use oxprof_model::XSpace;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -67,18 +67,21 @@ impl HostTraceData {
 /// Loads, groups and indexes one host (the index from the disk cache when valid).
 pub fn load_host(file: &HostFile, use_disk_cache: bool) -> Result<HostTraceData, ApiError> {
     let space = load_xspace(&file.path)?;
-    Ok(index_host(file, space, use_disk_cache))
+    let stat = oxprof_format::LocalStore::new(&file.path).stat(&file.path).ok();
+    Ok(index_host(file, space, stat, use_disk_cache))
 }
 
 /// [`load_host`] through a session (its input budgets); the session's cache keeps the
 /// result ([`Session::host_traces`]).
 pub(crate) fn load_host_with(session: &Session, file: &HostFile) -> Result<HostTraceData, ApiError> {
     let space = session.load(file, &|_| true)?;
-    Ok(index_host(file, space, disk_cache_enabled()))
+    let stat = session.store().stat(&file.path).ok();
+    Ok(index_host(file, space, stat, disk_cache_enabled()))
 }
 
-fn index_host(file: &HostFile, space: XSpace, use_disk_cache: bool) -> HostTraceData {
-    let state = file_state(&file.path);
+/// `stat`: the file's as its store states it, which keys the opt-in disk cache of indexes.
+fn index_host(file: &HostFile, space: XSpace, stat: Option<FileStat>, use_disk_cache: bool) -> HostTraceData {
+    let state = stat.map(|s| (s.size, s.modified_ns));
     let cache_path = cache::cache_path_for(&file.path);
     if use_disk_cache
         && let Some(state) = state

@@ -616,7 +616,7 @@ fn extension_routes_resolve_runs_and_share_the_cache() {
         "/echo_run",
         Box::new(|service: &Service, q| {
             let run = service.resolve_run(q)?;
-            let key = format!("echo\0{}", run.fingerprint());
+            let key = format!("echo\0{}", service.session().fingerprint(&run));
             service.cached(&key, || {
                 if run.name.contains("keras") {
                     return Err(HttpError::bad_request("no keras here"));

@@ -13,7 +13,7 @@ fn concurrent_first_requests_share_one_load() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("vm.xplane.pb.gz");
     std::fs::copy(&fixture, &file).unwrap();
-    let session = oxprof_api::session::Session::open(&file, Default::default()).unwrap();
+    let session = oxprof_api::session::Session::open_local(&file, Default::default()).unwrap();
     let run = session.run(None).unwrap();
     let host = run.hosts.first().unwrap().clone();
     let host_data = |host| session.host_traces(&[host], false).unwrap().pop().unwrap();

@@ -6,13 +6,13 @@
 //!
 //! A run is named `<run>` when `plugins/profile` sits directly in the log directory, else
 //! `<tb_run>/<run>`; runs are listed newest first (names sort by timestamp, descending,
-//! as XProf lists them). Hosts are the file names without `.xplane.pb`. Unlike XProf, a run
-//! directory or a single `.xplane.pb` file may be given directly.
+//! as XProf lists them). Hosts are the file names without their format's suffix (every
+//! format of [`crate::formats::FORMATS`]; `.xplane.pb` above). Unlike XProf, a run
+//! directory or a single profile file (of any name: its content decides) may be given
+//! directly.
 
 use std::path::{Path, PathBuf};
 
-/// File suffixes that hold an XSpace, and the host name is what precedes them.
-pub const XSPACE_SUFFIXES: [&str; 2] = [".xplane.pb", ".xplane.pb.gz"];
 /// How deep below the log directory `plugins/profile` is searched for.
 const MAX_DEPTH: usize = 12;
 
@@ -71,9 +71,10 @@ pub enum DiscoveryError {
     NoProfiles(PathBuf),
 }
 
-/// The host name of a profile file name, if it is one.
+/// The host name of a profile file name, if it names a profile of any format oxprof reads
+/// (see [`crate::formats::FORMATS`]).
 pub fn host_of_file_name(file_name: &str) -> Option<&str> {
-    XSPACE_SUFFIXES.iter().find_map(|suffix| file_name.strip_suffix(suffix)).filter(|host| !host.is_empty())
+    crate::formats::format_of_name(file_name).map(|(_, host)| host)
 }
 
 /// Finds runs and hosts under `path` (a log directory, a run directory or one file).
@@ -174,7 +175,7 @@ fn hosts_in(dir: &Path, skipped: &mut Vec<(PathBuf, String)>) -> Vec<HostFile> {
     // Prefer the plain file when both `h.xplane.pb` and `h.xplane.pb.gz` exist.
     hosts.dedup_by(|later, earlier| {
         later.host == earlier.host && {
-            if later.path.extension().is_some_and(|e| e == "pb") {
+            if later.path.extension().is_some_and(|e| e != "gz") {
                 earlier.path = later.path.clone();
             }
             true

@@ -47,6 +47,14 @@ pub enum LoadError {
         /// Which limit, its value for this file, and how far the file got.
         exceeded: LimitExceeded,
     },
+    /// No format oxprof reads recognises the file's content (nor its name).
+    #[error("{path}: not a profile oxprof reads ({found}); oxprof reads {}", crate::formats::formats_we_read())]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+        /// What the content looks like instead.
+        found: &'static str,
+    },
     /// The file was truncated or rewritten while it was being read (its size or
     /// modification time changed, or pages of its mapping vanished).
     #[error("{path}: the file changed while it was being read; try again once it is complete")]
@@ -64,6 +72,7 @@ impl LoadError {
             | LoadError::Gzip { path, .. }
             | LoadError::Decode { path, .. }
             | LoadError::LimitExceeded { path, .. }
+            | LoadError::UnknownFormat { path, .. }
             | LoadError::FileChanged { path } => path,
         }
     }
@@ -131,6 +140,7 @@ mod tests {
             LoadError::Gzip { path: path.clone(), cause: io() },
             LoadError::LimitExceeded { path: path.clone(), exceeded },
             LoadError::FileChanged { path: path.clone() },
+            LoadError::UnknownFormat { path: path.clone(), found: "JSON of no known profile format" },
         ];
         load_errors.extend(decode_errors.into_iter().map(|e| LoadError::decode(path.clone(), e)));
         for e in &load_errors {

@@ -14,9 +14,11 @@
 
 pub mod discovery;
 mod error;
+pub mod formats;
 mod load;
 #[cfg(target_os = "linux")]
 mod mapguard;
+pub mod store;
 
 // The model lives in `oxprof-model` and the codec in `oxprof-xspace`; re-exported while
 // callers move to them.
@@ -27,6 +29,7 @@ pub use oxprof_xspace::{
 
 pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
 pub use error::LoadError;
+pub use formats::{Detected, Format, FormatSpec, detect};
 pub use load::{
     decode_bytes, decode_bytes_with, load_xspace, load_xspace_lines_of, load_xspace_with,
     return_freed_large_blocks_to_the_os,
@@ -36,3 +39,4 @@ pub use oxprof_model::{
     LimitExceeded, LoadLimits, ReleasePages, Severity, Stat, StatMetadata, StatMetadataId, StatValue, Stats, StrId,
     StringTable, XLine, XPlane, XSpace,
 };
+pub use store::{FileStat, LocalStore, ProfileStore};

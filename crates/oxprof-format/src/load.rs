@@ -1,5 +1,5 @@
-//! Reading a profile file from disk: plain or gzip-compressed `.xplane.pb`, within
-//! [`LoadLimits`].
+//! Reading a profile file from disk, plain or gzip-compressed, in whichever format its
+//! content is (see [`crate::formats`]), within [`LoadLimits`].
 //!
 //! Plain files are memory-mapped and decoded in place; pages the decoder has consumed are
 //! dropped from this process's memory at once (`MADV_DONTNEED`), so peak memory is the
@@ -13,10 +13,10 @@
 //! modification time differ between opening it and the end of the decode.
 
 use crate::error::LoadError;
+use crate::formats::{Detected, SNIFF_BYTES, describe_unknown, detect, format_of_name, import};
 use oxprof_model::XSpace;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{KeepPages, ReleasePages};
-use oxprof_xspace::decode_xspace_within;
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek};
 use std::ops::Range;
@@ -80,15 +80,17 @@ fn read_and_decode(
     lines_of: &dyn Fn(&str) -> bool,
 ) -> (Result<XSpace, LoadError>, bool) {
     let io = |cause| LoadError::Io { path: path.to_path_buf(), cause };
-    let decode = |buf: &[u8], release: &dyn ReleasePages| {
-        decode_xspace_within(buf, release, lines_of, limits).map_err(|e| LoadError::decode(path.to_path_buf(), e))
-    };
-    let mut magic = [0u8; 2];
-    let head = match read_up_to(file, &mut magic).and_then(|n| file.rewind().map(|()| n)) {
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let head_len = match read_up_to(file, &mut head).and_then(|n| file.rewind().map(|()| n)) {
         Ok(n) => n,
         Err(e) => return (Err(io(e)), false),
     };
-    if head == 2 && magic == GZIP_MAGIC {
+    let detected = match detect_or_name(path, &head[..head_len]) {
+        Ok(detected) => detected,
+        Err(e) => return (Err(e), false),
+    };
+    let decode = |buf: &[u8], release: &dyn ReleasePages| import(detected.format, path, buf, release, limits, lines_of);
+    if detected.gzip {
         let inflated = inflate(std::io::BufReader::new(&*file), meta.len(), limits, path);
         return (inflated.and_then(|data| decode(&data, &KeepPages)), false);
     }
@@ -169,16 +171,39 @@ pub fn decode_bytes(path_for_errors: &Path, bytes: &[u8]) -> Result<XSpace, Load
     decode_bytes_with(path_for_errors, bytes, &LoadLimits::default())
 }
 
-/// Reads an XSpace from bytes already in memory (plain or gzip), within `limits`.
+/// Reads a profile from bytes already in memory (any format the seam knows, plain or
+/// gzip), within `limits`.
 pub fn decode_bytes_with(path_for_errors: &Path, bytes: &[u8], limits: &LoadLimits) -> Result<XSpace, LoadError> {
-    let decode = |buf: &[u8]| {
-        decode_xspace_within(buf, &KeepPages, &|_| true, limits)
-            .map_err(|e| LoadError::decode(path_for_errors.to_path_buf(), e))
-    };
-    if bytes.starts_with(&GZIP_MAGIC) {
-        return decode(&inflate(bytes, bytes.len() as u64, limits, path_for_errors)?);
+    import_bytes(path_for_errors, bytes, limits, &|_| true)
+}
+
+/// A profile in memory (plain or gzip) into the model through the format seam.
+pub(crate) fn import_bytes(
+    path: &Path,
+    bytes: &[u8],
+    limits: &LoadLimits,
+    lines_of: &dyn Fn(&str) -> bool,
+) -> Result<XSpace, LoadError> {
+    let detected = detect_or_name(path, &bytes[..bytes.len().min(SNIFF_BYTES)])?;
+    let import = |buf: &[u8]| import(detected.format, path, buf, &KeepPages, limits, lines_of);
+    if detected.gzip {
+        return import(&inflate(bytes, bytes.len() as u64, limits, path)?);
     }
-    decode(bytes)
+    import(bytes)
+}
+
+/// The format of a file by its first bytes; by its name when they are not recognised (an
+/// empty or damaged `.xplane.pb` gets the XSpace decoder's diagnosis); else the error
+/// naming what the file looks like and the formats oxprof reads.
+pub(crate) fn detect_or_name(path: &Path, head: &[u8]) -> Result<Detected, LoadError> {
+    if let Some(detected) = detect(head) {
+        return Ok(detected);
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    match format_of_name(name) {
+        Some((spec, _)) => Ok(Detected { format: spec.format, gzip: head.starts_with(&GZIP_MAGIC) }),
+        None => Err(LoadError::UnknownFormat { path: path.to_path_buf(), found: describe_unknown(head) }),
+    }
 }
 
 fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {

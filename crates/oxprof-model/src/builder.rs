@@ -171,24 +171,19 @@ impl PlaneBuilder {
         let stat_type = StatType::from_name(self.plane.strings.get(name));
         let entry = StatMetadata { id, name, description, stat_type, key, placeholder: false };
         let plane = &mut self.plane;
-        if let Some(&existing) = plane.stat_metadata_by_id.get(&key) {
-            let slot = &mut plane.stat_metadata[existing.index()];
-            if slot.placeholder {
-                plane.stat_metadata_in_file += 1;
-            } else {
-                self.diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
-            }
-            *slot = entry;
-            return Ok(existing);
-        }
-        if plane.stat_metadata.len() >= MAX_METADATA {
-            return Err(BuildError::TooLarge("more stat metadata than oxprof supports"));
-        }
-        let dense = StatMetadataId(plane.stat_metadata.len() as u32);
-        plane.stat_metadata_by_id.insert(key, dense);
-        plane.stat_metadata.push(entry);
-        plane.stat_metadata_in_file += 1;
-        Ok(dense)
+        let keyed = KeyedTable {
+            entries: &mut plane.stat_metadata,
+            by_key: &mut plane.stat_metadata_by_id,
+            in_file: &mut plane.stat_metadata_in_file,
+        };
+        keyed.insert(
+            key,
+            entry,
+            |e| e.placeholder,
+            StatMetadataId,
+            "more stat metadata than oxprof supports",
+            &mut self.diag,
+        )
     }
 
     /// Adds a stat to the event metadata entry that the next [`PlaneBuilder::add_event_metadata`]
@@ -235,24 +230,19 @@ impl PlaneBuilder {
             placeholder: false,
         };
         let plane = &mut self.plane;
-        if let Some(&existing) = plane.event_metadata_by_id.get(&key) {
-            let slot = &mut plane.event_metadata[existing.index()];
-            if slot.placeholder {
-                plane.event_metadata_in_file += 1;
-            } else {
-                self.diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
-            }
-            *slot = entry;
-            return Ok(existing);
-        }
-        if plane.event_metadata.len() >= MAX_METADATA {
-            return Err(BuildError::TooLarge("more event metadata than oxprof supports"));
-        }
-        let dense = EventMetadataId(plane.event_metadata.len() as u32);
-        plane.event_metadata_by_id.insert(key, dense);
-        plane.event_metadata.push(entry);
-        plane.event_metadata_in_file += 1;
-        Ok(dense)
+        let keyed = KeyedTable {
+            entries: &mut plane.event_metadata,
+            by_key: &mut plane.event_metadata_by_id,
+            in_file: &mut plane.event_metadata_in_file,
+        };
+        keyed.insert(
+            key,
+            entry,
+            |e| e.placeholder,
+            EventMetadataId,
+            "more event metadata than oxprof supports",
+            &mut self.diag,
+        )
     }
 
     /// Records that the input holds `n` lines of this plane that were left out.
@@ -464,6 +454,50 @@ pub(crate) struct Unsettled {
     /// Stat metadata keys the plane lacks; stat meta `META_MASK - k` means entry k.
     unknown_stats: Vec<i64>,
     diag: Diagnostics,
+}
+
+/// A plane's metadata table (event or stat) with its index by the input's keys.
+struct KeyedTable<'a, T, Id> {
+    entries: &'a mut Vec<T>,
+    by_key: &'a mut FxHashMap<i64, Id>,
+    in_file: &'a mut usize,
+}
+
+impl<T, Id: Copy> KeyedTable<'_, T, Id> {
+    /// Adds `entry` under `key`. A placeholder (made when the key was referenced before it
+    /// was defined) is replaced silently; a key defined twice keeps the last entry, in the
+    /// first one's place, counted as [`DiagnosticKind::DuplicateMetadataKey`].
+    fn insert(
+        self,
+        key: i64,
+        entry: T,
+        is_placeholder: impl Fn(&T) -> bool,
+        make_id: impl Fn(u32) -> Id,
+        too_many: &'static str,
+        diag: &mut Diagnostics,
+    ) -> Result<Id, BuildError>
+    where
+        Id: Into<usize>,
+    {
+        if let Some(&existing) = self.by_key.get(&key) {
+            let slot = &mut self.entries[existing.into()];
+            if is_placeholder(slot) {
+                *self.in_file += 1;
+            } else {
+                diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
+            }
+            *slot = entry;
+            return Ok(existing);
+        }
+        if self.entries.len() >= MAX_METADATA {
+            return Err(BuildError::TooLarge(too_many));
+        }
+        let dense = make_id(self.entries.len() as u32);
+        self.by_key.insert(key, dense);
+        self.entries.push(entry);
+        *self.in_file += 1;
+        Ok(dense)
+    }
 }
 
 /// A line built on its own (by a [`LineBuilder`], on any thread), waiting for

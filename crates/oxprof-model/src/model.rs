@@ -24,6 +24,18 @@ pub struct EventMetadataId(pub(crate) u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StatMetadataId(pub(crate) u32);
 
+impl From<EventMetadataId> for usize {
+    fn from(id: EventMetadataId) -> usize {
+        id.index()
+    }
+}
+
+impl From<StatMetadataId> for usize {
+    fn from(id: StatMetadataId) -> usize {
+        id.index()
+    }
+}
+
 impl EventMetadataId {
     /// Position in [`XPlane::event_metadata`].
     pub fn index(self) -> usize {

@@ -109,23 +109,7 @@ fn write_props(out: &mut String, props: &BTreeMap<String, String>) {
 
 /// A JSON string as Python's `json` (`ensure_ascii=False`) writes it.
 fn write_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::json_string::write_escaped(out, s, crate::json_string::is_control);
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod csv;
 pub mod cxx_printf;
 pub mod datatable;
 pub mod gviz_api;
+mod json_string;
 pub mod nlohmann;
 pub mod protobuf_json;
 pub mod python_json;

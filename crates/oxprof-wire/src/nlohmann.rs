@@ -69,23 +69,7 @@ pub fn write_value(value: &Value, out: &mut String) {
 
 /// nlohmann's `dump_escaped` with `ensure_ascii = false`.
 fn write_string(text: &str, out: &mut String) {
-    out.push('"');
-    for ch in text.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{08}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::json_string::write_escaped(out, text, crate::json_string::is_control);
 }
 
 /// A double as nlohmann::json prints it (`nlohmann::detail::to_chars`).

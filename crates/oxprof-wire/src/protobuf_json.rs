@@ -124,25 +124,9 @@ pub fn format_double(value: f64) -> String {
 /// Appends `text` as a JSON string with protobuf's JSON printer escapes (control
 /// characters, `<`, `>`, U+2028 and U+2029 as `\uXXXX`).
 pub fn write_string(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::json_string::write_escaped(out, text, |c| {
+        crate::json_string::is_control(c) || matches!(c, '<' | '>' | '\u{2028}' | '\u{2029}')
+    });
 }
 
 #[cfg(test)]

@@ -44,27 +44,9 @@ fn write_value(value: &Value, out: &mut String) {
     }
 }
 
+/// `json.dumps` with `ensure_ascii=True`: everything outside printable ASCII as `\uXXXX`.
 fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::json_string::write_escaped(out, s, |c| !(' '..='~').contains(&c));
 }
 
 #[cfg(test)]
