@@ -11,7 +11,8 @@
 //! Each event's `args` become its stats (typed; `correlation` and `context` under XProf's
 //! names `correlation_id` and `context_id`); its category (and phase for instants and
 //! counters) are stats of its event metadata. Added, as XProf's tools expect:
-//! `kernel_details` and `memcpy_details` on GPU activity, `step_num` on `ProfilerStep#N`,
+//! `kernel_details` and `memcpy_details` on GPU activity, `step_num` and `_r=1` (a step
+//! root) on `ProfilerStep#N`,
 //! `group_id` = N on every host event inside step N and on every GPU event launched
 //! from one (by correlation id), and a `flow` stat on both ends of every flow (`ac2g`
 //! launch → kernel with XProf's GPU-launch category).
@@ -450,6 +451,7 @@ fn build_plane(
                 }
                 if ctx.step_kinds.contains_key(&e.kind) {
                     use_stat(keys::STEP_NUM, &mut stat_used, &mut stats_in_order);
+                    use_stat(keys::IS_ROOT, &mut stat_used, &mut stats_in_order);
                 }
             }
         }
@@ -561,7 +563,9 @@ fn build_plane(
                     b.push_stat(&ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
                 }
                 if let Some(&n) = ctx.step_kinds.get(&e.kind) {
+                    // XProf's step markers: a root event (`_r=1`) with its step number.
                     b.push_stat(&ids, i64::from(keys::STEP_NUM), StatInput::Int64(n)).map_err(KinetoError::Build)?;
+                    b.push_stat(&ids, i64::from(keys::IS_ROOT), StatInput::Int64(1)).map_err(KinetoError::Build)?;
                 }
                 match kind.class {
                     Class::Kernel => {

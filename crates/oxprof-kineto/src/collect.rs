@@ -61,8 +61,9 @@ pub(crate) mod keys {
     pub(crate) const MEMORY_SIZE: u32 = 29;
     pub(crate) const COMPUTE_CAP_MAJOR: u32 = 30;
     pub(crate) const COMPUTE_CAP_MINOR: u32 = 31;
+    pub(crate) const IS_ROOT: u32 = 32;
     /// In this order from id 1 (0 is "").
-    pub(crate) const NAMES: [&str; 31] = [
+    pub(crate) const NAMES: [&str; 32] = [
         "correlation",
         "device",
         "stream",
@@ -94,6 +95,7 @@ pub(crate) mod keys {
         "memory_size",
         "compute_cap_major",
         "compute_cap_minor",
+        "_r",
     ];
 }
 

@@ -9,24 +9,30 @@
 //!   loader as it goes ([`ReleasePages`]), so peak memory is the model plus the events'
 //!   compact rows, not the file.
 //!
+//! * [`export_chrome_json`]: any model (XSpace or PyTorch) back out as Chrome trace JSON
+//!   for Perfetto and `chrome://tracing`.
+//!
 //! Odd input (a file cut short by a killed process, trailing commas, unmatched `B`/`E`,
 //! overlapping events, unnamed threads, string timestamps, unknown phases, NaN) is repaired
 //! and counted in [`XSpace::diagnostics`]; input that is not a trace is one
 //! [`KinetoError`]. Budgets come from [`LoadLimits`].
 //!
-//! Invariant: no IO and no file system; depends on `oxprof-model` only.
+//! Invariant: no file system (callers hand over bytes and a writer); depends on
+//! `oxprof-model` (and serde_json for string escaping) only.
 
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod build;
 mod collect;
+mod export;
 mod intern;
 mod json;
 #[cfg(test)]
 mod tests;
 mod time;
 
+pub use export::{ExportSummary, export_chrome_json};
 use oxprof_model::limits::{LimitExceeded, LoadLimits};
 use oxprof_model::{BuildError, ReleasePages, XSpace};
 

@@ -73,7 +73,7 @@ fn a_small_gpu_trace_maps_like_an_xprof_gpu_profile() {
         dump(&space),
         [
             "/host:CPU | 7 main @1700000000001000000: \
-             ProfilerStep#3[category=user_annotation](0+100000000){group_id=3,step_num=3} \
+             ProfilerStep#3[category=user_annotation](0+100000000){group_id=3,step_num=3,_r=1} \
              aten::mm[category=cpu_op](10500000+50000000){External id=5,Input Dims=[[2, 3], [3, 4]],group_id=3} \
              cudaLaunchKernel[category=cuda_runtime](20001000+5000000){correlation_id=42,cbid=211,group_id=3,flow=FLOW_START}"
                 .replace("FLOW_START", &flow_start.to_string()),
@@ -382,4 +382,39 @@ fn sniff_recognises_traces_by_their_first_bytes() {
     assert!(!sniff(b"\x0a\x0d/host:CPU"));
     assert!(!sniff(b"[1, 2, 3]"));
     assert!(!sniff(b""));
+}
+
+/// Exported Chrome JSON parses, and importing it again gives the same events by name,
+/// phase and time, and the same flows.
+#[test]
+fn chrome_json_export_round_trips_events_names_and_flows() {
+    let space = import(include_str!("../tests/data/mixed.json"));
+    let mut out = Vec::new();
+    let summary = crate::export_chrome_json(&space, &mut out).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert_eq!(summary.events as usize, space.event_count());
+    assert_eq!(events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f").count() as u64, summary.flows);
+    assert_eq!(summary.flows, 6);
+    let again = import(std::str::from_utf8(&out).unwrap());
+    assert_eq!(again.event_count(), space.event_count());
+    let names = |s: &XSpace| {
+        let mut v: Vec<(String, i64, i64)> = s
+            .planes
+            .iter()
+            .flat_map(|p| p.events().map(move |e| (e.name().to_string(), e.duration_ps(), p.lines.len() as i64)))
+            .map(|(n, d, _)| (n, d, 0))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&again), names(&space));
+    let flows = |s: &XSpace| {
+        s.planes
+            .iter()
+            .flat_map(|p| p.events())
+            .flat_map(|e| e.stats().filter(|s| s.name() == "flow").count().checked_sub(0))
+            .sum::<usize>()
+    };
+    assert_eq!(flows(&again), flows(&space));
 }

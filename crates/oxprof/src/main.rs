@@ -49,6 +49,21 @@ enum Command {
         #[command(flatten)]
         budget: InputBudget,
     },
+    /// Convert one profile (XSpace or PyTorch trace, plain or gzip) to another format:
+    /// an XSpace that XProf opens, or Chrome trace JSON for Perfetto and chrome://tracing.
+    ///
+    /// OUTPUT ending in .gz is gzip-compressed.
+    Convert {
+        /// The profile file (.xplane.pb, .pt.trace.json, … optionally .gz; its content decides).
+        input: PathBuf,
+        /// The format to write.
+        #[arg(long, value_enum)]
+        to: ConvertTo,
+        /// The file to write.
+        output: PathBuf,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
     /// Capture a profile from running TensorFlow/JAX programs (their profiler servers)
     /// into <logdir>/plugins/profile/<session>/<host_port>.xplane.pb.
     Capture(oxprof_capture::cli::CaptureArgs),
@@ -140,6 +155,41 @@ enum Format {
     Report,
 }
 
+/// Output formats of `oxprof convert`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ConvertTo {
+    /// XProf's XSpace protobuf (`.xplane.pb`).
+    Xspace,
+    /// Chrome trace JSON (Perfetto, chrome://tracing).
+    ChromeJson,
+}
+
+/// Loads `input` through the format seam and writes it to `output` as `to`.
+fn convert(input: &std::path::Path, to: ConvertTo, output: &std::path::Path, budget: &InputBudget) -> Result<()> {
+    use std::io::Write;
+    let space = oxprof_format::load_xspace_with(input, &budget.limits(), &|_| true)?;
+    let file = std::fs::File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
+    let mut out: Box<dyn Write> = if output.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::default()))
+    } else {
+        Box::new(std::io::BufWriter::new(file))
+    };
+    let what = match to {
+        ConvertTo::Xspace => {
+            out.write_all(&oxprof_xspace::encode_xspace(&space))?;
+            format!("{} events", space.event_count())
+        }
+        ConvertTo::ChromeJson => {
+            let summary = oxprof_kineto::export_chrome_json(&space, &mut out)?;
+            format!("{} events, {} flow endpoints", summary.events, summary.flows)
+        }
+    };
+    out.flush().with_context(|| format!("{}: cannot write", output.display()))?;
+    drop(out);
+    eprintln!("oxprof: wrote {} ({what})", output.display());
+    Ok(())
+}
+
 /// A tool of the registry, by its name or an alias (the registry's own name comes back).
 fn parse_tool(name: &str) -> Result<String, String> {
     match oxprof_api::registry::find(name) {
@@ -202,6 +252,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
+        Command::Convert { input, to, output, budget } => {
+            convert(&input, to, &output, &budget)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, follow_symlinks, budget } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
