@@ -508,7 +508,9 @@ fn build_plane(
     let ids = p.metadata_ids();
     let mut drafts = Vec::with_capacity(row_count);
     let mut text = String::new();
-    for ((&li, (rows, flows)), line_name) in lines.iter().zip(&laid).zip(&names) {
+    // Each thread's rows are freed as soon as its lines are drafted: peak memory is the
+    // model plus the rows of the threads not built yet, not both whole.
+    for ((&li, (rows, flows)), line_name) in lines.iter().zip(laid).zip(&names) {
         let line = &c.lines[li];
         for (r, events) in rows.iter().enumerate() {
             let row = Row { name: line_name, row: r, events };
@@ -593,17 +595,13 @@ fn build_plane(
             }
             drafts.push(b.finish());
         }
-    }
-    drop(ids);
-    p.add_lines(drafts).map_err(KinetoError::Build)?;
-    // The thread's buffers are no longer needed: give their memory back before the next
-    // plane is built.
-    for &li in lines {
         let line = &mut c.lines[li];
         line.events = Vec::new();
         line.args = Vec::new();
         line.flows = Vec::new();
     }
+    drop(ids);
+    p.add_lines(drafts).map_err(KinetoError::Build)?;
     Ok(p.finish(diag))
 }
 
@@ -691,28 +689,35 @@ fn kernel_details(c: &Collected, args: &[Arg], out: &mut String) {
     out.clear();
     let get = |key: u32| args.iter().find(|a| a.key == key);
     let int = |key: u32| get(key).and_then(Arg::as_i64).unwrap_or(0);
-    let dims = |key: u32| match get(key).map(Arg::value) {
-        Some(ArgVal::Json(s)) => {
-            let d: Vec<&str> =
-                c.strings.get(s).split(|ch: char| !ch.is_ascii_digit()).filter(|p| !p.is_empty()).collect();
-            if d.is_empty() { "1,1,1".to_string() } else { d.join(",") }
-        }
-        _ => "1,1,1".to_string(),
-    };
     let occupancy = match get(keys::OCCUPANCY).map(Arg::value) {
         Some(ArgVal::F64(x)) => x,
         Some(ArgVal::I64(x)) => x as f64,
         _ => 0.0,
     };
-    let _ = write!(
-        out,
-        "regs:{} static_shared:{} dynamic_shared:0 grid:{} block:{} occ_pct:{}",
-        int(keys::REGISTERS),
-        int(keys::SHARED_MEMORY),
-        dims(keys::GRID),
-        dims(keys::BLOCK),
-        occupancy
-    );
+    let _ =
+        write!(out, "regs:{} static_shared:{} dynamic_shared:0 grid:", int(keys::REGISTERS), int(keys::SHARED_MEMORY));
+    dims(c, get(keys::GRID), out);
+    out.push_str(" block:");
+    dims(c, get(keys::BLOCK), out);
+    let _ = write!(out, " occ_pct:{occupancy}");
+}
+
+/// `x,y,z` from a JSON array such as `[50, 1, 1]` (`1,1,1` when absent).
+fn dims(c: &Collected, arg: Option<&Arg>, out: &mut String) {
+    let text = match arg.map(Arg::value) {
+        Some(ArgVal::Json(s)) => c.strings.get(s),
+        _ => "",
+    };
+    let start = out.len();
+    for part in text.split(|ch: char| !ch.is_ascii_digit()).filter(|p| !p.is_empty()) {
+        if out.len() > start {
+            out.push(',');
+        }
+        out.push_str(part);
+    }
+    if out.len() == start {
+        out.push_str("1,1,1");
+    }
 }
 
 /// XProf's `memcpy_details` text: the copy kind from the event name, `num_bytes` from args.

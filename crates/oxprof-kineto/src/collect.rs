@@ -363,6 +363,12 @@ pub(crate) fn collect(bytes: &[u8], release: &dyn ReleasePages, limits: &LoadLim
         return Err(KinetoError::NotATrace { reason: "no \"traceEvents\" array".into() });
     }
     r.out.diag.add(DiagnosticKind::TrailingComma, r.trailing);
+    // Growth left up to half of each buffer unused; the model is built next, beside them.
+    for line in &mut r.out.lines {
+        line.events.shrink_to_fit();
+        line.args.shrink_to_fit();
+        line.flows.shrink_to_fit();
+    }
     r.out.diag.add(DiagnosticKind::InvalidUtf8, r.out.strings.invalid_utf8 + r.out.keys.invalid_utf8);
     release.release(0..bytes.len());
     Ok(r.out)
@@ -391,6 +397,8 @@ struct Reader {
     args: Vec<Arg>,
     kscratch: Vec<u8>,
     vscratch: Vec<u8>,
+    /// See [`key_id`] (0: empty slot; id 0 is the empty key, never cached).
+    key_cache: [u32; 256],
     kind_index: FxHashMap<EventKind, u32>,
     /// Per name id: the kind last used with it.
     kind_by_name: Vec<u32>,
@@ -436,6 +444,7 @@ impl Reader {
             args: Vec::new(),
             kscratch: Vec::new(),
             vscratch: Vec::new(),
+            key_cache: [0; 256],
             kind_index: FxHashMap::default(),
             kind_by_name: Vec::new(),
             line_index: FxHashMap::default(),
@@ -600,7 +609,7 @@ impl Reader {
         }
         loop {
             let key = sc.key(&mut self.kscratch)?;
-            let k = self.out.keys.intern(key.bytes());
+            let k = key_id(&mut self.key_cache, &mut self.out.keys, key.bytes());
             let v = arg_value(sc.value(&mut self.vscratch)?, &mut self.out.strings);
             out.push(Arg::new(k, v));
             if !sc.next_member(b'}', &mut self.trailing)? {
@@ -963,6 +972,21 @@ impl Reader {
     fn arg_i64(&self, key: u32) -> Option<i64> {
         self.args.iter().find(|a| a.key == key).and_then(Arg::as_i64)
     }
+}
+
+/// The id of an arg key. A trace uses a few dozen keys millions of times: a small
+/// direct-mapped cache (by length and end bytes) answers most without hashing.
+#[inline]
+fn key_id(cache: &mut [u32; 256], keys: &mut Interner, key: &[u8]) -> u32 {
+    let (first, last) = (key.first().copied().unwrap_or(0), key.last().copied().unwrap_or(0));
+    let slot = (key.len().wrapping_mul(31) ^ usize::from(first).wrapping_mul(7) ^ usize::from(last)) & 255;
+    let cached = cache[slot];
+    if cached != 0 && keys.get(cached).as_bytes() == key {
+        return cached;
+    }
+    let id = keys.intern(key);
+    cache[slot] = id;
+    id
 }
 
 fn num(id: Ident) -> Option<i64> {

@@ -17,18 +17,18 @@ pub(crate) fn us_text_to_ps(text: &[u8]) -> Option<i128> {
     };
     let mut int: u64 = 0;
     let mut i = 0;
-    let mut any = false;
+    // Up to 19 digits cannot overflow a u64: no checks in the loop.
     while let Some(&d) = digits.get(i) {
         if !d.is_ascii_digit() {
             break;
         }
-        int = match int.checked_mul(10).and_then(|x| x.checked_add(u64::from(d - b'0'))) {
-            Some(x) => x,
-            None => return float_fallback(text),
-        };
-        any = true;
+        if i == 19 {
+            return float_fallback(text);
+        }
+        int = int * 10 + u64::from(d - b'0');
         i += 1;
     }
+    let mut any = i > 0;
     // Up to 6 fractional digits are picoseconds; later ones are truncated.
     let mut frac: u64 = 0;
     let mut frac_digits = 0u32;

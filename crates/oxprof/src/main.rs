@@ -18,7 +18,7 @@ struct Cli {
 enum Command {
     /// Show what profiles hold: runs, hosts, planes, lines, event and metadata counts.
     Inspect {
-        /// A log directory, a run directory, or one .xplane.pb(.gz) file.
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too).
         path: PathBuf,
         /// Print JSON instead of tables.
         #[arg(long)]
@@ -31,7 +31,7 @@ enum Command {
         /// The tool (XProf's name; `oxprof data --help` lists them).
         #[arg(value_parser = parse_tool, long_help = tools_help())]
         tool: String,
-        /// A log directory, a run directory, or one .xplane.pb(.gz) file.
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too).
         path: PathBuf,
         /// Run name (default: the newest run).
         #[arg(long)]
@@ -72,7 +72,7 @@ enum Command {
     /// With no path, serves a bundled demo (two small real profiles). Binds to loopback
     /// unless --bind says otherwise.
     Serve {
-        /// A log directory, a run directory, or one .xplane.pb(.gz) file (default: the bundled demo).
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too) (default: the bundled demo).
         path: Option<PathBuf>,
         /// Port to listen on (0: any free port).
         #[arg(long, default_value_t = oxprof_server::DEFAULT_PORT)]
