@@ -53,10 +53,10 @@ echo "| loader | trace | seconds | MB/s | peak RSS (MB) | RSS / file |"
 echo "| --- | --- | ---: | ---: | ---: | ---: |"
 row() { # name seconds rss_kb
   awk -v n="$1" -v s="$2" -v r="$3" -v b="$size" -v f="$(basename "$TRACE")" \
-    'BEGIN { printf "| %s | %s (%.0f MB) | %.2f | %.0f | %.0f | %.2f |\n", n, f, b/1e6, s, b/1e6/s, r/1024, r*1024/b }'
+    'BEGIN { printf "| %s | %s (%.0f MB) | %.2f | %.0f | %.0f | %.2f |\n", n, f, b/1e6, s, b/1e6/s, r*1024/1e6, r*1024/b }'
 }
 read -r s r < <(measure "$BIN" inspect "$TRACE")
-row "oxprof $(basename "$BIN") inspect" "$s" "$r"
+row "oxprof inspect (release)" "$s" "$r"
 if [[ "${SKIP_PYTHON:-0}" != 1 ]]; then
   read -r s r < <(measure "$VENV/bin/python" "$ROOT/scripts/torch/load_hta.py" "$TRACE")
   row "HTA (traceinsight 0.6.1) parse_trace_dataframe" "$s" "$r"

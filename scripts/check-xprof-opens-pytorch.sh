@@ -44,14 +44,22 @@ if theirs["planes"] != ours:
     problems.append(f"plane events: XProf {theirs['planes']} vs oxprof {ours}")
 total = sum(ours.values())
 tv = theirs.get("trace_viewer@") or {}
+legacy = theirs.get("trace_viewer") or {}
+note = ""
+# XProf keeps absolute times as int64 picoseconds (epoch ns x 1000, wrapping): traces whose
+# wrapped times are negative (e.g. June 2021's) come back empty from its streaming viewer,
+# as its own XSpaces of those dates would. Its legacy viewer still shows them.
 if tv.get("events", 0) < total:
-    problems.append(f"trace_viewer@ returned {tv.get('events')} of {total} events")
+    if legacy.get("events", 0) >= total:
+        note = f" (XProf's trace_viewer@ returned {tv.get('events')}: its int64 ps timestamps wrap negative; legacy trace_viewer {legacy.get('events')})"
+    else:
+        problems.append(f"trace_viewer@ returned {tv.get('events')} and trace_viewer {legacy.get('events')} of {total} events")
 for tool in ("kernel_stats", "framework_op_stats", "overview_page", "trace_viewer"):
     if theirs.get(tool) is None:
         problems.append(f"{tool}: no output")
 print(("FAIL " + "; ".join(problems)) if problems else
       f"ok: {total} events; XProf trace_viewer@ {tv.get('events')} events, {tv.get('flows')} flow-bound; "
-      f"kernel_stats rows {theirs['kernel_stats'].get('rows')}, framework_op_stats {theirs['framework_op_stats']}")
+      f"kernel_stats rows {theirs['kernel_stats'].get('rows')}, framework_op_stats {theirs['framework_op_stats']}{note}")
 PY
 )"
   echo "$(basename "$trace"): $verdict"
