@@ -359,6 +359,9 @@ pub(crate) fn collect(bytes: &[u8], release: &dyn ReleasePages, limits: &LoadLim
     if let Some(e) = r.limit_error {
         return Err(KinetoError::LimitExceeded(e));
     }
+    if let Some(what) = r.too_large {
+        return Err(KinetoError::Build(oxprof_model::BuildError::TooLarge(what)));
+    }
     if !r.seen_trace_events {
         return Err(KinetoError::NotATrace { reason: "no \"traceEvents\" array".into() });
     }
@@ -417,6 +420,8 @@ struct Reader {
     lines_allowed: u64,
     planes_allowed: u64,
     limit_error: Option<LimitExceeded>,
+    /// A size the importer's rows cannot index (only with limits off).
+    too_large: Option<&'static str>,
 }
 
 impl Reader {
@@ -458,6 +463,7 @@ impl Reader {
             lines_allowed: limits.lines.for_size(file_bytes),
             planes_allowed: limits.planes.for_size(file_bytes),
             limit_error: None,
+            too_large: None,
         }
     }
 
@@ -508,7 +514,7 @@ impl Reader {
                 released = at;
             }
             self.event(sc)?;
-            if self.limit_error.is_some() {
+            if self.limit_error.is_some() || self.too_large.is_some() {
                 // A budget is exhausted: stop reading (the error is reported by `collect`).
                 return Ok(());
             }
@@ -761,6 +767,11 @@ impl Reader {
     fn push(&mut self, line: u32, f: &Fields, class: Class, row: Kind, start: i64, dur: i64) {
         let kind = self.kind(f.name, f.cat_sid, row, class);
         let l = &mut self.out.lines[line as usize];
+        // Rows index their thread's args and events with 32 bits.
+        if l.args.len() + self.args.len() + 1 >= u32::MAX as usize || l.events.len() >= u32::MAX as usize {
+            self.too_large = Some("more than 2^32 events or args on one thread");
+            return;
+        }
         let args = l.args.len() as u32;
         l.args.extend_from_slice(&self.args);
         if let Some(scope) = f.scope.filter(|_| row == Kind::Instant) {
