@@ -13,7 +13,8 @@ use std::path::PathBuf;
 fn trace_bytes() -> Option<(String, Vec<u8>)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let candidates = [
-        std::env::var_os("OXPROF_BENCH_KINETO").map(PathBuf::from),
+        // Relative paths are from the workspace root (cargo runs benches in the crate's folder).
+        std::env::var_os("OXPROF_BENCH_KINETO").map(|p| root.join(p)),
         Some(root.join("bench-data/kineto_large.pt.trace.json")),
         Some(root.join(
             "../shared/testdata/external/pytorch-kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
