@@ -103,7 +103,12 @@ pub fn one_shot_session(path: &Path) -> Result<Session, ApiError> {
 
 /// [`one_shot_session`] with other input budgets (`--max-profile-bytes`).
 pub fn one_shot_session_with(path: &Path, limits: LoadLimits) -> Result<Session, ApiError> {
-    Session::open_local(path, SessionOptions { limits, ..SessionOptions::one_shot() })
+    local_session(path, SessionOptions { limits, ..SessionOptions::one_shot() })
+}
+
+/// A session over a local `path` with `options`.
+pub fn local_session(path: &Path, options: SessionOptions) -> Result<Session, ApiError> {
+    Session::open_local(path, options)
         .map_err(|cause| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause }))
 }
 

@@ -44,6 +44,14 @@ pub enum ApiError {
         /// What is wrong.
         reason: String,
     },
+    /// A summary file (`oxprof summary`) that cannot be used.
+    #[error("{path}: {cause}")]
+    Summary {
+        /// The file as named.
+        path: String,
+        /// Why (another version, not a summary, over the size budget…).
+        cause: String,
+    },
     /// Something the request names does not exist (or may not be read).
     #[error("{0}")]
     NotFound(String),
@@ -75,6 +83,7 @@ impl ApiError {
             ApiError::Abandoned(_) | ApiError::Panicked => 500,
             ApiError::Http { status, .. } => *status,
             ApiError::BadParameter { .. } => 400,
+            ApiError::Summary { .. } => 422,
             ApiError::Load(oxprof_format::LoadError::LimitExceeded { .. }) => 413,
             ApiError::Load(oxprof_format::LoadError::FileChanged { .. }) => 409,
             ApiError::Load(_) => 422,

@@ -22,9 +22,6 @@ use oxprof_hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };
 
-/// Tools answered here (XProf's names).
-pub const TOOLS: &[&str] = &["memory_viewer", "graph_viewer", "module_list"];
-
 /// Suffix of XProf's per-module files in a run directory.
 pub const HLO_PROTO_SUFFIX: &str = ".hlo_proto.pb";
 
@@ -179,25 +176,15 @@ fn requested_module<'s>(set: &'s ModuleSet, run: &ServedRun, request: &DataReque
     Err(ApiError::BadParameter { name: "module_name".into(), reason: "Can not load hlo proto from options.".into() })
 }
 
-/// [`crate::registry::Compute`] of this module's tools: `memory_viewer`'s
-/// [`memory_viewer::PreprocessResult`] (its allocation timeline, HTML, as it is), and the
-/// text of `graph_viewer` and `module_list` as they are.
+/// [`crate::registry::Compute`] of `memory_viewer` ([`memory_viewer::PreprocessResult`]),
+/// `graph_viewer` and `module_list` (their text as it is).
 pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    report(session, run, &request.tool, request)
-}
-
-/// The report of a data request for one of [`TOOLS`].
-pub fn report(
-    session: &Session,
-    run: &ServedRun,
-    tool: &str,
-    request: &DataRequest,
-) -> Result<Box<dyn Report>, ApiError> {
+    let tool = request.tool.as_str();
     let set = module_set(session, run)?;
     match tool {
         "module_list" => {

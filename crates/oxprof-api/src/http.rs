@@ -22,6 +22,7 @@
 //! * bad parameters → 400, unknown run/host/tool → 404, both with a JSON `{"error": …}`;
 //!   a panic while answering becomes a 500 JSON body without internals.
 
+mod diff;
 mod guard;
 mod query;
 
@@ -232,6 +233,8 @@ pub struct ServiceOptions {
     pub limits: oxprof_format::LoadLimits,
     /// Serve runs whose files are symlinks to outside the root (`--follow-symlinks`).
     pub follow_symlinks: bool,
+    /// The persistent analysis cache (`--cache-dir`; `None`: `--no-cache`).
+    pub disk_cache: Option<Arc<oxprof_diskcache::DiskCache>>,
 }
 
 impl ServiceOptions {
@@ -244,6 +247,7 @@ impl ServiceOptions {
             guard: Guard::loopback(),
             limits: oxprof_format::LoadLimits::default(),
             follow_symlinks: false,
+            disk_cache: None,
         }
     }
 }
@@ -279,6 +283,7 @@ impl Service {
             cache_bytes: options.cache_bytes,
             limits: options.limits.clone(),
             confine_to_root: !options.follow_symlinks,
+            disk_cache: options.disk_cache.clone(),
         };
         let session = Session::open_local(&options.root, session_options)?;
         Ok(Service { options, session, assets, index_html: Default::default(), capture: None, extensions: Vec::new() })
@@ -709,6 +714,7 @@ impl Service {
                     &json!({"notes": computed.notes, "content_type": computed.content_type, "bytes": computed.body.len()}),
                 ))
             }
+            "/diff" => self.diff_route(q),
             // The trace viewer's level-of-detail routes (crate::trace::route).
             _ if route.starts_with("/trace/") => {
                 let run = self.run_of(q)?;
@@ -799,6 +805,7 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
         "analyses_found": counts.analyses_found,
         "traces_computed": counts.traces_computed,
         "traces_found": counts.traces_found,
+        "analyses_from_disk": counts.analyses_from_disk,
     })
 }
 

@@ -7,12 +7,14 @@
 
 pub mod catalog;
 pub mod data;
+pub mod diff;
 mod error;
 pub mod hlo_tools;
 pub mod http;
 pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
+mod persist;
 pub mod registry;
 pub mod session;
 pub mod table;
@@ -20,4 +22,5 @@ pub mod tf_data;
 pub mod trace;
 
 pub use error::ApiError;
+pub use oxprof_diskcache::DiskCache;
 pub use oxprof_model::LoadLimits;

@@ -11,34 +11,19 @@ use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::report::Report;
-use oxprof_analysis::tools::memory_profile::memory_profile;
-use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_analysis::tools::memory_profile::{MemoryProfile, memory_profile};
+use oxprof_format::HostFile;
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, TPU_PLANE_PREFIX};
 
-/// Tools answered here (XProf's names).
-pub const TOOLS: &[&str] = &["memory_profile"];
-
-/// [`crate::registry::Compute`] of this module's tools.
+/// [`crate::registry::Compute`] of `memory_profile`: the host's
+/// [`oxprof_analysis::tools::memory_profile::MemoryProfile`], or XProf's empty body for a
+/// host without a `/host:CPU` plane.
 pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    report(session, run, &request.tool, request)
-}
-
-/// The report of a data request for one of [`TOOLS`]: the host's
-/// [`oxprof_analysis::tools::memory_profile::MemoryProfile`], or XProf's empty body for a
-/// host without a `/host:CPU` plane.
-pub fn report(
-    session: &Session,
-    run: &ServedRun,
-    tool: &str,
-    request: &DataRequest,
-) -> Result<Box<dyn Report>, ApiError> {
-    if !TOOLS.contains(&tool) {
-        return Err(ApiError::UnknownTool(tool.to_string()));
-    }
     let files = select_hosts(run, request.host.as_deref())?;
     let [file] = files.as_slice() else {
         let hosts = files.iter().map(|f| f.host.as_str()).collect::<Vec<_>>().join(", ");
@@ -77,4 +62,24 @@ pub fn report(
         ));
     }
     Ok(with_notes(Box::new(profile), notes))
+}
+
+/// One host's allocator profile for comparisons (`oxprof diff`, summaries): `None` when the
+/// host recorded no allocator events. Whether it did is read from the file's metadata alone
+/// (a millisecond), so a profile without them (JAX, most GPU runs) is not decoded a second
+/// time after its OpStats.
+pub fn allocator_profile(session: &Session, file: &HostFile) -> Result<Option<MemoryProfile>, ApiError> {
+    let _admission = session.admit();
+    let metadata = session.load(file, &|_| false)?;
+    let recorded = metadata.plane(HOST_THREADS_PLANE_NAME).is_some_and(|plane| {
+        plane.event_metadata().iter().any(|m| {
+            matches!(m.host_event_type, Some(HostEventType::MemoryAllocation | HostEventType::MemoryDeallocation))
+        })
+    });
+    drop(metadata);
+    if !recorded {
+        return Ok(None);
+    }
+    let space = session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME || plane.starts_with(TPU_PLANE_PREFIX))?;
+    Ok(memory_profile(&space).filter(|profile| !profile.allocators.is_empty()))
 }

@@ -24,8 +24,10 @@
 
 use crate::ApiError;
 use crate::catalog::{Catalog, ServedRun};
+use crate::persist::{self, Persisted};
 use crate::trace::HostTraceData;
 use oxprof_analysis::op_stats::convert::HostAnalysis;
+use oxprof_diskcache::DiskCache;
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
 use oxprof_format::{FileStat, HostFile, LocalStore, ProfileStore};
 use oxprof_model::{LoadLimits, XSpace};
@@ -47,18 +49,26 @@ pub struct SessionOptions {
     pub confine_to_root: bool,
     /// Input budgets of every profile read (`--max-profile-bytes` and the rest).
     pub limits: LoadLimits,
+    /// The persistent cache of per-host analyses shared with later processes
+    /// (`--cache-dir`; `None`: `--no-cache`).
+    pub disk_cache: Option<Arc<DiskCache>>,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        SessionOptions { cache_bytes: DEFAULT_CACHE_BYTES, confine_to_root: true, limits: LoadLimits::default() }
+        SessionOptions {
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            confine_to_root: true,
+            limits: LoadLimits::default(),
+            disk_cache: None,
+        }
     }
 }
 
 impl SessionOptions {
     /// Options for a one-shot caller (the CLI): nothing outlives the request anyway.
     pub fn one_shot() -> Self {
-        SessionOptions { cache_bytes: 0, confine_to_root: false, limits: LoadLimits::default() }
+        SessionOptions { cache_bytes: 0, confine_to_root: false, limits: LoadLimits::default(), disk_cache: None }
     }
 }
 
@@ -155,6 +165,8 @@ pub struct FileCounts {
     pub traces_computed: u64,
     /// Trace data found.
     pub traces_found: u64,
+    /// Host analyses read from the persistent cache instead of computed.
+    pub analyses_from_disk: u64,
 }
 
 /// At most this many requests decode profiles at once (each decode is parallel inside):
@@ -185,6 +197,7 @@ impl Drop for Admission<'_> {
 /// The served runs and every cache computed from them.
 pub struct Session {
     store: Arc<dyn ProfileStore>,
+    disk_cache: Option<Arc<DiskCache>>,
     catalog: Catalog,
     limits: LoadLimits,
     gate: Gate,
@@ -199,6 +212,7 @@ impl Session {
         Ok(Session {
             catalog: Catalog::new(store.clone(), options.confine_to_root)?,
             store,
+            disk_cache: options.disk_cache,
             limits: options.limits,
             gate: Gate { free: std::sync::Mutex::new(max_concurrent_loads()), opened: std::sync::Condvar::new() },
             cache: FlightCache::new(options.cache_bytes),
@@ -267,6 +281,11 @@ impl Session {
         Ok(self.store.load(&file.path, &self.limits, lines_of)?)
     }
 
+    /// The persistent-cache slot of what `kind` computes from `file` (with `extra` inputs).
+    pub(crate) fn persisted<'s>(&'s self, file: &'s HostFile, kind: &str, extra: &str) -> Persisted<'s> {
+        Persisted::new(self.disk_cache.as_deref(), self.store(), &file.path, kind, extra)
+    }
+
     /// Waits for this request's turn to decode profiles (see [`max_concurrent_loads`]).
     /// Call it on the request's thread around pure computation only, never while waiting
     /// for a flight: a waiting holder would keep the owner of that flight from its turn.
@@ -322,10 +341,16 @@ impl Session {
     /// Each host's OpStats analysis (loaded and converted once per file and kept).
     pub fn host_analyses(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostAnalysis>>, ApiError> {
         let entries = self.file_entries(files, refresh, CacheKey::Analysis, |file| {
+            let persisted = self.persisted(file, persist::ANALYSIS_ENTRY, "");
+            if let Some(analysis) = persisted.read().and_then(|bytes| persist::decode_analysis(&bytes)) {
+                self.counts.lock().unwrap_or_else(|p| p.into_inner()).analyses_from_disk += 1;
+                return Ok(Cached::Analysis(Arc::new(analysis)));
+            }
             let space = self.load(file, &|_| true)?;
             let analysis = oxprof_analysis::op_stats::convert::xspace_to_op_stats(&space);
             // Unmapping ~100 MB of tables takes a while: not on the request's path.
             rayon::spawn(move || drop(space));
+            persisted.write(|| persist::encode_analysis(&analysis));
             Ok(Cached::Analysis(Arc::new(analysis)))
         })?;
         entries

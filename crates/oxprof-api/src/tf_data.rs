@@ -16,30 +16,14 @@ use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
 use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
 
-/// Tools answered here.
-pub const TOOLS: &[&str] = &["tf_data_bottleneck_analysis"];
-
-/// [`crate::registry::Compute`] of this module's tools.
+/// [`crate::registry::Compute`] of `tf_data_bottleneck_analysis`: the selected hosts'
+/// [`oxprof_analysis::tools::tf_data::CombinedTfDataStats`].
 pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    report(session, run, &request.tool, request)
-}
-
-/// The report of a data request for one of [`TOOLS`]: the selected hosts'
-/// [`oxprof_analysis::tools::tf_data::CombinedTfDataStats`].
-pub fn report(
-    session: &Session,
-    run: &ServedRun,
-    tool: &str,
-    request: &DataRequest,
-) -> Result<Box<dyn Report>, ApiError> {
-    if !TOOLS.contains(&tool) {
-        return Err(ApiError::UnknownTool(tool.to_string()));
-    }
     let files = select_hosts(run, request.host.as_deref())?;
     // Only the host plane's events are read (device planes are often most of a GPU
     // profile); each XSpace is dropped as soon as its statistics exist.

@@ -2,23 +2,24 @@
 //!
 //! Each host's XSpace is loaded, grouped and indexed once ([`HostTraceData`]) and kept in
 //! the session's cache, so that later requests (zooms, details, search) only render. The
-//! index can also be cached on disk beside the profile (`<file>.oxprof-trace-v1.idx`,
-//! validated against the file's size and modification time; opt-in with
-//! `OXPROF_TRACE_CACHE=1`). Writing the cache is best effort (read-only folders are fine).
+//! index is also kept in the persistent analysis cache (`oxprof-diskcache`, never beside
+//! the profile), validated against the file's identity; writing it is best effort.
 //!
 //! LOD routes (for the server, under `/oxprof/api/trace`): see [`route`].
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts};
+use crate::persist::{Persisted, TRACE_INDEX_ENTRY};
 use crate::session::Session;
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::report::Report;
 use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest};
 use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
-use oxprof_analysis::trace::{EventRef, TraceIndex, cache, read_index, write_index};
-use oxprof_format::{FileStat, HostFile, ProfileStore, load_xspace};
+use oxprof_analysis::trace::{EventRef, TraceIndex, read_index, write_index};
+use oxprof_diskcache::DiskCache;
+use oxprof_format::{HostFile, LocalStore, load_xspace};
 use oxprof_model::XSpace;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -51,12 +52,6 @@ impl HostTraceData {
     }
 }
 
-/// The disk cache is opt-in (`OXPROF_TRACE_CACHE=1`): it writes beside the user's
-/// profiles.
-fn disk_cache_enabled() -> bool {
-    std::env::var("OXPROF_TRACE_CACHE").is_ok_and(|v| v == "1")
-}
-
 impl HostTraceData {
     /// Approximate heap bytes held (model, grouping, index), for cache bounds.
     pub fn heap_bytes(&self) -> usize {
@@ -64,28 +59,26 @@ impl HostTraceData {
     }
 }
 
-/// Loads, groups and indexes one host (the index from the disk cache when valid).
-pub fn load_host(file: &HostFile, use_disk_cache: bool) -> Result<HostTraceData, ApiError> {
+/// Loads, groups and indexes one host (the index from `disk_cache` when it holds a valid
+/// one, and stored there otherwise).
+pub fn load_host(file: &HostFile, disk_cache: Option<&DiskCache>) -> Result<HostTraceData, ApiError> {
     let space = load_xspace(&file.path)?;
-    let stat = oxprof_format::LocalStore::new(&file.path).stat(&file.path).ok();
-    Ok(index_host(file, space, stat, use_disk_cache))
+    let store = LocalStore::new(&file.path);
+    Ok(index_host(file, space, Persisted::new(disk_cache, &store, &file.path, TRACE_INDEX_ENTRY, &file.host)))
 }
 
-/// [`load_host`] through a session (its input budgets); the session's cache keeps the
-/// result ([`Session::host_traces`]).
+/// [`load_host`] through a session (its store, input budgets and persistent cache); the
+/// session's cache keeps the result ([`Session::host_traces`]).
 pub(crate) fn load_host_with(session: &Session, file: &HostFile) -> Result<HostTraceData, ApiError> {
     let space = session.load(file, &|_| true)?;
-    let stat = session.store().stat(&file.path).ok();
-    Ok(index_host(file, space, stat, disk_cache_enabled()))
+    Ok(index_host(file, space, session.persisted(file, TRACE_INDEX_ENTRY, &file.host)))
 }
 
-/// `stat`: the file's as its store states it, which keys the opt-in disk cache of indexes.
-fn index_host(file: &HostFile, space: XSpace, stat: Option<FileStat>, use_disk_cache: bool) -> HostTraceData {
-    let state = stat.map(|s| (s.size, s.modified_ns));
-    let cache_path = cache::cache_path_for(&file.path);
-    if use_disk_cache
-        && let Some(state) = state
-        && let Ok(bytes) = std::fs::read(&cache_path)
+fn index_host(file: &HostFile, space: XSpace, persisted: Persisted<'_>) -> HostTraceData {
+    // The index format checks the file state it was built from on its own, too.
+    let state = persisted.identity.as_ref().map(|id| (id.size, id.modified_ns));
+    if let Some(state) = state
+        && let Some(bytes) = persisted.read()
         && let Ok(index) = read_index(&bytes, state)
     {
         let groups = group_events(&space);
@@ -96,12 +89,8 @@ fn index_host(file: &HostFile, space: XSpace, stat: Option<FileStat>, use_disk_c
     // the 85 MB profile the peak was ~142 MB side by side, ~124 MB one after the other.
     let groups = group_events(&space);
     let index = TraceIndex::build_grouped(&space, &file.host, &groups);
-    if use_disk_cache && let Some(state) = state {
-        // Best effort, written atomically (temp file + rename).
-        let tmp = cache_path.with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, write_index(&index, state)).is_ok() && std::fs::rename(&tmp, &cache_path).is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+    if let Some(state) = state {
+        persisted.write(|| write_index(&index, state));
     }
     HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: false }
 }

@@ -419,8 +419,8 @@ fn trace_routes_dispatch() {
     assert!(route("event", &|_| None).is_err());
 }
 
-/// Disk cache: written beside the profile when enabled, reused, and a stale or corrupt
-/// file is ignored and rewritten.
+/// The persistent cache of trace indexes: written on first load, reused, and a corrupt or
+/// torn entry is ignored and rewritten.
 #[test]
 fn disk_cache_is_validated() {
     let tmp = tempfile::tempdir().unwrap();
@@ -428,29 +428,37 @@ fn disk_cache_is_validated() {
     let file = walk(&src).into_iter().find(|p| p.to_string_lossy().ends_with(".xplane.pb.gz")).unwrap();
     let dst = tmp.path().join("vm.xplane.pb.gz");
     std::fs::copy(&file, &dst).unwrap();
+    let disk = oxprof_api::DiskCache::open(&tmp.path().join("cache"), 1 << 30).unwrap();
     let host = oxprof_format::HostFile { host: "vm".to_string(), path: dst.clone() };
-    let fresh = oxprof_api::trace::load_host(&host, true).unwrap();
+    let fresh = oxprof_api::trace::load_host(&host, Some(&disk)).unwrap();
     assert!(!fresh.index_from_cache);
-    let cache = oxprof_analysis::trace::cache::cache_path_for(&dst);
-    assert!(cache.exists());
-    let cached = oxprof_api::trace::load_host(&host, true).unwrap();
+    let entries = || -> Vec<PathBuf> { walk(disk.dir()) };
+    assert_eq!(entries().len(), 1);
+    let cache = entries().remove(0);
+    let cached = oxprof_api::trace::load_host(&host, Some(&disk)).unwrap();
     assert!(cached.index_from_cache);
     assert_eq!(cached.index.num_events, fresh.index.num_events);
+    // Another host name is another entry (the index embeds it).
+    let renamed = oxprof_format::HostFile { host: "other".to_string(), path: dst.clone() };
+    assert!(!oxprof_api::trace::load_host(&renamed, Some(&disk)).unwrap().index_from_cache);
+    std::fs::remove_file(entries().into_iter().find(|p| *p != cache).unwrap()).unwrap();
     // Corrupt it: ignored, rebuilt, rewritten.
     let mut bytes = std::fs::read(&cache).unwrap();
     let n = bytes.len();
     bytes[n / 2] ^= 0x5a;
     std::fs::write(&cache, &bytes).unwrap();
-    let rebuilt = oxprof_api::trace::load_host(&host, true).unwrap();
+    let rebuilt = oxprof_api::trace::load_host(&host, Some(&disk)).unwrap();
     assert!(!rebuilt.index_from_cache);
-    assert!(oxprof_api::trace::load_host(&host, true).unwrap().index_from_cache);
+    assert!(oxprof_api::trace::load_host(&host, Some(&disk)).unwrap().index_from_cache);
     // Truncated: ignored.
     std::fs::write(&cache, &bytes[..10]).unwrap();
-    assert!(!oxprof_api::trace::load_host(&host, true).unwrap().index_from_cache);
-    // Another state of the profile file (size, mtime): the cache is stale.
-    let bytes_now = std::fs::read(&cache).unwrap();
+    assert!(!oxprof_api::trace::load_host(&host, Some(&disk)).unwrap().index_from_cache);
+    // Without a cache nothing is written or read.
+    assert!(!oxprof_api::trace::load_host(&host, None).unwrap().index_from_cache);
+    // The index's own header refuses another state of the profile file (size, mtime).
+    let index_bytes = oxprof_analysis::trace::write_index(&fresh.index, (10, 20));
     assert_eq!(
-        oxprof_analysis::trace::read_index(&bytes_now, (1, 2)).unwrap_err(),
+        oxprof_analysis::trace::read_index(&index_bytes, (1, 2)).unwrap_err(),
         oxprof_analysis::trace::CacheError::Stale
     );
 }

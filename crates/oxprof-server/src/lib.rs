@@ -51,6 +51,8 @@ pub struct ServeOptions {
     pub limits: oxprof_api::LoadLimits,
     /// Serve runs whose files are symlinks to outside the path (`--follow-symlinks`).
     pub follow_symlinks: bool,
+    /// The persistent analysis cache (`None`: none).
+    pub disk_cache: Option<std::sync::Arc<oxprof_api::DiskCache>>,
 }
 
 impl Default for ServeOptions {
@@ -65,6 +67,7 @@ impl Default for ServeOptions {
             capture_policy: oxprof_capture::CapturePolicy::loopback_only(),
             limits: oxprof_api::LoadLimits::default(),
             follow_symlinks: false,
+            disk_cache: None,
         }
     }
 }
@@ -144,6 +147,7 @@ async fn start_with(
         guard,
         limits: options.limits.clone(),
         follow_symlinks: options.follow_symlinks,
+        disk_cache: options.disk_cache.clone(),
     };
     let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),

@@ -48,6 +48,81 @@ enum Command {
         format: Format,
         #[command(flatten)]
         budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// Compare two runs: step time and its breakdown (with a noise test), framework ops,
+    /// GPU kernels, HLO ops, memory and the input pipeline; gates for CI.
+    ///
+    /// A and B are each a log directory, a run directory, one .xplane.pb(.gz) file or a
+    /// summary saved by `oxprof summary`. Exit code 0 (no gate tripped), 1 (a --fail-if
+    /// gate tripped: a change past its threshold and beyond noise), 2 (bad input or usage).
+    Diff {
+        /// The baseline: a log directory, run directory, profile file or summary file.
+        a: PathBuf,
+        /// The run compared with it (the same kinds of path).
+        b: PathBuf,
+        /// A's run within a log directory (default: the newest).
+        #[arg(long)]
+        run_a: Option<String>,
+        /// B's run within a log directory (default: the newest).
+        #[arg(long)]
+        run_b: Option<String>,
+        /// Host name, or ALL_HOSTS, for both runs (default: all hosts combined; a summary's
+        /// own selection).
+        #[arg(long)]
+        host: Option<String>,
+        /// A's host when it differs from --host (e.g. rank 0 against rank 1 of one run).
+        #[arg(long, value_name = "HOST")]
+        host_a: Option<String>,
+        /// B's host when it differs from --host.
+        #[arg(long, value_name = "HOST")]
+        host_b: Option<String>,
+        /// Output format: Markdown for people (gates first), oxprof's typed comparison as
+        /// JSON, or one CSV row per compared value.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Md)]
+        format: DiffFormat,
+        /// Exit 1 when a change passes this threshold beyond noise (repeatable), e.g.
+        /// 'step_time>+5%', 'step:input>+2ms', 'input.share>+10', 'op:MatMul.self_time>+10%',
+        /// 'kernel:*.time>+20%', 'hlo:fusion.N.mean>+15%', 'memory.peak>+256MiB'.
+        #[arg(long = "fail-if", value_name = "GATE", value_parser = parse_gate)]
+        fail_if: Vec<oxprof_diff::gate::Gate>,
+        /// Let gates trip on changes within noise, and without a verdict (too few steps).
+        #[arg(long)]
+        no_noise_check: bool,
+        /// Drop template arguments from kernel names before matching them
+        /// (`gemm<float, 128>(…)` → `gemm<>(…)`).
+        #[arg(long)]
+        strip_templates: bool,
+        /// Rows per op table in Markdown.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        top: usize,
+        /// Largest summary file read (e.g. 256MiB): a larger one is refused with a message.
+        #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64MiB")]
+        max_summary_bytes: u64,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// Save a run's reports as a versioned summary file that `oxprof diff` reads in place
+    /// of the run (a baseline for CI, without the profile).
+    Summary {
+        /// A log directory, a run directory, or one .xplane.pb(.gz) file.
+        path: PathBuf,
+        /// Run name (default: the newest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// Host name, or ALL_HOSTS (default: all hosts combined).
+        #[arg(long)]
+        host: Option<String>,
+        /// The file to write (default: standard output).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
     },
     /// Convert one profile (XSpace or PyTorch trace, plain or gzip) to another format:
     /// an XSpace that XProf opens, or Chrome trace JSON for Perfetto and chrome://tracing.
@@ -104,7 +179,66 @@ enum Command {
         follow_symlinks: bool,
         #[command(flatten)]
         budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
     },
+    /// Manage the persistent analysis cache (per-host results kept for later runs).
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CacheAction {
+    /// Show where the cache is and how much it holds.
+    Info {
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// Remove every entry.
+    Clear {
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+}
+
+/// Where per-host analyses are kept between runs, so that reopening a profile skips
+/// decoding it.
+#[derive(Debug, Clone, clap::Args)]
+struct AnalysisCacheArgs {
+    /// Directory of the persistent analysis cache (default: $OXPROF_CACHE_DIR, else the
+    /// platform cache directory, e.g. ~/.cache/oxprof). Never beside the profiles.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Neither read nor write the persistent analysis cache.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
+    /// Bound of the persistent analysis cache, in MB (least recently used entries go first).
+    #[arg(long, value_name = "MB", default_value_t = 4096)]
+    cache_dir_mb: u64,
+}
+
+impl AnalysisCacheArgs {
+    fn root(&self) -> Option<PathBuf> {
+        self.cache_dir.clone().or_else(oxprof_api::DiskCache::default_root)
+    }
+
+    /// The cache, or `None` with `--no-cache` (or, with a warning, when it cannot be opened:
+    /// answers do not need it).
+    fn open(&self) -> Option<std::sync::Arc<oxprof_api::DiskCache>> {
+        if self.no_cache {
+            return None;
+        }
+        let root = self.root()?;
+        match oxprof_api::DiskCache::open(&root, self.cache_dir_mb.saturating_mul(1 << 20)) {
+            Ok(cache) => Some(std::sync::Arc::new(cache)),
+            Err(e) => {
+                eprintln!("oxprof: warning: {e}");
+                None
+            }
+        }
+    }
 }
 
 /// The input budget a user can raise (the others scale with each file's size).
@@ -190,6 +324,22 @@ fn convert(input: &std::path::Path, to: ConvertTo, output: &std::path::Path, bud
     Ok(())
 }
 
+/// Output formats of `oxprof diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DiffFormat {
+    /// Markdown: the runs, the gates (which tripped and why), then each section.
+    Md,
+    /// oxprof's typed comparison (with the gates' outcomes) as JSON.
+    Json,
+    /// One row per compared value, then one per gate.
+    Csv,
+}
+
+/// A `--fail-if` gate.
+fn parse_gate(text: &str) -> Result<oxprof_diff::gate::Gate, String> {
+    oxprof_diff::gate::Gate::parse(text).map_err(|e| e.to_string())
+}
+
 /// A tool of the registry, by its name or an alias (the registry's own name comes back).
 fn parse_tool(name: &str) -> Result<String, String> {
     match oxprof_api::registry::find(name) {
@@ -220,6 +370,8 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 
 /// Exit code for bad input (unreadable or corrupt profiles, nothing found).
 const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code of `oxprof diff` when a gate trips.
+const EXIT_GATE_TRIPPED: u8 = 1;
 
 fn main() -> ExitCode {
     oxprof_format::return_freed_large_blocks_to_the_os();
@@ -251,12 +403,110 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
         }
+        Command::Diff {
+            a,
+            b,
+            run_a,
+            run_b,
+            host,
+            host_a,
+            host_b,
+            format,
+            fail_if,
+            no_noise_check,
+            strip_templates,
+            top,
+            max_summary_bytes,
+            budget,
+            cache,
+        } => {
+            let host_a = host_a.as_deref().or(host.as_deref());
+            let host_b = host_b.as_deref().or(host.as_deref());
+            let side_a = oxprof_api::diff::SideRequest { path: &a, run: run_a.as_deref(), host: host_a };
+            let side_b = oxprof_api::diff::SideRequest { path: &b, run: run_b.as_deref(), host: host_b };
+            let options = oxprof_diff::DiffOptions { strip_templates, ..oxprof_diff::DiffOptions::default() };
+            let limits = oxprof_api::diff::ReadOptions {
+                profile: budget.limits(),
+                summary: oxprof_diff::summary::SummaryLimits {
+                    max_bytes: max_summary_bytes,
+                    ..oxprof_diff::summary::SummaryLimits::default()
+                },
+                disk_cache: cache.open(),
+            };
+            let diff = oxprof_api::diff::diff_paths(&side_a, &side_b, &options, &limits)?;
+            let report = oxprof_diff::DiffReport::new(diff, &fail_if, !no_noise_check);
+            let text = match format {
+                DiffFormat::Md => oxprof_api::diff::markdown::render(&report, top),
+                DiffFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+                DiffFormat::Csv => oxprof_api::diff::csv::render(&report),
+            };
+            use std::io::Write;
+            std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?;
+            for gate in report.gates.iter().filter(|g| g.tripped()) {
+                eprintln!("oxprof: gate {} tripped: {}", gate.gate, gate.reason);
+            }
+            Ok(if report.tripped { ExitCode::from(EXIT_GATE_TRIPPED) } else { ExitCode::SUCCESS })
+        }
+        Command::Summary { path, run, host, out, budget, cache } => {
+            let side = oxprof_api::diff::SideRequest { path: &path, run: run.as_deref(), host: host.as_deref() };
+            let read = oxprof_api::diff::ReadOptions {
+                profile: budget.limits(),
+                disk_cache: cache.open(),
+                ..oxprof_api::diff::ReadOptions::default()
+            };
+            let summary = oxprof_api::diff::summarize(&side, &read)?;
+            let text = summary.to_json() + "\n";
+            match out {
+                Some(out) => {
+                    std::fs::write(&out, text).with_context(|| format!("cannot write {}", out.display()))?;
+                    eprintln!("oxprof: wrote {} (summary of {})", out.display(), summary.source.label());
+                }
+                None => {
+                    use std::io::Write;
+                    std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
         Command::Convert { input, to, output, budget } => {
             convert(&input, to, &output, &budget)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { path, port, bind, cache_mb, quiet, allow_hosts, capture_allow, follow_symlinks, budget } => {
+        Command::Cache { action } => {
+            let (CacheAction::Info { cache } | CacheAction::Clear { cache }) = &action;
+            let root = cache.root().context("no cache directory: give one with --cache-dir")?;
+            let disk = oxprof_api::DiskCache::open(&root, cache.cache_dir_mb.saturating_mul(1 << 20))?;
+            let mb = |bytes: u64| bytes as f64 / 1e6;
+            match action {
+                CacheAction::Info { .. } => {
+                    let usage = disk.usage();
+                    println!("{}: {} entries, {:.1} MB", disk.dir().display(), usage.entries, mb(usage.bytes));
+                }
+                CacheAction::Clear { .. } => {
+                    let removed = disk.clear()?;
+                    println!(
+                        "{}: removed {} entries, {:.1} MB",
+                        disk.dir().display(),
+                        removed.entries,
+                        mb(removed.bytes)
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve {
+            path,
+            port,
+            bind,
+            cache_mb,
+            quiet,
+            allow_hosts,
+            capture_allow,
+            follow_symlinks,
+            budget,
+            cache,
+        } => {
             if !bind.is_loopback() {
                 eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
@@ -270,6 +520,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
                 limits: budget.limits(),
                 follow_symlinks,
+                disk_cache: cache.open(),
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
@@ -280,9 +531,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             .context("cannot serve")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Data { tool, path, run, host, params, format, budget } => {
+        Command::Data { tool, path, run, host, params, format, budget, cache } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };
-            let session = oxprof_api::data::one_shot_session_with(&path, budget.limits())?;
+            let options = oxprof_api::session::SessionOptions {
+                limits: budget.limits(),
+                disk_cache: cache.open(),
+                ..oxprof_api::session::SessionOptions::one_shot()
+            };
+            let session = oxprof_api::data::local_session(&path, options)?;
             let served = session.run(request.run.as_deref())?;
             if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&session, &served, &request) {
                 // A binary body (graph_viewer type=pb) is written as is.

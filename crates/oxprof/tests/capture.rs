@@ -31,6 +31,8 @@ struct Output {
 fn oxprof(args: &[&str]) -> Output {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        // The persistent analysis cache of these tests, not the user's.
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -21,6 +21,8 @@ struct Output {
 /// Runs oxprof with a hard time limit: a hang is a failure, not a stuck test run.
 fn oxprof(args: &[&str]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        // The persistent analysis cache of these tests, not the user's.
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
         .args(args)
         .current_dir(repo_root())
         .stdin(Stdio::null())
@@ -359,6 +361,8 @@ fn serve_help_is_stable() {
 fn serve_prints_its_url_and_serves_the_demo() {
     use std::io::{BufRead, BufReader, Read};
     let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        // The persistent analysis cache of these tests, not the user's.
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
         .args(["serve", "--port", "0", "--quiet"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -389,4 +393,44 @@ fn serve_prints_its_url_and_serves_the_demo() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(code, Some(0));
+}
+
+/// Several processes fill one persistent-cache entry at once; every answer (theirs, a
+/// reopening one's, one after a torn entry, one without the cache) is the same, and
+/// `oxprof cache info|clear` see the entry.
+#[test]
+fn processes_share_the_persistent_analysis_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().to_str().unwrap();
+    let profile = "testdata/profiles/jax_train";
+    let uncached = oxprof(&["data", "overview_page", profile, "--no-cache"]);
+    assert_eq!(uncached.code, 0, "{}", uncached.stderr);
+    let racing: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_oxprof"))
+                .args(["data", "overview_page", profile, "--cache-dir", cache])
+                .current_dir(repo_root())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in racing {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), uncached.stdout);
+    }
+    let info = oxprof(&["cache", "info", "--cache-dir", cache]);
+    assert!(info.stdout.contains(": 1 entries"), "{}", info.stdout);
+    assert_eq!(oxprof(&["data", "overview_page", profile, "--cache-dir", cache]).stdout, uncached.stdout);
+    // A torn entry (a crash mid-write on a file system without atomic rename) is a miss.
+    let entries: Vec<_> = std::fs::read_dir(dir.path().join("v1")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let bytes = std::fs::read(&entries[0]).unwrap();
+    std::fs::write(&entries[0], &bytes[..bytes.len() / 2]).unwrap();
+    assert_eq!(oxprof(&["data", "overview_page", profile, "--cache-dir", cache]).stdout, uncached.stdout);
+    let cleared = oxprof(&["cache", "clear", "--cache-dir", cache]);
+    assert!(cleared.stdout.contains("removed 1 entries"), "{}", cleared.stdout);
+    assert!(oxprof(&["cache", "info", "--cache-dir", cache]).stdout.contains(": 0 entries"));
 }

@@ -22,6 +22,8 @@ struct Server {
 impl Server {
     fn start(root: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+            // The persistent analysis cache of these tests, not the user's.
+            .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
             .arg("serve")
             .arg(root)
             .args(["--port", "0", "--quiet"])

@@ -844,7 +844,9 @@ fn non_idle_time_ms(d: &PerTpuStepDetails) -> f64 {
     compute_time_ms(d) + infeed_time_ms(d) + all_reduce_time_ms(d) + d.tc_outfeed_time_ms
 }
 
-fn tpu_step_time_ms(d: &PerTpuStepDetails) -> f64 {
+/// A TPU step's time as XProf's step-time tooltip adds it up: compute, input, all-reduce,
+/// output and idle.
+pub fn tpu_step_time_ms(d: &PerTpuStepDetails) -> f64 {
     non_idle_time_ms(d) + d.tc_idle_time_ms
 }
 

@@ -10,6 +10,7 @@
 use crate::op_stats::{OpStats, StepBreakdown, StepInfoResult};
 use crate::report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::pico_to_micro;
+use crate::tools::step_breakdown::event_type;
 use oxprof_wire::datatable::CellValue;
 use oxprof_wire::protobuf_json;
 use serde::{Deserialize, Serialize};
@@ -28,23 +29,6 @@ const GENERIC_EVENT_TYPES: [(i32, &str, &[i32]); 9] = [
     (8, "Compilation", &[event_type::HOST_COMPILE]),
     (9, "All others", &[event_type::UNKNOWN_TIME]),
 ];
-
-/// `EventType` numbers (the keys of `GenericStepBreakdown::type_ps`).
-mod event_type {
-    pub const UNKNOWN_TIME: i32 = 0;
-    pub const HOST_COMPUTE: i32 = 10;
-    pub const HOST_COMPILE: i32 = 60;
-    pub const HOST_TO_DEVICE: i32 = 80;
-    pub const HOST_PREPARE: i32 = 90;
-    pub const DEVICE_COLLECTIVES: i32 = 100;
-    pub const HOST_WAIT_INPUT: i32 = 110;
-    pub const DEVICE_TO_DEVICE: i32 = 120;
-    pub const DEVICE_TO_HOST: i32 = 130;
-    pub const DEVICE_COMPUTE_32: i32 = 140;
-    pub const DEVICE_COMPUTE_16: i32 = 150;
-    pub const DEVICE_WAIT_DEVICE: i32 = 160;
-    pub const DEVICE_WAIT_HOST: i32 = 170;
-}
 
 const ERROR_INCOMPLETE_STEP: &str = "Incomplete step observed and hence the step time is unknown.\
 Instead, we use the trace duration as the step time. This may happen if your profiling duration is \

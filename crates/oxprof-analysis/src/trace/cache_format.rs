@@ -1,4 +1,4 @@
-//! A [`TraceIndex`] as bytes, for an on-disk cache beside the profile.
+//! A [`TraceIndex`] as bytes, for the persistent analysis cache.
 //!
 //! Layout (little endian): magic `OXPTRIDX`, format version, the source file's size and
 //! modification time (ns), payload length, FNV-1a 64 checksum of the payload, payload.
@@ -7,7 +7,6 @@
 //! callers rebuild the index and overwrite it. No IO here: callers read and write files.
 
 use super::index::{DROPPED_LEVEL, DeviceInfo, NUM_LEVELS, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
-use std::path::{Path, PathBuf};
 
 /// Bumped whenever the index layout or its meaning changes.
 pub const CACHE_VERSION: u32 = 4;
@@ -38,13 +37,6 @@ impl std::fmt::Display for CacheError {
 }
 
 impl std::error::Error for CacheError {}
-
-/// Where the cache of a profile file lives: `<file>.oxprof-trace-v<N>.idx`.
-pub fn cache_path_for(profile: &Path) -> PathBuf {
-    let mut name = profile.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".oxprof-trace-v{CACHE_VERSION}.idx"));
-    profile.with_file_name(name)
-}
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

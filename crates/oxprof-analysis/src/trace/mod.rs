@@ -43,5 +43,5 @@ pub const MAX_DEVICES_PER_HOST: u32 = 1000;
 pub mod cache {
     //! The on-disk cache of a [`super::TraceIndex`]: see [`super::write_index`] and
     //! [`super::read_index`].
-    pub use super::cache_format::{CACHE_VERSION, CacheError, cache_path_for};
+    pub use super::cache_format::{CACHE_VERSION, CacheError};
 }

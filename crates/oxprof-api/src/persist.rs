@@ -1,0 +1,92 @@
+//! What the session keeps in the persistent cache (`oxprof-diskcache`), as bytes: a file's
+//! identity read through its store, and a host's OpStats analysis encoded so that a
+//! reloaded one gives byte-identical answers (JSON with exact float round trips).
+
+use oxprof_analysis::op_stats::convert::HostAnalysis;
+use oxprof_analysis::op_stats::types::OpStats;
+use oxprof_diskcache::{DiskCache, FileIdentity, IDENTITY_BLOCK};
+use oxprof_format::ProfileStore;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Entry kind of a host's OpStats analysis.
+pub(crate) const ANALYSIS_ENTRY: &str = "host-analysis";
+/// Entry kind of a host's trace index (the host name is an extra input: the index embeds it).
+pub(crate) const TRACE_INDEX_ENTRY: &str = "trace-index";
+
+/// The slot of one file's result in the persistent cache, keyed by the file's identity
+/// when the slot was made; inert without a cache or an identity.
+pub(crate) struct Persisted<'s> {
+    cache: Option<&'s DiskCache>,
+    store: &'s dyn ProfileStore,
+    file: &'s Path,
+    key: String,
+    /// The file's identity when the slot was made.
+    pub(crate) identity: Option<FileIdentity>,
+}
+
+impl<'s> Persisted<'s> {
+    /// The slot of what `kind` computes from `file` (with `extra` inputs).
+    pub(crate) fn new(
+        cache: Option<&'s DiskCache>,
+        store: &'s dyn ProfileStore,
+        file: &'s Path,
+        kind: &str,
+        extra: &str,
+    ) -> Persisted<'s> {
+        let identity = cache.and_then(|_| identity(store, file));
+        let key = identity.as_ref().map(|id| oxprof_diskcache::entry_key(kind, id, extra)).unwrap_or_default();
+        Persisted { cache: cache.filter(|_| identity.is_some()), store, file, key, identity }
+    }
+
+    /// The stored bytes, if any.
+    pub(crate) fn read(&self) -> Option<Vec<u8>> {
+        self.cache?.get(&self.key)
+    }
+
+    /// Stores what `encode` makes, unless the file changed since the slot was made (the
+    /// result may then be of the new contents: never kept under the old key). A failed
+    /// write changes no answer.
+    pub(crate) fn write(&self, encode: impl FnOnce() -> Vec<u8>) {
+        let Some(cache) = self.cache else { return };
+        if identity(self.store, self.file) != self.identity {
+            return;
+        }
+        let _ = cache.put(&self.key, &encode());
+    }
+}
+
+/// A file's identity: its stat and a hash of its two end blocks (`None` if unreadable).
+pub(crate) fn identity(store: &dyn ProfileStore, file: &Path) -> Option<FileIdentity> {
+    let stat = store.stat(file).ok()?;
+    let first = store.read_range(file, 0..IDENTITY_BLOCK.min(stat.size)).ok()?;
+    let last = store.read_range(file, stat.size.saturating_sub(IDENTITY_BLOCK)..stat.size).ok()?;
+    Some(FileIdentity::new(stat.size, stat.modified_ns, stat.etag, &first, &last))
+}
+
+#[derive(Serialize)]
+struct AnalysisOut<'a> {
+    op_stats: &'a OpStats,
+    advice: &'a [String],
+    grouped: bool,
+}
+
+#[derive(Deserialize)]
+struct AnalysisIn {
+    op_stats: OpStats,
+    advice: Vec<String>,
+    grouped: bool,
+}
+
+/// A host analysis as bytes.
+pub(crate) fn encode_analysis(analysis: &HostAnalysis) -> Vec<u8> {
+    let out = AnalysisOut { op_stats: &analysis.op_stats, advice: &analysis.advice, grouped: analysis.grouped };
+    // Serializing plain data cannot fail; an empty payload would only be a miss later.
+    serde_json::to_vec(&out).unwrap_or_default()
+}
+
+/// A host analysis from bytes [`encode_analysis`] wrote (`None`: not one).
+pub(crate) fn decode_analysis(bytes: &[u8]) -> Option<HostAnalysis> {
+    let a: AnalysisIn = serde_json::from_slice(bytes).ok()?;
+    Some(HostAnalysis { op_stats: a.op_stats, advice: a.advice, grouped: a.grouped })
+}

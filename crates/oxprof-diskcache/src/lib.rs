@@ -1,0 +1,304 @@
+//! A persistent cache of what oxprof computes from a profile file (a host's OpStats, its
+//! trace index), so that a later process answers from disk instead of decoding again.
+//!
+//! ```text
+//!  <cache dir>/v<LAYOUT>/<key>.bin      one entry: header + payload
+//!                 key  = xxh3-128 of (oxprof version, kind, the file's identity, extra)
+//!                 identity = size, mtime, etag, xxh3 of the first and last 64 KiB
+//! ```
+//!
+//! * **Never stale:** an entry is found only under the identity of the file it was computed
+//!   from, and oxprof's own version is part of every key, so an upgrade never reads an
+//!   older layout (and a layout change moves to a new `v<LAYOUT>` directory).
+//! * **Never torn:** entries are written to a unique temporary file and renamed into place
+//!   (concurrent writers of one entry write the same bytes; the last rename wins); a read
+//!   checks magic, layout, length and a checksum of the payload and treats anything else
+//!   as a miss (and removes the entry).
+//! * **Bounded:** after each write the directory is trimmed to its byte bound, least
+//!   recently used first (a hit refreshes the entry's modification time).
+//! * **Best effort:** a failed write (full disk, read-only directory) is reported to the
+//!   caller as a [`WriteError`] and changes no answer.
+//!
+//! No knowledge of profiles or analyses here: payloads are bytes.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
+
+/// Bumped whenever the entry layout changes (entries of other layouts live in other
+/// directories and are never read).
+pub const LAYOUT: u32 = 1;
+const MAGIC: &[u8; 8] = b"OXPCACHE";
+const HEADER_BYTES: usize = 8 + 4 + 8 + 8;
+/// How much of each end of a file its identity hashes.
+pub const IDENTITY_BLOCK: u64 = 64 << 10;
+/// Default bound of a cache directory, in bytes.
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
+
+/// What identifies a profile file's contents, as cheaply as it can be read: a rewritten
+/// file differs in its size, its modification time, its version tag, or one of its ends.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, ns since the Unix epoch (0 when unknown).
+    pub modified_ns: u64,
+    /// The store's version tag (an object store's ETag), when it has one.
+    pub etag: Option<String>,
+    /// xxh3 of the first [`IDENTITY_BLOCK`] bytes and of the last ones.
+    pub ends_hash: u64,
+}
+
+impl FileIdentity {
+    /// An identity from a file's metadata and its two end blocks (`last` may overlap
+    /// `first`, or be empty for a small file).
+    pub fn new(size: u64, modified_ns: u64, etag: Option<String>, first: &[u8], last: &[u8]) -> FileIdentity {
+        let ends_hash = xxh3_64(first) ^ xxh3_64(last).rotate_left(1);
+        FileIdentity { size, modified_ns, etag, ends_hash }
+    }
+}
+
+/// The key of one entry: what was computed (`kind`, e.g. `"opstats"`), from which file,
+/// with which extra inputs (e.g. the host name a trace index embeds).
+pub fn entry_key(kind: &str, file: &FileIdentity, extra: &str) -> String {
+    let text = format!(
+        "oxprof {}\0{kind}\0{}\0{}\0{}\0{:x}\0{extra}",
+        env!("CARGO_PKG_VERSION"),
+        file.size,
+        file.modified_ns,
+        file.etag.as_deref().unwrap_or(""),
+        file.ends_hash
+    );
+    format!("{:032x}", xxh3_128(text.as_bytes()))
+}
+
+/// Why an entry was not written (the answer is unaffected).
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot write the analysis cache: {cause}; answers are unaffected (--no-cache turns the cache off)")]
+pub struct WriteError {
+    /// The file or directory that failed.
+    pub path: PathBuf,
+    /// The OS error.
+    pub cause: std::io::Error,
+}
+
+/// Counters of one cache handle, for tests and `oxprof cache info`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Entries found and valid.
+    pub hits: AtomicU64,
+    /// Keys not found.
+    pub misses: AtomicU64,
+    /// Entries found but unusable (torn, corrupt, other layout); removed.
+    pub rejected: AtomicU64,
+    /// Entries written.
+    pub written: AtomicU64,
+    /// Entries removed to stay within the bound.
+    pub evicted: AtomicU64,
+}
+
+/// What a directory holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Entries.
+    pub entries: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// A cache directory of one layout, within a byte bound.
+#[derive(Debug)]
+pub struct DiskCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    counters: Counters,
+}
+
+impl DiskCache {
+    /// The platform's cache directory for oxprof (`$XDG_CACHE_HOME/oxprof`,
+    /// `~/.cache/oxprof`, `~/Library/Caches/oxprof`, `%LOCALAPPDATA%\oxprof`), unless
+    /// `OXPROF_CACHE_DIR` names another.
+    pub fn default_root() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("OXPROF_CACHE_DIR").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir));
+        }
+        dirs::cache_dir().map(|d| d.join("oxprof"))
+    }
+
+    /// Opens (creating it if needed) the cache under `root`, bounded to `max_bytes`.
+    pub fn open(root: &Path, max_bytes: u64) -> Result<DiskCache, WriteError> {
+        let dir = root.join(format!("v{LAYOUT}"));
+        std::fs::create_dir_all(&dir).map_err(|cause| WriteError { path: dir.clone(), cause })?;
+        Ok(DiskCache { dir, max_bytes, counters: Counters::default() })
+    }
+
+    /// The directory entries of this layout live in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// This handle's counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn path_of(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.bin"))
+    }
+
+    /// The payload stored under `key`, if there is a whole, valid one. An unusable entry
+    /// is removed and counted as rejected.
+    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+        let path = self.path_of(key);
+        let Ok(mut file) = File::open(&path) else {
+            self.counters.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let mut bytes = Vec::new();
+        let payload = file.read_to_end(&mut bytes).ok().and_then(|_| payload_of(&bytes));
+        match payload {
+            Some(range) => {
+                self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                // Recently used: eviction goes by modification time.
+                let _ = OpenOptions::new().write(true).open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+                bytes.drain(..range.start);
+                bytes.truncate(range.len());
+                Some(bytes)
+            }
+            None => {
+                self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Stores `payload` under `key` (atomically: readers see the old entry, no entry, or
+    /// the whole new one), then trims the directory to its bound.
+    pub fn put(&self, key: &str, payload: &[u8]) -> Result<(), WriteError> {
+        let path = self.path_of(key);
+        let entry_bytes = (HEADER_BYTES + payload.len()) as u64;
+        if entry_bytes > self.max_bytes {
+            return Ok(()); // larger than the whole cache: not kept
+        }
+        let mut tmp = tempfile_in(&self.dir).map_err(|cause| WriteError { path: self.dir.clone(), cause })?;
+        let mut header = Vec::with_capacity(HEADER_BYTES);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&LAYOUT.to_le_bytes());
+        header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        header.extend_from_slice(&xxh3_64(payload).to_le_bytes());
+        // No fsync: a crash may leave a torn entry, which the checksum turns into a miss.
+        let written = tmp.1.write_all(&header).and_then(|()| tmp.1.write_all(payload));
+        if let Err(cause) = written {
+            let _ = std::fs::remove_file(&tmp.0);
+            return Err(WriteError { path: tmp.0, cause });
+        }
+        if let Err(cause) = std::fs::rename(&tmp.0, &path) {
+            let _ = std::fs::remove_file(&tmp.0);
+            return Err(WriteError { path, cause });
+        }
+        self.counters.written.fetch_add(1, Ordering::Relaxed);
+        self.trim();
+        Ok(())
+    }
+
+    /// Entries and bytes in the directory now.
+    pub fn usage(&self) -> Usage {
+        let mut usage = Usage::default();
+        for (_, len, _) in self.entries() {
+            usage.entries += 1;
+            usage.bytes += len;
+        }
+        usage
+    }
+
+    /// Removes every entry (of every layout) under the cache's root; returns what the
+    /// current layout held.
+    pub fn clear(&self) -> Result<Usage, WriteError> {
+        let usage = self.usage();
+        let root = self.dir.parent().unwrap_or(&self.dir);
+        for entry in std::fs::read_dir(root).map_err(|cause| WriteError { path: root.to_path_buf(), cause })?.flatten()
+        {
+            let name = entry.file_name();
+            let is_layout_dir = name.to_str().is_some_and(|n| n.starts_with('v') && n[1..].parse::<u32>().is_ok());
+            if is_layout_dir && entry.path().is_dir() {
+                std::fs::remove_dir_all(entry.path()).map_err(|cause| WriteError { path: entry.path(), cause })?;
+            }
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|cause| WriteError { path: self.dir.clone(), cause })?;
+        Ok(usage)
+    }
+
+    /// (path, bytes, modified) of every finished entry.
+    fn entries(&self) -> Vec<(PathBuf, u64, SystemTime)> {
+        let Ok(read) = std::fs::read_dir(&self.dir) else { return Vec::new() };
+        read.flatten()
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".bin")))
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                Some((e.path(), meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+            })
+            .collect()
+    }
+
+    /// Removes least recently used entries until the directory is within its bound, and
+    /// temporary files abandoned by writers that died (older than an hour).
+    fn trim(&self) {
+        let mut entries = self.entries();
+        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
+        if total > self.max_bytes {
+            entries.sort_by_key(|(_, _, modified)| *modified);
+            for (path, len, _) in entries {
+                if total <= self.max_bytes {
+                    break;
+                }
+                if std::fs::remove_file(&path).is_ok() {
+                    total -= len;
+                    self.counters.evicted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let Ok(read) = std::fs::read_dir(&self.dir) else { return };
+        for e in read.flatten() {
+            let stale_tmp = e.file_name().to_str().is_some_and(|n| n.ends_with(".tmp"))
+                && e.metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age.as_secs() > 3600);
+            if stale_tmp {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// The payload's range within a whole entry, or `None` if the entry is not one.
+fn payload_of(bytes: &[u8]) -> Option<std::ops::Range<usize>> {
+    if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
+        return None;
+    }
+    let layout = u32::from_le_bytes(bytes[8..12].try_into().ok()?);
+    let len = usize::try_from(u64::from_le_bytes(bytes[12..20].try_into().ok()?)).ok()?;
+    let checksum = u64::from_le_bytes(bytes[20..28].try_into().ok()?);
+    let payload = bytes.get(HEADER_BYTES..)?;
+    (layout == LAYOUT && payload.len() == len && xxh3_64(payload) == checksum)
+        .then_some(HEADER_BYTES..HEADER_BYTES + len)
+}
+
+/// A new uniquely named temporary file in `dir` (`<pid>-<n>.tmp`), opened for writing.
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, File)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("{}-{n}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
