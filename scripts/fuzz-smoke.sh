@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Bounded fuzz smoke test of the XSpace decoder (fuzz/fuzz_targets/decode_xspace.rs).
+# Bounded fuzz smoke test of the XSpace decoder (fuzz/fuzz_targets/decode_xspace.rs) or,
+# with FUZZ_TARGET=import_kineto, of the PyTorch trace importer
+# (fuzz/fuzz_targets/import_kineto.rs).
 #
 #   scripts/fuzz-smoke.sh            # 60 s of fuzzing
 #   FUZZ_SECONDS=600 scripts/fuzz-smoke.sh
+#   FUZZ_TARGET=import_kineto scripts/fuzz-smoke.sh
 #
 # Steps: install cargo-fuzz if missing, build the target, seed the corpus (small profiles
 # under testdata/profiles plus a few XSpaces written here byte by byte; larger profiles
@@ -15,14 +18,18 @@
 # target's own model checks are what find bugs. FUZZ_SANITIZER=address opts into
 # AddressSanitizer, which needs unstable rustc flags and so RUSTC_BOOTSTRAP=1 on stable.
 #
-# Env: FUZZ_SECONDS (default 60), FUZZ_SANITIZER (default none),
+# import_kineto's corpus: the importer's hand-written traces and committed PyTorch fixtures
+# (small ones seed, larger ones are imported once each), a few odd traces written here,
+# and a dictionary of JSON tokens (fuzz/import_kineto.dict).
+#
+# Env: FUZZ_TARGET (decode_xspace or import_kineto), FUZZ_SECONDS (default 60), FUZZ_SANITIZER (default none),
 #      FUZZ_SEED_MAX_BYTES (default 65536: larger decompressed profiles are decoded once
 #      each instead of seeding the corpus).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fuzz_dir="$root/fuzz"
-target=decode_xspace
+target="${FUZZ_TARGET:-decode_xspace}"
 seconds="${FUZZ_SECONDS:-60}"
 sanitizer="${FUZZ_SANITIZER:-none}"
 seed_max="${FUZZ_SEED_MAX_BYTES:-65536}"
@@ -84,6 +91,20 @@ stat_gz() { msg "$1" "$(num 1 "$2")$(msg 8 "$(printf '%s' "$3" | gzip -c -n | he
 stat_meta() { msg 5 "$(num 1 "$1")$(msg 2 "$(num 1 "$1")$(text 2 "$2")$(text 3 "$3")")"; }
 event_meta() { msg 4 "$(num 1 "$1")$(msg 2 "$(num 1 "$1")$(text 2 "$2")$3")"; } # key, name, more fields
 
+seed_kineto() {
+    printf '%s' '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2,' \
+        '"args": {"x": [1, 2], "y": "s"}}, {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 2}, {"ph": "E",' \
+        '"pid": 1, "tid": 1, "ts": 3}, {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 1.5, "cat": "ac2g"},' \
+        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4, "dur": 1, "args": {"device": 0,' \
+        '"stream": 7, "correlation": 1, "grid": [1, 1, 1]}}, {"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": 4,' \
+        '"cat": "ac2g", "bp": "e"}, {"ph": "C", "name": "c", "pid": 1, "ts": 5, "args": {"a": 1, "b": 2}},' \
+        '{"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "main"}}],' \
+        '"baseTimeNanoseconds": 1700000000000000000}' >"$corpus/seed-kineto-small"
+    printf '%s' '[{"ph": "X", "name": "a", "ts": "1", "dur": NaN}, {"ph": "i", "name": "b", "ts": 2},]' >"$corpus/seed-kineto-array"
+    printf '%s' '{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}, {"ph": "X", "na' \
+        >"$corpus/seed-kineto-truncated"
+}
+
 seed_synthetic() {
     local line1 line2 cpu gpu
     line1="$(num 1 1)$(num 10 1)$(text 2 python)$(text 11 'Python thread')$(num 3 1700000000000000000)$(num 9 2000000)"
@@ -110,8 +131,6 @@ seed_synthetic() {
     write_hex "$(msg 1 "$(text 2 /host:CPU)")" "$corpus/seed-empty-plane"
     gzip -c -n "$corpus/seed-host-plane" >"$corpus/seed-host-plane-gzip"
 }
-seed_synthetic
-
 # Real profiles: small ones seed the corpus; larger ones are decoded and walked once each
 # (fuzzing megabyte inputs runs ~200x slower and covered less in a 60 s run than the
 # synthetic seeds alone, measured on the 0.5-1 MB profiles of testdata/profiles).
@@ -119,22 +138,44 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 touch "$work/.start" # artifacts newer than this come from this run
 seeded=0 large=0
-if [[ -d "$root/testdata/profiles" ]]; then
-    while IFS= read -r -d '' gz; do
-        name="testdata-$(printf '%s' "${gz#"$root/testdata/profiles/"}" | tr '/' '_')"
-        name="${name%.gz}"
-        if ! gzip -dc "$gz" >"$work/$name"; then
-            log "warning: cannot decompress $gz, skipped"
+# Seeds a file (gzip or plain): small ones into the corpus, large ones decoded once each.
+seed_file() { # $1 = file, $2 = corpus name
+    local name="$2"
+    if [[ "$1" == *.gz ]]; then
+        if ! gzip -dc "$1" >"$work/$name"; then
+            log "warning: cannot decompress $1, skipped"
             rm -f "$work/$name"
-        elif (($(stat -c %s "$work/$name") <= seed_max)); then
-            mv "$work/$name" "$corpus/$name"
-            seeded=$((seeded + 1))
-        else
-            large=$((large + 1))
+            return
         fi
-    done < <(find "$root/testdata/profiles" -name '*.xplane.pb.gz' -type f -print0 | sort -z)
+    else
+        cp "$1" "$work/$name"
+    fi
+    if (($(stat -c %s "$work/$name") <= seed_max)); then
+        mv "$work/$name" "$corpus/$name"
+        seeded=$((seeded + 1))
+    else
+        large=$((large + 1))
+    fi
+}
+if [[ "$target" == decode_xspace ]]; then
+    seed_synthetic
+    seed_dir="$root/testdata/profiles"
+    pattern='*.xplane.pb.gz'
+else
+    seed_kineto
+    for f in "$root"/crates/oxprof-kineto/tests/data/*.json; do
+        seed_file "$f" "testdata-$(basename "$f")"
+    done
+    seed_dir="$root/testdata/kineto"
+    pattern='*.json.gz'
 fi
-log "corpus: $(find "$corpus" -type f | wc -l) files; testdata/profiles: $seeded seeded," \
+if [[ -d "$seed_dir" ]]; then
+    while IFS= read -r -d '' gz; do
+        name="testdata-$(printf '%s' "${gz#"$root/testdata/"}" | tr '/' '_')"
+        seed_file "$gz" "${name%.gz}"
+    done < <(find "$seed_dir" -name "$pattern" -type f -print0 | sort -z)
+fi
+log "corpus: $(find "$corpus" -type f | wc -l) files; testdata: $seeded seeded," \
     "$large larger than $seed_max bytes (decoded once each)"
 
 # Runs the fuzz binary; on failure names the reproducers and exits with its status.
@@ -149,6 +190,9 @@ fuzz() {
     fi
 }
 limits=(-rss_limit_mb=2048 -timeout=10)
+if [[ -f "$fuzz_dir/$target.dict" ]]; then
+    limits+=("-dict=$fuzz_dir/$target.dict")
+fi
 if ((large > 0)); then
     log "decoding the $large larger profiles once each"
     fuzz "$work"/testdata-* -- "${limits[@]}"

@@ -4,7 +4,7 @@
 # Works on a fresh machine with the Rust toolchain, Python 3.11 with pip and Node 20 with
 # npm; installs the rest itself (a JAX venv in .venv-test, Debian's chromium, maturin and
 # zig from PyPI for the wheel).
-#   FUZZ_SECONDS=60   length of the fuzz smoke run (0 skips it)
+#   FUZZ_SECONDS=60   length of each fuzz smoke run (0 skips them)
 #   SKIP_LIVE=1       skip the live-capture tests (no Python venv)
 #   SKIP_UI=1         skip the web UI's checks
 #   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
@@ -43,7 +43,9 @@ if [ "${SKIP_PYTHON:-0}" != "1" ]; then
 fi
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
-  step "fuzz smoke (${FUZZ_SECONDS:-60} s)"
+  step "fuzz smoke: XSpace decoder (${FUZZ_SECONDS:-60} s)"
   bash scripts/fuzz-smoke.sh
+  step "fuzz smoke: PyTorch trace importer (${FUZZ_SECONDS:-60} s)"
+  FUZZ_TARGET=import_kineto bash scripts/fuzz-smoke.sh
 fi
 step "all checks passed"

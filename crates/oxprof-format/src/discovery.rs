@@ -2,7 +2,12 @@
 //!
 //! ```text
 //! <logdir>/[<tb_run>/]plugins/profile/<run>/<host>.xplane.pb
+//! <logdir>/<run>/<worker>.<timestamp>.pt.trace.json[.gz]     (torch-tb-profiler's layout)
 //! ```
+//!
+//! PyTorch traces follow torch-tb-profiler: any folder holding `.pt.trace.json[.gz]` files
+//! is a run (named by its path under the log directory) and each file a host (its worker:
+//! one rank of a distributed job). A log directory may mix both layouts.
 //!
 //! A run is named `<run>` when `plugins/profile` sits directly in the log directory, else
 //! `<tb_run>/<run>`; runs are listed newest first (names sort by timestamp, descending,
@@ -66,7 +71,8 @@ pub enum DiscoveryError {
     /// The path holds no profile at all.
     #[error(
         "{0}: no profiles found. Expected <logdir>/[<run>/]plugins/profile/<session>/<host>.xplane.pb, \
-         a session directory holding <host>.xplane.pb files, or an .xplane.pb file"
+         <logdir>/<run>/<worker>.pt.trace.json[.gz] (PyTorch), a session directory holding such files, \
+         or one profile file"
     )]
     NoProfiles(PathBuf),
 }
@@ -97,7 +103,8 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
         discovery.runs.push(Run { name: dir_name(path), dir: path.to_path_buf(), hosts: direct });
         return Ok(discovery);
     }
-    // A log directory: every `X/plugins/profile/<run>/`.
+    // A log directory: every `X/plugins/profile/<run>/`, and every folder of PyTorch traces.
+    let mut trace_dirs = std::collections::BTreeSet::new();
     let mut walker = walkdir::WalkDir::new(path).follow_links(true).max_depth(MAX_DEPTH).into_iter();
     while let Some(entry) = walker.next() {
         let entry = match entry {
@@ -109,6 +116,13 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
             }
         };
         if !entry.file_type().is_dir() {
+            let name = entry.file_name().to_str().unwrap_or_default();
+            if crate::formats::format_of_name(name)
+                .is_some_and(|(spec, _)| spec.format == crate::formats::Format::Kineto)
+                && let Some(dir) = entry.path().parent()
+            {
+                trace_dirs.insert(dir.to_path_buf());
+            }
             continue;
         }
         let p = entry.path();
@@ -141,6 +155,17 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
             let name = if tb_run.is_empty() || tb_run == "." { run } else { format!("{tb_run}/{run}") };
             discovery.runs.push(Run { name, dir, hosts });
         }
+    }
+    for dir in trace_dirs {
+        let hosts = hosts_in(&dir, &mut discovery.skipped);
+        if hosts.is_empty() {
+            continue;
+        }
+        let name = match dir.strip_prefix(path).map(|rel| rel.to_string_lossy().replace('\\', "/")) {
+            Ok(rel) if !rel.is_empty() => rel,
+            _ => dir_name(&dir),
+        };
+        discovery.runs.push(Run { name, dir, hosts });
     }
     if discovery.runs.is_empty() {
         return Err(DiscoveryError::NoProfiles(path.to_path_buf()));
@@ -236,5 +261,33 @@ mod tests {
         assert_eq!(host_of_file_name("vm.xplane.pb.gz"), Some("vm"));
         assert_eq!(host_of_file_name(".xplane.pb"), None);
         assert_eq!(host_of_file_name("vm.trace.json.gz"), None);
+        assert_eq!(host_of_file_name("worker0.1623143089861.pt.trace.json"), Some("worker0.1623143089861"));
+    }
+
+    /// torch-tb-profiler's layout: folders of `.pt.trace.json[.gz]` files are runs, files
+    /// are workers (ranks); XSpace runs in the same log directory are found too.
+    #[test]
+    fn pytorch_runs_are_folders_of_traces_beside_xspace_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        touch(&root.join("resnet/worker0.1623143089861.pt.trace.json.gz"));
+        touch(&root.join("ddp/nccl/rank0.1700000000000.pt.trace.json"));
+        touch(&root.join("ddp/nccl/rank1.1700000000001.pt.trace.json"));
+        touch(&root.join("ddp/notes.json"));
+        touch(&root.join("jax/plugins/profile/2025_01_01_00_00_00/vm.xplane.pb"));
+        let d = discover(root).unwrap();
+        let runs: Vec<(&str, Vec<&str>)> =
+            d.runs.iter().map(|r| (r.name.as_str(), r.hosts.iter().map(|h| h.host.as_str()).collect())).collect();
+        assert_eq!(
+            runs,
+            [
+                ("resnet", vec!["worker0.1623143089861"]),
+                ("jax/2025_01_01_00_00_00", vec!["vm"]),
+                ("ddp/nccl", vec!["rank0.1700000000000", "rank1.1700000000001"]),
+            ]
+        );
+        // A run folder given directly.
+        let d = discover(&root.join("ddp/nccl")).unwrap();
+        assert_eq!(d.runs[0].hosts.len(), 2);
     }
 }

@@ -38,6 +38,16 @@ pub enum LoadError {
         /// What to do about it.
         hint: &'static str,
     },
+    /// The bytes are not a usable PyTorch (Kineto/Chrome JSON) trace.
+    #[error("{path}: {cause}; {hint}")]
+    Kineto {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        cause: oxprof_kineto::KinetoError,
+        /// What to do about it.
+        hint: &'static str,
+    },
     /// The file exceeds one of the [`oxprof_model::LoadLimits`]: refused before it could take
     /// more memory or time than a genuine profile of its size would.
     #[error("{path}: {exceeded}; raise the limit if the file is genuine")]
@@ -71,10 +81,24 @@ impl LoadError {
             LoadError::Io { path, .. }
             | LoadError::Gzip { path, .. }
             | LoadError::Decode { path, .. }
+            | LoadError::Kineto { path, .. }
             | LoadError::LimitExceeded { path, .. }
             | LoadError::UnknownFormat { path, .. }
             | LoadError::FileChanged { path } => path,
         }
+    }
+
+    pub(crate) fn kineto(path: PathBuf, cause: oxprof_kineto::KinetoError) -> LoadError {
+        let hint = match &cause {
+            oxprof_kineto::KinetoError::LimitExceeded(exceeded) => {
+                return LoadError::LimitExceeded { path, exceeded: *exceeded };
+            }
+            oxprof_kineto::KinetoError::NotATrace { .. } => {
+                "is this a trace written by torch.profiler (export_chrome_trace or tensorboard_trace_handler)?"
+            }
+            oxprof_kineto::KinetoError::Build(_) => "split the capture into shorter traces",
+        };
+        LoadError::Kineto { path, cause, hint }
     }
 
     pub(crate) fn decode(path: PathBuf, cause: DecodeError) -> LoadError {

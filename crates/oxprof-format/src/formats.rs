@@ -18,6 +18,9 @@ use std::path::Path;
 pub enum Format {
     /// XProf's XSpace protobuf (`.xplane.pb`), written by TensorFlow, JAX and PyTorch/XLA.
     XSpace,
+    /// PyTorch profiler traces: Kineto's Chrome-trace JSON (`.pt.trace.json`), written by
+    /// `torch.profiler` (`export_chrome_trace`, `tensorboard_trace_handler`).
+    Kineto,
 }
 
 /// What the seam knows about one format.
@@ -37,16 +40,29 @@ pub struct FormatSpec {
 }
 
 /// Every format oxprof reads, in the order detection tries them.
-pub const FORMATS: &[FormatSpec] = &[FormatSpec {
-    format: Format::XSpace,
-    name: "XSpace",
-    written_by: "TensorFlow, JAX, PyTorch/XLA",
-    suffixes: &[".xplane.pb", ".xplane.pb.gz"],
-    sniff: looks_like_xspace,
-}];
+pub const FORMATS: &[FormatSpec] = &[
+    FormatSpec {
+        format: Format::XSpace,
+        name: "XSpace",
+        written_by: "TensorFlow, JAX, PyTorch/XLA",
+        suffixes: &[".xplane.pb", ".xplane.pb.gz"],
+        sniff: looks_like_xspace,
+    },
+    FormatSpec {
+        format: Format::Kineto,
+        name: "PyTorch trace",
+        written_by: "torch.profiler",
+        // tensorboard_trace_handler's `<worker>.<timestamp>.pt.trace.json[.gz]`; traces of
+        // other names are read when given by path (their content decides).
+        suffixes: &[".pt.trace.json", ".pt.trace.json.gz"],
+        sniff: oxprof_kineto::sniff,
+    },
+];
 
-/// How many leading bytes detection looks at (after gunzipping).
-pub const SNIFF_BYTES: usize = 4096;
+/// How many leading bytes detection looks at (after gunzipping): enough for a JSON trace
+/// whose writer put tens of KiB of metadata before its keys (see
+/// [`oxprof_kineto::SNIFF_BYTES`]).
+pub const SNIFF_BYTES: usize = oxprof_kineto::SNIFF_BYTES;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -148,6 +164,10 @@ pub fn import(
     match format {
         Format::XSpace => oxprof_xspace::decode_xspace_within(content, release, lines_of, limits)
             .map_err(|e| LoadError::decode(path.to_path_buf(), e)),
+        // A trace's planes are built from events in any order: all of them are read.
+        Format::Kineto => {
+            oxprof_kineto::import_kineto(content, release, limits).map_err(|e| LoadError::kineto(path.to_path_buf(), e))
+        }
     }
 }
 
@@ -222,12 +242,11 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::single_element_loop)] // every new format joins the list
     fn formats_table_is_complete() {
-        for format in [Format::XSpace] {
+        for format in [Format::XSpace, Format::Kineto] {
             // A new variant fails to compile here until it is listed above.
             match format {
-                Format::XSpace => {}
+                Format::XSpace | Format::Kineto => {}
             }
             assert_eq!(FORMATS.iter().filter(|f| f.format == format).count(), 1, "{format:?}");
             assert_eq!(format.spec().format, format);
@@ -246,12 +265,24 @@ mod tests {
     }
 
     #[test]
-    fn other_content_is_not_an_xspace() {
+    fn pytorch_traces_are_recognised_by_content_plain_or_gzip() {
+        for trace in [&b"\n{\"traceEvents\": []}"[..], b"[{\"ph\": \"X\"}]", b"{\n  \"schemaVersion\": 1,"] {
+            assert_eq!(detect(trace), Some(Detected { format: Format::Kineto, gzip: false }));
+            assert_eq!(detect(&gzip(trace)), Some(Detected { format: Format::Kineto, gzip: true }));
+        }
+        assert_eq!(
+            format_of_name("worker0.1623143089861.pt.trace.json.gz").map(|(f, h)| (f.format, h)),
+            Some((Format::Kineto, "worker0.1623143089861"))
+        );
+    }
+
+    #[test]
+    fn other_content_is_no_format() {
         for bytes in [
             &b""[..],
             b"   \n",
-            b"\n{\"traceEvents\": []}",
-            b"[{\"ph\": \"X\"}]",
+            b"{\"a\": 1}",
+            b"[1, 2]",
             b"hello, world\n",
             b"<html></html>",
             &[0x0a, 0x05, 0xff, 0xff][..],
@@ -283,5 +314,6 @@ mod tests {
         assert!(format_of_name(".xplane.pb").is_none());
         assert!(format_of_name("notes.txt").is_none());
         assert!(formats_we_read().starts_with("XSpace (.xplane.pb, .xplane.pb.gz; from TensorFlow"));
+        assert!(formats_we_read().ends_with("PyTorch trace (.pt.trace.json, .pt.trace.json.gz; from torch.profiler)"));
     }
 }

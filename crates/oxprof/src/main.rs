@@ -18,7 +18,7 @@ struct Cli {
 enum Command {
     /// Show what profiles hold: runs, hosts, planes, lines, event and metadata counts.
     Inspect {
-        /// A log directory, a run directory, or one .xplane.pb(.gz) file.
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too).
         path: PathBuf,
         /// Print JSON instead of tables.
         #[arg(long)]
@@ -31,7 +31,7 @@ enum Command {
         /// The tool (XProf's name; `oxprof data --help` lists them).
         #[arg(value_parser = parse_tool, long_help = tools_help())]
         tool: String,
-        /// A log directory, a run directory, or one .xplane.pb(.gz) file.
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too).
         path: PathBuf,
         /// Run name (default: the newest run).
         #[arg(long)]
@@ -124,6 +124,21 @@ enum Command {
         #[command(flatten)]
         cache: AnalysisCacheArgs,
     },
+    /// Convert one profile (XSpace or PyTorch trace, plain or gzip) to another format:
+    /// an XSpace that XProf opens, or Chrome trace JSON for Perfetto and chrome://tracing.
+    ///
+    /// OUTPUT ending in .gz is gzip-compressed.
+    Convert {
+        /// The profile file (.xplane.pb, .pt.trace.json, … optionally .gz; its content decides).
+        input: PathBuf,
+        /// The format to write.
+        #[arg(long, value_enum)]
+        to: ConvertTo,
+        /// The file to write.
+        output: PathBuf,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
     /// Capture a profile from running TensorFlow/JAX programs (their profiler servers)
     /// into <logdir>/plugins/profile/<session>/<host_port>.xplane.pb.
     Capture(oxprof_capture::cli::CaptureArgs),
@@ -132,7 +147,7 @@ enum Command {
     /// With no path, serves a bundled demo (two small real profiles). Binds to loopback
     /// unless --bind says otherwise.
     Serve {
-        /// A log directory, a run directory, or one .xplane.pb(.gz) file (default: the bundled demo).
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too) (default: the bundled demo).
         path: Option<PathBuf>,
         /// Port to listen on (0: any free port).
         #[arg(long, default_value_t = oxprof_server::DEFAULT_PORT)]
@@ -274,6 +289,41 @@ enum Format {
     Report,
 }
 
+/// Output formats of `oxprof convert`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ConvertTo {
+    /// XProf's XSpace protobuf (`.xplane.pb`).
+    Xspace,
+    /// Chrome trace JSON (Perfetto, chrome://tracing).
+    ChromeJson,
+}
+
+/// Loads `input` through the format seam and writes it to `output` as `to`.
+fn convert(input: &std::path::Path, to: ConvertTo, output: &std::path::Path, budget: &InputBudget) -> Result<()> {
+    use std::io::Write;
+    let space = oxprof_format::load_xspace_with(input, &budget.limits(), &|_| true)?;
+    let file = std::fs::File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
+    let mut out: Box<dyn Write> = if output.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::default()))
+    } else {
+        Box::new(std::io::BufWriter::new(file))
+    };
+    let what = match to {
+        ConvertTo::Xspace => {
+            out.write_all(&oxprof_xspace::encode_xspace(&space))?;
+            format!("{} events", space.event_count())
+        }
+        ConvertTo::ChromeJson => {
+            let summary = oxprof_kineto::export_chrome_json(&space, &mut out)?;
+            format!("{} events, {} flow endpoints", summary.events, summary.flows)
+        }
+    };
+    out.flush().with_context(|| format!("{}: cannot write", output.display()))?;
+    drop(out);
+    eprintln!("oxprof: wrote {} ({what})", output.display());
+    Ok(())
+}
+
 /// Output formats of `oxprof diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum DiffFormat {
@@ -411,6 +461,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
+        Command::Convert { input, to, output, budget } => {
+            convert(&input, to, &output, &budget)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Cache { action } => {
             let (CacheAction::Info { cache } | CacheAction::Clear { cache }) = &action;
             let root = cache.root().context("no cache directory: give one with --cache-dir")?;

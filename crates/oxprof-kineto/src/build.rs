@@ -1,0 +1,729 @@
+//! The second pass: the first pass's per-thread and per-stream buffers into the model, the
+//! way XProf's GPU profiles look, so XProf-style tools read PyTorch traces unchanged:
+//!
+//! * `/host:CPU` (id 0): one line per host thread (id = tid, name from `thread_name`);
+//!   plane stats: the trace's top-level metadata (`schemaVersion`, `baseTimeNanoseconds`,
+//!   `distributedInfo`, … as typed values or JSON text), `pid`, `process_name`;
+//! * `/device:GPU:N` (id N): one line per stream, `Stream #S(Compute,MemcpyH2D,…)` as XProf
+//!   names them; plane stats: the device's `deviceProperties` entry, plus XProf's
+//!   `core_count`, `memory_size`, `compute_cap_major/minor`, `device_vendor`.
+//!
+//! Each event's `args` become its stats (typed; `correlation` and `context` under XProf's
+//! names `correlation_id` and `context_id`); its category (and phase for instants and
+//! counters) are stats of its event metadata. Added, as XProf's tools expect:
+//! `kernel_details` and `memcpy_details` on GPU activity, `step_num` and `_r=1` (a step
+//! root) on `ProfilerStep#N`,
+//! `group_id` = N on every host event inside step N and on every GPU event launched
+//! from one (by correlation id), and a `flow` stat on both ends of every flow (`ac2g`
+//! launch → kernel with XProf's GPU-launch category).
+//!
+//! Events are sorted by start (longest first on ties, file order after that). Events that
+//! overlap without nesting go to extra lines of their thread, so every line nests:
+//!
+//! ```text
+//! thread 7            |---- a ----|
+//!                           |---- b ----|      b starts inside a and ends after it
+//! thread 7            |---- a ----|
+//! thread 7 (overlap 1)      |---- b ----|
+//! ```
+
+use crate::KinetoError;
+use crate::collect::{Arg, ArgVal, Class, Collected, Ident, Kind, LineKey, OPEN, RawEvent, RawLine, TopValue, keys};
+use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
+use oxprof_model::{
+    DiagnosticKind, Diagnostics, LineBuilder, NewEventMetadata, PlaneBuilder, SharedBudget, StatInput, StrId, XPlane,
+    XSpace,
+};
+use rustc_hash::FxHashMap;
+use std::fmt::Write as _;
+
+/// Most extra lines one thread gets for overlapping events; past this, events share the
+/// last one (pathological input only: real traces need one or two).
+const MAX_ROWS: usize = 64;
+/// How many earlier events a flow looks back through for the event enclosing it.
+const FLOW_LOOKBACK: usize = 64;
+
+/// A step: `ProfilerStep#N` from `start` to `end` (ps from the origin).
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    start: i64,
+    end: i64,
+    num: i64,
+}
+
+/// Builds the space.
+pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> Result<XSpace, KinetoError> {
+    let mut diag = std::mem::take(&mut c.diag);
+    close_open_events(&mut c, &mut diag);
+    let step_kinds = step_kinds(&c);
+    let steps = steps(&c, &step_kinds);
+    let base_ns = top_i64(&c, "baseTimeNanoseconds").unwrap_or(0);
+    let origin_ns = i128::from(base_ns) + c.origin_ps.div_euclid(1000);
+    let main_pid = main_pid(&c);
+    let ctx = Context {
+        steps,
+        step_kinds,
+        origin_ns,
+        metadata_allowed: limits.metadata_entries.for_size(file_bytes),
+        lines_allowed: limits.lines.for_size(file_bytes),
+    };
+    let mut state = State { metadata_used: 0, lines_used: 0, corr_group: FxHashMap::default() };
+
+    let mut space = XSpace::default();
+    // Host plane: threads ordered by process (main first), sort index, tid.
+    let mut host: Vec<usize> = (0..c.lines.len()).filter(|&i| matches!(c.lines[i].key, LineKey::Host { .. })).collect();
+    host.sort_by_key(|&i| host_order(&c, i, main_pid));
+    let mut plane_stats = Vec::new();
+    if let Some(pid) = main_pid {
+        plane_stats.push((keys::PID, PlaneValue::Arg(ArgVal::I64(pid))));
+        if let Some(&name) = c.process_names.get(&Ident::Num(pid)) {
+            plane_stats.push((keys::PROCESS_NAME, PlaneValue::Arg(ArgVal::Str(name))));
+        }
+    }
+    for (key, value) in &c.top {
+        let name = c.keys.get(*key);
+        if matches!(name, "ERROR" | "WARNING" | "deviceProperties" | "computeProperties") {
+            continue;
+        }
+        plane_stats.push(match value {
+            TopValue::Scalar(v) => (*key, PlaneValue::Arg(*v)),
+            TopValue::Compound { text, .. } => (*key, PlaneValue::Arg(ArgVal::Json(*text))),
+        });
+    }
+    let host_lines = host.iter().map(|&i| host_line_name(&c, i, main_pid, &mut diag)).collect::<Vec<_>>();
+    let mut seen = std::collections::HashSet::new();
+    let shared = host_lines.iter().filter(|l| !seen.insert(l.name.as_str())).count();
+    diag.add(DiagnosticKind::DuplicateThreadName, shared as u64);
+    let plane = build_plane(&mut c, &ctx, &mut state, "/host:CPU", 0, &host, host_lines, &plane_stats, &mut diag)?;
+    space.planes.push(plane);
+
+    // Device planes, by ordinal; streams by id.
+    let mut devices = c.devices.clone();
+    devices.sort_unstable();
+    for device in devices {
+        let mut streams: Vec<(i64, usize)> = (0..c.lines.len())
+            .filter_map(|i| match c.lines[i].key {
+                LineKey::Device { device: d, stream } if d == device => Some((stream, i)),
+                _ => None,
+            })
+            .collect();
+        streams.sort_unstable();
+        let lines: Vec<usize> = streams.iter().map(|&(_, i)| i).collect();
+        let names = streams.iter().map(|&(stream, i)| stream_line(&c, &c.lines[i], stream)).collect();
+        let stats = device_stats(&c, device);
+        let name = format!("/device:GPU:{device}");
+        let plane = build_plane(&mut c, &ctx, &mut state, &name, device, &lines, names, &stats, &mut diag)?;
+        space.planes.push(plane);
+    }
+
+    for (key, value) in &c.top {
+        let target = match c.keys.get(*key) {
+            "ERROR" => &mut space.errors,
+            "WARNING" => &mut space.warnings,
+            "host_name" => &mut space.hostnames,
+            _ => continue,
+        };
+        match value {
+            TopValue::Scalar(ArgVal::Str(s)) => target.push(c.strings.get(*s).to_string()),
+            TopValue::Compound { text, .. } => target.extend(json_strings(c.strings.get(*text))),
+            _ => {}
+        }
+    }
+    space.diagnostics = diag;
+    Ok(space)
+}
+
+/// What every plane's build reads.
+struct Context {
+    steps: Vec<Step>,
+    step_kinds: FxHashMap<u32, i64>,
+    /// The origin of event times, ns since the Unix epoch.
+    origin_ns: i128,
+    metadata_allowed: u64,
+    lines_allowed: u64,
+}
+
+/// What planes' builds accumulate.
+struct State {
+    metadata_used: u64,
+    lines_used: u64,
+    /// Correlation id → step of its launch (host events), for the GPU events it launched.
+    corr_group: FxHashMap<i64, i64>,
+}
+
+/// A line's id, name and display name.
+struct LineName {
+    id: i64,
+    name: String,
+    display_name: String,
+}
+
+/// Begin events whose end never came last until the end of the trace.
+fn close_open_events(c: &mut Collected, diag: &mut Diagnostics) {
+    let end = c.max_end;
+    for line in &mut c.lines {
+        for i in std::mem::take(&mut line.open) {
+            let e = &mut line.events[i as usize];
+            e.dur = (end - e.start).max(0);
+            diag.add(DiagnosticKind::UnmatchedBegin, 1);
+        }
+    }
+}
+
+/// Event kinds named `ProfilerStep#N`, with N.
+fn step_kinds(c: &Collected) -> FxHashMap<u32, i64> {
+    let mut out = FxHashMap::default();
+    for (i, k) in c.kinds.iter().enumerate() {
+        if k.class.is_device() || k.row != Kind::Complete {
+            continue;
+        }
+        if let Some(n) = c.strings.get(k.name).strip_prefix("ProfilerStep#").and_then(|n| n.parse::<i64>().ok()) {
+            out.insert(i as u32, n);
+        }
+    }
+    out
+}
+
+/// The host's `ProfilerStep#N` events, by start.
+fn steps(c: &Collected, step_kinds: &FxHashMap<u32, i64>) -> Vec<Step> {
+    let mut out = Vec::new();
+    if step_kinds.is_empty() {
+        return out;
+    }
+    for line in &c.lines {
+        if !matches!(line.key, LineKey::Host { .. }) {
+            continue;
+        }
+        for e in &line.events {
+            if let Some(&num) = step_kinds.get(&e.kind) {
+                out.push(Step { start: e.start, end: e.start.saturating_add(e.dur), num });
+            }
+        }
+    }
+    out.sort_by_key(|s| (s.start, s.num));
+    out
+}
+
+/// The step a host time falls in.
+fn step_at(steps: &[Step], t: i64) -> Option<i64> {
+    let i = steps.partition_point(|s| s.start <= t);
+    let s = steps.get(i.checked_sub(1)?)?;
+    (t < s.end || (t == s.start)).then_some(s.num)
+}
+
+fn top_i64(c: &Collected, key: &str) -> Option<i64> {
+    c.top.iter().find(|(k, _)| c.keys.get(*k) == key).and_then(|(_, v)| match v {
+        TopValue::Scalar(v) => Arg::new(0, *v).as_i64(),
+        TopValue::Compound { .. } => None,
+    })
+}
+
+/// The process with the most host events (ties: the smaller pid).
+fn main_pid(c: &Collected) -> Option<i64> {
+    let mut counts: FxHashMap<i64, usize> = FxHashMap::default();
+    for line in &c.lines {
+        if let LineKey::Host { pid: Ident::Num(pid), .. } = line.key {
+            *counts.entry(pid).or_default() += line.events.len();
+        }
+    }
+    counts.into_iter().max_by_key(|&(pid, n)| (n, std::cmp::Reverse(pid))).map(|(pid, _)| pid)
+}
+
+fn host_order(c: &Collected, i: usize, main_pid: Option<i64>) -> (bool, Ident, i64, Ident) {
+    let LineKey::Host { pid, tid } = c.lines[i].key else { return (true, Ident::Num(0), 0, Ident::Num(0)) };
+    let sort = c.thread_sort.get(&(pid, tid)).copied().unwrap_or(match tid {
+        Ident::Num(n) => n,
+        Ident::Str(_) => i64::MAX,
+    });
+    (Some(pid) != main_pid.map(Ident::Num), pid, sort, tid)
+}
+
+fn host_line_name(c: &Collected, i: usize, main_pid: Option<i64>, diag: &mut Diagnostics) -> LineName {
+    let LineKey::Host { pid, tid } = c.lines[i].key else {
+        return LineName { id: i as i64, name: String::new(), display_name: String::new() };
+    };
+    let name = match (c.thread_names.get(&(pid, tid)), tid) {
+        (Some(&n), _) => c.strings.get(n).trim().to_string(),
+        (None, Ident::Str(s)) => match (c.strings.get(s), pid) {
+            // Kineto's end-of-window marker has an empty pid and tid.
+            ("", Ident::Str(p)) if c.strings.get(p).is_empty() => "Record Window".to_string(),
+            ("", _) => "(unnamed)".to_string(),
+            (name, _) => name.to_string(),
+        },
+        (None, Ident::Num(t)) => {
+            diag.add(DiagnosticKind::MissingThreadName, 1);
+            format!("thread {t}")
+        }
+    };
+    let id = match (pid, tid) {
+        (Ident::Num(p), Ident::Num(t)) if Some(p) == main_pid => t,
+        (Ident::Num(p), Ident::Num(t)) => ((p & 0xffff_ffff) << 32) | (t & 0xffff_ffff),
+        // Pseudo threads (`"Spans"`, `"Traces"`, counters): ids above any tid.
+        _ => (1 << 48) + i as i64,
+    };
+    let name = match pid {
+        Ident::Num(p) if Some(p) != main_pid => format!("{name} (pid {p})"),
+        _ => name,
+    };
+    LineName { id, name, display_name: String::new() }
+}
+
+/// XProf's stream line name: `Stream #7(Compute,MemcpyH2D)`.
+fn stream_line(c: &Collected, line: &RawLine, stream: i64) -> LineName {
+    let mut kinds: Vec<&str> = Vec::new();
+    if line.kernels {
+        kinds.push("Compute");
+    }
+    for &copy in &line.copies {
+        let name = c.strings.get(copy);
+        let kind = if name.contains("HtoD") {
+            "MemcpyH2D"
+        } else if name.contains("DtoH") {
+            "MemcpyD2H"
+        } else if name.contains("DtoD") {
+            "MemcpyD2D"
+        } else if name.contains("PtoP") {
+            "MemcpyP2P"
+        } else {
+            "Memcpy"
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    if line.memsets {
+        kinds.push("Memset");
+    }
+    let name =
+        if kinds.is_empty() { format!("Stream #{stream}") } else { format!("Stream #{stream}({})", kinds.join(",")) };
+    LineName { id: stream, name, display_name: String::new() }
+}
+
+/// A device plane's stats: its `deviceProperties` entry and XProf's capability stats.
+fn device_stats(c: &Collected, device: i64) -> Vec<(u32, PlaneValue)> {
+    let mut out = Vec::new();
+    let amd = c.top.iter().any(|(k, _)| matches!(c.keys.get(*k), "hip_runtime_version" | "roctracer_version"));
+    for (key, value) in &c.top {
+        if !matches!(c.keys.get(*key), "deviceProperties" | "computeProperties") {
+            continue;
+        }
+        let TopValue::Compound { objects: Some(objects), .. } = value else { continue };
+        let Some(props) = objects
+            .iter()
+            .find(|o| o.iter().any(|(k, v)| c.keys.get(*k) == "id" && Arg::new(0, *v).as_i64() == Some(device)))
+        else {
+            continue;
+        };
+        out.extend(props.iter().map(|&(k, v)| (k, PlaneValue::Arg(v))));
+        let prop = |names: &[&str]| {
+            props.iter().find(|(k, _)| names.contains(&c.keys.get(*k))).and_then(|(_, v)| Arg::new(0, *v).as_i64())
+        };
+        for (stat, names) in [
+            (keys::CORE_COUNT, &["numSms", "multiProcessorCount"][..]),
+            (keys::MEMORY_SIZE, &["totalGlobalMem"]),
+            (keys::COMPUTE_CAP_MAJOR, &["computeMajor", "major"]),
+            (keys::COMPUTE_CAP_MINOR, &["computeMinor", "minor"]),
+        ] {
+            if let Some(v) = prop(names) {
+                out.push((stat, PlaneValue::Arg(ArgVal::I64(v))));
+            }
+        }
+        let name = props.iter().find(|(k, _)| c.keys.get(*k) == "name").and_then(|(_, v)| match v {
+            ArgVal::Str(s) => Some(c.strings.get(*s)),
+            _ => None,
+        });
+        let vendor = match name {
+            _ if amd => "AMD",
+            Some(n) if n.contains("AMD") || n.contains("Radeon") || n.contains("Instinct") => "AMD",
+            _ => "Nvidia",
+        };
+        out.push((keys::DEVICE_VENDOR, PlaneValue::Text(vendor)));
+    }
+    out
+}
+
+/// A plane stat's value: from the trace, or a name the importer gives.
+#[derive(Debug, Clone, Copy)]
+enum PlaneValue {
+    Arg(ArgVal),
+    Text(&'static str),
+}
+
+/// The strings of a JSON array of strings (Kineto's `ERROR`/`WARNING` lists).
+fn json_strings(text: &str) -> Vec<String> {
+    let mut sc = crate::json::Scanner::new(text.as_bytes());
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    let mut trailing = 0;
+    if sc.expect(b'[', "[").is_err() || !sc.first_member(b']').unwrap_or(false) {
+        return out;
+    }
+    loop {
+        match sc.value(&mut scratch) {
+            Ok(crate::json::ValueRef::Str(s)) => out.push(String::from_utf8_lossy(s.bytes()).into_owned()),
+            Ok(_) => {}
+            Err(_) => return out,
+        }
+        if !sc.next_member(b']', &mut trailing).unwrap_or(false) {
+            return out;
+        }
+    }
+}
+
+/// The stat an arg is stored as (XProf's names where the meaning is the same).
+#[inline]
+fn stat_key(key: u32) -> u32 {
+    match key {
+        keys::CORRELATION => keys::CORRELATION_ID,
+        keys::CONTEXT => keys::CONTEXT_ID,
+        k => k,
+    }
+}
+
+/// One line of the plane being built: the events of one row of one thread.
+struct Row<'a> {
+    name: &'a LineName,
+    row: usize,
+    /// Indexes into the thread's sorted events.
+    events: &'a [u32],
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_plane(
+    c: &mut Collected,
+    ctx: &Context,
+    state: &mut State,
+    name: &str,
+    id: i64,
+    lines: &[usize],
+    names: Vec<LineName>,
+    plane_stats: &[(u32, PlaneValue)],
+    diag: &mut Diagnostics,
+) -> Result<XPlane, KinetoError> {
+    let is_host = name == "/host:CPU";
+    // Sort each thread's events, lay them out in rows, bind its flows.
+    let mut laid = Vec::with_capacity(lines.len());
+    for &li in lines {
+        let line = &mut c.lines[li];
+        sort_events(&mut line.events);
+        let rows = layout_rows(&line.events, diag);
+        let flows = bind_flows(line, diag);
+        laid.push((rows, flows));
+    }
+
+    // Metadata, in order of first use.
+    let mut kind_key: Vec<i64> = vec![-1; c.kinds.len()];
+    let mut kinds_in_order: Vec<u32> = Vec::new();
+    let mut stat_used = vec![false; c.keys.len() + 1];
+    let mut stats_in_order: Vec<u32> = Vec::new();
+    let use_stat = |k: u32, stat_used: &mut Vec<bool>, order: &mut Vec<u32>| {
+        let k = k as usize;
+        if k < stat_used.len() && !stat_used[k] {
+            stat_used[k] = true;
+            order.push(k as u32);
+        }
+    };
+    for &(k, _) in plane_stats {
+        use_stat(k, &mut stat_used, &mut stats_in_order);
+    }
+    for (&li, (rows, flows)) in lines.iter().zip(&laid) {
+        let line = &c.lines[li];
+        if !flows.is_empty() {
+            use_stat(keys::FLOW, &mut stat_used, &mut stats_in_order);
+        }
+        for row in rows {
+            for &ei in row {
+                let e = &line.events[ei as usize];
+                if kind_key[e.kind as usize] < 0 {
+                    kind_key[e.kind as usize] = kinds_in_order.len() as i64 + 1;
+                    kinds_in_order.push(e.kind);
+                }
+                for a in &line.args[e.args as usize..(e.args + e.nargs) as usize] {
+                    use_stat(stat_key(a.key), &mut stat_used, &mut stats_in_order);
+                }
+                match c.kinds[e.kind as usize].class {
+                    Class::Kernel => use_stat(keys::KERNEL_DETAILS, &mut stat_used, &mut stats_in_order),
+                    Class::Memcpy => use_stat(keys::MEMCPY_DETAILS, &mut stat_used, &mut stats_in_order),
+                    _ => {}
+                }
+                if !ctx.steps.is_empty() {
+                    use_stat(keys::GROUP_ID, &mut stat_used, &mut stats_in_order);
+                }
+                if ctx.step_kinds.contains_key(&e.kind) {
+                    use_stat(keys::STEP_NUM, &mut stat_used, &mut stats_in_order);
+                    use_stat(keys::IS_ROOT, &mut stat_used, &mut stats_in_order);
+                }
+            }
+        }
+    }
+    use_stat(keys::CATEGORY, &mut stat_used, &mut stats_in_order);
+    use_stat(keys::PHASE, &mut stat_used, &mut stats_in_order);
+
+    let metadata = (kinds_in_order.len() + stats_in_order.len()) as u64;
+    state.metadata_used += metadata;
+    if state.metadata_used > ctx.metadata_allowed {
+        return Err(limit(Limit::MetadataEntries, ctx.metadata_allowed, state.metadata_used));
+    }
+    let row_count: usize = laid.iter().map(|(rows, _)| rows.len()).sum();
+    state.lines_used += row_count as u64;
+    if state.lines_used > ctx.lines_allowed {
+        return Err(limit(Limit::Lines, ctx.lines_allowed, state.lines_used));
+    }
+
+    let unlimited = SharedBudget::unlimited(Limit::MetadataEntries);
+    let mut p = PlaneBuilder::new(id, name);
+    p.reserve(kinds_in_order.len(), stats_in_order.len(), row_count);
+    for &k in &stats_in_order {
+        let n = p.intern(c.keys.get(k));
+        p.add_stat_metadata(i64::from(k), i64::from(k), n, StrId::EMPTY).map_err(KinetoError::Build)?;
+    }
+    for (i, &kind) in kinds_in_order.iter().enumerate() {
+        let k = c.kinds[kind as usize];
+        let cat = c.strings.get(k.cat);
+        if !cat.is_empty() {
+            p.add_metadata_stat(i64::from(keys::CATEGORY), StatInput::Str(cat), &unlimited)
+                .map_err(KinetoError::Build)?;
+        }
+        let phase = match k.row {
+            Kind::Complete => None,
+            Kind::Instant => Some("i"),
+            Kind::Counter => Some("C"),
+        };
+        if let Some(ph) = phase {
+            p.add_metadata_stat(i64::from(keys::PHASE), StatInput::Str(ph), &unlimited).map_err(KinetoError::Build)?;
+        }
+        let name = p.intern(c.strings.get(k.name));
+        let key = i as i64 + 1;
+        p.add_event_metadata(key, NewEventMetadata { id: key, name, ..Default::default() })
+            .map_err(KinetoError::Build)?;
+    }
+    for &(k, v) in plane_stats {
+        let input = match v {
+            PlaneValue::Text(t) => StatInput::Str(t),
+            PlaneValue::Arg(v) => stat_input(c, v),
+        };
+        p.add_plane_stat(i64::from(k), input, &unlimited).map_err(KinetoError::Build)?;
+    }
+
+    let ids = p.metadata_ids();
+    let mut drafts = Vec::with_capacity(row_count);
+    let mut text = String::new();
+    // Each thread's rows are freed as soon as its lines are drafted: peak memory is the
+    // model plus the rows of the threads not built yet, not both whole.
+    for ((&li, (rows, flows)), line_name) in lines.iter().zip(laid).zip(&names) {
+        let line = &c.lines[li];
+        for (r, events) in rows.iter().enumerate() {
+            let row = Row { name: line_name, row: r, events };
+            let first = row.events.iter().map(|&i| line.events[i as usize].start).min().unwrap_or(0);
+            let last = row
+                .events
+                .iter()
+                .map(|&i| line.events[i as usize].start.saturating_add(line.events[i as usize].dur))
+                .max()
+                .unwrap_or(0);
+            let line_ns = first.div_euclid(1000);
+            let base_ps = line_ns * 1000;
+            let mut b = LineBuilder::new(&ids, &unlimited, row.events.len());
+            b.set_timestamp_ns(saturate(ctx.origin_ns + i128::from(line_ns)));
+            let (id, name) = if row.row == 0 {
+                (row.name.id, row.name.name.clone())
+            } else {
+                (row.name.id ^ ((row.row as i64) << 52), format!("{} (overlap {})", row.name.name, row.row))
+            };
+            b.set_id(id);
+            b.set_display_id(id);
+            b.set_name(name);
+            if !row.name.display_name.is_empty() {
+                b.set_display_name(row.name.display_name.clone());
+            }
+            b.set_duration_ps(last.saturating_sub(base_ps));
+            let mut fi = flows.partition_point(|&(e, _)| e < row.events.first().copied().unwrap_or(0));
+            for &ei in row.events {
+                let e = &line.events[ei as usize];
+                let kind = c.kinds[e.kind as usize];
+                let args = &line.args[e.args as usize..(e.args + e.nargs) as usize];
+                let mut correlation = None;
+                for a in args {
+                    let key = stat_key(a.key);
+                    if key == keys::CORRELATION_ID {
+                        correlation = a.as_i64();
+                    }
+                    b.push_stat(&ids, i64::from(key), stat_input(c, a.value())).map_err(KinetoError::Build)?;
+                }
+                let group = if ctx.steps.is_empty() {
+                    None
+                } else if is_host {
+                    let g = step_at(&ctx.steps, e.start);
+                    if let (Some(g), Some(corr)) = (g, correlation) {
+                        state.corr_group.insert(corr, g);
+                    }
+                    g
+                } else {
+                    correlation.and_then(|corr| state.corr_group.get(&corr).copied())
+                };
+                if let Some(g) = group {
+                    b.push_stat(&ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
+                }
+                if let Some(&n) = ctx.step_kinds.get(&e.kind) {
+                    // XProf's step markers: a root event (`_r=1`) with its step number.
+                    b.push_stat(&ids, i64::from(keys::STEP_NUM), StatInput::Int64(n)).map_err(KinetoError::Build)?;
+                    b.push_stat(&ids, i64::from(keys::IS_ROOT), StatInput::Int64(1)).map_err(KinetoError::Build)?;
+                }
+                match kind.class {
+                    Class::Kernel => {
+                        kernel_details(c, args, &mut text);
+                        b.push_stat(&ids, i64::from(keys::KERNEL_DETAILS), StatInput::Str(&text))
+                            .map_err(KinetoError::Build)?;
+                    }
+                    Class::Memcpy => {
+                        memcpy_details(c, c.strings.get(kind.name), args, &mut text);
+                        b.push_stat(&ids, i64::from(keys::MEMCPY_DETAILS), StatInput::Str(&text))
+                            .map_err(KinetoError::Build)?;
+                    }
+                    _ => {}
+                }
+                // Flows bound to this event (the flow list is sorted by event).
+                while fi < flows.len() && flows[fi].0 < ei {
+                    fi += 1;
+                }
+                while fi < flows.len() && flows[fi].0 == ei {
+                    b.push_stat(&ids, i64::from(keys::FLOW), StatInput::Uint64(flows[fi].1))
+                        .map_err(KinetoError::Build)?;
+                    fi += 1;
+                }
+                b.push_event(&ids, kind_key[e.kind as usize], e.start - base_ps, e.dur).map_err(KinetoError::Build)?;
+            }
+            drafts.push(b.finish());
+        }
+        let line = &mut c.lines[li];
+        line.events = Vec::new();
+        line.args = Vec::new();
+        line.flows = Vec::new();
+    }
+    drop(ids);
+    p.add_lines(drafts).map_err(KinetoError::Build)?;
+    Ok(p.finish(diag))
+}
+
+fn limit(limit: Limit, allowed: u64, at_least: u64) -> KinetoError {
+    KinetoError::LimitExceeded(LimitExceeded { limit, allowed, at_least })
+}
+
+fn saturate(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[inline]
+fn stat_input(c: &Collected, v: ArgVal) -> StatInput<'_> {
+    match v {
+        ArgVal::Null => StatInput::Unset,
+        ArgVal::Bool(b) => StatInput::Int64(i64::from(b)),
+        ArgVal::I64(x) => StatInput::Int64(x),
+        ArgVal::U64(x) => StatInput::Uint64(x),
+        ArgVal::F64(x) => StatInput::Double(x),
+        ArgVal::Str(s) | ArgVal::Json(s) => StatInput::Str(c.strings.get(s)),
+    }
+}
+
+/// Sorts a thread's events by start, longest first on ties, file order after that.
+fn sort_events(events: &mut [RawEvent]) {
+    let order = |a: &RawEvent, b: &RawEvent| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur));
+    if !events.is_sorted_by(|a, b| order(a, b).is_le()) {
+        events.sort_by(order);
+    }
+}
+
+/// Rows of sorted events such that events of one row nest: an event goes to the first row
+/// whose open events all enclose it (or have ended).
+fn layout_rows(events: &[RawEvent], diag: &mut Diagnostics) -> Vec<Vec<u32>> {
+    let mut rows: Vec<Vec<u32>> = vec![Vec::with_capacity(events.len())];
+    let mut stacks: Vec<Vec<i64>> = vec![Vec::new()];
+    let mut moved = 0u64;
+    for (i, e) in events.iter().enumerate() {
+        debug_assert!(e.dur != OPEN);
+        let end = e.start.saturating_add(e.dur);
+        let mut placed = false;
+        for r in 0..stacks.len() {
+            let stack = &mut stacks[r];
+            while stack.last().is_some_and(|&top| top <= e.start) {
+                stack.pop();
+            }
+            if stack.last().is_none_or(|&top| end <= top) || r + 1 == MAX_ROWS {
+                stack.push(end);
+                rows[r].push(i as u32);
+                moved += u64::from(r > 0);
+                placed = true;
+                break;
+            }
+        }
+        if !placed {
+            stacks.push(vec![end]);
+            rows.push(vec![i as u32]);
+            moved += 1;
+        }
+    }
+    diag.add(DiagnosticKind::OverlappingEvents, moved);
+    rows
+}
+
+/// Binds each flow endpoint of a thread to the innermost event enclosing its time: `(event
+/// index, encoded flow)` sorted by event.
+fn bind_flows(line: &mut RawLine, diag: &mut Diagnostics) -> Vec<(u32, u64)> {
+    let events = &line.events;
+    let mut out = Vec::with_capacity(line.flows.len());
+    for f in &line.flows {
+        let i = events.partition_point(|e| e.start <= f.ts);
+        let found =
+            (i.saturating_sub(FLOW_LOOKBACK)..i).rev().find(|&k| events[k].start.saturating_add(events[k].dur) >= f.ts);
+        match found {
+            Some(k) => out.push((k as u32, f.encoded)),
+            None => diag.add(DiagnosticKind::UnboundFlow, 1),
+        }
+    }
+    out.sort_by_key(|&(e, _)| e);
+    out
+}
+
+/// XProf's `kernel_details` text from Kineto's kernel args.
+fn kernel_details(c: &Collected, args: &[Arg], out: &mut String) {
+    out.clear();
+    let get = |key: u32| args.iter().find(|a| a.key == key);
+    let int = |key: u32| get(key).and_then(Arg::as_i64).unwrap_or(0);
+    let occupancy = match get(keys::OCCUPANCY).map(Arg::value) {
+        Some(ArgVal::F64(x)) => x,
+        Some(ArgVal::I64(x)) => x as f64,
+        _ => 0.0,
+    };
+    let _ =
+        write!(out, "regs:{} static_shared:{} dynamic_shared:0 grid:", int(keys::REGISTERS), int(keys::SHARED_MEMORY));
+    dims(c, get(keys::GRID), out);
+    out.push_str(" block:");
+    dims(c, get(keys::BLOCK), out);
+    let _ = write!(out, " occ_pct:{occupancy}");
+}
+
+/// `x,y,z` from a JSON array such as `[50, 1, 1]` (`1,1,1` when absent).
+fn dims(c: &Collected, arg: Option<&Arg>, out: &mut String) {
+    let text = match arg.map(Arg::value) {
+        Some(ArgVal::Json(s)) => c.strings.get(s),
+        _ => "",
+    };
+    let start = out.len();
+    for part in text.split(|ch: char| !ch.is_ascii_digit()).filter(|p| !p.is_empty()) {
+        if out.len() > start {
+            out.push(',');
+        }
+        out.push_str(part);
+    }
+    if out.len() == start {
+        out.push_str("1,1,1");
+    }
+}
+
+/// XProf's `memcpy_details` text: the copy kind from the event name, `num_bytes` from args.
+fn memcpy_details(_c: &Collected, name: &str, args: &[Arg], out: &mut String) {
+    out.clear();
+    let kind = name.split_whitespace().nth(1).unwrap_or("");
+    let bytes = args.iter().find(|a| a.key == keys::BYTES).and_then(Arg::as_i64).unwrap_or(0);
+    let _ = write!(out, "kind:{kind}\nnum_bytes:{bytes}");
+}

@@ -1,0 +1,88 @@
+//! PyTorch profiler traces into oxprof's model: Kineto's Chrome-trace JSON
+//! (`export_chrome_trace`, `tensorboard_trace_handler`'s `*.pt.trace.json`) imported the
+//! way XProf's GPU profiles look (`/host:CPU` threads, `/device:GPU:N` streams, XProf's
+//! stats), so the same analyses and trace viewer read them.
+//!
+//! * [`sniff`]: does a file's first few KiB look like a Chrome/Kineto trace?
+//! * [`import_kineto`]: the whole trace into an [`XSpace`], streaming: the JSON is read
+//!   once, front to back, without a document tree, and consumed input is handed back to the
+//!   loader as it goes ([`ReleasePages`]), so peak memory is the model plus the events'
+//!   compact rows, not the file.
+//!
+//! * [`export_chrome_json`]: any model (XSpace or PyTorch) back out as Chrome trace JSON
+//!   for Perfetto and `chrome://tracing`.
+//!
+//! Odd input (a file cut short by a killed process, trailing commas, unmatched `B`/`E`,
+//! overlapping events, unnamed threads, string timestamps, unknown phases, NaN) is repaired
+//! and counted in [`XSpace::diagnostics`]; input that is not a trace is one
+//! [`KinetoError`]. Budgets come from [`LoadLimits`].
+//!
+//! Invariant: no file system (callers hand over bytes and a writer); depends on
+//! `oxprof-model` (and serde_json for string escaping) only.
+
+// Library code must not panic on bad input: no unwrap/expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod build;
+mod collect;
+mod export;
+mod intern;
+mod json;
+#[cfg(test)]
+mod tests;
+mod time;
+
+pub use export::{ExportSummary, export_chrome_json};
+use oxprof_model::limits::{LimitExceeded, LoadLimits};
+use oxprof_model::{BuildError, ReleasePages, XSpace};
+
+/// Why a trace could not be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum KinetoError {
+    /// The bytes are not a Chrome/Kineto JSON trace.
+    #[error("not a PyTorch/Chrome JSON trace: {reason}")]
+    NotATrace {
+        /// What was wrong, with the byte offset where it was found.
+        reason: String,
+    },
+    /// The trace exceeds a budget of [`LoadLimits`].
+    #[error("{0}")]
+    LimitExceeded(LimitExceeded),
+    /// The model refused the trace (one of its size limits).
+    #[error("{0}")]
+    Build(BuildError),
+}
+
+/// How much of a file [`sniff`] should see: Kineto writes its keys in the first KiB, but
+/// tools that wrap traces may put tens of KiB of metadata first (TraceLens: 26 KiB).
+pub const SNIFF_BYTES: usize = 64 << 10;
+
+/// Imports a Kineto/Chrome JSON trace (uncompressed bytes) into an [`XSpace`].
+///
+/// `release` receives the byte ranges that have been consumed (a memory-mapped loader drops
+/// their pages); `limits` bounds what the trace may cost.
+pub fn import_kineto(bytes: &[u8], release: &dyn ReleasePages, limits: &LoadLimits) -> Result<XSpace, KinetoError> {
+    let collected = collect::collect(bytes, release, limits)?;
+    build::build(collected, limits, bytes.len() as u64)
+}
+
+/// Whether `head` (the start of a file, uncompressed; [`SNIFF_BYTES`] is enough for every
+/// trace seen, a few KiB for most) looks like a Chrome or Kineto JSON trace: it starts (after whitespace and a UTF-8 byte order mark) with `{` or `[`, and
+/// names a key traces have (`"traceEvents"`, `"schemaVersion"`, `"deviceProperties"`,
+/// `"displayTimeUnit"`) or, for the bare-array form, an event's `"ph"`.
+pub fn sniff(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let Some(start) = head.iter().position(|b| !b.is_ascii_whitespace()) else { return false };
+    let rest = &head[start..];
+    let has = |needle: &[u8]| memchr::memmem::find(rest, needle).is_some();
+    match rest[0] {
+        b'{' => {
+            has(b"\"traceEvents\"")
+                || has(b"\"schemaVersion\"")
+                || has(b"\"deviceProperties\"")
+                || has(b"\"displayTimeUnit\"")
+        }
+        b'[' => rest[1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') && has(b"\"ph\""),
+        _ => false,
+    }
+}

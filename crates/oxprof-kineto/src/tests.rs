@@ -1,0 +1,420 @@
+//! Tiny hand-written traces, each with its timeline drawn above the test, through the whole
+//! importer: what lands where, what is repaired and counted, what is refused.
+
+use crate::{KinetoError, import_kineto, sniff};
+use oxprof_model::limits::{Allowance, Limit, LoadLimits};
+use oxprof_model::{KeepPages, ReleasePages, XSpace};
+use std::sync::Mutex;
+
+fn import(text: &str) -> XSpace {
+    import_kineto(text.as_bytes(), &KeepPages, &LoadLimits::default()).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// One line per model line: `plane | line id name @ts: event(offset_ps+dur_ps){stats}…`.
+fn dump(space: &XSpace) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &space.planes {
+        for l in &p.lines {
+            let events: Vec<String> = l
+                .events(p)
+                .map(|e| {
+                    let stats: Vec<String> = e.stats().map(|s| format!("{}={}", s.name(), s.value)).collect();
+                    let meta: Vec<String> = e.metadata_stats().map(|s| format!("{}={}", s.name(), s.value)).collect();
+                    format!(
+                        "{}[{}]({}+{}){{{}}}",
+                        e.name(),
+                        meta.join(","),
+                        e.offset_ps(),
+                        e.duration_ps(),
+                        stats.join(",")
+                    )
+                })
+                .collect();
+            out.push(format!("{} | {} {} @{}: {}", p.name, l.id, l.name, l.timestamp_ns, events.join(" ")));
+        }
+    }
+    out
+}
+
+fn diag(space: &XSpace) -> Vec<(&'static str, u64)> {
+    space.diagnostics.iter().map(|(k, n)| (k.code(), n)).collect()
+}
+
+/// ```text
+/// host tid 7 "main"   |--------- ProfilerStep#3 ---------|
+///                        |--- aten::mm ---|
+///                           |cudaLaunchKernel| ─ s(ac2g 42) ─┐
+/// GPU 0 stream 7                                     |gemm| ◀┘ f(ac2g 42)
+/// ```
+#[test]
+fn a_small_gpu_trace_maps_like_an_xprof_gpu_profile() {
+    let text = r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100", "numSms": 108,
+      "totalGlobalMem": 42, "computeMajor": 8, "computeMinor": 0}],
+      "traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 7, "ts": 1000.000, "dur": 100},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 7, "ts": 1010.5, "dur": 50,
+       "args": {"External id": 5, "Input Dims": [[2, 3], [3, 4]]}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 7, "ts": 1020.001, "dur": 5,
+       "args": {"correlation": 42, "cbid": 211}},
+      {"ph": "s", "id": 42, "pid": 1, "tid": 7, "ts": 1020.001, "cat": "ac2g", "name": "ac2g"},
+      {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1090, "dur": 8,
+       "args": {"device": 0, "context": 1, "stream": 7, "correlation": 42, "registers per thread": 38,
+                "shared memory": 16, "grid": [50, 1, 1], "block": [256, 1, 1], "est. achieved occupancy %": 8}},
+      {"ph": "f", "id": 42, "pid": 0, "tid": 7, "ts": 1090, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+      {"name": "thread_name", "ph": "M", "ts": 1000, "pid": 1, "tid": 7, "args": {"name": "main"}},
+      {"name": "process_name", "ph": "M", "ts": 1000, "pid": 1, "tid": 0, "args": {"name": "python3"}}
+      ],
+      "baseTimeNanoseconds": 1700000000000000000, "displayTimeUnit": "ms"}"#;
+    let space = import(text);
+    assert_eq!(diag(&space), []);
+    let flow_start = (9u64 << 58) | (42 << 2) | 2;
+    let flow_end = (9u64 << 58) | (42 << 2) | 1;
+    assert_eq!(
+        dump(&space),
+        [
+            "/host:CPU | 7 main @1700000000001000000: \
+             ProfilerStep#3[category=user_annotation](0+100000000){group_id=3,step_num=3,_r=1} \
+             aten::mm[category=cpu_op](10500000+50000000){External id=5,Input Dims=[[2, 3], [3, 4]],group_id=3} \
+             cudaLaunchKernel[category=cuda_runtime](20001000+5000000){correlation_id=42,cbid=211,group_id=3,flow=FLOW_START}"
+                .replace("FLOW_START", &flow_start.to_string()),
+            "/device:GPU:0 | 7 Stream #7(Compute) @1700000000001090000: \
+             gemm[category=kernel](0+8000000){device=0,context_id=1,stream=7,correlation_id=42,registers per thread=38,\
+             shared memory=16,grid=[50, 1, 1],block=[256, 1, 1],est. achieved occupancy %=8,group_id=3,\
+             kernel_details=regs:38 static_shared:16 dynamic_shared:0 grid:50,1,1 block:256,1,1 occ_pct:8,flow=FLOW_END}"
+                .replace("FLOW_END", &flow_end.to_string()),
+        ]
+    );
+    let host = &space.planes[0];
+    let stats: Vec<String> = host.stats().map(|s| format!("{}={}", s.name(), s.value)).collect();
+    assert_eq!(
+        stats,
+        [
+            "pid=1",
+            "process_name=python3",
+            "schemaVersion=1",
+            "baseTimeNanoseconds=1700000000000000000",
+            "displayTimeUnit=ms"
+        ]
+    );
+    let gpu = &space.planes[1];
+    assert_eq!((gpu.name.as_str(), gpu.id), ("/device:GPU:0", 0));
+    let stats: Vec<String> = gpu.stats().map(|s| format!("{}={}", s.name(), s.value)).collect();
+    assert_eq!(
+        stats,
+        [
+            "id=0",
+            "name=NVIDIA A100",
+            "numSms=108",
+            "totalGlobalMem=42",
+            "computeMajor=8",
+            "computeMinor=0",
+            "core_count=108",
+            "memory_size=42",
+            "compute_cap_major=8",
+            "compute_cap_minor=0",
+            "device_vendor=Nvidia"
+        ]
+    );
+    assert!(oxprof_model::schema::is_xspace_grouped(&space));
+}
+
+/// Timestamps keep every nanosecond (and picosecond) of the decimal text, even where an
+/// f64 of the epoch-based microseconds could not.
+#[test]
+fn timestamps_keep_nanoseconds_of_epoch_microseconds() {
+    let space = import(
+        r#"{"traceEvents": [
+        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1623142623460111.123, "dur": 0.0015},
+        {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 1623142623460112.999999, "dur": 1}]}"#,
+    );
+    let p = &space.planes[0];
+    let l = &p.lines[0];
+    assert_eq!(l.timestamp_ns, 1_623_142_623_460_111_123);
+    let ts: Vec<(i128, i64)> =
+        l.events(p).map(|e| (i128::from(l.timestamp_ns) * 1000 + i128::from(e.offset_ps()), e.duration_ps())).collect();
+    assert_eq!(ts, [(1_623_142_623_460_111_123_000, 1_500), (1_623_142_623_460_112_999_999, 1_000_000)]);
+}
+
+/// A profiler killed while writing leaves no `]}`; the file may even stop inside an event.
+#[test]
+fn truncated_files_keep_what_was_written() {
+    let full = r#"{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+        {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 4, "dur": 2}"#;
+    for cut in [full.len(), full.len() - 1, full.len() - 20] {
+        let space = import(&full[..cut]);
+        let expected = if cut == full.len() { 2 } else { 1 };
+        assert_eq!(space.event_count(), expected, "cut at {cut}");
+        assert_eq!(diag(&space), [("truncated_input", 1), ("missing_thread_name", 1)]);
+    }
+}
+
+#[test]
+fn trailing_commas_are_accepted_and_counted() {
+    let space = import(r#"{"traceEvents": [{"ph": "i", "name": "a", "ts": 1, "args": {"x": 1,},},], "k": [1,],}"#);
+    assert_eq!(space.event_count(), 1);
+    assert_eq!(diag(&space), [("trailing_comma", 4), ("missing_thread_name", 1)]);
+}
+
+/// ```text
+/// tid 1   B(a) ....... E          E (unmatched: skipped)
+///              B(b) ......................  (never ended: closed at the trace's end, 50)
+/// tid 2                                   |-- c --| (ends at 50)
+/// ```
+#[test]
+fn unmatched_begin_and_end_events_are_repaired() {
+    let space = import(
+        r#"[{"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 0},
+            {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 5},
+            {"ph": "E", "pid": 1, "tid": 1, "ts": 10},
+            {"ph": "E", "pid": 1, "tid": 1, "ts": 20},
+            {"ph": "E", "pid": 1, "tid": 1, "ts": 30},
+            {"ph": "X", "name": "c", "pid": 1, "tid": 2, "ts": 40, "dur": 10}]"#,
+    );
+    let d = dump(&space);
+    assert_eq!(d[0], "/host:CPU | 1 thread 1 @0: a[](0+20000000){} b[](5000000+5000000){}");
+    assert_eq!(diag(&space), [("unmatched_end", 1), ("missing_thread_name", 2)]);
+    let space = import(
+        r#"[{"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 0}, {"ph": "X", "name": "c", "pid": 1, "tid": 2, "ts": 40, "dur": 10}]"#,
+    );
+    assert_eq!(dump(&space)[0], "/host:CPU | 1 thread 1 @0: a[](0+50000000){}");
+    assert_eq!(diag(&space), [("unmatched_begin", 1), ("missing_thread_name", 2)]);
+}
+
+/// ```text
+/// tid 1              |------- a -------|
+///                          |------- b -------|      (b overlaps a without nesting)
+///                                |- c -|            (c nests in a and b: stays on row 0)
+/// tid 1 (overlap 1)        |------- b -------|
+/// ```
+#[test]
+fn overlapping_events_go_to_extra_lines_never_dropped() {
+    let space = import(
+        r#"{"traceEvents": [
+        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+        {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 4, "dur": 10},
+        {"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 6, "dur": 3},
+        {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "t"}}]}"#,
+    );
+    assert_eq!(
+        dump(&space),
+        [
+            "/host:CPU | 1 t @0: a[](0+10000000){} c[](6000000+3000000){}",
+            "/host:CPU | 4503599627370497 t (overlap 1) @4000: b[](0+10000000){}",
+        ]
+    );
+    assert_eq!(diag(&space), [("overlapping_events", 1)]);
+}
+
+#[test]
+fn thread_names_missing_duplicated_or_renamed_are_counted() {
+    let space = import(
+        r#"[{"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "w"}},
+            {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "worker"}},
+            {"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "worker"}},
+            {"ph": "i", "name": "a", "pid": 1, "tid": 1, "ts": 0},
+            {"ph": "i", "name": "b", "pid": 1, "tid": 2, "ts": 0},
+            {"ph": "i", "name": "c", "pid": 1, "tid": 3, "ts": 0}]"#,
+    );
+    let names: Vec<&str> = space.planes[0].lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["worker", "worker", "thread 3"]);
+    assert_eq!(diag(&space), [("missing_thread_name", 1), ("duplicate_thread_name", 2)]);
+}
+
+#[test]
+fn string_timestamps_unknown_phases_and_categories_are_kept() {
+    let space = import(
+        r#"[{"ph": "X", "cat": "mystery", "name": "a", "pid": 1, "tid": 1, "ts": "5.5", "dur": "1"},
+            {"ph": "P", "name": "sample", "pid": 1, "tid": 1, "ts": 8}]"#,
+    );
+    assert_eq!(
+        dump(&space)[0],
+        "/host:CPU | 1 thread 1 @5500: a[category=mystery](0+1000000){} sample[ph=i](2500000+0){}"
+    );
+    assert_eq!(
+        diag(&space),
+        [("unknown_phase", 1), ("unknown_category", 1), ("string_timestamp", 2), ("missing_thread_name", 1)]
+    );
+}
+
+/// NaN, infinite and huge values: bad timestamps drop their event, bad durations become 0,
+/// odd arg values are kept as they are.
+#[test]
+fn nan_and_huge_numbers_are_repaired() {
+    let space = import(
+        r#"[{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"x": NaN, "y": 1e400, "z": 18446744073709551615, "w": -Infinity, "n": null, "b": true}},
+            {"ph": "X", "name": "nan_ts", "pid": 1, "tid": 1, "ts": NaN, "dur": 1},
+            {"ph": "X", "name": "far", "pid": 1, "tid": 1, "ts": 1e30, "dur": 1},
+            {"ph": "X", "name": "neg", "pid": 1, "tid": 1, "ts": 2, "dur": -5},
+            {"ph": "X", "name": "nodur", "pid": 1, "tid": 1, "ts": 3},
+            {"ph": "X", "name": "bigdur", "pid": 1, "tid": 1, "ts": 3, "dur": 1e300}]"#,
+    );
+    assert_eq!(
+        dump(&space)[0],
+        "/host:CPU | 1 thread 1 @1000: a[](0+1000000){x=NaN,y=inf,z=18446744073709551615,w=-inf,n=,b=1} \
+         neg[](1000000+0){} nodur[](2000000+0){} bigdur[](2000000+0){}"
+    );
+    assert_eq!(diag(&space), [("bad_timestamp", 2), ("bad_duration", 3), ("missing_thread_name", 1)]);
+}
+
+#[test]
+fn garbage_is_one_clear_error() {
+    for (text, want) in [
+        ("", "the file ends before any trace event"),
+        ("   ", "the file ends before any trace event"),
+        ("hello", "expected '{' or '[' at byte 0"),
+        ("\x00\x01\x02", "expected '{' or '[' at byte 0"),
+        (r#"{"a": 1}"#, "no \"traceEvents\" array"),
+        (r#"{"traceEvents": [}"#, "expected a value at byte 17"),
+        (r#"{"traceEvents": 3}"#, "no \"traceEvents\" array"),
+        (r#"{"traceEvents" 3}"#, "expected ':' after a key at byte 15"),
+    ] {
+        let err = import_kineto(text.as_bytes(), &KeepPages, &LoadLimits::default()).unwrap_err();
+        assert_eq!(err.to_string(), format!("not a PyTorch/Chrome JSON trace: {want}"), "{text:?}");
+    }
+    // Bytes that are not JSON after good events: the events are kept, the rest counted.
+    let space = import(r#"[{"ph": "i", "name": "a", "ts": 1}, {"ph": "i", "name": "b", "ts": 2} ??? "#);
+    assert_eq!((space.event_count(), diag(&space)), (2, vec![("corrupt_tail", 1), ("missing_thread_name", 1)]));
+    // An empty trace is a trace.
+    assert_eq!(import(r#"{"traceEvents": []}"#).event_count(), 0);
+}
+
+#[test]
+fn budgets_give_clear_errors() {
+    let text = r#"[{"ph": "i", "name": "a", "pid": 1, "tid": 1, "ts": 1}, {"ph": "i", "name": "a", "pid": 1, "tid": 2, "ts": 1},
+                   {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 3}}]"#;
+    let tight = |f: fn(&mut LoadLimits)| {
+        let mut l = LoadLimits::default();
+        f(&mut l);
+        match import_kineto(text.as_bytes(), &KeepPages, &l) {
+            Err(KinetoError::LimitExceeded(e)) => (e.limit, e.to_string()),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(tight(|l| l.lines = Allowance { base: 1, per_mib: 0 }).0, Limit::Lines);
+    assert_eq!(tight(|l| l.planes = Allowance { base: 1, per_mib: 0 }).0, Limit::Planes);
+    assert_eq!(tight(|l| l.metadata_entries = Allowance { base: 2, per_mib: 0 }).0, Limit::MetadataEntries);
+    let (limit, message) = tight(|l| l.max_profile_bytes = 10);
+    assert_eq!(limit, Limit::ProfileBytes);
+    assert!(message.contains("--max-profile-bytes"), "{message}");
+}
+
+/// Counters: one event per series on the process's `_counters_` line; flows with string
+/// ids; the older trace format (`Operator`/`Kernel`, string tids, `async` flows).
+#[test]
+fn counters_and_the_older_format() {
+    let space = import(
+        r#"{"traceEvents": [
+        {"ph": "C", "name": "mem", "pid": 1, "ts": 1, "args": {"alloc": 10, "free": 2.5, "note": "x"}},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": "1", "ts": 2, "dur": 1, "args": {"correlation": 9}},
+        {"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 2, "cat": "async", "name": "launch"},
+        {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 5, "dur": 1, "args": {"device": 0, "stream": 7, "correlation": 9}},
+        {"ph": "f", "id": 9, "pid": 0, "tid": "stream 7", "ts": 5, "cat": "async", "name": "launch", "bp": "e"},
+        {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": "stream 7", "ts": 7, "dur": 1, "args": {"device": 0, "stream": 7, "bytes": 64}}
+        ]}"#,
+    );
+    let d = dump(&space);
+    assert_eq!(d.len(), 3, "{d:#?}");
+    assert!(d[0].starts_with("/host:CPU | 1 thread 1 @2000: cudaLaunchKernel"), "{}", d[0]);
+    assert_eq!(
+        d[1],
+        "/host:CPU | 281474976710656 _counters_ @1000: mem.alloc[ph=C](0+0){counter_value=10} mem.free[ph=C](0+0){counter_value=2.5}"
+    );
+    assert!(d[2].starts_with("/device:GPU:0 | 7 Stream #7(Compute,MemcpyH2D) @5000: k[category=Kernel]"), "{}", d[2]);
+    assert!(d[2].contains("memcpy_details=kind:HtoD\nnum_bytes:64"), "{}", d[2]);
+    assert!(d[0].contains(&format!("flow={}", (9u64 << 58) | (9 << 2) | 2)), "{}", d[0]);
+    assert!(d[2].contains(&format!("flow={}", (9u64 << 58) | (9 << 2) | 1)), "{}", d[2]);
+}
+
+/// Trace metadata after `traceEvents` (Kineto writes `traceName`, `distributedInfo`, its
+/// logs there) is read too; `ERROR`/`WARNING` logs become the space's errors and warnings.
+#[test]
+fn metadata_after_the_events_and_logs() {
+    let space = import(
+        r#"{"traceEvents": [{"ph": "i", "name": "a", "pid": 1, "tid": 1, "ts": 1}],
+            "baseTimeNanoseconds": 1000000000, "WARNING": ["w1", "w2"], "ERROR": ["e"],
+            "distributedInfo": {"rank": 1, "world_size": 2}, "traceName": "t.json"}"#,
+    );
+    assert_eq!(space.planes[0].lines[0].timestamp_ns, 1_000_001_000);
+    assert_eq!((space.warnings.clone(), space.errors.clone()), (vec!["w1".into(), "w2".into()], vec!["e".into()]));
+    let stats: Vec<String> = space.planes[0].stats().map(|s| format!("{}={}", s.name(), s.value)).collect();
+    assert!(stats.contains(&r#"distributedInfo={"rank": 1, "world_size": 2}"#.to_string()), "{stats:?}");
+}
+
+#[test]
+fn the_same_trace_always_gives_the_same_model() {
+    let text = include_str!("../tests/data/mixed.json");
+    let a = import(text);
+    let b = import(text);
+    assert_eq!(oxprof_model::compare::first_difference(&a, &b), None);
+    assert!(a.event_count() > 0);
+}
+
+/// Consumed input is handed back front to back, ending with the whole buffer.
+#[test]
+fn consumed_input_is_released() {
+    struct Record(Mutex<Vec<std::ops::Range<usize>>>);
+    impl ReleasePages for Record {
+        fn release(&self, range: std::ops::Range<usize>) {
+            self.0.lock().unwrap().push(range);
+        }
+    }
+    let mut text = String::from("[");
+    for i in 0..100_000 {
+        text.push_str(&format!(r#"{{"ph": "X", "name": "op{}", "pid": 1, "tid": 1, "ts": {i}, "dur": 0.5}},"#, i % 10));
+    }
+    text.push_str(r#"{"ph": "i", "name": "end", "ts": 0}]"#);
+    let record = Record(Mutex::new(Vec::new()));
+    let space = import_kineto(text.as_bytes(), &record, &LoadLimits::default()).unwrap();
+    assert_eq!(space.event_count(), 100_001);
+    let ranges = record.0.into_inner().unwrap();
+    assert!(ranges.len() > 1, "{ranges:?}");
+    assert!(ranges.windows(2).all(|w| w[0].end <= w[1].end));
+    assert_eq!(ranges.last(), Some(&(0..text.len())));
+}
+
+#[test]
+fn sniff_recognises_traces_by_their_first_bytes() {
+    assert!(sniff(b"\xef\xbb\xbf  {\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ["));
+    assert!(sniff(br#"{"traceEvents": ["#));
+    assert!(sniff(br#"{"displayTimeUnit": "ns""#));
+    assert!(sniff(br#" [ {"name": "a", "ph": "X""#));
+    assert!(!sniff(br#"{"a": 1}"#));
+    assert!(!sniff(b"\x0a\x0d/host:CPU"));
+    assert!(!sniff(b"[1, 2, 3]"));
+    assert!(!sniff(b""));
+}
+
+/// Exported Chrome JSON parses, and importing it again gives the same events by name,
+/// phase and time, and the same flows.
+#[test]
+fn chrome_json_export_round_trips_events_names_and_flows() {
+    let space = import(include_str!("../tests/data/mixed.json"));
+    let mut out = Vec::new();
+    let summary = crate::export_chrome_json(&space, &mut out).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert_eq!(summary.events as usize, space.event_count());
+    assert_eq!(events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f").count() as u64, summary.flows);
+    assert_eq!(summary.flows, 6);
+    let again = import(std::str::from_utf8(&out).unwrap());
+    assert_eq!(again.event_count(), space.event_count());
+    let names = |s: &XSpace| {
+        let mut v: Vec<(String, i64, i64)> = s
+            .planes
+            .iter()
+            .flat_map(|p| p.events().map(move |e| (e.name().to_string(), e.duration_ps(), p.lines.len() as i64)))
+            .map(|(n, d, _)| (n, d, 0))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&again), names(&space));
+    let flows = |s: &XSpace| {
+        s.planes
+            .iter()
+            .flat_map(|p| p.events())
+            .flat_map(|e| e.stats().filter(|s| s.name() == "flow").count().checked_sub(0))
+            .sum::<usize>()
+    };
+    assert_eq!(flows(&again), flows(&space));
+}

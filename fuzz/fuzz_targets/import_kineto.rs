@@ -1,0 +1,54 @@
+//! Fuzzes the PyTorch (Kineto/Chrome JSON) importer end to end: arbitrary bytes through
+//! `sniff` and `import_kineto` within the default budgets, then a walk over the whole model
+//! it built, and checks that the model is one the rest of oxprof can use: importing the
+//! same bytes again gives an equal model (determinism), the importer handed back its input
+//! front to back, and the XSpace encoder's output decodes to an equal model.
+//!
+//! Fails on any panic (index out of range, overflow with debug assertions, a broken model
+//! invariant), on a timeout, or on running out of memory.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use oxprof_model::{KeepPages, LoadLimits, ReleasePages};
+use std::hint::black_box;
+use std::ops::Range;
+use std::sync::Mutex;
+use walk_model::walk_space;
+
+mod walk_model;
+
+/// Records the ranges the importer releases.
+struct Releases(Mutex<Vec<Range<usize>>>);
+
+impl ReleasePages for Releases {
+    fn release(&self, range: Range<usize>) {
+        self.0.lock().unwrap().push(range);
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    black_box(oxprof_kineto::sniff(data));
+    let limits = LoadLimits::default();
+    let releases = Releases(Mutex::new(Vec::new()));
+    match oxprof_kineto::import_kineto(data, &releases, &limits) {
+        Ok(space) => {
+            walk_space(&space);
+            let ranges = releases.0.into_inner().unwrap();
+            assert!(ranges.iter().all(|r| r.start <= r.end && r.end <= data.len()), "{ranges:?}");
+            assert!(ranges.windows(2).all(|w| w[0].end <= w[1].end), "released out of order: {ranges:?}");
+            let again = oxprof_kineto::import_kineto(data, &KeepPages, &limits).expect("imports twice");
+            if let Some(diff) = oxprof_model::compare::first_difference(&space, &again) {
+                panic!("two imports differ: {diff}");
+            }
+            let encoded = oxprof_xspace::encode_xspace(&space);
+            let decoded = oxprof_xspace::decode_xspace(&encoded).expect("the encoder's output decodes");
+            if let Some(diff) = oxprof_model::compare::first_difference(&space, &decoded) {
+                panic!("the XSpace round trip differs: {diff}");
+            }
+        }
+        Err(e) => {
+            black_box(e.to_string());
+        }
+    }
+});
