@@ -27,5 +27,8 @@ pip=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 echo "test-python: pytest"
 # From python/tests, so that `import oxprof` can only find the installed package.
 cd python/tests
+# The CLI's persistent analysis cache: a fresh one, not the user's.
+cache_dir="$(mktemp -d)"
+trap 'rm -rf "$cache_dir"' EXIT
 # shellcheck disable=SC2086
-OXPROF_REPO="$OLDPWD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} .
+OXPROF_CACHE_DIR="$cache_dir" OXPROF_REPO="$OLDPWD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} .
