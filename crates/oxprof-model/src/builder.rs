@@ -734,21 +734,14 @@ impl<'a> LineBuilder<'a> {
     #[cold]
     fn unknown_event(&mut self, key: i64) -> Option<u32> {
         self.rest.diag.add(DiagnosticKind::UnknownEventMetadata, 1);
-        if self.rest.unknown_events.len() >= MAX_METADATA {
-            self.refused = Some(BuildError::TooLarge("too many unknown event metadata ids"));
-            return None;
-        }
-        let k = match self.unknown_event_index.entry(key) {
-            Entry::Occupied(e) => *e.get(),
-            Entry::Vacant(e) => {
-                if let Err(exceeded) = self.placeholders.spend(1) {
-                    self.refused = Some(exceeded.into());
-                    return None;
-                }
-                self.rest.unknown_events.push(key);
-                *e.insert(self.rest.unknown_events.len() as u32 - 1)
-            }
-        };
+        let k = placeholder(
+            key,
+            &mut self.rest.unknown_events,
+            &mut self.unknown_event_index,
+            self.placeholders,
+            &mut self.refused,
+            "too many unknown event metadata ids",
+        )?;
         Some(u32::MAX - k)
     }
 
@@ -757,21 +750,14 @@ impl<'a> LineBuilder<'a> {
     #[cold]
     fn unknown_stat(&mut self, key: i64) -> Option<u32> {
         self.rest.diag.add(DiagnosticKind::UnknownStatMetadata, 1);
-        if self.rest.unknown_stats.len() >= MAX_METADATA {
-            self.refused = Some(BuildError::TooLarge("too many unknown stat metadata ids"));
-            return None;
-        }
-        let k = match self.unknown_stat_index.entry(key) {
-            Entry::Occupied(e) => *e.get(),
-            Entry::Vacant(e) => {
-                if let Err(exceeded) = self.placeholders.spend(1) {
-                    self.refused = Some(exceeded.into());
-                    return None;
-                }
-                self.rest.unknown_stats.push(key);
-                *e.insert(self.rest.unknown_stats.len() as u32 - 1)
-            }
-        };
+        let k = placeholder(
+            key,
+            &mut self.rest.unknown_stats,
+            &mut self.unknown_stat_index,
+            self.placeholders,
+            &mut self.refused,
+            "too many unknown stat metadata ids",
+        )?;
         Some(META_MASK - k)
     }
 }
@@ -808,6 +794,34 @@ impl IdLookup {
             Some(&index) if index != Self::ABSENT => Some(index),
             Some(_) => None,
             None => self.sparse.get(&id).copied(),
+        }
+    }
+}
+
+/// The line-local index of `key` among the keys a line referenced that its plane lacks,
+/// adding it (paid from `placeholders`) on first sight; `None` when refused, with why in
+/// `refused`.
+fn placeholder(
+    key: i64,
+    keys: &mut Vec<i64>,
+    index: &mut FxHashMap<i64, u32>,
+    placeholders: &SharedBudget,
+    refused: &mut Option<BuildError>,
+    too_many: &'static str,
+) -> Option<u32> {
+    if keys.len() >= MAX_METADATA {
+        *refused = Some(BuildError::TooLarge(too_many));
+        return None;
+    }
+    match index.entry(key) {
+        Entry::Occupied(e) => Some(*e.get()),
+        Entry::Vacant(e) => {
+            if let Err(exceeded) = placeholders.spend(1) {
+                *refused = Some(exceeded.into());
+                return None;
+            }
+            keys.push(key);
+            Some(*e.insert(keys.len() as u32 - 1))
         }
     }
 }
