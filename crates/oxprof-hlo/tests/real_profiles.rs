@@ -1,38 +1,6 @@
 //! HLO modules of the committed refkit fixtures against XProf's own reading of them.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn files_with_suffix(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files_with_suffix(&p, suffix, out);
-        } else if p.to_string_lossy().ends_with(suffix) {
-            out.push(p);
-        }
-    }
-}
-
-fn fixture_profiles() -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    files_with_suffix(&repo_root().join("testdata/profiles"), ".xplane.pb.gz", &mut files);
-    assert!(files.len() >= 5, "expected the committed fixtures under testdata/profiles");
-    files
-        .into_iter()
-        .map(|p| {
-            let mut bytes = Vec::new();
-            flate2::read::GzDecoder::new(std::fs::File::open(&p).unwrap()).read_to_end(&mut bytes).unwrap();
-            (p, bytes)
-        })
-        .collect()
-}
+use oxprof_xspace::testing::fixtures::{committed_profiles as fixture_profiles, repo_root};
 
 /// HLO modules decode, and their program ids and names are those XProf lists
 /// (`program_id_to_name_map` of its OpStats).

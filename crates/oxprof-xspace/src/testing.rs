@@ -211,3 +211,48 @@ pub mod bombs {
         Ok(())
     }
 }
+
+/// The repository's committed profiles, for tests of every crate that reads them.
+pub mod fixtures {
+    use std::io::Read;
+    use std::path::{Path, PathBuf};
+
+    /// The repository root (this crate lives in `crates/oxprof-xspace`).
+    pub fn repo_root() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    /// Every file under `dir` whose name ends with `suffix`, in sorted order, recursively.
+    pub fn files_with_suffix(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                files_with_suffix(&p, suffix, out);
+            } else if p.to_string_lossy().ends_with(suffix) {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The committed refkit profiles under `testdata/profiles`, gunzipped: (path, bytes).
+    /// Panics (a test's failure) if they are missing or unreadable.
+    pub fn committed_profiles() -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files = Vec::new();
+        files_with_suffix(&repo_root().join("testdata/profiles"), ".xplane.pb.gz", &mut files);
+        assert!(files.len() >= 5, "expected the committed fixtures under testdata/profiles");
+        files
+            .into_iter()
+            .map(|p| {
+                let mut bytes = Vec::new();
+                let read = std::fs::File::open(&p)
+                    .and_then(|f| flate2::read::GzDecoder::new(f).read_to_end(&mut bytes).map(|_| ()));
+                if let Err(e) = read {
+                    panic!("{}: {e}", p.display());
+                }
+                (p, bytes)
+            })
+            .collect()
+    }
+}
