@@ -122,17 +122,7 @@ mod tests {
     use super::*;
     use oxprof_model::Limit;
     use oxprof_xspace::WireError;
-
-    /// Every segment of an error's `source()` chain, as `{:#}` in anyhow prints them.
-    fn chain(e: &dyn std::error::Error) -> Vec<String> {
-        let mut out = vec![e.to_string()];
-        let mut next = e.source();
-        while let Some(s) = next {
-            out.push(s.to_string());
-            next = s.source();
-        }
-        out
-    }
+    use oxprof_xspace::testing::error_chain as chain;
 
     fn assert_says_its_cause_once(e: &dyn std::error::Error) {
         let segments = chain(e);

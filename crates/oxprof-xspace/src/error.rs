@@ -46,18 +46,8 @@ pub enum DecodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::error_chain as chain;
     use oxprof_model::Limit;
-
-    /// Every segment of an error's `source()` chain, as `{:#}` in anyhow prints them.
-    fn chain(e: &dyn std::error::Error) -> Vec<String> {
-        let mut out = vec![e.to_string()];
-        let mut next = e.source();
-        while let Some(s) = next {
-            out.push(s.to_string());
-            next = s.source();
-        }
-        out
-    }
 
     #[test]
     fn every_error_says_its_cause_once() {

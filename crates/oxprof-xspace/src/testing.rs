@@ -256,3 +256,15 @@ pub mod fixtures {
             .collect()
     }
 }
+
+/// Every segment of an error's `source()` chain, as `{:#}` in anyhow prints them: tests of
+/// the rule that each error says its cause once.
+pub fn error_chain(e: &dyn std::error::Error) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push(s.to_string());
+        next = s.source();
+    }
+    out
+}
