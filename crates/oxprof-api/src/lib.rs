@@ -14,6 +14,7 @@ pub mod http;
 pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
+pub mod pytorch;
 mod persist;
 pub mod registry;
 pub mod session;
