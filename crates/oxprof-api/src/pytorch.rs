@@ -30,7 +30,10 @@ fn compute(session: &Session, run: &ServedRun, request: &DataRequest, view: View
     let mut notes = Vec::new();
     if files.len() > 1 {
         let others = files[1..].iter().map(|f| f.host.as_str()).collect::<Vec<_>>().join(", ");
-        notes.push(format!("showing {} only (one worker at a time); also in this run: {others} (choose with host=)", file.host));
+        notes.push(format!(
+            "showing {} only (one worker at a time); also in this run: {others} (choose with host=)",
+            file.host
+        ));
     }
     let _admission = session.admit();
     let space = session.load(file, &|_| true)?;
@@ -51,16 +54,31 @@ fn compute(session: &Session, run: &ServedRun, request: &DataRequest, view: View
 }
 
 /// [`crate::registry::Compute`] of `pytorch_overview`.
-pub(crate) fn overview(s: &Session, run: &ServedRun, r: &DataRequest, _refresh: bool) -> Result<Box<dyn Report>, ApiError> {
+pub(crate) fn overview(
+    s: &Session,
+    run: &ServedRun,
+    r: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
     compute(s, run, r, View::Overview)
 }
 
 /// [`crate::registry::Compute`] of `pytorch_op_stats`.
-pub(crate) fn operators(s: &Session, run: &ServedRun, r: &DataRequest, _refresh: bool) -> Result<Box<dyn Report>, ApiError> {
+pub(crate) fn operators(
+    s: &Session,
+    run: &ServedRun,
+    r: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
     compute(s, run, r, View::Operators)
 }
 
 /// [`crate::registry::Compute`] of `pytorch_kernel_stats`.
-pub(crate) fn kernels(s: &Session, run: &ServedRun, r: &DataRequest, _refresh: bool) -> Result<Box<dyn Report>, ApiError> {
+pub(crate) fn kernels(
+    s: &Session,
+    run: &ServedRun,
+    r: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
     compute(s, run, r, View::Kernels)
 }

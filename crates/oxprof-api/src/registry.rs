@@ -461,7 +461,8 @@ pub const TOOLS: &[Tool] = &[
         hosts: Hosts::Each,
         listed: Listed::Never,
         offered: Offered::PyTorch,
-        page: "pytorch_kernel_stats",
+        // The kernel stats page shows either body.
+        page: "kernel_stats",
         content_type: JSON,
         compute: Some(Computation::Custom(crate::pytorch::kernels)),
         reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),

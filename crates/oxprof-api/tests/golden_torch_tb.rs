@@ -28,14 +28,12 @@ fn report(trace: &Path, tool: &str) -> Value {
 /// Where torch-tb-profiler is provably wrong: (trace path suffix, difference prefix, why).
 /// Differences matching one are printed, not failed; what oxprof computes instead is
 /// checked in `own_expectations`.
-const OWN: &[(&str, &str, &str)] = &[
-    (
-        "mi210/gpu_only_trace/gpu_only_trace.json.gz",
-        "",
-        "no host events: torch-tb-profiler's one step runs from sys.maxsize to -sys.maxsize-1 (a total of \
+const OWN: &[(&str, &str, &str)] = &[(
+    "mi210/gpu_only_trace/gpu_only_trace.json.gz",
+    "",
+    "no host events: torch-tb-profiler's one step runs from sys.maxsize to -sys.maxsize-1 (a total of \
          -1.8e19 µs); oxprof's step spans all events",
-    ),
-];
+)];
 
 /// Collects differences instead of stopping at the first.
 struct Diff {
@@ -64,7 +62,15 @@ impl Diff {
 
     /// Rows matched by `key`; numeric fields `nums` compared within tolerance, `exact` equal.
     /// `map` names our field for theirs where they differ.
-    fn rows(&mut self, what: &str, ours: &Value, theirs: &Value, key: &[(&str, &str)], nums: &[(&str, &str)], exact: &[(&str, &str)]) {
+    fn rows(
+        &mut self,
+        what: &str,
+        ours: &Value,
+        theirs: &Value,
+        key: &[(&str, &str)],
+        nums: &[(&str, &str)],
+        exact: &[(&str, &str)],
+    ) {
         let key_of = |row: &Value, side: usize| -> String {
             key.iter()
                 .map(|k| {
@@ -250,7 +256,12 @@ fn pytorch_views_match_torch_tb_profiler() {
             own.is_none()
         });
         if !diff.problems.is_empty() {
-            failures.push(format!("{} ({} differences):\n  {}", diff.trace, diff.problems.len(), diff.problems.iter().take(15).cloned().collect::<Vec<_>>().join("\n  ")));
+            failures.push(format!(
+                "{} ({} differences):\n  {}",
+                diff.trace,
+                diff.problems.len(),
+                diff.problems.iter().take(15).cloned().collect::<Vec<_>>().join("\n  ")
+            ));
         }
     }
     eprintln!("compared {compared} traces");

@@ -181,7 +181,10 @@ impl PytorchKernelStats {
             }
         }
         by_op.sort_by(|a, b| {
-            b.total_us.total_cmp(&a.total_us).then_with(|| a.name.cmp(&b.name)).then_with(|| a.operator.cmp(&b.operator))
+            b.total_us
+                .total_cmp(&a.total_us)
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.operator.cmp(&b.operator))
         });
         let mut notes = Vec::new();
         if p.devices.iter().all(|d| d.ty != Ty::Kernel) {
@@ -212,7 +215,12 @@ impl Report for PytorchKernelStats {
             .column("max_us", "Max (µs)", ColumnKind::Number, NumberFormat::Fixed(2))
             .column("min_us", "Min (µs)", ColumnKind::Number, NumberFormat::Fixed(2))
             .column("mean_blocks_per_sm", "Mean blocks per SM", ColumnKind::Number, NumberFormat::Fixed(2))
-            .column("mean_occupancy_pct", "Mean est. achieved occupancy (%)", ColumnKind::Number, NumberFormat::Fixed(2));
+            .column(
+                "mean_occupancy_pct",
+                "Mean est. achieved occupancy (%)",
+                ColumnKind::Number,
+                NumberFormat::Fixed(2),
+            );
         if let Some(r) = self.tc_used_ratio {
             by_name = by_name.fact("tensor_core_kernel_time", format!("{:.2}%", r * 100.0));
         }
@@ -246,7 +254,12 @@ impl Report for PytorchKernelStats {
             .column("max_us", "Max (µs)", ColumnKind::Number, NumberFormat::Fixed(2))
             .column("min_us", "Min (µs)", ColumnKind::Number, NumberFormat::Fixed(2))
             .column("mean_blocks_per_sm", "Mean blocks per SM", ColumnKind::Number, NumberFormat::Fixed(2))
-            .column("mean_occupancy_pct", "Mean est. achieved occupancy (%)", ColumnKind::Number, NumberFormat::Fixed(2));
+            .column(
+                "mean_occupancy_pct",
+                "Mean est. achieved occupancy (%)",
+                ColumnKind::Number,
+                NumberFormat::Fixed(2),
+            );
         for r in &self.by_name_op {
             by_op.push_row(vec![
                 CellValue::Text(r.name.clone()),

@@ -17,6 +17,8 @@ pub mod operators;
 pub mod overview;
 pub mod parse;
 mod ranges;
+#[cfg(test)]
+mod tests;
 
 use crate::report::{Table, XprofBody};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};

@@ -81,7 +81,12 @@ impl PytorchOpStats {
                     .into(),
             );
         }
-        PytorchOpStats { by_name: by_name.finish(), by_name_input: by_input.finish(), by_name_stack: by_stack.finish(), notes }
+        PytorchOpStats {
+            by_name: by_name.finish(),
+            by_name_input: by_input.finish(),
+            by_name_stack: by_stack.finish(),
+            notes,
+        }
     }
 }
 

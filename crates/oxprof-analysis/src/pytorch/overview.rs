@@ -136,7 +136,12 @@ impl PytorchOverview {
             for (a, c) in avg.iter_mut().zip(costs) {
                 *a += c;
             }
-            steps.push(Step { name: name.clone(), start_us: *start, end_us: *end, breakdown: Breakdown::from_costs(&costs) });
+            steps.push(Step {
+                name: name.clone(),
+                start_us: *start,
+                end_us: *end,
+                breakdown: Breakdown::from_costs(&costs),
+            });
         }
         let n = steps.len().max(1) as f64;
         for a in &mut avg {
@@ -338,7 +343,10 @@ fn recommendations(p: &Parsed, o: &PytorchOverview) -> Vec<String> {
             _ => None,
         });
         if capable == Some(true) {
-            out.push("Nccl backend is currently the fastest and highly recommended backend when using DDP for training.".into());
+            out.push(
+                "Nccl backend is currently the fastest and highly recommended backend when using DDP for training."
+                    .into(),
+            );
         }
     }
     let comm = o.average.communication / total;
@@ -453,7 +461,12 @@ impl PytorchOverview {
             .column("utilization", "GPU utilization", ColumnKind::Number, NumberFormat::Percent(2))
             .column("sm_efficiency", "Est. SM efficiency", ColumnKind::Number, NumberFormat::Percent(2))
             .column("achieved_occupancy", "Est. achieved occupancy (%)", ColumnKind::Number, NumberFormat::Fixed(2))
-            .column("tensor_core_ratio", "Kernel time using Tensor Cores", ColumnKind::Number, NumberFormat::Percent(2));
+            .column(
+                "tensor_core_ratio",
+                "Kernel time using Tensor Cores",
+                ColumnKind::Number,
+                NumberFormat::Percent(2),
+            );
         let opt = |v: Option<f64>| v.map_or(CellValue::Null, CellValue::Number);
         for g in &self.gpus {
             let props = g.properties.clone().unwrap_or_default();
@@ -487,9 +500,12 @@ impl Report for PytorchOverview {
     }
 
     fn tables(&self) -> Vec<Table> {
-        let mut rec = Table::new("recommendations")
-            .title("Performance recommendations")
-            .column("recommendation", "Recommendation", ColumnKind::Text, NumberFormat::Shortest);
+        let mut rec = Table::new("recommendations").title("Performance recommendations").column(
+            "recommendation",
+            "Recommendation",
+            ColumnKind::Text,
+            NumberFormat::Shortest,
+        );
         for r in &self.recommendations {
             rec.push_row(vec![CellValue::Text(r.clone())]);
         }

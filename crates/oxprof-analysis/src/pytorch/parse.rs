@@ -129,11 +129,13 @@ fn op_is_tc_eligible(name: &str) -> bool {
 }
 
 fn is_data_loader(name: &str) -> bool {
-    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) || name.starts_with("enumerate(DataPipe)#")
+    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
+        || name.starts_with("enumerate(DataPipe)#")
 }
 
 /// The roles of the step-time breakdown, in torch-tb-profiler's order (`ProfileRole`).
-pub const ROLES: [&str; 8] = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"];
+pub const ROLES: [&str; 8] =
+    ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"];
 const KERNEL: usize = 0;
 const MEMCPY: usize = 1;
 const MEMSET: usize = 2;
@@ -368,16 +370,21 @@ pub(crate) fn py_repr(v: &serde_json::Value, out: &mut String) {
             _ => out.push_str(&n.to_string()),
         },
         Value::String(s) => {
-            out.push('\'');
+            // Python quotes with ' unless the text has ' and no ".
+            let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+            out.push(quote);
             for ch in s.chars() {
                 match ch {
-                    '\'' => out.push_str("\\'"),
                     '\\' => out.push_str("\\\\"),
                     '\n' => out.push_str("\\n"),
+                    c if c == quote => {
+                        out.push('\\');
+                        out.push(c);
+                    }
                     c => out.push(c),
                 }
             }
-            out.push('\'');
+            out.push(quote);
         }
         Value::Array(items) => {
             out.push('[');
@@ -537,7 +544,8 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
     }
     let ts = ps_to_us(line_ps + i128::from(e.offset_ps()));
     let dur = ps_to_us(i128::from(e.duration_ps()));
-    let mut ev = Ev { ty, name, ts, dur, thread, ext: None, corr: None, shape: String::new(), stack: None, kernel: None };
+    let mut ev =
+        Ev { ty, name, ts, dur, thread, ext: None, corr: None, shape: String::new(), stack: None, kernel: None };
     let mut dims: [Option<&str>; 2] = [None, None];
     let mut ext_lower = None;
     let mut kernel = KernelArgs::default();
@@ -728,7 +736,9 @@ pub fn parse(space: &XSpace) -> Parsed {
             Ty::ProfilerStep => {
                 steps.push((e.name.split('#').nth(1).unwrap_or("").to_string(), r.0, r.1));
             }
-            Ty::Python | Ty::Operator | Ty::UserAnnotation if COMM_OPS.contains(&e.name) => roles[COMMUNICATION].push(r),
+            Ty::Python | Ty::Operator | Ty::UserAnnotation if COMM_OPS.contains(&e.name) => {
+                roles[COMMUNICATION].push(r)
+            }
             Ty::Python | Ty::Operator | Ty::UserAnnotation => roles[CPU_OP].push(r),
             _ => {}
         }
@@ -789,12 +799,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                 let (a, b) = (&p.devices[a], &p.devices[b]);
                 a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
             });
-            p.runtimes.push(Runtime {
-                span: None,
-                devices,
-                device_duration: 0.0,
-                tc_duration: 0.0,
-            });
+            p.runtimes.push(Runtime { span: None, devices, device_duration: 0.0, tc_duration: 0.0 });
             // torch-tb-profiler fills the stand-in once on creation (and again with the root).
             fill_runtime(&mut p, rt, None);
             root_rts.push(rt);
@@ -1124,7 +1129,9 @@ impl Parsed {
                     continue;
                 }
                 for &rt in &node.runtimes {
-                    kernels.extend(self.runtimes[rt].devices.iter().copied().filter(|&d| self.devices[d].ty == Ty::Kernel));
+                    kernels.extend(
+                        self.runtimes[rt].devices.iter().copied().filter(|&d| self.devices[d].ty == Ty::Kernel),
+                    );
                 }
                 if node.is_listed_operator() {
                     ops.push(n);
