@@ -57,12 +57,14 @@ export async function register(ctx) {
       await shot();
     });
 
-    const gpuDir = join(external, 'AMD-AGI-TraceLens/tests/traces/h100');
+    // One profile file: its name is not a `*.pt.trace.json`, so a directory would not list it.
+    const gpuDir = join(external, 'AMD-AGI-TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz');
     if (!existsSync(gpuDir)) h.skip('pytorch pages (GPU trace)', `no GPU PyTorch trace at ${gpuDir}`);
     else {
       const gpu = await startServer(bin, gpuDir);
       servers.push(gpu);
-      const gpuRun = (await api(gpu.url, 'runs'))[0];
+      const gpuRuns = await api(gpu.url, 'runs');
+      const gpuRun = gpuRuns[0];
       const gpuHosts = (await api(gpu.url, 'hosts', { run: gpuRun, tag: 'pytorch_overview' })).map((x) => x.hostname);
       const gpuHost = gpuHosts.find((x) => x.includes('bert')) ?? gpuHosts[0];
 
