@@ -7,6 +7,8 @@
 #
 #   scripts/ref-torch-tb.sh            # all traces (external ones when present)
 #   scripts/ref-torch-tb.sh --install  # only create the venv
+#   scripts/ref-torch-tb.sh --check    # recompute into a temporary directory and fail if
+#                                      # any committed golden differs (CI: scripts/test.sh)
 #
 # The venv is cached in $OXPROF_TORCH_TB_VENV (default ~/.cache/oxprof-torch-tb-ref/venv):
 # copied from ~/.cache/oxprof-kineto-bench/venv when that has torch_tb_profiler 0.4.3, else
@@ -31,6 +33,12 @@ if [[ ! -x "$VENV/bin/python" ]] || ! ok "$VENV"; then
   "$VENV/bin/pip" install --quiet "torch-tb-profiler==0.4.3" pandas "setuptools<81"
 fi
 [[ "${1:-}" == "--install" ]] && exit 0
+check=0
+if [[ "${1:-}" == "--check" ]]; then
+  check=1
+  OUT="$(mktemp -d)"
+  trap 'rm -rf "$OUT"' EXIT
+fi
 
 traces=("$ROOT"/testdata/kineto/*/*.pt.trace.json.gz)
 if [[ -d "$EXT" ]]; then
@@ -43,3 +51,14 @@ else
 fi
 mkdir -p "$OUT"
 "$VENV/bin/python" "$ROOT/scripts/torch/ref_torch_tb.py" --root "$ROOT" --external "$EXT" --out "$OUT" "${traces[@]}"
+if [[ "$check" == 1 ]]; then
+  status=0
+  for f in "$OUT"/*.json; do
+    if ! cmp -s "$f" "$ROOT/testdata/torch-tb/$(basename "$f")"; then
+      echo "testdata/torch-tb/$(basename "$f") is not what torch-tb-profiler gives now (rerun scripts/ref-torch-tb.sh)" >&2
+      status=1
+    fi
+  done
+  [[ "$status" == 0 ]] && echo "torch-tb-profiler goldens reproduced ($(ls "$OUT"/*.json | wc -l) traces)" >&2
+  exit "$status"
+fi

@@ -5,7 +5,7 @@
 //! steps, estimated SM efficiency, estimated achieved occupancy and the share of kernel time
 //! on Tensor Cores, the devices' properties and torch-tb-profiler's recommendations.
 
-use super::parse::{COMMUNICATION, DATA_LOADER, DeviceProps, NodeKind, Parsed, ROLES, Ty};
+use super::parse::{DeviceProps, NodeKind, Parsed, ROLES, Ty};
 use super::ranges::{self, Range};
 use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
@@ -432,9 +432,8 @@ impl PytorchOverview {
             .title("Step time breakdown (µs)")
             .rows_described("rows: the steps, then their average", None)
             .column("step", "Step", ColumnKind::Text, NumberFormat::Shortest);
-        for (i, role) in ROLES.iter().enumerate() {
+        for role in ROLES {
             let id = role.to_ascii_lowercase().replace(' ', "_");
-            let _ = i;
             t = t.column(&id, role, ColumnKind::Number, NumberFormat::Fixed(1));
         }
         t = t.column("total", "Total", ColumnKind::Number, NumberFormat::Fixed(1));
@@ -446,7 +445,6 @@ impl PytorchOverview {
         let mut row = vec![CellValue::Text("Average".into())];
         row.extend(self.average.values().into_iter().map(CellValue::Number));
         t.push_row(row);
-        let _ = (COMMUNICATION, DATA_LOADER);
         t
     }
 

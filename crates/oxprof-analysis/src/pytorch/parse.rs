@@ -616,8 +616,7 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut used_devices = std::collections::BTreeSet::new();
     let mut device_order: Vec<usize> = Vec::new();
     let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
-    for (i, e) in events.iter().enumerate() {
-        let _ = i;
+    for e in &events {
         match e.ty {
             Ty::Kernel | Ty::Memcpy | Ty::Memset => {
                 let d = p.devices.len();
@@ -632,10 +631,8 @@ pub fn parse(space: &XSpace) -> Parsed {
                     op: None,
                     op_tc_eligible: false,
                 });
-                if let Some(k) = &e.kernel {
-                    if let Some(dev) = k.device {
-                        used_devices.insert(dev);
-                    }
+                if let Some(dev) = e.kernel.as_ref().and_then(|k| k.device) {
+                    used_devices.insert(dev);
                 }
                 match corr_to_runtime.get(&e.corr) {
                     Some(&rt) => p.runtimes[rt].devices.push(d),
@@ -886,8 +883,7 @@ fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>) -> usize
     });
     let mut stack = vec![root];
     for &op in ops {
-        loop {
-            let Some(&tail) = stack.last() else { break };
+        while let Some(&tail) = stack.last() {
             let (start, end) = (p.nodes[op].start, p.nodes[op].end);
             if start < p.nodes[tail].end {
                 if end <= p.nodes[tail].end {
@@ -1096,16 +1092,16 @@ fn update_device_steps(p: &mut Parsed, steps: &mut Vec<(String, f64, f64)>, devi
         *step = (std::mem::take(&mut step.0), start, end);
         prev_end = end;
     }
-    if steps.len() > 1 {
-        if let Some(last) = (0..steps.len()).rev().find(|&i| matched_count[i] > 0) {
-            let mut keep = last + 1;
-            if last > 0 && (matched_count[last - 1] as f64) * 0.8 > matched_count[last] as f64 {
-                keep = last;
-            }
-            if keep < steps.len() {
-                p.tail_steps_removed = steps.len() - keep;
-                steps.truncate(keep);
-            }
+    if steps.len() > 1
+        && let Some(last) = (0..steps.len()).rev().find(|&i| matched_count[i] > 0)
+    {
+        let mut keep = last + 1;
+        if last > 0 && (matched_count[last - 1] as f64) * 0.8 > matched_count[last] as f64 {
+            keep = last;
+        }
+        if keep < steps.len() {
+            p.tail_steps_removed = steps.len() - keep;
+            steps.truncate(keep);
         }
     }
 }
