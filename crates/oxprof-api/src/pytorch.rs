@@ -2,6 +2,9 @@
 //! torch-tb-profiler's overview, operator and kernel views of one worker's trace, computed
 //! by `oxprof_analysis::pytorch` from the whole imported trace (host and GPU planes).
 //!
+//! The parsed trace is kept by the session (`Session::host_pytorch`): the first view reads
+//! the file, the others answer from memory.
+//!
 //! Host selection: one trace per worker/rank; with several selected (`ALL_HOSTS`, or no
 //! host on a run of several ranks) the first is shown and a note names the others.
 
@@ -9,9 +12,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_analysis::pytorch::{
-    self, kernels::PytorchKernelStats, operators::PytorchOpStats, overview::PytorchOverview,
-};
+use oxprof_analysis::pytorch::{kernels::PytorchKernelStats, operators::PytorchOpStats, overview::PytorchOverview};
 use oxprof_analysis::report::Report;
 
 /// Which view.
@@ -22,7 +23,13 @@ enum View {
     Kernels,
 }
 
-fn compute(session: &Session, run: &ServedRun, request: &DataRequest, view: View) -> Result<Box<dyn Report>, ApiError> {
+fn compute(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+    view: View,
+) -> Result<Box<dyn Report>, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
     let Some(file) = files.first() else {
         return Err(ApiError::BadParameter { name: "host".into(), reason: format!("run {} has no traces", run.name) });
@@ -35,16 +42,13 @@ fn compute(session: &Session, run: &ServedRun, request: &DataRequest, view: View
             file.host
         ));
     }
-    let _admission = session.admit();
-    let space = session.load(file, &|_| true)?;
-    if !pytorch::is_pytorch(&space) {
+    let parsed = session.host_pytorch(&[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
+    if !parsed.is_pytorch() {
         notes.push(format!(
             "{}: not a PyTorch profiler trace; these views read Kineto traces (*.pt.trace.json[.gz])",
             file.host
         ));
     }
-    let parsed = pytorch::parse(&space);
-    drop(space);
     let report: Box<dyn Report> = match view {
         View::Overview => Box::new(PytorchOverview::from_parsed(&parsed)),
         View::Operators => Box::new(PytorchOpStats::from_parsed(&parsed)),
@@ -58,9 +62,9 @@ pub(crate) fn overview(
     s: &Session,
     run: &ServedRun,
     r: &DataRequest,
-    _refresh: bool,
+    refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    compute(s, run, r, View::Overview)
+    compute(s, run, r, refresh, View::Overview)
 }
 
 /// [`crate::registry::Compute`] of `pytorch_op_stats`.
@@ -68,9 +72,9 @@ pub(crate) fn operators(
     s: &Session,
     run: &ServedRun,
     r: &DataRequest,
-    _refresh: bool,
+    refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    compute(s, run, r, View::Operators)
+    compute(s, run, r, refresh, View::Operators)
 }
 
 /// [`crate::registry::Compute`] of `pytorch_kernel_stats`.
@@ -78,7 +82,7 @@ pub(crate) fn kernels(
     s: &Session,
     run: &ServedRun,
     r: &DataRequest,
-    _refresh: bool,
+    refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    compute(s, run, r, View::Kernels)
+    compute(s, run, r, refresh, View::Kernels)
 }

@@ -270,8 +270,10 @@ pub struct Parsed {
     pub(crate) skipped_no_category: u64,
     /// Overlapping events on one thread that the tree could not nest: left out of it.
     pub(crate) unnested: u64,
-    /// `deviceProperties` per device id: (name, totalGlobalMem, computeMajor, computeMinor).
+    /// The trace's `deviceProperties`, in its order.
     pub(crate) device_props: Vec<DeviceProps>,
+    /// Whether the space looked like a PyTorch trace.
+    pub(crate) pytorch: bool,
 }
 
 /// A GPU's properties from the trace's `deviceProperties`.
@@ -601,7 +603,7 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
 /// Builds the parsed run.
 pub fn parse(space: &XSpace) -> Parsed {
     let (events, skipped) = read_events(space);
-    let mut p = Parsed { skipped_no_category: skipped, ..Parsed::default() };
+    let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
     p.device_props = device_props(space);
 
     // Nodes (torch-tb-profiler's `parse_nodes`).
@@ -1107,6 +1109,29 @@ fn update_device_steps(p: &mut Parsed, steps: &mut Vec<(String, f64, f64)>, devi
 }
 
 impl Parsed {
+    /// Whether the space it was read from is a PyTorch (Kineto) trace.
+    pub fn is_pytorch(&self) -> bool {
+        self.pytorch
+    }
+
+    /// Heap bytes, roughly (what a cache weighs it at).
+    pub fn heap_bytes(&self) -> usize {
+        let node = |n: &Node| {
+            std::mem::size_of::<Node>()
+                + n.name.len()
+                + n.shape.len()
+                + n.stack.as_ref().map_or(0, String::len)
+                + 8 * (n.children.len() + n.runtimes.len())
+        };
+        let device =
+            |d: &Device| std::mem::size_of::<Device>() + d.name.len() + d.kernel.grid.len() + d.kernel.block.len();
+        self.nodes.iter().map(node).sum::<usize>()
+            + self.devices.iter().map(device).sum::<usize>()
+            + self.runtimes.iter().map(|r| std::mem::size_of::<Runtime>() + 8 * r.devices.len()).sum::<usize>()
+            + self.role_ranges.iter().map(|r| 16 * r.len()).sum::<usize>()
+            + 64 * (self.steps.len() + self.roots.len())
+    }
+
     /// Listed operators and the kernels of every tree, in torch-tb-profiler's traversal
     /// order (`get_operator_and_kernels`).
     pub(crate) fn operators_and_kernels(&self) -> (Vec<usize>, Vec<usize>) {
