@@ -27,6 +27,9 @@ fi
 step "cargo test"
 cargo test --workspace --locked
 
+step "PyTorch views' goldens: torch-tb-profiler 0.4.3 reproduces testdata/torch-tb (venv cached)"
+bash scripts/ref-torch-tb.sh --check
+
 step "model check of the single-flight cache (loom)"
 # A target directory of its own: --cfg loom changes how its dependencies build.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \

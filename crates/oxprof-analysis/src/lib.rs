@@ -12,6 +12,7 @@ pub mod inspect;
 pub mod jsoncmp;
 pub mod model_tracker;
 pub mod op_stats;
+pub mod pytorch;
 pub mod report;
 #[cfg(test)]
 mod test_support;

@@ -15,6 +15,7 @@ pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
 mod persist;
+pub mod pytorch;
 pub mod registry;
 pub mod session;
 pub mod table;

@@ -42,6 +42,8 @@ pub enum Family {
     Hlo,
     /// The host planes' tf.data iterator events (`crate::tf_data`).
     TfData,
+    /// A PyTorch (Kineto) trace's host and GPU events (`crate::pytorch`).
+    PyTorch,
     /// Listed by XProf, not computed by oxprof yet.
     NotYet,
 }
@@ -84,6 +86,8 @@ pub enum Offered {
     AsXprof,
     /// For every run with a host plane (oxprof shows what XProf hides).
     Always,
+    /// For runs imported from PyTorch profiler traces.
+    PyTorch,
     /// Not in the Tools menu (an alias-like legacy body, or a tool oxprof lacks).
     No,
 }
@@ -419,6 +423,50 @@ pub const TOOLS: &[Tool] = &[
         compute: Some(Computation::Custom(crate::tf_data::compute)),
         reference: Reference::Own("crates/oxprof-api/tests/tf_data.rs"),
     },
+    // PyTorch (Kineto) traces: torch-tb-profiler's views, offered for PyTorch runs only.
+    Tool {
+        name: "pytorch_overview",
+        aliases: &[],
+        title: "PyTorch overview",
+        summary: "PyTorch step time by Kernel/Memcpy/Memset/Runtime/DataLoader/CPU Exec/Other, GPU summary and recommendations (torch-tb-profiler's overview)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_overview",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::pytorch::overview)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+    },
+    Tool {
+        name: "pytorch_op_stats",
+        aliases: &[],
+        title: "PyTorch operators",
+        summary: "PyTorch operators by name, input shapes and call stack: calls, host and device self/total time, Tensor Cores (torch-tb-profiler's operator view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_op_stats",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::pytorch::operators)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+    },
+    Tool {
+        name: "pytorch_kernel_stats",
+        aliases: &[],
+        title: "PyTorch GPU kernels",
+        summary: "GPU kernels by name and launching operator: calls, time, blocks per SM, occupancy, Tensor Cores (torch-tb-profiler's kernel view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        // The kernel stats page shows either body.
+        page: "kernel_stats",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::pytorch::kernels)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+    },
     Tool {
         name: "trace_viewer",
         aliases: &[],
@@ -524,6 +572,7 @@ pub struct Features {
     megascale: bool,
     counters: bool,
     host_plane: bool,
+    pytorch: bool,
 }
 
 impl Features {
@@ -544,6 +593,7 @@ impl Features {
                 .planes_with_prefix(TPU_PLANE_PREFIX)
                 .any(|p| p.lines.iter().any(|line| line.events(p).any(|e| e.stat(StatType::CounterValue).is_some()))),
             host_plane: first_host.plane(HOST_THREADS_PLANE_NAME).is_some(),
+            pytorch: oxprof_analysis::pytorch::is_pytorch(first_host),
         }
     }
 
@@ -571,6 +621,7 @@ pub fn offered(features: &Features) -> Vec<&'static Tool> {
         .filter(|t| match t.offered {
             Offered::AsXprof => t.available() && features.lists(t.listed),
             Offered::Always => t.available() && features.host_plane,
+            Offered::PyTorch => t.available() && features.pytorch,
             Offered::No => false,
         })
         .collect()

@@ -95,12 +95,15 @@ enum CacheKey {
     Response(String),
     Analysis(FileId),
     Trace(FileId),
+    /// A PyTorch trace read for the PyTorch views (`crate::pytorch`).
+    PyTorch(FileId),
 }
 
 enum Cached {
     Response(Arc<Rendered>),
     Analysis(Arc<HostAnalysis>),
     Trace(Arc<HostTraceData>),
+    PyTorch(Arc<oxprof_analysis::pytorch::Parsed>),
 }
 
 impl Weighted for Cached {
@@ -109,6 +112,7 @@ impl Weighted for Cached {
             Cached::Response(r) => r.body.len() + r.notes.iter().map(String::len).sum::<usize>() + 64,
             Cached::Analysis(a) => analysis_bytes(a),
             Cached::Trace(t) => t.heap_bytes(),
+            Cached::PyTorch(p) => p.heap_bytes(),
         }
     }
 }
@@ -271,7 +275,7 @@ impl Session {
             (CacheKey::Analysis(_), false) => counts.analyses_found += 1,
             (CacheKey::Trace(_), true) => counts.traces_computed += 1,
             (CacheKey::Trace(_), false) => counts.traces_found += 1,
-            (CacheKey::Response(_), _) => {}
+            (CacheKey::Response(_), _) | (CacheKey::PyTorch(_), _) => {}
         }
     }
 
@@ -371,6 +375,28 @@ impl Session {
             .into_iter()
             .map(|e| match &*e {
                 Cached::Trace(t) => Ok(t.clone()),
+                _ => Err(ApiError::Panicked),
+            })
+            .collect()
+    }
+
+    /// Each host's PyTorch trace as the PyTorch views read it (parsed once per file and
+    /// kept, so every view after the first answers without reading the file).
+    pub fn host_pytorch(
+        &self,
+        files: &[&HostFile],
+        refresh: bool,
+    ) -> Result<Vec<Arc<oxprof_analysis::pytorch::Parsed>>, ApiError> {
+        let entries = self.file_entries(files, refresh, CacheKey::PyTorch, |file| {
+            let space = self.load(file, &|_| true)?;
+            let parsed = oxprof_analysis::pytorch::parse(&space);
+            rayon::spawn(move || drop(space));
+            Ok(Cached::PyTorch(Arc::new(parsed)))
+        })?;
+        entries
+            .into_iter()
+            .map(|e| match &*e {
+                Cached::PyTorch(p) => Ok(p.clone()),
                 _ => Err(ApiError::Panicked),
             })
             .collect()

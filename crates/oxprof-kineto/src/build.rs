@@ -3,7 +3,8 @@
 //!
 //! * `/host:CPU` (id 0): one line per host thread (id = tid, name from `thread_name`);
 //!   plane stats: the trace's top-level metadata (`schemaVersion`, `baseTimeNanoseconds`,
-//!   `distributedInfo`, … as typed values or JSON text), `pid`, `process_name`;
+//!   `distributedInfo`, `deviceProperties`, … as typed values or JSON text), `pid`,
+//!   `process_name`;
 //! * `/device:GPU:N` (id N): one line per stream, `Stream #S(Compute,MemcpyH2D,…)` as XProf
 //!   names them; plane stats: the device's `deviceProperties` entry, plus XProf's
 //!   `core_count`, `memory_size`, `compute_cap_major/minor`, `device_vendor`.
@@ -82,7 +83,9 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
     }
     for (key, value) in &c.top {
         let name = c.keys.get(*key);
-        if matches!(name, "ERROR" | "WARNING" | "deviceProperties" | "computeProperties") {
+        // `deviceProperties` stays too (as JSON text): PyTorch analyses read the list as the
+        // trace wrote it, whatever devices ran.
+        if matches!(name, "ERROR" | "WARNING" | "computeProperties") {
             continue;
         }
         plane_stats.push(match value {

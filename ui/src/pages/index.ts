@@ -12,6 +12,7 @@ import { memoryViewerPage } from './memory_viewer';
 import { opProfilePage } from './op_profile';
 import { overviewPage } from './overview';
 import { podViewerPage } from './pod_viewer';
+import { pytorchOpStatsPage, pytorchOverviewPage } from './pytorch';
 import { rooflinePage } from './roofline';
 import { tfDataPage } from './tf_data';
 import { traceViewerPage } from './trace_viewer';
@@ -31,6 +32,9 @@ const PAGES: Record<string, Page> = {
   roofline_model: rooflinePage,
   memory_profile: memoryProfilePage,
   tf_data_bottleneck_analysis: tfDataPage,
+  pytorch_overview: pytorchOverviewPage,
+  pytorch_op_stats: pytorchOpStatsPage,
+  pytorch_kernel_stats: kernelStatsPage,
 };
 
 /** Pages that load their own data (no `/data` request by the shell). */

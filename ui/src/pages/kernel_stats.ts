@@ -1,5 +1,6 @@
 // GPU kernel stats: pie of the top kernels by total duration, and the full kernel table
-// (sort, filter by kernel or op name, CSV export).
+// (sort, filter by kernel or op name, CSV export). On PyTorch runs it shows
+// `pytorch_kernel_stats` (kernels by name and by launching operator).
 
 import { chartElement } from '../components/chart';
 import { card } from '../components/common';
@@ -8,8 +9,11 @@ import { pieOption, pieSlices } from '../charts';
 import { asTables, cellValue, columnIndex } from '../datatable';
 import { h } from '../dom';
 import type { PageContext } from '../page';
+import { pytorchKernelStatsPage } from './pytorch';
 
 export function kernelStatsPage(ctx: PageContext): HTMLElement {
+  // PyTorch runs: torch-tb-profiler's kernel view (`pytorch_kernel_stats`) on this page.
+  if (asTables(ctx.data).some((t) => t.p?.name === 'by_name_op')) return pytorchKernelStatsPage(ctx);
   const table = asTables(ctx.data)[0] ?? { cols: [], rows: [] };
   const page = h('div', { class: 'page kernel-stats', 'data-page': 'kernel_stats' });
   const name = columnIndex(table, 'kernel_name');

@@ -1,0 +1,1164 @@
+//! A PyTorch run (a Kineto trace imported by `oxprof-kineto`) read the way torch-tb-profiler
+//! 0.4.3's `RunProfileData.process` reads it, once, for the overview, operator and kernel
+//! reports: events by category, the operator tree of each thread with its runtimes and the
+//! device activity they launched (by correlation id), the steps (host `ProfilerStep#N`
+//! widened by the device work they launched), the role ranges of the step-time breakdown,
+//! and GPU metrics.
+//!
+//! Times are microseconds as `f64`, computed from the model's exact picoseconds the way
+//! Python computes them from the JSON text (`ts` the double nearest the decimal, `end = ts +
+//! dur`), so oxprof's sums equal the reference's to rounding. The one deliberate difference
+//! from 0.4.3: `cuda_runtime` and `cuda_driver` events are runtime events too (0.4.3 knows
+//! only the category `runtime`, which Kineto stopped writing in 2022).
+
+use oxprof_model::{Event, StatMetadataId, StatValue, XPlane, XSpace};
+use rustc_hash::FxHashMap;
+
+use super::ranges::{self, Range};
+
+/// The category of an event as torch-tb-profiler types it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ty {
+    Trace,
+    Operator,
+    ProfilerStep,
+    Runtime,
+    Kernel,
+    Memcpy,
+    Memset,
+    Python,
+    PythonFunction,
+    Module,
+    /// A `user_annotation` kept by torch-tb-profiler: a gloo/NCCL collective.
+    UserAnnotation,
+    /// Ignored (memory instants' duration events, other categories).
+    Other,
+}
+
+/// Collective ops torch-tb-profiler recognises.
+const COMM_OPS: [&str; 10] = [
+    "nccl:broadcast",
+    "nccl:reduce",
+    "nccl:all_reduce",
+    "nccl:all_gather",
+    "nccl:reduce_scatter",
+    "gloo:broadcast",
+    "gloo:reduce",
+    "gloo:all_reduce",
+    "gloo:all_gather",
+    "gloo:reduce_scatter",
+];
+
+/// Kernel-name substrings of Tensor Core kernels (torch-tb-profiler's `TC_Allowlist`).
+const TC_KERNELS: [&str; 18] = [
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "hmma",
+    "i8816",
+    "16816",
+    "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "direct_group",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_warp_specialized_implicit_gemm",
+    "xmma_gemm",
+    "xmma_sparse_gemm",
+    "c1688",
+];
+
+/// Operators that may use Tensor Cores (torch-tb-profiler's `TC_OP_Allowlist`).
+const TC_OPS: &[&str] = &[
+    "aten::_convolution",
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::conv_tbc",
+    "aten::conv_transpose1d",
+    "aten::conv_transpose2d",
+    "aten::conv_transpose3d",
+    "aten::convolution",
+    "aten::cudnn_convolution",
+    "aten::cudnn_convolution_transpose",
+    "aten::prelu",
+    "aten::addmm",
+    "aten::addmv",
+    "aten::addr",
+    "aten::matmul",
+    "aten::mm",
+    "aten::mv",
+    "aten::linear",
+    "aten::addbmm",
+    "aten::baddbmm",
+    "aten::bmm",
+    "aten::chain_matmul",
+    "aten::linalg_multi_dot",
+    "aten::_thnn_fused_lstm_cell",
+    "aten::_thnn_fused_gru_cell",
+    "aten::lstm_cell",
+    "aten::gru_cell",
+    "aten::rnn_tanh_cell",
+    "aten::rnn_relu_cell",
+    "CudnnConvolutionBackward",
+    "BmmBackward0",
+    "aten::cudnn_convolution_transpose_backward",
+    "CudnnConvolutionTransposeBackward",
+    "MmBackward",
+    "aten::cudnn_convolution_backward_weight",
+    "aten::addmm_",
+    "AddmvBackward",
+    "MvBackward",
+    "aten::cudnn_convolution_transpose_backward_weight",
+    "aten::cudnn_convolution_transpose_backward_input",
+    "AddmmBackward",
+    "aten::cudnn_convolution_backward_input",
+    "AddbmmBackward",
+    "aten::cudnn_convolution_backward",
+];
+
+pub(crate) fn kernel_uses_tensor_cores(name: &str) -> bool {
+    TC_KERNELS.iter().any(|p| name.contains(p))
+}
+
+fn op_is_tc_eligible(name: &str) -> bool {
+    TC_OPS.contains(&name)
+}
+
+fn is_data_loader(name: &str) -> bool {
+    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
+        || name.starts_with("enumerate(DataPipe)#")
+}
+
+/// The roles of the step-time breakdown, in torch-tb-profiler's order (`ProfileRole`).
+pub const ROLES: [&str; 8] =
+    ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"];
+const KERNEL: usize = 0;
+const MEMCPY: usize = 1;
+const MEMSET: usize = 2;
+pub(crate) const COMMUNICATION: usize = 3;
+const RUNTIME: usize = 4;
+pub(crate) const DATA_LOADER: usize = 5;
+const CPU_OP: usize = 6;
+
+/// Kernel launch facts Kineto records as args.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KernelArgs {
+    pub blocks_per_sm: Option<f64>,
+    pub occupancy: Option<f64>,
+    /// Python's `str()` of the arg (`[80, 1, 1]`, `None`).
+    pub grid: String,
+    pub block: String,
+    pub registers: i64,
+    pub shared_memory: i64,
+    pub device: Option<i64>,
+}
+
+/// One event as torch-tb-profiler keeps it.
+struct Ev<'a> {
+    ty: Ty,
+    name: &'a str,
+    ts: f64,
+    dur: f64,
+    thread: u32,
+    ext: Option<i64>,
+    corr: Option<i64>,
+    /// `Input Dims` as Python prints it.
+    shape: String,
+    stack: Option<&'a str>,
+    kernel: Option<KernelArgs>,
+}
+
+/// What kind of tree node an operator-like event is (torch-tb-profiler's node classes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NodeKind {
+    Root,
+    Operator,
+    ProfilerStep,
+    Module,
+    DataLoader,
+    Optimizer,
+}
+
+/// A node of a thread's operator tree.
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    pub ty: Ty,
+    pub start: f64,
+    pub end: f64,
+    pub ext: Option<i64>,
+    pub shape: String,
+    pub stack: Option<String>,
+    pub tc_eligible: bool,
+    pub device_total: f64,
+    pub host_self: f64,
+    pub device_self: f64,
+    pub tc_self: f64,
+    pub tc_total: f64,
+    pub children: Vec<usize>,
+    pub runtimes: Vec<usize>,
+}
+
+impl Node {
+    pub(crate) fn duration(&self) -> f64 {
+        self.end - self.start
+    }
+
+    /// torch-tb-profiler's `is_operator_node`: the plain operators its views list.
+    pub(crate) fn is_listed_operator(&self) -> bool {
+        self.kind == NodeKind::Operator
+            && self.ty == Ty::Operator
+            && !matches!(self.name.as_str(), "DataParallel.forward" | "DistributedDataParallel.forward")
+            && !self.name.starts_with("Optimizer.")
+    }
+}
+
+/// A CUDA runtime call with the device activity it launched.
+#[derive(Debug, Clone)]
+pub(crate) struct Runtime {
+    /// `None` for the stand-in of device activity no runtime launched.
+    pub span: Option<(f64, f64)>,
+    pub devices: Vec<usize>,
+    pub device_duration: f64,
+    pub tc_duration: f64,
+}
+
+/// Kernel, memcpy or memset activity.
+#[derive(Debug, Clone)]
+pub(crate) struct Device {
+    pub name: String,
+    pub ty: Ty,
+    pub start: f64,
+    pub end: f64,
+    /// The raw `dur` (what the per-name kernel table sums).
+    pub dur: f64,
+    pub kernel: KernelArgs,
+    pub tc_used: bool,
+    /// The operator whose runtime launched it.
+    pub op: Option<usize>,
+    pub op_tc_eligible: bool,
+}
+
+/// The run as torch-tb-profiler's `RunProfileData` holds it after `process()`.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) runtimes: Vec<Runtime>,
+    pub(crate) devices: Vec<Device>,
+    /// Roots of the per-thread trees, by thread.
+    pub(crate) roots: Vec<usize>,
+    /// Steps after device widening: (name, start, end) in µs.
+    pub(crate) steps: Vec<(String, f64, f64)>,
+    /// Whether steps came from `ProfilerStep#N` (else one step spans the host events).
+    pub(crate) has_profiler_steps: bool,
+    /// Steps dropped at the end because their device work looks cut off.
+    pub(crate) tail_steps_removed: usize,
+    pub(crate) role_ranges: Vec<Vec<Range>>,
+    pub(crate) global_span: (f64, f64),
+    pub(crate) comm_libs: (bool, bool),
+    pub(crate) use_dp: bool,
+    pub(crate) use_ddp: bool,
+    pub(crate) used_devices: Vec<i64>,
+    /// Kernels per device id (from the `device` arg).
+    pub(crate) kernel_devices: Vec<i64>,
+    /// Events whose category torch-tb-profiler cannot read (no `cat`): skipped.
+    pub(crate) skipped_no_category: u64,
+    /// Overlapping events on one thread that the tree could not nest: left out of it.
+    pub(crate) unnested: u64,
+    /// The trace's `deviceProperties`, in its order.
+    pub(crate) device_props: Vec<DeviceProps>,
+    /// Whether the space looked like a PyTorch trace.
+    pub(crate) pytorch: bool,
+}
+
+/// A GPU's properties from the trace's `deviceProperties`.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct DeviceProps {
+    /// Device id.
+    pub id: i64,
+    /// `name`.
+    pub name: Option<String>,
+    /// `totalGlobalMem`, bytes.
+    pub memory_bytes: Option<i64>,
+    /// `computeMajor`.
+    pub compute_major: Option<i64>,
+    /// `computeMinor`.
+    pub compute_minor: Option<i64>,
+    /// `numSms`.
+    pub sm_count: Option<i64>,
+}
+
+/// Whether a space was imported from a PyTorch (Kineto) trace.
+pub fn is_pytorch(space: &XSpace) -> bool {
+    space.plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME).is_some_and(|p| {
+        p.stats().any(|s| matches!(s.name(), "schemaVersion" | "baseTimeNanoseconds" | "traceName" | "distributedInfo"))
+            || p.stat_metadata_named("External id").is_some()
+    })
+}
+
+/// Stat ids of one plane for the args read.
+struct Keys {
+    category: Option<StatMetadataId>,
+    phase: Option<StatMetadataId>,
+    ext: [Option<StatMetadataId>; 2],
+    corr: Option<StatMetadataId>,
+    dims: [Option<StatMetadataId>; 2],
+    stack: Option<StatMetadataId>,
+    module_id: Option<StatMetadataId>,
+    device: Option<StatMetadataId>,
+    bps: Option<StatMetadataId>,
+    occupancy: Option<StatMetadataId>,
+    grid: Option<StatMetadataId>,
+    block: Option<StatMetadataId>,
+    regs: Option<StatMetadataId>,
+    smem: Option<StatMetadataId>,
+}
+
+impl Keys {
+    fn of(p: &XPlane) -> Keys {
+        let k = |n: &str| p.stat_metadata_named(n);
+        Keys {
+            category: k("category"),
+            phase: k("ph"),
+            ext: [k("External id"), k("external id")],
+            corr: k("correlation_id"),
+            dims: [k("Input Dims"), k("Input dims")],
+            stack: k("Call stack"),
+            module_id: k("Python module id"),
+            device: k("device"),
+            bps: k("blocks per SM"),
+            occupancy: k("est. achieved occupancy %"),
+            grid: k("grid"),
+            block: k("block"),
+            regs: k("registers per thread"),
+            smem: k("shared memory"),
+        }
+    }
+}
+
+/// Picoseconds as the double Python reads from the same decimal microseconds.
+fn ps_to_us(ps: i128) -> f64 {
+    const EXACT: i128 = 1 << 53;
+    if ps.abs() < EXACT {
+        // Both exact: one correctly rounded division.
+        ps as f64 / 1e6
+    } else {
+        // Whole µs (exact) plus the fraction: the fraction's rounding error is far below
+        // half an ulp of numbers this large, so the sum rounds as the decimal would.
+        let q = ps.div_euclid(1_000_000);
+        let r = ps.rem_euclid(1_000_000);
+        q as f64 + r as f64 / 1e6
+    }
+}
+
+/// Python's `str()` of a JSON value (`[[2, 3], []]`, `'a'`, `None`).
+pub(crate) fn py_repr(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Null => out.push_str("None"),
+        Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => out.push_str(&i.to_string()),
+            (_, Some(u), _) => out.push_str(&u.to_string()),
+            (_, _, Some(f)) => {
+                let s = format!("{f:?}");
+                out.push_str(&s);
+            }
+            _ => out.push_str(&n.to_string()),
+        },
+        Value::String(s) => {
+            // Python quotes with ' unless the text has ' and no ".
+            let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+            out.push(quote);
+            for ch in s.chars() {
+                match ch {
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    c if c == quote => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push(quote);
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                py_repr(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                py_repr(&Value::String(k.clone()), out);
+                out.push_str(": ");
+                py_repr(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn repr_text(text: Option<&str>, absent: &str) -> String {
+    match text {
+        None => absent.to_string(),
+        Some(t) => match serde_json::from_str::<serde_json::Value>(t) {
+            Ok(v) => {
+                let mut s = String::new();
+                py_repr(&v, &mut s);
+                s
+            }
+            Err(_) => {
+                let mut s = String::new();
+                py_repr(&serde_json::Value::String(t.to_string()), &mut s);
+                s
+            }
+        },
+    }
+}
+
+fn category_type(cat: &str, name: &str, has_module_id: bool) -> Ty {
+    match cat.to_ascii_lowercase().as_str() {
+        "trace" => Ty::Trace,
+        "cpu_op" | "operator" => {
+            if name.starts_with("ProfilerStep#") {
+                Ty::ProfilerStep
+            } else {
+                Ty::Operator
+            }
+        }
+        "runtime" | "cuda_runtime" | "cuda_driver" => Ty::Runtime,
+        "kernel" => Ty::Kernel,
+        "memcpy" | "gpu_memcpy" => Ty::Memcpy,
+        "memset" | "gpu_memset" => Ty::Memset,
+        "python" => Ty::Python,
+        "python_function" if has_module_id => Ty::Module,
+        "python_function" => Ty::PythonFunction,
+        "user_annotation" | "gpu_user_annotation" => {
+            if name.starts_with("ProfilerStep#") {
+                Ty::ProfilerStep
+            } else if COMM_OPS.contains(&name) {
+                Ty::UserAnnotation
+            } else {
+                Ty::Other
+            }
+        }
+        _ => Ty::Other,
+    }
+}
+
+fn stat_i64(v: StatValue<'_>) -> Option<i64> {
+    match v {
+        StatValue::Int64(x) => Some(x),
+        StatValue::Uint64(x) => i64::try_from(x).ok(),
+        StatValue::Double(d) if d.fract() == 0.0 => Some(d as i64),
+        StatValue::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn stat_f64(v: StatValue<'_>) -> Option<f64> {
+    match v {
+        StatValue::Int64(x) => Some(x as f64),
+        StatValue::Uint64(x) => Some(x as f64),
+        StatValue::Double(d) => Some(d),
+        _ => None,
+    }
+}
+
+fn base_name(line: &str) -> &str {
+    match line.rfind(" (overlap ") {
+        Some(i) if line.ends_with(')') => &line[..i],
+        _ => line,
+    }
+}
+
+/// Reads the events of every plane of `space` as torch-tb-profiler types them.
+fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, u64) {
+    let base_ns = space
+        .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
+        .and_then(|p| p.stats().find(|s| s.name() == "baseTimeNanoseconds").and_then(|s| stat_i64(s.value)))
+        .unwrap_or(0);
+    let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
+    let mut out = Vec::new();
+    let mut skipped = 0u64;
+    for plane in &space.planes {
+        let keys = Keys::of(plane);
+        // Category and phase per event metadata.
+        let mut meta: Vec<(Option<&str>, bool)> = Vec::with_capacity(plane.event_metadata_count());
+        for id in plane.event_metadata_ids() {
+            let mut cat = None;
+            let mut complete = true;
+            for s in plane.metadata_stats(id) {
+                if Some(s.metadata_id()) == keys.category {
+                    cat = s.as_str();
+                } else if Some(s.metadata_id()) == keys.phase {
+                    complete = false;
+                }
+            }
+            meta.push((cat, complete));
+        }
+        for line in &plane.lines {
+            let next = threads.len() as u32;
+            let thread = *threads.entry((plane.id, base_name(&line.name))).or_insert(next);
+            let line_ps = i128::from(line.timestamp_ns) * 1000 - i128::from(base_ns) * 1000;
+            for e in line.events(plane) {
+                let Some(&(cat, complete)) = meta.get(e.metadata_id().index()) else { continue };
+                if !complete {
+                    continue;
+                }
+                let Some(cat) = cat else {
+                    // torch-tb-profiler fails on such a trace; oxprof counts and skips them.
+                    skipped += 1;
+                    continue;
+                };
+                if let Some(ev) = read_event(&e, &keys, cat, thread, line_ps) {
+                    out.push(ev);
+                }
+            }
+        }
+    }
+    // Python sorts by ts only (stable): the model's order is by plane, thread, start.
+    out.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    (out, skipped)
+}
+
+fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i128) -> Option<Ev<'a>> {
+    let name = e.name();
+    let has_module_id = keys.module_id.is_some() && e.stats().any(|s| Some(s.metadata_id()) == keys.module_id);
+    let ty = category_type(cat, name, has_module_id);
+    if ty == Ty::Other {
+        return None;
+    }
+    let ts = ps_to_us(line_ps + i128::from(e.offset_ps()));
+    let dur = ps_to_us(i128::from(e.duration_ps()));
+    let mut ev =
+        Ev { ty, name, ts, dur, thread, ext: None, corr: None, shape: String::new(), stack: None, kernel: None };
+    let mut dims: [Option<&str>; 2] = [None, None];
+    let mut ext_lower = None;
+    let mut kernel = KernelArgs::default();
+    let mut grid = None;
+    let mut block = None;
+    for s in e.stats() {
+        let id = Some(s.metadata_id());
+        if id == keys.ext[0] {
+            ev.ext = stat_i64(s.value);
+        } else if id == keys.ext[1] {
+            ext_lower = stat_i64(s.value);
+        } else if id == keys.corr {
+            ev.corr = stat_i64(s.value);
+        } else if id == keys.dims[0] {
+            dims[0] = s.as_str();
+        } else if id == keys.dims[1] {
+            dims[1] = s.as_str();
+        } else if id == keys.stack {
+            ev.stack = s.as_str();
+        } else if ty == Ty::Kernel {
+            if id == keys.device {
+                kernel.device = stat_i64(s.value);
+            } else if id == keys.bps {
+                kernel.blocks_per_sm = stat_f64(s.value);
+            } else if id == keys.occupancy {
+                kernel.occupancy = stat_f64(s.value);
+            } else if id == keys.grid {
+                grid = s.as_str();
+            } else if id == keys.block {
+                block = s.as_str();
+            } else if id == keys.regs {
+                kernel.registers = stat_i64(s.value).unwrap_or(0);
+            } else if id == keys.smem {
+                kernel.shared_memory = stat_i64(s.value).unwrap_or(0);
+            }
+        }
+    }
+    // torch-tb-profiler reads `external id` first, then `External id`.
+    if ext_lower.is_some() {
+        ev.ext = ext_lower;
+    }
+    if matches!(ty, Ty::Operator | Ty::ProfilerStep | Ty::Python | Ty::UserAnnotation) {
+        ev.shape = repr_text(dims[0].or(dims[1]), "[]");
+    }
+    if ty == Ty::Kernel {
+        kernel.grid = repr_text(grid, "None");
+        kernel.block = repr_text(block, "None");
+        ev.kernel = Some(kernel);
+    }
+    Some(ev)
+}
+
+/// Builds the parsed run.
+pub fn parse(space: &XSpace) -> Parsed {
+    let (events, skipped) = read_events(space);
+    let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
+    p.device_props = device_props(space);
+
+    // Nodes (torch-tb-profiler's `parse_nodes`).
+    let mut thread_ops: Vec<Vec<usize>> = Vec::new();
+    let mut thread_order: Vec<u32> = Vec::new();
+    let mut zero_rts: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+    let mut corr_to_device: FxHashMap<Option<i64>, Vec<usize>> = FxHashMap::default();
+    let mut corr_order: Vec<Option<i64>> = Vec::new();
+    let mut corr_to_runtime: FxHashMap<Option<i64>, usize> = FxHashMap::default();
+    let mut ext_to_runtime: FxHashMap<Option<i64>, Vec<usize>> = FxHashMap::default();
+    let mut comm_ext: rustc_hash::FxHashSet<Option<i64>> = Default::default();
+    let mut used_devices = std::collections::BTreeSet::new();
+    let mut device_order: Vec<usize> = Vec::new();
+    let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
+    for e in &events {
+        match e.ty {
+            Ty::Kernel | Ty::Memcpy | Ty::Memset => {
+                let d = p.devices.len();
+                p.devices.push(Device {
+                    name: e.name.to_string(),
+                    ty: e.ty,
+                    start: e.ts,
+                    end: e.ts + e.dur,
+                    dur: e.dur,
+                    kernel: e.kernel.clone().unwrap_or_default(),
+                    tc_used: kernel_uses_tensor_cores(e.name),
+                    op: None,
+                    op_tc_eligible: false,
+                });
+                if let Some(dev) = e.kernel.as_ref().and_then(|k| k.device) {
+                    used_devices.insert(dev);
+                }
+                match corr_to_runtime.get(&e.corr) {
+                    Some(&rt) => p.runtimes[rt].devices.push(d),
+                    None => {
+                        let list = corr_to_device.entry(e.corr).or_default();
+                        if list.is_empty() {
+                            corr_order.push(e.corr);
+                        }
+                        list.push(d);
+                    }
+                }
+                device_order.push(d);
+            }
+            Ty::Runtime => {
+                let mut devices = corr_to_device.remove(&e.corr).unwrap_or_default();
+                devices.sort_by(|&a, &b| {
+                    let (a, b) = (&p.devices[a], &p.devices[b]);
+                    a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
+                });
+                let rt = p.runtimes.len();
+                p.runtimes.push(Runtime {
+                    span: Some((e.ts, e.ts + e.dur)),
+                    devices,
+                    device_duration: 0.0,
+                    tc_duration: 0.0,
+                });
+                corr_to_runtime.insert(e.corr, rt);
+                ext_to_runtime.entry(e.ext).or_default().push(rt);
+                if e.ext == Some(0) {
+                    zero_rts.entry(e.thread).or_default().push(rt);
+                }
+            }
+            Ty::Python | Ty::Operator | Ty::ProfilerStep | Ty::Module | Ty::UserAnnotation => {
+                let kind = match e.ty {
+                    Ty::ProfilerStep => NodeKind::ProfilerStep,
+                    Ty::Module => NodeKind::Module,
+                    _ if is_data_loader(e.name) => NodeKind::DataLoader,
+                    _ if e.name.starts_with("Optimizer.step") => NodeKind::Optimizer,
+                    _ => NodeKind::Operator,
+                };
+                if COMM_OPS.contains(&e.name) {
+                    if e.name.starts_with("nccl") {
+                        p.comm_libs.0 = true;
+                    } else {
+                        p.comm_libs.1 = true;
+                    }
+                    comm_ext.insert(e.ext);
+                }
+                p.use_dp |= e.name == "DataParallel.forward";
+                p.use_ddp |= e.name == "DistributedDataParallel.forward";
+                let node = p.nodes.len();
+                p.nodes.push(Node {
+                    name: e.name.to_string(),
+                    kind,
+                    ty: e.ty,
+                    start: e.ts,
+                    end: e.ts + e.dur,
+                    // Module nodes drop their external id (always 0 in traces).
+                    ext: if kind == NodeKind::Module { None } else { e.ext },
+                    shape: e.shape.clone(),
+                    stack: e.stack.map(str::to_string),
+                    tc_eligible: op_is_tc_eligible(e.name),
+                    device_total: 0.0,
+                    host_self: 0.0,
+                    device_self: 0.0,
+                    tc_self: 0.0,
+                    tc_total: 0.0,
+                    children: Vec::new(),
+                    runtimes: Vec::new(),
+                });
+                let t = *thread_index.entry(e.thread).or_insert_with(|| {
+                    thread_ops.push(Vec::new());
+                    thread_order.push(e.thread);
+                    thread_ops.len() - 1
+                });
+                thread_ops[t].push(node);
+            }
+            _ => {}
+        }
+    }
+    p.used_devices = used_devices.into_iter().collect();
+
+    // Steps and role ranges (`parse_steps`).
+    let mut roles: Vec<Vec<Range>> = vec![Vec::new(); 7];
+    let mut steps: Vec<(String, f64, f64)> = Vec::new();
+    let (mut cpu_min, mut cpu_max) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut global_min, mut global_max) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut profiler_span = None;
+    for e in &events {
+        let r = (e.ts, e.ts + e.dur);
+        match e.ty {
+            Ty::Kernel if comm_ext.contains(&e.ext) => roles[COMMUNICATION].push(r),
+            Ty::Kernel => roles[KERNEL].push(r),
+            Ty::Memcpy => roles[MEMCPY].push(r),
+            Ty::Memset => roles[MEMSET].push(r),
+            Ty::Runtime => roles[RUNTIME].push(r),
+            Ty::Operator | Ty::UserAnnotation if is_data_loader(e.name) => roles[DATA_LOADER].push(r),
+            Ty::ProfilerStep => {
+                steps.push((e.name.split('#').nth(1).unwrap_or("").to_string(), r.0, r.1));
+            }
+            Ty::Python | Ty::Operator | Ty::UserAnnotation if COMM_OPS.contains(&e.name) => {
+                roles[COMMUNICATION].push(r)
+            }
+            Ty::Python | Ty::Operator | Ty::UserAnnotation => roles[CPU_OP].push(r),
+            _ => {}
+        }
+        if matches!(e.ty, Ty::Python | Ty::Operator | Ty::ProfilerStep) {
+            cpu_min = cpu_min.min(r.0);
+            cpu_max = cpu_max.max(r.1);
+        }
+        global_min = global_min.min(r.0);
+        global_max = global_max.max(r.1);
+        if e.ty == Ty::Trace && e.name == "PyTorch Profiler (0)" {
+            profiler_span = Some(r);
+        }
+    }
+    p.global_span = profiler_span.unwrap_or((global_min, global_max));
+    p.has_profiler_steps = !steps.is_empty();
+    if steps.is_empty() {
+        // torch-tb-profiler spans the host events; without any (a GPU-only trace) its step
+        // runs from +2^63 to -2^63 and every number is nonsense: oxprof spans all events.
+        if cpu_min <= cpu_max {
+            steps.push(("0".to_string(), cpu_min, cpu_max));
+        } else if global_min <= global_max {
+            steps.push(("0".to_string(), global_min, global_max));
+        }
+    }
+    p.role_ranges = roles.into_iter().map(ranges::merge).collect();
+
+    // Runtimes to operators: the first operator (threads in order, ops by start) with
+    // the runtime's external id takes them.
+    for ops in &mut thread_ops {
+        ops.sort_by(|&a, &b| {
+            let (a, b) = (&p.nodes[a], &p.nodes[b]);
+            a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
+        });
+    }
+    for ops in &thread_ops {
+        for &op in ops {
+            if let Some(rts) = ext_to_runtime.remove(&p.nodes[op].ext) {
+                p.nodes[op].runtimes.extend(rts);
+            }
+        }
+    }
+    // Device activity no runtime launched: kernels under the main thread's root.
+    let stale: Vec<usize> = corr_order
+        .iter()
+        .filter_map(|c| corr_to_device.get(c))
+        .flatten()
+        .copied()
+        .filter(|&d| p.devices[d].ty == Ty::Kernel)
+        .collect();
+
+    for (t, ops) in thread_ops.iter().enumerate() {
+        let is_main = ops.iter().any(|&o| p.nodes[o].name.starts_with("ProfilerStep#"));
+        let mut root_rts = zero_rts.get(&thread_order[t]).cloned().unwrap_or_default();
+        if is_main && !stale.is_empty() {
+            let rt = p.runtimes.len();
+            let mut devices = stale.clone();
+            devices.sort_by(|&a, &b| {
+                let (a, b) = (&p.devices[a], &p.devices[b]);
+                a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
+            });
+            p.runtimes.push(Runtime { span: None, devices, device_duration: 0.0, tc_duration: 0.0 });
+            // torch-tb-profiler fills the stand-in once on creation (and again with the root).
+            fill_runtime(&mut p, rt, None);
+            root_rts.push(rt);
+        }
+        let root = build_tree(&mut p, ops, root_rts);
+        p.roots.push(root);
+    }
+
+    // Device steps (`update_device_steps`).
+    update_device_steps(&mut p, &mut steps, &device_order);
+    p.steps = steps;
+    p.kernel_devices = {
+        let mut ids: Vec<i64> =
+            p.devices.iter().filter(|d| d.ty == Ty::Kernel).filter_map(|d| d.kernel.device).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    p
+}
+
+/// The trace's `deviceProperties` list, in its order (the host plane keeps it as JSON
+/// text); else what the GPU planes carry.
+fn device_props(space: &XSpace) -> Vec<DeviceProps> {
+    let host = space.plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME);
+    let text = host.and_then(|p| p.stats().find(|s| s.name() == "deviceProperties").and_then(|s| s.as_str()));
+    if let Some(serde_json::Value::Array(list)) = text.and_then(|t| serde_json::from_str(t).ok()) {
+        return list
+            .iter()
+            .enumerate()
+            .map(|(i, d)| DeviceProps {
+                id: d["id"].as_i64().unwrap_or(i as i64),
+                name: d["name"].as_str().map(str::to_string),
+                memory_bytes: d["totalGlobalMem"].as_i64(),
+                compute_major: d["computeMajor"].as_i64(),
+                compute_minor: d["computeMinor"].as_i64(),
+                sm_count: d["numSms"].as_i64(),
+            })
+            .collect();
+    }
+    let mut out = Vec::new();
+    for plane in space.planes_with_prefix(oxprof_model::schema::GPU_PLANE_PREFIX) {
+        let mut props = DeviceProps { id: plane.id, ..DeviceProps::default() };
+        let mut any = false;
+        for s in plane.stats() {
+            match s.name() {
+                "name" => props.name = s.as_str().map(str::to_string),
+                "totalGlobalMem" => props.memory_bytes = stat_i64(s.value),
+                "computeMajor" => props.compute_major = stat_i64(s.value),
+                "computeMinor" => props.compute_minor = stat_i64(s.value),
+                "numSms" => props.sm_count = stat_i64(s.value),
+                _ => continue,
+            }
+            any = true;
+        }
+        if any {
+            out.push(props);
+        }
+    }
+    out
+}
+
+/// Nests a thread's operators (sorted by start, longest first) under a root by time,
+/// merges a node with a lone same-named child, and fills the statistics.
+fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>) -> usize {
+    let root = p.nodes.len();
+    p.nodes.push(Node {
+        name: "CallTreeRoot".into(),
+        kind: NodeKind::Root,
+        ty: Ty::Python,
+        start: f64::MIN,
+        end: f64::MAX,
+        ext: None,
+        shape: "None".into(),
+        stack: None,
+        tc_eligible: false,
+        device_total: 0.0,
+        host_self: 0.0,
+        device_self: 0.0,
+        tc_self: 0.0,
+        tc_total: 0.0,
+        children: Vec::new(),
+        runtimes: root_runtimes,
+    });
+    let mut stack = vec![root];
+    for &op in ops {
+        while let Some(&tail) = stack.last() {
+            let (start, end) = (p.nodes[op].start, p.nodes[op].end);
+            if start < p.nodes[tail].end {
+                if end <= p.nodes[tail].end {
+                    p.nodes[tail].children.push(op);
+                    stack.push(op);
+                } else {
+                    // Overlaps its parent without nesting: torch-tb-profiler drops it.
+                    p.unnested += 1;
+                }
+                break;
+            }
+            stack.pop();
+        }
+    }
+    remove_dup_nodes(p, root);
+    fill_stats(p, root);
+    root
+}
+
+fn remove_dup_nodes(p: &mut Parsed, root: usize) {
+    let mut todo = vec![root];
+    while let Some(n) = todo.pop() {
+        loop {
+            let node = &p.nodes[n];
+            if node.children.len() != 1 {
+                break;
+            }
+            let c = node.children[0];
+            let child = &p.nodes[c];
+            if node.name == child.name && node.ty == Ty::Operator && child.ty == Ty::Operator {
+                let children = std::mem::take(&mut p.nodes[c].children);
+                let runtimes = std::mem::take(&mut p.nodes[c].runtimes);
+                p.nodes[n].children = children;
+                p.nodes[n].runtimes = runtimes;
+            } else {
+                break;
+            }
+        }
+        todo.extend(p.nodes[n].children.iter().copied());
+    }
+}
+
+fn fill_runtime(p: &mut Parsed, rt: usize, op: Option<usize>) {
+    let devices = std::mem::take(&mut p.runtimes[rt].devices);
+    let (op_tc, op_ok) = match op {
+        Some(o) => (p.nodes[o].tc_eligible, true),
+        None => (false, false),
+    };
+    let (mut dd, mut tc) = (0.0, 0.0);
+    for &d in &devices {
+        let dev = &mut p.devices[d];
+        if op_ok {
+            dev.op = op;
+            dev.op_tc_eligible = op_tc;
+        }
+        let dur = dev.end - dev.start;
+        dd += dur;
+        if dev.tc_used {
+            tc += dur;
+        }
+    }
+    let r = &mut p.runtimes[rt];
+    r.devices = devices;
+    r.device_duration += dd;
+    r.tc_duration += tc;
+}
+
+/// torch-tb-profiler's `OperatorNode.fill_stats`, post-order without recursion.
+fn fill_stats(p: &mut Parsed, root: usize) {
+    // (node, children done?)
+    let mut todo = vec![(root, false)];
+    while let Some((n, done)) = todo.pop() {
+        if !done {
+            let mut children = std::mem::take(&mut p.nodes[n].children);
+            children.sort_by(|&a, &b| {
+                let (a, b) = (&p.nodes[a], &p.nodes[b]);
+                a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
+            });
+            let mut rts = std::mem::take(&mut p.nodes[n].runtimes);
+            rts.sort_by(|&a, &b| {
+                let key = |r: &Runtime| r.span.map_or((f64::MAX, f64::MIN), |(s, e)| (s, -e));
+                let (a, b) = (key(&p.runtimes[a]), key(&p.runtimes[b]));
+                a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
+            });
+            p.nodes[n].runtimes = rts;
+            todo.push((n, true));
+            for &c in children.iter().rev() {
+                todo.push((c, false));
+            }
+            p.nodes[n].children = children;
+            continue;
+        }
+        let rts = p.nodes[n].runtimes.clone();
+        for &rt in &rts {
+            fill_runtime(p, rt, Some(n));
+        }
+        let node = &p.nodes[n];
+        let mut host_self = node.end - node.start;
+        let (mut device_total, mut device_self, mut tc_self, mut tc_total) = (0.0, 0.0, 0.0, 0.0);
+        let mut tc_eligible = node.tc_eligible;
+        let is_op = node.ty == Ty::Operator;
+        for &c in &node.children {
+            let child = &p.nodes[c];
+            device_total += child.device_total;
+            host_self -= child.end - child.start;
+            tc_total += child.tc_total;
+            if is_op && !tc_eligible && child.tc_eligible {
+                tc_eligible = true;
+            }
+        }
+        for &rt in &rts {
+            let r = &p.runtimes[rt];
+            if let Some((s, e)) = r.span {
+                host_self -= e - s;
+            }
+            device_total += r.device_duration;
+            device_self += r.device_duration;
+            tc_self += r.tc_duration;
+            tc_total += r.tc_duration;
+            if is_op && !tc_eligible && r.tc_duration > 0.0 {
+                tc_eligible = true;
+            }
+        }
+        let module_extra = if node.kind == NodeKind::Module { children_self_device(p, n) } else { 0.0 };
+        let node = &mut p.nodes[n];
+        node.host_self = host_self;
+        node.device_total += device_total;
+        node.device_self += device_self + module_extra;
+        node.tc_self += tc_self;
+        node.tc_total += tc_total;
+        node.tc_eligible = tc_eligible;
+    }
+}
+
+/// torch-tb-profiler's `get_chilren_self_device_time`: a module's own device time includes
+/// the total device time of its direct child operators.
+fn children_self_device(p: &Parsed, n: usize) -> f64 {
+    p.nodes[n].children.iter().map(|&c| &p.nodes[c]).filter(|c| c.is_listed_operator()).map(|c| c.device_total).sum()
+}
+
+/// torch-tb-profiler's `_find_device_steps` and `_update_steps_duration`: a step runs
+/// from the end of the previous one to the end of the last device activity its runtimes
+/// launched; trailing steps whose launches look cut off are dropped.
+fn update_device_steps(p: &mut Parsed, steps: &mut Vec<(String, f64, f64)>, device_order: &[usize]) {
+    let mut rts: Vec<usize> = (0..p.runtimes.len()).filter(|&r| p.runtimes[r].span.is_some()).collect();
+    let start_of = |r: usize| p.runtimes[r].span.map_or(f64::MAX, |s| s.0);
+    rts.sort_by(|&a, &b| start_of(a).total_cmp(&start_of(b)));
+    const NONE_MIN: f64 = f64::MAX;
+    const NONE_MAX: f64 = f64::MIN;
+    let mut steps_device = vec![(NONE_MIN, NONE_MAX); steps.len()];
+    let mut matched_count = vec![0usize; steps.len()];
+    let mut matched = vec![false; p.devices.len()];
+    let (mut i_step, mut i_rt) = (0, 0);
+    let (mut dmin, mut dmax) = (NONE_MIN, NONE_MAX);
+    while i_step < steps.len() && i_rt < rts.len() {
+        let (s_start, s_end) = (steps[i_step].1, steps[i_step].2);
+        let Some((r_start, r_end)) = p.runtimes[rts[i_rt]].span else { break };
+        if r_start < s_start {
+            i_rt += 1;
+        } else if r_end <= s_end {
+            for &d in &p.runtimes[rts[i_rt]].devices {
+                dmin = dmin.min(p.devices[d].start);
+                dmax = dmax.max(p.devices[d].end);
+                matched[d] = true;
+                matched_count[i_step] += 1;
+            }
+            i_rt += 1;
+        } else if r_start < s_end {
+            i_rt += 1;
+        } else {
+            steps_device[i_step] = (dmin, dmax);
+            i_step += 1;
+            dmin = NONE_MIN;
+            dmax = NONE_MAX;
+        }
+    }
+    while i_step < steps.len() {
+        steps_device[i_step] = (dmin, dmax);
+        dmin = NONE_MIN;
+        dmax = NONE_MAX;
+        i_step += 1;
+    }
+    let any_matched = matched.iter().any(|&m| m);
+    if !any_matched || steps.is_empty() {
+        return;
+    }
+    let mut prev_end = steps[0].1;
+    if steps_device[0].0 != NONE_MIN {
+        for &d in device_order {
+            if !matched[d] && p.devices[d].end < steps_device[0].0 {
+                prev_end = prev_end.max(p.devices[d].end);
+            }
+        }
+    }
+    for (i, step) in steps.iter_mut().enumerate() {
+        let start = prev_end.max(step.1);
+        let mut end = step.2;
+        if steps_device[i].0 == NONE_MIN {
+            end = end.max(start);
+        } else {
+            end = end.max(steps_device[i].1);
+            if end < start {
+                end = start;
+            }
+        }
+        *step = (std::mem::take(&mut step.0), start, end);
+        prev_end = end;
+    }
+    if steps.len() > 1
+        && let Some(last) = (0..steps.len()).rev().find(|&i| matched_count[i] > 0)
+    {
+        let mut keep = last + 1;
+        if last > 0 && (matched_count[last - 1] as f64) * 0.8 > matched_count[last] as f64 {
+            keep = last;
+        }
+        if keep < steps.len() {
+            p.tail_steps_removed = steps.len() - keep;
+            steps.truncate(keep);
+        }
+    }
+}
+
+impl Parsed {
+    /// Whether the space it was read from is a PyTorch (Kineto) trace.
+    pub fn is_pytorch(&self) -> bool {
+        self.pytorch
+    }
+
+    /// Heap bytes, roughly (what a cache weighs it at).
+    pub fn heap_bytes(&self) -> usize {
+        let node = |n: &Node| {
+            std::mem::size_of::<Node>()
+                + n.name.len()
+                + n.shape.len()
+                + n.stack.as_ref().map_or(0, String::len)
+                + 8 * (n.children.len() + n.runtimes.len())
+        };
+        let device =
+            |d: &Device| std::mem::size_of::<Device>() + d.name.len() + d.kernel.grid.len() + d.kernel.block.len();
+        self.nodes.iter().map(node).sum::<usize>()
+            + self.devices.iter().map(device).sum::<usize>()
+            + self.runtimes.iter().map(|r| std::mem::size_of::<Runtime>() + 8 * r.devices.len()).sum::<usize>()
+            + self.role_ranges.iter().map(|r| 16 * r.len()).sum::<usize>()
+            + 64 * (self.steps.len() + self.roots.len())
+    }
+
+    /// Listed operators and the kernels of every tree, in torch-tb-profiler's traversal
+    /// order (`get_operator_and_kernels`).
+    pub(crate) fn operators_and_kernels(&self) -> (Vec<usize>, Vec<usize>) {
+        let mut ops = Vec::new();
+        let mut kernels = Vec::new();
+        for &root in &self.roots {
+            // (node, children visited?)
+            let mut todo = vec![(root, false)];
+            while let Some((n, done)) = todo.pop() {
+                let node = &self.nodes[n];
+                if !done {
+                    todo.push((n, true));
+                    for &c in node.children.iter().rev() {
+                        todo.push((c, false));
+                    }
+                    continue;
+                }
+                for &rt in &node.runtimes {
+                    kernels.extend(
+                        self.runtimes[rt].devices.iter().copied().filter(|&d| self.devices[d].ty == Ty::Kernel),
+                    );
+                }
+                if node.is_listed_operator() {
+                    ops.push(n);
+                }
+            }
+        }
+        (ops, kernels)
+    }
+}

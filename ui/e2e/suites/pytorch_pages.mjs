@@ -1,0 +1,106 @@
+// Browser tests of the PyTorch pages (pytorch_overview, pytorch_op_stats, and
+// pytorch_kernel_stats on the kernel stats page): on the committed CPU traces
+// (testdata/kineto: a training loop with steps, a 2-rank DDP run) and on a GPU trace from
+// the shared external test data (TraceLens's H100 BERT trace) when present. Shown numbers
+// and row counts are checked against the API's answers.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { assert, assertEqual, startServer } from '../harness.mjs';
+
+const byName = (data, name) => (Array.isArray(data) ? data : []).find((t) => t.p?.name === name);
+
+export async function register(ctx) {
+  const { h, api, open, checkTable, text, repo, external } = ctx;
+  const bin = process.env.OXPROF_BIN;
+  const servers = [];
+  try {
+    const cpu = await startServer(bin, join(repo, 'testdata/kineto'));
+    servers.push(cpu);
+    const runs = await api(cpu.url, 'runs');
+    const run = runs.includes('train') ? 'train' : runs[0];
+    const host = (await api(cpu.url, 'hosts', { run, tag: 'pytorch_overview' }))[0]?.hostname;
+
+    await h.test('pytorch pages (CPU trace): the Tools menu offers them; overview shows steps, no GPU, recommendations', async ({ page, shot }) => {
+      const data = await api(cpu.url, 'data', { run, tag: 'pytorch_overview', host });
+      const steps = byName(data, 'step_breakdown');
+      assert(steps && steps.rows.length >= 2, 'steps and their average');
+      await open(page, cpu.url, { run, tool: 'pytorch_overview', host });
+      await page.locator('[data-page="pytorch_overview"]').waitFor();
+      const tools = await page.locator('[data-role="tool"] option').evaluateAll((os) => os.map((o) => o.value));
+      for (const t of ['pytorch_overview', 'pytorch_op_stats', 'pytorch_kernel_stats']) assert(tools.includes(t), `${t} in the Tools menu`);
+      await page.locator('[data-chart="pytorch-steps"]').waitFor();
+      await checkTable(page, 'steps', steps, 'total');
+      assert((await text(page, '[data-role="no-gpu"]')).includes('CPU-only'), 'no GPU summary on a CPU trace');
+      await page.locator('[data-role="recommendations"]').waitFor();
+      await shot();
+    });
+
+    await h.test('pytorch pages (CPU trace): operators by name and input shape, sort and filter', async ({ page, shot }) => {
+      const data = await api(cpu.url, 'data', { run, tag: 'pytorch_op_stats', host });
+      const ops = byName(data, 'by_name');
+      assert(ops && ops.rows.length > 0, 'operators');
+      await open(page, cpu.url, { run, tool: 'pytorch_op_stats', host });
+      await page.locator('[data-page="pytorch_op_stats"]').waitFor();
+      await page.locator('[data-chart="pytorch-ops"]').waitFor();
+      await checkTable(page, 'by_name', ops, 'host_self_us');
+      await checkTable(page, 'by_name_input', byName(data, 'by_name_input'), 'name');
+      await page.fill('[data-table="by_name"] [data-role="filter"]', 'aten::addmm');
+      const expected = ops.rows.filter((r) => String(r.c[0]?.v ?? '').toLowerCase().includes('aten::addmm')).length;
+      assertEqual(await page.locator('[data-table="by_name"] [data-role="count"]').getAttribute('data-shown'), String(expected), 'filtered operators');
+      await shot();
+    });
+
+    await h.test('pytorch pages (CPU trace): kernels say there are none', async ({ page, shot }) => {
+      await open(page, cpu.url, { run, tool: 'pytorch_kernel_stats', host });
+      await page.locator('[data-page="pytorch_kernel_stats"]').waitFor();
+      assert((await text(page, '[data-role="no-kernels"]')).includes('No GPU kernels'), 'no kernels message');
+      await shot();
+    });
+
+    // One profile file: its name is not a `*.pt.trace.json`, so a directory would not list it.
+    const gpuDir = join(external, 'AMD-AGI-TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz');
+    if (!existsSync(gpuDir)) h.skip('pytorch pages (GPU trace)', `no GPU PyTorch trace at ${gpuDir}`);
+    else {
+      const gpu = await startServer(bin, gpuDir);
+      servers.push(gpu);
+      const gpuRuns = await api(gpu.url, 'runs');
+      const gpuRun = gpuRuns[0];
+      const gpuHosts = (await api(gpu.url, 'hosts', { run: gpuRun, tag: 'pytorch_overview' })).map((x) => x.hostname);
+      const gpuHost = gpuHosts.find((x) => x.includes('bert')) ?? gpuHosts[0];
+
+      await h.test('pytorch pages (GPU trace): overview GPU summary equals the API', async ({ page, shot }) => {
+        const data = await api(gpu.url, 'data', { run: gpuRun, tag: 'pytorch_overview', host: gpuHost });
+        const gpus = byName(data, 'gpus');
+        assert(gpus && gpus.rows.length > 0, 'a GPU summary');
+        await open(page, gpu.url, { run: gpuRun, tool: 'pytorch_overview', host: gpuHost });
+        await page.locator('[data-page="pytorch_overview"]').waitFor();
+        await checkTable(page, 'gpus', gpus, 'utilization');
+        await checkTable(page, 'steps', byName(data, 'step_breakdown'), 'kernel');
+        await shot();
+      });
+
+      await h.test('pytorch pages (GPU trace): kernels by name and by operator on the kernel stats page', async ({ page, shot }) => {
+        const data = await api(gpu.url, 'data', { run: gpuRun, tag: 'pytorch_kernel_stats', host: gpuHost });
+        const kernels = byName(data, 'by_name');
+        assert(kernels && kernels.rows.length > 0, 'kernels');
+        await open(page, gpu.url, { run: gpuRun, tool: 'pytorch_kernel_stats', host: gpuHost });
+        await page.locator('[data-page="pytorch_kernel_stats"]').waitFor();
+        await page.locator('[data-chart="pytorch-kernels"]').waitFor();
+        await checkTable(page, 'by_name', kernels, 'total_us');
+        await checkTable(page, 'by_name_op', byName(data, 'by_name_op'), 'operator');
+        await shot();
+      });
+
+      await h.test('pytorch pages (GPU trace): operators with device time', async ({ page, shot }) => {
+        const data = await api(gpu.url, 'data', { run: gpuRun, tag: 'pytorch_op_stats', host: gpuHost });
+        const ops = byName(data, 'by_name');
+        await open(page, gpu.url, { run: gpuRun, tool: 'pytorch_op_stats', host: gpuHost });
+        await page.locator('[data-page="pytorch_op_stats"]').waitFor();
+        await checkTable(page, 'by_name', ops, 'device_self_us');
+        await shot();
+      });
+    }
+  } finally {
+    for (const s of servers) await s.stop();
+  }
+}

@@ -1,0 +1,138 @@
+// PyTorch (Kineto) traces: torch-tb-profiler's overview, operator and kernel views. The
+// server sends each view's tables as DataTables named by their `name` property
+// (`crates/oxprof-analysis/src/pytorch/`); these pages chart and list them.
+
+import { chartElement, PALETTE } from '../components/chart';
+import { card } from '../components/common';
+import { renderTable } from '../components/table';
+import { pieOption, pieSlices, stepGraphOption, type StepGraph } from '../charts';
+import { asTables, cellValue, columnIndex, type DataTable } from '../datatable';
+import { h } from '../dom';
+import type { PageContext } from '../page';
+
+const ROLE_IDS = ['kernel', 'memcpy', 'memset', 'communication', 'runtime', 'dataloader', 'cpu_exec', 'other'];
+
+function named(ctx: PageContext, name: string): DataTable | undefined {
+  return asTables(ctx.data).find((t) => t.p?.name === name);
+}
+
+function titled(table: DataTable, fallback: string): string {
+  return table.p?.title || fallback;
+}
+
+/** The steps (not the Average row) as a stacked graph, in milliseconds. */
+function breakdownGraph(table: DataTable): StepGraph {
+  const rows = (table.rows ?? []).filter((r) => cellValue(r, 0) !== 'Average');
+  const cols = table.cols ?? [];
+  const series = ROLE_IDS.map((id, i) => {
+    const index = columnIndex(table, id);
+    return { id, name: cols[index]?.label ?? id, color: PALETTE[i % PALETTE.length] ?? '#888', values: rows.map((r) => Number(cellValue(r, index) ?? 0) / 1000) };
+  }).filter((s) => s.values.some((v) => v > 0));
+  return { steps: rows.map((r) => String(cellValue(r, 0))), series, tooltips: rows.map(() => '') };
+}
+
+/** torch-tb-profiler writes its links as `<a href="…" target="_blank">text</a>`: real links here, the rest as text. */
+function recommendation(text: string): HTMLElement {
+  const li = h('li', null);
+  const link = /<a href="([^"]*)" target="_blank">([^<]*)<\/a>/g;
+  let last = 0;
+  for (const m of text.matchAll(link)) {
+    li.append(text.slice(last, m.index));
+    const url = m[1] ?? '';
+    li.append(/^https:\/\//.test(url) ? h('a', { href: url, target: '_blank', rel: 'noopener' }, m[2] ?? url) : (m[2] ?? ''));
+    last = (m.index ?? 0) + m[0].length;
+  }
+  li.append(text.slice(last));
+  return li;
+}
+
+export function pytorchOverviewPage(ctx: PageContext): HTMLElement {
+  const page = h('div', { class: 'page pytorch-overview', 'data-page': 'pytorch_overview' });
+  const steps = named(ctx, 'step_breakdown');
+  const gpus = named(ctx, 'gpus');
+  const recs = named(ctx, 'recommendations');
+  if (steps) {
+    const graph = breakdownGraph(steps);
+    page.append(
+      card(
+        'Step time breakdown',
+        graph.series.length ? chartElement('pytorch-steps', stepGraphOption(graph, 'Step time (ms)'), undefined, 320) : h('p', { class: 'muted' }, 'Every step is empty.'),
+      ),
+      renderTable(steps, { key: 'steps', title: titled(steps, 'Steps'), csvName: 'pytorch_steps', formats: Object.fromEntries([...ROLE_IDS, 'total'].map((id) => [id, 'us'])) }, ctx.view),
+    );
+  }
+  if (gpus && (gpus.rows ?? []).length) {
+    page.append(
+      renderTable(
+        gpus,
+        {
+          key: 'gpus',
+          title: titled(gpus, 'GPU summary'),
+          csvName: 'pytorch_gpus',
+          formats: { gpu: 'integer', sm_count: 'integer', utilization: 'fraction-percent', sm_efficiency: 'fraction-percent', tensor_core_ratio: 'fraction-percent', achieved_occupancy: 'percent' },
+        },
+        ctx.view,
+      ),
+    );
+  } else {
+    page.append(card('GPU summary', h('p', { 'data-role': 'no-gpu' }, 'No GPU kernels in this trace (a CPU-only run).')));
+  }
+  const texts = (recs?.rows ?? []).map((r) => String(cellValue(r, 0) ?? ''));
+  page.append(
+    card(
+      'Performance recommendations',
+      texts.length ? h('ul', { 'data-role': 'recommendations' }, ...texts.map(recommendation)) : h('p', { class: 'muted', 'data-role': 'recommendations' }, 'None: nothing stands out.'),
+    ),
+  );
+  return page;
+}
+
+export function pytorchOpStatsPage(ctx: PageContext): HTMLElement {
+  const page = h('div', { class: 'page pytorch-op-stats', 'data-page': 'pytorch_op_stats' });
+  const byName = named(ctx, 'by_name');
+  if (byName) {
+    const device = columnIndex(byName, 'device_self_us');
+    const host = columnIndex(byName, 'host_self_us');
+    const name = columnIndex(byName, 'name');
+    const rows = byName.rows ?? [];
+    const useDevice = rows.some((r) => Number(cellValue(r, device) ?? 0) > 0);
+    const slices = pieSlices(rows.map((r) => [String(cellValue(r, name) ?? ''), Number(cellValue(r, useDevice ? device : host) ?? 0)]), 10);
+    page.append(
+      card(
+        useDevice ? 'Top operators by device self time' : 'Top operators by host self time',
+        slices.length ? chartElement('pytorch-ops', pieOption(`${useDevice ? 'Device' : 'Host'} self time (µs), top 10 operators`, slices, 'µs'), undefined, 380) : h('p', { class: 'muted' }, 'No operators.'),
+      ),
+    );
+  }
+  const formats = { calls: 'integer', device_self_us: 'us', device_total_us: 'us', host_self_us: 'us', host_total_us: 'us', tc_self_ratio: 'fraction-percent', tc_total_ratio: 'fraction-percent' } as const;
+  for (const table of asTables(ctx.data)) {
+    const key = String(table.p?.name ?? 'ops');
+    page.append(renderTable(table, { key, title: titled(table, key), csvName: `pytorch_ops_${key}`, formats, filterColumns: ['name', 'input_shape', 'call_stack'], filterPlaceholder: 'Filter by operator name', emptyText: 'No operators in this trace.' }, ctx.view));
+  }
+  return page;
+}
+
+export function pytorchKernelStatsPage(ctx: PageContext): HTMLElement {
+  const page = h('div', { class: 'page pytorch-kernel-stats', 'data-page': 'pytorch_kernel_stats' });
+  const byName = named(ctx, 'by_name');
+  const rows = byName?.rows ?? [];
+  if (byName) {
+    const name = columnIndex(byName, 'name');
+    const total = columnIndex(byName, 'total_us');
+    const slices = pieSlices(rows.map((r) => [String(cellValue(r, name) ?? ''), Number(cellValue(r, total) ?? 0)]), 10);
+    page.append(
+      card(
+        'Top kernels by total time',
+        slices.length
+          ? chartElement('pytorch-kernels', pieOption('Total kernel time (µs), top 10 kernels', slices, 'µs'), undefined, 380)
+          : h('p', { class: 'empty-chart', 'data-role': 'no-kernels' }, 'No GPU kernels in this trace (a CPU-only run).'),
+      ),
+    );
+  }
+  const formats = { calls: 'integer', registers_per_thread: 'integer', shared_memory: 'bytes', total_us: 'us', mean_us: 'us', max_us: 'us', min_us: 'us', mean_occupancy_pct: 'percent' } as const;
+  for (const table of asTables(ctx.data)) {
+    const key = String(table.p?.name ?? 'kernels');
+    page.append(renderTable(table, { key, title: titled(table, key), csvName: `pytorch_kernels_${key}`, formats, filterColumns: ['name', 'operator'], filterPlaceholder: 'Filter by kernel or operator', emptyText: 'No GPU kernels in this trace.' }, ctx.view));
+  }
+  return page;
+}
