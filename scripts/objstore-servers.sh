@@ -26,7 +26,9 @@ wait_port() { # port, what
 if [[ $cmd == stop ]]; then
   for pidfile in "$dir"/*.pid; do
     [[ -f $pidfile ]] || continue
-    kill "$(cat "$pidfile")" 2>/dev/null || true
+    pid=$(cat "$pidfile")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     rm -f "$pidfile"
   done
   exit 0
@@ -54,7 +56,8 @@ s3_port=$(free_port); master_port=$(free_port); volume_port=$(free_port); filer_
 mkdir -p "$dir/weed"
 "$cache/venv/bin/weed" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/weed" \
   -master.port="$master_port" -volume.port="$volume_port" -filer -filer.port="$filer_port" \
-  -s3 -s3.port="$s3_port" -s3.config="$dir/s3.json" -volume.max=20 -master.volumeSizeLimitMB=256 \
+  -master.port.grpc="$(free_port)" -volume.port.grpc="$(free_port)" -filer.port.grpc="$(free_port)" \
+  -s3 -s3.port="$s3_port" -s3.port.grpc="$(free_port)" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json" -volume.max=20 -master.volumeSizeLimitMB=256 \
   >"$dir/seaweedfs.log" 2>&1 &
 echo $! > "$dir/seaweedfs.pid"
 wait_port "$s3_port" "SeaweedFS S3"
@@ -74,6 +77,25 @@ mkdir -p "$dir/azurite"
   --skipApiVersionCheck --loose >"$dir/azurite.log" 2>&1 &
 echo $! > "$dir/azurite.pid"
 wait_port "$az_port" "Azurite"
+# The container "oxprof" (Create Container, signed with the emulator's published key).
+python3 - "$az_port" <<'PY'
+import base64, hashlib, hmac, sys, urllib.request, email.utils
+port = sys.argv[1]
+account = "devstoreaccount1"
+key = base64.b64decode("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
+date = email.utils.formatdate(usegmt=True)
+headers = {"x-ms-date": date, "x-ms-version": "2021-08-06"}
+canonical_headers = "".join(f"{k}:{v}\n" for k, v in sorted(headers.items()))
+to_sign = "PUT\n" + "\n" * 11 + canonical_headers + f"/{account}/{account}/oxprof\nrestype:container"
+signature = base64.b64encode(hmac.new(key, to_sign.encode(), hashlib.sha256).digest()).decode()
+request = urllib.request.Request(f"http://127.0.0.1:{port}/{account}/oxprof?restype=container", method="PUT",
+                                 headers={**headers, "Authorization": f"SharedKey {account}:{signature}", "Content-Length": "0"})
+try:
+    urllib.request.urlopen(request)
+except urllib.error.HTTPError as e:
+    if e.code != 409:
+        sys.exit(f"objstore-servers: cannot create the Azurite container: HTTP {e.code} {e.read()[:300]!r}")
+PY
 
 cat > "$dir/env" <<ENV
 export OXPROF_TEST_S3_ENDPOINT=$endpoint
@@ -84,7 +106,9 @@ export AWS_ACCESS_KEY_ID=$key
 export AWS_SECRET_ACCESS_KEY=$secret
 export AWS_REGION=us-east-1
 export AWS_ALLOW_HTTP=true
-export OXPROF_TEST_AZURE_ENDPOINT=http://127.0.0.1:$az_port/devstoreaccount1
+export OXPROF_TEST_AZURE_CONTAINER=oxprof
+export AZURE_STORAGE_USE_EMULATOR=true
+export AZURITE_BLOB_STORAGE_URL=http://127.0.0.1:$az_port
 export OXPROF_TEST_AZURE_PID=$(cat "$dir/azurite.pid")
 ENV
 echo "objstore-servers: S3 at $endpoint (bucket oxprof), Azurite at 127.0.0.1:$az_port; source $dir/env"

@@ -32,16 +32,18 @@ pub enum StoreError {
     Denied {
         /// The object or prefix.
         url: String,
-        /// 401 or 403, as the store said it.
-        status: &'static str,
+        /// 401 or 403, and the store's error code when it gave one.
+        status: String,
         /// Where the credentials came from (a variable or file name, never a secret).
         source_of_credentials: String,
     },
     /// The object or bucket does not exist (HTTP 404).
-    #[error("{url}: not found (404); check the bucket and the path")]
+    #[error("{url}: not found ({status}); check the bucket and the path")]
     NotFound {
         /// The object or prefix.
         url: String,
+        /// 404, and the store's error code when it gave one (`NoSuchBucket`).
+        status: String,
     },
     /// The object was replaced while it was being read (its ETag changed).
     #[error("{url}: the object was replaced while it was being read; try again")]
@@ -63,16 +65,31 @@ impl StoreError {
     /// Classifies an `object_store` error about `url`.
     pub(crate) fn from_object_store(url: &str, credentials: &str, e: object_store::Error) -> StoreError {
         let url = url.to_string();
+        let denied = |status: String| StoreError::Denied {
+            url: url.clone(),
+            status,
+            source_of_credentials: credentials.to_string(),
+        };
         match e {
-            object_store::Error::NotFound { .. } => StoreError::NotFound { url },
-            object_store::Error::PermissionDenied { .. } => {
-                StoreError::Denied { url, status: "403", source_of_credentials: credentials.to_string() }
-            }
-            object_store::Error::Unauthenticated { .. } => {
-                StoreError::Denied { url, status: "401", source_of_credentials: credentials.to_string() }
-            }
+            object_store::Error::NotFound { .. } => StoreError::NotFound { url, status: "404".into() },
+            object_store::Error::PermissionDenied { .. } => denied("403".into()),
+            object_store::Error::Unauthenticated { .. } => denied("401".into()),
             object_store::Error::Precondition { .. } => StoreError::Changed { url },
-            other => StoreError::Other { url, cause: one_line(&other.to_string()) },
+            other => {
+                // Listing errors arrive as generic ones carrying the HTTP status and the
+                // store's XML error body.
+                let text = other.to_string();
+                let code = text.split_once("<Code>").and_then(|(_, rest)| rest.split_once("</Code>")).map(|(c, _)| c);
+                let status =
+                    ["401", "403", "404", "412"].into_iter().find(|s| text.contains(&format!("status code: {s}")));
+                let with_code = |s: &str| code.map_or(s.to_string(), |c| format!("{s} {c}"));
+                match status {
+                    Some("404") => StoreError::NotFound { status: with_code("404"), url },
+                    Some(s @ ("401" | "403")) => denied(with_code(s)),
+                    Some(_) => StoreError::Changed { url },
+                    None => StoreError::Other { url, cause: one_line(&text) },
+                }
+            }
         }
     }
 
@@ -82,7 +99,7 @@ impl StoreError {
             StoreError::BadUrl { url, .. }
             | StoreError::NoCredentials { url, .. }
             | StoreError::Denied { url, .. }
-            | StoreError::NotFound { url }
+            | StoreError::NotFound { url, .. }
             | StoreError::Changed { url }
             | StoreError::Other { url, .. } => url,
         }
