@@ -162,6 +162,7 @@ impl RemoteStore {
         let location = Key::from(key);
         let etag = stat.etag.clone();
         let total = (range.end - range.start) as usize;
+        let range_in_task = range.clone();
         let fetched = wait(async move {
             let mut out = Vec::with_capacity(total);
             let mut parts = futures::stream::iter(chunks)
@@ -176,10 +177,20 @@ impl RemoteStore {
                     async move { store.get_opts(&location, options).await?.bytes().await }
                 })
                 .buffered(PARALLEL_GETS);
-            while let Some(part) = parts.try_next().await? {
-                out.extend_from_slice(&part);
+            loop {
+                match parts.try_next().await {
+                    Ok(Some(part)) => out.extend_from_slice(&part),
+                    Ok(None) => return Ok(out),
+                    // A plain HTTP server without range requests: the whole object, once.
+                    Err(object_store::Error::NotSupported { .. }) if out.is_empty() => break,
+                    Err(e) => return Err(e),
+                }
             }
-            Ok::<_, object_store::Error>(out)
+            drop(parts);
+            let options = GetOptions { if_match: etag, ..GetOptions::default() };
+            let whole = store.get_opts(&location, options).await?.bytes().await?;
+            let end = (range_in_task.end as usize).min(whole.len());
+            Ok::<_, object_store::Error>(whole[(range_in_task.start as usize).min(end)..end].to_vec())
         });
         let bytes = fetched.map_err(|e| self.error(&self.at.name_of(key), e))?;
         if bytes.len() != total {
@@ -209,7 +220,19 @@ impl ProfileStore for RemoteStore {
             fail(StoreError::BadUrl { url: name.to_string(), reason: format!("not under {}", self.at.root) })
         })?;
         let file_name = prefix.rsplit('/').next().unwrap_or_default();
-        let listed = if format_of_name(file_name).is_some() { Vec::new() } else { self.list(&prefix).map_err(fail)? };
+        let listed = if format_of_name(file_name).is_some() {
+            Vec::new()
+        } else {
+            self.list(&prefix).map_err(|e| match (self.at.cloud, e) {
+                // Plain web servers cannot list a directory: only WebDAV servers can.
+                (crate::Cloud::Http, StoreError::Other { url, .. }) => fail(StoreError::Other {
+                    url,
+                    cause: "this HTTP server cannot list directories (WebDAV PROPFIND); name one profile file instead"
+                        .into(),
+                }),
+                (_, e) => fail(e),
+            })?
+        };
         if listed.is_empty() {
             // One object named directly (or nothing there).
             self.head(&prefix).map_err(fail)?;
