@@ -89,6 +89,11 @@ expect_error() { # what, pattern, command...
 }
 expect_error "missing credentials" "no AWS S3 credentials: tried AWS_ACCESS_KEY_ID" \
   env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$work" "$bin" data overview_page "$s3/profiles"
+expect_error "missing GCS credentials" "no Google Cloud Storage credentials: tried GOOGLE_APPLICATION_CREDENTIALS" \
+  env -u GOOGLE_APPLICATION_CREDENTIALS -u GOOGLE_SERVICE_ACCOUNT -u GOOGLE_SERVICE_ACCOUNT_KEY HOME="$work" \
+  "$bin" inspect gs://oxprof/logs
+expect_error "missing Azure credentials" "no Azure Blob Storage credentials: tried AZURE_STORAGE_ACCOUNT_KEY" \
+  env -u AZURE_STORAGE_USE_EMULATOR AZURE_STORAGE_ACCOUNT_NAME=someaccount "$bin" inspect az://oxprof/logs
 expect_error "wrong secret" "access denied (403 SignatureDoesNotMatch)" \
   env AWS_SECRET_ACCESS_KEY=wrong "$bin" data overview_page "$s3/profiles"
 expect_error "no permission" "access denied (403 AccessDenied)" \
@@ -128,6 +133,24 @@ curl -sf "$url/runs" | grep -q '"run_2"' || fail "/runs misses run_2, added afte
 curl -sf "$url/data?run=run_2&tag=overview_page&host=vm" >"$work/remote"
 "$bin" data overview_page "testdata/profiles/$b" --host vm --no-cache | tr -d '\n' >"$work/local"
 tr -d '\n' <"$work/remote" | cmp -s - "$work/local" || fail "served overview_page differs from the local read"
+
+step "capture into the bucket (a live JAX program)"
+py=${OXPROF_PYTHON_VENV:-$PWD/.venv-test}/bin/python
+if [[ -x $py ]]; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=2 "$py" scripts/live/jax_train_server.py --port "$port" --seconds 120 \
+    < <(sleep 150) >"$work/jax.out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 900); do grep -q READY "$work/jax.out" && break; sleep 0.2; done
+  grep -q READY "$work/jax.out" || fail "the JAX worker did not start: $(tail -5 "$work/jax.out")"
+  "$bin" capture "127.0.0.1:$port" --logdir "$s3/captured" --duration 1s --session-id cap1 >"$work/capture.out" 2>&1 \
+    || fail "capture into the bucket: $(cat "$work/capture.out")"
+  grep -q "uploaded" "$work/capture.out" || fail "capture did not upload: $(cat "$work/capture.out")"
+  "$bin" data overview_page "$s3/captured" --run cap1 --no-cache >/dev/null || fail "the captured run does not open"
+  echo "captured into $s3/captured and opened it"
+else
+  echo "skipped: no Python venv with JAX at $py (scripts/setup-python.sh makes it)"
+fi
 
 step "the 85 MB profile"
 large=${OXPROF_LARGE_PROFILE:-bench-data/jax_large.xplane.pb}
