@@ -7,6 +7,7 @@
 #   4. /runs of a 10,000-run s3:// logdir (one listing each call)
 #   PROFILE=FILE   default bench-data/jax_large.xplane.pb (scripts/gen-large-profile.sh)
 #   ROUNDS=5       cold runs of each in 1.
+#   SKIP_BUILD=1   use the release binaries already built
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 profile=${PROFILE:-bench-data/jax_large.xplane.pb}
@@ -23,7 +24,10 @@ trap cleanup EXIT
 scripts/objstore-servers.sh start "$work/servers" >/dev/null
 # shellcheck disable=SC1091
 source "$work/servers/env"
-cargo build --release --locked -p oxprof -p oxprof-objstore --example read_bench 2>/dev/null
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+  cargo build --release --locked -p oxprof --bin oxprof 2>/dev/null
+  cargo build --release --locked -p oxprof-objstore --example read_bench 2>/dev/null
+fi
 bin=$PWD/target/release/oxprof
 sign=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY")
 put() { curl -sf "${sign[@]}" -T "$1" "$OXPROF_TEST_S3_ENDPOINT/oxprof/$2"; }

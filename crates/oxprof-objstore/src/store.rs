@@ -29,10 +29,16 @@ use std::time::{Duration, Instant};
 /// How long a listed or HEAD-ed object's size and ETag are trusted without asking again:
 /// the catalog's rescan throttle, so one refresh costs one listing, not a HEAD per host.
 pub const STAT_FRESH: Duration = Duration::from_secs(2);
-/// Bytes per ranged GET.
+/// Bytes per ranged GET (`OXPROF_OBJSTORE_CHUNK_MB` overrides).
 const CHUNK_BYTES: u64 = 8 << 20;
-/// Ranged GETs in flight for one read.
+/// Ranged GETs in flight for one read (`OXPROF_OBJSTORE_PARALLEL_GETS` overrides): a
+/// distant cloud store needs several streams to fill a link, a local server few.
 const PARALLEL_GETS: usize = 8;
+
+/// A tuning override from the environment, within `1..=max`.
+fn tuned(name: &str, default: u64, max: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|v| (1..=max).contains(v)).unwrap_or(default)
+}
 /// Most objects one listing reads (a budget: a bucket of millions is not a logdir).
 const MAX_LISTED: usize = 2_000_000;
 /// Largest object kept in the on-disk cache.
@@ -154,9 +160,11 @@ impl RemoteStore {
     /// Bytes `range` of the object at `key`, as of `stat`: parallel ranged GETs, each
     /// conditional on `stat`'s ETag.
     fn fetch(&self, key: &str, stat: &FileStat, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
+        let chunk_bytes = tuned("OXPROF_OBJSTORE_CHUNK_MB", CHUNK_BYTES >> 20, 1024) << 20;
+        let parallel = tuned("OXPROF_OBJSTORE_PARALLEL_GETS", PARALLEL_GETS as u64, 64) as usize;
         let chunks: Vec<Range<u64>> = (range.start..range.end)
-            .step_by(CHUNK_BYTES as usize)
-            .map(|start| start..(start + CHUNK_BYTES).min(range.end))
+            .step_by(chunk_bytes as usize)
+            .map(|start| start..(start + chunk_bytes).min(range.end))
             .collect();
         let store = self.store.clone();
         let location = Key::from(key);
@@ -176,7 +184,7 @@ impl RemoteStore {
                     let location = location.clone();
                     async move { store.get_opts(&location, options).await?.bytes().await }
                 })
-                .buffered(PARALLEL_GETS);
+                .buffered(parallel);
             loop {
                 match parts.try_next().await {
                     Ok(Some(part)) => out.extend_from_slice(&part),
