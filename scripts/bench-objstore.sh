@@ -54,22 +54,22 @@ upload_runs() { # prefix, count
   seq -f "%05g" 1 "$2" | xargs -P 8 -I{} curl -sf "${sign[@]}" -T "$tiny" \
     "$OXPROF_TEST_S3_ENDPOINT/oxprof/$1/plugins/profile/run_{}/host.xplane.pb"
 }
-serve() { # logdir → prints the server's URL
+serve() { # logdir → sets $url to the server's URL
   "$bin" serve "$1" --port 0 --quiet --no-cache >"$work/serve.out" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 100); do grep -q "http://" "$work/serve.out" && break; sleep 0.1; done
   url=$(grep -o "http://[^ ]*" "$work/serve.out" | head -1)
-  echo "${url%/}"
+  url=${url%/}
 }
 upload_runs bench/runs1k 1000
-url=$(serve s3://oxprof/bench/runs1k)
+serve s3://oxprof/bench/runs1k
 echo "3. 1,000-run logdir, fresh server:"
 curl -sf -o /dev/null -w '   first /run_tools (listing + one host read): %{time_total} s\n' "$url/run_tools?run=run_00500"
 curl -sf -o /dev/null -w '   next /run_tools: %{time_total} s\n' "$url/run_tools?run=run_00501"
 curl -sf -o /dev/null -w '   /runs (a new listing): %{time_total} s\n' "$url/runs"
 
 upload_runs bench/runs10k 10000
-url=$(serve s3://oxprof/bench/runs10k)
+serve s3://oxprof/bench/runs10k
 echo "4. 10,000-run logdir:"
 for _ in 1 2 3; do
   curl -sf -o "$work/runs.json" -w '   /runs: %{time_total} s' "$url/runs"

@@ -28,7 +28,9 @@ if [[ $cmd == stop ]]; then
     [[ -f $pidfile ]] || continue
     pid=$(cat "$pidfile")
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    # SeaweedFS may linger in its graceful shutdown: the test data is disposable.
+    kill -9 "$pid" 2>/dev/null || true
     rm -f "$pidfile"
   done
   exit 0
