@@ -8,6 +8,7 @@
 #   SKIP_LIVE=1       skip the live-capture tests (no Python venv)
 #   SKIP_UI=1         skip the web UI's checks
 #   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
+#   SKIP_OBJSTORE=1   skip the object-store tests against real S3/Azure servers
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
@@ -29,6 +30,11 @@ cargo test --workspace --locked
 
 step "PyTorch views' goldens: torch-tb-profiler 0.4.3 reproduces testdata/torch-tb (venv cached)"
 bash scripts/ref-torch-tb.sh --check
+
+if [ "${SKIP_OBJSTORE:-0}" != "1" ]; then
+  step "object-store logdirs against real servers (SeaweedFS S3, Azurite, HTTP)"
+  bash scripts/test-objstore.sh
+fi
 
 step "model check of the single-flight cache (loom)"
 # A target directory of its own: --cfg loom changes how its dependencies build.

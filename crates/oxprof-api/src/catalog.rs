@@ -115,7 +115,10 @@ impl Catalog {
             return Ok(run);
         }
         Err(match name {
-            None => ApiError::NotFound("no profiles found under the served path".into()),
+            // Why the scan found nothing (a store's 403 or 404, say), when it knows.
+            None => ApiError::NotFound(
+                self.current().empty_reason.clone().unwrap_or_else(|| "no profiles found under the served path".into()),
+            ),
             Some(n) => ApiError::UnknownRun {
                 name: n.to_string(),
                 available: self.current().runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", "),
@@ -197,6 +200,10 @@ impl Catalog {
     /// `message` with the root's absolute path taken out (paths under it become relative).
     pub fn redact(&self, message: &str) -> String {
         let mut out = message.to_string();
+        if self.store.local_root().is_none() {
+            // A remote store's URL is the user's own name for it, not a local path.
+            return out;
+        }
         for root in [&self.canonical_root, &self.root] {
             let root = root.display().to_string();
             if root.is_empty() || root == "." {

@@ -108,7 +108,7 @@ pub fn one_shot_session_with(path: &Path, limits: LoadLimits) -> Result<Session,
 
 /// A session over a local `path` with `options`.
 pub fn local_session(path: &Path, options: SessionOptions) -> Result<Session, ApiError> {
-    Session::open_local(path, options)
+    Session::open_path(path, options)
         .map_err(|cause| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause }))
 }
 
@@ -117,7 +117,7 @@ pub fn local_session(path: &Path, options: SessionOptions) -> Result<Session, Ap
 /// as the trace routes' tests and benchmarks.
 pub fn open_run(path: &Path, run: Option<&str>) -> Result<(Session, ServedRun), ApiError> {
     let options = SessionOptions { confine_to_root: false, ..SessionOptions::default() };
-    let session = Session::open_local(path, options)
+    let session = Session::open_path(path, options)
         .map_err(|cause| ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause }))?;
     let run = session.run(run)?;
     Ok((session, run))

@@ -322,7 +322,7 @@ impl Service {
             confine_to_root: !options.follow_symlinks,
             disk_cache: options.disk_cache.clone(),
         };
-        let session = Session::open_local(&options.root, session_options)?;
+        let session = Session::open_path(&options.root, session_options)?;
         Ok(Service {
             options,
             session,

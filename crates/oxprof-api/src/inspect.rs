@@ -3,7 +3,7 @@
 
 use crate::ApiError;
 use oxprof_analysis::inspect::{SpaceSummary, summarize_space};
-use oxprof_format::{LocalStore, ProfileStore};
+use oxprof_format::ProfileStore;
 use oxprof_model::LoadLimits;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -72,7 +72,10 @@ pub fn inspect(path: &Path) -> Result<InspectReport, ApiError> {
 
 /// [`inspect`] within other input budgets.
 pub fn inspect_with(path: &Path, limits: &LoadLimits) -> Result<InspectReport, ApiError> {
-    inspect_store(&LocalStore::new(path), limits)
+    let store = oxprof_objstore::open_store(path, &oxprof_objstore::RemoteOptions::default()).map_err(|e| {
+        ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: path.to_path_buf(), cause: e.into_io() })
+    })?;
+    inspect_store(&*store, limits)
 }
 
 /// Inspects every run and host of a store, within `limits`.

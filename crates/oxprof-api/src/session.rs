@@ -230,6 +230,15 @@ impl Session {
         Session::open(Arc::new(LocalStore::new(root)), options)
     }
 
+    /// A session over `root` as a user named it: a local path (see [`Session::open_local`])
+    /// or an object-store URL (`s3://`, `gs://`, `az://`, `http(s)://`; see
+    /// `oxprof_objstore`), whose downloaded objects share the persistent cache.
+    pub fn open_path(root: &Path, options: SessionOptions) -> std::io::Result<Session> {
+        let remote = oxprof_objstore::RemoteOptions { disk_cache: options.disk_cache.clone(), ..Default::default() };
+        let store = oxprof_objstore::open_store(root, &remote).map_err(oxprof_objstore::StoreError::into_io)?;
+        Session::open(store, options)
+    }
+
     /// Where the session's profiles live.
     pub fn store(&self) -> &dyn ProfileStore {
         &*self.store

@@ -38,7 +38,7 @@ pub fn open(
     // The caller owns the files (as with the CLI): runs are not confined to the path.
     let options = SessionOptions { cache_bytes, confine_to_root: false, limits, disk_cache: None };
     let opened = py.detach(|| -> Result<Session, ApiError> {
-        let session = Session::open_local(&path, options)
+        let session = Session::open_path(&path, options)
             .map_err(|cause| ApiError::Discovery(DiscoveryError::Io { path: path.clone(), cause }))?;
         if session.catalog().current().runs.is_empty() {
             // Discovery's own words, naming the path as given.

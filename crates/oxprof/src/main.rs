@@ -12,6 +12,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Read object-store logdirs (s3://, gs://, az://) without credentials, as public
+    /// buckets allow (like the AWS CLI's --no-sign-request).
+    #[arg(long, global = true)]
+    no_sign_request: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -378,6 +382,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    oxprof_objstore::set_no_sign_request(cli.no_sign_request);
     match cli.command {
         Command::Inspect { path, json, budget } => {
             let report = oxprof_api::inspect::inspect_with(&path, &budget.limits())?;
@@ -460,7 +465,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
+        Command::Capture(args) => Ok(ExitCode::from(capture(&args)?)),
         Command::Convert { input, to, output, budget } => {
             convert(&input, to, &output, &budget)?;
             Ok(ExitCode::SUCCESS)
@@ -595,6 +600,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `oxprof capture`; into a bucket (`--logdir s3://…`), the capture is staged in a
+/// temporary directory and uploaded file by file (each whole or not at all).
+fn capture(args: &oxprof_capture::cli::CaptureArgs) -> Result<u8> {
+    let Some(url) = args.logdir.to_str().filter(|s| oxprof_objstore::is_url(s)) else {
+        return Ok(oxprof_capture::cli::run(args));
+    };
+    let options = oxprof_objstore::RemoteOptions::default();
+    // Credentials are checked before tracing, not after.
+    oxprof_objstore::RemoteStore::open(url, &options)?;
+    let staging = tempfile::tempdir().context("cannot make a staging directory for the capture")?;
+    let local = oxprof_capture::cli::CaptureArgs { logdir: staging.path().to_path_buf(), ..args.clone() };
+    let code = oxprof_capture::cli::run(&local);
+    if code == oxprof_capture::cli::EXIT_FAILED {
+        return Ok(code);
+    }
+    let (files, bytes) = oxprof_objstore::upload_dir(staging.path(), url, &options)?;
+    eprintln!("oxprof: uploaded {files} files ({bytes} bytes) to {url}; view them with: oxprof serve {url}");
+    Ok(code)
 }
 
 /// oxprof's notes on stderr (stdout carries the body).

@@ -183,7 +183,7 @@ pub fn summarize(side: &SideRequest<'_>, read: &ReadOptions) -> Result<Summary, 
 }
 
 fn load_profile_side(side: &SideRequest<'_>, read: &ReadOptions) -> Result<(Source, RunReports), ApiError> {
-    if !side.path.exists() {
+    if !side.path.exists() && !side.path.to_str().is_some_and(oxprof_objstore::is_url) {
         return Err(ApiError::NotFound(format!("{}: no such file or directory; {SIDE_KINDS}", side.path.display())));
     }
     let options = SessionOptions {

@@ -1,0 +1,129 @@
+//! Writing into an object store (captures, exports): an object appears whole or not at
+//! all. Small files are one PUT (atomic by the store); larger ones a multipart upload whose
+//! parts stay invisible until it completes, and which is aborted (its parts deleted) when
+//! any part fails.
+//!
+//! `oxprof export --to s3://…` and `oxprof capture --logdir s3://…` call [`upload_file`] /
+//! [`upload_dir`] on what they wrote to a local temporary directory.
+
+use crate::StoreError;
+use crate::connect::{RemoteOptions, connect};
+use crate::location::Location;
+use crate::runtime::wait;
+use object_store::path::Path as Key;
+use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
+use std::io::Read;
+use std::path::Path;
+
+/// Files up to this size go up in one PUT; larger ones in parts of this size.
+const PART_BYTES: usize = 8 << 20;
+/// Parts in flight at once.
+const PARALLEL_PARTS: usize = 4;
+
+/// Uploads the local file `local` to the object `dest` (a URL naming the object), whole or
+/// not at all; returns the bytes written.
+pub fn upload_file(local: &Path, dest: &str, options: &RemoteOptions) -> Result<u64, StoreError> {
+    let at = Location::parse(dest)?;
+    let connection = connect(&at, options)?;
+    let fail = |e: object_store::Error| StoreError::from_object_store(dest, &connection.credentials, e);
+    let local_error =
+        |e: std::io::Error| StoreError::Other { url: dest.to_string(), cause: format!("{}: {e}", local.display()) };
+    let mut file = std::fs::File::open(local).map_err(local_error)?;
+    let size = file.metadata().map_err(local_error)?.len();
+    let store = connection.store.clone();
+    let key = Key::from(at.prefix.as_str());
+    if size <= PART_BYTES as u64 {
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.read_to_end(&mut bytes).map_err(local_error)?;
+        let written = bytes.len() as u64;
+        wait(async move { store.put(&key, PutPayload::from(bytes)).await }).map_err(fail)?;
+        return Ok(written);
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(2);
+    // The file is read on this thread and handed to the upload task part by part.
+    let reader = std::thread::spawn(move || {
+        loop {
+            let mut part = vec![0u8; PART_BYTES];
+            let mut filled = 0;
+            while filled < PART_BYTES {
+                match file.read(&mut part[filled..]) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) => {
+                        let _ = tx.blocking_send(Err(e));
+                        return;
+                    }
+                }
+            }
+            part.truncate(filled);
+            if filled == 0 || tx.blocking_send(Ok(part)).is_err() {
+                return;
+            }
+        }
+    });
+    let uploaded = wait(async move {
+        let upload = store.put_multipart(&key).await.map_err(Upload::Store)?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+        let mut written = 0u64;
+        while let Some(part) = rx.recv().await {
+            let part = match part {
+                Ok(part) => part,
+                Err(e) => {
+                    let _ = writer.abort().await;
+                    return Err(Upload::Local(e));
+                }
+            };
+            if let Err(e) = writer.wait_for_capacity(PARALLEL_PARTS).await {
+                let _ = writer.abort().await;
+                return Err(Upload::Store(e));
+            }
+            written += part.len() as u64;
+            writer.write(&part);
+        }
+        if written != size {
+            let _ = writer.abort().await;
+            return Err(Upload::Local(std::io::Error::other(format!(
+                "changed while uploading ({size} → {written} bytes)"
+            ))));
+        }
+        // `finish` aborts the upload itself when a part fails.
+        writer.finish().await.map_err(Upload::Store)?;
+        Ok(written)
+    });
+    let _ = reader.join();
+    uploaded.map_err(|e| match e {
+        Upload::Store(e) => fail(e),
+        Upload::Local(e) => local_error(e),
+    })
+}
+
+enum Upload {
+    Store(object_store::Error),
+    Local(std::io::Error),
+}
+
+/// Uploads every file under the local directory `local` to `dest`/`<relative path>`;
+/// returns the files and bytes written. Stops at the first failure (files already
+/// uploaded stay: each is whole).
+pub fn upload_dir(local: &Path, dest: &str, options: &RemoteOptions) -> Result<(usize, u64), StoreError> {
+    let dest = dest.trim_end_matches('/');
+    let mut files = 0;
+    let mut bytes = 0;
+    let mut stack = vec![local.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| StoreError::Other { url: dest.to_string(), cause: format!("{}: {e}", dir.display()) })?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let Ok(rel) = path.strip_prefix(local) else { continue };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            bytes += upload_file(&path, &format!("{dest}/{rel}"), options)?;
+            files += 1;
+        }
+    }
+    Ok((files, bytes))
+}

