@@ -52,7 +52,7 @@ def test_serve_answers_and_stops_on_sigterm(oxprof_bin, logdir):
         with urllib.request.urlopen(url + "data/plugin/profile/runs", timeout=30) as response:
             runs = json.load(response)
         if logdir is None:
-            assert len(runs) == 3  # the demo's three profiles (TF, JAX, MI300X GEMM)
+            assert len(runs) == 4  # the demo's four profiles (TF, JAX, MI300X GEMM, PyTorch A100 DDP)
         else:
             assert runs == oxprof.open(fixture(logdir)).runs
             query = f"data/plugin/profile/data?run={runs[0]}&tag=overview_page&host=vm"

@@ -23,6 +23,8 @@ export interface SectionInfo {
   /** The host (profile file) it belongs to (absent from older servers). */
   host?: string;
   name: string;
+  /** What the profiler's users call it (PyTorch traces: `GPU 0 · NVIDIA A100`), if not `name`. */
+  label?: string;
   tracks: TrackInfo[];
 }
 
@@ -336,6 +338,7 @@ export interface SectionRow {
   pid: number;
   host: string;
   name: string;
+  label?: string;
   top: number;
   collapsed: boolean;
   /** Number of tracks (shown or not). */
@@ -430,7 +433,7 @@ export function layoutSections(tracks: TraceTracks, window: ColumnWindow | null,
     if (multiHost && collapsedHosts.has(host)) continue;
     const isCollapsed = collapsed.has(section.pid);
     const left = section.tracks.filter((t) => hidden.has(t.id) || pinned.has(t.id)).length;
-    sections.push({ pid: section.pid, host, name: section.name, top: y, collapsed: isCollapsed, tracks: section.tracks.length, hiddenTracks: left });
+    sections.push({ pid: section.pid, host, name: section.name, label: section.label, top: y, collapsed: isCollapsed, tracks: section.tracks.length, hiddenTracks: left });
     y += HEADER;
     if (isCollapsed) continue;
     for (const info of section.tracks) {

@@ -6,8 +6,9 @@
 //!   `distributedInfo`, `deviceProperties`, … as typed values or JSON text), `pid`,
 //!   `process_name`;
 //! * `/device:GPU:N` (id N): one line per stream, `Stream #S(Compute,MemcpyH2D,…)` as XProf
-//!   names them; plane stats: the device's `deviceProperties` entry, plus XProf's
-//!   `core_count`, `memory_size`, `compute_cap_major/minor`, `device_vendor`.
+//!   names them (display name `stream S`, as PyTorch does); plane stats: the device's
+//!   `deviceProperties` entry, plus XProf's `core_count`, `memory_size`,
+//!   `compute_cap_major/minor`, `device_vendor`.
 //!
 //! Each event's `args` become its stats (typed; `correlation` and `context` under XProf's
 //! names `correlation_id` and `context_id`); its category (and phase for instants and
@@ -299,7 +300,8 @@ fn stream_line(c: &Collected, line: &RawLine, stream: i64) -> LineName {
     }
     let name =
         if kinds.is_empty() { format!("Stream #{stream}") } else { format!("Stream #{stream}({})", kinds.join(",")) };
-    LineName { id: stream, name, display_name: String::new() }
+    // XProf's tools read the name; the trace viewer shows the display name, PyTorch's own.
+    LineName { id: stream, name, display_name: format!("stream {stream}") }
 }
 
 /// A device plane's stats: its `deviceProperties` entry and XProf's capability stats.
@@ -528,16 +530,19 @@ fn build_plane(
             let base_ps = line_ns * 1000;
             let mut b = LineBuilder::new(&ids, &unlimited, row.events.len());
             b.set_timestamp_ns(saturate(ctx.origin_ns + i128::from(line_ns)));
-            let (id, name) = if row.row == 0 {
-                (row.name.id, row.name.name.clone())
+            let (id, name, display_name) = if row.row == 0 {
+                (row.name.id, row.name.name.clone(), row.name.display_name.clone())
             } else {
-                (row.name.id ^ ((row.row as i64) << 52), format!("{} (overlap {})", row.name.name, row.row))
+                let overlap = |name: &str| format!("{name} (overlap {})", row.row);
+                let display_name =
+                    if row.name.display_name.is_empty() { String::new() } else { overlap(&row.name.display_name) };
+                (row.name.id ^ ((row.row as i64) << 52), overlap(&row.name.name), display_name)
             };
             b.set_id(id);
             b.set_display_id(id);
             b.set_name(name);
-            if !row.name.display_name.is_empty() {
-                b.set_display_name(row.name.display_name.clone());
+            if !display_name.is_empty() {
+                b.set_display_name(display_name);
             }
             b.set_duration_ps(last.saturating_sub(base_ps));
             let mut fi = flows.partition_point(|&(e, _)| e < row.events.first().copied().unwrap_or(0));

@@ -99,7 +99,7 @@ fn serves_the_bundled_demo_with_gzip_and_security_headers_then_shuts_down() {
     assert_eq!(runs.status, 200);
     assert_eq!(
         runs.text(),
-        r#"["tf_custom_loop/2026_11_22_03_01_43", "mi300x_jax_gemm/jax08_gemm", "jax_train/2026_11_22_03_01_45"]"#
+        r#"["tf_custom_loop/2026_11_22_03_01_43", "pytorch_a100_ddp", "mi300x_jax_gemm/jax08_gemm", "jax_train/2026_11_22_03_01_45"]"#
     );
     // The GPU run: a real MI300X XSpace, so the GPU tools are offered.
     let gpu = request(addr, "GET", "/oxprof/api/run?run=mi300x_jax_gemm%2Fjax08_gemm", true);
@@ -113,6 +113,14 @@ fn serves_the_bundled_demo_with_gzip_and_security_headers_then_shuts_down() {
     );
     assert_eq!(kernels.status, 200);
     assert!(kernels.text().contains("Cijk_"), "MI300X GEMM kernels in kernel_stats");
+    // The PyTorch run: a real A100 DDP trace, imported from Kineto JSON, with its NCCL kernels.
+    let torch = request(addr, "GET", "/oxprof/api/run?run=pytorch_a100_ddp", true);
+    assert_eq!(torch.status, 200);
+    assert!(torch.text().contains("\"kernel_stats\""), "{}", torch.text());
+    let kernels =
+        request(addr, "GET", "/data/plugin/profile/data?run=pytorch_a100_ddp&tag=kernel_stats&host=nccl_data", true);
+    assert_eq!(kernels.status, 200);
+    assert!(kernels.text().contains("ncclKernel_AllReduce"), "A100 NCCL kernels in kernel_stats");
 
     let url = "/data/plugin/profile/data?run=tf_custom_loop%2F2026_11_22_03_01_43&tag=overview_page&host=vm";
     let data = request(addr, "GET", url, true);

@@ -148,7 +148,7 @@ enum Command {
     Capture(oxprof_capture::cli::CaptureArgs),
     /// Serve the web UI and XProf-compatible HTTP routes for a log directory, run or file.
     ///
-    /// With no path, serves a bundled demo (two small real profiles). Binds to loopback
+    /// With no path, serves a bundled demo (four small real profiles). Binds to loopback
     /// unless --bind says otherwise.
     Serve {
         /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too) (default: the bundled demo).

@@ -356,7 +356,7 @@ fn serve_help_is_stable() {
 }
 
 /// `oxprof serve` end to end: prints its URL, answers XProf's /runs for the bundled demo
-/// (its two CPU runs and the MI300X GPU run),
+/// (its two CPU runs, the MI300X GPU run and the PyTorch A100 run),
 /// and stops cleanly on SIGTERM.
 #[test]
 fn serve_prints_its_url_and_serves_the_demo() {
@@ -395,7 +395,7 @@ fn serve_prints_its_url_and_serves_the_demo() {
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(
         reply.ends_with(
-            r#"["tf_custom_loop/2026_11_22_03_01_43", "mi300x_jax_gemm/jax08_gemm", "jax_train/2026_11_22_03_01_45"]"#
+            r#"["tf_custom_loop/2026_11_22_03_01_43", "pytorch_a100_ddp", "mi300x_jax_gemm/jax08_gemm", "jax_train/2026_11_22_03_01_45"]"#
         ),
         "{reply}"
     );

@@ -1,7 +1,7 @@
 // The web UI as a daily tool (issue items 5-8): virtualised tables with key columns first,
 // cut names with tooltips and a column picker; the defects the issue lists, each with its
 // regression check; dark mode, text alternatives of charts, focusable section headers;
-// the bundled demo's GPU profile; and every page of three runs at 1440x900 and 1024x768
+// the bundled demo's GPU profiles; and every page of four runs at 1440x900 and 1024x768
 // (screenshots kept) without horizontal scrolling.
 import { existsSync, mkdtempSync, copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -358,6 +358,7 @@ export async function register(ctx) {
       [base, stepsRun],
       [base, jaxRun],
       [demo2.url, 'mi300x_jax_gemm/jax08_gemm'],
+      [demo2.url, 'pytorch_a100_ddp'],
     ].filter(([, run]) => run);
     for (const viewport of [{ width: 1440, height: 900 }, { width: 1024, height: 768 }]) {
       for (const [server, run] of targets) {

@@ -63,7 +63,7 @@ export class TraceModel {
   aggregate: TraceAggregate | null = null;
   aggSort: { key: AggregateKey; desc: boolean } = { key: 'total_ps', desc: true };
   search: SearchState;
-  private trackIndex = new Map<number, { info: TrackInfo; section: string; pid: number; host: string }>();
+  private trackIndex = new Map<number, { info: TrackInfo; section: string; label: string; pid: number; host: string }>();
 
   constructor(readonly view: TraceView) {
     this.search = { text: view.search, args: view.searchArgs, result: null, index: -1 };
@@ -74,7 +74,7 @@ export class TraceModel {
     this.bounds = { start: tracks.start_ps, end: Math.max(tracks.end_ps, tracks.start_ps + 1) };
     this.trackIndex.clear();
     for (const s of tracks.sections) {
-      for (const t of s.tracks) this.trackIndex.set(t.id, { info: t, section: s.name, pid: s.pid, host: sectionHost(tracks, s) });
+      for (const t of s.tracks) this.trackIndex.set(t.id, { info: t, section: s.name, label: s.label ?? s.name, pid: s.pid, host: sectionHost(tracks, s) });
     }
     // Forget hidden or pinned ids this trace does not have.
     for (const id of [...this.view.hidden]) if (!this.trackIndex.has(id)) this.view.hidden.delete(id);
@@ -184,7 +184,7 @@ export class TraceModel {
   trackLabel(track: number): string {
     const t = this.trackIndex.get(track);
     if (!t) return `track ${track}`;
-    return `${t.section} › ${t.info.name || t.info.kind}`;
+    return `${t.label} › ${t.info.name || t.info.kind}`;
   }
 
   sectionName(track: number): string {

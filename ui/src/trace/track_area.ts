@@ -85,21 +85,22 @@ export class TrackArea {
       );
     }
     for (const s of layout.sections) {
+      const title = s.label ? `${s.label} (${s.name})` : s.name;
       nodes.push(
         h(
           'div',
-          { class: 'trace-section', style: `top:${s.top}px;height:${HEADER}px`, 'data-section': s.pid, 'data-name': s.name, 'data-collapsed': String(s.collapsed), title: s.name },
+          { class: 'trace-section', style: `top:${s.top}px;height:${HEADER}px`, 'data-section': s.pid, 'data-name': s.name, 'data-collapsed': String(s.collapsed), title },
           h(
             'button',
             {
               type: 'button',
               class: 'trace-section-toggle',
               'aria-expanded': String(!s.collapsed),
-              title: `${s.name} — ${s.collapsed ? 'expand' : 'collapse'} (${s.tracks} tracks)`,
+              title: `${title} — ${s.collapsed ? 'expand' : 'collapse'} (${s.tracks} tracks)`,
               onclick: () => cb.toggleSection(s.pid),
             },
             h('span', { 'aria-hidden': 'true', class: 'twisty' }, s.collapsed ? '▸' : '▾'),
-            h('span', { 'data-role': 'section-name', class: 'trace-name' }, shortSectionName(s.name, s.host)),
+            h('span', { 'data-role': 'section-name', class: 'trace-name' }, s.label ?? shortSectionName(s.name, s.host)),
             s.collapsed ? h('span', { class: 'muted trace-count' }, ` (${s.tracks})`) : null,
           ),
           s.hiddenTracks && !s.collapsed

@@ -91,6 +91,10 @@ pub struct Section {
     pub host: String,
     /// `"<host> <plane>"`.
     pub name: String,
+    /// What the profiler's own users call the process, where it differs from the plane
+    /// name: PyTorch traces' `GPU 0 · NVIDIA A100` and `CPU · python3 (pid 7)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// Its tracks, in display order.
     pub tracks: Vec<TrackSummary>,
 }
@@ -312,6 +316,34 @@ fn entry_name(e: FlowEntry) -> &'static str {
     }
 }
 
+/// PyTorch's name of a process of a PyTorch trace (the importer keeps Kineto's top-level
+/// `schemaVersion` as a stat of `/host:CPU`): `GPU 0 · <device name>` for
+/// `/device:GPU:0`, `CPU · <process name> (pid N)` for `/host:CPU`. `None` for other
+/// profiles, whose users know XProf's plane names.
+fn pytorch_label(space: &XSpace, plane_name: &str) -> Option<String> {
+    use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME};
+    let stat = |plane: &str, name: &str| {
+        let plane = space.planes.iter().find(|p| p.name == plane)?;
+        plane.stats().find(|s| s.name() == name).map(|s| s.value.to_string()).filter(|v| !v.is_empty())
+    };
+    stat(HOST_THREADS_PLANE_NAME, "schemaVersion")?;
+    if let Some(ordinal) = plane_name.strip_prefix(GPU_PLANE_PREFIX) {
+        return Some(match stat(plane_name, "name") {
+            Some(device) => format!("GPU {ordinal} · {device}"),
+            None => format!("GPU {ordinal}"),
+        });
+    }
+    if plane_name != HOST_THREADS_PLANE_NAME {
+        return None;
+    }
+    Some(match (stat(plane_name, "process_name"), stat(plane_name, "pid")) {
+        (Some(process), Some(pid)) => format!("CPU · {process} (pid {pid})"),
+        (Some(process), None) => format!("CPU · {process}"),
+        (None, Some(pid)) => format!("CPU · pid {pid}"),
+        (None, None) => "CPU".to_string(),
+    })
+}
+
 /// The track list.
 pub fn track_list(host: &LodHost<'_>) -> TrackList {
     let index = host.index;
@@ -322,6 +354,10 @@ pub fn track_list(host: &LodHost<'_>) -> TrackList {
             pid: d.device_id,
             host: index.hostname.clone(),
             name: d.name.clone(),
+            label: d
+                .name
+                .strip_prefix(&format!("{} ", index.hostname))
+                .and_then(|plane| pytorch_label(host.space, plane)),
             tracks: index
                 .tracks
                 .iter()
@@ -821,4 +857,59 @@ pub fn flow_events(host: &LodHost<'_>, flow_id: u64) -> FlowResponse {
     }
     refs.sort_unstable();
     FlowResponse { flow: flow_id, events: refs.into_iter().filter_map(|(_, r)| to_match(host, r)).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grouping::group_events;
+    use oxprof_model::ModelBuilder;
+
+    /// Section labels: PyTorch's names when the host plane carries Kineto's
+    /// `schemaVersion`, none otherwise.
+    ///
+    /// ```text
+    /// /host:CPU      thread 7 (main)   |-- op --|
+    /// /device:GPU:0  stream 7              |k|
+    /// ```
+    #[test]
+    fn pytorch_traces_get_pytorch_section_labels() {
+        let labels = |pytorch: bool| {
+            let space = ModelBuilder::new()
+                .plane("/host:CPU", |p| {
+                    if pytorch {
+                        p.stat("pid", 7i64).stat("process_name", "python3").stat("schemaVersion", 1i64);
+                    }
+                    p.line(7, "thread 7 (main)", 1000, |l| {
+                        l.event("op", 0, 5_000);
+                    });
+                })
+                .plane("/device:GPU:0", |p| {
+                    p.id(0).stat("name", "NVIDIA A100");
+                    p.line(7, "Stream #7(Compute)", 1000, |l| {
+                        l.display_name("stream 7").event("k", 1_000, 2_000);
+                    });
+                })
+                .build()
+                .unwrap();
+            let groups = group_events(&space);
+            let index = TraceIndex::build(&space, "h");
+            let list = track_list(&LodHost { space: &space, groups: &groups, index: &index });
+            let sections: Vec<_> = list.sections.iter().map(|s| (s.name.clone(), s.label.clone())).collect();
+            let tracks: Vec<_> = list.sections.iter().flat_map(|s| s.tracks.iter().map(|t| t.name.clone())).collect();
+            (sections, tracks)
+        };
+        let some = |s: &str| Some(s.to_string());
+        let (sections, tracks) = labels(true);
+        assert_eq!(
+            sections,
+            [
+                ("h /device:GPU:0".to_string(), some("GPU 0 · NVIDIA A100")),
+                ("h /host:CPU".to_string(), some("CPU · python3 (pid 7)"))
+            ]
+        );
+        assert_eq!(tracks, ["stream 7", "thread 7 (main)"]);
+        let (sections, _) = labels(false);
+        assert!(sections.iter().all(|(_, label)| label.is_none()), "{sections:?}");
+    }
 }
