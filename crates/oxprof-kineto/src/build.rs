@@ -60,7 +60,9 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
     let step_kinds = step_kinds(&c);
     let steps = steps(&c, &step_kinds);
     let base_ns = top_i64(&c, "baseTimeNanoseconds").unwrap_or(0);
-    let origin_ns = i128::from(base_ns) + c.origin_ps.div_euclid(1000);
+    let absolute_origin_ns = i128::from(base_ns) + c.origin_ps.div_euclid(1000);
+    let time_shift_ns = time_shift_ns(absolute_origin_ns);
+    let origin_ns = absolute_origin_ns - time_shift_ns;
     let main_pid = main_pid(&c);
     let ctx = Context {
         steps,
@@ -76,6 +78,9 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
     let mut host: Vec<usize> = (0..c.lines.len()).filter(|&i| matches!(c.lines[i].key, LineKey::Host { .. })).collect();
     host.sort_by_key(|&i| host_order(&c, i, main_pid));
     let mut plane_stats = Vec::new();
+    if time_shift_ns != 0 {
+        plane_stats.push((keys::TIME_SHIFT_NS, PlaneValue::Arg(ArgVal::I64(saturate(time_shift_ns)))));
+    }
     if let Some(pid) = main_pid {
         plane_stats.push((keys::PID, PlaneValue::Arg(ArgVal::I64(pid))));
         if let Some(&name) = c.process_names.get(&Ident::Num(pid)) {
@@ -615,6 +620,26 @@ fn build_plane(
 
 fn limit(limit: Limit, allowed: u64, at_least: u64) -> KinetoError {
     KinetoError::LimitExceeded(LimitExceeded { limit, allowed, at_least })
+}
+
+/// Timestamps are nanoseconds in the model but picoseconds in a `u64` in the trace viewer
+/// (as in XProf), which holds only ~106 days: epoch-based traces (Kineto writes microseconds
+/// since 1970) would wrap there and show nothing. Such traces are shifted to start within
+/// 30 days of zero, as XProf's own profilers normalise XSpace timestamps; the shift is
+/// kept as the host plane's `oxprof_time_shift_ns` stat so absolute times can be rebuilt
+/// (the Chrome JSON export and the PyTorch views add it back).
+fn time_shift_ns(absolute_origin_ns: i128) -> i128 {
+    /// Origins that leave room for the longest trace the importer accepts (2^62 ps) below
+    /// 2^63 ps stay as written (timestamps since boot, synthetic traces).
+    const KEEP_BELOW_NS: i128 = ((1i128 << 63) - (1i128 << 62)) / 1000;
+    /// Whole multiples of 30 days: ranks of one run (files imported one by one) get the
+    /// same shift, and stay aligned, unless their capture straddles such a boundary.
+    const SHIFT_UNIT_NS: i128 = 30 * 86_400 * 1_000_000_000;
+    if absolute_origin_ns.abs() < KEEP_BELOW_NS {
+        0
+    } else {
+        absolute_origin_ns.div_euclid(SHIFT_UNIT_NS) * SHIFT_UNIT_NS
+    }
 }
 
 fn saturate(v: i128) -> i64 {

@@ -62,8 +62,9 @@ pub(crate) mod keys {
     pub(crate) const COMPUTE_CAP_MAJOR: u32 = 30;
     pub(crate) const COMPUTE_CAP_MINOR: u32 = 31;
     pub(crate) const IS_ROOT: u32 = 32;
+    pub(crate) const TIME_SHIFT_NS: u32 = 33;
     /// In this order from id 1 (0 is "").
-    pub(crate) const NAMES: [&str; 32] = [
+    pub(crate) const NAMES: [&str; 33] = [
         "correlation",
         "device",
         "stream",
@@ -96,6 +97,7 @@ pub(crate) mod keys {
         "compute_cap_major",
         "compute_cap_minor",
         "_r",
+        crate::TIME_SHIFT_STAT,
     ];
 }
 

@@ -12,7 +12,8 @@
 //!   the flow's id, so launches stay linked to their kernels;
 //! * times in microseconds with six decimals (picoseconds exact) from
 //!   `baseTimeNanoseconds`, the start of the earliest line rounded down to a second, as
-//!   Kineto writes them (a double holds these; epoch microseconds with decimals it would not).
+//!   Kineto writes them (a double holds these; epoch microseconds with decimals it would not),
+//!   plus the shift an import took off epoch-based times (`oxprof_time_shift_ns`).
 
 use oxprof_model::{Event, Stat, StatValue, XLine, XPlane, XSpace};
 use std::io::{self, Write};
@@ -38,7 +39,19 @@ pub fn export_chrome_json(space: &XSpace, out: &mut dyn Write) -> io::Result<Exp
         * 1_000_000_000;
     let mut w = Writer { out, first: true, summary: ExportSummary::default(), base_ps: i128::from(base_ns) * 1000 };
     w.out.write_all(b"{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ns\",\n")?;
-    write!(w.out, "  \"baseTimeNanoseconds\": {base_ns},\n  \"otherData\": {{\"exported_by\": \"oxprof\"}},\n")?;
+    // An import shifted epoch-based times to start near zero: the export restores them.
+    let shift_ns = space
+        .planes
+        .iter()
+        .flat_map(|p| p.stats())
+        .find(|s| s.name() == crate::TIME_SHIFT_STAT)
+        .and_then(|s| s.as_i64())
+        .unwrap_or(0);
+    let written_base_ns = i128::from(base_ns) + i128::from(shift_ns);
+    write!(
+        w.out,
+        "  \"baseTimeNanoseconds\": {written_base_ns},\n  \"otherData\": {{\"exported_by\": \"oxprof\"}},\n"
+    )?;
     w.out.write_all(b"  \"traceEvents\": [")?;
     for (pid, plane) in space.planes.iter().enumerate() {
         w.plane(pid, plane)?;

@@ -53,6 +53,8 @@ pub enum KinetoError {
     Build(BuildError),
 }
 
+pub use oxprof_model::schema::TIME_SHIFT_STAT;
+
 /// How much of a file [`sniff`] should see: Kineto writes its keys in the first KiB, but
 /// tools that wrap traces may put tens of KiB of metadata first (TraceLens: 26 KiB).
 pub const SNIFF_BYTES: usize = 64 << 10;

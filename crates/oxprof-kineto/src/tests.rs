@@ -72,12 +72,12 @@ fn a_small_gpu_trace_maps_like_an_xprof_gpu_profile() {
     assert_eq!(
         dump(&space),
         [
-            "/host:CPU | 7 main @1700000000001000000: \
+            "/host:CPU | 7 main @2240000001000000: \
              ProfilerStep#3[category=user_annotation](0+100000000){group_id=3,step_num=3,_r=1} \
              aten::mm[category=cpu_op](10500000+50000000){External id=5,Input Dims=[[2, 3], [3, 4]],group_id=3} \
              cudaLaunchKernel[category=cuda_runtime](20001000+5000000){correlation_id=42,cbid=211,group_id=3,flow=FLOW_START}"
                 .replace("FLOW_START", &flow_start.to_string()),
-            "/device:GPU:0 | 7 Stream #7(Compute) @1700000000001090000: \
+            "/device:GPU:0 | 7 Stream #7(Compute) @2240000001090000: \
              gemm[category=kernel](0+8000000){device=0,context_id=1,stream=7,correlation_id=42,registers per thread=38,\
              shared memory=16,grid=[50, 1, 1],block=[256, 1, 1],est. achieved occupancy %=8,group_id=3,\
              kernel_details=regs:38 static_shared:16 dynamic_shared:0 grid:50,1,1 block:256,1,1 occ_pct:8,flow=FLOW_END}"
@@ -89,6 +89,7 @@ fn a_small_gpu_trace_maps_like_an_xprof_gpu_profile() {
     assert_eq!(
         stats,
         [
+            "oxprof_time_shift_ns=1697760000000000000",
             "pid=1",
             "process_name=python3",
             "schemaVersion=1",
@@ -131,9 +132,16 @@ fn timestamps_keep_nanoseconds_of_epoch_microseconds() {
     );
     let p = &space.planes[0];
     let l = &p.lines[0];
-    assert_eq!(l.timestamp_ns, 1_623_142_623_460_111_123);
-    let ts: Vec<(i128, i64)> =
-        l.events(p).map(|e| (i128::from(l.timestamp_ns) * 1000 + i128::from(e.offset_ps()), e.duration_ps())).collect();
+    // Epoch-based times are shifted (whole 30 days) into the trace viewer's range; the shift
+    // is kept so the absolute times are exact.
+    let shift = p.stats().find(|s| s.name() == crate::TIME_SHIFT_STAT).and_then(|s| s.as_i64()).expect("shift stat");
+    assert_eq!(shift % (30 * 86_400 * 1_000_000_000), 0);
+    assert!(l.timestamp_ns < 30 * 86_400 * 1_000_000_000);
+    assert_eq!(i128::from(l.timestamp_ns) + i128::from(shift), 1_623_142_623_460_111_123);
+    let ts: Vec<(i128, i64)> = l
+        .events(p)
+        .map(|e| ((i128::from(l.timestamp_ns) + i128::from(shift)) * 1000 + i128::from(e.offset_ps()), e.duration_ps()))
+        .collect();
     assert_eq!(ts, [(1_623_142_623_460_111_123_000, 1_500), (1_623_142_623_460_112_999_999, 1_000_000)]);
 }
 

@@ -184,6 +184,10 @@ named_enum! {
         TpuExecuteOp => "TpuExecuteOp",
     }
 }
+/// A host-plane stat of imported traces: how many nanoseconds the importer took off
+/// epoch-based timestamps to keep them within the trace viewer's picosecond range (absent
+/// when none). Absolute time = line timestamp + this.
+pub const TIME_SHIFT_STAT: &str = "oxprof_time_shift_ns";
 
 /// The plane holding host threads' TraceMe events.
 pub const HOST_THREADS_PLANE_NAME: &str = "/host:CPU";

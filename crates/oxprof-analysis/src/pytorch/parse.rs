@@ -493,6 +493,13 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, u64) {
         .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
         .and_then(|p| p.stats().find(|s| s.name() == "baseTimeNanoseconds").and_then(|s| stat_i64(s.value)))
         .unwrap_or(0);
+    // Times as the trace wrote them: the importer may have shifted epoch-based ones.
+    let shift_ns = space
+        .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
+        .and_then(|p| {
+            p.stats().find(|s| s.name() == oxprof_model::schema::TIME_SHIFT_STAT).and_then(|s| stat_i64(s.value))
+        })
+        .unwrap_or(0);
     let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
     let mut out = Vec::new();
     let mut skipped = 0u64;
@@ -515,7 +522,7 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, u64) {
         for line in &plane.lines {
             let next = threads.len() as u32;
             let thread = *threads.entry((plane.id, base_name(&line.name))).or_insert(next);
-            let line_ps = i128::from(line.timestamp_ns) * 1000 - i128::from(base_ns) * 1000;
+            let line_ps = (i128::from(line.timestamp_ns) + i128::from(shift_ns) - i128::from(base_ns)) * 1000;
             for e in line.events(plane) {
                 let Some(&(cat, complete)) = meta.get(e.metadata_id().index()) else { continue };
                 if !complete {
