@@ -152,7 +152,11 @@ fn hta_gpu_traces_rank0_vs_rank1_match_trace_diff() {
     assert!(hta.len() > 150, "{} kernels", hta.len());
     check_ops(kernels, &hta, |hta_us, _| relative(hta_us));
     let names = |list: &str| -> BTreeSet<String> {
-        ops_diff_list(&golden, "GPU", list).into_iter().filter(|n| is_kernel(n)).map(|n| normalize(n, NameKind::Kernel, false)).collect()
+        ops_diff_list(&golden, "GPU", list)
+            .into_iter()
+            .filter(|n| is_kernel(n))
+            .map(|n| normalize(n, NameKind::Kernel, false))
+            .collect()
     };
     let listed = |ops: &[OpChange]| -> BTreeSet<String> { ops.iter().map(|o| o.name.clone()).collect() };
     assert_eq!(listed(&kernels.only_in_a), names("deleted"), "deleted kernels");
