@@ -6,7 +6,8 @@
 #   hta_sampled_rank0_vs_rank1   HTA's own 2-rank GPU traces (tests/data/trace_filter)
 #   kineto_ddp_rank0_vs_rank1    testdata/kineto/ddp (CPU DDP over gloo, 2 ranks)
 #
-# The venv (PyPI traceinsight==0.6.1, module `hta`) is built on first use under
+# The venv (PyPI traceinsight==0.6.1, module `hta`; it pulls jupyterlab: ~500 MB, minutes)
+# is built on first use under
 # ~/.cache/oxprof-hta-diff-ref/venv (override: OXPROF_HTA_VENV). External traces are read
 # in place from ../shared/testdata/external (OXPROF_EXTERNAL_TESTDATA); a pair whose traces
 # are absent is skipped with a line saying so.
