@@ -56,13 +56,13 @@ export class App {
     private readonly api: Api,
   ) {
     this.state = parseState(location.search);
-    this.runSelect.addEventListener('change', () => this.select({ run: this.runSelect.value, tool: this.state.tool, host: '' }));
+    this.runSelect.addEventListener('change', () => this.select({ run: this.runSelect.value, tool: this.state.tool, host: '' }, this.compareView()));
     this.toolSelect.addEventListener('change', () => {
       // Keep the host when the new tool lists it too (checked in load()).
       this.preferredHost = this.state.host;
       this.select({ run: this.state.run, tool: this.toolSelect.value, host: '' });
     });
-    this.hostSelect.addEventListener('change', () => this.select({ run: this.state.run, tool: this.state.tool, host: this.hostSelect.value }));
+    this.hostSelect.addEventListener('change', () => this.select({ run: this.state.run, tool: this.state.tool, host: this.hostSelect.value }, this.compareView()));
     this.refreshButton.addEventListener('click', () => void this.load());
     this.captureButton.addEventListener('click', () => this.openCapture());
     this.compareButton.addEventListener('click', () => this.select({ run: this.state.run, tool: COMPARE_TOOL, host: this.state.host }));
@@ -118,6 +118,14 @@ export class App {
 
   private openCapture(): void {
     this.captureDialog?.open();
+  }
+
+  /** In the compare view, run B and its host (kept when run A or its host changes). */
+  private compareView(): Record<string, string> {
+    if (this.state.tool !== COMPARE_TOOL) return {};
+    const keep: Record<string, string> = {};
+    for (const key of ['run_b', 'host_b']) if (this.state.view[key]) keep[key] = this.state.view[key];
+    return keep;
   }
 
   /** A new selection from the selectors: a new history entry, then load. */

@@ -119,6 +119,11 @@ export async function register(ctx) {
       await page.reload();
       await waitCompare(page);
       assert(url().get('framework_op.improvements.sort'), 'sort kept after a reload');
+      // Another run A from the header keeps B.
+      await page.selectOption('[data-role="run"]', big);
+      await waitCompare(page);
+      assertEqual([url().get('tool'), url().get('run'), url().get('run_b')], ['compare', big, fast], 'B kept when A changes');
+      assertEqual(await page.locator('[data-role="run-a"]').innerText(), big, 'the new A');
       // Leaving the view through the Tools menu.
       await page.selectOption('[data-role="tool"]', 'overview_page');
       await ctx.waitReady(page);

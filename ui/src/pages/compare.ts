@@ -385,8 +385,10 @@ export function comparePage(ctx: PageContext, deps: CompareDeps): HTMLElement {
     try {
       const hosts = await deps.hostsOf(runB);
       for (const x of hosts) hostSelect.append(h('option', { value: x }, x));
-      hostSelect.value = hostB && hosts.includes(hostB) ? hostB : (hosts[0] ?? '');
-      const params = diffParams(ctx, runB, hostB);
+      // B's host: the URL's, else A's when B has it (rank 0 against rank 0), else B's first.
+      const effectiveHostB = hostB && hosts.includes(hostB) ? hostB : hosts.includes(ctx.state.host) ? ctx.state.host : (hosts[0] ?? '');
+      hostSelect.value = effectiveHostB;
+      const params = diffParams(ctx, runB, effectiveHostB);
       const diff = (await deps.diff(params)) as RunDiff;
       replaceChildren(
         downloads,
