@@ -11,19 +11,21 @@
 #                        ~/.cache/oxprof-refkit/venv); created from the refkit's
 #                        requirements-lock.txt when missing (a few GB of wheels)
 #   REFKIT_LARGE_STEPS   steps to profile (default 1500, read by gen_jax_large.py)
+#   OXPROF_LARGE_PROFILE_OUT  where to write it (default bench-data/jax_large.xplane.pb;
+#                        scripts/bench-diff.sh wants a second run as jax_large_b.xplane.pb)
 # Generating takes about 45 s and 2.4 GB of RAM on 2 cores.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REFKIT="${OXPROF_REFKIT:-$ROOT/../shared/refkit}"
 VENV="${OXPROF_REFKIT_VENV:-$HOME/.cache/oxprof-refkit/venv}"
-OUT="$ROOT/bench-data/jax_large.xplane.pb"
+OUT="${OXPROF_LARGE_PROFILE_OUT:-$ROOT/bench-data/jax_large.xplane.pb}"
 
 force=0
 for arg in "$@"; do
   case "$arg" in
     --force | -f) force=1 ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $arg (usage: $0 [--force])" >&2; exit 2 ;;
   esac
 done

@@ -11,12 +11,14 @@ a fast web UI, and the reports as pandas DataFrames.
     report = profile.tool("framework_op_stats")  # newest run, every host combined
     report.tables                                # {name: pandas.DataFrame}
     report.json                                  # the typed report as Python objects
+    oxprof.diff("before/", "after/").steps       # oxprof diff: a DataFrame per section
     oxprof.serve("logs/")                        # the web UI (inline in a notebook)
 
 The ``oxprof`` command installed with this package is the same program as
 ``cargo install oxprof``: ``oxprof serve LOGDIR``, ``oxprof data TOOL PATH``.
 """
 
+from ._diff import Diff, diff
 from ._oxprof import __version__
 from ._profile import Profile, Report, open
 from ._serve import Server, running_servers, serve
@@ -36,11 +38,13 @@ from .errors import (
 __all__ = [
     "__version__",
     "open",
+    "diff",
     "serve",
     "tools",
     "running_servers",
     "Profile",
     "Report",
+    "Diff",
     "Server",
     "Error",
     "ProfileNotFound",

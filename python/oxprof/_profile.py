@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas
     import pyarrow
 
+    from ._diff import Diff
+
 __all__ = ["open", "Profile", "Report"]
 
 #: The default bound of a profile's caches (decoded profiles, analyses), in bytes.
@@ -79,8 +81,34 @@ class Profile:
         text_params = {key: _param_text(value) for key, value in params.items()}
         return Report(self._native.tool(name, run=run, host=host, params=text_params))
 
-    # Later: diff(other) once `oxprof diff` lands, query(sql) once SQL lands; both return
-    # a Report (or DataFrame) like tool().
+    def diff(
+        self,
+        other: "Union[Profile, str, os.PathLike]",
+        *,
+        run: Optional[str] = None,
+        other_run: Optional[str] = None,
+        host: Optional[str] = None,
+        other_host: Optional[str] = None,
+        **options: Any,
+    ) -> "Diff":
+        """Compares ``other`` (a Profile, a path or a summary file) with this profile
+        as the baseline: ``oxprof.diff(self.path, other, ...)``. ``run``/``host`` select
+        this side, ``other_run``/``other_host`` the other (default: the other's host is
+        this one's); further options as :func:`oxprof.diff`."""
+        from ._diff import diff
+
+        other_path = other.path if isinstance(other, Profile) else os.fspath(other)
+        return diff(
+            self.path,
+            other_path,
+            run_a=run,
+            run_b=other_run,
+            host_a=host,
+            host_b=other_host if other_host is not None else host,
+            **options,
+        )
+
+    # Later: query(sql) once SQL lands.
 
     def __repr__(self) -> str:
         return f"<oxprof.Profile {self.path!r}>"

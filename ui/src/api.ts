@@ -110,6 +110,8 @@ export interface Api {
   config?(): Promise<ProfileConfig>;
   /** `/capture_profile`: the server's answer, success or error. */
   capture?(params: Params): Promise<CaptureReply>;
+  /** `/oxprof/api/diff` (JSON): the comparison of two runs (absent in tests that do not need it). */
+  diff?(params: Params): Promise<unknown>;
 }
 
 /** XProf's `/config`. */
@@ -185,6 +187,7 @@ export const serverApi: Api = {
   dataCsvUrl: (run, tool, host, params = {}) =>
     buildUrl(`${PROFILE_PREFIX}/data_csv`, { run, tag: tool, host, ...params }),
   config: () => getJson<ProfileConfig>(`${PROFILE_PREFIX}/config`),
+  diff: (params) => getJson<unknown>(buildUrl('/oxprof/api/diff', params)),
   capture: async (params) => {
     const url = buildUrl(`${PROFILE_PREFIX}/capture_profile`, params);
     let response: Response;

@@ -8,8 +8,9 @@ import { disposeCharts } from './components/chart';
 import { notesBox } from './components/common';
 import type { ViewStore } from './components/table';
 import { h, replaceChildren } from './dom';
-import { type Page, type PageContext, toolName } from './page';
+import { type Page, type PageContext, learnToolTitles, toolName } from './page';
 import { pageFor, toolNeedsNoData } from './pages';
+import { ALL_HOSTS, COMPARE_TOOL, comparePage } from './pages/compare';
 import { type ViewState, formatState, parseState, toolLink } from './state';
 import { ThemeToggle } from './theme';
 
@@ -38,6 +39,12 @@ export class App {
     '● Capture profile',
   );
   private captureDialog: CaptureDialog | null = null;
+  /** Opens the compare view: this run (and host) against another. */
+  private readonly compareButton = h(
+    'button',
+    { type: 'button', class: 'button', 'data-role': 'compare', title: 'Compare this run with another (run B)' },
+    '⇄ Compare…',
+  );
   private readonly main = h('main', { id: 'content', tabindex: -1 });
   /** Light / dark / the system's; a change redraws the page (charts take the theme at creation). */
   private readonly theme = new ThemeToggle(() => {
@@ -49,15 +56,17 @@ export class App {
     private readonly api: Api,
   ) {
     this.state = parseState(location.search);
-    this.runSelect.addEventListener('change', () => this.select({ run: this.runSelect.value, tool: this.state.tool, host: '' }));
+    this.runSelect.addEventListener('change', () => this.select({ run: this.runSelect.value, tool: this.state.tool, host: '' }, this.compareView()));
     this.toolSelect.addEventListener('change', () => {
       // Keep the host when the new tool lists it too (checked in load()).
       this.preferredHost = this.state.host;
       this.select({ run: this.state.run, tool: this.toolSelect.value, host: '' });
     });
-    this.hostSelect.addEventListener('change', () => this.select({ run: this.state.run, tool: this.state.tool, host: this.hostSelect.value }));
+    this.hostSelect.addEventListener('change', () => this.select({ run: this.state.run, tool: this.state.tool, host: this.hostSelect.value }, this.compareView()));
     this.refreshButton.addEventListener('click', () => void this.load());
     this.captureButton.addEventListener('click', () => this.openCapture());
+    this.compareButton.addEventListener('click', () => this.select({ run: this.state.run, tool: COMPARE_TOOL, host: this.state.host }));
+    learnToolTitles([{ name: COMPARE_TOOL, title: 'Compare runs' }]);
     window.addEventListener('popstate', () => {
       this.state = parseState(location.search);
       void this.load();
@@ -77,6 +86,7 @@ export class App {
         label('Tools', this.toolSelect),
         label('Hosts', this.hostSelect),
         this.refreshButton,
+        this.compareButton,
         this.captureButton,
         h('span', { class: 'spacer' }),
         this.theme.button,
@@ -110,9 +120,17 @@ export class App {
     this.captureDialog?.open();
   }
 
+  /** In the compare view, run B and its host (kept when run A or its host changes). */
+  private compareView(): Record<string, string> {
+    if (this.state.tool !== COMPARE_TOOL) return {};
+    const keep: Record<string, string> = {};
+    for (const key of ['run_b', 'host_b']) if (this.state.view[key]) keep[key] = this.state.view[key];
+    return keep;
+  }
+
   /** A new selection from the selectors: a new history entry, then load. */
-  private select(selection: { run: string; tool: string; host: string }): void {
-    this.state = { ...selection, view: {} };
+  private select(selection: { run: string; tool: string; host: string }, view: Record<string, string> = {}): void {
+    this.state = { ...selection, view };
     history.pushState(null, '', formatState(this.state) || location.pathname);
     void this.load();
   }
@@ -143,6 +161,10 @@ export class App {
       }
       this.tools = await this.api.runTools(run);
       if (stale()) return;
+      if (this.state.tool === COMPARE_TOOL) {
+        await this.showCompare(run, stale);
+        return;
+      }
       const tool = offeredAlias(this.state.tool, this.tools) || this.tools[0] || '';
       fillSelect(this.toolSelect, this.tools, tool, toolName);
       if (!tool) throw new ApiError(`Run "${run}" has no tools (no readable profile files).`, 404, '');
@@ -176,6 +198,31 @@ export class App {
       ? [null, [] as string[]]
       : await Promise.all([this.api.data(run, tool, host), this.api.notes(run, tool, host).catch(() => [] as string[])]);
     if (stale()) return;
+    const view = this.viewStore(stale);
+    const ctx: PageContext = {
+      api: this.api,
+      state: this.state,
+      data,
+      view,
+      link: (t) => toolLink(this.state, t),
+      csvUrl: this.api.dataCsvUrl(run, tool, host),
+      notes,
+    };
+    disposeCharts();
+    const body = page(ctx);
+    // Workspace pages (the trace viewer) fill the window below the header.
+    document.body.classList.toggle('fill-viewport', body.dataset.fill === 'viewport');
+    replaceChildren(
+      this.main,
+      h('h1', { class: 'page-title', 'data-role': 'page-title' }, toolName(tool), h('span', { class: 'page-subtitle' }, ` ${run}${host ? ' · ' + host : ''}`)),
+      notesBox(notes),
+      body,
+    );
+    this.setPhase('ready');
+  }
+
+  /** The page's view keys, kept in the URL. */
+  private viewStore(stale: () => boolean): ViewStore {
     // Several keys set together (a page's whole view) write the URL once (each
     // `replaceState` costs a few ms, which panning a trace felt).
     let urlPending = false;
@@ -194,23 +241,50 @@ export class App {
         });
       },
     };
+    return view;
+  }
+
+  /** Host selections of a run for a comparison: its hosts, `ALL_HOSTS` first when it has several. */
+  private async compareHosts(run: string): Promise<string[]> {
+    const tools = run === this.state.run ? this.tools : await this.api.runTools(run);
+    const tool = tools.includes('overview_page') ? 'overview_page' : (tools[0] ?? '');
+    const hosts = tool ? await this.api.hosts(run, tool) : [];
+    return hosts.length > 1 && !hosts.includes(ALL_HOSTS) ? [ALL_HOSTS, ...hosts] : hosts;
+  }
+
+  /** The compare view: run A is the header's run and host; the page picks run B. */
+  private async showCompare(run: string, stale: () => boolean): Promise<void> {
+    fillSelect(this.toolSelect, [...this.tools, COMPARE_TOOL], COMPARE_TOOL, toolName);
+    this.hosts = await this.compareHosts(run);
+    if (stale()) return;
+    const host = this.state.host && this.hosts.includes(this.state.host) ? this.state.host : (this.hosts[0] ?? '');
+    fillSelect(this.hostSelect, this.hosts, host, (x) => x);
+    if (host !== this.state.host || run !== this.state.run) {
+      this.state = { ...this.state, run, host };
+      history.replaceState(null, '', formatState(this.state));
+    }
+    document.title = `Compare · ${run} · oxprof`;
+    const api = this.api;
     const ctx: PageContext = {
-      api: this.api,
+      api,
       state: this.state,
-      data,
-      view,
+      data: null,
+      view: this.viewStore(stale),
       link: (t) => toolLink(this.state, t),
-      csvUrl: this.api.dataCsvUrl(run, tool, host),
-      notes,
+      csvUrl: '',
     };
     disposeCharts();
-    const body = page(ctx);
-    // Workspace pages (the trace viewer) fill the window below the header.
-    document.body.classList.toggle('fill-viewport', body.dataset.fill === 'viewport');
+    const body = comparePage(ctx, {
+      api,
+      runs: this.runs,
+      hostsOf: (r) => this.compareHosts(r),
+      diff: (params) => (api.diff ? api.diff(params) : Promise.reject(new Error('This server cannot compare runs.'))),
+      navigate: (next) => this.select(next, next.view),
+    });
+    document.body.classList.remove('fill-viewport');
     replaceChildren(
       this.main,
-      h('h1', { class: 'page-title', 'data-role': 'page-title' }, toolName(tool), h('span', { class: 'page-subtitle' }, ` ${run}${host ? ' · ' + host : ''}`)),
-      notesBox(notes),
+      h('h1', { class: 'page-title', 'data-role': 'page-title' }, 'Compare runs', h('span', { class: 'page-subtitle' }, ` ${run}${host ? ' · ' + host : ''}`)),
       body,
     );
     this.setPhase('ready');

@@ -5,6 +5,7 @@
 //! * [`profile`]: `open(path)` → a session over the path; its runs, hosts and tools.
 //! * [`report`]: one tool's report: XProf's body, the typed report as JSON, its tables as
 //!   pyarrow record batches (built by `oxprof-arrow`).
+//! * [`diff`]: `diff(a, b)`, `oxprof diff` as JSON and Markdown.
 //! * [`server`]: the web UI served from a background runtime, for notebooks.
 //! * [`errors`]: `ApiError` → the `oxprof.errors` classes, with the CLI's one-line messages.
 //!
@@ -13,6 +14,7 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod diff;
 mod errors;
 mod profile;
 mod report;
@@ -44,6 +46,7 @@ fn _oxprof(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(profile::open, m)?)?;
     m.add_function(wrap_pyfunction!(server::serve, m)?)?;
+    m.add_function(wrap_pyfunction!(diff::diff, m)?)?;
     m.add_function(wrap_pyfunction!(tools, m)?)?;
     m.add_class::<profile::NativeProfile>()?;
     m.add_class::<report::NativeReport>()?;

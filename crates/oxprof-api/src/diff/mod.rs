@@ -245,21 +245,64 @@ pub fn load_side(side: &SideRequest<'_>, limits: &ReadOptions) -> Result<(Source
 }
 
 /// Compares B with A (the baseline), reading both sides at once (each decode is parallel
-/// inside; the two sides' sequential phases overlap).
+/// inside; the two sides' sequential phases overlap). Two sides of one profile path (a run
+/// against itself, rank 0 against rank 1 of one run) share one session, so a file both
+/// read is decoded and analysed once.
 pub fn diff_paths(
     a: &SideRequest<'_>,
     b: &SideRequest<'_>,
     options: &DiffOptions,
     limits: &ReadOptions,
 ) -> Result<RunDiff, ApiError> {
-    let (side_a, side_b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| load_side(a, limits));
-        let side_b = load_side(b, limits);
-        (a.join().unwrap_or(Err(ApiError::Panicked)), side_b)
-    });
+    let (side_a, side_b) = if same_profile(a, b) {
+        both_from_one_session(a, b, limits)?
+    } else {
+        std::thread::scope(|scope| {
+            let a = scope.spawn(|| load_side(a, limits));
+            let side_b = load_side(b, limits);
+            (a.join().unwrap_or(Err(ApiError::Panicked)), side_b)
+        })
+    };
     let (source_a, reports_a) = side_a?;
     let (source_b, reports_b) = side_b?;
     Ok(oxprof_diff::diff((&source_a, &reports_a), (&source_b, &reports_b), options))
+}
+
+/// Whether both sides name one profile path (not a summary).
+fn same_profile(a: &SideRequest<'_>, b: &SideRequest<'_>) -> bool {
+    match (a.path.canonicalize(), b.path.canonicalize()) {
+        (Ok(pa), Ok(pb)) => pa == pb && !is_summary_file(a.path),
+        _ => false,
+    }
+}
+
+type LoadedSide = Result<(Source, RunReports), ApiError>;
+
+/// Both sides of one profile path through one session that keeps each file's analysis
+/// (the single-flight cache: a file both sides read is computed once, the other side
+/// waits for it); sides of different files still run side by side.
+fn both_from_one_session(
+    a: &SideRequest<'_>,
+    b: &SideRequest<'_>,
+    read: &ReadOptions,
+) -> Result<(LoadedSide, LoadedSide), ApiError> {
+    let options = SessionOptions {
+        limits: read.profile.clone(),
+        disk_cache: read.disk_cache.clone(),
+        confine_to_root: false,
+        ..SessionOptions::default()
+    };
+    let session = local_session(a.path, options)?;
+    let side = |request: &SideRequest<'_>| -> LoadedSide {
+        let run = session.run(request.run)?;
+        let source = source_of(&request.path.display().to_string(), &run, request.host)?;
+        Ok((source, run_reports(&session, &run, request.host, false)?))
+    };
+    Ok(std::thread::scope(|scope| {
+        let from_a = scope.spawn(|| side(a));
+        let from_b = side(b);
+        (from_a.join().unwrap_or(Err(ApiError::Panicked)), from_b)
+    }))
 }
 
 /// One served run and its host selection, for [`diff_runs`].
