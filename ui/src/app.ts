@@ -10,6 +10,7 @@ import type { ViewStore } from './components/table';
 import { h, replaceChildren } from './dom';
 import { type Page, type PageContext, toolName } from './page';
 import { pageFor, toolNeedsNoData } from './pages';
+import { QUERY_TOOL } from './pages/query';
 import { type ViewState, formatState, parseState, toolLink } from './state';
 import { ThemeToggle } from './theme';
 
@@ -38,6 +39,8 @@ export class App {
     '● Capture profile',
   );
   private captureDialog: CaptureDialog | null = null;
+  /** The SQL query page of the selected run (not a tool of the registry: no hosts). */
+  private readonly sqlLink = h('a', { class: 'button', 'data-role': 'sql-link', href: '?tool=query', title: 'Query the run with SQL' }, 'SQL');
   private readonly main = h('main', { id: 'content', tabindex: -1 });
   /** Light / dark / the system's; a change redraws the page (charts take the theme at creation). */
   private readonly theme = new ThemeToggle(() => {
@@ -78,6 +81,7 @@ export class App {
         label('Hosts', this.hostSelect),
         this.refreshButton,
         this.captureButton,
+        this.sqlLink,
         h('span', { class: 'spacer' }),
         this.theme.button,
       ),
@@ -143,6 +147,18 @@ export class App {
       }
       this.tools = await this.api.runTools(run);
       if (stale()) return;
+      this.sqlLink.setAttribute('href', formatState({ run, tool: QUERY_TOOL, host: '', view: {} }));
+      if (this.state.tool === QUERY_TOOL) {
+        fillSelect(this.toolSelect, this.tools, QUERY_TOOL, toolName);
+        fillSelect(this.hostSelect, [], '', (x) => x);
+        if (this.state.run !== run) {
+          this.state = { ...this.state, run, host: '' };
+          history.replaceState(null, '', formatState(this.state));
+        }
+        document.title = `SQL · ${run} · oxprof`;
+        await this.showTool(stale);
+        return;
+      }
       const tool = offeredAlias(this.state.tool, this.tools) || this.tools[0] || '';
       fillSelect(this.toolSelect, this.tools, tool, toolName);
       if (!tool) throw new ApiError(`Run "${run}" has no tools (no readable profile files).`, 404, '');
