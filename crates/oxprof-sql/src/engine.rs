@@ -203,7 +203,11 @@ impl Engine {
     /// it is already; other names are left for DataFusion to report.
     async fn ensure(&self, name: &str, depth: usize) -> Result<(), SqlError> {
         let name = name.to_ascii_lowercase();
-        if self.registered.lock().map_or(true, |r| r.contains(&name)) || depth > 8 {
+        let known = match self.registered.lock() {
+            Ok(registered) => registered.contains(&name),
+            Err(_) => true,
+        };
+        if known || depth > 8 {
             return Ok(());
         }
         if let Some(view) = views::view(&name) {

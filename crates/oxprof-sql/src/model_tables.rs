@@ -96,8 +96,7 @@ fn finish(
 
 /// Per plane, the dense ids of the stat metadata named `names` (in that order of preference).
 fn stat_ids(plane: &XPlane, names: &[&str]) -> Vec<Option<usize>> {
-    let ids: Vec<Option<usize>> = names.iter().map(|n| plane.stat_metadata_named(n).map(|id| id.index())).collect();
-    ids
+    names.iter().map(|n| plane.stat_metadata_named(n).map(|id| id.index())).collect()
 }
 
 /// `slice`: one batch per non-empty plane.

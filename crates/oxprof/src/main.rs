@@ -511,7 +511,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Capture(args) => Ok(ExitCode::from(oxprof_capture::cli::run(&args))),
         Command::Query { sql, path, run, format, repl, budget } => {
             if repl {
-                let path = path.or(sql.map(PathBuf::from)).context("--repl needs a PATH")?;
+                let path = path.or_else(|| sql.map(PathBuf::from)).context("--repl needs a PATH")?;
                 sql::repl(&path, run.as_deref(), budget.limits())?;
             } else {
                 let (Some(sql), Some(path)) = (sql, path) else { anyhow::bail!("give the SQL and a PATH") };
