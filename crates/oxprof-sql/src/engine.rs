@@ -75,21 +75,24 @@ struct Shared {
     cache: Mutex<BatchCache>,
 }
 
-/// Built batches by (table, run, host), oldest dropped first past the budget.
+/// (table, run, host).
+type CacheKey = (String, String, String);
+
+/// Built batches by (table, run, host) with their size, oldest dropped first past the budget.
 #[derive(Default)]
 struct BatchCache {
     budget: usize,
     used: usize,
-    order: VecDeque<(String, String, String)>,
-    entries: HashMap<(String, String, String), (Arc<Vec<RecordBatch>>, usize)>,
+    order: VecDeque<CacheKey>,
+    entries: HashMap<CacheKey, (Arc<Vec<RecordBatch>>, usize)>,
 }
 
 impl BatchCache {
-    fn get(&self, key: &(String, String, String)) -> Option<Arc<Vec<RecordBatch>>> {
+    fn get(&self, key: &CacheKey) -> Option<Arc<Vec<RecordBatch>>> {
         self.entries.get(key).map(|(b, _)| b.clone())
     }
 
-    fn put(&mut self, key: (String, String, String), batches: Arc<Vec<RecordBatch>>) {
+    fn put(&mut self, key: CacheKey, batches: Arc<Vec<RecordBatch>>) {
         let size: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
         if size > self.budget || self.entries.contains_key(&key) {
             return;
@@ -181,12 +184,12 @@ impl Engine {
             let mut truncated = false;
             while let Some(batch) = stream.next().await {
                 let batch = batch.map_err(SqlError::from_datafusion)?;
-                if let Some(max) = self.limits.max_rows {
-                    if rows + batch.num_rows() > max {
-                        batches.push(batch.slice(0, max - rows));
-                        truncated = true;
-                        break;
-                    }
+                if let Some(max) = self.limits.max_rows
+                    && rows + batch.num_rows() > max
+                {
+                    batches.push(batch.slice(0, max - rows));
+                    truncated = true;
+                    break;
                 }
                 rows += batch.num_rows();
                 batches.push(batch);

@@ -425,14 +425,14 @@ fn flow(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<Reco
                 if let Some(v) = s.as_u64().filter(|v| v & 3 != 0) {
                     flows.entry((v >> 2) & ((1 << 56) - 1)).or_default().push((e.timestamp_ps(), slice_id));
                 }
-            } else if m == corr_stat {
-                if let Some(c) = s.as_u64() {
-                    let entry = correlated.entry(c).or_default();
-                    if plane.name.starts_with(HOST_THREADS_PLANE_NAME) {
-                        entry.0.push(slice_id);
-                    } else if device_kind(&plane.name).is_some() {
-                        entry.1.push(slice_id);
-                    }
+            } else if m == corr_stat
+                && let Some(c) = s.as_u64()
+            {
+                let entry = correlated.entry(c).or_default();
+                if plane.name.starts_with(HOST_THREADS_PLANE_NAME) {
+                    entry.0.push(slice_id);
+                } else if device_kind(&plane.name).is_some() {
+                    entry.1.push(slice_id);
                 }
             }
         }

@@ -116,10 +116,10 @@ pub fn unify(batches: Vec<RecordBatch>) -> Result<(SchemaRef, Vec<RecordBatch>),
     for b in &batches[1..] {
         let schema = b.schema();
         for f in &mut fields {
-            if let Ok(other) = schema.field_with_name(f.name()) {
-                if other.data_type() != f.data_type() {
-                    *f = f.clone().with_data_type(DataType::Utf8);
-                }
+            if let Ok(other) = schema.field_with_name(f.name())
+                && other.data_type() != f.data_type()
+            {
+                *f = f.clone().with_data_type(DataType::Utf8);
             }
         }
     }
