@@ -6,7 +6,8 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{Field, Schema};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::schema::types::ColumnPath;
 use parquet::file::properties::WriterProperties;
 use std::io::Write;
 use std::sync::Arc;
@@ -33,12 +34,24 @@ pub enum Format {
 /// [`ROW_GROUP_ROWS`] rows (a few MB compressed: big enough for scans, small enough that
 /// a filter on `ts` skips most of a host).
 pub fn writer_properties() -> WriterProperties {
-    WriterProperties::builder()
+    let mut builder = WriterProperties::builder();
+    // Ids and times grow along a track: stored as deltas they take a few bits each
+    // (dictionaries of mostly distinct values would not help).
+    for column in DELTA_COLUMNS {
+        let path = ColumnPath::from(*column);
+        builder = builder
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+    }
+    builder
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by(format!("oxprof {} (schema {})", env!("CARGO_PKG_VERSION"), crate::SCHEMA_VERSION))
         .build()
 }
+
+/// Integer columns written delta-encoded.
+const DELTA_COLUMNS: &[&str] = &["id", "ts", "ts_ps", "parent_id", "arg_set_id", "slice_out", "slice_in"];
 
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
