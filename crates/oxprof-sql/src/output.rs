@@ -7,8 +7,8 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::schema::types::ColumnPath;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use std::io::Write;
 use std::sync::Arc;
 
