@@ -149,7 +149,7 @@ export class App {
       if (stale()) return;
       this.sqlLink.setAttribute('href', formatState({ run, tool: QUERY_TOOL, host: '', view: {} }));
       if (this.state.tool === QUERY_TOOL) {
-        fillSelect(this.toolSelect, this.tools, QUERY_TOOL, toolName);
+        fillSelect(this.toolSelect, [...this.tools, QUERY_TOOL], QUERY_TOOL, toolName);
         fillSelect(this.hostSelect, [], '', (x) => x);
         if (this.state.run !== run) {
           this.state = { ...this.state, run, host: '' };
