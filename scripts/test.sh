@@ -9,6 +9,7 @@
 #   SKIP_UI=1         skip the web UI's checks
 #   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
 #   SKIP_OBJSTORE=1   skip the object-store tests against real S3/Azure servers
+#   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/test-sql-readers.sh; ~6 min, venv cached)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
@@ -49,6 +50,11 @@ fi
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then
   step "Python wheel: build (release), install into a fresh venv, pytest, example notebook"
   bash scripts/test-python.sh
+fi
+
+if [ "${SKIP_SQL_READERS:-0}" != "1" ]; then
+  step "SQL: DuckDB and Spark read oxprof's Parquet export; the Spark pod script equals oxprof query"
+  bash scripts/test-sql-readers.sh
 fi
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then

@@ -11,6 +11,7 @@ import { h, replaceChildren } from './dom';
 import { type Page, type PageContext, learnToolTitles, toolName } from './page';
 import { pageFor, toolNeedsNoData } from './pages';
 import { ALL_HOSTS, COMPARE_TOOL, comparePage } from './pages/compare';
+import { QUERY_TOOL } from './pages/query';
 import { type ViewState, formatState, parseState, toolLink } from './state';
 import { ThemeToggle } from './theme';
 
@@ -45,6 +46,8 @@ export class App {
     { type: 'button', class: 'button', 'data-role': 'compare', title: 'Compare this run with another (run B)' },
     '⇄ Compare…',
   );
+  /** The SQL query page of the selected run (not a tool of the registry: no hosts). */
+  private readonly sqlLink = h('a', { class: 'button', 'data-role': 'sql-link', href: '?tool=query', title: 'Query the run with SQL' }, 'SQL');
   private readonly main = h('main', { id: 'content', tabindex: -1 });
   /** Light / dark / the system's; a change redraws the page (charts take the theme at creation). */
   private readonly theme = new ThemeToggle(() => {
@@ -88,6 +91,7 @@ export class App {
         this.refreshButton,
         this.compareButton,
         this.captureButton,
+        this.sqlLink,
         h('span', { class: 'spacer' }),
         this.theme.button,
       ),
@@ -161,8 +165,20 @@ export class App {
       }
       this.tools = await this.api.runTools(run);
       if (stale()) return;
+      this.sqlLink.setAttribute('href', formatState({ run, tool: QUERY_TOOL, host: '', view: {} }));
       if (this.state.tool === COMPARE_TOOL) {
         await this.showCompare(run, stale);
+        return;
+      }
+      if (this.state.tool === QUERY_TOOL) {
+        fillSelect(this.toolSelect, [...this.tools, QUERY_TOOL], QUERY_TOOL, toolName);
+        fillSelect(this.hostSelect, [], '', (x) => x);
+        if (this.state.run !== run) {
+          this.state = { ...this.state, run, host: '' };
+          history.replaceState(null, '', formatState(this.state));
+        }
+        document.title = `SQL · ${run} · oxprof`;
+        await this.showTool(stale);
         return;
       }
       const tool = offeredAlias(this.state.tool, this.tools) || this.tools[0] || '';

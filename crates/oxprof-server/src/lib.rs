@@ -4,6 +4,7 @@
 
 mod assets;
 mod demo;
+mod query;
 
 use axum::Router;
 use axum::body::Body as AxumBody;
@@ -173,6 +174,20 @@ async fn start_with(
         }
         None => service,
     };
+    // SQL over the served runs: its own session over the root, read as the service reads it.
+    let query_route = Arc::new(query::QueryRoute::new(
+        root.clone(),
+        oxprof_api::session::SessionOptions {
+            cache_bytes: options.cache_bytes,
+            limits: options.limits.clone(),
+            confine_to_root: !options.follow_symlinks,
+            disk_cache: options.disk_cache.clone(),
+        },
+    ));
+    let schema_route = query_route.clone();
+    let service = service
+        .with_route("/query", Box::new(move |service, q| query_route.query(service, q)))
+        .with_route("/query/schema", Box::new(move |_, _| Ok(schema_route.schema())));
     let service = Arc::new(service);
     let state = AppState { service, log_requests: options.log_requests, in_flight: Default::default() };
     let app = Router::new().fallback(handle).with_state(state).layer(CompressionLayer::new().gzip(true));

@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod sql;
+
 /// oxprof: a profiler for machine-learning workloads (XSpace / XProf profiles).
 #[derive(Debug, Parser)]
 #[command(name = "oxprof", version, about, long_about = None)]
@@ -140,6 +142,45 @@ enum Command {
         to: ConvertTo,
         /// The file to write.
         output: PathBuf,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
+    /// Run SQL over profiles: Perfetto-shaped tables (slice, track, args, flow, …) and
+    /// XProf's tool tables (op_stats, kernels, hlo_ops, steps, …); docs/sql/ documents them.
+    ///
+    /// Read-only: SELECT, WITH and EXPLAIN only. `--repl` reads statements from stdin.
+    /// Exit code 2 for bad SQL or unreadable profiles.
+    Query {
+        /// The SQL statement (or, with --repl, the path).
+        #[arg(required_unless_present = "repl")]
+        sql: Option<String>,
+        /// A log directory, a run directory, or one profile file.
+        path: Option<PathBuf>,
+        /// Only this run (default: every run under PATH).
+        #[arg(long)]
+        run: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = sql::QueryFormat::Table)]
+        format: sql::QueryFormat,
+        /// Read statements ending in ';' from stdin and print each answer.
+        #[arg(long)]
+        repl: bool,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
+    /// Export every SQL table of profiles as a Parquet dataset (one directory per table,
+    /// Hive-partitioned by run= and host=, zstd) for Spark, DuckDB or DataFusion.
+    Export {
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        /// The format to write.
+        #[arg(long, value_enum)]
+        to: ExportTo,
+        /// The directory to write (new or empty).
+        dir: PathBuf,
+        /// Only this run (default: every run under PATH).
+        #[arg(long)]
+        run: Option<String>,
         #[command(flatten)]
         budget: InputBudget,
     },
@@ -328,6 +369,13 @@ fn convert(input: &std::path::Path, to: ConvertTo, output: &std::path::Path, bud
     Ok(())
 }
 
+/// Dataset formats of `oxprof export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ExportTo {
+    /// Apache Parquet.
+    Parquet,
+}
+
 /// Output formats of `oxprof diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum DiffFormat {
@@ -466,6 +514,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Capture(args) => Ok(ExitCode::from(capture(&args)?)),
+        Command::Query { sql, path, run, format, repl, budget } => {
+            if repl {
+                let path = path.or_else(|| sql.map(PathBuf::from)).context("--repl needs a PATH")?;
+                sql::repl(&path, run.as_deref(), budget.limits())?;
+            } else {
+                let (Some(sql), Some(path)) = (sql, path) else { anyhow::bail!("give the SQL and a PATH") };
+                sql::query(&sql, &path, run.as_deref(), format, budget.limits())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export { path, to: ExportTo::Parquet, dir, run, budget } => {
+            sql::export(&path, run.as_deref(), &dir, budget.limits())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Convert { input, to, output, budget } => {
             convert(&input, to, &output, &budget)?;
             Ok(ExitCode::SUCCESS)

@@ -13,6 +13,7 @@ import { opProfilePage } from './op_profile';
 import { overviewPage } from './overview';
 import { podViewerPage } from './pod_viewer';
 import { pytorchOpStatsPage, pytorchOverviewPage } from './pytorch';
+import { QUERY_TOOL, queryPage } from './query';
 import { rooflinePage } from './roofline';
 import { tfDataPage } from './tf_data';
 import { traceViewerPage } from './trace_viewer';
@@ -43,10 +44,11 @@ const SELF_LOADING: Record<string, Page> = {
   'trace_viewer@': traceViewerPage,
   graph_viewer: graphViewerPage,
   memory_viewer: memoryViewerPage,
+  [QUERY_TOOL]: queryPage,
 };
 
 /** Tools whose data is not a table or summary (trace events, graphs): the shell does not fetch `/data` (the trace viewer reads oxprof's trace API; the others link to the raw data). */
-const NO_DATA_TOOLS = new Set(['trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer']);
+const NO_DATA_TOOLS = new Set(['trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer', QUERY_TOOL]);
 
 export function toolNeedsNoData(tool: string): boolean {
   return NO_DATA_TOOLS.has(tool);

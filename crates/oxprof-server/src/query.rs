@@ -1,0 +1,160 @@
+//! `/oxprof/api/query` and `/oxprof/api/query/schema`: SQL over the served runs, answered
+//! by `oxprof-sql` (read-only statements, within the time, row and memory limits below).
+//!
+//! GET, like every read-only route: `?sql=...&run=...&max_rows=...`. The engine of a run
+//! (its own session over the served root, with the built tables cached for the next
+//! query) is kept while the run's files are unchanged.
+
+use oxprof_api::http::{HttpError, HttpResponse, Query, Service};
+use oxprof_api::session::{Session, SessionOptions};
+use oxprof_sql::{Engine, QueryLimits, QueryResult};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Wall time after which a query is cancelled.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
+/// Rows a response carries at most (`max_rows` may ask for fewer).
+pub const MAX_ROWS: usize = 10_000;
+/// Memory a query's operators may hold.
+pub const QUERY_MEMORY: usize = 1 << 30;
+/// Built tables kept between queries.
+pub const TABLE_CACHE: usize = 1 << 30;
+/// Longest SQL accepted.
+pub const MAX_SQL_BYTES: usize = 64 << 10;
+
+/// The engines of the runs queried so far (the last few), by run fingerprint.
+pub struct QueryRoute {
+    options: SessionOptions,
+    root: std::path::PathBuf,
+    engines: Mutex<Vec<(String, Arc<Engine>)>>,
+}
+
+impl QueryRoute {
+    /// A route over `root`, reading profiles as the service does.
+    pub fn new(root: std::path::PathBuf, options: SessionOptions) -> QueryRoute {
+        QueryRoute { options, root, engines: Mutex::default() }
+    }
+
+    fn engine(&self, service: &Service, q: &Query) -> Result<Arc<Engine>, HttpError> {
+        let run = service.resolve_run(q)?;
+        let key = service.session().fingerprint(&run);
+        let mut engines = self.engines.lock().map_err(|_| HttpError {
+            status: 500,
+            message: "the query engines are unavailable (a query panicked)".into(),
+        })?;
+        if let Some((_, e)) = engines.iter().find(|(k, _)| *k == key) {
+            return Ok(e.clone());
+        }
+        let session = Session::open_local(&self.root, SessionOptions { cache_bytes: 64 << 20, ..self.options.clone() })
+            .map_err(|e| HttpError { status: 500, message: format!("cannot open the served root: {e}") })?;
+        let limits = QueryLimits {
+            max_rows: Some(MAX_ROWS),
+            timeout: Some(QUERY_TIMEOUT),
+            memory_bytes: QUERY_MEMORY,
+            cache_bytes: TABLE_CACHE,
+        };
+        let engine = Arc::new(Engine::new(Arc::new(session), vec![run], limits).map_err(internal)?);
+        if engines.len() >= 2 {
+            engines.remove(0);
+        }
+        engines.push((key, engine.clone()));
+        Ok(engine)
+    }
+
+    /// `/oxprof/api/query?sql=...`.
+    pub fn query(&self, service: &Service, q: &Query) -> Result<HttpResponse, HttpError> {
+        let sql =
+            q.get_nonempty("sql").ok_or_else(|| HttpError::bad_parameter("sql", "missing: give a SELECT statement"))?;
+        if sql.len() > MAX_SQL_BYTES {
+            return Err(HttpError::bad_parameter("sql", &format!("longer than {MAX_SQL_BYTES} bytes")));
+        }
+        let max_rows = match q.get_nonempty("max_rows") {
+            None => MAX_ROWS,
+            Some(v) => {
+                v.parse::<usize>().map_err(|_| HttpError::bad_parameter("max_rows", "not a number"))?.min(MAX_ROWS)
+            }
+        };
+        let engine = self.engine(service, q)?;
+        let started = std::time::Instant::now();
+        let result = engine.query(sql).map_err(|e| {
+            let status = if e.is_bad_request() { 400 } else { 500 };
+            HttpError { status, message: e.to_string() }
+        })?;
+        Ok(HttpResponse::json(200, &result_json(&result, max_rows, started.elapsed())))
+    }
+
+    /// `/oxprof/api/query/schema`: tables (with their documented columns) and views.
+    pub fn schema(&self) -> HttpResponse {
+        let tables: Vec<Value> = oxprof_sql::schema::TABLES
+            .iter()
+            .map(|t| {
+                let columns: Vec<Value> =
+                    t.columns.iter().map(|c| json!({"name": c.name, "type": c.ty.sql_name(), "doc": c.doc})).collect();
+                let tool = match t.source {
+                    oxprof_sql::schema::Source::Tool { tool, .. } => Some(tool),
+                    _ => None,
+                };
+                json!({"name": t.name, "doc": t.doc, "tool": tool, "columns": columns})
+            })
+            .collect();
+        let views: Vec<Value> = oxprof_sql::views::VIEWS
+            .iter()
+            .map(|v| json!({"name": v.name, "doc": v.doc, "sql": v.sql, "example": v.example}))
+            .collect();
+        HttpResponse::json(200, &json!({"version": oxprof_sql::SCHEMA_VERSION, "tables": tables, "views": views}))
+    }
+}
+
+fn internal(e: oxprof_sql::SqlError) -> HttpError {
+    HttpError { status: 500, message: e.to_string() }
+}
+
+/// A result as `{columns: [{name, type}], rows: [[…]], row_count, truncated, elapsed_ms}`.
+fn result_json(result: &QueryResult, max_rows: usize, elapsed: Duration) -> Value {
+    let columns: Vec<Value> =
+        result.schema.fields().iter().map(|f| json!({"name": f.name(), "type": type_name(f.data_type())})).collect();
+    let mut rows: Vec<Value> = Vec::new();
+    let mut truncated = result.truncated;
+    let batches = oxprof_sql::output::plain(&result.batches).unwrap_or_default();
+    'batches: for batch in &batches {
+        let mut buffer = Vec::new();
+        let mut writer = datafusion_json_rows(&mut buffer);
+        if writer.write(batch).is_err() || writer.finish().is_err() {
+            continue;
+        }
+        drop(writer);
+        let parsed: Vec<serde_json::Map<String, Value>> = serde_json::from_slice(&buffer).unwrap_or_default();
+        for object in parsed {
+            if rows.len() >= max_rows {
+                truncated = true;
+                break 'batches;
+            }
+            let row: Vec<Value> =
+                result.schema.fields().iter().map(|f| object.get(f.name()).cloned().unwrap_or(Value::Null)).collect();
+            rows.push(Value::Array(row));
+        }
+    }
+    json!({
+        "columns": columns,
+        "row_count": rows.len(),
+        "rows": rows,
+        "truncated": truncated,
+        "elapsed_ms": elapsed.as_secs_f64() * 1e3,
+    })
+}
+
+fn datafusion_json_rows(buffer: &mut Vec<u8>) -> oxprof_sql::output::JsonArrayWriter<&mut Vec<u8>> {
+    oxprof_sql::output::JsonArrayWriter::new(buffer)
+}
+
+/// The column type as the UI groups them: `number` (charts), `text`, `boolean`.
+fn type_name(ty: &oxprof_sql::output::DataType) -> &'static str {
+    use oxprof_sql::output::DataType as T;
+    match ty {
+        T::Int8 | T::Int16 | T::Int32 | T::Int64 | T::UInt8 | T::UInt16 | T::UInt32 | T::UInt64 => "number",
+        T::Float16 | T::Float32 | T::Float64 | T::Decimal128(..) => "number",
+        T::Boolean => "boolean",
+        _ => "text",
+    }
+}

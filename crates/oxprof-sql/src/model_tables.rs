@@ -1,0 +1,663 @@
+//! The model tables of one host (`slice`, `track`, `process_track`, `thread_track`,
+//! `counter`, `flow`, `args`, `devices`, `memory_events`) built straight from its decoded
+//! [`XSpace`]: names are dictionary columns over each plane's own metadata names (no
+//! string is copied per event), `run` and `host` one-value dictionaries.
+//!
+//! Ids follow the model's order, so they are the same whichever table is built first and
+//! on whichever machine: events numbered plane by plane, line by line, in stored order;
+//! tracks numbered plane (process track) then its lines (thread tracks).
+
+use crate::schema::{ColumnType, TableDef};
+use datafusion::arrow::array::{
+    ArrayRef, DictionaryArray, Float64Builder, Int32Array, Int64Array, Int64Builder, RecordBatch, StringArray,
+    StringBuilder, StringDictionaryBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
+use datafusion::arrow::error::ArrowError;
+use oxprof_model::schema::{CUSTOM_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::{StatValue, XPlane, XSpace};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Which run and host a table's rows belong to.
+#[derive(Debug, Clone, Copy)]
+pub struct HostKey<'a> {
+    /// The run's name.
+    pub run: &'a str,
+    /// The host's name.
+    pub host: &'a str,
+}
+
+/// The Arrow schema of a table the schema module declares with fixed columns.
+pub fn arrow_schema(def: &TableDef) -> SchemaRef {
+    let fields: Vec<Field> = def
+        .columns
+        .iter()
+        .map(|c| {
+            let ty = match c.ty {
+                ColumnType::Int => DataType::Int64,
+                ColumnType::SmallInt => DataType::Int32,
+                ColumnType::Real => DataType::Float64,
+                ColumnType::Text => DataType::Utf8,
+                ColumnType::Label => label_type(),
+            };
+            Field::new(c.name, ty, c.nullable)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// Strings whose values repeat: Int32 keys into a per-batch dictionary.
+pub fn label_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// A column of `len` rows all equal to `value`, as a one-value dictionary.
+pub fn constant_label(value: &str, len: usize) -> ArrayRef {
+    let keys = Int32Array::from(vec![0; len]);
+    let values = Arc::new(StringArray::from(vec![value]));
+    Arc::new(DictionaryArray::<Int32Type>::new(keys, values))
+}
+
+/// Builds `name`'s batches for one host; `None` for a table not built from the model.
+pub fn build(
+    name: &str,
+    def: &TableDef,
+    space: &XSpace,
+    key: HostKey<'_>,
+) -> Option<Result<Vec<RecordBatch>, ArrowError>> {
+    let schema = arrow_schema(def);
+    let batches = match name {
+        "slice" => slice(space, key, &schema),
+        "track" => tracks(space, key, &schema, TrackTable::All),
+        "process_track" => tracks(space, key, &schema, TrackTable::Process),
+        "thread_track" => tracks(space, key, &schema, TrackTable::Thread),
+        "devices" => tracks(space, key, &schema, TrackTable::Devices),
+        "counter" => counter(space, key, &schema),
+        "flow" => flow(space, key, &schema),
+        "args" => args(space, key, &schema),
+        "memory_events" => memory_events(space, key, &schema),
+        _ => return None,
+    };
+    Some(batches)
+}
+
+/// Adds the `run` and `host` columns and makes the batch.
+fn finish(
+    schema: &SchemaRef,
+    mut columns: Vec<ArrayRef>,
+    rows: usize,
+    key: HostKey<'_>,
+) -> Result<RecordBatch, ArrowError> {
+    columns.push(constant_label(key.run, rows));
+    columns.push(constant_label(key.host, rows));
+    RecordBatch::try_new(schema.clone(), columns)
+}
+
+/// Per plane, the dense ids of the stat metadata named `names` (in that order of preference).
+fn stat_ids(plane: &XPlane, names: &[&str]) -> Vec<Option<usize>> {
+    names.iter().map(|n| plane.stat_metadata_named(n).map(|id| id.index())).collect()
+}
+
+/// `slice`: one batch per non-empty plane.
+fn slice(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+    let mut batches = Vec::new();
+    let mut next_id: i64 = 0;
+    let mut next_track: i64 = 0;
+    for plane in &space.planes {
+        next_track += 1; // the plane's process track
+        let n = plane.event_count();
+        if n == 0 {
+            next_track += plane.lines.len() as i64;
+            continue;
+        }
+        let names: StringArray = plane.event_metadata().iter().map(|m| Some(plane.str(m.name))).collect();
+        let names = Arc::new(names);
+        let category_ids = stat_ids(plane, &["hlo_category", "category"]);
+        let group_id = plane.stat_metadata_named("group_id").map(|id| id.index());
+        let (mut id, mut ts, mut dur, mut ts_ps, mut dur_ps, mut track) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let mut name_keys = Vec::with_capacity(n);
+        let mut category = StringDictionaryBuilder::<Int32Type>::new();
+        let mut depth = vec![0i32; n];
+        let mut parent: Vec<Option<i64>> = vec![None; n];
+        let mut arg_set = Int64Builder::with_capacity(n);
+        let mut group = Int64Builder::with_capacity(n);
+        let mut row = 0usize;
+        for line in &plane.lines {
+            let track_id = next_track;
+            next_track += 1;
+            let first_row = row;
+            for e in line.events(plane) {
+                id.push(next_id);
+                let start = e.timestamp_ps();
+                let d = e.duration_ps();
+                ts.push(start.div_euclid(1000));
+                dur.push(d.div_euclid(1000));
+                ts_ps.push(start);
+                dur_ps.push(d);
+                track.push(track_id);
+                name_keys.push(e.metadata_id().index() as i32);
+                let own = e.stats();
+                arg_set.append_option((!own.is_empty()).then_some(next_id));
+                let mut g = None;
+                if let Some(gid) = group_id {
+                    g = own.clone().find(|s| s.metadata_id().index() == gid).and_then(|s| s.as_i64());
+                }
+                group.append_option(g);
+                let mut cat = None;
+                if category_ids.iter().any(Option::is_some) {
+                    cat = e
+                        .metadata_stats()
+                        .chain(e.stats())
+                        .find(|s| category_ids.contains(&Some(s.metadata_id().index())))
+                        .and_then(|s| s.as_str());
+                }
+                category.append_option(cat);
+                next_id += 1;
+                row += 1;
+            }
+            nest(
+                &ts_ps[first_row..row],
+                &dur_ps[first_row..row],
+                &id[first_row..row],
+                &mut depth[first_row..row],
+                &mut parent[first_row..row],
+            );
+        }
+        let keys = Int32Array::from(name_keys);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(id)),
+            Arc::new(Int64Array::from(ts)),
+            Arc::new(Int64Array::from(dur)),
+            Arc::new(Int64Array::from(ts_ps)),
+            Arc::new(Int64Array::from(dur_ps)),
+            Arc::new(Int64Array::from(track)),
+            Arc::new(DictionaryArray::<Int32Type>::try_new(keys, names)?),
+            Arc::new(category.finish()),
+            Arc::new(Int32Array::from(depth)),
+            Arc::new(Int64Array::from(parent)),
+            Arc::new(arg_set.finish()),
+            Arc::new(group.finish()),
+        ];
+        batches.push(finish(schema, columns, row, key)?);
+    }
+    Ok(batches)
+}
+
+/// Depth and parent of each event of one track: the innermost earlier-starting event
+/// whose span holds it.
+///
+/// ```text
+/// A [----------------]        depth 0
+/// B   [------]   C [---]      depth 1, parent A
+/// D    [--]                   depth 2, parent B
+/// ```
+fn nest(ts: &[i64], dur: &[i64], ids: &[i64], depth: &mut [i32], parent: &mut [Option<i64>]) {
+    let mut order: Vec<usize> = (0..ts.len()).collect();
+    // Outer events first when two start together.
+    order.sort_by_key(|&i| (ts[i], std::cmp::Reverse(dur[i]), i));
+    let mut open: Vec<(i64, usize)> = Vec::new(); // (end, index)
+    for i in order {
+        let end = ts[i].saturating_add(dur[i].max(0));
+        while let Some(&(top_end, _)) = open.last() {
+            // Ended before it starts, or ends before it does (overlap, not nesting).
+            if top_end <= ts[i] || top_end < end {
+                open.pop();
+            } else {
+                break;
+            }
+        }
+        depth[i] = open.len() as i32;
+        parent[i] = open.last().map(|&(_, p)| ids[p]);
+        open.push((end, i));
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrackTable {
+    All,
+    Process,
+    Thread,
+    Devices,
+}
+
+fn device_kind(plane: &str) -> Option<&'static str> {
+    if plane.starts_with(GPU_PLANE_PREFIX) {
+        Some("gpu")
+    } else if plane.starts_with(TPU_PLANE_PREFIX) {
+        Some("tpu")
+    } else if plane.starts_with(CUSTOM_PLANE_PREFIX) {
+        Some("custom")
+    } else {
+        None
+    }
+}
+
+/// `track`, `process_track`, `thread_track` and `devices`: one batch.
+fn tracks(
+    space: &XSpace,
+    key: HostKey<'_>,
+    schema: &SchemaRef,
+    which: TrackTable,
+) -> Result<Vec<RecordBatch>, ArrowError> {
+    let mut ids = Int64Builder::new();
+    let mut names = StringBuilder::new();
+    let mut kinds = StringBuilder::new();
+    let mut parents = Int64Builder::new();
+    let mut file_ids = Int64Builder::new();
+    let mut display_ids = Int64Builder::new();
+    let mut line_counts = Int64Builder::new();
+    let mut event_counts = Int64Builder::new();
+    let mut next: i64 = 0;
+    let mut rows = 0usize;
+    for plane in &space.planes {
+        let plane_track = next;
+        next += 1;
+        let wanted = match which {
+            TrackTable::All | TrackTable::Process => true,
+            TrackTable::Devices => device_kind(&plane.name).is_some(),
+            TrackTable::Thread => false,
+        };
+        if wanted {
+            rows += 1;
+            match which {
+                TrackTable::All => {
+                    ids.append_value(plane_track);
+                    names.append_value(&plane.name);
+                    kinds.append_value("process");
+                    parents.append_null();
+                }
+                TrackTable::Process => {
+                    ids.append_value(plane_track);
+                    names.append_value(&plane.name);
+                    file_ids.append_value(plane.id);
+                    line_counts.append_value(plane.lines.len() as i64);
+                    event_counts.append_value(plane.event_count() as i64);
+                }
+                TrackTable::Devices => {
+                    file_ids.append_value(plane.id);
+                    names.append_value(&plane.name);
+                    kinds.append_value(device_kind(&plane.name).unwrap_or("custom"));
+                    ids.append_value(plane_track);
+                    event_counts.append_value(plane.event_count() as i64);
+                }
+                TrackTable::Thread => {}
+            }
+        }
+        for line in &plane.lines {
+            let line_track = next;
+            next += 1;
+            match which {
+                TrackTable::All => {
+                    ids.append_value(line_track);
+                    names.append_value(line.display_name_or_name());
+                    kinds.append_value("thread");
+                    parents.append_value(plane_track);
+                }
+                TrackTable::Thread => {
+                    ids.append_value(line_track);
+                    names.append_value(line.display_name_or_name());
+                    parents.append_value(plane_track);
+                    file_ids.append_value(line.id);
+                    display_ids.append_value(line.display_id);
+                    event_counts.append_value(line.event_count() as i64);
+                }
+                TrackTable::Process | TrackTable::Devices => continue,
+            }
+            rows += 1;
+        }
+    }
+    let columns: Vec<ArrayRef> = match which {
+        TrackTable::All => {
+            vec![Arc::new(ids.finish()), Arc::new(names.finish()), Arc::new(kinds.finish()), Arc::new(parents.finish())]
+        }
+        TrackTable::Process => vec![
+            Arc::new(ids.finish()),
+            Arc::new(names.finish()),
+            Arc::new(file_ids.finish()),
+            Arc::new(line_counts.finish()),
+            Arc::new(event_counts.finish()),
+        ],
+        TrackTable::Thread => vec![
+            Arc::new(ids.finish()),
+            Arc::new(names.finish()),
+            Arc::new(parents.finish()),
+            Arc::new(file_ids.finish()),
+            Arc::new(display_ids.finish()),
+            Arc::new(event_counts.finish()),
+        ],
+        TrackTable::Devices => vec![
+            Arc::new(file_ids.finish()),
+            Arc::new(names.finish()),
+            Arc::new(kinds.finish()),
+            Arc::new(ids.finish()),
+            Arc::new(event_counts.finish()),
+        ],
+    };
+    Ok(vec![finish(schema, columns, rows, key)?])
+}
+
+/// Walks every event with its slice id and track id.
+fn for_each_event<'a>(
+    space: &'a XSpace,
+    mut visit: impl FnMut(&'a XPlane, &'a oxprof_model::XLine, oxprof_model::Event<'a>, i64, i64),
+) {
+    let mut next_id: i64 = 0;
+    let mut next_track: i64 = 0;
+    for plane in &space.planes {
+        next_track += 1;
+        for line in &plane.lines {
+            let track = next_track;
+            next_track += 1;
+            for e in line.events(plane) {
+                visit(plane, line, e, next_id, track);
+                next_id += 1;
+            }
+        }
+    }
+}
+
+/// XProf's counter lines.
+const COUNTER_LINE_NAME: &str = "_counters_";
+
+/// `counter`: the samples of `_counters_` lines.
+fn counter(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+    let (mut id, mut ts, mut ts_ps, mut track) =
+        (Int64Builder::new(), Int64Builder::new(), Int64Builder::new(), Int64Builder::new());
+    let mut names = StringDictionaryBuilder::<Int32Type>::new();
+    let mut values = Float64Builder::new();
+    let mut rows = 0;
+    for_each_event(space, |_, line, e, slice_id, track_id| {
+        if line.name != COUNTER_LINE_NAME {
+            return;
+        }
+        id.append_value(slice_id);
+        ts.append_value(e.timestamp_ps().div_euclid(1000));
+        ts_ps.append_value(e.timestamp_ps());
+        track.append_value(track_id);
+        names.append_value(e.name());
+        values.append_option(e.stats().find_map(|s| s.as_f64()));
+        rows += 1;
+    });
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(id.finish()),
+        Arc::new(ts.finish()),
+        Arc::new(ts_ps.finish()),
+        Arc::new(track.finish()),
+        Arc::new(names.finish()),
+        Arc::new(values.finish()),
+    ];
+    Ok(vec![finish(schema, columns, rows, key)?])
+}
+
+/// `flow`: `flow` stats chained in time order per flow id (start → … → end), and
+/// host events → device events sharing a `correlation_id`.
+fn flow(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+    // flow id → (ts, slice id) of its events.
+    let mut flows: HashMap<u64, Vec<(i64, i64)>> = HashMap::new();
+    // correlation id → (host events, device events).
+    let mut correlated: HashMap<u64, (Vec<i64>, Vec<i64>)> = HashMap::new();
+    let mut plane_ids: Option<(*const XPlane, Option<usize>, Option<usize>)> = None;
+    for_each_event(space, |plane, _, e, slice_id, _| {
+        let cached = plane_ids.filter(|(p, _, _)| std::ptr::eq(*p, plane));
+        let (_, flow_stat, corr_stat) = cached.unwrap_or_else(|| {
+            let ids = (
+                plane as *const XPlane,
+                plane.stat_metadata_named("flow").map(|i| i.index()),
+                plane.stat_metadata_named("correlation_id").map(|i| i.index()),
+            );
+            plane_ids = Some(ids);
+            ids
+        });
+        if flow_stat.is_none() && corr_stat.is_none() {
+            return;
+        }
+        for s in e.stats() {
+            let m = Some(s.metadata_id().index());
+            if m == flow_stat {
+                if let Some(v) = s.as_u64().filter(|v| v & 3 != 0) {
+                    flows.entry((v >> 2) & ((1 << 56) - 1)).or_default().push((e.timestamp_ps(), slice_id));
+                }
+            } else if m == corr_stat
+                && let Some(c) = s.as_u64()
+            {
+                let entry = correlated.entry(c).or_default();
+                if plane.name.starts_with(HOST_THREADS_PLANE_NAME) {
+                    entry.0.push(slice_id);
+                } else if device_kind(&plane.name).is_some() {
+                    entry.1.push(slice_id);
+                }
+            }
+        }
+    });
+    let (mut out, mut inn, mut fid) = (Int64Builder::new(), Int64Builder::new(), Int64Builder::new());
+    let mut kinds = StringBuilder::new();
+    let mut rows = 0;
+    let mut flow_ids: Vec<u64> = flows.keys().copied().collect();
+    flow_ids.sort_unstable();
+    for f in flow_ids {
+        let Some(events) = flows.get_mut(&f) else { continue };
+        events.sort_unstable();
+        for pair in events.windows(2) {
+            out.append_value(pair[0].1);
+            inn.append_value(pair[1].1);
+            fid.append_value(f as i64);
+            kinds.append_value("flow");
+            rows += 1;
+        }
+    }
+    let mut corr_ids: Vec<u64> = correlated.keys().copied().collect();
+    corr_ids.sort_unstable();
+    for c in corr_ids {
+        let Some((hosts, devices)) = correlated.get(&c) else { continue };
+        for &h in hosts {
+            for &d in devices {
+                out.append_value(h);
+                inn.append_value(d);
+                fid.append_value(c as i64);
+                kinds.append_value("correlation");
+                rows += 1;
+            }
+        }
+    }
+    let columns: Vec<ArrayRef> =
+        vec![Arc::new(out.finish()), Arc::new(inn.finish()), Arc::new(fid.finish()), Arc::new(kinds.finish())];
+    Ok(vec![finish(schema, columns, rows, key)?])
+}
+
+/// `args`: every own stat of every event; one batch per plane.
+fn args(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+    let mut batches = Vec::new();
+    let mut next_id: i64 = 0;
+    for plane in &space.planes {
+        let stat_names: StringArray = plane.stat_metadata().iter().map(|m| Some(plane.str(m.name))).collect();
+        let stat_names = Arc::new(stat_names);
+        let mut set = Int64Builder::new();
+        let mut keys: Vec<i32> = Vec::new();
+        let mut types = StringBuilder::new();
+        let mut ints = Int64Builder::new();
+        let mut reals = Float64Builder::new();
+        let mut strings = StringBuilder::new();
+        for line in &plane.lines {
+            for e in line.events(plane) {
+                for s in e.stats() {
+                    set.append_value(next_id);
+                    keys.push(s.metadata_id().index() as i32);
+                    let (ty, int, real, text) = match s.value {
+                        StatValue::Int64(x) => ("int", Some(x), None, None),
+                        StatValue::Uint64(x) => ("uint", Some(x as i64), None, None),
+                        StatValue::Double(x) => ("real", None, Some(x), None),
+                        StatValue::Str(x) => ("string", None, None, Some(x)),
+                        StatValue::Ref(x) => ("ref", None, None, Some(x)),
+                        StatValue::Bytes(_) => ("bytes", None, None, None),
+                        StatValue::Unset => ("unset", None, None, None),
+                    };
+                    types.append_value(ty);
+                    ints.append_option(int);
+                    reals.append_option(real);
+                    strings.append_option(text);
+                }
+                next_id += 1;
+            }
+        }
+        let rows = keys.len();
+        if rows == 0 {
+            continue;
+        }
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(set.finish()),
+            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), stat_names)?),
+            Arc::new(types.finish()),
+            Arc::new(ints.finish()),
+            Arc::new(reals.finish()),
+            Arc::new(strings.finish()),
+        ];
+        batches.push(finish(schema, columns, rows, key)?);
+    }
+    Ok(batches)
+}
+
+/// `memory_events`: `memory_profile`'s snapshots of every allocator.
+fn memory_events(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+    use oxprof_analysis::tools::memory_profile::{MemoryActivity, memory_profile};
+    let Some(profile) = memory_profile(space) else { return Ok(Vec::new()) };
+    let mut allocator = StringBuilder::new();
+    let mut text =
+        [StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new(), StringBuilder::new()];
+    let mut ints: [Int64Builder; 8] = Default::default();
+    let mut rows = 0;
+    for (name, per) in &profile.allocators {
+        for s in &per.snapshots {
+            let m = &s.metadata;
+            allocator.append_value(name);
+            text[0].append_value(match m.activity {
+                MemoryActivity::Allocation => "allocation",
+                MemoryActivity::Deallocation => "deallocation",
+            });
+            text[1].append_value(profile.str(m.tf_op_name));
+            text[2].append_value(profile.str(m.region_type));
+            text[3].append_value(profile.str(m.data_type));
+            text[4].append_value(profile.str(m.tensor_shape));
+            for (b, v) in ints.iter_mut().zip([
+                s.time_offset_ps,
+                m.requested_bytes,
+                m.allocation_bytes,
+                m.address as i64,
+                m.step_id,
+                s.stats.heap_allocated_bytes,
+                s.stats.stack_reserved_bytes,
+                s.stats.free_memory_bytes,
+            ]) {
+                b.append_value(v);
+            }
+            rows += 1;
+        }
+    }
+    let [activity, op, region, data_type, shape] = text.map(|mut b| Arc::new(b.finish()) as ArrayRef);
+    let [offset, requested, allocated, address, step, heap, stack, free] =
+        ints.map(|mut b| Arc::new(b.finish()) as ArrayRef);
+    let columns = vec![
+        Arc::new(allocator.finish()) as ArrayRef,
+        offset,
+        activity,
+        requested,
+        allocated,
+        address,
+        step,
+        op,
+        region,
+        data_type,
+        shape,
+        heap,
+        stack,
+        free,
+    ];
+    Ok(vec![finish(schema, columns, rows, key)?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema;
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::Int64Type;
+    use oxprof_model::ModelBuilder;
+
+    const KEY: HostKey<'static> = HostKey { run: "r", host: "h" };
+
+    fn table(space: &XSpace, name: &str) -> RecordBatch {
+        let def = schema::table(name).unwrap();
+        let batches = build(name, def, space, KEY).unwrap().unwrap();
+        datafusion::arrow::compute::concat_batches(&arrow_schema(def), &batches).unwrap()
+    }
+
+    fn ints(batch: &RecordBatch, column: &str) -> Vec<Option<i64>> {
+        let c = batch.column_by_name(column).unwrap();
+        let c = c.as_primitive::<Int64Type>();
+        (0..c.len()).map(|i| c.is_valid(i).then(|| c.value(i))).collect()
+    }
+
+    // /host:CPU, thread 7 (timestamps in ps from 1 µs):
+    //   A [0 ------------------ 100)
+    //   B    [10 ---- 50)  C [60 - 90)
+    //   D     [20 - 30)
+    // /device:GPU:0, stream 1:
+    //   K [200 - 260)   (correlation_id 5, launched by B)
+    fn space() -> XSpace {
+        ModelBuilder::new()
+            .plane("/host:CPU", |p| {
+                p.line(7, "thread 7", 1, |l| {
+                    l.event("A", 0, 100);
+                    l.event("B", 10, 40).stat("correlation_id", 5u64).stat("group_id", 3i64);
+                    l.event("D", 20, 10);
+                    l.event("C", 60, 30).stat("note", "x");
+                });
+            })
+            .plane("/device:GPU:0", |p| {
+                p.line(1, "stream 1", 1, |l| {
+                    l.event("K", 200, 60).stat("correlation_id", 5u64).stat("flops", 2.5);
+                });
+            })
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn slices_nest_by_time_on_each_track() {
+        let s = table(&space(), "slice");
+        assert_eq!(s.num_rows(), 5);
+        assert_eq!(ints(&s, "id"), [0, 1, 2, 3, 4].map(Some));
+        // A, B, D, C on the thread; K alone on the stream.
+        let depth = s.column_by_name("depth").unwrap().as_primitive::<Int32Type>().values().to_vec();
+        assert_eq!(depth, [0, 1, 2, 1, 0]);
+        assert_eq!(ints(&s, "parent_id"), [None, Some(0), Some(1), Some(0), None]);
+        assert_eq!(ints(&s, "ts_ps"), [1000, 1010, 1020, 1060, 1200].map(Some));
+        assert_eq!(ints(&s, "ts"), [1, 1, 1, 1, 1].map(Some));
+        assert_eq!(ints(&s, "arg_set_id"), [None, Some(1), None, Some(3), Some(4)]);
+        assert_eq!(ints(&s, "group_id"), [None, Some(3), None, None, None]);
+        // Track ids: plane 0 = 0, its line = 1, plane 1 = 2, its line = 3.
+        assert_eq!(ints(&s, "track_id"), [1, 1, 1, 1, 3].map(Some));
+    }
+
+    #[test]
+    fn tracks_flows_and_args() {
+        let space = space();
+        let t = table(&space, "track");
+        assert_eq!(ints(&t, "id"), [0, 1, 2, 3].map(Some));
+        assert_eq!(ints(&t, "parent_id"), [None, Some(0), None, Some(2)]);
+        let f = table(&space, "flow");
+        assert_eq!((ints(&f, "slice_out"), ints(&f, "slice_in")), (vec![Some(1)], vec![Some(4)]));
+        let a = table(&space, "args");
+        assert_eq!(ints(&a, "arg_set_id"), [1, 1, 3, 4, 4].map(Some));
+        let d = table(&space, "devices");
+        assert_eq!(d.num_rows(), 1);
+        assert_eq!(ints(&d, "track_id"), [Some(2)]);
+    }
+}
