@@ -42,6 +42,8 @@ pub enum Family {
     Hlo,
     /// The host planes' tf.data iterator events (`crate::tf_data`).
     TfData,
+    /// PyTorch runs' host and GPU events, HTA's analyses (`crate::hta`).
+    Hta,
     /// Listed by XProf, not computed by oxprof yet.
     NotYet,
 }
@@ -418,6 +420,35 @@ pub const TOOLS: &[Tool] = &[
         content_type: JSON,
         compute: Some(Computation::Custom(crate::tf_data::compute)),
         reference: Reference::Own("crates/oxprof-api/tests/tf_data.rs"),
+    },
+    // oxprof's own PyTorch tools with Holistic Trace Analysis' numbers (`crate::hta`).
+    Tool {
+        name: "hta_distributed",
+        aliases: &[],
+        title: "Distributed (HTA)",
+        summary: "per rank of a PyTorch run: idle/compute/non-compute GPU time, comm-comp overlap, comm kernels, stragglers",
+        family: Family::Hta,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Never,
+        offered: Offered::Always,
+        page: "hta_distributed",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::hta::compute_distributed)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hta.rs"),
+    },
+    Tool {
+        name: "hta_gpu_idle",
+        aliases: &[],
+        title: "GPU idle time and launches (HTA)",
+        summary: "GPU idle time by cause (host wait, kernel wait, other), kernel launch delays, queue length per stream",
+        family: Family::Hta,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::Never,
+        offered: Offered::Always,
+        page: "hta_gpu_idle",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::hta::compute_gpu_idle)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hta.rs"),
     },
     Tool {
         name: "trace_viewer",
