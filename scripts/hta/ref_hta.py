@@ -6,14 +6,9 @@ Each run is a list of (rank, trace file). HTA is called the way its docs show
 (`TraceAnalysis(trace_files={rank: path})`, default arguments, no plots); outputs are
 written as lists of records. Missing external files skip the run.
 
-`idle_time_breakdown` is recorded twice: as HTA 0.6.1 computes it (`idle_hta`) and with
-one fix (`idle`). HTA's `_filter_irrelevant_gpu_kernels` (run when a trace has two or more
-`ProfilerStep#N`) rebuilds each rank's frame with `ignore_index=True`, but
-`get_idle_time_breakdown` then looks the launching runtime event up by *label*
-(`join(..., on="index_correlation")`), whose values are the original event indices: it
-reads another event's start, so "host wait" is decided against an unrelated timestamp.
-The fixed run relabels the filtered frame by its `index` column before the join, which
-is what HTA does for unfiltered traces; oxprof's golden tests use the fixed numbers.
+Files are named `external:<path under ../shared/testdata/external>` or `repo:<path in the
+repo>`; ranks are the files' positions. HTA's failures are recorded (`{"error": ...}`) as
+what it says on that trace.
 """
 
 import json
@@ -30,8 +25,9 @@ logging.disable(logging.WARNING)
 import pandas as pd  # noqa: E402
 from hta.trace_analysis import TraceAnalysis  # noqa: E402
 
-HTA = "/work/shared/testdata/external/facebookresearch-HolisticTraceAnalysis/tests/data"
-TL = "/work/shared/testdata/external/AMD-AGI-TraceLens/tests/traces"
+EXTERNAL = os.environ.get("OXPROF_EXTERNAL_TESTDATA", "/work/shared/testdata/external")
+HTA = f"{EXTERNAL}/facebookresearch-HolisticTraceAnalysis/tests/data"
+TL = f"{EXTERNAL}/AMD-AGI-TraceLens/tests/traces"
 
 
 def runs(repo):
@@ -89,25 +85,12 @@ def attempt(fn):
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def idle(analysis, ranks, fixed):
-    from hta.analyzers import breakdown_analysis
-
-    t = analysis.t
-    saved = {r: t.traces[r] for r in ranks}
-    try:
-        if fixed:
-            for r in ranks:
-                df = t.traces[r]
-                t.traces[r] = df.set_index(df["index"].values)
-        out = []
-        for r in ranks:
-            df, _ = breakdown_analysis.BreakdownAnalysis.get_idle_time_breakdown(
-                t, consecutive_kernel_delay=30, rank=r, visualize=False
-            )
-            out.extend(records(df))
-        return out
-    finally:
-        t.traces.update(saved)
+def idle(analysis, ranks):
+    out = []
+    for r in ranks:
+        df, _ = analysis.get_idle_time_breakdown(ranks=[r], visualize=False)
+        out.extend(records(df))
+    return out
 
 
 def launch(analysis, ranks):
@@ -119,22 +102,27 @@ def launch(analysis, ranks):
     return out
 
 
-def one(name, files):
+def name_of(path, repo):
+    if path.startswith(EXTERNAL + "/"):
+        return "external:" + os.path.relpath(path, EXTERNAL)
+    return "repo:" + os.path.relpath(path, repo)
+
+
+def one(name, files, repo):
     ranks = [r for r, _ in files]
     analysis = TraceAnalysis(trace_files={r: p for r, p in files}, trace_dir="/")
     return {
-        "files": [os.path.relpath(p, "/work") if p.startswith("/work/shared") else p.split("/testdata/", 1)[-1] for _, p in files],
+        "files": [name_of(p, repo) for _, p in files],
         "temporal": attempt(lambda: records(analysis.get_temporal_breakdown(visualize=False))),
         "overlap": attempt(lambda: records(analysis.get_comm_comp_overlap(visualize=False))),
-        "idle": attempt(lambda: idle(analysis, ranks, True)),
-        "idle_hta": attempt(lambda: idle(analysis, ranks, False)),
+        "idle": attempt(lambda: idle(analysis, ranks)),
         "launch": attempt(lambda: launch(analysis, ranks)),
         "queue": attempt(lambda: records(analysis.get_queue_length_summary(ranks=ranks))),
     }
 
 
 def main():
-    repo, out_dir = sys.argv[1], sys.argv[2]
+    repo, out_dir = os.path.abspath(sys.argv[1]), sys.argv[2]
     only = set(sys.argv[3:])
     os.makedirs(out_dir, exist_ok=True)
     for name, files in runs(repo).items():
@@ -144,11 +132,12 @@ def main():
             print(f"skip {name}: files absent")
             continue
         try:
-            result = one(name, files)
+            result = one(name, files, repo)
         except Exception as e:
-            result = {"files": [p for _, p in files], "error": f"{type(e).__name__}: {e}"}
+            result = {"files": [name_of(p, repo) for _, p in files], "error": f"{type(e).__name__}: {e}"}
         with open(f"{out_dir}/{name}.json", "w") as f:
-            json.dump(result, f, indent=1, sort_keys=True)
+            json.dump(result, f, sort_keys=True, separators=(",", ":"))
+            f.write("\n")
         print(f"wrote {name}")
 
 

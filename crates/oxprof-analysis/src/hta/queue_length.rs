@@ -11,8 +11,9 @@
 //! queue   1    2    3  2      1      0          samples: 1 2 3 2 1 0
 //! ```
 //!
-//! Equal timestamps keep launches before GPU starts (HTA's sort is not stable, so a tie may
-//! count in another order there).
+//! At equal timestamps GPU starts count before launches: HTA sorts with an unstable sort,
+//! and that is the order it gave on every recorded trace (the GPU event of an earlier launch
+//! precedes the later launch in the file).
 
 use super::trace::RankTrace;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -58,6 +59,10 @@ pub struct QueueLengthSummary {
     pub p75: f64,
     /// Largest.
     pub max: f64,
+    /// Launches that share their microsecond with a GPU start on the stream: HTA orders
+    /// such pairs with an unstable sort, so its samples (not their count, min or max) may
+    /// differ from these by two at each.
+    pub ties: u64,
 }
 
 /// The queue-length summaries of a rank, streams ascending.
@@ -86,17 +91,22 @@ pub fn queue_length_summary(trace: &RankTrace) -> Vec<QueueLengthSummary> {
             rows.push((e.ts, e.stream, -1));
         }
     }
-    rows.sort_by_key(|r| r.0);
-    let mut streams: BTreeMap<i64, (i64, Vec<f64>)> = BTreeMap::new();
-    for (_, stream, delta) in rows {
-        let (running, samples) = streams.entry(stream).or_default();
+    rows.sort_by_key(|r| (r.1, r.0, r.2));
+    let mut streams: BTreeMap<i64, (i64, Vec<f64>, u64)> = BTreeMap::new();
+    for (i, &(ts, stream, delta)) in rows.iter().enumerate() {
+        let (running, samples, ties) = streams.entry(stream).or_default();
         *running += i64::from(delta);
         samples.push(*running as f64);
+        // Rows are by stream, time, GPU starts (−1) first: a launch right after a GPU
+        // start of the same microsecond is a tie.
+        if delta == 1 && i > 0 && rows[i - 1] == (ts, stream, -1) {
+            *ties += 1;
+        }
     }
-    streams.into_iter().map(|(stream, (_, samples))| describe(trace.rank, stream, samples)).collect()
+    streams.into_iter().map(|(stream, (_, samples, ties))| describe(trace.rank, stream, samples, ties)).collect()
 }
 
-fn describe(rank: i64, stream: i64, samples: Vec<f64>) -> QueueLengthSummary {
+fn describe(rank: i64, stream: i64, samples: Vec<f64>, ties: u64) -> QueueLengthSummary {
     let n = samples.len();
     let mean = samples.iter().sum::<f64>() / n as f64;
     let std = (n > 1).then(|| (samples.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
@@ -119,6 +129,7 @@ fn describe(rank: i64, stream: i64, samples: Vec<f64>) -> QueueLengthSummary {
         p50: q(0.5),
         p75: q(0.75),
         max: sorted[n - 1],
+        ties,
     }
 }
 

@@ -5,8 +5,10 @@
 //!
 //! * **Rounding.** HTA rounds nanosecond-resolution traces to whole microseconds (start
 //!   up, end down: `round_down_time_stamps`, pytorch/pytorch#122425), so an event shorter
-//!   than a microsecond can end before it starts. Integer traces are unchanged by the same
-//!   rounding, so it is always applied.
+//!   than a microsecond can end before it starts; it does so in floating point (see
+//!   [`hta_rounding`]). Integer traces are unchanged by the same rounding, so it is always
+//!   applied (HTA skips it when every `ts` is an integer, keeping fractional `dur`s: such
+//!   a trace would differ by the fractions).
 //! * **Filter** (`_filter_irrelevant_gpu_kernels`, when the run has two or more distinct
 //!   `ProfilerStep#N` names): per rank, host events are kept when they start before the
 //!   last `ProfilerStep` starts (the last step may be cut short by the profiler), and GPU
@@ -87,13 +89,6 @@ impl RankTrace {
         if let Some(rank) = space.planes.iter().find_map(distributed_rank) {
             out.rank = rank;
         }
-        // Kineto's `ts` are whole µs from the importer's origin, which is `baseTimeNanoseconds`
-        // modulo 1000 ns: aligning to that residue keeps HTA's rounding exact.
-        let Some(min_line_ns) = space.planes.iter().flat_map(|p| p.lines.iter()).map(|l| l.timestamp_ns).min()
-        else {
-            return out;
-        };
-        let aligned_ns = min_line_ns - (min_line_ns - base_time_ns).rem_euclid(1000);
         for plane in &space.planes {
             let stream_id = plane.stat_metadata_named("stream");
             let corr_id = plane.stat_metadata_named("correlation_id");
@@ -115,7 +110,9 @@ impl RankTrace {
                 })
                 .collect();
             for line in &plane.lines {
-                let line_ps = (line.timestamp_ns - aligned_ns).saturating_mul(1000);
+                // The file's own `ts` (µs, as picoseconds): the line's time less the trace's
+                // `baseTimeNanoseconds`, which the importer added.
+                let line_ps = i128::from(line.timestamp_ns - base_time_ns) * 1000;
                 for e in line.events(plane) {
                     let Some((name, cat)) = kinds[e.metadata_id().index()] else { continue };
                     let (mut stream, mut correlation) = (-1, -1);
@@ -131,10 +128,7 @@ impl RankTrace {
                             correlation = v;
                         }
                     }
-                    let start_ps = line_ps.saturating_add(e.offset_ps());
-                    let end_ps = start_ps.saturating_add(e.duration_ps());
-                    let ts = start_ps.div_euclid(PS_PER_US) + i64::from(start_ps.rem_euclid(PS_PER_US) != 0);
-                    let end = end_ps.div_euclid(PS_PER_US);
+                    let (ts, end) = hta_rounding(line_ps + i128::from(e.offset_ps()), e.duration_ps());
                     out.events.push(HtaEvent { name, cat, ts, end, stream, correlation });
                 }
             }
@@ -193,7 +187,19 @@ impl RankTrace {
     }
 }
 
-const PS_PER_US: i64 = 1_000_000;
+const PS_PER_US: i128 = 1_000_000;
+
+/// An event's start and end as HTA computes them from the file's `ts` and `dur`
+/// (`round_down_time_stamps`): both read as Python floats, `end = ts + dur` in floating
+/// point, then the start rounded up and the end down. On epoch-microsecond timestamps a
+/// float is only good to 0.25 µs, so this is not the exact rounding of the decimal
+/// values: HTA's numbers are reproduced, imprecision included.
+fn hta_rounding(ts_ps: i128, dur_ps: i64) -> (i64, i64) {
+    let as_float_us = |ps: i128| ps.div_euclid(PS_PER_US) as f64 + ps.rem_euclid(PS_PER_US) as f64 / 1e6;
+    let ts = as_float_us(ts_ps);
+    let end = ts + as_float_us(i128::from(dur_ps));
+    (ts.ceil() as i64, end.floor() as i64)
+}
 
 fn intern(map: &mut FxHashMap<String, u32>, list: &mut Vec<String>, s: &str) -> u32 {
     if let Some(&i) = map.get(s) {
