@@ -82,6 +82,16 @@ impl HtaDistributed {
         if rows.iter().any(|r| r.gpu_events > 0) && comm_ops.is_empty() {
             notes.push("no communication kernels (nccl…, hccl…, hip…): overlap is undefined".into());
         }
+        for r in &rows {
+            if r.temporal.as_ref().is_some_and(|t| t.non_compute_time_us < 0) {
+                notes.push(format!(
+                    "rank {}: negative non-compute time, as HTA's arithmetic gives it: HTA rounds starts up and ends \
+                     down to whole µs, so sub-µs kernels become negative intervals (HTA itself stops with an \
+                     AssertionError on this trace)",
+                    r.rank
+                ));
+            }
+        }
         if filter.applied && filter.dropped_events > 0 {
             notes.push(format!(
                 "as HTA does, the last ProfilerStep (often cut short) and everything after it are left out, with GPU \

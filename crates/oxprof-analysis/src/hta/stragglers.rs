@@ -45,14 +45,18 @@ pub struct RankSteps {
 
 /// The spread of every shared step, by step, and each rank's summary, in `ranks` order.
 pub fn stragglers(ranks: &[RankTrace]) -> (Vec<StepSpread>, Vec<RankSteps>) {
-    let mut by_step: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    // (step, rank) → the rank's longest event of that step (a step name may be recorded
+    // twice on a rank, e.g. on two threads).
+    let mut by_step: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
     for r in ranks {
         for s in &r.steps {
-            by_step.entry(s.step).or_default().push((r.rank, s.end - s.ts));
+            let d = by_step.entry(s.step).or_default().entry(r.rank).or_insert(i64::MIN);
+            *d = (*d).max(s.end - s.ts);
         }
     }
     let mut spreads = Vec::new();
-    for (step, mut durations) in by_step {
+    for (step, durations) in by_step {
+        let mut durations: Vec<(i64, i64)> = durations.into_iter().collect();
         if durations.len() < 2 {
             continue;
         }
