@@ -5,6 +5,7 @@ import { frameworkOpStatsPage } from './framework_op_stats';
 import { genericPage, noDataPage } from './generic';
 import { graphViewerPage } from './graph_viewer';
 import { hloStatsPage } from './hlo_stats';
+import { htaDistributedPage, htaGpuIdlePage } from './hta';
 import { inputPipelinePage } from './input_pipeline';
 import { kernelStatsPage } from './kernel_stats';
 import { memoryProfilePage } from './memory_profile';
@@ -31,6 +32,8 @@ const PAGES: Record<string, Page> = {
   roofline_model: rooflinePage,
   memory_profile: memoryProfilePage,
   tf_data_bottleneck_analysis: tfDataPage,
+  hta_distributed: htaDistributedPage,
+  hta_gpu_idle: htaGpuIdlePage,
 };
 
 /** Pages that load their own data (no `/data` request by the shell). */
