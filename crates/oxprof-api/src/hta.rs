@@ -18,7 +18,11 @@ use oxprof_analysis::report::Report;
 use rayon::prelude::*;
 
 /// The selected hosts as HTA's rank traces, with notes on how ranks were chosen.
-fn rank_traces(session: &Session, run: &ServedRun, request: &DataRequest) -> Result<(Vec<RankTrace>, Vec<String>), ApiError> {
+fn rank_traces(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+) -> Result<(Vec<RankTrace>, Vec<String>), ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
     let _admission = session.admit();
     let traces: Vec<(RankTrace, bool)> = files

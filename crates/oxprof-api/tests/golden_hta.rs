@@ -34,8 +34,11 @@ struct Golden {
 
 fn goldens() -> (Vec<Golden>, usize) {
     let dir = repo_root().join("testdata/hta");
-    let mut names: Vec<PathBuf> =
-        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
     names.sort();
     let mut out = Vec::new();
     let mut skipped = 0;
@@ -156,7 +159,11 @@ fn hta_numbers_match_htas_own() {
         if failed(g, "idle").is_none() {
             let mut ours: Vec<_> = ranks.iter().flat_map(idle_time_breakdown).collect();
             for row in g.hta["idle"]["ok"].as_array().unwrap() {
-                let key = (row["rank"].as_i64().unwrap(), row["stream"].as_i64().unwrap(), row["idle_category"].as_str().unwrap());
+                let key = (
+                    row["rank"].as_i64().unwrap(),
+                    row["stream"].as_i64().unwrap(),
+                    row["idle_category"].as_str().unwrap(),
+                );
                 let Some(i) = ours.iter().position(|o| (o.rank, o.stream, o.idle_category.as_str()) == key) else {
                     e.push(format!("{name} idle {key:?}: HTA has the row, oxprof not"));
                     continue;
@@ -167,7 +174,12 @@ fn hta_numbers_match_htas_own() {
                 compared += 1;
             }
             for o in ours {
-                e.push(format!("{name} idle ({}, {}, {}): oxprof has the row, HTA not", o.rank, o.stream, o.idle_category.as_str()));
+                e.push(format!(
+                    "{name} idle ({}, {}, {}): oxprof has the row, HTA not",
+                    o.rank,
+                    o.stream,
+                    o.idle_category.as_str()
+                ));
             }
         }
         if failed(g, "launch").is_none() {
@@ -178,7 +190,14 @@ fn hta_numbers_match_htas_own() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|row| [field(row, "correlation"), field(row, "cpu_duration"), field(row, "gpu_duration"), field(row, "launch_delay")])
+                    .map(|row| {
+                        [
+                            field(row, "correlation"),
+                            field(row, "cpu_duration"),
+                            field(row, "gpu_duration"),
+                            field(row, "launch_delay"),
+                        ]
+                    })
                     .collect();
                 let mut ours: Vec<[i64; 4]> = launches(&ranks[r])
                     .iter()
@@ -234,12 +253,21 @@ fn hta_numbers_match_htas_own() {
                     let bound = 2.0 * o.ties as f64 / o.count as f64 + 1e-9;
                     let hta_mean = row["queue_length_mean"].as_f64().unwrap();
                     if (hta_mean - o.mean).abs() > bound {
-                        e.push(format!("{name} queue {key:?} mean: HTA {hta_mean}, oxprof {} ({} ties)", o.mean, o.ties));
+                        e.push(format!(
+                            "{name} queue {key:?} mean: HTA {hta_mean}, oxprof {} ({} ties)",
+                            o.mean, o.ties
+                        ));
                     }
                     for k in ["queue_length_25%", "queue_length_50%", "queue_length_75%"] {
-                        let ours = [o.p25, o.p50, o.p75][["queue_length_25%", "queue_length_50%", "queue_length_75%"].iter().position(|x| *x == k).unwrap()];
+                        let ours = [o.p25, o.p50, o.p75][["queue_length_25%", "queue_length_50%", "queue_length_75%"]
+                            .iter()
+                            .position(|x| *x == k)
+                            .unwrap()];
                         if (row[k].as_f64().unwrap() - ours).abs() > 2.0 {
-                            e.push(format!("{name} queue {key:?} {k}: HTA {}, oxprof {ours} ({} ties)", row[k], o.ties));
+                            e.push(format!(
+                                "{name} queue {key:?} {k}: HTA {}, oxprof {ours} ({} ties)",
+                                row[k], o.ties
+                            ));
                         }
                     }
                     ties += o.ties;
@@ -302,14 +330,18 @@ fn tools_answer_through_the_api() {
     }
     let dir = tempfile::tempdir().unwrap();
     for i in 0..2 {
-        std::fs::copy(external.join(format!("sampled_rank-{i}.json.gz")), dir.path().join(format!("rank{i}.pt.trace.json.gz")))
-            .unwrap();
+        std::fs::copy(
+            external.join(format!("sampled_rank-{i}.json.gz")),
+            dir.path().join(format!("rank{i}.pt.trace.json.gz")),
+        )
+        .unwrap();
     }
     let response = data(dir.path(), &DataRequest { tool: "hta_distributed".into(), ..Default::default() }).unwrap();
     let json = response.json.unwrap();
-    let golden: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo_root().join("testdata/hta/hta_trace_filter_2ranks.json")).unwrap())
-            .unwrap();
+    let golden: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("testdata/hta/hta_trace_filter_2ranks.json")).unwrap(),
+    )
+    .unwrap();
     let ranks = json["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 2);
     for (ours, theirs) in ranks.iter().zip(golden["temporal"]["ok"].as_array().unwrap()) {

@@ -60,7 +60,8 @@ impl HtaGpuIdle {
             let mut all = launches(r);
             out.launch_summary.push(summarize(r.rank, &all));
             all.sort_by(|a, b| b.launch_delay.cmp(&a.launch_delay).then(a.correlation.cmp(&b.correlation)));
-            out.worst_launches.extend(all.into_iter().take(WORST_LAUNCHES).map(|launch| RankLaunch { rank: r.rank, launch }));
+            out.worst_launches
+                .extend(all.into_iter().take(WORST_LAUNCHES).map(|launch| RankLaunch { rank: r.rank, launch }));
             out.queue_length.extend(queue_length_summary(r));
         }
         if ranks.iter().all(|r| r.gpu_events().next().is_none()) {

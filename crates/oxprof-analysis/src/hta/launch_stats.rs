@@ -23,7 +23,8 @@ pub const RUNTIME_CUTOFF_US: i64 = 50;
 /// HTA's default `launch_delay_cutoff`, µs.
 pub const LAUNCH_DELAY_CUTOFF_US: i64 = 100;
 
-const LAUNCHES: [&str; 3] = ["cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"];
+const LAUNCHES: [&str; 3] =
+    ["cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"];
 const MEMORY_LAUNCHES: [&str; 2] = ["cudaMemsetAsync", "cudaMemcpyAsync"];
 
 /// One launch and what it launched.

@@ -109,7 +109,8 @@ mod tests {
         );
         assert_eq!((r0.rank, r1.rank), (0, 1), "ranks come from distributedInfo");
         let (spreads, per_rank) = stragglers(&[r0, r1]);
-        let got: Vec<(i64, i64, i64, i64)> = spreads.iter().map(|s| (s.step, s.slowest_rank, s.slowest_us, s.fastest_us)).collect();
+        let got: Vec<(i64, i64, i64, i64)> =
+            spreads.iter().map(|s| (s.step, s.slowest_rank, s.slowest_us, s.fastest_us)).collect();
         assert_eq!(got, vec![(1, 1, 120, 100), (2, 0, 150, 90)]);
         assert_eq!(per_rank.iter().map(|r| r.slowest_in).collect::<Vec<_>>(), vec![1, 1]);
         assert_eq!(per_rank[0].mean_step_us, Some(125.0));
