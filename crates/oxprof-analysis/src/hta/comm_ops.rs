@@ -3,7 +3,7 @@
 //! time, as HTA's `get_gpu_kernel_breakdown` lists them per kernel (sum, mean, min, max,
 //! µs; without its "others" bucket).
 
-use super::trace::{KernelType, RankTrace, kernel_type};
+use super::trace::{KernelType, RankTrace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -28,12 +28,13 @@ pub struct CommOpStats {
 
 /// A rank's communication kernels, most time first (then by name).
 pub fn comm_op_stats(trace: &RankTrace) -> Vec<CommOpStats> {
+    let types = trace.kernel_types();
     let mut by_name: BTreeMap<&str, (u64, i64, i64, i64)> = BTreeMap::new();
     for e in trace.gpu_events() {
-        let name = trace.name(e);
-        if kernel_type(name) != KernelType::Communication {
+        if types[e.name as usize] != KernelType::Communication {
             continue;
         }
+        let name = trace.name(e);
         let d = e.dur();
         let s = by_name.entry(name).or_insert((0, 0, i64::MAX, i64::MIN));
         s.0 += 1;

@@ -15,7 +15,7 @@ use serde_json::Value;
 /// How many launches with the longest delay each rank lists.
 pub const WORST_LAUNCHES: usize = 20;
 
-/// A launch of a rank.
+/// A launch of a rank, with its names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankLaunch {
     /// The rank.
@@ -23,6 +23,10 @@ pub struct RankLaunch {
     /// The launch.
     #[serde(flatten)]
     pub launch: Launch,
+    /// The runtime call.
+    pub launch_name: String,
+    /// The GPU event.
+    pub kernel_name: String,
 }
 
 /// The report.
@@ -59,9 +63,21 @@ impl HtaGpuIdle {
             out.idle.extend(idle_time_breakdown(r));
             let mut all = launches(r);
             out.launch_summary.push(summarize(r.rank, &all));
-            all.sort_by(|a, b| b.launch_delay.cmp(&a.launch_delay).then(a.correlation.cmp(&b.correlation)));
-            out.worst_launches
-                .extend(all.into_iter().take(WORST_LAUNCHES).map(|launch| RankLaunch { rank: r.rank, launch }));
+            let worst = WORST_LAUNCHES.min(all.len());
+            if worst > 0 {
+                let by_delay = |a: &Launch, b: &Launch| {
+                    b.launch_delay.cmp(&a.launch_delay).then(a.correlation.cmp(&b.correlation))
+                };
+                all.select_nth_unstable_by(worst - 1, by_delay);
+                all.truncate(worst);
+                all.sort_by(by_delay);
+            }
+            out.worst_launches.extend(all.into_iter().map(|launch| RankLaunch {
+                rank: r.rank,
+                launch_name: r.names[launch.launch_name as usize].clone(),
+                kernel_name: r.names[launch.kernel_name as usize].clone(),
+                launch,
+            }));
             out.queue_length.extend(queue_length_summary(r));
         }
         if ranks.iter().all(|r| r.gpu_events().next().is_none()) {
@@ -157,8 +173,8 @@ impl Report for HtaGpuIdle {
             worst.push_row(vec![
                 CellValue::Int(w.rank),
                 CellValue::Int(l.correlation),
-                CellValue::Text(l.launch_name.clone()),
-                CellValue::Text(l.kernel_name.clone()),
+                CellValue::Text(w.launch_name.clone()),
+                CellValue::Text(w.kernel_name.clone()),
                 CellValue::Int(l.cpu_duration),
                 CellValue::Int(l.gpu_duration),
                 CellValue::Int(l.launch_delay),

@@ -70,9 +70,10 @@ pub struct IdleTimeRow {
 /// The breakdown of a rank, streams in ascending order, categories in HTA's order.
 pub fn idle_time_breakdown(trace: &RankTrace) -> Vec<IdleTimeRow> {
     let partner = trace.host_partner_start();
+    let kernel_cat: Vec<bool> = trace.cats.iter().map(|c| KERNEL_CATS.contains(&c.as_str())).collect();
     let mut streams: BTreeMap<i64, Vec<(i64, i64, Option<i64>)>> = BTreeMap::new();
     for e in trace.gpu_events() {
-        if KERNEL_CATS.contains(&trace.cat(e)) {
+        if kernel_cat[e.cat as usize] {
             streams.entry(e.stream).or_default().push((e.ts, e.end, partner.get(&e.correlation).copied()));
         }
     }

@@ -38,22 +38,21 @@ pub struct Launch {
     pub gpu_duration: i64,
     /// GPU start − launch end, at least 0, µs.
     pub launch_delay: i64,
-    /// The runtime call.
-    pub launch_name: String,
-    /// The GPU event.
-    pub kernel_name: String,
+    /// The runtime call (index into the rank's names).
+    #[serde(skip)]
+    pub launch_name: u32,
+    /// The GPU event (index into the rank's names).
+    #[serde(skip)]
+    pub kernel_name: u32,
 }
 
 /// Every launch of a rank, by correlation, CPU then GPU duration.
 pub fn launches(trace: &RankTrace) -> Vec<Launch> {
+    let is_launch = trace.names_where(|n| LAUNCHES.contains(&n) || MEMORY_LAUNCHES.contains(&n));
     let launch_corr: FxHashSet<i64> = trace
         .events
         .iter()
-        .filter(|e| e.correlation != -1)
-        .filter(|e| {
-            let n = trace.name(e);
-            LAUNCHES.contains(&n) || MEMORY_LAUNCHES.contains(&n)
-        })
+        .filter(|e| e.correlation != -1 && is_launch[e.name as usize])
         .map(|e| e.correlation)
         .collect();
     let mut cpu: FxHashMap<i64, Vec<usize>> = FxHashMap::default();
@@ -72,8 +71,8 @@ pub fn launches(trace: &RankTrace) -> Vec<Launch> {
                 cpu_duration: c.dur(),
                 gpu_duration: g.dur(),
                 launch_delay: (g.ts - c.ts - c.dur()).max(0),
-                launch_name: trace.name(c).to_string(),
-                kernel_name: trace.name(g).to_string(),
+                launch_name: c.name,
+                kernel_name: g.name,
             });
         }
     }

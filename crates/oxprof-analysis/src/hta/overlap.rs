@@ -9,7 +9,7 @@
 //! ```
 
 use super::temporal::round2;
-use super::trace::{KernelType, RankTrace, kernel_type, merge_intervals, merged_length};
+use super::trace::{KernelType, RankTrace, merge_intervals, merged_length};
 use serde::{Deserialize, Serialize};
 
 /// One rank's overlap.
@@ -28,10 +28,9 @@ pub struct CommCompOverlap {
 
 /// The overlap of a rank.
 pub fn comm_comp_overlap(trace: &RankTrace) -> CommCompOverlap {
+    let types = trace.kernel_types();
     let of = |kind: KernelType| {
-        merge_intervals(
-            trace.gpu_events().filter(|e| kernel_type(trace.name(e)) == kind).map(|e| (e.ts, e.end)).collect(),
-        )
+        merge_intervals(trace.gpu_events().filter(|e| types[e.name as usize] == kind).map(|e| (e.ts, e.end)).collect())
     };
     let comm = of(KernelType::Communication);
     let comp = of(KernelType::Computation);

@@ -77,8 +77,9 @@ pub fn queue_length_summary(trace: &RankTrace) -> Vec<QueueLengthSummary> {
     // Launch rows first (with the stream of each GPU event they launched), then GPU rows.
     let mut rows: Vec<(i64, i64, i32)> = Vec::new();
     let mut runtime_corr: FxHashSet<i64> = FxHashSet::default();
+    let is_launch = trace.names_where(|n| RUNTIME_LAUNCHES.contains(&n));
     for e in &trace.events {
-        if e.correlation == -1 || !linked.contains(&e.correlation) || !RUNTIME_LAUNCHES.contains(&trace.name(e)) {
+        if e.correlation == -1 || !is_launch[e.name as usize] || !linked.contains(&e.correlation) {
             continue;
         }
         runtime_corr.insert(e.correlation);

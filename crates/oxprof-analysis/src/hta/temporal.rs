@@ -13,7 +13,7 @@
 //! Every GPU event (any `stream` other than −1, including syncs and GPU annotations)
 //! counts toward the span and against idle time, as in HTA.
 
-use super::trace::{KernelType, RankTrace, kernel_type, merge_intervals, merged_length};
+use super::trace::{KernelType, RankTrace, merge_intervals, merged_length};
 use serde::{Deserialize, Serialize};
 
 /// One rank's breakdown (µs; percentages rounded to 2 decimals as HTA rounds them).
@@ -39,6 +39,7 @@ pub struct TemporalBreakdown {
 
 /// The breakdown of a rank, `None` when it has no GPU events (HTA fails there).
 pub fn temporal_breakdown(trace: &RankTrace) -> Option<TemporalBreakdown> {
+    let types = trace.kernel_types();
     let all = merge_intervals(trace.gpu_events().map(|e| (e.ts, e.end)).collect());
     let (first, last) = (all.first()?, all.last()?);
     let kernel_time = last.1 - first.0;
@@ -46,7 +47,7 @@ pub fn temporal_breakdown(trace: &RankTrace) -> Option<TemporalBreakdown> {
     let compute = merged_length(&merge_intervals(
         trace
             .gpu_events()
-            .filter(|e| kernel_type(trace.name(e)) == KernelType::Computation)
+            .filter(|e| types[e.name as usize] == KernelType::Computation)
             .map(|e| (e.ts, e.end))
             .collect(),
     ));

@@ -163,18 +163,27 @@ impl RankTrace {
         self.events.iter().filter(|e| e.stream != -1)
     }
 
-    /// Whether HTA's filters count the event as a GPU kernel (`GPUKernelFilter`).
-    fn is_gpu_kernel(&self, e: &HtaEvent) -> bool {
-        (e.stream >= 0 && e.correlation >= 0) || DEVICE_SYNC_NAMES.contains(&self.name(e))
+    /// `pred` of every name, by name index (so per-event tests are a lookup, not string
+    /// comparisons).
+    pub fn names_where(&self, pred: impl Fn(&str) -> bool) -> Vec<bool> {
+        self.names.iter().map(|n| pred(n)).collect()
+    }
+
+    /// Whether HTA's filters count each event as a GPU kernel (`GPUKernelFilter`): a test
+    /// per event, built once.
+    pub fn gpu_kernel_test(&self) -> impl Fn(&HtaEvent) -> bool + use<> {
+        let sync = self.names_where(|n| DEVICE_SYNC_NAMES.contains(&n));
+        move |e: &HtaEvent| (e.stream >= 0 && e.correlation >= 0) || sync[e.name as usize]
     }
 
     /// For each event that is a host-side partner of a GPU kernel (same correlation): the
     /// kernel's host partner's start, keyed by correlation (the last host event of a
     /// correlation wins, as HTA's `transform_correlation_to_index` assigns).
     pub fn host_partner_start(&self) -> FxHashMap<i64, i64> {
+        let is_gpu = self.gpu_kernel_test();
         let mut out = FxHashMap::default();
         for e in &self.events {
-            if e.correlation != -1 && !self.is_gpu_kernel(e) {
+            if e.correlation != -1 && !is_gpu(e) {
                 out.insert(e.correlation, e.ts);
             }
         }
@@ -183,7 +192,13 @@ impl RankTrace {
 
     /// Correlations of the GPU kernels (what a host event needs to be linked).
     pub fn gpu_kernel_correlations(&self) -> rustc_hash::FxHashSet<i64> {
-        self.events.iter().filter(|e| e.correlation != -1 && self.is_gpu_kernel(e)).map(|e| e.correlation).collect()
+        let is_gpu = self.gpu_kernel_test();
+        self.events.iter().filter(|e| e.correlation != -1 && is_gpu(e)).map(|e| e.correlation).collect()
+    }
+
+    /// HTA's kernel type of every name, by name index.
+    pub fn kernel_types(&self) -> Vec<KernelType> {
+        self.names.iter().map(|n| kernel_type(n)).collect()
     }
 }
 
@@ -269,12 +284,14 @@ pub fn filter_incomplete_steps(ranks: &mut [RankTrace]) -> FilterSummary {
 }
 
 fn filter_rank(r: &mut RankTrace) {
-    let is_gpu: Vec<bool> = r.events.iter().map(|e| r.is_gpu_kernel(e)).collect();
+    let test = r.gpu_kernel_test();
+    let is_gpu: Vec<bool> = r.events.iter().map(test).collect();
+    let is_step = r.names_where(|n| profiler_step_number(n).is_some());
     let cpu = || r.events.iter().zip(&is_gpu).filter(|(_, g)| !**g).map(|(e, _)| e);
     if cpu().next().is_none() {
         return;
     }
-    let step_starts = cpu().filter(|e| profiler_step_number(r.name(e)).is_some()).map(|e| e.ts).max();
+    let step_starts = cpu().filter(|e| is_step[e.name as usize]).map(|e| e.ts).max();
     let Some(last_start) = step_starts.or_else(|| cpu().map(|e| e.ts).min()) else { return };
     let mut kept_corr: FxHashMap<i64, u32> = FxHashMap::default();
     for e in cpu().filter(|e| e.ts < last_start) {
