@@ -107,6 +107,41 @@ impl HtaDistributed {
 pub const NO_GPU_NOTE: &str = "no GPU activity: the trace has no GPU kernels, copies or sets (a CPU-only PyTorch \
      trace); record with torch.profiler's ProfilerActivity.CUDA to get HTA's GPU analyses";
 
+/// The first of `tables` as a DataTable JSON (`cols`, `rows` of `c`/`v`): what `/data_csv`
+/// and `oxprof data --format csv` write for the HTA tools, whose bodies are their reports.
+pub(crate) fn first_table_json(tables: &[Table]) -> Option<Value> {
+    let table = tables.first()?;
+    let cols: Vec<Value> = table
+        .columns
+        .iter()
+        .map(|c| {
+            let ty = if matches!(c.kind, ColumnKind::Text) { "string" } else { "number" };
+            serde_json::json!({ "id": c.name, "label": c.label, "type": ty })
+        })
+        .collect();
+    let rows: Vec<Value> = table
+        .rows
+        .iter()
+        .map(|r| {
+            let cells: Vec<Value> = r
+                .iter()
+                .map(|cell| {
+                    let v = match cell {
+                        CellValue::Number(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
+                        CellValue::Int(n) => Value::from(*n),
+                        CellValue::Text(t) => Value::from(t.as_str()),
+                        CellValue::Bool(b) => Value::from(*b),
+                        CellValue::Null => Value::Null,
+                    };
+                    serde_json::json!({ "v": v })
+                })
+                .collect();
+            serde_json::json!({ "c": cells })
+        })
+        .collect();
+    Some(serde_json::json!({ "cols": cols, "rows": rows }))
+}
+
 fn us(v: i64) -> CellValue {
     CellValue::Int(v)
 }
@@ -126,6 +161,11 @@ impl Report for HtaDistributed {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    /// The ranks table (one row per rank) as a DataTable, for CSV.
+    fn xprof_body_json(&self) -> Option<Value> {
+        first_table_json(&self.tables())
     }
 
     fn tables(&self) -> Vec<Table> {

@@ -111,6 +111,11 @@ impl Report for HtaGpuIdle {
         self.notes.clone()
     }
 
+    /// The idle-time table as a DataTable, for CSV.
+    fn xprof_body_json(&self) -> Option<Value> {
+        super::distributed::first_table_json(&self.tables())
+    }
+
     fn tables(&self) -> Vec<Table> {
         let n = NumberFormat::Shortest;
         let mut idle = Table::new("idle_time")
