@@ -337,7 +337,11 @@ fn tools_answer_through_the_api() {
         .unwrap();
     }
     let response = data(dir.path(), &DataRequest { tool: "hta_distributed".into(), ..Default::default() }).unwrap();
-    let json = response.json.unwrap();
+    // The body is the typed report; its DataTable form (what CSV writes) is the ranks table.
+    let table = response.json.unwrap();
+    assert_eq!(table["rows"].as_array().unwrap().len(), 2, "one CSV row per rank");
+    assert_eq!(table["cols"][0]["id"], "rank");
+    let json: Value = serde_json::from_str(&response.body).unwrap();
     let golden: Value = serde_json::from_str(
         &std::fs::read_to_string(repo_root().join("testdata/hta/hta_trace_filter_2ranks.json")).unwrap(),
     )
