@@ -8,6 +8,7 @@ pub mod advice;
 mod cxx_sort;
 pub mod grouping;
 pub mod hlo_lookup;
+pub mod hta;
 pub mod inspect;
 pub mod jsoncmp;
 pub mod model_tracker;

@@ -10,6 +10,7 @@ pub mod data;
 pub mod diff;
 mod error;
 pub mod hlo_tools;
+pub mod hta;
 pub mod http;
 pub mod inspect;
 pub mod markdown;

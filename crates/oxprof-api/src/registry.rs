@@ -44,6 +44,8 @@ pub enum Family {
     TfData,
     /// A PyTorch (Kineto) trace's host and GPU events (`crate::pytorch`).
     PyTorch,
+    /// PyTorch runs' host and GPU events, HTA's analyses (`crate::hta`).
+    Hta,
     /// Listed by XProf, not computed by oxprof yet.
     NotYet,
 }
@@ -466,6 +468,35 @@ pub const TOOLS: &[Tool] = &[
         content_type: JSON,
         compute: Some(Computation::Custom(crate::pytorch::kernels)),
         reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+    },
+    // oxprof's own PyTorch tools with Holistic Trace Analysis' numbers (`crate::hta`).
+    Tool {
+        name: "hta_distributed",
+        aliases: &[],
+        title: "Distributed (HTA)",
+        summary: "per rank of a PyTorch run: idle/compute/non-compute GPU time, comm-comp overlap, comm kernels, stragglers",
+        family: Family::Hta,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "hta_distributed",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::hta::compute_distributed)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hta.rs"),
+    },
+    Tool {
+        name: "hta_gpu_idle",
+        aliases: &[],
+        title: "GPU idle time and launches (HTA)",
+        summary: "GPU idle time by cause (host wait, kernel wait, other), kernel launch delays, queue length per stream",
+        family: Family::Hta,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "hta_gpu_idle",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::hta::compute_gpu_idle)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hta.rs"),
     },
     Tool {
         name: "trace_viewer",

@@ -5,6 +5,7 @@ import { frameworkOpStatsPage } from './framework_op_stats';
 import { genericPage, noDataPage } from './generic';
 import { graphViewerPage } from './graph_viewer';
 import { hloStatsPage } from './hlo_stats';
+import { htaDistributedPage, htaGpuIdlePage } from './hta';
 import { inputPipelinePage } from './input_pipeline';
 import { kernelStatsPage } from './kernel_stats';
 import { memoryProfilePage } from './memory_profile';
@@ -36,6 +37,8 @@ const PAGES: Record<string, Page> = {
   pytorch_overview: pytorchOverviewPage,
   pytorch_op_stats: pytorchOpStatsPage,
   pytorch_kernel_stats: kernelStatsPage,
+  hta_distributed: htaDistributedPage,
+  hta_gpu_idle: htaGpuIdlePage,
 };
 
 /** Pages that load their own data (no `/data` request by the shell). */

@@ -1,0 +1,43 @@
+//! Times each HTA analysis on one PyTorch trace once it is loaded: a development aid for
+//! the numbers in README.md (not a test; `scripts/bench-hta.sh` runs it beside HTA).
+//!
+//! ```text
+//! cargo run --release -p oxprof-api --example hta_timing -- bench-data/kineto_large.pt.trace.json
+//! ```
+use oxprof_analysis::hta::{
+    comm_ops, distributed::HtaDistributed, gpu_idle::HtaGpuIdle, idle_time, launch_stats, overlap, queue_length,
+    temporal, trace::RankTrace,
+};
+use std::time::Instant;
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: hta_timing TRACE");
+        std::process::exit(2);
+    };
+    let t = Instant::now();
+    let space = match oxprof_format::load_xspace(std::path::Path::new(&path)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    println!("load (import)         {:8.3} s  {} events", t.elapsed().as_secs_f64(), space.event_count());
+    let t = Instant::now();
+    let trace = RankTrace::from_space(&space, "rank0", 0);
+    println!("HTA rows              {:8.3} s  {} rows", t.elapsed().as_secs_f64(), trace.events.len());
+    let time = |name: &str, f: &dyn Fn() -> usize| {
+        let t = Instant::now();
+        let n = f();
+        println!("{name:22}{:8.3} s  ({n})", t.elapsed().as_secs_f64());
+    };
+    time("temporal_breakdown", &|| usize::from(temporal::temporal_breakdown(&trace).is_some()));
+    time("comm_comp_overlap", &|| usize::from(overlap::comm_comp_overlap(&trace).comp_comm_overlap_pctg.is_some()));
+    time("comm_op_stats", &|| comm_ops::comm_op_stats(&trace).len());
+    time("idle_time_breakdown", &|| idle_time::idle_time_breakdown(&trace).len());
+    time("launch_stats", &|| launch_stats::launches(&trace).len());
+    time("queue_length_summary", &|| queue_length::queue_length_summary(&trace).len());
+    time("hta_distributed (all)", &|| HtaDistributed::compute(vec![trace.clone()]).ranks.len());
+    time("hta_gpu_idle (all)", &|| HtaGpuIdle::compute(vec![trace.clone()]).idle.len());
+}
