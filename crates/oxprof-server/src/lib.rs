@@ -4,6 +4,7 @@
 
 mod assets;
 mod demo;
+#[cfg(feature = "sql")]
 mod query;
 
 use axum::Router;
@@ -174,20 +175,8 @@ async fn start_with(
         }
         None => service,
     };
-    // SQL over the served runs: its own session over the root, read as the service reads it.
-    let query_route = Arc::new(query::QueryRoute::new(
-        root.clone(),
-        oxprof_api::session::SessionOptions {
-            cache_bytes: options.cache_bytes,
-            limits: options.limits.clone(),
-            confine_to_root: !options.follow_symlinks,
-            disk_cache: options.disk_cache.clone(),
-        },
-    ));
-    let schema_route = query_route.clone();
-    let service = service
-        .with_route("/query", Box::new(move |service, q| query_route.query(service, q)))
-        .with_route("/query/schema", Box::new(move |_, _| Ok(schema_route.schema())));
+    #[cfg(feature = "sql")]
+    let service = with_sql_routes(service, &root, &options);
     let service = Arc::new(service);
     let state = AppState { service, log_requests: options.log_requests, in_flight: Default::default() };
     let app = Router::new().fallback(handle).with_state(state).layer(CompressionLayer::new().gzip(true));
@@ -404,4 +393,23 @@ fn capture_logdir(root: &std::path::Path, demo: bool) -> Option<PathBuf> {
         name.ends_with(".xplane.pb") || name.ends_with(".xplane.pb.gz")
     });
     (!is_run).then(|| root.to_path_buf())
+}
+
+/// SQL over the served runs (`/oxprof/api/query`, `/query/schema`): its own session over
+/// the root, read as the service reads it.
+#[cfg(feature = "sql")]
+fn with_sql_routes(service: Service, root: &std::path::Path, options: &ServeOptions) -> Service {
+    let query_route = Arc::new(query::QueryRoute::new(
+        root.to_path_buf(),
+        oxprof_api::session::SessionOptions {
+            cache_bytes: options.cache_bytes,
+            limits: options.limits.clone(),
+            confine_to_root: !options.follow_symlinks,
+            disk_cache: options.disk_cache.clone(),
+        },
+    ));
+    let schema_route = query_route.clone();
+    service
+        .with_route("/query", Box::new(move |service, q| query_route.query(service, q)))
+        .with_route("/query/schema", Box::new(move |_, _| Ok(schema_route.schema())))
 }
