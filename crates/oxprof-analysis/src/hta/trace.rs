@@ -86,6 +86,9 @@ impl RankTrace {
         let mut names: FxHashMap<String, u32> = FxHashMap::default();
         let mut cats: FxHashMap<String, u32> = FxHashMap::default();
         let base_time_ns = space.planes.iter().find_map(|p| plane_i64(p, "baseTimeNanoseconds")).unwrap_or(0);
+        // The importer may have shifted epoch-based times into the trace viewer's range.
+        let shift_ns =
+            space.planes.iter().find_map(|p| plane_i64(p, oxprof_model::schema::TIME_SHIFT_STAT)).unwrap_or(0);
         if let Some(rank) = space.planes.iter().find_map(distributed_rank) {
             out.rank = rank;
         }
@@ -111,8 +114,8 @@ impl RankTrace {
                 .collect();
             for line in &plane.lines {
                 // The file's own `ts` (µs, as picoseconds): the line's time less the trace's
-                // `baseTimeNanoseconds`, which the importer added.
-                let line_ps = i128::from(line.timestamp_ns - base_time_ns) * 1000;
+                // `baseTimeNanoseconds`, which the importer added (plus any shift it took off).
+                let line_ps = (i128::from(line.timestamp_ns) + i128::from(shift_ns) - i128::from(base_time_ns)) * 1000;
                 for e in line.events(plane) {
                     let Some((name, cat)) = kinds[e.metadata_id().index()] else { continue };
                     let (mut stream, mut correlation) = (-1, -1);
