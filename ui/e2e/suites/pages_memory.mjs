@@ -98,6 +98,8 @@ export async function register(ctx) {
   /** Hovers the timeline at `fraction` of its width and checks the details card shows that event. */
   const hoverTimeline = async (page, data, id, fraction) => {
     const chart = page.locator('[data-chart="memory-timeline"]');
+    // The header may wrap (more buttons at narrower widths): bring the chart into view first.
+    await chart.scrollIntoViewIfNeeded();
     const box = await chart.boundingBox();
     const before = await page.locator('[data-role="mp-details"]').getAttribute('data-index');
     // The grid spans 70 px from the left to 60 px from the right.
