@@ -460,7 +460,7 @@ impl Report for PytorchMemory {
             .fact("memory_events", self.records.to_string());
         let mut curve = Table::new("curve")
             .title("Allocated and reserved memory over time")
-            .rows_described("points, by device and time", Some(50))
+            .rows_described("points, by device and time", Some(20))
             .column("device", "Device", ColumnKind::Text, NumberFormat::Shortest)
             .column("time_us", "Time (µs)", ColumnKind::Number, NumberFormat::Fixed(3))
             .column("allocated_bytes", "Allocated (bytes)", ColumnKind::Number, NumberFormat::Fixed(0))
