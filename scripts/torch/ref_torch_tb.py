@@ -1,7 +1,8 @@
 """torch-tb-profiler 0.4.3's own numbers for oxprof's PyTorch analyses (run by
 scripts/ref-torch-tb.sh): for each trace, RunProfileData.parse (its event parser, operator
 tree, overall, GPU-metrics, tensor-core and kernel parsers) and a JSON of what its overview,
-operator and kernel views show, times in microseconds as it computes them.
+operator and kernel views show, times in microseconds as it computes them; with `[memory]`
+events also its memory view (curves, peaks, allocation events, memory by operator).
 
 One deliberate change, `--fix-runtime-category` (on by default, recorded in each file):
 0.4.3 maps only the category `runtime` to CUDA runtime events, but Kineto has written
