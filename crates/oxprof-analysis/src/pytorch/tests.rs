@@ -246,7 +246,8 @@ fn memory_curves_peaks_and_events_pair_allocations_with_releases() {
         curve,
         [(5.0, 100.0, 1024.0), (12.0, 300.0, 1024.0), (30.0, 200.0, 1024.0), (50.0, 0.0, 1024.0), (55.0, 0.0, 1024.0)]
     );
-    let events: Vec<(&str, f64, Option<f64>, Option<f64>, Option<f64>)> = cpu
+    type Row<'a> = (&'a str, f64, Option<f64>, Option<f64>, Option<f64>);
+    let events: Vec<Row> = cpu
         .events
         .iter()
         .map(|e| (e.operator.as_str(), e.size_bytes, e.allocation_us, e.release_us, e.duration_us))
