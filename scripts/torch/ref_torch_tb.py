@@ -1,7 +1,8 @@
 """torch-tb-profiler 0.4.3's own numbers for oxprof's PyTorch analyses (run by
 scripts/ref-torch-tb.sh): for each trace, RunProfileData.parse (its event parser, operator
 tree, overall, GPU-metrics, tensor-core and kernel parsers) and a JSON of what its overview,
-operator and kernel views show, times in microseconds as it computes them.
+operator and kernel views show, times in microseconds as it computes them; with `[memory]`
+events also its memory view (curves, peaks, allocation events, memory by operator).
 
 One deliberate change, `--fix-runtime-category` (on by default, recorded in each file):
 0.4.3 maps only the category `runtime` to CUDA runtime events, but Kineto has written
@@ -21,6 +22,7 @@ import tempfile
 from torch_tb_profiler.profiler import trace as tb_trace
 from torch_tb_profiler.profiler.data import RunProfileData
 from torch_tb_profiler.profiler.event_parser import ProfileRole
+import torch_tb_profiler.run as tb_run  # after .profiler: the package imports it circularly
 
 ROLES = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other", "Total"]
 
@@ -49,6 +51,50 @@ def op_row(agg, with_shape=False, with_stack=False):
     if with_stack:
         row["call_stack"] = next(iter(agg.callstacks))
     return row
+
+
+class _Exact:
+    """torch-tb-profiler's views round to 2 digits for display: the goldens keep full precision."""
+
+    def __init__(self, ndigits):
+        pass
+
+    def __call__(self, x):
+        return x
+
+
+def memory(p):
+    """The memory view (RunProfile.get_memory_curve / get_memory_events / get_memory_stats) in
+    bytes and microseconds since the profiler's first event, unrounded and not downsampled."""
+    if not p.memory_snapshot:
+        return None
+    run = tb_run.RunProfile("w", "1")
+    run.memory_snapshot = p.memory_snapshot
+    run.tid2tree = p.tid2tree
+    run.profiler_start_ts = p.profiler_start_ts
+    run.gpu_infos = {}
+    tb_run.DisplayRounder = _Exact
+    tb_run.lttb_sample = lambda curves: curves
+    curve = run.get_memory_curve("us", "B", patch_for_step_plot=False)
+    events = run.get_memory_events(time_metric="us", memory_metric="B")
+    stats = run.get_memory_stats(memory_metric="B")
+    peaks = {}
+    for (dtype, did), v in p.memory_snapshot.get_peak_memory().items():
+        name = "CPU" if dtype == 0 else f"GPU{did}" if dtype == 1 else None
+        if name is not None:
+            peaks[name] = num(v)
+    return {
+        "profiler_start_us": num(p.profiler_start_ts),
+        "peaks_bytes": peaks,
+        # [time µs, allocated B, reserved B] per device, one point per record
+        "curves": {d: [[num(x) for x in pt] for pt in pts] for d, pts in sorted(curve["rows"].items())},
+        # [operator, size B, allocation µs, release µs, duration µs] per device, in its order
+        "events": {d: [[r[0]] + [num(x) for x in r[1:]] for r in rows] for d, rows in sorted(events["rows"].items())},
+        # [operator, calls, size increase, self size increase, allocations, self allocations,
+        #  allocation size, self allocation size] per device, by operator name
+        "stats": {d: [[r[0]] + [num(x) for x in r[1:]] for r in rows] for d, rows in sorted(stats["rows"].items())},
+        "records": len(p.memory_snapshot.memory_records),
+    }
 
 
 def golden(path, rel):
@@ -87,6 +133,12 @@ def golden(path, rel):
         },
         "kernels": {"by_name_op": [], "by_name": []},
     }
+    try:
+        mem = memory(p)
+    except Exception as e:  # noqa: BLE001 - the memory view fails alone in TensorBoard too
+        mem = {"reference_error": f"{type(e).__name__}: {e}"}
+    if mem is not None:
+        out["memory"] = mem
     for k in p.kernel_list_groupby_name_op or []:
         out["kernels"]["by_name_op"].append({
             "name": k.name, "operator": k.op_name, "grid": str(k.grid), "block": str(k.block),

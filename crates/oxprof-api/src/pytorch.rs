@@ -1,5 +1,5 @@
-//! The PyTorch tools (`pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`):
-//! torch-tb-profiler's overview, operator and kernel views of one worker's trace, computed
+//! The PyTorch tools (`pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`,
+//! `pytorch_memory`): torch-tb-profiler's overview, operator, kernel and memory views of one worker's trace, computed
 //! by `oxprof_analysis::pytorch` from the whole imported trace (host and GPU planes).
 //!
 //! The parsed trace is kept by the session (`Session::host_pytorch`): the first view reads
@@ -12,7 +12,9 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_analysis::pytorch::{kernels::PytorchKernelStats, operators::PytorchOpStats, overview::PytorchOverview};
+use oxprof_analysis::pytorch::{
+    kernels::PytorchKernelStats, memory::PytorchMemory, operators::PytorchOpStats, overview::PytorchOverview,
+};
 use oxprof_analysis::report::Report;
 
 /// Which view.
@@ -21,6 +23,7 @@ enum View {
     Overview,
     Operators,
     Kernels,
+    Memory,
 }
 
 fn compute(
@@ -53,6 +56,7 @@ fn compute(
         View::Overview => Box::new(PytorchOverview::from_parsed(&parsed)),
         View::Operators => Box::new(PytorchOpStats::from_parsed(&parsed)),
         View::Kernels => Box::new(PytorchKernelStats::from_parsed(&parsed)),
+        View::Memory => Box::new(PytorchMemory::from_parsed(&parsed)),
     };
     Ok(with_notes(report, notes))
 }
@@ -85,4 +89,14 @@ pub(crate) fn kernels(
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
     compute(s, run, r, refresh, View::Kernels)
+}
+
+/// [`crate::registry::Compute`] of `pytorch_memory`.
+pub(crate) fn memory(
+    s: &Session,
+    run: &ServedRun,
+    r: &DataRequest,
+    refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    compute(s, run, r, refresh, View::Memory)
 }

@@ -469,6 +469,20 @@ pub const TOOLS: &[Tool] = &[
         compute: Some(Computation::Custom(crate::pytorch::kernels)),
         reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
     },
+    Tool {
+        name: "pytorch_memory",
+        aliases: &[],
+        title: "PyTorch memory",
+        summary: "PyTorch allocated/reserved memory over time per device, peak, allocation events with operator and lifetime, memory by operator (torch-tb-profiler's memory view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_memory",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::pytorch::memory)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+    },
     // oxprof's own PyTorch tools with Holistic Trace Analysis' numbers (`crate::hta`).
     Tool {
         name: "hta_distributed",

@@ -1,4 +1,4 @@
-//! `pytorch_overview`, `pytorch_op_stats` and `pytorch_kernel_stats` against torch-tb-profiler
+//! `pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats` and `pytorch_memory` against torch-tb-profiler
 //! 0.4.3's own backend: `scripts/ref-torch-tb.sh` ran its `RunProfileData` on each trace
 //! and wrote what its views show to `testdata/torch-tb/*.json` (see the README there).
 //! Every number must agree within 1e-6 relative. Traces from `../shared/testdata/external`
@@ -217,6 +217,96 @@ fn compare(trace: &Path, golden: &Value, diff: &mut Diff) {
     );
 }
 
+/// The memory view: peaks, curves and events per device point by point (in torch-tb-profiler's
+/// order), statistics by operator name.
+fn compare_memory(trace: &Path, golden: &Value, diff: &mut Diff) {
+    let mem = report(trace, "pytorch_memory");
+    let g = &golden["memory"];
+    if let Some(reason) = g["reference_error"].as_str() {
+        eprintln!("memory view skipped (torch-tb-profiler fails on it: {reason}): {}", diff.trace);
+        return;
+    }
+    if g.is_null() {
+        diff.num("memory records (none in the reference)", &mem["records"], &Value::from(0));
+        return;
+    }
+    diff.num("memory records", &mem["records"], &g["records"]);
+    let empty = Vec::new();
+    let devices: std::collections::BTreeMap<&str, &Value> =
+        mem["devices"].as_array().unwrap_or(&empty).iter().map(|d| (d["device"].as_str().unwrap_or(""), d)).collect();
+    let null = Value::Null;
+    let dev = |name: &str| -> &Value { devices.get(name).copied().unwrap_or(&null) };
+    let with_peak = devices.values().filter(|d| !d["peak_allocated_bytes"].is_null()).count();
+    let peaks = g["peaks_bytes"].as_object().cloned().unwrap_or_default();
+    diff.eq("devices with a peak", &Value::from(with_peak), &Value::from(peaks.len()));
+    for (d, v) in &peaks {
+        diff.num(&format!("memory peak {d}"), &dev(d)["peak_allocated_bytes"], v);
+    }
+    let non_empty =
+        |field: &str| devices.values().filter(|d| d[field].as_array().is_some_and(|a| !a.is_empty())).count();
+    let curves = g["curves"].as_object().cloned().unwrap_or_default();
+    diff.eq("devices with a curve", &Value::from(non_empty("curve")), &Value::from(curves.len()));
+    for (d, points) in &curves {
+        let ours = dev(d)["curve"].as_array().unwrap_or(&empty);
+        let theirs = points.as_array().unwrap_or(&empty);
+        diff.eq(&format!("memory curve {d} points"), &Value::from(ours.len()), &Value::from(theirs.len()));
+        for (i, (o, t)) in ours.iter().zip(theirs).enumerate() {
+            for (j, field) in ["time_us", "allocated_bytes", "reserved_bytes"].iter().enumerate() {
+                diff.num(&format!("memory curve {d}[{i}].{field}"), &o[field], &t[j]);
+            }
+        }
+    }
+    let events = g["events"].as_object().cloned().unwrap_or_default();
+    diff.eq("devices with events", &Value::from(non_empty("events")), &Value::from(events.len()));
+    for (d, rows) in &events {
+        let ours = dev(d)["events"].as_array().unwrap_or(&empty);
+        let theirs = rows.as_array().unwrap_or(&empty);
+        diff.eq(&format!("memory events {d}"), &Value::from(ours.len()), &Value::from(theirs.len()));
+        for (i, (o, t)) in ours.iter().zip(theirs).enumerate() {
+            diff.eq(&format!("memory event {d}[{i}].operator"), &o["operator"], &t[0]);
+            for (j, field) in ["size_bytes", "allocation_us", "release_us", "duration_us"].iter().enumerate() {
+                diff.num(&format!("memory event {d}[{i}].{field}"), &o[field], &t[j + 1]);
+            }
+        }
+    }
+    let stats = g["stats"].as_object().cloned().unwrap_or_default();
+    diff.eq("devices with operator statistics", &Value::from(non_empty("operators")), &Value::from(stats.len()));
+    const FIELDS: [&str; 7] = [
+        "calls",
+        "size_increase_bytes",
+        "self_size_increase_bytes",
+        "allocations",
+        "self_allocations",
+        "allocation_bytes",
+        "self_allocation_bytes",
+    ];
+    for (d, rows) in &stats {
+        // Their rows as objects with our field names.
+        let theirs: Vec<Value> = rows
+            .as_array()
+            .unwrap_or(&empty)
+            .iter()
+            .map(|r| {
+                let mut o = serde_json::Map::new();
+                o.insert("name".into(), r[0].clone());
+                for (j, f) in FIELDS.iter().enumerate() {
+                    o.insert((*f).into(), r[j + 1].clone());
+                }
+                Value::Object(o)
+            })
+            .collect();
+        let pairs: Vec<(&str, &str)> = FIELDS.iter().map(|f| (*f, *f)).collect();
+        diff.rows(
+            &format!("memory by operator {d}"),
+            &dev(d)["operators"],
+            &Value::from(theirs),
+            &[("name", "name")],
+            &pairs,
+            &[],
+        );
+    }
+}
+
 #[test]
 fn pytorch_views_match_torch_tb_profiler() {
     let dir = repo_root().join("testdata/torch-tb");
@@ -247,6 +337,7 @@ fn pytorch_views_match_torch_tb_profiler() {
         }
         let mut diff = Diff { trace: name.clone(), problems: Vec::new() };
         compare(&trace, &golden, &mut diff);
+        compare_memory(&trace, &golden, &mut diff);
         compared += 1;
         diff.problems.retain(|p| {
             let own = OWN.iter().find(|(t, prefix, _)| name.ends_with(t) && p.starts_with(prefix));

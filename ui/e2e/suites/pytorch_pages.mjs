@@ -1,5 +1,5 @@
-// Browser tests of the PyTorch pages (pytorch_overview, pytorch_op_stats, and
-// pytorch_kernel_stats on the kernel stats page): on the committed CPU traces
+// Browser tests of the PyTorch pages (pytorch_overview, pytorch_op_stats, pytorch_memory,
+// and pytorch_kernel_stats on the kernel stats page): on the committed CPU traces
 // (testdata/kineto: a training loop with steps, a 2-rank DDP run) and on a GPU trace from
 // the shared external test data (TraceLens's H100 BERT trace) when present. Shown numbers
 // and row counts are checked against the API's answers.
@@ -50,6 +50,34 @@ export async function register(ctx) {
       await shot();
     });
 
+    await h.test('pytorch pages (CPU trace): memory curve, allocation events and memory by operator', async ({ page, shot }) => {
+      const data = await api(cpu.url, 'data', { run, tag: 'pytorch_memory', host });
+      const devices = byName(data, 'devices');
+      assert(devices && devices.rows.length === 1 && devices.rows[0].c[0].v === 'CPU', 'one device, the CPU');
+      await open(page, cpu.url, { run, tool: 'pytorch_memory', host });
+      await page.locator('[data-page="pytorch_memory"]').waitFor();
+      const tools = await page.locator('[data-role="tool"] option').evaluateAll((os) => os.map((o) => o.value));
+      assert(tools.includes('pytorch_memory'), 'pytorch_memory in the Tools menu');
+      await page.locator('[data-chart="pytorch-memory-CPU"][data-ready="true"]').waitFor();
+      await checkTable(page, 'devices', devices, 'peak_allocated_bytes');
+      await checkTable(page, 'events', byName(data, 'events'), 'size_bytes');
+      const ops = byName(data, 'operators');
+      await checkTable(page, 'operators', ops, 'self_size_increase_bytes');
+      await page.fill('[data-table="operators"] [data-role="filter"]', 'aten::mm');
+      const expected = ops.rows.filter((r) => r.c.some((c) => String(c?.v ?? '').toLowerCase().includes('aten::mm'))).length;
+      assertEqual(await page.locator('[data-table="operators"] [data-role="count"]').getAttribute('data-shown'), String(expected), 'filtered operators');
+      await shot();
+    });
+
+    await h.test('pytorch pages (CPU trace): memory says how to record it when a trace has none', async ({ page }) => {
+      const ddp = runs.find((r) => r.includes('ddp'));
+      if (!ddp) return;
+      const ddpHost = (await api(cpu.url, 'hosts', { run: ddp, tag: 'pytorch_memory' }))[0]?.hostname;
+      await open(page, cpu.url, { run: ddp, tool: 'pytorch_memory', host: ddpHost });
+      await page.locator('[data-page="pytorch_memory"]').waitFor();
+      assert((await text(page, '[data-role="no-memory"]')).includes('profile_memory=True'), 'no memory message');
+    });
+
     await h.test('pytorch pages (CPU trace): kernels say there are none', async ({ page, shot }) => {
       await open(page, cpu.url, { run, tool: 'pytorch_kernel_stats', host });
       await page.locator('[data-page="pytorch_kernel_stats"]').waitFor();
@@ -88,6 +116,18 @@ export async function register(ctx) {
         await page.locator('[data-chart="pytorch-kernels"]').waitFor();
         await checkTable(page, 'by_name', kernels, 'total_us');
         await checkTable(page, 'by_name_op', byName(data, 'by_name_op'), 'operator');
+        await shot();
+      });
+
+      await h.test('pytorch pages (GPU trace): memory curves of CPU and GPU0', async ({ page, shot }) => {
+        const data = await api(gpu.url, 'data', { run: gpuRun, tag: 'pytorch_memory', host: gpuHost });
+        const devices = byName(data, 'devices');
+        assertEqual(devices.rows.map((r) => r.c[0].v).join(','), 'CPU,GPU0', 'devices');
+        await open(page, gpu.url, { run: gpuRun, tool: 'pytorch_memory', host: gpuHost });
+        await page.locator('[data-page="pytorch_memory"]').waitFor();
+        await page.locator('[data-chart="pytorch-memory-GPU0"][data-ready="true"]').waitFor();
+        await checkTable(page, 'devices', devices, 'peak_allocated_bytes');
+        await checkTable(page, 'operators', byName(data, 'operators'), 'allocation_bytes');
         await shot();
       });
 

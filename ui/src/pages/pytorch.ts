@@ -136,3 +136,77 @@ export function pytorchKernelStatsPage(ctx: PageContext): HTMLElement {
   }
   return page;
 }
+
+/** One device's allocated and reserved bytes over time as a step chart, in MiB against ms. */
+function memoryCurveOption(device: string, points: [number, number, number][]): Record<string, unknown> {
+  const mib = 1024 * 1024;
+  const series = (name: string, index: 1 | 2, color: string) => ({
+    name,
+    type: 'line',
+    step: 'end',
+    showSymbol: false,
+    sampling: 'lttb',
+    color,
+    data: points.map((p) => [p[0] / 1000, p[index] / mib]),
+  });
+  return {
+    title: { text: `${device} memory`, left: 'center', textStyle: { fontSize: 13 } },
+    tooltip: { trigger: 'axis', valueFormatter: (v: number) => `${Number(v).toFixed(3)} MiB` },
+    legend: { top: 24 },
+    grid: { top: 60, left: 70, right: 24, bottom: 50 },
+    xAxis: { type: 'value', name: 'Time (ms)', nameLocation: 'middle', nameGap: 28, scale: true },
+    yAxis: { type: 'value', name: 'MiB' },
+    dataZoom: [{ type: 'inside' }],
+    series: [series('Allocated', 1, PALETTE[0] ?? '#4285f4'), series('Reserved', 2, PALETTE[1] ?? '#db4437')],
+  };
+}
+
+// torch-tb-profiler's memory view: this page rather than XProf's memory_profile page, whose body
+// is XProf's MemoryProfile proto (per-allocator snapshots, HLO buffers) and shares nothing with it.
+export function pytorchMemoryPage(ctx: PageContext): HTMLElement {
+  const page = h('div', { class: 'page pytorch-memory', 'data-page': 'pytorch_memory' });
+  const devices = named(ctx, 'devices');
+  const curve = named(ctx, 'curve');
+  if (!devices || !(devices.rows ?? []).length) {
+    page.append(card('Memory', h('p', { class: 'muted', 'data-role': 'no-memory' }, 'No memory events in this trace: record with torch.profiler.profile(profile_memory=True).')));
+    return page;
+  }
+  if (curve) {
+    const dev = columnIndex(curve, 'device');
+    const [t, a, r] = ['time_us', 'allocated_bytes', 'reserved_bytes'].map((id) => columnIndex(curve, id));
+    const byDevice = new Map<string, [number, number, number][]>();
+    for (const row of curve.rows ?? []) {
+      const name = String(cellValue(row, dev) ?? '');
+      const list = byDevice.get(name) ?? [];
+      list.push([Number(cellValue(row, t ?? 0) ?? 0), Number(cellValue(row, a ?? 0) ?? 0), Number(cellValue(row, r ?? 0) ?? 0)]);
+      byDevice.set(name, list);
+    }
+    for (const [name, points] of byDevice) {
+      page.append(card(`Memory curve: ${name}`, chartElement(`pytorch-memory-${name}`, memoryCurveOption(name, points), undefined, 320)));
+    }
+  }
+  const formats = {
+    peak_allocated_bytes: 'bytes',
+    curve_points: 'integer',
+    events: 'integer',
+    operators: 'integer',
+    size_bytes: 'bytes',
+    allocation_us: 'us',
+    release_us: 'us',
+    duration_us: 'us',
+    calls: 'integer',
+  } as const;
+  page.append(renderTable(devices, { key: 'devices', title: titled(devices, 'Memory by device'), csvName: 'pytorch_memory_devices', formats }, ctx.view));
+  for (const key of ['events', 'operators']) {
+    const table = named(ctx, key);
+    if (!table) continue;
+    page.append(
+      renderTable(
+        table,
+        { key, title: titled(table, key), csvName: `pytorch_memory_${key}`, formats, filterColumns: ['device', 'operator', 'name'], filterPlaceholder: 'Filter by device or operator', emptyText: 'None.' },
+        ctx.view,
+      ),
+    );
+  }
+  return page;
+}

@@ -7,12 +7,14 @@
 //! * [`overview`]: step-time breakdown per step and on average, GPU summary, device
 //!   properties, recommendations;
 //! * [`operators`]: operators by name, by name and input shapes, by call stack;
-//! * [`kernels`]: kernels by name and by name and launching operator.
+//! * [`kernels`]: kernels by name and by name and launching operator;
+//! * [`memory`]: allocated/reserved curves per device, allocation events, memory by operator.
 //!
 //! Golden tests against torch-tb-profiler's own backend: `crates/oxprof-api/tests/golden_torch_tb.rs`
 //! with the files `scripts/ref-torch-tb.sh` writes under `testdata/torch-tb/`.
 
 pub mod kernels;
+pub mod memory;
 pub mod operators;
 pub mod overview;
 pub mod parse;

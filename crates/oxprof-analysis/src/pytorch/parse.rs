@@ -172,6 +172,27 @@ struct Ev<'a> {
     kernel: Option<KernelArgs>,
 }
 
+/// A `[memory]` instant (an allocator event of `profile_memory`), as torch-tb-profiler's
+/// `MemoryRecord` holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct MemRecord {
+    pub ts: f64,
+    pub thread: u32,
+    /// `CPU`, `GPU<id>`; `None` for other device types (torch-tb-profiler skips them).
+    pub device: Option<String>,
+    /// `Addr` (absent before PyTorch 1.10).
+    pub addr: Option<i64>,
+    /// `Bytes`: positive for an allocation, negative for a release.
+    pub bytes: i64,
+    /// `Total Allocated` / `Total Reserved`, NaN when absent.
+    pub total_allocated: f64,
+    pub total_reserved: f64,
+    /// The operator an allocation happened in, and that operator's parent (any node); a
+    /// release takes its allocation's.
+    pub op: Option<usize>,
+    pub parent: Option<usize>,
+}
+
 /// What kind of tree node an operator-like event is (torch-tb-profiler's node classes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NodeKind {
@@ -274,6 +295,19 @@ pub struct Parsed {
     pub(crate) device_props: Vec<DeviceProps>,
     /// Whether the space looked like a PyTorch trace.
     pub(crate) pytorch: bool,
+    /// The thread of each tree in `roots`.
+    pub(crate) root_threads: Vec<u32>,
+    /// `[memory]` instants by time (stable).
+    pub(crate) memory: Vec<MemRecord>,
+    /// torch-tb-profiler's `profiler_start_ts`: the first event it keeps, memory instants too.
+    pub(crate) profiler_start: f64,
+    /// Memory records (indices into `memory`) inside each listed operator, as its
+    /// `MemorySnapshot.op_memory_table` (`memory::attribute`).
+    pub(crate) mem_ops: FxHashMap<usize, Vec<usize>>,
+    /// Nodes the memory walk entered (`processed_node`): statistics skip the others' subtrees.
+    pub(crate) mem_visited: Vec<bool>,
+    /// Memory records no operator encloses (outside every tree or in a non-operator node).
+    pub(crate) mem_unattributed: u64,
 }
 
 /// A GPU's properties from the trace's `deviceProperties`.
@@ -311,6 +345,7 @@ struct Keys {
     stack: Option<StatMetadataId>,
     module_id: Option<StatMetadataId>,
     device: Option<StatMetadataId>,
+    mem: [Option<StatMetadataId>; 6],
     bps: Option<StatMetadataId>,
     occupancy: Option<StatMetadataId>,
     grid: Option<StatMetadataId>,
@@ -331,6 +366,7 @@ impl Keys {
             stack: k("Call stack"),
             module_id: k("Python module id"),
             device: k("device"),
+            mem: [k("Addr"), k("Bytes"), k("Total Allocated"), k("Total Reserved"), k("Device Type"), k("Device Id")],
             bps: k("blocks per SM"),
             occupancy: k("est. achieved occupancy %"),
             grid: k("grid"),
@@ -488,7 +524,7 @@ fn base_name(line: &str) -> &str {
 }
 
 /// Reads the events of every plane of `space` as torch-tb-profiler types them.
-fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, u64) {
+fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
     let base_ns = space
         .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
         .and_then(|p| p.stats().find(|s| s.name() == "baseTimeNanoseconds").and_then(|s| stat_i64(s.value)))
@@ -502,29 +538,36 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, u64) {
         .unwrap_or(0);
     let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
     let mut out = Vec::new();
+    let mut memory = Vec::new();
     let mut skipped = 0u64;
     for plane in &space.planes {
         let keys = Keys::of(plane);
-        // Category and phase per event metadata.
-        let mut meta: Vec<(Option<&str>, bool)> = Vec::with_capacity(plane.event_metadata_count());
+        // Category, phase (complete?) and whether a `[memory]` instant, per event metadata.
+        let mut meta: Vec<(Option<&str>, bool, bool)> = Vec::with_capacity(plane.event_metadata_count());
         for id in plane.event_metadata_ids() {
             let mut cat = None;
             let mut complete = true;
+            let mut instant = false;
             for s in plane.metadata_stats(id) {
                 if Some(s.metadata_id()) == keys.category {
                     cat = s.as_str();
                 } else if Some(s.metadata_id()) == keys.phase {
                     complete = false;
+                    instant = s.as_str() == Some("i");
                 }
             }
-            meta.push((cat, complete));
+            let memory = instant && plane.str(plane.event_metadata_at(id).name) == "[memory]";
+            meta.push((cat, complete, memory));
         }
         for line in &plane.lines {
             let next = threads.len() as u32;
             let thread = *threads.entry((plane.id, base_name(&line.name))).or_insert(next);
             let line_ps = (i128::from(line.timestamp_ns) + i128::from(shift_ns) - i128::from(base_ns)) * 1000;
             for e in line.events(plane) {
-                let Some(&(cat, complete)) = meta.get(e.metadata_id().index()) else { continue };
+                let Some(&(cat, complete, is_memory)) = meta.get(e.metadata_id().index()) else { continue };
+                if is_memory {
+                    memory.push(read_memory(&e, &keys, thread, line_ps));
+                }
                 if !complete {
                     continue;
                 }
@@ -541,7 +584,50 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, u64) {
     }
     // Python sorts by ts only (stable): the model's order is by plane, thread, start.
     out.sort_by(|a, b| a.ts.total_cmp(&b.ts));
-    (out, skipped)
+    memory.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    (out, memory, skipped)
+}
+
+fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRecord {
+    let mut r = MemRecord {
+        ts: ps_to_us(line_ps + i128::from(e.offset_ps())),
+        thread,
+        device: None,
+        addr: None,
+        bytes: 0,
+        total_allocated: f64::NAN,
+        total_reserved: f64::NAN,
+        op: None,
+        parent: None,
+    };
+    let (mut dtype, mut did) = (None, None);
+    for s in e.stats() {
+        let id = Some(s.metadata_id());
+        let [addr, bytes, allocated, reserved, device_type, device_id] = keys.mem;
+        if id == addr {
+            // Addresses are keys only: a u64 above i64::MAX keeps its bits.
+            r.addr = match s.value {
+                StatValue::Uint64(x) => Some(x as i64),
+                v => stat_i64(v),
+            };
+        } else if id == bytes {
+            r.bytes = stat_i64(s.value).unwrap_or(0);
+        } else if id == allocated {
+            r.total_allocated = stat_f64(s.value).unwrap_or(f64::NAN);
+        } else if id == reserved {
+            r.total_reserved = stat_f64(s.value).unwrap_or(f64::NAN);
+        } else if id == device_type {
+            dtype = stat_i64(s.value);
+        } else if id == device_id {
+            did = stat_i64(s.value);
+        }
+    }
+    r.device = match dtype {
+        Some(0) => Some("CPU".to_string()),
+        Some(1) => Some(format!("GPU{}", did.map_or_else(|| "None".to_string(), |d| d.to_string()))),
+        _ => None,
+    };
+    r
 }
 
 fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i128) -> Option<Ev<'a>> {
@@ -609,8 +695,10 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
 
 /// Builds the parsed run.
 pub fn parse(space: &XSpace) -> Parsed {
-    let (events, skipped) = read_events(space);
+    let (events, memory, skipped) = read_events(space);
     let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
+    p.profiler_start = events.iter().map(|e| e.ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
+    p.memory = memory;
     p.device_props = device_props(space);
 
     // Nodes (torch-tb-profiler's `parse_nodes`).
@@ -812,11 +900,13 @@ pub fn parse(space: &XSpace) -> Parsed {
         }
         let root = build_tree(&mut p, ops, root_rts);
         p.roots.push(root);
+        p.root_threads.push(thread_order[t]);
     }
 
     // Device steps (`update_device_steps`).
     update_device_steps(&mut p, &mut steps, &device_order);
     p.steps = steps;
+    super::memory::attribute(&mut p);
     p.kernel_devices = {
         let mut ids: Vec<i64> =
             p.devices.iter().filter(|d| d.ty == Ty::Kernel).filter_map(|d| d.kernel.device).collect();

@@ -2,6 +2,7 @@
 //! categories as event-metadata stats, args as event stats).
 
 use super::kernels::PytorchKernelStats;
+use super::memory::PytorchMemory;
 use super::operators::PytorchOpStats;
 use super::overview::PytorchOverview;
 use super::parse;
@@ -184,4 +185,118 @@ fn python_reprs_of_json_args() {
     let mut s = String::new();
     super::parse::py_repr(&serde_json::json!([[1, 2], [], "a'b", "c", null, true, 1.5]), &mut s);
     assert_eq!(s, r#"[[1, 2], [], "a'b", 'c', None, True, 1.5]"#);
+}
+
+/// `profile_memory` on one thread: `[memory]` instants (allocations +, releases −) inside
+/// and outside operators (times in µs; CPU unless marked GPU0):
+///
+/// ```text
+/// host   0    5    10   12   20  25 27 30  35  40        50   55
+///        |aten::linear-----------------------------|
+///                  |aten::empty-|  |aten::add-|
+///             +A100    +B200          +C50  −A100         −B200 −D8
+///                                     GPU0                 (no op) (D never allocated)
+/// ```
+fn memory_trace() -> XSpace {
+    ModelBuilder::new()
+        .plane("/host:CPU", |p| {
+            for name in ["aten::linear", "aten::empty", "aten::add"] {
+                p.event_metadata_stat(name, "category", "cpu_op");
+            }
+            p.event_metadata_stat("[memory]", "category", "cpu_instant_event");
+            p.event_metadata_stat("[memory]", "ph", "i");
+            p.line(1, "python", 0, |l| {
+                l.event("aten::linear", 0, 40 * US);
+                l.event("aten::empty", 10 * US, 10 * US);
+                l.event("aten::add", 25 * US, 10 * US);
+                // (µs, address, bytes, device type, device id, total allocated, reserved)
+                for (t, addr, bytes, dtype, did, allocated, reserved) in [
+                    (5, 0xA, 100, 0, -1, 100, 1024),
+                    (12, 0xB, 200, 0, -1, 300, 1024),
+                    (27, 0xC, 50, 1, 0, 50, 512),
+                    (30, 0xA, -100, 0, -1, 200, 1024),
+                    (50, 0xB, -200, 0, -1, 0, 1024),
+                    (55, 0xD, -8, 0, -1, 0, 1024),
+                ] {
+                    l.event("[memory]", t * US, 0)
+                        .stat("Addr", Value::I64(addr))
+                        .stat("Bytes", Value::I64(bytes))
+                        .stat("Device Type", Value::I64(dtype))
+                        .stat("Device Id", Value::I64(did))
+                        .stat("Total Allocated", Value::I64(allocated))
+                        .stat("Total Reserved", Value::I64(reserved));
+                }
+            });
+        })
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn memory_curves_peaks_and_events_pair_allocations_with_releases() {
+    let m = PytorchMemory::from_parsed(&parse(&memory_trace()));
+    assert_eq!((m.records, m.other_device, m.unattributed), (6, 0, 2));
+    let names: Vec<&str> = m.devices.iter().map(|d| d.device.as_str()).collect();
+    assert_eq!(names, ["CPU", "GPU0"]);
+    let (cpu, gpu) = (&m.devices[0], &m.devices[1]);
+    assert_eq!((cpu.peak_allocated_bytes, gpu.peak_allocated_bytes), (Some(300.0), Some(50.0)));
+    let curve: Vec<(f64, f64, f64)> =
+        cpu.curve.iter().map(|c| (c.time_us, c.allocated_bytes, c.reserved_bytes)).collect();
+    assert_eq!(
+        curve,
+        [(5.0, 100.0, 1024.0), (12.0, 300.0, 1024.0), (30.0, 200.0, 1024.0), (50.0, 0.0, 1024.0), (55.0, 0.0, 1024.0)]
+    );
+    type Row<'a> = (&'a str, f64, Option<f64>, Option<f64>, Option<f64>);
+    let events: Vec<Row> = cpu
+        .events
+        .iter()
+        .map(|e| (e.operator.as_str(), e.size_bytes, e.allocation_us, e.release_us, e.duration_us))
+        .collect();
+    // Released ones in release order; B is named by aten::empty's parent (PyTorch's malloc);
+    // D's release has no allocation.
+    assert_eq!(
+        events,
+        [
+            ("aten::linear", 100.0, Some(5.0), Some(30.0), Some(25.0)),
+            ("aten::linear (aten::empty)", 200.0, Some(12.0), Some(50.0), Some(38.0)),
+            ("<unknown>", 8.0, None, Some(55.0), None),
+        ]
+    );
+    let [c] = gpu.events.as_slice() else { panic!("{:?}", gpu.events) };
+    assert_eq!(
+        (c.operator.as_str(), c.size_bytes, c.allocation_us, c.release_us),
+        ("aten::add", 50.0, Some(27.0), None)
+    );
+}
+
+#[test]
+fn memory_by_operator_counts_own_and_children_per_device() {
+    let m = PytorchMemory::from_parsed(&parse(&memory_trace()));
+    let row = |device: usize, name: &str| {
+        let r = m.devices[device].operators.iter().find(|r| r.name == name).unwrap();
+        (
+            r.calls,
+            r.size_increase_bytes,
+            r.self_size_increase_bytes,
+            r.allocations,
+            r.self_allocations,
+            r.allocation_bytes,
+            r.self_allocation_bytes,
+        )
+    };
+    // linear: +100 itself; empty's +200 and add's −100 below it.
+    assert_eq!(row(0, "aten::linear"), (1, 200, 100, 2, 1, 300, 100));
+    assert_eq!(row(0, "aten::empty"), (1, 200, 200, 1, 1, 200, 200));
+    // A release counts where it happens, not where the bytes were allocated.
+    assert_eq!(row(0, "aten::add"), (1, -100, -100, 0, 0, 0, 0));
+    assert_eq!(row(1, "aten::add"), (1, 50, 50, 1, 1, 50, 50));
+    assert_eq!(row(1, "aten::linear"), (1, 50, 0, 1, 0, 50, 0));
+    assert_eq!(m.devices[1].operators.len(), 2);
+}
+
+#[test]
+fn memory_without_events_says_how_to_record_them() {
+    let m = PytorchMemory::from_parsed(&parse(&two_steps()));
+    assert!(m.devices.is_empty());
+    assert!(m.notes.iter().any(|n| n.contains("profile_memory=True")), "{:?}", m.notes);
 }
