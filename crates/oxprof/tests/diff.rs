@@ -230,7 +230,7 @@ fn kineto_run(gemm_us: &[f64], extra: &str) -> String {
             400.0 + gemm
         ));
         events.push(format!(
-            r#"{{"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 7, "ts": {}, "dur": 100}}"#,
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 7, "ts": {}, "dur": 100}}"#,
             s + 10.0
         ));
         events.push(format!(

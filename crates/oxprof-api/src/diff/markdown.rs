@@ -212,7 +212,7 @@ fn input_section(out: &mut String, input: &InputDiff, pytorch: bool) {
     out.push('\n');
 }
 
-fn basis_text(basis: &Basis) -> String {
+fn basis_text(basis: &Basis, pytorch: bool) -> String {
     match basis {
         Basis::PerStep { steps_a, steps_b } => {
             format!(
@@ -221,6 +221,8 @@ fn basis_text(basis: &Basis) -> String {
                 count_of(*steps_b, "step")
             )
         }
+        // PyTorch runs have steps, but their op tables total the whole trace.
+        Basis::WholeProfile if pytorch => "Times and counts over each whole trace".into(),
         Basis::WholeProfile => "Times and counts over each whole profile (a run has no steps)".into(),
     }
 }
@@ -236,7 +238,7 @@ fn ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usize) {
          noise: a change of at least {}% in an op taking at least {}% of the total.\n",
         ops.kind.title(),
         ops.kind.tool(),
-        basis_text(&ops.basis),
+        basis_text(&ops.basis, pytorch_steps(diff)),
         t.a,
         t.b,
         relative(t),
@@ -275,7 +277,7 @@ fn pytorch_ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usi
          time. Beyond noise: a change of at least {}% in an operator taking at least {}% of the total (host or \
          device).\n",
         ops.tool.as_deref().unwrap_or("pytorch_op_stats"),
-        basis_text(&ops.basis),
+        basis_text(&ops.basis, pytorch_steps(diff)),
         h.a,
         h.b,
         relative(h),

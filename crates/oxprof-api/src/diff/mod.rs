@@ -170,15 +170,19 @@ pub fn source_of(path: &str, run: &ServedRun, host: Option<&str>) -> Result<Sour
     })
 }
 
-/// Whether `path` is a summary file (JSON) rather than a profile or a directory.
+/// Whether `path` is a summary file (JSON that no profile format recognises) rather than a
+/// profile or a directory.
 pub fn is_summary_file(path: &Path) -> bool {
     let Ok(mut file) = std::fs::File::open(path) else { return false };
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return false;
     }
-    let mut start = [0u8; 64];
-    let n = file.read(&mut start).unwrap_or(0);
-    Summary::looks_like_one(&start[..n])
+    // Enough of the head for the format seam: an uncompressed PyTorch trace is JSON too.
+    let mut start = Vec::with_capacity(oxprof_format::formats::SNIFF_BYTES);
+    if (&mut file).take(oxprof_format::formats::SNIFF_BYTES as u64).read_to_end(&mut start).is_err() {
+        return false;
+    }
+    oxprof_format::detect(&start).is_none() && Summary::looks_like_one(&start)
 }
 
 /// Reads a summary file within `limits`.
