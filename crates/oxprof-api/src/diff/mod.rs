@@ -128,14 +128,13 @@ pub fn run_reports(
     })
 }
 
+/// A PyTorch run's overview and operators, and notes on what was left out.
+type PytorchReports = (Option<PytorchOverview>, Option<PytorchOpStats>, Vec<String>);
+
 /// torch-tb-profiler's overview and operators of the first selected file when it is a
 /// PyTorch trace (one worker: these views do not combine ranks), with a note naming the
 /// workers left out; nothing for XSpace files (told from their first bytes, not decoded).
-fn pytorch_reports(
-    session: &Session,
-    files: &[&HostFile],
-    refresh: bool,
-) -> Result<(Option<PytorchOverview>, Option<PytorchOpStats>, Vec<String>), ApiError> {
+fn pytorch_reports(session: &Session, files: &[&HostFile], refresh: bool) -> Result<PytorchReports, ApiError> {
     let Some(first) = files.first() else { return Ok((None, None, Vec::new())) };
     let is_kineto = session.store().detect(&first.path).is_ok_and(|d| d.format == Format::Kineto);
     if !is_kineto {
