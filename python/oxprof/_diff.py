@@ -21,6 +21,8 @@ OP_TABLES = {"framework_ops": "framework_op", "kernels": "kernel", "hlo_ops": "h
 #: The compared metrics of an op, each with columns ``<metric>_a``, ``_b``, ``_delta``,
 #: ``_relative`` and ``_beyond_noise``.
 OP_METRICS = ("time_us", "self_time_us", "count", "mean_us")
+# PyTorch operators' device times (framework ops of PyTorch runs only).
+DEVICE_METRICS = ("device_time_us", "device_self_time_us")
 
 
 def diff(
@@ -184,18 +186,21 @@ def _change(change: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
 def _ops_frame(ops: Dict[str, Any]) -> "pandas.DataFrame":
     import pandas as pd
 
+    metrics = OP_METRICS + (DEVICE_METRICS if ops.get("total_device_self_time_us") else ())
     rows = []
     for list_name, key in (("both", "matched"), ("only_in_a", "only_in_a"), ("only_in_b", "only_in_b")):
         for op in ops[key]:
             row = {"list": list_name, "name": op["name"], "category": op["category"], "context": op["context"]}
-            for metric in OP_METRICS:
+            for metric in metrics:
                 row.update(_change(op[metric], f"{metric}_"))
             row["names"] = op["names"]
             rows.append(row)
     columns = ["list", "name", "category", "context"]
-    columns += [f"{m}_{part}" for m in OP_METRICS for part in ("a", "b", "delta", "relative", "beyond_noise")]
+    columns += [f"{m}_{part}" for m in metrics for part in ("a", "b", "delta", "relative", "beyond_noise")]
     frame = _typed(pd.DataFrame(rows, columns=columns + ["names"]))
     frame.attrs.update({"kind": ops["kind"], "basis": ops["basis"], "counts": ops["counts"]})
+    if ops.get("tool"):
+        frame.attrs["tool"] = ops["tool"]
     return frame
 
 

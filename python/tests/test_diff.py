@@ -70,3 +70,16 @@ def test_errors_are_oxprof_errors():
         oxprof.diff(SLOW, FAST, fail_if=["nonsense"])
     with pytest.raises(oxprof.ProfileNotFound):
         oxprof.diff(SLOW, PAIRS / "no_such_run")
+
+
+def test_pytorch_ranks_compare_operators_with_device_times():
+    """The committed DDP traces (rank 0 vs rank 1): torch-tb-profiler's steps and
+    operators, with device-time columns for the operators."""
+    ddp = REPO / "testdata" / "kineto" / "ddp"
+    rank0, rank1 = (next(ddp.glob(f"{rank}.*.pt.trace.json.gz")) for rank in ("rank0", "rank1"))
+    d = oxprof.diff(rank0, rank1)
+    assert d.json["steps"]["source"] == "pytorch" and d.json["steps"]["steps_a"] == 2
+    ops = d.framework_ops
+    assert ops.attrs["tool"] == "pytorch_op_stats"
+    assert "aten::addmm" in set(ops["name"])
+    assert "device_self_time_us_a" in ops.columns

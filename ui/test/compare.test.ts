@@ -89,3 +89,53 @@ describe('links and defaults', () => {
     expect(defaultRunB(['a'], 'a')).toBe('a');
   });
 });
+
+describe('PyTorch runs', () => {
+  // Two PyTorch operators as the comparison lists them: host times as self/time, device
+  // times beside them (aten::mm: host self unchanged, device self doubled).
+  const change = (a: number, b: number, beyond: boolean | null = false) => ({ a, b, delta: b - a, relative: a ? (b - a) / a : null, beyond_noise: beyond });
+  const op = (name: string, host: [number, number], device: [number, number], beyond: boolean) => ({
+    name,
+    category: '',
+    context: '',
+    names: [],
+    time_us: change(...host),
+    self_time_us: change(...host),
+    count: change(6, 6),
+    mean_us: change(host[0] / 6, host[1] / 6),
+    device_time_us: change(...device, beyond),
+    device_self_time_us: change(...device, beyond),
+  });
+  const ops = {
+    kind: 'framework_op' as const,
+    basis: { kind: 'whole_profile' as const },
+    total_self_time_us: change(700, 700),
+    tool: 'pytorch_op_stats',
+    total_device_self_time_us: change(6300, 12300),
+    matched: [op('aten::mm', [600, 600], [6000, 12000], true), op('aten::add_', [100, 100], [300, 300], false)],
+    only_in_a: [],
+    only_in_b: [],
+    counts: { matched: 2, only_in_a: 0, only_in_b: 0 },
+  };
+
+  it('operators split by host plus device self time, with device columns', () => {
+    expect(opsOf(ops, 'regressions').map((o) => o.name)).toEqual(['aten::mm']);
+    expect(opsOf(ops, 'unchanged').map((o) => o.name)).toEqual(['aten::add_']);
+    const t = opsTable(opsOf(ops, 'regressions'));
+    const ids = t.cols?.map((c) => c.id) ?? [];
+    expect(ids.slice(-7)).toEqual(['device_self_a_us', 'device_self_b_us', 'device_self_delta_us', 'device_a_us', 'device_b_us', 'verdict', 'links']);
+    const cells = t.rows?.[0]?.c.map((c) => c?.v) ?? [];
+    expect(cells[ids.indexOf('device_self_b_us')]).toBe(12000);
+    expect(cells[ids.indexOf('verdict')]).toBe('beyond noise');
+    expect(cells.length).toBe(ids.length);
+  });
+  it('operators link to the PyTorch operator view', () => {
+    const links = opLinks('framework_op', 'aten::mm', diff, 'pytorch_op_stats');
+    expect(links[0]!.href).toContain('tool=pytorch_op_stats');
+    expect(links[0]!.href).toContain('by_name.q=aten%3A%3Amm');
+  });
+  it('XSpace ops keep their columns', () => {
+    const ids = opsTable(opsOf(diff.ops[0]!, 'regressions')).cols?.map((c) => c.id) ?? [];
+    expect(ids.some((id) => id.startsWith('device_'))).toBe(false);
+  });
+});

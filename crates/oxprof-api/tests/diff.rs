@@ -184,7 +184,7 @@ fn summaries_over_budget_or_of_another_version_are_refused_with_what_to_do() {
     let newer = text.replacen("\"oxprof_summary\": 1", "\"oxprof_summary\": 7", 1);
     std::fs::write(&file, newer).unwrap();
     let message = read_summary(&file, &SummaryLimits::default()).unwrap_err().to_string();
-    assert!(message.contains("version 7, newer than this oxprof reads (1): upgrade oxprof"), "{message}");
+    assert!(message.contains("version 7, newer than this oxprof reads (2): upgrade oxprof"), "{message}");
 
     std::fs::write(&file, "{\"traceEvents\": []}").unwrap();
     let message = read_summary(&file, &SummaryLimits::default()).unwrap_err().to_string();

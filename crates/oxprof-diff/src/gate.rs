@@ -8,7 +8,8 @@
 //!             | "input.share"                 input-bound share of step time (percent)
 //!             | KIND ":" GLOB "." OP_METRIC   KIND: op (framework ops), kernel, hlo
 //!             | "memory" [":" GLOB] "." MEM_METRIC
-//!   OP_METRIC = time | self_time | count | mean          MEM_METRIC = peak | lifetime_peak | fragmentation
+//!   OP_METRIC = time | self_time | count | mean | device_time | device_self_time
+//!                                                        MEM_METRIC = peak | lifetime_peak | fragmentation
 //!   comparison = ">" | ">=" | "<" | "<="
 //!   threshold = [+|-] number [unit]     % : relative to A; otherwise an absolute change in
 //!               ns, us (µs), ms, s (times); B, KiB, MiB, GiB, KB, MB, GB (bytes); pp (points of
@@ -75,6 +76,10 @@ pub enum OpMetric {
     Count,
     /// Time per occurrence (µs).
     Mean,
+    /// Device time of all it launched (µs; PyTorch operators only).
+    DeviceTime,
+    /// Device time it launched itself (µs; PyTorch operators only).
+    DeviceSelfTime,
 }
 
 /// An allocator's value a gate reads.
@@ -239,7 +244,14 @@ fn parse_subject(text: &str) -> Result<Subject, String> {
         "self_time" => OpMetric::SelfTime,
         "count" => OpMetric::Count,
         "mean" => OpMetric::Mean,
-        other => return Err(format!("no op metric {other:?} (time, self_time, count, mean)")),
+        "device_time" => OpMetric::DeviceTime,
+        "device_self_time" => OpMetric::DeviceSelfTime,
+        other => {
+            return Err(format!(
+                "no op metric {other:?} (time, self_time, count, mean; device_time, device_self_time of PyTorch \
+                 operators)"
+            ));
+        }
     };
     if pattern.is_empty() {
         return Err(format!("{prefix}: needs a name or a glob (e.g. {prefix}:*.time)"));
@@ -448,14 +460,17 @@ impl Gate {
                 .filter(|o| o.kind == *kind)
                 .flat_map(|o| o.matched.iter().chain(&o.only_in_a).chain(&o.only_in_b))
                 .filter(|op| op_matches(op, pattern))
-                .map(|op| {
+                .filter_map(|op| {
                     let change = match metric {
                         OpMetric::Time => op.time_us,
                         OpMetric::SelfTime => op.self_time_us,
                         OpMetric::Count => op.count,
                         OpMetric::Mean => op.mean_us,
+                        // Only PyTorch operators have device times.
+                        OpMetric::DeviceTime => op.device_time_us?,
+                        OpMetric::DeviceSelfTime => op.device_self_time_us?,
                     };
-                    (op_subject(*kind, op), change, String::new())
+                    Some((op_subject(*kind, op), change, String::new()))
                 })
                 .collect(),
             Subject::Memory { pattern, metric } => diff

@@ -199,7 +199,69 @@ pub fn diff(a: (&Source, &RunReports), b: (&Source, &RunReports), options: &Diff
     let (source_a, reports_a) = a;
     let (source_b, reports_b) = b;
     let mut notes = Vec::new();
-    let (steps, input) = match (&reports_a.overview_page, &reports_b.overview_page) {
+    notes.extend(reports_a.notes.iter().map(|n| format!("A: {n}")));
+    notes.extend(reports_b.notes.iter().map(|n| format!("B: {n}")));
+    let (steps, input) = match (&reports_a.pytorch_overview, &reports_b.pytorch_overview) {
+        (Some(pa), Some(pb)) => {
+            let (steps, input) = steps::compare_pytorch(pa, pb, options);
+            if steps.is_none() {
+                notes.push(format!(
+                    "steps: not compared ({} steps in A, {} in B): a PyTorch run without `ProfilerStep#N` events \
+                     (profile with torch.profiler.profile(schedule=…) and call prof.step()) has no step time",
+                    steps::pytorch_step_count(pa),
+                    steps::pytorch_step_count(pb)
+                ));
+            }
+            (steps, input)
+        }
+        (pa, pb) => {
+            if pa.is_some() != pb.is_some() {
+                notes.push(one_side_note(
+                    "PyTorch steps (pytorch_overview; a summary of a PyTorch run made before oxprof read them has \
+                     none: make it again)",
+                    pa.is_some(),
+                    pb.is_some(),
+                ));
+            }
+            xprof_steps(reports_a, reports_b, options, &mut notes)
+        }
+    };
+    let (ops, op_notes) = ops::compare_all(reports_a, reports_b, options);
+    notes.extend(op_notes);
+    let memory = memory::compare(&reports_a.memory_profile, &reports_b.memory_profile, options);
+    if memory.is_none() {
+        notes.push("memory: no allocator events on either side (TensorFlow's BFC allocators record them; JAX and most GPU profiles have none)".into());
+    }
+    let side = |source: &Source, reports: &RunReports| SideInfo {
+        source: source.clone(),
+        label: source.label(),
+        device_type: reports.overview_page.as_ref().map(|o| o.run_environment.device_type.clone()).unwrap_or_default(),
+        steps: match &reports.pytorch_overview {
+            Some(pytorch) => steps::pytorch_step_count(pytorch),
+            None => reports.overview_page.as_ref().map_or(0, steps::step_count),
+        },
+    };
+    RunDiff {
+        oxprof_diff: DIFF_FORMAT,
+        a: side(source_a, reports_a),
+        b: side(source_b, reports_b),
+        options: options.clone(),
+        steps,
+        input,
+        ops,
+        memory,
+        notes,
+    }
+}
+
+/// Steps and input from XProf's overviews.
+fn xprof_steps(
+    reports_a: &RunReports,
+    reports_b: &RunReports,
+    options: &DiffOptions,
+    notes: &mut Vec<String>,
+) -> (Option<steps::StepsDiff>, Option<steps::InputDiff>) {
+    match (&reports_a.overview_page, &reports_b.overview_page) {
         (Some(oa), Some(ob)) => {
             let (steps, input) = steps::compare(oa, ob, options);
             if steps.is_none() {
@@ -215,29 +277,6 @@ pub fn diff(a: (&Source, &RunReports), b: (&Source, &RunReports), options: &Diff
             ));
             (None, None)
         }
-    };
-    let (ops, op_notes) = ops::compare_all(reports_a, reports_b, options);
-    notes.extend(op_notes);
-    let memory = memory::compare(&reports_a.memory_profile, &reports_b.memory_profile, options);
-    if memory.is_none() {
-        notes.push("memory: no allocator events on either side (TensorFlow's BFC allocators record them; JAX and most GPU profiles have none)".into());
-    }
-    let side = |source: &Source, reports: &RunReports| SideInfo {
-        source: source.clone(),
-        label: source.label(),
-        device_type: reports.overview_page.as_ref().map(|o| o.run_environment.device_type.clone()).unwrap_or_default(),
-        steps: reports.overview_page.as_ref().map_or(0, steps::step_count),
-    };
-    RunDiff {
-        oxprof_diff: DIFF_FORMAT,
-        a: side(source_a, reports_a),
-        b: side(source_b, reports_b),
-        options: options.clone(),
-        steps,
-        input,
-        ops,
-        memory,
-        notes,
     }
 }
 
@@ -330,5 +369,103 @@ mod tests {
         assert!(Change::new(0.0, 3.0).relative_at_least(0.05));
         assert!(!Change::new(10.0, 10.2).relative_at_least(0.05));
         assert!(!Change::new(0.0, 0.0).relative_at_least(0.0));
+    }
+}
+
+#[cfg(test)]
+mod pytorch_tests {
+    //! PyTorch runs: steps from `ProfilerStep#N`, framework ops from the operator view.
+    use super::*;
+    use crate::ops::OpKind;
+    use crate::steps::StepSource;
+    use crate::testing::{pytorch_run, source};
+
+    // Six steps a side; B's kernels take 2 ms more per step, aten::mm twice the device time:
+    //
+    //   A  |DL|kernel 10 ms  |   |DL|kernel 10.2 ms |   … (6 steps, ~11 ms each)
+    //   B  |DL|kernel 12 ms    | |DL|kernel 12.1 ms   | … (6 steps, ~13 ms each)
+    fn pair() -> (RunReports, RunReports) {
+        let a = pytorch_run(
+            &[10.0, 10.2, 9.9, 10.1, 10.0, 9.8],
+            &[("aten::mm", 60, 600.0, 6000.0), ("aten::add_", 120, 240.0, 300.0), ("aten::relu", 6, 12.0, 30.0)],
+        );
+        let b = pytorch_run(
+            &[12.0, 12.1, 11.9, 12.2, 12.0, 11.8],
+            &[("aten::mm", 60, 610.0, 12000.0), ("aten::add_", 120, 240.0, 300.0), ("aten::gelu", 6, 14.0, 40.0)],
+        );
+        (a, b)
+    }
+
+    #[test]
+    fn steps_come_from_profiler_steps() {
+        let (a, b) = pair();
+        let diff = diff((&source("a"), &a), (&source("b"), &b), &DiffOptions::default());
+        let steps = diff.steps.as_ref().expect("PyTorch steps");
+        assert_eq!((steps.source, steps.steps_a, steps.steps_b, diff.a.steps), (StepSource::Pytorch, 6, 6, 6));
+        let names: Vec<&str> = steps.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["step_time", "kernel", "memcpy", "memset", "communication", "runtime", "data_loader", "cpu_exec", "other"]
+        );
+        let step_time = &steps.metrics[0];
+        assert!((step_time.change.a - 11.0).abs() < 1e-9 && (step_time.change.b - 13.0).abs() < 1e-9, "{step_time:?}");
+        assert_eq!(step_time.change.beyond_noise, Some(true));
+        let loader = steps.metrics.iter().find(|m| m.name == "data_loader").unwrap();
+        assert_eq!((loader.change.a, loader.change.b, loader.change.beyond_noise), (1.0, 1.0, Some(false)));
+        let input = diff.input.as_ref().unwrap();
+        assert!((input.share.change.a - 100.0 / 11.0).abs() < 1e-9, "{input:?}");
+        let gate = gate::Gate::parse("step:kernel>+10%").unwrap();
+        assert!(DiffReport::new(diff, &[gate], true).tripped);
+    }
+
+    #[test]
+    fn framework_ops_are_the_operators_with_device_times() {
+        let (a, b) = pair();
+        let diff = diff((&source("a"), &a), (&source("b"), &b), &DiffOptions::default());
+        let ops = diff.ops.iter().find(|o| o.kind == OpKind::FrameworkOp).unwrap();
+        assert_eq!(ops.tool.as_deref(), Some("pytorch_op_stats"));
+        assert_eq!(ops.total_device_self_time_us.unwrap().b, 12340.0);
+        let mm = &ops.matched[0];
+        assert_eq!(mm.name, "aten::mm", "the largest change of host + device self time first");
+        assert_eq!((mm.count.a, mm.self_time_us.a, mm.time_us.b), (60.0, 600.0, 610.0));
+        let device = mm.device_self_time_us.unwrap();
+        assert_eq!((device.a, device.b, device.beyond_noise), (6000.0, 12000.0, Some(true)));
+        assert_eq!(mm.self_time_us.beyond_noise, Some(false), "+1.7 % of host self time");
+        assert_eq!(ops.only_in_a[0].name, "aten::relu");
+        assert_eq!(ops.only_in_b[0].name, "aten::gelu");
+        assert!(diff.notes.iter().all(|n| !n.contains("steps")), "{:?}", diff.notes);
+        let gates = [
+            gate::Gate::parse("op:aten::mm.device_self_time>+50%").unwrap(),
+            gate::Gate::parse("op:aten::mm.self_time>+50%").unwrap(),
+        ];
+        let report = DiffReport::new(diff, &gates, true);
+        assert_eq!(report.gates[0].status, gate::GateStatus::Tripped);
+        assert_eq!(report.gates[1].status, gate::GateStatus::Passed);
+    }
+
+    #[test]
+    fn few_steps_or_one_side_without_steps() {
+        let a = pytorch_run(&[10.0, 10.0, 10.0], &[("aten::mm", 1, 1.0, 1.0)]);
+        let b = pytorch_run(&[20.0, 20.0, 20.0], &[("aten::mm", 1, 1.0, 1.0)]);
+        let diff = diff((&source("a"), &a), (&source("b"), &b), &DiffOptions::default());
+        assert_eq!(diff.steps.unwrap().metrics[0].change.beyond_noise, None, "3 steps a side: no verdict");
+        let none = pytorch_run(&[], &[("aten::mm", 1, 1.0, 1.0)]);
+        let diff = super::diff((&source("a"), &none), (&source("b"), &b), &DiffOptions::default());
+        assert!(diff.steps.is_none() && diff.input.is_none());
+        assert!(
+            diff.notes[0].starts_with("steps: not compared (0 steps in A, 3 in B): a PyTorch run"),
+            "{:?}",
+            diff.notes
+        );
+        // A summary of a PyTorch run made before oxprof read PyTorch views: XProf's reports.
+        let old = RunReports { pytorch_overview: None, pytorch_op_stats: None, ..b.clone() };
+        let diff = super::diff((&source("a"), &old), (&source("b"), &b), &DiffOptions::default());
+        assert!(
+            diff.notes
+                .iter()
+                .any(|n| n.starts_with("PyTorch steps (pytorch_overview") && n.ends_with("(only B has it)"))
+        );
+        let ops = diff.ops.iter().find(|o| o.kind == OpKind::FrameworkOp).unwrap();
+        assert_eq!((ops.tool.as_ref(), ops.matched[0].name.as_str()), (None, "nccl"), "XProf's framework ops on both");
     }
 }

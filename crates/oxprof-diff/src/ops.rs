@@ -8,6 +8,13 @@
 //!   next, and the framework op that produced an instruction tells instructions apart
 //!   where the name cannot. Rows with one key are added up. IDLE rows and SparseCore ops
 //!   nested in another op (counted in it) are left out.
+//! * **PyTorch operators.** When both runs carry torch-tb-profiler's operator view
+//!   (`pytorch_op_stats`, PyTorch traces), framework ops are its operators by name
+//!   (`aten::mm`, `nccl:all_reduce`…; key: the normalised name) instead of XProf's framework
+//!   ops (which on a PyTorch trace are only the collectives): calls as count, host total
+//!   and self time as time and self time, and device total and self time beside them
+//!   ([`OpChange::device_time_us`]); the order and the regression/improvement split read
+//!   host plus device self time.
 //! * **Per step.** Op tables total the whole profile; when both runs have steps
 //!   ([`crate::RunReports::op_table_steps`]), times and counts are divided by each run's
 //!   steps, so that profiles of 10 and 12 steps compare. The mean per occurrence is not
@@ -119,6 +126,20 @@ pub struct OpChange {
     pub count: Change,
     /// Inclusive time per occurrence, µs (never scaled).
     pub mean_us: Change,
+    /// Device time of all it launched, µs (PyTorch operators only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_time_us: Option<Change>,
+    /// Device time it launched itself, µs (PyTorch operators only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_self_time_us: Option<Change>,
+}
+
+impl OpChange {
+    /// The change of its own time, host and device (what orders ops and tells a
+    /// regression from an improvement; host self time alone for all but PyTorch operators).
+    pub fn own_time_delta(&self) -> f64 {
+        self.self_time_us.delta + self.device_self_time_us.map_or(0.0, |c| c.delta)
+    }
 }
 
 /// The comparison of one kind of op.
@@ -130,6 +151,13 @@ pub struct OpsDiff {
     pub basis: Basis,
     /// Total self time of the kind, µs (per step or in all).
     pub total_self_time_us: Change,
+    /// The report the rows came from when it is not the kind's usual one
+    /// (`pytorch_op_stats` for PyTorch operators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Total device self time, µs (PyTorch operators only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_device_self_time_us: Option<Change>,
     /// Ops in both runs, largest self-time change first.
     pub matched: Vec<OpChange>,
     /// Ops only in A, most self time first.
@@ -179,6 +207,9 @@ struct Sum {
     time_us: f64,
     self_time_us: f64,
     count: f64,
+    /// Device times (PyTorch operators).
+    device_time_us: f64,
+    device_self_time_us: f64,
     names: BTreeSet<String>,
     /// Time of each launching op (kernels).
     contexts: BTreeMap<String, f64>,
@@ -202,8 +233,25 @@ fn table(rows: Vec<Row<'_>>) -> Table {
 
 /// The rows of a kind in one run, or `None` when the run does not have that report (or
 /// it is empty).
-fn rows<'a>(reports: &'a RunReports, kind: OpKind, options: &DiffOptions) -> Option<Table> {
+fn rows<'a>(reports: &'a RunReports, kind: OpKind, pytorch: bool, options: &DiffOptions) -> Option<Table> {
     match kind {
+        OpKind::FrameworkOp if pytorch => {
+            let stats = reports.pytorch_op_stats.as_ref()?;
+            let mut table = Table::new();
+            for r in &stats.by_name {
+                let key = (String::new(), String::new(), normalize(&r.name, NameKind::Op, false));
+                let sum = table.entry(key).or_default();
+                sum.time_us += r.host_total_us;
+                sum.self_time_us += r.host_self_us;
+                sum.count += r.calls as f64;
+                sum.device_time_us += r.device_total_us;
+                sum.device_self_time_us += r.device_self_us;
+                if sum.names.len() < 5 {
+                    sum.names.insert(r.name.clone());
+                }
+            }
+            non_empty(table)
+        }
         OpKind::FrameworkOp => {
             let stats = reports.framework_op_stats.as_ref()?;
             let rows: Vec<Row<'a>> = stats
@@ -286,21 +334,32 @@ pub fn compare_all(a: &RunReports, b: &RunReports, options: &DiffOptions) -> (Ve
         (Some(steps_a), Some(steps_b)) if steps_a > 0 && steps_b > 0 => Basis::PerStep { steps_a, steps_b },
         _ => Basis::WholeProfile,
     };
+    // PyTorch operators when both runs have them (else XProf's framework ops on both).
+    let pytorch = a.pytorch_op_stats.is_some() && b.pytorch_op_stats.is_some();
     let mut diffs = Vec::new();
     let mut notes = Vec::new();
+    if a.pytorch_op_stats.is_some() != b.pytorch_op_stats.is_some() {
+        notes.push(one_side_note(
+            "PyTorch operators (pytorch_op_stats; XProf's framework ops compared instead)",
+            a.pytorch_op_stats.is_some(),
+            b.pytorch_op_stats.is_some(),
+        ));
+    }
     for kind in OpKind::ALL {
-        match (rows(a, kind, options), rows(b, kind, options)) {
-            (Some(ta), Some(tb)) => diffs.push(compare(kind, basis, ta, tb, options)),
+        let pytorch = pytorch && kind == OpKind::FrameworkOp;
+        match (rows(a, kind, pytorch, options), rows(b, kind, pytorch, options)) {
+            (Some(ta), Some(tb)) => diffs.push(compare(kind, basis, ta, tb, pytorch, options)),
             (None, None) => {}
             (ta, tb) => {
-                notes.push(one_side_note(&format!("{} ({})", kind.plural(), kind.tool()), ta.is_some(), tb.is_some()))
+                let tool = if pytorch { "pytorch_op_stats" } else { kind.tool() };
+                notes.push(one_side_note(&format!("{} ({tool})", kind.plural()), ta.is_some(), tb.is_some()))
             }
         }
     }
     (diffs, notes)
 }
 
-fn compare(kind: OpKind, basis: Basis, a: Table, b: Table, options: &DiffOptions) -> OpsDiff {
+fn compare(kind: OpKind, basis: Basis, a: Table, b: Table, pytorch: bool, options: &DiffOptions) -> OpsDiff {
     let (scale_a, scale_b) = match basis {
         Basis::PerStep { steps_a, steps_b } => (1.0 / steps_a as f64, 1.0 / steps_b as f64),
         Basis::WholeProfile => (1.0, 1.0),
@@ -308,24 +367,37 @@ fn compare(kind: OpKind, basis: Basis, a: Table, b: Table, options: &DiffOptions
     let total = |t: &Table, scale: f64| t.values().map(|s| s.self_time_us).sum::<f64>() * scale;
     let total_self_time_us = Change::new(total(&a, scale_a), total(&b, scale_b));
     let floor = options.op_min_share * total_self_time_us.a.max(total_self_time_us.b);
+    let device_total = |t: &Table, scale: f64| t.values().map(|s| s.device_self_time_us).sum::<f64>() * scale;
+    let total_device_self_time_us = pytorch.then(|| Change::new(device_total(&a, scale_a), device_total(&b, scale_b)));
+    let floors = Floors { host: floor, device: total_device_self_time_us.map(|t| options.op_min_share * t.a.max(t.b)) };
     let empty = Sum::default();
     let keys: BTreeSet<&(String, String, String)> = a.keys().chain(b.keys()).collect();
     let (mut matched, mut only_in_a, mut only_in_b) = (Vec::new(), Vec::new(), Vec::new());
     for key in keys {
         let (sa, sb) = (a.get(key), b.get(key));
-        let change = op_change(kind, key, sa.unwrap_or(&empty), scale_a, sb.unwrap_or(&empty), scale_b, floor, options);
+        let change =
+            op_change(kind, key, sa.unwrap_or(&empty), scale_a, sb.unwrap_or(&empty), scale_b, floors, options);
         match (sa, sb) {
             (Some(_), Some(_)) => matched.push(change),
             (Some(_), None) => only_in_a.push(change),
             _ => only_in_b.push(change),
         }
     }
-    let by_change = |x: &OpChange| -x.self_time_us.delta.abs();
+    let by_change = |x: &OpChange| -x.own_time_delta().abs();
     matched.sort_by(|x, y| by_change(x).total_cmp(&by_change(y)).then_with(|| x.name.cmp(&y.name)));
     only_in_a.sort_by(|x, y| y.self_time_us.a.total_cmp(&x.self_time_us.a).then_with(|| x.name.cmp(&y.name)));
     only_in_b.sort_by(|x, y| y.self_time_us.b.total_cmp(&x.self_time_us.b).then_with(|| x.name.cmp(&y.name)));
     let counts = OpCounts { matched: matched.len(), only_in_a: only_in_a.len(), only_in_b: only_in_b.len() };
-    OpsDiff { kind, basis, total_self_time_us, matched, only_in_a, only_in_b, counts }
+    let tool = pytorch.then(|| "pytorch_op_stats".to_string());
+    OpsDiff { kind, basis, total_self_time_us, tool, total_device_self_time_us, matched, only_in_a, only_in_b, counts }
+}
+
+/// The least time (µs, per step or in all) an op needs for its changes to count: host
+/// time, and device time for PyTorch operators.
+#[derive(Clone, Copy)]
+struct Floors {
+    host: f64,
+    device: Option<f64>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -336,11 +408,11 @@ fn op_change(
     scale_a: f64,
     b: &Sum,
     scale_b: f64,
-    floor: f64,
+    floors: Floors,
     options: &DiffOptions,
 ) -> OpChange {
     let (context, category, name) = key;
-    let significant = (a.time_us * scale_a).max(b.time_us * scale_b) >= floor;
+    let significant = (a.time_us * scale_a).max(b.time_us * scale_b) >= floors.host;
     let verdict = |c: Change| c.with_verdict(Some(significant && c.relative_at_least(options.op_min_relative)));
     let mean = |s: &Sum| if s.count > 0.0 { s.time_us / s.count } else { 0.0 };
     let context = match kind {
@@ -368,6 +440,16 @@ fn op_change(
         self_time_us: verdict(Change::new(a.self_time_us * scale_a, b.self_time_us * scale_b)),
         count: verdict(Change::new(a.count * scale_a, b.count * scale_b)),
         mean_us: verdict(Change::new(mean(a), mean(b))),
+        device_time_us: floors.device.map(|floor| {
+            let significant = (a.device_time_us * scale_a).max(b.device_time_us * scale_b) >= floor;
+            let change = Change::new(a.device_time_us * scale_a, b.device_time_us * scale_b);
+            change.with_verdict(Some(significant && change.relative_at_least(options.op_min_relative)))
+        }),
+        device_self_time_us: floors.device.map(|floor| {
+            let significant = (a.device_time_us * scale_a).max(b.device_time_us * scale_b) >= floor;
+            let change = Change::new(a.device_self_time_us * scale_a, b.device_self_time_us * scale_b);
+            change.with_verdict(Some(significant && change.relative_at_least(options.op_min_relative)))
+        }),
     }
 }
 

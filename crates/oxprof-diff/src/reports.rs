@@ -3,11 +3,15 @@
 //!
 //! This is the seam for every kind of profile: the API layer fills it from an XSpace run
 //! through the tool registry's analyses, a saved summary ([`crate::summary`]) stores it as
-//! it is, and an importer of another format (PyTorch traces: per-step times as an
-//! `OverviewPage`'s step details, operators as `FrameworkOpStats` rows, CUDA kernels as
-//! `KernelStats` rows) plugs in by filling the same reports. Nothing in the comparison
-//! knows which format a report came from.
+//! it is, and an importer of another format plugs in by filling the same reports.
+//!
+//! PyTorch runs (Kineto traces) also carry torch-tb-profiler's views: `pytorch_overview`
+//! (per-step breakdown from `ProfilerStep#N`, which XProf's step database does not
+//! recognise) and `pytorch_op_stats` (ATen operators, which are not XProf framework ops).
+//! When both sides have them, the comparison takes steps and framework ops from them
+//! instead ([`crate::steps::compare_pytorch`], [`crate::ops`]).
 
+use oxprof_analysis::pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
 use oxprof_analysis::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats,
     memory_profile::MemoryProfile, overview_page::OverviewPage,
@@ -42,6 +46,18 @@ pub struct RunReports {
     /// totals are compared as they are.
     #[serde(default)]
     pub op_table_steps: Option<u64>,
+    /// `pytorch_overview` of a PyTorch run (one worker's trace): every `ProfilerStep#N`
+    /// with torch-tb-profiler's breakdown. Absent for XSpace runs (and left out of their
+    /// summaries, which stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pytorch_overview: Option<PytorchOverview>,
+    /// `pytorch_op_stats` of a PyTorch run (the same worker): operators by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pytorch_op_stats: Option<PytorchOpStats>,
+    /// What the API layer left out while filling these reports (a PyTorch run of several
+    /// workers: only the first one's PyTorch views); the comparison repeats them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl RunReports {
@@ -61,6 +77,11 @@ impl RunReports {
         }
         if let Some(stats) = &mut self.framework_op_stats {
             stats.without_idle.clear();
+        }
+        // The comparison reads operators by name only.
+        if let Some(stats) = &mut self.pytorch_op_stats {
+            stats.by_name_input.clear();
+            stats.by_name_stack.clear();
         }
         self
     }

@@ -10,9 +10,17 @@
 //! idle, all-reduce, host transfer; their step time is the sum XProf's tooltip shows.
 //! Both runs must be of one kind (two CPU/GPU or two TPU runs) for categories to compare;
 //! step time always compares.
+//!
+//! PyTorch runs ([`compare_pytorch`]): the steps of torch-tb-profiler's overview, every
+//! `ProfilerStep#N` (its selection: all of them, trailing steps without their device work
+//! dropped; not XProf's first-and-last rule), split into its categories Kernel, Memcpy,
+//! Memset, Communication, Runtime, DataLoader, CPU Exec and Other (each instant of a step
+//! goes to the first active in that order). The input share is DataLoader's share of
+//! step time. The same test and the same minimum of steps decide noise.
 
 use crate::stats::{TwoSampleTest, welch};
 use crate::{Change, DiffOptions};
+use oxprof_analysis::pytorch::overview::{Breakdown, PytorchOverview};
 use oxprof_analysis::tools::input_pipeline::{
     Bottleneck, InputPipelineAnalysis, PerGenericStepDetails, PerTpuStepDetails, StepDetails, tpu_step_time_ms,
 };
@@ -43,6 +51,27 @@ pub struct StepsDiff {
     pub steps_b: usize,
     /// Step time first, then each category of the breakdown (both runs of one kind).
     pub metrics: Vec<StepMetric>,
+    /// Whose steps and categories: XProf's (absent from JSON) or torch-tb-profiler's.
+    #[serde(default, skip_serializing_if = "StepSource::is_xprof")]
+    pub source: StepSource,
+}
+
+/// Where a step comparison's steps come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepSource {
+    /// XProf's step database and step-time breakdown (`overview_page`).
+    #[default]
+    Xprof,
+    /// torch-tb-profiler's `ProfilerStep#N` steps and breakdown (`pytorch_overview`).
+    Pytorch,
+}
+
+impl StepSource {
+    /// Whether these are XProf's steps.
+    pub fn is_xprof(&self) -> bool {
+        *self == StepSource::Xprof
+    }
 }
 
 /// The input pipeline comparison.
@@ -81,6 +110,14 @@ pub const STEP_METRICS: &[&str] = &[
     "tc_idle",
     "all_reduce",
     "host_transfer",
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "data_loader",
+    "cpu_exec",
+    "other",
 ];
 
 /// Steps in an overview (XProf's selection).
@@ -120,6 +157,68 @@ fn tpu_series(steps: &[PerTpuStepDetails]) -> Series {
         ("all_reduce", "All-reduce", col(|d| d.all_reduce_compute_time_ms + d.all_reduce_sync_time_ms)),
         ("host_transfer", "Host transfer", col(|d| d.host_transfer_ms)),
     ]
+}
+
+/// torch-tb-profiler's categories, in its order, ms.
+fn pytorch_series(steps: &[&Breakdown]) -> Series {
+    let col = |f: fn(&Breakdown) -> f64| steps.iter().map(|b| f(b) / 1000.0).collect::<Vec<f64>>();
+    vec![
+        ("step_time", "Step time", col(|b| b.total)),
+        ("kernel", "Kernel", col(|b| b.kernel)),
+        ("memcpy", "Memcpy", col(|b| b.memcpy)),
+        ("memset", "Memset", col(|b| b.memset)),
+        ("communication", "Communication", col(|b| b.communication)),
+        ("runtime", "Runtime", col(|b| b.runtime)),
+        ("data_loader", "DataLoader", col(|b| b.data_loader)),
+        ("cpu_exec", "CPU Exec", col(|b| b.cpu_exec)),
+        ("other", "Other", col(|b| b.other)),
+    ]
+}
+
+/// The steps of a PyTorch overview (none without `ProfilerStep#N`: its one step spanning
+/// the trace is not a training step).
+pub fn pytorch_step_count(overview: &PytorchOverview) -> usize {
+    if overview.has_profiler_steps { overview.steps.len() } else { 0 }
+}
+
+/// The step and input comparisons of two PyTorch overviews; `(None, None)` when a side
+/// has no `ProfilerStep#N`.
+pub fn compare_pytorch(
+    a: &PytorchOverview,
+    b: &PytorchOverview,
+    options: &DiffOptions,
+) -> (Option<StepsDiff>, Option<InputDiff>) {
+    if pytorch_step_count(a) == 0 || pytorch_step_count(b) == 0 {
+        return (None, None);
+    }
+    let steps_a: Vec<&Breakdown> = a.steps.iter().map(|s| &s.breakdown).collect();
+    let steps_b: Vec<&Breakdown> = b.steps.iter().map(|s| &s.breakdown).collect();
+    let metrics = pytorch_series(&steps_a)
+        .iter()
+        .zip(&pytorch_series(&steps_b))
+        .map(|((name, label, va), (_, _, vb))| metric(name, label, "ms", (va, vb), None, options))
+        .collect();
+    let steps = StepsDiff { steps_a: steps_a.len(), steps_b: steps_b.len(), metrics, source: StepSource::Pytorch };
+    let percent = |part: f64, total: f64| if total > 0.0 { 100.0 * part / total } else { 0.0 };
+    let shares = |s: &[&Breakdown]| s.iter().map(|b| percent(b.data_loader, b.total)).collect::<Vec<f64>>();
+    let figures = (percent(a.average.data_loader, a.average.total), percent(b.average.data_loader, b.average.total));
+    let share = metric(
+        "input_share",
+        "DataLoader share of step time",
+        "percent",
+        (&shares(&steps_a), &shares(&steps_b)),
+        Some(figures),
+        options,
+    );
+    // torch-tb-profiler makes no input-bound verdict of its own.
+    let input = InputDiff {
+        share,
+        classification_a: String::new(),
+        classification_b: String::new(),
+        statement_a: String::new(),
+        statement_b: String::new(),
+    };
+    (Some(steps), Some(input))
 }
 
 fn series(details: &StepDetails) -> Series {
@@ -192,7 +291,7 @@ pub fn compare(a: &OverviewPage, b: &OverviewPage, options: &DiffOptions) -> (Op
         .take(if same_kind { usize::MAX } else { 1 })
         .map(|((name, label, va), (_, _, vb))| metric(name, label, "ms", (va, vb), None, options))
         .collect();
-    let steps = StepsDiff { steps_a: details_a.len(), steps_b: details_b.len(), metrics };
+    let steps = StepsDiff { steps_a: details_a.len(), steps_b: details_b.len(), metrics, source: StepSource::Xprof };
     let (pa, pb) = (input_percent_series(details_a), input_percent_series(details_b));
     let figures = (a.input_analysis.input_percent, b.input_analysis.input_percent);
     let share = metric("input_share", "Input share of step time", "percent", (&pa, &pb), Some(figures), options);
@@ -245,9 +344,9 @@ mod tests {
 
     #[test]
     fn gates_know_every_metric() {
-        let names = generic_series(&[]).into_iter().chain(tpu_series(&[])).map(|(name, _, _)| name);
-        let names: Vec<&str> = names.collect();
-        assert_eq!(names.len(), STEP_METRICS.len() + 1, "step_time in both kinds");
+        let names = generic_series(&[]).into_iter().chain(tpu_series(&[])).chain(pytorch_series(&[]));
+        let names: Vec<&str> = names.map(|(name, _, _)| name).collect();
+        assert_eq!(names.len(), STEP_METRICS.len() + 2, "step_time in all three kinds");
         assert!(names.iter().all(|n| STEP_METRICS.contains(n)));
     }
 

@@ -16,8 +16,15 @@
 //!
 //! `reports` holds the typed reports of the tools (their serde form, the one
 //! `oxprof data TOOL --format report` prints), not XProf's JSON. A change to what those
-//! reports mean or how they serialise bumps [`SUMMARY_VERSION`]; a file of another
-//! version is refused with a message saying what to do (never read half-right).
+//! reports mean or how they serialise bumps [`SUMMARY_VERSION`]; a file of a version this
+//! oxprof does not read is refused with a message saying what to do (never read
+//! half-right).
+//!
+//! **Versions.** 1: XProf's reports. 2: also torch-tb-profiler's `pytorch_overview` and
+//! `pytorch_op_stats` of a PyTorch run. A summary is written as the oldest version that
+//! holds it (an XSpace run's is still version 1, byte for byte as before), so an older
+//! oxprof refuses a PyTorch summary ("newer: upgrade") rather than silently comparing it
+//! without its steps and operators, and this oxprof reads both.
 //!
 //! **Budgets.** A summary is input like a profile, and may come from anywhere (a CI cache,
 //! an artifact): [`SummaryLimits`] bound its size (64 MiB; real summaries are 30 KB–2 MB)
@@ -28,8 +35,11 @@
 use crate::{RunReports, Source};
 use serde::{Deserialize, Serialize};
 
-/// The version this oxprof writes and reads.
-pub const SUMMARY_VERSION: u32 = 1;
+/// The newest version this oxprof writes and reads.
+pub const SUMMARY_VERSION: u32 = 2;
+
+/// The oldest version this oxprof reads.
+pub const OLDEST_SUMMARY_VERSION: u32 = 1;
 
 /// Budgets of a summary file read ([`Summary::parse_within`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +100,8 @@ pub enum SummaryError {
     },
     /// Written by an older oxprof.
     #[error(
-        "an oxprof summary of version {found}, older than this oxprof reads ({SUMMARY_VERSION}): make it again from the \
+        "an oxprof summary of version {found}, older than this oxprof reads ({OLDEST_SUMMARY_VERSION} to \
+         {SUMMARY_VERSION}): make it again from the \
          profile with `oxprof summary RUN --out FILE`"
     )]
     Older {
@@ -113,16 +124,16 @@ pub enum SummaryError {
         hint: &'static str,
     },
     /// The right version, but its contents do not read.
-    #[error(
-        "an oxprof summary of version {SUMMARY_VERSION} whose reports do not read ({0}); make it again with `oxprof summary RUN --out FILE`"
-    )]
+    #[error("an oxprof summary whose reports do not read ({0}); make it again with `oxprof summary RUN --out FILE`")]
     Invalid(String),
 }
 
 impl Summary {
     /// A summary of `reports`, written by oxprof `oxprof_version`.
     pub fn new(source: Source, reports: RunReports, oxprof_version: &str) -> Summary {
-        Summary { oxprof_summary: SUMMARY_VERSION, oxprof_version: oxprof_version.to_string(), source, reports }
+        let pytorch = reports.pytorch_overview.is_some() || reports.pytorch_op_stats.is_some();
+        let version = if pytorch { SUMMARY_VERSION } else { OLDEST_SUMMARY_VERSION };
+        Summary { oxprof_summary: version, oxprof_version: oxprof_version.to_string(), source, reports }
     }
 
     /// The file's text (pretty JSON: a baseline kept in git diffs readably). Serializing
@@ -165,10 +176,11 @@ impl Summary {
         let probe: Probe = serde_json::from_str(text).map_err(|e| SummaryError::NotJson(e.to_string()))?;
         let version = probe.oxprof_summary.ok_or(SummaryError::NotASummary)?;
         let found = version.as_u64().ok_or(SummaryError::NotASummary)?;
-        match found.cmp(&u64::from(SUMMARY_VERSION)) {
-            std::cmp::Ordering::Greater => return Err(SummaryError::Newer { found }),
-            std::cmp::Ordering::Less => return Err(SummaryError::Older { found }),
-            std::cmp::Ordering::Equal => {}
+        if found > u64::from(SUMMARY_VERSION) {
+            return Err(SummaryError::Newer { found });
+        }
+        if found < u64::from(OLDEST_SUMMARY_VERSION) {
+            return Err(SummaryError::Older { found });
         }
         serde_json::from_str(text).map_err(|e| SummaryError::Invalid(e.to_string()))
     }
@@ -236,8 +248,8 @@ mod tests {
 
     #[test]
     fn other_versions_are_refused_clearly() {
-        let newer = summary().to_json().replacen("\"oxprof_summary\": 1", "\"oxprof_summary\": 2", 1);
-        assert!(matches!(Summary::parse(&newer), Err(SummaryError::Newer { found: 2 })));
+        let newer = summary().to_json().replacen("\"oxprof_summary\": 1", "\"oxprof_summary\": 3", 1);
+        assert!(matches!(Summary::parse(&newer), Err(SummaryError::Newer { found: 3 })));
         assert!(Summary::parse(&newer).unwrap_err().to_string().contains("upgrade oxprof"));
         let older = summary().to_json().replacen("\"oxprof_summary\": 1", "\"oxprof_summary\": 0", 1);
         assert!(matches!(Summary::parse(&older), Err(SummaryError::Older { found: 0 })));
@@ -245,6 +257,19 @@ mod tests {
         assert!(matches!(Summary::parse("not json"), Err(SummaryError::NotJson(_))));
         let broken = summary().to_json().replace("\"op_table_steps\": 3", "\"op_table_steps\": \"three\"");
         assert!(matches!(Summary::parse(&broken), Err(SummaryError::Invalid(_))));
+    }
+
+    #[test]
+    fn a_pytorch_summary_is_version_2_and_both_versions_read() {
+        let reports = crate::testing::pytorch_run(&[1.0; 6], &[("aten::mm", 6, 6.0, 60.0)]);
+        let pytorch = Summary::new(Source::default(), reports.for_summary(), "0.1.0");
+        let text = pytorch.to_json();
+        assert!(text.starts_with("{\n  \"oxprof_summary\": 2,"), "{}", &text[..40]);
+        assert_eq!(Summary::parse(&text).unwrap(), pytorch);
+        // Version 1 (any XSpace summary, and PyTorch ones made before): read as before.
+        let old = summary().to_json();
+        assert!(!old.contains("pytorch"), "an XSpace summary is unchanged");
+        assert_eq!(Summary::parse(&old).unwrap().reports.pytorch_overview, None);
     }
 
     #[test]

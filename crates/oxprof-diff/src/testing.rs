@@ -110,5 +110,78 @@ pub fn run(
         hlo_stats: None,
         memory_profile: memory("vm", &[("gpu_bfc", peak, 0.1)]),
         op_table_steps: Some(step_ms.len() as u64),
+        ..RunReports::default()
     }
+}
+
+/// A PyTorch run: `ProfilerStep#i` takes `kernel_ms[i]` of kernel time plus 1 ms of
+/// DataLoader, and `operators` are (name, calls, host self µs = host total, device self µs
+/// = device total).
+pub fn pytorch_run(kernel_ms: &[f64], operators: &[(&str, u64, f64, f64)]) -> RunReports {
+    use oxprof_analysis::pytorch::operators::{OpRow, PytorchOpStats};
+    use oxprof_analysis::pytorch::overview::{Breakdown, PytorchOverview, Step};
+    let mut start = 0.0;
+    let steps: Vec<Step> = kernel_ms
+        .iter()
+        .enumerate()
+        .map(|(i, &kernel)| {
+            let breakdown = Breakdown {
+                kernel: kernel * 1e3,
+                data_loader: 1e3,
+                total: (kernel + 1.0) * 1e3,
+                ..Breakdown::default()
+            };
+            let step = Step { name: i.to_string(), start_us: start, end_us: start + breakdown.total, breakdown };
+            start = step.end_us;
+            step
+        })
+        .collect();
+    let n = steps.len().max(1) as f64;
+    let mut average = Breakdown::default();
+    for s in &steps {
+        average.kernel += s.breakdown.kernel / n;
+        average.data_loader += s.breakdown.data_loader / n;
+        average.total += s.breakdown.total / n;
+    }
+    let overview = PytorchOverview {
+        has_profiler_steps: !steps.is_empty(),
+        tail_steps_removed: 0,
+        steps,
+        average,
+        gpus: Vec::new(),
+        tc_eligible_ops_kernel_ratio: 0.0,
+        tc_used_ratio: None,
+        recommendations: Vec::new(),
+        notes: Vec::new(),
+    };
+    let by_name = operators
+        .iter()
+        .map(|&(name, calls, host, device)| OpRow {
+            name: name.into(),
+            input_shape: None,
+            call_stack: None,
+            calls,
+            host_total_us: host,
+            host_self_us: host,
+            device_total_us: device,
+            device_self_us: device,
+            tc_eligible: false,
+            tc_self_us: 0.0,
+            tc_total_us: 0.0,
+        })
+        .collect();
+    let ops = PytorchOpStats { by_name, by_name_input: Vec::new(), by_name_stack: Vec::new(), notes: Vec::new() };
+    RunReports {
+        // What XProf's tools make of a PyTorch trace: no steps; its framework ops the
+        // collectives only.
+        overview_page: Some(overview_of_no_steps()),
+        framework_op_stats: Some(framework_ops(&[("nccl", "all_reduce", 1, 5.0)])),
+        pytorch_overview: Some(overview),
+        pytorch_op_stats: Some(ops),
+        ..RunReports::default()
+    }
+}
+
+fn overview_of_no_steps() -> OverviewPage {
+    overview(&[], &[])
 }

@@ -206,3 +206,142 @@ fn diff_help_is_stable() {
     assert_eq!(out.code, 0);
     insta::assert_snapshot!("diff_help", out.stdout);
 }
+
+/// A PyTorch run of six steps, written as a tiny Kineto trace; step `i` (times in µs from
+/// its start `s`, its length 400 + `gemm[i]`):
+///
+/// ```text
+/// host tid 7  |ProfilerStep#i------------------------------------------------------|
+///               |enumerate(DataLoader)…| |aten::mm----------|  |aten::add_| |extra|
+///               s+10              s+110  s+200  |launch|  s+500  s+550  +50   s+620 +20
+///                                              s+250 +20 (correlation c)
+/// GPU 0 stream 7                                    |gemm: s+300, gemm[i] µs|
+/// ```
+///
+/// `extra` is `aten::relu` in one run and `aten::gelu` in the other (an operator only in
+/// A, one only in B).
+fn kineto_run(gemm_us: &[f64], extra: &str) -> String {
+    let mut events = Vec::new();
+    let mut s = 1000.0;
+    for (i, &gemm) in gemm_us.iter().enumerate() {
+        let (ext, corr) = (100 * i + 1, 1000 + i);
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{i}", "pid": 1, "tid": 7, "ts": {s}, "dur": {}}}"#,
+            400.0 + gemm
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 7, "ts": {}, "dur": 100}}"#,
+            s + 10.0
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 7, "ts": {}, "dur": 300, "args": {{"External id": {ext}}}}}"#,
+            s + 200.0
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 7, "ts": {}, "dur": 20, "args": {{"External id": {ext}, "correlation": {corr}}}}}"#,
+            s + 250.0
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "sm80_gemm", "pid": 0, "tid": 7, "ts": {}, "dur": {gemm}, "args": {{"device": 0, "stream": 7, "correlation": {corr}, "External id": {ext}}}}}"#,
+            s + 300.0
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 7, "ts": {}, "dur": 50, "args": {{"External id": {}}}}}"#,
+            s + 550.0,
+            ext + 1
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "{extra}", "pid": 1, "tid": 7, "ts": {}, "dur": 20, "args": {{"External id": {}}}}}"#,
+            s + 620.0,
+            ext + 2
+        ));
+        s += 400.0 + gemm;
+    }
+    format!(
+        "{{\"schemaVersion\": 1, \"deviceProperties\": [], \"traceEvents\": [\n{}\n], \"baseTimeNanoseconds\": \
+         1700000000000000000}}\n",
+        events.join(",\n")
+    )
+}
+
+/// The hand-built PyTorch pair, written under the test's temporary directory: A's GEMM
+/// takes ~400 µs a step, B's ~600 µs (so steps 0.8 → 1.0 ms).
+fn pytorch_pair() -> (String, String) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("diff-pytorch-pair");
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = dir.join("a.pt.trace.json");
+    let b = dir.join("b.pt.trace.json");
+    std::fs::write(&a, kineto_run(&[400.0, 410.0, 395.0, 405.0, 400.0, 390.0], "aten::relu")).unwrap();
+    std::fs::write(&b, kineto_run(&[600.0, 610.0, 590.0, 605.0, 600.0, 595.0], "aten::gelu")).unwrap();
+    (a.to_str().unwrap().to_string(), b.to_str().unwrap().to_string())
+}
+
+#[test]
+fn a_pytorch_pair_compares_steps_and_operators() {
+    let (a, b) = pytorch_pair();
+    let out = oxprof(&["diff", &a, &b, "--fail-if", "step:kernel>+20%", "--fail-if", "op:aten::mm.self_time>+10%"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("| `step:kernel>+20%` | **tripped** |"), "{}", out.stdout);
+    assert!(out.stdout.contains("| `op:aten::mm.self_time>+10%` | passed |"), "{}", out.stdout);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("diff-pytorch-pair");
+    let shown = out.stdout.replace(dir.to_str().unwrap(), "<tmp>");
+    insta::assert_snapshot!("diff_pytorch_pair", shown);
+
+    // The same run against itself: nothing trips; no gate: 0.
+    let same = oxprof(&["diff", &a, &a, "--fail-if", "step_time>+0%", "--fail-if", "op:*.device_self_time>+0%"]);
+    assert_eq!(same.code, 0, "{}{}", same.stdout, same.stderr);
+    let json = oxprof(&["diff", &a, &b, "--format", "json"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!((report["steps"]["source"].as_str(), report["steps"]["steps_a"].as_u64()), (Some("pytorch"), Some(6)));
+    assert_eq!(report["ops"][0]["tool"], "pytorch_op_stats");
+    let csv = oxprof(&["diff", &a, &b, "--format", "csv"]);
+    assert!(csv.stdout.lines().any(|l| l.starts_with("ops,framework_op,both,aten::mm,,,device_self_time,us,")));
+    // A bad op metric is bad usage.
+    let bad = oxprof(&["diff", &a, &b, "--fail-if", "op:aten::mm.gpu_time>+1%"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("device_self_time"), "{}", bad.stderr);
+}
+
+#[test]
+fn a_pytorch_summary_is_version_2_and_stands_in_for_its_run() {
+    let (a, b) = pytorch_pair();
+    let tmp = tempfile::tempdir().unwrap();
+    let baseline = tmp.path().join("baseline.json");
+    let baseline = baseline.to_str().unwrap();
+    let saved = oxprof(&["summary", &a, "--out", baseline]);
+    assert_eq!(saved.code, 0, "{}", saved.stderr);
+    let text = std::fs::read_to_string(baseline).unwrap();
+    assert!(text.starts_with("{\n  \"oxprof_summary\": 2,"), "{}", &text[..60]);
+    let from_summary = oxprof(&["diff", baseline, &b, "--format", "json"]);
+    let from_run = oxprof(&["diff", &a, &b, "--format", "json"]);
+    assert_eq!((from_summary.code, from_run.code), (0, 0), "{}", from_summary.stderr);
+    let (mut x, mut y): (Value, Value) =
+        (serde_json::from_str(&from_summary.stdout).unwrap(), serde_json::from_str(&from_run.stdout).unwrap());
+    x["a"] = Value::Null;
+    y["a"] = Value::Null;
+    assert_eq!(x, y, "the same comparison from the baseline as from the run");
+    // A version this oxprof does not know: one line, what to do, exit 2.
+    std::fs::write(baseline, text.replacen("\"oxprof_summary\": 2", "\"oxprof_summary\": 3", 1)).unwrap();
+    let newer = oxprof(&["diff", baseline, &b]);
+    assert_eq!(newer.code, 2);
+    assert!(newer.stderr.contains("version 3, newer than this oxprof reads (2): upgrade oxprof"), "{}", newer.stderr);
+}
+
+#[test]
+fn committed_kineto_runs_compare_rank_0_with_rank_1() {
+    let dir = repo_root().join("testdata/kineto/ddp");
+    let file = |rank: &str| {
+        let entries = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path());
+        entries.into_iter().find(|p| p.file_name().unwrap().to_string_lossy().starts_with(rank)).unwrap()
+    };
+    let (a, b) = (file("rank0."), file("rank1."));
+    let out = oxprof(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    // Two profiled steps a side: compared, without a verdict.
+    assert_eq!((report["steps"]["steps_a"].as_u64(), report["steps"]["steps_b"].as_u64()), (Some(2), Some(2)));
+    assert!(report["steps"]["metrics"][0]["change"]["beyond_noise"].is_null());
+    let ops = report["ops"][0]["matched"].as_array().unwrap();
+    assert!(ops.iter().any(|o| o["name"] == "aten::addmm"), "ATen operators are framework ops");
+}

@@ -59,6 +59,9 @@ export interface OpChange {
   self_time_us: Change;
   count: Change;
   mean_us: Change;
+  /** PyTorch operators only: device time of all it launched, and of its own launches. */
+  device_time_us?: Change;
+  device_self_time_us?: Change;
 }
 
 export type OpKind = 'framework_op' | 'kernel' | 'hlo_op';
@@ -67,6 +70,9 @@ export interface OpsDiff {
   kind: OpKind;
   basis: { kind: 'per_step'; steps_a: number; steps_b: number } | { kind: 'whole_profile' };
   total_self_time_us: Change;
+  /** `pytorch_op_stats` when the framework ops are PyTorch operators. */
+  tool?: string;
+  total_device_self_time_us?: Change;
   matched: OpChange[];
   only_in_a: OpChange[];
   only_in_b: OpChange[];
@@ -92,7 +98,8 @@ export interface RunDiff {
   oxprof_diff: number;
   a: SideInfo;
   b: SideInfo;
-  steps: { steps_a: number; steps_b: number; metrics: StepMetric[] } | null;
+  /** `source`: `pytorch` for torch-tb-profiler's steps (absent: XProf's). */
+  steps: { steps_a: number; steps_b: number; metrics: StepMetric[]; source?: 'pytorch' } | null;
   input: { share: StepMetric; classification_a: string; classification_b: string; statement_a: string; statement_b: string } | null;
   ops: OpsDiff[];
   memory: { allocators: AllocatorDiff[] } | null;
@@ -171,15 +178,20 @@ export function stepsTable(diff: RunDiff): DataTable {
 /** Which list of an op kind a table shows. */
 export type OpList = 'regressions' | 'improvements' | 'unchanged' | 'only_in_a' | 'only_in_b';
 
-/** The ops of one list: regressions (self time up) and improvements (down), largest change first. */
+/** An op's change of its own time: self time, plus device self time for PyTorch operators. */
+export function ownDelta(o: OpChange): number {
+  return o.self_time_us.delta + (o.device_self_time_us?.delta ?? 0);
+}
+
+/** The ops of one list: regressions (own time up) and improvements (down), largest change first. */
 export function opsOf(ops: OpsDiff, list: OpList): OpChange[] {
   switch (list) {
     case 'regressions':
-      return ops.matched.filter((o) => o.self_time_us.delta > 0);
+      return ops.matched.filter((o) => ownDelta(o) > 0);
     case 'improvements':
-      return ops.matched.filter((o) => o.self_time_us.delta < 0);
+      return ops.matched.filter((o) => ownDelta(o) < 0);
     case 'unchanged':
-      return ops.matched.filter((o) => o.self_time_us.delta === 0);
+      return ops.matched.filter((o) => ownDelta(o) === 0);
     case 'only_in_a':
       return ops.only_in_a;
     case 'only_in_b':
@@ -187,8 +199,29 @@ export function opsOf(ops: OpsDiff, list: OpList): OpChange[] {
   }
 }
 
-/** One list of ops as a table (times in µs, counts and means). */
+/** One list of ops as a table (times in µs, counts and means; device times of PyTorch operators). */
 export function opsTable(ops: OpChange[]): DataTable {
+  const table = xprofOpsTable(ops);
+  if (!ops.some((o) => o.device_self_time_us)) return table;
+  // PyTorch operators: device self and total times before the verdict and links.
+  const zero: Change = { a: 0, b: 0, delta: 0, relative: 0, beyond_noise: null };
+  const cols = table.cols ?? [];
+  const rows = table.rows ?? [];
+  const at = cols.length - 2;
+  cols.splice(at, 0, col('device_self_a_us', 'Device self A (us)'), col('device_self_b_us', 'Device self B (us)'), col('device_self_delta_us', 'Device self change (us)'), col('device_a_us', 'Device time A (us)'), col('device_b_us', 'Device time B (us)'));
+  table.rows = ops.map((o, i) => {
+    const ds = o.device_self_time_us ?? zero;
+    const dt = o.device_time_us ?? zero;
+    const cells = (rows[i]?.c ?? []).slice();
+    cells.splice(at, 0, ...row([ds.a, ds.b, ds.delta, dt.a, dt.b]).c);
+    // Beyond noise in either host or device self time.
+    if (ds.beyond_noise) cells[cells.length - 2] = { v: verdictText(true) };
+    return { c: cells };
+  });
+  return table;
+}
+
+function xprofOpsTable(ops: OpChange[]): DataTable {
   return {
     cols: [
       col('name', 'Name', 'string'),
@@ -272,6 +305,9 @@ const OP_PAGES: Record<OpKind, { tool: string; filterKey: string; title: string 
   hlo_op: { tool: 'hlo_stats', filterKey: 'hlo.q', title: 'HLO ops' },
 };
 
+/** PyTorch operators open torch-tb-profiler's operator view, filtered by name. */
+const PYTORCH_OPS_PAGE = { tool: 'pytorch_op_stats', filterKey: 'by_name.q', title: 'PyTorch operators' };
+
 /** The host a side's per-host pages open: its host, or its only host, or every host. */
 export function pageHost(side: SideInfo): string {
   const host = side.source.host;
@@ -286,8 +322,8 @@ function traceHost(side: SideInfo): string {
 }
 
 /** Links of one op to its table in both runs and to its search in both traces. */
-export function opLinks(kind: OpKind, name: string, diff: RunDiff): { label: string; href: string }[] {
-  const page = OP_PAGES[kind];
+export function opLinks(kind: OpKind, name: string, diff: RunDiff, tool?: string): { label: string; href: string }[] {
+  const page = tool === 'pytorch_op_stats' ? PYTORCH_OPS_PAGE : OP_PAGES[kind];
   const links: { label: string; href: string }[] = [];
   for (const [letter, side] of [['A', diff.a], ['B', diff.b]] as const) {
     links.push({ label: letter, href: formatState({ run: side.source.run, tool: page.tool, host: pageHost(side), view: { [page.filterKey]: name } }) });
@@ -505,6 +541,7 @@ export function renderDiff(diff: RunDiff, view: ViewStore): HTMLElement[] {
   }
   if (diff.input) {
     const i = diff.input;
+    const pytorch = diff.steps?.source === 'pytorch';
     out.push(
       card(
         'Input pipeline',
@@ -512,9 +549,9 @@ export function renderDiff(diff: RunDiff, view: ViewStore): HTMLElement[] {
           'dl',
           { class: 'properties', 'data-section': 'input' },
           h('dt', null, 'A'),
-          h('dd', { 'data-role': 'input-a' }, `${i.share.change.a.toFixed(1)}% of step time waiting for input (${i.classification_a}). ${i.statement_a}`),
+          h('dd', { 'data-role': 'input-a' }, inputText(i.share.change.a, i.classification_a, i.statement_a, pytorch)),
           h('dt', null, 'B'),
-          h('dd', { 'data-role': 'input-b' }, `${i.share.change.b.toFixed(1)}% of step time waiting for input (${i.classification_b}). ${i.statement_b}`),
+          h('dd', { 'data-role': 'input-b' }, inputText(i.share.change.b, i.classification_b, i.statement_b, pytorch)),
         ),
       ),
     );
@@ -522,8 +559,9 @@ export function renderDiff(diff: RunDiff, view: ViewStore): HTMLElement[] {
 
   // Ops.
   for (const ops of diff.ops) {
-    const page = OP_PAGES[ops.kind];
+    const page = ops.tool === 'pytorch_op_stats' ? PYTORCH_OPS_PAGE : OP_PAGES[ops.kind];
     const t = ops.total_self_time_us;
+    const d = ops.total_device_self_time_us;
     const basis = ops.basis.kind === 'per_step' ? `per step (A ${ops.basis.steps_a} steps, B ${ops.basis.steps_b})` : 'over each whole profile';
     const cut = ops.counts.matched > ops.matched.length || ops.counts.only_in_a > ops.only_in_a.length || ops.counts.only_in_b > ops.only_in_b.length;
     out.push(
@@ -532,7 +570,7 @@ export function renderDiff(diff: RunDiff, view: ViewStore): HTMLElement[] {
         h(
           'p',
           { 'data-role': `${ops.kind}-summary` },
-          `Total self time ${formatMicros(t.a)} → ${formatMicros(t.b)} (${formatRelative(t.relative)}), ${basis}. `,
+          `Total ${d ? 'host ' : ''}self time ${formatMicros(t.a)} → ${formatMicros(t.b)} (${formatRelative(t.relative)})${d ? `, device self time ${formatMicros(d.a)} → ${formatMicros(d.b)} (${formatRelative(d.relative)})` : ''}, ${basis}. `,
           `${ops.counts.matched} in both runs, ${ops.counts.only_in_a} only in A, ${ops.counts.only_in_b} only in B.`,
           cut ? ' Only the largest changes are listed (see the CSV for all).' : '',
         ),
@@ -567,7 +605,7 @@ export function renderDiff(diff: RunDiff, view: ViewStore): HTMLElement[] {
               if (id === 'self_relative') return changeCell(formatRelative(typeof value === 'number' ? value : null), beyond, Number(r[5] ?? 0));
               if (id === 'verdict') return verdictBadge(value);
               if (id === 'links') {
-                const links = opLinks(ops.kind, String(value ?? ''), diff);
+                const links = opLinks(ops.kind, String(value ?? ''), diff, ops.tool);
                 return h('span', { class: 'op-links' }, links.flatMap((l, i) => [i ? ' ' : '', h('a', { href: l.href, 'data-link': l.label }, l.label)]));
               }
               return null;
@@ -602,4 +640,10 @@ export function renderDiff(diff: RunDiff, view: ViewStore): HTMLElement[] {
     );
   }
   return out;
+}
+
+/** One side's input share: XProf's classification and statement, or PyTorch's DataLoader share. */
+function inputText(percent: number, classification: string, statement: string, pytorch: boolean): string {
+  if (pytorch) return `${percent.toFixed(1)}% of step time in the DataLoader (torch-tb-profiler's DataLoader category).`;
+  return `${percent.toFixed(1)}% of step time waiting for input (${classification}). ${statement}`;
 }

@@ -5,7 +5,8 @@
 //! hlo_op for ops), `presence` (both, only_a, only_b), `subject` (a step metric, an op's
 //! normalised name, an allocator, a gate as written), `context` (host/device, framework
 //! op, launching op; a gate's reason), `category` (op type or HLO category), `metric`
-//! (mean, time, self_time, count, peak…; a gate's status), `unit`, `a`, `b`, `delta`,
+//! (mean, time, self_time, count, device_time and device_self_time of PyTorch operators,
+//! peak…; a gate's status), `unit`, `a`, `b`, `delta`,
 //! `relative` (empty: new in B), `beyond_noise` (true, false, empty: no verdict), `p_value`
 //! and `hedges_g` (step metrics).
 
@@ -81,12 +82,16 @@ pub fn render(report: &DiffReport) -> String {
         for (presence, list) in groups {
             for op in list.iter() {
                 let values = [
-                    ("time", "us", &op.time_us),
-                    ("self_time", "us", &op.self_time_us),
-                    ("count", "count", &op.count),
-                    ("mean", "us", &op.mean_us),
+                    ("time", "us", Some(&op.time_us)),
+                    ("self_time", "us", Some(&op.self_time_us)),
+                    ("count", "count", Some(&op.count)),
+                    ("mean", "us", Some(&op.mean_us)),
+                    // PyTorch operators only.
+                    ("device_time", "us", op.device_time_us.as_ref()),
+                    ("device_self_time", "us", op.device_self_time_us.as_ref()),
                 ];
                 for (metric, unit, change) in values {
+                    let Some(change) = change else { continue };
                     let row = Row {
                         section: "ops",
                         kind: kind_name(ops.kind),

@@ -6,7 +6,7 @@
 use oxprof_diff::gate::{GateStatus, p_text};
 use oxprof_diff::memory::{MemoryDiff, Presence};
 use oxprof_diff::ops::{Basis, OpChange, OpKind, OpsDiff};
-use oxprof_diff::steps::{InputDiff, StepMetric, StepsDiff};
+use oxprof_diff::steps::{InputDiff, StepMetric, StepSource, StepsDiff};
 use oxprof_diff::{Change, DiffReport, RunDiff};
 use std::fmt::Write;
 
@@ -21,7 +21,7 @@ pub fn render(report: &DiffReport, top: usize) -> String {
         steps_section(&mut out, steps, diff);
     }
     if let Some(input) = &diff.input {
-        input_section(&mut out, input);
+        input_section(&mut out, input, pytorch_steps(diff));
     }
     for ops in &diff.ops {
         ops_section(&mut out, ops, diff, top);
@@ -137,11 +137,23 @@ fn test_cells(metric: &StepMetric) -> (String, String) {
     }
 }
 
+/// Whether the steps are torch-tb-profiler's (PyTorch runs).
+fn pytorch_steps(diff: &RunDiff) -> bool {
+    diff.steps.as_ref().is_some_and(|s| s.source == StepSource::Pytorch)
+}
+
 fn steps_section(out: &mut String, steps: &StepsDiff, diff: &RunDiff) {
     let options = &diff.options;
+    let whose = match steps.source {
+        StepSource::Xprof => "",
+        StepSource::Pytorch => {
+            " (every `ProfilerStep#N`, torch-tb-profiler's categories: each instant goes to the first of Kernel, \
+             Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec active then, Other to none)"
+        }
+    };
     let _ = writeln!(
         out,
-        "## Steps\n\n{} in A, {} in B (mean per step). Beyond noise: Welch's t-test on the per-step times, \
+        "## Steps\n\n{} in A, {} in B{whose} (mean per step). Beyond noise: Welch's t-test on the per-step times, \
          p < {}, with at least {} on each side.\n",
         count_of(steps.steps_a as u64, "step"),
         count_of(steps.steps_b as u64, "step"),
@@ -177,13 +189,14 @@ fn steps_section(out: &mut String, steps: &StepsDiff, diff: &RunDiff) {
     out.push('\n');
 }
 
-fn input_section(out: &mut String, input: &InputDiff) {
+fn input_section(out: &mut String, input: &InputDiff, pytorch: bool) {
     let c = &input.share.change;
     let (p, g) = test_cells(&input.share);
+    let label = if pytorch { "DataLoader share of step time" } else { "Input-bound share of step time" };
     let _ = writeln!(
         out,
         "## Input pipeline\n\n| | A | B | change | p | Hedges' g | beyond noise |\n|---|---:|---:|---:|---:|---:|:---:|\n\
-         | Input-bound share of step time | {:.1}% | {:.1}% | {:+.1} points | {p} | {g} | {} |\n",
+         | {label} | {:.1}% | {:.1}% | {:+.1} points | {p} | {g} | {} |\n",
         c.a,
         c.b,
         c.delta,
@@ -199,7 +212,7 @@ fn input_section(out: &mut String, input: &InputDiff) {
     out.push('\n');
 }
 
-fn basis_text(basis: &Basis) -> String {
+fn basis_text(basis: &Basis, pytorch: bool) -> String {
     match basis {
         Basis::PerStep { steps_a, steps_b } => {
             format!(
@@ -208,11 +221,16 @@ fn basis_text(basis: &Basis) -> String {
                 count_of(*steps_b, "step")
             )
         }
+        // PyTorch runs have steps, but their op tables total the whole trace.
+        Basis::WholeProfile if pytorch => "Times and counts over each whole trace".into(),
         Basis::WholeProfile => "Times and counts over each whole profile (a run has no steps)".into(),
     }
 }
 
 fn ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usize) {
+    if ops.total_device_self_time_us.is_some() {
+        return pytorch_ops_section(out, ops, diff, top);
+    }
     let t = &ops.total_self_time_us;
     let _ = writeln!(
         out,
@@ -220,7 +238,7 @@ fn ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usize) {
          noise: a change of at least {}% in an op taking at least {}% of the total.\n",
         ops.kind.title(),
         ops.kind.tool(),
-        basis_text(&ops.basis),
+        basis_text(&ops.basis, pytorch_steps(diff)),
         t.a,
         t.b,
         relative(t),
@@ -230,9 +248,7 @@ fn ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usize) {
         100.0 * diff.options.op_min_relative,
         100.0 * diff.options.op_min_share,
     );
-    let regressions: Vec<&OpChange> = ops.matched.iter().filter(|o| o.self_time_us.delta > 0.0).collect();
-    let mut improvements: Vec<&OpChange> = ops.matched.iter().filter(|o| o.self_time_us.delta < 0.0).collect();
-    improvements.sort_by(|x, y| x.self_time_us.delta.total_cmp(&y.self_time_us.delta));
+    let (regressions, improvements) = split(ops);
     matched_table(out, "Largest regressions (self time)", ops.kind, &regressions, top);
     matched_table(out, "Largest improvements (self time)", ops.kind, &improvements, top);
     let unchanged = ops.matched.len() - regressions.len() - improvements.len();
@@ -241,6 +257,128 @@ fn ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usize) {
     }
     single_table(out, "Only in A", ops.kind, &ops.only_in_a, ops.counts.only_in_a, top, |c| c.a);
     single_table(out, "Only in B", ops.kind, &ops.only_in_b, ops.counts.only_in_b, top, |c| c.b);
+}
+
+/// Matched ops whose own time grew (largest first) and shrank (largest first).
+fn split(ops: &OpsDiff) -> (Vec<&OpChange>, Vec<&OpChange>) {
+    let regressions: Vec<&OpChange> = ops.matched.iter().filter(|o| o.own_time_delta() > 0.0).collect();
+    let mut improvements: Vec<&OpChange> = ops.matched.iter().filter(|o| o.own_time_delta() < 0.0).collect();
+    improvements.sort_by(|x, y| x.own_time_delta().total_cmp(&y.own_time_delta()));
+    (regressions, improvements)
+}
+
+/// PyTorch operators (torch-tb-profiler's operator view): host and device times.
+fn pytorch_ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usize) {
+    let (h, d) = (&ops.total_self_time_us, ops.total_device_self_time_us.unwrap_or(Change::new(0.0, 0.0)));
+    let _ = writeln!(
+        out,
+        "## PyTorch operators (`{}`)\n\n{}. Total host self time {:.1} → {:.1} µs ({}), device self time {:.1} → \
+         {:.1} µs ({}). {} in both runs, {} only in A, {} only in B. Ordered by the change of host plus device self \
+         time. Beyond noise: a change of at least {}% in an operator taking at least {}% of the total (host or \
+         device).\n",
+        ops.tool.as_deref().unwrap_or("pytorch_op_stats"),
+        basis_text(&ops.basis, pytorch_steps(diff)),
+        h.a,
+        h.b,
+        relative(h),
+        d.a,
+        d.b,
+        relative(&d),
+        ops.counts.matched,
+        ops.counts.only_in_a,
+        ops.counts.only_in_b,
+        100.0 * diff.options.op_min_relative,
+        100.0 * diff.options.op_min_share,
+    );
+    let (regressions, improvements) = split(ops);
+    #[rustfmt::skip]
+    let lists = [("Largest regressions (host + device self time)", regressions), ("Largest improvements (host + device self time)", improvements)];
+    for (title, rows) in lists {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "### {title}\n\n| operator | host self A (µs) | B | change | device self A (µs) | B | change | host total A \
+             (µs) | B | device total A (µs) | B | calls A | B | beyond noise |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"
+        );
+        for op in rows.iter().take(top) {
+            let (s, ds) = (&op.self_time_us, op.device_self_time_us.unwrap_or(Change::new(0.0, 0.0)));
+            let dt = op.device_time_us.unwrap_or(Change::new(0.0, 0.0));
+            let beyond = match (s.beyond_noise, ds.beyond_noise) {
+                (Some(true), _) | (_, Some(true)) => "**yes**",
+                (None, None) => "—",
+                _ => "no",
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {:.1} | {:.1} | {:+.1} ({}) | {:.1} | {:.1} | {:+.1} ({}) | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {beyond} |",
+                op_name_cell(op),
+                s.a,
+                s.b,
+                s.delta,
+                relative(s),
+                ds.a,
+                ds.b,
+                ds.delta,
+                relative(&ds),
+                op.time_us.a,
+                op.time_us.b,
+                dt.a,
+                dt.b,
+                op.count.a,
+                op.count.b,
+            );
+        }
+        more(out, top.min(rows.len()), rows.len());
+    }
+    let (grew, shrank) = split(ops);
+    let unchanged = ops.matched.len() - grew.len() - shrank.len();
+    if unchanged > 0 {
+        let _ = writeln!(
+            out,
+            "{} in both runs with the same host and device self time.\n",
+            count_of(unchanged as u64, "operator")
+        );
+    }
+    for (title, list, total, side) in [
+        ("Only in A", &ops.only_in_a, ops.counts.only_in_a, (|c: &Change| c.a) as fn(&Change) -> f64),
+        ("Only in B", &ops.only_in_b, ops.counts.only_in_b, |c: &Change| c.b),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "### {title}\n\n| operator | host self (µs) | device self (µs) | host total (µs) | device total (µs) | calls |\n\
+             |---|---:|---:|---:|---:|---:|"
+        );
+        let zero = Change::new(0.0, 0.0);
+        for op in list.iter().take(top) {
+            let _ = writeln!(
+                out,
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                op_name_cell(op),
+                side(&op.self_time_us),
+                side(&op.device_self_time_us.unwrap_or(zero)),
+                side(&op.time_us),
+                side(&op.device_time_us.unwrap_or(zero)),
+                side(&op.count)
+            );
+        }
+        more(out, top.min(list.len()), total.max(list.len()));
+    }
+}
+
+/// An operator's normalised name and the names behind it.
+fn op_name_cell(op: &OpChange) -> String {
+    let mut name = code(&op.name);
+    if !op.names.is_empty() {
+        let shown: Vec<String> = op.names.iter().take(3).map(|n| code(n)).collect();
+        let _ = write!(name, " ({})", shown.join(", "));
+    }
+    name
 }
 
 /// The header cells naming an op: name, then where/what it is.

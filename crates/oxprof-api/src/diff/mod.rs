@@ -16,6 +16,12 @@
 //! `kernel_stats` and `hlo_stats` from every step, and `memory_profile` of the hosts that
 //! recorded allocator events (the only second read of a file, and only for those).
 //!
+//! PyTorch runs (Kineto traces, told by their content) also get torch-tb-profiler's
+//! `pytorch_overview` and `pytorch_op_stats` of one worker (the first selected; a note
+//! names the others), read through the session's parsed trace: the comparison takes steps
+//! and framework ops from them, since XProf's step database and framework ops do not see
+//! `ProfilerStep#N` and ATen operators. XSpace files are never parsed twice for this.
+//!
 //! Inputs are read within budgets: profiles within [`LoadLimits`] as everywhere, summary
 //! files within [`SummaryLimits`] (size first, from the file's metadata and again while
 //! reading, then the JSON's objects and arrays before anything is built). Profiles' host
@@ -30,12 +36,14 @@ use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, local_session, select_hosts};
 use crate::session::{Session, SessionOptions};
 use oxprof_analysis::op_stats::convert::{StepSelection, combine_hosts};
+use oxprof_analysis::pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
 use oxprof_analysis::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats, overview_page::OverviewPage,
 };
 use oxprof_diff::summary::{Summary, SummaryLimits};
 use oxprof_diff::{DiffOptions, RunDiff, RunReports, Source};
 use oxprof_diskcache::DiskCache;
+use oxprof_format::{Format, HostFile};
 use oxprof_model::LoadLimits;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -106,6 +114,7 @@ pub fn run_reports(
             memory_profile.insert(file.host.clone(), profile);
         }
     }
+    let (pytorch_overview, pytorch_op_stats, notes) = pytorch_reports(session, &files, refresh)?;
     Ok(RunReports {
         overview_page: Some(overview),
         framework_op_stats: Some(framework),
@@ -113,7 +122,39 @@ pub fn run_reports(
         hlo_stats: Some(hlo),
         memory_profile,
         op_table_steps: Some(all_steps.step_db.step_sequence.len() as u64),
+        pytorch_overview,
+        pytorch_op_stats,
+        notes,
     })
+}
+
+/// A PyTorch run's overview and operators, and notes on what was left out.
+type PytorchReports = (Option<PytorchOverview>, Option<PytorchOpStats>, Vec<String>);
+
+/// torch-tb-profiler's overview and operators of the first selected file when it is a
+/// PyTorch trace (one worker: these views do not combine ranks), with a note naming the
+/// workers left out; nothing for XSpace files (told from their first bytes, not decoded).
+fn pytorch_reports(session: &Session, files: &[&HostFile], refresh: bool) -> Result<PytorchReports, ApiError> {
+    let Some(first) = files.first() else { return Ok((None, None, Vec::new())) };
+    let is_kineto = session.store().detect(&first.path).is_ok_and(|d| d.format == Format::Kineto);
+    if !is_kineto {
+        return Ok((None, None, Vec::new()));
+    }
+    let parsed = session.host_pytorch(&[*first], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
+    if !parsed.is_pytorch() {
+        return Ok((None, None, Vec::new()));
+    }
+    let mut notes = Vec::new();
+    if files.len() > 1 {
+        let others: Vec<&str> = files[1..].iter().map(|f| f.host.as_str()).collect();
+        notes.push(format!(
+            "PyTorch steps and operators are of {} only (torch-tb-profiler's views are per worker; also selected: \
+             {}; compare one with --host)",
+            first.host,
+            others.join(", ")
+        ));
+    }
+    Ok((Some(PytorchOverview::from_parsed(&parsed)), Some(PytorchOpStats::from_parsed(&parsed)), notes))
 }
 
 /// Where `run`'s reports come from, for a host selection.
@@ -128,15 +169,19 @@ pub fn source_of(path: &str, run: &ServedRun, host: Option<&str>) -> Result<Sour
     })
 }
 
-/// Whether `path` is a summary file (JSON) rather than a profile or a directory.
+/// Whether `path` is a summary file (JSON that no profile format recognises) rather than a
+/// profile or a directory.
 pub fn is_summary_file(path: &Path) -> bool {
     let Ok(mut file) = std::fs::File::open(path) else { return false };
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return false;
     }
-    let mut start = [0u8; 64];
-    let n = file.read(&mut start).unwrap_or(0);
-    Summary::looks_like_one(&start[..n])
+    // Enough of the head for the format seam: an uncompressed PyTorch trace is JSON too.
+    let mut start = Vec::with_capacity(oxprof_format::formats::SNIFF_BYTES);
+    if (&mut file).take(oxprof_format::formats::SNIFF_BYTES as u64).read_to_end(&mut start).is_err() {
+        return false;
+    }
+    oxprof_format::detect(&start).is_none() && Summary::looks_like_one(&start)
 }
 
 /// Reads a summary file within `limits`.
