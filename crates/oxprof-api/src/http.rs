@@ -855,6 +855,7 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
         "traces_computed": counts.traces_computed,
         "traces_found": counts.traces_found,
         "analyses_from_disk": counts.analyses_from_disk,
+        "trace_views_from_disk": counts.trace_views_from_disk,
     })
 }
 

@@ -13,6 +13,9 @@ use std::path::Path;
 pub(crate) const ANALYSIS_ENTRY: &str = "host-analysis";
 /// Entry kind of a host's trace index (the host name is an extra input: the index embeds it).
 pub(crate) const TRACE_INDEX_ENTRY: &str = "trace-index";
+/// Entry kind of a trace view's rendered body (the track list and the whole-trace window a
+/// trace viewer opens with; the route and its parameters are the extra input).
+pub(crate) const TRACE_VIEW_ENTRY: &str = "trace-view";
 
 /// The slot of one file's result in the persistent cache, keyed by the file's identity
 /// when the slot was made; inert without a cache or an identity.
@@ -42,6 +45,11 @@ impl<'s> Persisted<'s> {
     /// The stored bytes, if any.
     pub(crate) fn read(&self) -> Option<Vec<u8>> {
         self.cache?.get(&self.key)
+    }
+
+    /// Whether an entry is stored (not read or checked).
+    pub(crate) fn exists(&self) -> bool {
+        self.cache.is_some_and(|cache| cache.contains(&self.key))
     }
 
     /// Stores what `encode` makes, unless the file changed since the slot was made (the

@@ -171,6 +171,9 @@ pub struct FileCounts {
     pub traces_found: u64,
     /// Host analyses read from the persistent cache instead of computed.
     pub analyses_from_disk: u64,
+    /// Trace views (track list, whole-trace window) answered from the persistent cache
+    /// without decoding the profile.
+    pub trace_views_from_disk: u64,
 }
 
 /// At most this many requests decode profiles at once (each decode is parallel inside):
@@ -341,6 +344,22 @@ impl Session {
             Cached::Response(rendered) => Ok(rendered.clone()),
             _ => Err(ApiError::Panicked),
         }
+    }
+
+    /// Whether the session has a persistent cache (`--cache-dir`; not with `--no-cache`).
+    pub(crate) fn has_disk_cache(&self) -> bool {
+        self.disk_cache.is_some()
+    }
+
+    /// Whether `file`'s trace data (model + index) is in memory now (never computes or waits).
+    pub(crate) fn has_trace(&self, file: &HostFile) -> bool {
+        let Ok(stat) = self.store.stat(&file.path) else { return false };
+        self.cache.peek(&CacheKey::Trace(FileId { path: file.path.clone(), stat })).is_some()
+    }
+
+    /// Counts a trace view answered from the persistent cache.
+    pub(crate) fn count_trace_view_from_disk(&self) {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner()).trace_views_from_disk += 1;
     }
 
     /// The rendered response kept under `key`, if any (never computes or waits).

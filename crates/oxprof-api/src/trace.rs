@@ -10,7 +10,7 @@
 use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts};
-use crate::persist::{Persisted, TRACE_INDEX_ENTRY};
+use crate::persist::{Persisted, TRACE_INDEX_ENTRY, TRACE_VIEW_ENTRY};
 use crate::session::Session;
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::report::Report;
@@ -428,6 +428,21 @@ pub fn step_of(data: &[Arc<HostTraceData>], step: i64) -> Result<multi::StepSpan
     with_hosts(data, |h| multi::step_span(h, step)).ok_or_else(|| bad("step", format!("no event of step {step}")))
 }
 
+/// The one file of a single-host view, when the session has a persistent cache: its
+/// opening views are kept there, and answered from there while the file is not decoded.
+fn opening_view<'r>(
+    session: &Session,
+    run: &'r ServedRun,
+    host: Option<&str>,
+    hosts: Option<&str>,
+) -> Result<Option<&'r HostFile>, ApiError> {
+    if !session.has_disk_cache() || hosts.is_some_and(|h| !h.trim().is_empty()) {
+        return Ok(None);
+    }
+    let host = host.filter(|h| !h.is_empty() && *h != ALL_HOSTS);
+    Ok(select_hosts(run, host)?.into_iter().next())
+}
+
 /// Routes `/oxprof/api/trace/<sub>` for the server: `sub` is `tracks`, `window`, `event`,
 /// `search`, `flow`, `aggregate` or `step`; `get` reads query parameters (`run`, `host`,
 /// `hosts` and the route's own). Answers the JSON body; flow ids in it are decimal strings
@@ -455,10 +470,49 @@ pub fn route(
     if !matches!(sub, "tracks" | "window" | "event" | "search" | "flow" | "aggregate" | "step") {
         return Err(ApiError::UnknownTool(format!("trace/{sub}")));
     }
+    // A trace viewer opens with the track list and a window over the whole trace: a new
+    // process answers those from the persistent cache without decoding the profile.
+    let opening = match sub {
+        "tracks" | "window" => opening_view(session, run, host.as_deref(), hosts.as_deref())?,
+        _ => None,
+    };
+    let view_key = |params: &BTreeMap<String, String>| {
+        let params: Vec<String> = params.iter().map(|(k, v)| format!("{k}={}", v.trim())).collect();
+        format!("{sub}?{}", params.join("&"))
+    };
+    // (A file's identity costs two range reads: only looked up when it may be used.)
+    if let Some(file) = opening.filter(|file| !session.has_trace(file))
+        && let Some(body) = session
+            .persisted(file, TRACE_VIEW_ENTRY, &view_key(&params))
+            .read()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+    {
+        session.count_trace_view_from_disk();
+        return Ok(body);
+    }
     let data = view_hosts(session, run, host.as_deref(), hosts.as_deref())?;
+    let keep = |body: &String, whole: bool| {
+        if let Some(file) = opening.filter(|_| whole) {
+            let slot = session.persisted(file, TRACE_VIEW_ENTRY, &view_key(&params));
+            if !slot.exists() {
+                slot.write(|| body.clone().into_bytes());
+            }
+        }
+    };
     match sub {
-        "tracks" => to_json(tracks_of(&data)?),
-        "window" => to_json(window_of(&data, &params)?),
+        "tracks" => {
+            let body = to_json(tracks_of(&data)?)?;
+            keep(&body, true);
+            Ok(body)
+        }
+        "window" => {
+            let body = to_json(window_of(&data, &params)?)?;
+            let (min, max) = with_hosts(&data, |h| (h.min_ps(), h.max_ps()));
+            let whole = num::<u64>(&params, "start_ps")?.is_none_or(|s| s <= min)
+                && num::<u64>(&params, "end_ps")?.is_none_or(|e| e >= max);
+            keep(&body, whole);
+            Ok(body)
+        }
         "event" => to_json(event_of(&data, id("id")?)?),
         "search" => {
             let limit = get("limit").and_then(|l| l.trim().parse::<usize>().ok());

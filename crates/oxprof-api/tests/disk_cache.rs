@@ -70,3 +70,74 @@ fn a_changed_profile_is_analysed_again() {
     assert_ne!(custom, keras);
     assert_eq!(custom, bodies(&session_with(&run_dir, None)));
 }
+
+/// The trace viewer's LOD route through a session (`params`: its query parameters).
+fn trace_route(session: &oxprof_api::session::Session, sub: &str, params: &[(&str, String)]) -> String {
+    let run = session.run(None).unwrap();
+    let get = |k: &str| params.iter().find(|(key, _)| *key == k).map(|(_, v)| v.clone());
+    oxprof_api::trace::route(session, &run, sub, &get).unwrap()
+}
+
+/// A server-like session: in-memory caches, and the persistent one.
+fn server_session(path: &Path, cache: Option<Arc<DiskCache>>) -> oxprof_api::session::Session {
+    local_session(path, SessionOptions { disk_cache: cache, ..SessionOptions::default() }).unwrap()
+}
+
+#[test]
+fn a_later_session_opens_the_trace_viewer_from_disk_without_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let path = profile("jax_train");
+    // What the viewer asks first: the track list, then a window over the whole trace.
+    let opening = |session: &oxprof_api::session::Session| {
+        let tracks = trace_route(session, "tracks", &[]);
+        let list: serde_json::Value = serde_json::from_str(&tracks).unwrap();
+        let (start, end) = (list["start_ps"].as_u64().unwrap(), list["end_ps"].as_u64().unwrap());
+        let whole = [("start_ps", start.to_string()), ("end_ps", end.to_string()), ("width", "1200".to_string())];
+        let zoom = [
+            ("start_ps", start.to_string()),
+            ("end_ps", (start + (end - start) / 7).to_string()),
+            ("width", "1200".to_string()),
+        ];
+        (tracks, trace_route(session, "window", &whole), zoom)
+    };
+    let uncached = server_session(&path, None);
+    let (tracks, window, zoom) = opening(&uncached);
+    let zoomed = trace_route(&uncached, "window", &zoom);
+
+    let first = server_session(&path, Some(cache.clone()));
+    assert_eq!(opening(&first).0, tracks);
+    assert_eq!(first.file_counts().trace_views_from_disk, 0, "nothing on disk yet");
+
+    let reopened = server_session(&path, Some(cache.clone()));
+    let (tracks_again, window_again, _) = opening(&reopened);
+    assert_eq!((tracks_again, window_again), (tracks, window), "the same bytes from disk");
+    let counts = reopened.file_counts();
+    assert_eq!((counts.traces_computed, counts.trace_views_from_disk), (0, 2), "no decode: {counts:?}");
+    // A zoom needs the events: decoded once, then the opening views come from memory.
+    assert_eq!(trace_route(&reopened, "window", &zoom), zoomed);
+    opening(&reopened);
+    let counts = reopened.file_counts();
+    assert_eq!((counts.traces_computed, counts.trace_views_from_disk), (1, 2), "{counts:?}");
+}
+
+#[test]
+fn a_changed_profile_never_opens_from_an_old_trace_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let host_file = |name: &str| {
+        let run = oxprof_api::data::one_shot_session(&profile(name)).unwrap().run(None).unwrap();
+        run.hosts[0].path.clone()
+    };
+    let target = run_dir.join("vm.xplane.pb.gz");
+    std::fs::copy(host_file("jax_train"), &target).unwrap();
+    let before = trace_route(&server_session(&run_dir, Some(cache.clone())), "tracks", &[]);
+    std::fs::copy(host_file("tf_custom_loop"), &target).unwrap();
+    let after = server_session(&run_dir, Some(cache.clone()));
+    let tracks = trace_route(&after, "tracks", &[]);
+    assert_ne!(tracks, before);
+    assert_eq!(tracks, trace_route(&server_session(&run_dir, None), "tracks", &[]));
+    assert_eq!(after.file_counts().trace_views_from_disk, 0);
+}

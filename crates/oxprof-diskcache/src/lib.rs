@@ -149,6 +149,11 @@ impl DiskCache {
         self.dir.join(format!("{key}.bin"))
     }
 
+    /// Whether an entry is stored under `key` (not read or checked: [`DiskCache::get`] does).
+    pub fn contains(&self, key: &str) -> bool {
+        self.path_of(key).is_file()
+    }
+
     /// The payload stored under `key`, if there is a whole, valid one. An unusable entry
     /// is removed and counted as rejected.
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
