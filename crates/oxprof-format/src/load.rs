@@ -4,7 +4,8 @@
 //! Plain files are memory-mapped and decoded in place; pages the decoder has consumed are
 //! dropped from this process's memory at once (`MADV_DONTNEED`), so peak memory is the
 //! model plus a few megabytes of input, not model plus file. Gzip files are inflated into
-//! memory first, streaming, and refused as soon as they inflate past their budget.
+//! memory first (into an anonymous mapping sized by their trailer, whose consumed pages are
+//! dropped the same way), streaming, and refused as soon as they inflate past their budget.
 //!
 //! Files that change while they are read: a mapped file that shrinks would raise SIGBUS;
 //! `mapguard` turns that into zero pages (Linux; elsewhere files are read, not mapped),
@@ -91,6 +92,13 @@ fn read_and_decode(
     };
     let decode = |buf: &[u8], release: &dyn ReleasePages| import(detected.format, path, buf, release, limits, lines_of);
     if detected.gzip {
+        #[cfg(target_os = "linux")]
+        match inflate_mapped(file, meta.len(), limits, path) {
+            Ok(Inflated::Mapped(map, len)) => return (decode(&map[..len], &MappedRelease { map: &map }), false),
+            Ok(Inflated::Heap(data)) => return (decode(&data, &KeepPages), false),
+            Ok(Inflated::NoHint) => {}
+            Err(e) => return (Err(e), false),
+        }
         let inflated = inflate(std::io::BufReader::new(&*file), meta.len(), limits, path);
         return (inflated.and_then(|data| decode(&data, &KeepPages)), false);
     }
@@ -132,6 +140,68 @@ fn inflate(reader: impl Read, compressed: u64, limits: &LoadLimits, path: &Path)
         return Err(LoadError::LimitExceeded { path: path.to_path_buf(), exceeded });
     }
     Ok(data)
+}
+
+/// A gzip file inflated by [`inflate_mapped`].
+#[cfg(target_os = "linux")]
+enum Inflated {
+    /// Into an anonymous mapping (its first `len` bytes), whose consumed pages the decoder
+    /// can hand back as it does a plain file's.
+    Mapped(memmap2::Mmap, usize),
+    /// Into the heap: the file inflated past the size its trailer announced.
+    Heap(Vec<u8>),
+    /// No usable size in the trailer (small file, or one past its cap): inflate as usual.
+    NoHint,
+}
+
+/// Inflates a gzip file into an anonymous mapping sized by the gzip trailer (ISIZE, the
+/// inflated size modulo 2^32), so that the decoder can drop the pages it consumed: peak
+/// memory is then about the inflated input, not the input plus the whole model. The
+/// trailer is only a hint (several members, or past 4 GiB): a file that inflates past it
+/// continues into the heap, within the same caps.
+#[cfg(target_os = "linux")]
+fn inflate_mapped(file: &mut File, compressed: u64, limits: &LoadLimits, path: &Path) -> Result<Inflated, LoadError> {
+    use std::io::SeekFrom;
+    let io = |cause| LoadError::Io { path: path.to_path_buf(), cause };
+    let (cap, limit) = limits.inflate_cap(compressed);
+    let mut trailer = [0u8; 4];
+    if compressed < 18 {
+        return Ok(Inflated::NoHint);
+    }
+    file.seek(SeekFrom::End(-4))
+        .and_then(|_| file.read_exact(&mut trailer))
+        .and_then(|()| file.rewind())
+        .map_err(io)?;
+    let hint = u64::from(u32::from_le_bytes(trailer));
+    if hint < MMAP_THRESHOLD || hint > cap {
+        return Ok(Inflated::NoHint);
+    }
+    // One byte more than announced: filling it means the hint was short.
+    let Ok(size) = usize::try_from(hint + 1) else { return Ok(Inflated::NoHint) };
+    let Ok(mut map) = memmap2::MmapMut::map_anon(size) else { return Ok(Inflated::NoHint) };
+    let gzip_error = |cause| LoadError::Gzip { path: path.to_path_buf(), cause };
+    let mut reader = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(&*file));
+    let mut len = 0;
+    while len < size {
+        match reader.read(&mut map[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(gzip_error(e)),
+        }
+    }
+    if len < size {
+        return Ok(Inflated::Mapped(map.make_read_only().map_err(io)?, len));
+    }
+    // Longer than announced: the rest into the heap, within the cap.
+    let mut data = map[..len].to_vec();
+    drop(map);
+    reader.take(cap.saturating_add(1) - len as u64).read_to_end(&mut data).map_err(gzip_error)?;
+    if data.len() as u64 > cap {
+        let exceeded = LimitExceeded { limit, allowed: cap, at_least: data.len() as u64 };
+        return Err(LoadError::LimitExceeded { path: path.to_path_buf(), exceeded });
+    }
+    Ok(Inflated::Heap(data))
 }
 
 /// Pins glibc's mmap threshold at its default (128 KiB), once per process.
@@ -228,9 +298,9 @@ impl ReleasePages for MappedRelease<'_> {
         let start = range.start.div_ceil(PAGE) * PAGE;
         let end = (range.end / PAGE) * PAGE;
         if end > start {
-            // SAFETY: the decoder never reads a range again after releasing it, and the
-            // mapping is a private read-only file mapping: dropped pages would be re-read
-            // from the file if touched, so this cannot change what the decoder sees.
+            // SAFETY: the decoder never reads a range again after releasing it. A private
+            // file mapping's dropped pages would be re-read from the file if touched; an
+            // anonymous mapping's (inflated gzip) would read as zeros, but are never read.
             let _ = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
         }
     }
