@@ -1,8 +1,8 @@
 //! [`RemoteStore`]: a logdir in an object store as a [`ProfileStore`].
 //!
-//! * **Listing:** one prefixed listing per discovery, its pages fetched over key ranges
-//!   in parallel (a WebDAV server's directory by directory); runs and hosts come from the
-//!   keys ([`crate::layout`]). The session's catalog decides how often
+//! * **Listing:** one prefixed listing per discovery (paginated; with
+//!   `OXPROF_OBJSTORE_PARALLEL_LIST=1` over key ranges in parallel; a WebDAV server's
+//!   directory by directory); runs and hosts come from the keys ([`crate::layout`]). The session's catalog decides how often
 //!   to rediscover (its rescan throttle), as for local logdirs.
 //! * **Stat:** from the latest listing or HEAD while younger than [`STAT_FRESH`], else a
 //!   new HEAD: a replaced object shows a new ETag, so caches keyed by it reload.
@@ -128,10 +128,17 @@ impl RemoteStore {
     /// Every object under `prefix`, in one paginated listing (a WebDAV server's, directory
     /// by directory).
     pub fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        // Opt-in: on a local server (CPU-bound, 2 cores) the extra requests cost more than
+        // the parallel round trips save; a distant store is latency-bound (README).
+        self.list_as(prefix, std::env::var_os("OXPROF_OBJSTORE_PARALLEL_LIST").is_some())
+    }
+
+    /// [`RemoteStore::list`], over key ranges in parallel when `by_ranges` (S3, GCS, Azure;
+    /// see `list_key_ranges`), in key order either way.
+    pub fn list_as(&self, prefix: &str, by_ranges: bool) -> Result<Vec<ObjectMeta>, StoreError> {
         let store = self.store.clone();
         let key = (!prefix.is_empty()).then(|| Key::from(prefix));
         let by_directory = self.at.cloud == crate::Cloud::Http;
-        let by_ranges = std::env::var_os("OXPROF_OBJSTORE_SERIAL_LIST").is_none();
         let listed = wait(async move {
             if by_directory {
                 return walk_directories(store, key).await;
@@ -305,8 +312,10 @@ const PARALLEL_LISTS: usize = 8;
 /// Every object under `prefix` in key order, listed by several requests at once: a full
 /// page from a key range splits what is left of the range at the next characters of its
 /// last key (`…run_01000` → `(…run_01000, …run_02]`, `(…run_02, …run_03]`, …), and the
-/// parts are listed concurrently (S3 `start-after`, GCS `startOffset`). One paginated
-/// listing of 10,000 keys is ten round trips in a row; this is two or three rounds.
+/// parts are listed concurrently (S3 and GCS `start-after`, Azure `startFrom`). One
+/// paginated listing of 10,000 keys is ten round trips in a row; this is three rounds, but
+/// about 2.5 times the pages (ranges that turn out full are split again), so it pays only
+/// where round trips, not the server, are the cost (`OXPROF_OBJSTORE_PARALLEL_LIST=1`).
 async fn list_key_ranges(
     store: Arc<dyn ObjectStore>,
     prefix: Option<Key>,
