@@ -60,8 +60,16 @@ for _ in 1 2 3; do
 done
 target/release/examples/read_bench gs://oxprof/bench/large.xplane.pb 3 | sed 's/^/   oxprof (GCS): /'
 
-echo "3. overview_page of the gzipped profile, cold process, --no-cache: local | s3 streaming | s3 download-then-decode:"
+echo "3. the gzipped profile decoded (release read_bench load): from s3 streaming, local file | s3 whole first:"
 gzip -1 -c "$profile" >"$work/large.xplane.pb.gz"
+put "$work/large.xplane.pb.gz" "bench/largegz1/host.xplane.pb.gz"
+for _ in $(seq 1 "$rounds"); do
+  LOCAL=$work/large.xplane.pb.gz target/release/examples/read_bench s3://oxprof/bench/largegz1/host.xplane.pb.gz 1 load \
+    | sed 's/^/   streaming: /'
+  OXPROF_OBJSTORE_NO_OVERLAP=1 target/release/examples/read_bench s3://oxprof/bench/largegz1/host.xplane.pb.gz 1 load \
+    | sed 's/^/   whole first: /'
+done
+echo "   and overview_page of it, cold process, --no-cache: local | s3 streaming | s3 download-then-decode:"
 put "$work/large.xplane.pb.gz" "bench/largegz/plugins/profile/run/host.xplane.pb.gz"
 for _ in $(seq 1 "$rounds"); do
   l=$(seconds "$bin" data overview_page "$work/large.xplane.pb.gz" --no-cache)
@@ -97,6 +105,8 @@ for _ in 1 2 3; do
   echo " ($(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/runs.json") runs)"
 done
 target/release/examples/list_bench s3://oxprof/bench/runs10k 3 | sed 's/^/   RemoteStore: /'
+OXPROF_OBJSTORE_PARALLEL_LIST=1 target/release/examples/list_bench s3://oxprof/bench/runs10k 3 \
+  | sed 's/^/   RemoteStore, key ranges in parallel: /'
 for _ in 1 2 3; do
   python3 - "$OXPROF_TEST_S3_ENDPOINT" "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" <<'PY'
 import re, subprocess, sys, time, urllib.parse
