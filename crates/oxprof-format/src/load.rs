@@ -247,6 +247,59 @@ pub fn decode_bytes_with(path_for_errors: &Path, bytes: &[u8], limits: &LoadLimi
     import_bytes(path_for_errors, bytes, limits, &|_| true)
 }
 
+/// A profile in memory (any format the seam knows, plain or gzip) within `limits`,
+/// decoding the lines of only the planes `lines_of` accepts.
+pub fn decode_bytes_lines_of(
+    path_for_errors: &Path,
+    bytes: &[u8],
+    limits: &LoadLimits,
+    lines_of: &dyn Fn(&str) -> bool,
+) -> Result<XSpace, LoadError> {
+    import_bytes(path_for_errors, bytes, limits, lines_of)
+}
+
+/// A profile arriving as a stream (an object store's download), decoded as it arrives
+/// where the format allows: `head` is its first bytes (at least what format detection
+/// needs, or all of it), `rest` the remainder, `size` its length. A gzip stream is
+/// inflated while it downloads; other formats are gathered, then imported. Answers the
+/// model and the raw bytes read (for a cache).
+pub fn decode_stream_lines_of(
+    path: &Path,
+    head: Vec<u8>,
+    mut rest: impl Read,
+    size: u64,
+    limits: &LoadLimits,
+    lines_of: &dyn Fn(&str) -> bool,
+) -> Result<(XSpace, Vec<u8>), LoadError> {
+    let io = |cause| LoadError::Io { path: path.to_path_buf(), cause };
+    let detected = detect_or_name(path, &head[..head.len().min(SNIFF_BYTES)])?;
+    if !detected.gzip {
+        let mut raw = head;
+        raw.reserve(size.saturating_sub(raw.len() as u64) as usize);
+        rest.read_to_end(&mut raw).map_err(io)?;
+        let space = import(detected.format, path, &raw, &KeepPages, limits, lines_of)?;
+        return Ok((space, raw));
+    }
+    // The compressed bytes are kept as the inflater reads them.
+    struct Keep<R> {
+        inner: R,
+        kept: Vec<u8>,
+    }
+    impl<R: Read> Read for Keep<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.kept.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+    }
+    let mut keep = Keep { inner: std::io::Cursor::new(head).chain(rest), kept: Vec::with_capacity(size as usize) };
+    let inflated = inflate(&mut keep, size, limits, path)?;
+    // Anything after the gzip members (not read by the inflater) still belongs to the object.
+    keep.read_to_end(&mut Vec::new()).map_err(io)?;
+    let space = import(detected.format, path, &inflated, &KeepPages, limits, lines_of)?;
+    Ok((space, keep.kept))
+}
+
 /// A profile in memory (plain or gzip) into the model through the format seam.
 pub(crate) fn import_bytes(
     path: &Path,

@@ -87,7 +87,7 @@ impl StoreError {
                     Some("404") => StoreError::NotFound { status: with_code("404"), url },
                     Some(s @ ("401" | "403")) => denied(with_code(s)),
                     Some(_) => StoreError::Changed { url },
-                    None => StoreError::Other { url, cause: one_line(&text) },
+                    None => StoreError::Other { url, cause: network_cause(&other, &text) },
                 }
             }
         }
@@ -122,6 +122,33 @@ impl StoreError {
         };
         std::io::Error::new(kind, self.reason())
     }
+}
+
+/// What failed, in words a user can act on: the deepest cause in the error's chain
+/// (`connection refused`, `connection closed before message completed`, a status line),
+/// with the retries made, instead of `object_store`'s nested "Generic HTTP error: Generic
+/// HTTP error: Error performing GET … - HTTP error: error sending request".
+fn network_cause(error: &object_store::Error, text: &str) -> String {
+    let mut deepest: &dyn std::error::Error = error;
+    while let Some(source) = deepest.source() {
+        deepest = source;
+    }
+    let mut root = one_line(&deepest.to_string());
+    // Wrappers that only name the store, however deep the chain ends.
+    while let Some(rest) = root.strip_prefix("Generic ").and_then(|r| r.split_once(" error: ")).map(|(_, r)| r) {
+        root = rest.to_string();
+    }
+    if let Some((_, after)) = text.split_once("Server returned non-2xx status code: ") {
+        // An HTTP status (after retries): the status line and the start of the body.
+        root = one_line(after).chars().take(200).collect();
+    }
+    let retries = text
+        .split_once(", after ")
+        .and_then(|(_, rest)| rest.split_once(" retries"))
+        .and_then(|(n, _)| n.parse::<u32>().ok())
+        .filter(|n| *n > 0);
+    let tried = retries.map_or(String::new(), |n| format!(" (after {n} retries)"));
+    format!("{root}{tried}; check that the server is up and reachable, then try again")
 }
 
 /// The store's message on one line (some carry response bodies with newlines).

@@ -36,3 +36,8 @@ pub(crate) fn wait<T: Send + 'static>(future: impl Future<Output = T> + Send + '
         Err(_) => panic!("an object-store task panicked"),
     }
 }
+
+/// Starts `future` on the I/O runtime without waiting for it (its output goes by channel).
+pub(crate) fn spawn(future: impl Future<Output = ()> + Send + 'static) {
+    runtime().spawn(future);
+}

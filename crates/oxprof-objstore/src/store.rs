@@ -1,26 +1,33 @@
 //! [`RemoteStore`]: a logdir in an object store as a [`ProfileStore`].
 //!
-//! * **Listing:** one prefixed listing (paginated by the store) per discovery; runs and
-//!   hosts come from the keys ([`crate::layout`]). The session's catalog decides how often
+//! * **Listing:** one prefixed listing per discovery (paginated; with
+//!   `OXPROF_OBJSTORE_PARALLEL_LIST=1` over key ranges in parallel; a WebDAV server's
+//!   directory by directory); runs and hosts come from the keys ([`crate::layout`]). The session's catalog decides how often
 //!   to rediscover (its rescan throttle), as for local logdirs.
 //! * **Stat:** from the latest listing or HEAD while younger than [`STAT_FRESH`], else a
 //!   new HEAD: a replaced object shows a new ETag, so caches keyed by it reload.
 //! * **Reading:** a range is fetched as parallel ranged GETs, each conditional on the ETag
-//!   the read started with; a replaced object fails the read ([`LoadError::FileChanged`])
+//!   the read started with, handed on in order as they complete (a gzip object inflates
+//!   while the rest downloads); a replaced object fails the read ([`LoadError::FileChanged`])
 //!   rather than mixing two versions. Whole objects go through the on-disk cache, keyed by
 //!   URL, size and ETag (`--cache-dir`, bounded, least recently used out first).
 
 use crate::connect::{Connection, RemoteOptions, connect};
 use crate::location::Location;
-use crate::runtime::wait;
+use crate::runtime::{spawn, wait};
 use crate::{StoreError, layout};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt};
 use oxprof_diskcache::{DiskCache, FileIdentity};
+use oxprof_format::formats::SNIFF_BYTES;
 use oxprof_format::formats::format_of_name;
-use oxprof_format::{Discovery, DiscoveryError, FileStat, HostFile, LoadError, ProfileStore, Run};
+use oxprof_format::{
+    Discovery, DiscoveryError, FileStat, HostFile, Limit, LimitExceeded, LoadError, LoadLimits, ProfileStore, Run,
+    XSpace,
+};
 use std::collections::HashMap;
+use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -65,6 +72,11 @@ impl std::fmt::Debug for RemoteStore {
 fn stat_of(meta: &ObjectMeta) -> FileStat {
     let modified_ns = meta.last_modified.timestamp_nanos_opt().map_or(0, |ns| ns.max(0) as u64);
     FileStat { size: meta.size, modified_ns, etag: meta.e_tag.clone() }
+}
+
+/// The object at `key` as listed (its name byte for byte: a `%` in it is not encoded again).
+fn raw_key(key: &str) -> Key {
+    Key::parse(key).unwrap_or_else(|_| Key::from(key))
 }
 
 /// The store error as the I/O error the seam's errors carry (they name the file).
@@ -113,11 +125,27 @@ impl RemoteStore {
         self.stats.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
     }
 
-    /// Every object under `prefix`, in one paginated listing.
+    /// Every object under `prefix`, in one paginated listing (a WebDAV server's, directory
+    /// by directory).
     pub fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        // Opt-in: on a local server (CPU-bound, 2 cores) the extra requests cost more than
+        // the parallel round trips save; a distant store is latency-bound (README).
+        self.list_as(prefix, std::env::var_os("OXPROF_OBJSTORE_PARALLEL_LIST").is_some())
+    }
+
+    /// [`RemoteStore::list`], over key ranges in parallel when `by_ranges` (S3, GCS, Azure;
+    /// see `list_key_ranges`), in key order either way.
+    pub fn list_as(&self, prefix: &str, by_ranges: bool) -> Result<Vec<ObjectMeta>, StoreError> {
         let store = self.store.clone();
         let key = (!prefix.is_empty()).then(|| Key::from(prefix));
+        let by_directory = self.at.cloud == crate::Cloud::Http;
         let listed = wait(async move {
+            if by_directory {
+                return walk_directories(store, key).await;
+            }
+            if by_ranges {
+                return list_key_ranges(store, key).await;
+            }
             let mut stream = store.list(key.as_ref());
             let mut out = Vec::new();
             while let Some(meta) = stream.next().await {
@@ -141,7 +169,7 @@ impl RemoteStore {
 
     fn head(&self, key: &str) -> Result<FileStat, StoreError> {
         let store = self.store.clone();
-        let location = Key::from(key);
+        let location = raw_key(key);
         let meta =
             wait(async move { store.head(&location).await }).map_err(|e| self.error(&self.at.name_of(key), e))?;
         let stat = stat_of(&meta);
@@ -160,6 +188,21 @@ impl RemoteStore {
     /// Bytes `range` of the object at `key`, as of `stat`: parallel ranged GETs, each
     /// conditional on `stat`'s ETag.
     fn fetch(&self, key: &str, stat: &FileStat, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
+        let total = (range.end - range.start) as usize;
+        let mut parts = self.stream(key, stat, range);
+        let mut bytes = Vec::with_capacity(total);
+        parts.read_to_end(&mut bytes).map_err(|_| parts.take_error(&self.at.name_of(key)))?;
+        if bytes.len() != total {
+            // Shorter than its stated size: replaced by a smaller object mid-read.
+            return Err(StoreError::Changed { url: self.at.name_of(key) });
+        }
+        Ok(bytes)
+    }
+
+    /// Bytes `range` of the object at `key` as a reader that yields them in order while
+    /// later parts are still downloading (parallel ranged GETs, each conditional on
+    /// `stat`'s ETag), so that a decoder can start on the first part.
+    fn stream(&self, key: &str, stat: &FileStat, range: Range<u64>) -> Parts {
         let chunk_bytes = tuned("OXPROF_OBJSTORE_CHUNK_MB", CHUNK_BYTES >> 20, 1024) << 20;
         let parallel = tuned("OXPROF_OBJSTORE_PARALLEL_GETS", PARALLEL_GETS as u64, 64) as usize;
         let chunks: Vec<Range<u64>> = (range.start..range.end)
@@ -167,12 +210,13 @@ impl RemoteStore {
             .map(|start| start..(start + chunk_bytes).min(range.end))
             .collect();
         let store = self.store.clone();
-        let location = Key::from(key);
+        let location = raw_key(key);
         let etag = stat.etag.clone();
-        let total = (range.end - range.start) as usize;
-        let range_in_task = range.clone();
-        let fetched = wait(async move {
-            let mut out = Vec::with_capacity(total);
+        // Unbounded: the whole object is kept by the reader anyway, and the I/O threads
+        // never block on a slow decoder.
+        let (tx, rx) = std::sync::mpsc::channel();
+        spawn(async move {
+            let mut sent = false;
             let mut parts = futures::stream::iter(chunks)
                 .map(|chunk| {
                     let options = GetOptions {
@@ -187,25 +231,30 @@ impl RemoteStore {
                 .buffered(parallel);
             loop {
                 match parts.try_next().await {
-                    Ok(Some(part)) => out.extend_from_slice(&part),
-                    Ok(None) => return Ok(out),
+                    Ok(Some(part)) => {
+                        sent = true;
+                        if tx.send(Ok(part)).is_err() {
+                            return; // the reader gave up
+                        }
+                    }
+                    Ok(None) => return,
                     // A plain HTTP server without range requests: the whole object, once.
-                    Err(object_store::Error::NotSupported { .. }) if out.is_empty() => break,
-                    Err(e) => return Err(e),
+                    Err(object_store::Error::NotSupported { .. }) if !sent => break,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
                 }
             }
             drop(parts);
             let options = GetOptions { if_match: etag, ..GetOptions::default() };
-            let whole = store.get_opts(&location, options).await?.bytes().await?;
-            let end = (range_in_task.end as usize).min(whole.len());
-            Ok::<_, object_store::Error>(whole[(range_in_task.start as usize).min(end)..end].to_vec())
+            let whole = async { store.get_opts(&location, options).await?.bytes().await }.await;
+            let _ = tx.send(whole.map(|whole| {
+                let end = (range.end as usize).min(whole.len());
+                whole.slice((range.start as usize).min(end)..end)
+            }));
         });
-        let bytes = fetched.map_err(|e| self.error(&self.at.name_of(key), e))?;
-        if bytes.len() != total {
-            // Shorter than its stated size: replaced by a smaller object mid-read.
-            return Err(StoreError::Changed { url: self.at.name_of(key) });
-        }
-        Ok(bytes)
+        Parts { parts: rx, current: bytes::Bytes::new(), error: None, credentials: self.credentials.clone() }
     }
 
     fn cache_key(&self, key: &str, stat: &FileStat) -> Option<String> {
@@ -213,6 +262,176 @@ impl RemoteStore {
         let identity = FileIdentity { size: stat.size, modified_ns: stat.modified_ns, etag: Some(etag), ends_hash: 0 };
         Some(oxprof_diskcache::entry_key(OBJECT_ENTRY, &identity, &self.at.name_of(key)))
     }
+}
+
+/// An object's bytes in order as its ranged GETs complete (see [`RemoteStore::stream`]).
+struct Parts {
+    parts: std::sync::mpsc::Receiver<Result<bytes::Bytes, object_store::Error>>,
+    current: bytes::Bytes,
+    /// The store's error, kept whole for [`Parts::take_error`] (a reader passes on only an
+    /// I/O error).
+    error: Option<object_store::Error>,
+    credentials: String,
+}
+
+impl Parts {
+    /// The error that ended the stream, as a [`StoreError`] about `url`.
+    fn take_error(&mut self, url: &str) -> StoreError {
+        match self.error.take() {
+            Some(e) => StoreError::from_object_store(url, &self.credentials, e),
+            None => StoreError::Other { url: url.to_string(), cause: "the download stopped".into() },
+        }
+    }
+}
+
+impl Read for Parts {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.parts.recv() {
+                Ok(Ok(part)) => self.current = part,
+                Ok(Err(e)) => {
+                    let message = e.to_string();
+                    self.error = Some(e);
+                    return Err(std::io::Error::other(message));
+                }
+                Err(_) => return Ok(0), // every part delivered
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        bytes::Buf::advance(&mut self.current, n);
+        Ok(n)
+    }
+}
+
+/// Keys in one listing page (S3's and GCS's most).
+const LIST_PAGE: usize = 1000;
+/// Listing requests in flight.
+const PARALLEL_LISTS: usize = 8;
+
+/// Every object under `prefix` in key order, listed by several requests at once: a full
+/// page from a key range splits what is left of the range at the next characters of its
+/// last key (`…run_01000` → `(…run_01000, …run_02]`, `(…run_02, …run_03]`, …), and the
+/// parts are listed concurrently (S3 and GCS `start-after`, Azure `startFrom`). One
+/// paginated listing of 10,000 keys is ten round trips in a row; this is three rounds, but
+/// about 2.5 times the pages (ranges that turn out full are split again), so it pays only
+/// where round trips, not the server, are the cost (`OXPROF_OBJSTORE_PARALLEL_LIST=1`).
+async fn list_key_ranges(
+    store: Arc<dyn ObjectStore>,
+    prefix: Option<Key>,
+) -> Result<Vec<ObjectMeta>, object_store::Error> {
+    // (exclusive start, inclusive end) of each range still to list.
+    let mut pending: Vec<(Option<String>, Option<String>)> = vec![(None, None)];
+    let mut out = Vec::new();
+    while !pending.is_empty() && out.len() <= MAX_LISTED {
+        let pages: Vec<_> = futures::stream::iter(std::mem::take(&mut pending))
+            .map(|(after, until)| {
+                let store = store.clone();
+                let prefix = prefix.clone();
+                async move {
+                    let mut listing = match &after {
+                        Some(after) => store.list_with_offset(prefix.as_ref(), &raw_key(after)),
+                        None => store.list(prefix.as_ref()),
+                    };
+                    let mut page = Vec::new();
+                    let mut full = false;
+                    while let Some(meta) = listing.next().await {
+                        let meta = meta?;
+                        // A server that ignores the offset repeats what came before it.
+                        if after.as_deref().is_some_and(|after| meta.location.as_ref() <= after) {
+                            continue;
+                        }
+                        if until.as_deref().is_some_and(|until| meta.location.as_ref() > until) {
+                            break;
+                        }
+                        page.push(meta);
+                        if page.len() == LIST_PAGE {
+                            full = true;
+                            break;
+                        }
+                    }
+                    Ok::<_, object_store::Error>((page, full, until))
+                }
+            })
+            .buffer_unordered(PARALLEL_LISTS)
+            .try_collect()
+            .await?;
+        for (page, full, until) in pages {
+            if full && let (Some(first), Some(last)) = (page.first(), page.last()) {
+                pending.extend(split_after(first.location.as_ref(), last.location.as_ref(), until));
+            }
+            out.extend(page);
+        }
+    }
+    out.sort_by(|a, b| a.location.cmp(&b.location));
+    Ok(out)
+}
+
+/// What is left of a key range after a full page from `first` to `last`, cut into parts at
+/// the character where the page's keys differ: the characters of `last`'s class (digits,
+/// upper or lower case letters) above its own, then everything after them up to `until`.
+fn split_after(first: &str, last: &str, until: Option<String>) -> Vec<(Option<String>, Option<String>)> {
+    let at = first.bytes().zip(last.bytes()).take_while(|(a, b)| a == b).count();
+    let whole = vec![(Some(last.to_string()), until.clone())];
+    let Some(&c) = last.as_bytes().get(at) else { return whole };
+    let class = match c {
+        b'0'..=b'9' => b'0'..=b'9',
+        b'A'..=b'Z' => b'A'..=b'Z',
+        b'a'..=b'z' => b'a'..=b'z',
+        _ => return whole,
+    };
+    let stem = &last[..at];
+    // Bounds: `last`, then stem+d for each d above c in its class, then stem+(class end+1).
+    let mut bounds: Vec<String> =
+        (c + 1..=*class.end()).chain([class.end() + 1]).map(|d| format!("{stem}{}", d as char)).collect();
+    // Past `until`, nothing is left to split.
+    if let Some(until) = &until {
+        bounds.retain(|b| b.as_str() < until.as_str());
+    }
+    let mut parts = Vec::with_capacity(bounds.len() + 1);
+    let mut after = last.to_string();
+    for bound in bounds {
+        parts.push((Some(after), Some(bound.clone())));
+        after = bound;
+    }
+    parts.push((Some(after), until));
+    parts
+}
+
+/// Directory levels a WebDAV walk descends (a logdir is `run/plugins/profile/session/file`).
+const MAX_DAV_DEPTH: usize = 12;
+/// PROPFINDs in flight during a walk.
+const PARALLEL_PROPFINDS: usize = 8;
+
+/// Every file under `prefix` on a WebDAV server, one `Depth: 1` PROPFIND per directory,
+/// several at once. Servers refuse `Depth: infinity` by default (Apache's mod_dav, nginx,
+/// WsgiDAV: it is a denial-of-service risk), which is what `object_store`'s recursive
+/// listing sends.
+async fn walk_directories(
+    store: Arc<dyn ObjectStore>,
+    prefix: Option<Key>,
+) -> Result<Vec<ObjectMeta>, object_store::Error> {
+    let mut out = Vec::new();
+    let mut level = vec![prefix];
+    for _ in 0..MAX_DAV_DEPTH {
+        if level.is_empty() || out.len() > MAX_LISTED {
+            break;
+        }
+        let listings: Vec<_> = futures::stream::iter(level)
+            .map(|dir| {
+                let store = store.clone();
+                async move { store.list_with_delimiter(dir.as_ref()).await }
+            })
+            .buffer_unordered(PARALLEL_PROPFINDS)
+            .try_collect()
+            .await?;
+        level = Vec::new();
+        for listing in listings {
+            out.extend(listing.objects);
+            level.extend(listing.common_prefixes.into_iter().map(Some));
+        }
+    }
+    Ok(out)
 }
 
 impl ProfileStore for RemoteStore {
@@ -270,6 +489,66 @@ impl ProfileStore for RemoteStore {
         self.fresh_stat(&key).map_err(|e| LoadError::Io { path: file.to_path_buf(), cause: io_error(e, &url) })
     }
 
+    /// Decodes while the object downloads: parts come in order as their GETs complete,
+    /// and a gzip object is inflated as they arrive (XSpace protobuf and JSON decoders need
+    /// the whole message, so plain objects are gathered first).
+    fn load(&self, file: &Path, limits: &LoadLimits, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, LoadError> {
+        let key = self.key(file)?;
+        let url = file.to_string_lossy();
+        let fail = |e: StoreError| match e {
+            StoreError::Changed { .. } => LoadError::FileChanged { path: file.to_path_buf() },
+            e => LoadError::Io { path: file.to_path_buf(), cause: io_error(e, &url) },
+        };
+        let stat = self.fresh_stat(&key).map_err(fail)?;
+        if stat.size > limits.max_profile_bytes {
+            let exceeded =
+                LimitExceeded { limit: Limit::ProfileBytes, allowed: limits.max_profile_bytes, at_least: stat.size };
+            return Err(LoadError::LimitExceeded { path: file.to_path_buf(), exceeded });
+        }
+        let cached = self
+            .disk_cache
+            .as_ref()
+            .filter(|_| stat.size <= MAX_CACHED_OBJECT)
+            .and_then(|cache| Some((cache, self.cache_key(&key, &stat)?)));
+        if let Some((cache, entry)) = &cached
+            && let Some(bytes) = cache.get(entry)
+            && bytes.len() as u64 == stat.size
+        {
+            return oxprof_format::decode_bytes_lines_of(file, &bytes, limits, lines_of);
+        }
+        if std::env::var_os("OXPROF_OBJSTORE_NO_OVERLAP").is_some() {
+            // Download whole, then decode (benchmarks compare the two).
+            let bytes = self.read_range(file, 0..stat.size)?;
+            return oxprof_format::decode_bytes_lines_of(file, &bytes, limits, lines_of);
+        }
+        let mut parts = self.stream(&key, &stat, 0..stat.size);
+        let mut head = vec![0u8; SNIFF_BYTES.min(stat.size as usize)];
+        let decoded = parts
+            .read_exact(&mut head)
+            .map_err(|cause| LoadError::Io { path: file.to_path_buf(), cause })
+            .and_then(|()| oxprof_format::decode_stream_lines_of(file, head, &mut parts, stat.size, limits, lines_of));
+        let (space, raw) = match decoded {
+            Ok(done) => done,
+            // A download error shows as the decoder's I/O or gzip error: report the store's.
+            Err(_) if parts.error.is_some() => {
+                self.forget(&key);
+                return Err(fail(parts.take_error(&self.at.name_of(&key))));
+            }
+            Err(e) => return Err(e),
+        };
+        // Shorter than its stated size, or (on a server without ETags to make GETs
+        // conditional) a different object by now: replaced mid-read.
+        if raw.len() as u64 != stat.size || self.stat(file)? != stat {
+            self.forget(&key);
+            return Err(LoadError::FileChanged { path: file.to_path_buf() });
+        }
+        if let Some((cache, entry)) = cached {
+            // Best effort: a full disk changes no answer.
+            let _ = cache.put(&entry, &raw);
+        }
+        Ok(space)
+    }
+
     fn read_range(&self, file: &Path, range: Range<u64>) -> Result<Vec<u8>, LoadError> {
         let key = self.key(file)?;
         let url = file.to_string_lossy();
@@ -297,5 +576,47 @@ impl ProfileStore for RemoteStore {
             let _ = cache.put(&entry, &bytes);
         }
         Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parts after a full page cover everything after its last key, each key in
+    /// exactly one part.
+    #[test]
+    fn ranges_after_a_full_page_partition_the_rest() {
+        let first = "p/run_00001/h.pb";
+        let last = "p/run_01000/h.pb";
+        let parts = split_after(first, last, None);
+        assert_eq!(parts.first().unwrap(), &(Some(last.to_string()), Some("p/run_02".to_string())));
+        assert_eq!(parts.last().unwrap(), &(Some("p/run_0:".to_string()), None));
+        assert_eq!(parts.len(), 10);
+        let owner = |key: &str| {
+            parts
+                .iter()
+                .filter(|(after, until)| {
+                    after.as_deref().is_none_or(|a| key > a) && until.as_deref().is_none_or(|u| key <= u)
+                })
+                .count()
+        };
+        for key in [
+            "p/run_01001/h.pb",
+            "p/run_02",
+            "p/run_02000/h.pb",
+            "p/run_09999/h.pb",
+            "p/run_10000/h.pb",
+            "q/x",
+            "p/run_0A",
+        ] {
+            assert_eq!(owner(key), 1, "{key}");
+        }
+        // Bounded above: no part reaches past the bound.
+        let bounded = split_after(first, last, Some("p/run_05".to_string()));
+        assert_eq!(bounded.last().unwrap().1.as_deref(), Some("p/run_05"));
+        assert!(bounded.iter().all(|(_, until)| until.as_deref().is_some_and(|u| u <= "p/run_05")));
+        // Keys that differ at a character outside the classes: one part.
+        assert_eq!(split_after("a/x-1", "a/x_1", None), vec![(Some("a/x_1".to_string()), None)]);
     }
 }

@@ -7,7 +7,7 @@
 //! [`upload_dir`] on what they wrote to a local temporary directory.
 
 use crate::StoreError;
-use crate::connect::{RemoteOptions, connect};
+use crate::connect::{Connection, RemoteOptions, connect};
 use crate::location::Location;
 use crate::runtime::wait;
 use object_store::path::Path as Key;
@@ -25,13 +25,24 @@ const PARALLEL_PARTS: usize = 4;
 pub fn upload_file(local: &Path, dest: &str, options: &RemoteOptions) -> Result<u64, StoreError> {
     let at = Location::parse(dest)?;
     let connection = connect(&at, options)?;
+    put_file(local, &connection, Key::from(at.prefix.as_str()), dest)
+}
+
+/// The key of `rel` (a relative path with `/` separators) under `prefix`, byte for byte:
+/// names like Hive's `run=a%2Fb` stay as written (neither decoded into `/` nor encoded again).
+fn key_under(prefix: &str, rel: &str) -> Key {
+    let raw = if prefix.is_empty() { rel.to_string() } else { format!("{prefix}/{rel}") };
+    Key::parse(&raw).unwrap_or_else(|_| Key::from_iter(raw.split('/')))
+}
+
+/// Uploads `local` to `key` through `connection`; `dest` names it in messages.
+fn put_file(local: &Path, connection: &Connection, key: Key, dest: &str) -> Result<u64, StoreError> {
     let fail = |e: object_store::Error| StoreError::from_object_store(dest, &connection.credentials, e);
     let local_error =
         |e: std::io::Error| StoreError::Other { url: dest.to_string(), cause: format!("{}: {e}", local.display()) };
     let mut file = std::fs::File::open(local).map_err(local_error)?;
     let size = file.metadata().map_err(local_error)?.len();
     let store = connection.store.clone();
-    let key = Key::from(at.prefix.as_str());
     if size <= PART_BYTES as u64 {
         let mut bytes = Vec::with_capacity(size as usize);
         file.read_to_end(&mut bytes).map_err(local_error)?;
@@ -107,6 +118,8 @@ enum Upload {
 /// uploaded stay: each is whole).
 pub fn upload_dir(local: &Path, dest: &str, options: &RemoteOptions) -> Result<(usize, u64), StoreError> {
     let dest = dest.trim_end_matches('/');
+    let at = Location::parse(dest)?;
+    let connection = connect(&at, options)?;
     let mut files = 0;
     let mut bytes = 0;
     let mut stack = vec![local.to_path_buf()];
@@ -121,9 +134,23 @@ pub fn upload_dir(local: &Path, dest: &str, options: &RemoteOptions) -> Result<(
             }
             let Ok(rel) = path.strip_prefix(local) else { continue };
             let rel = rel.to_string_lossy().replace('\\', "/");
-            bytes += upload_file(&path, &format!("{dest}/{rel}"), options)?;
+            bytes += put_file(&path, &connection, key_under(&at.prefix, &rel), &format!("{dest}/{rel}"))?;
             files += 1;
         }
     }
     Ok((files, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_keep_hive_names_as_written() {
+        assert_eq!(
+            key_under("exp", "slice/run=a%2Fb/host=vm/part-0.parquet").as_ref(),
+            "exp/slice/run=a%2Fb/host=vm/part-0.parquet"
+        );
+        assert_eq!(key_under("", "x/y.pb").as_ref(), "x/y.pb");
+    }
 }

@@ -135,12 +135,13 @@ enum Command {
     ///
     /// OUTPUT ending in .gz is gzip-compressed.
     Convert {
-        /// The profile file (.xplane.pb, .pt.trace.json, … optionally .gz; its content decides).
+        /// The profile file (.xplane.pb, .pt.trace.json, … optionally .gz; its content decides),
+        /// or its URL (s3://, gs://, az://, http(s)://).
         input: PathBuf,
         /// The format to write.
         #[arg(long, value_enum)]
         to: ConvertTo,
-        /// The file to write.
+        /// The file to write, or an object URL (s3://, gs://, az://) to upload it to.
         output: PathBuf,
         #[command(flatten)]
         budget: InputBudget,
@@ -176,7 +177,8 @@ enum Command {
         /// The format to write.
         #[arg(long, value_enum)]
         to: ExportTo,
-        /// The directory to write (new or empty).
+        /// The directory to write (new or empty), or a bucket prefix URL (s3://, gs://, az://;
+        /// new or empty) to upload the dataset to.
         dir: PathBuf,
         /// Only this run (default: every run under PATH).
         #[arg(long)]
@@ -343,10 +345,38 @@ enum ConvertTo {
     ChromeJson,
 }
 
-/// Loads `input` through the format seam and writes it to `output` as `to`.
+/// Loads `input` (a file or an object URL) through the format seam and writes it to
+/// `output` as `to`; an output URL is written locally first, then uploaded whole.
 fn convert(input: &std::path::Path, to: ConvertTo, output: &std::path::Path, budget: &InputBudget) -> Result<()> {
+    let Some(url) = output.to_str().filter(|s| oxprof_objstore::is_url(s)) else {
+        return convert_to_file(input, to, output, budget);
+    };
+    let options = oxprof_objstore::RemoteOptions::default();
+    // Credentials are checked before converting, not after.
+    oxprof_objstore::RemoteStore::open(url, &options)?;
+    let staging = tempfile::tempdir().context("cannot make a staging directory for the conversion")?;
+    // The same file name, so that `.gz` still means gzip.
+    let name = url.trim_end_matches('/').rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("profile");
+    let local = staging.path().join(name);
+    convert_to_file(input, to, &local, budget)?;
+    let bytes = oxprof_objstore::upload_file(&local, url, &options)?;
+    eprintln!("oxprof: uploaded {url} ({bytes} bytes)");
+    Ok(())
+}
+
+fn convert_to_file(
+    input: &std::path::Path,
+    to: ConvertTo,
+    output: &std::path::Path,
+    budget: &InputBudget,
+) -> Result<()> {
     use std::io::Write;
-    let space = oxprof_format::load_xspace_with(input, &budget.limits(), &|_| true)?;
+    let space = if input.to_str().is_some_and(oxprof_objstore::is_url) {
+        let store = oxprof_objstore::open_store(input, &oxprof_objstore::RemoteOptions::default())?;
+        store.load(input, &budget.limits(), &|_| true)?
+    } else {
+        oxprof_format::load_xspace_with(input, &budget.limits(), &|_| true)?
+    };
     let file = std::fs::File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
     let mut out: Box<dyn Write> = if output.extension().is_some_and(|e| e == "gz") {
         Box::new(flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::default()))
@@ -525,7 +555,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { path, to: ExportTo::Parquet, dir, run, budget } => {
-            sql::export(&path, run.as_deref(), &dir, budget.limits())?;
+            export_parquet(&path, run.as_deref(), &dir, budget.limits())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Convert { input, to, output, budget } => {
@@ -662,6 +692,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `oxprof export --to parquet`; into a bucket (`DIR` a URL), the dataset is written to a
+/// temporary directory and uploaded file by file (each whole or not at all). Like a local
+/// directory, the prefix must be new or empty.
+fn export_parquet(
+    path: &std::path::Path,
+    run: Option<&str>,
+    dir: &std::path::Path,
+    limits: oxprof_api::LoadLimits,
+) -> Result<()> {
+    let Some(url) = dir.to_str().filter(|s| oxprof_objstore::is_url(s)) else {
+        return sql::export(path, run, dir, limits);
+    };
+    let options = oxprof_objstore::RemoteOptions::default();
+    let store = oxprof_objstore::RemoteStore::open(url, &options)?;
+    let prefix = store.location().prefix.clone();
+    if !store.list(&prefix)?.is_empty() {
+        anyhow::bail!("{url}: not empty; export into a new prefix (or delete what is there)");
+    }
+    let staging = tempfile::tempdir().context("cannot make a staging directory for the export")?;
+    let local = staging.path().join("dataset");
+    sql::export(path, run, &local, limits)?;
+    let (files, bytes) = oxprof_objstore::upload_dir(&local, url, &options)?;
+    eprintln!("oxprof: uploaded {files} files ({bytes} bytes) to {url}");
+    Ok(())
 }
 
 /// `oxprof capture`; into a bucket (`--logdir s3://…`), the capture is staged in a

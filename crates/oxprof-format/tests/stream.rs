@@ -1,0 +1,70 @@
+//! A profile decoded as it streams in (an object store's download) equals the same
+//! profile decoded from memory, plain and gzip, and the raw bytes it hands back are the
+//! object's.
+
+use oxprof_format::{LoadLimits, decode_bytes_lines_of, decode_stream_lines_of};
+use std::io::{Read, Write};
+use std::path::Path;
+
+/// A download that arrives a few bytes at a time.
+struct Trickle<'a>(&'a [u8]);
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.0.len()).min(7);
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+/// ```text
+/// /host:CPU  thread  [matmul 0..10) [relu 10..15)
+/// ```
+fn profile() -> Vec<u8> {
+    oxprof_xspace::testing::XSpaceBuilder::new()
+        .plane("/host:CPU", |p| {
+            p.line(1, "thread", 0, |l| {
+                l.event("matmul", 0, 10);
+                l.event("relu", 10, 5);
+            });
+        })
+        .to_bytes()
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[test]
+fn a_streamed_profile_decodes_as_from_memory() {
+    let limits = LoadLimits::default();
+    for (name, bytes) in [("h.xplane.pb", profile()), ("h.xplane.pb.gz", gzip(&profile()))] {
+        let path = Path::new(name);
+        let expected = decode_bytes_lines_of(path, &bytes, &limits, &|_| true).unwrap();
+        let (head, rest) = bytes.split_at(16);
+        let (space, raw) =
+            decode_stream_lines_of(path, head.to_vec(), Trickle(rest), bytes.len() as u64, &limits, &|_| true).unwrap();
+        assert_eq!(raw, bytes, "{name}: the bytes read");
+        assert_eq!(space.event_count(), expected.event_count(), "{name}");
+        assert_eq!(space.event_count(), 2, "{name}");
+    }
+}
+
+#[test]
+fn a_stream_that_breaks_is_an_error_not_a_partial_profile() {
+    struct Broken;
+    impl Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("connection reset"))
+        }
+    }
+    let limits = LoadLimits::default();
+    for (name, bytes) in [("h.xplane.pb", profile()), ("h.xplane.pb.gz", gzip(&profile()))] {
+        let head = bytes[..16].to_vec();
+        let result = decode_stream_lines_of(Path::new(name), head, Broken, bytes.len() as u64, &limits, &|_| true);
+        assert!(result.is_err(), "{name}");
+    }
+}
