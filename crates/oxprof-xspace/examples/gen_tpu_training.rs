@@ -26,7 +26,7 @@
 //! Steps      |------------------------------- step (1500 + j) -----------------------------|
 //! Modules    |------------------ jit_train_step(1) (0 .. 1250 + j) ---------------|
 //! XLA Ops    |infeed| |fusion.1 (convolution fusion)| |dot.2 (convolution)| |all-reduce.3| |outfeed.4|
-//!             0..80+20c  100..600 (holds add.5)     620..880+j   900..1000+10c  1050..1120
+//!             0..80+20c+5h  100..600 (holds add.5)     620..880+j   900..1002+10c  1050..1120
 //! ```
 
 use oxprof_xspace::testing::{PlaneBuilder, Value, XSpaceBuilder};
@@ -285,7 +285,13 @@ fn shape(element_type: i32, dims: &[i64]) -> hlo::ShapeProto {
     }
 }
 
-fn instruction(name: &str, opcode: &str, id: i64, operands: &[i64], shape: hlo::ShapeProto) -> hlo::HloInstructionProto {
+fn instruction(
+    name: &str,
+    opcode: &str,
+    id: i64,
+    operands: &[i64],
+    shape: hlo::ShapeProto,
+) -> hlo::HloInstructionProto {
     hlo::HloInstructionProto {
         name: name.to_string(),
         opcode: opcode.to_string(),
@@ -483,12 +489,14 @@ fn tpu_plane(p: &mut PlaneBuilder, variant: &Variant, host_index: usize, host: &
             let j = jitter(s);
             let us = |v: i64| v * PS_PER_US;
             if variant.device_infeed {
-                l.event(&long("infeed.0"), t, us(80 + 20 * core));
+                // Longest on core 3, and on the second host (no ties: XProf's pick of
+                // the core with the most infeed among equals follows hash-map order).
+                l.event(&long("infeed.0"), t, us(80 + 20 * core + 5 * host_index as i64));
             }
             l.event(&long("fusion.1"), t + us(100), us(500));
             l.event(&long("add.5"), t + us(300), us(120));
             l.event(&long("dot.2"), t + us(620), us(260 + j));
-            l.event(&long("all-reduce.3"), t + us(900 + j), us(100 + 10 * core))
+            l.event(&long("all-reduce.3"), t + us(900 + j), us(102 + 10 * core))
                 .stat("all_reduce_unique_id", ((host_index as i64) << 16 | (FIRST_STEP + s)) as u64);
             if variant.device_infeed {
                 l.event(&long("outfeed.4"), t + us(1050 + j), us(70));
@@ -557,7 +565,8 @@ fn main() -> std::io::Result<()> {
     let out = std::env::args().nth(1).map_or_else(|| PathBuf::from("testdata/tpu-synthetic"), PathBuf::from);
     for variant in VARIANTS {
         for (i, host) in variant.hosts.iter().enumerate() {
-            let path = out.join(variant.dir).join("plugins/profile/2026_11_26_00_00_00").join(format!("{host}.xplane.pb.gz"));
+            let path =
+                out.join(variant.dir).join("plugins/profile/2026_11_26_00_00_00").join(format!("{host}.xplane.pb.gz"));
             write_gz(&path, &host_space(variant, i, host))?;
             println!("wrote {}", path.display());
         }

@@ -9,7 +9,7 @@
 //! (`maybe_drop_incomplete_steps`), the pod viewer sees all of them. [`HostAnalysis`]
 //! keeps both so each tool gets what XProf gives it.
 
-use super::types::{OpStats, StepDatabaseResult};
+use super::types::{HardwareType, OpStats, StepDatabaseResult};
 use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
 use crate::grouping::{EventGroups, group_events};
 use crate::model_tracker::ModelTracker;
@@ -25,7 +25,8 @@ pub enum StepSelection {
     /// Every step found (pod viewer, and the default of `ConvertXSpaceToOpStats`).
     All,
     /// First and last step dropped when there are more than five (overview page, input
-    /// pipeline analyzer).
+    /// pipeline analyzer), except on TPU: XProf never drops TPU steps (its `Steps` line
+    /// already holds complete steps only).
     DropIncomplete,
 }
 
@@ -44,7 +45,7 @@ impl HostAnalysis {
     /// The OpStats a tool reading `steps` sees.
     pub fn op_stats_for(&self, steps: StepSelection) -> OpStats {
         let mut op_stats = self.op_stats.clone();
-        if steps == StepSelection::DropIncomplete {
+        if steps == StepSelection::DropIncomplete && op_stats.run_environment.hardware_type != HardwareType::Tpu {
             drop_incomplete_steps(&mut op_stats.step_db);
         }
         op_stats
@@ -101,7 +102,7 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
             )
         })
     };
-    let steps_part = || steps_db::xspace_to_step_db(space, groups, &super::step_events::NoTpuOpMetrics, false);
+    let steps_part = || steps_db::xspace_to_step_db(space, groups, &super::device_op_metrics::TpuStepOpMetrics, false);
     let modules_part = || {
         // One module decoded at a time: only its name and whether it trains are kept.
         let mut is_training = false;
@@ -129,6 +130,14 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
         op_stats.tf_function_db = tf_function_db;
     }
     op_stats.step_db = steps.step_db;
+    if is_tpu {
+        crate::tools::input_pipeline::may_fix_tpu_step_analysis(
+            &steps.host_step_events,
+            &op_stats.device_op_metrics_db,
+            &mut op_stats.step_db,
+            &op_stats.core_id_to_details,
+        );
+    }
     op_stats.device_op_metrics_db.precision_stats = Some(steps.precision_stats);
     op_stats.hlo_metrics_db_complete_steps_only = steps.hlo_metrics_db_complete_steps_only;
     op_stats.program_id_to_name_map = program_names;

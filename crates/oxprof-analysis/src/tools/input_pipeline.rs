@@ -791,6 +791,60 @@ fn tpu_step_breakdown_from_generic(generic: &GenericStepBreakdown, step_time_ps:
     }
 }
 
+/// `HasTpuInfeedOp`: a device op of the host or SparseCoreV0 infeed category.
+fn has_tpu_infeed_op(device_db: &OpMetricsDb) -> bool {
+    device_db.metrics_db.iter().any(|op| op.category == HLO_INFEED || op.category == HLO_SPARSE_CORE_V0_INFEED)
+}
+
+/// `TotalInputPs`: a host step's time waiting for input or sending it to the device.
+fn total_input_ps(step: &crate::op_stats::event_span::StepDetails) -> u64 {
+    use crate::op_stats::event_span::EventType;
+    step.events()
+        .iter()
+        .filter(|e| matches!(e.event_type, EventType::HostWaitInput | EventType::HostToDevice))
+        .fold(0u64, |sum, e| sum.wrapping_add(e.span.duration_ps))
+}
+
+/// `MayFixTpuStepAnalysis`: when the TensorCores get their input without infeed ops, the
+/// host's input time of a step (waiting for input, sending it) explains part of the cores'
+/// idle time: that share (host input time ÷ the step's TensorCore idle time, at most 1)
+/// of each TensorCore's `IDLE` moves to the `infeed` category. Steps are matched by step
+/// number against the host's step events (an approximation XProf makes too).
+pub fn may_fix_tpu_step_analysis(
+    host_step_events: &crate::op_stats::event_span::StepEvents,
+    device_db: &OpMetricsDb,
+    step_db: &mut crate::op_stats::StepDatabaseResult,
+    core_details: &BTreeMap<u32, CoreDetails>,
+) {
+    if has_tpu_infeed_op(device_db) {
+        return;
+    }
+    for step in &mut step_db.step_sequence {
+        let Some(host_step) = host_step_events.get(&i64::from(step.step_num)) else { continue };
+        let input_ps = total_input_ps(host_step);
+        if input_ps == 0 {
+            continue;
+        }
+        let tc_idle_ms = tpu_step_across_cores(step, core_details).tc_idle_time_ms;
+        let ratio = safe_divide(pico_to_milli(input_ps), tc_idle_ms).min(1.0);
+        for (&core_id, info) in &mut step.step_info_per_core {
+            if core_id >= SPARSE_CORE_INDEX_START {
+                continue;
+            }
+            let Some(StepBreakdown::Generic(generic)) = &mut info.step_breakdown else { continue };
+            // XProf takes both map slots by reference, creating them when absent.
+            let idle_ps = *generic.category_ps.entry(IDLE.to_string()).or_insert(0);
+            let infeed = generic.category_ps.entry(HLO_INFEED.to_string()).or_insert(0);
+            if idle_ps > 0 {
+                // `uint64 = uint64 * double` truncates.
+                *infeed = (idle_ps as f64 * ratio) as u64;
+                let moved = *infeed;
+                generic.category_ps.insert(IDLE.to_string(), idle_ps.wrapping_sub(moved));
+            }
+        }
+    }
+}
+
 /// Compute and synchronization parts of one core's all-reduces in a step.
 #[derive(Debug, Clone, Copy, Default)]
 struct AllReduceBreakdown {

@@ -263,14 +263,41 @@ impl Report for PodViewer {
     }
 }
 
+/// A TPU core's step time per HLO category (`category_ps`, with `IDLE`) as generic event
+/// types. XProf 2.24.2 fills the pod viewer of TPU steps this way (its published sources
+/// read only `type_ps`, which TPU steps leave empty); the mapping follows its outputs on
+/// `testdata/tpu-synthetic`: `infeed` is input, `outfeed` output, all-reduce and
+/// all-to-all collectives, `IDLE` all others, every other category device compute.
+/// (Send/recv and host transfers were not observed and count as device compute.)
+fn tpu_generic_type_ps(generic: &crate::op_stats::GenericStepBreakdown) -> std::collections::HashMap<i32, u64> {
+    let mut out = std::collections::HashMap::new();
+    for (category, &ps) in &generic.category_ps {
+        let event = match category.as_str() {
+            "infeed" => event_type::HOST_TO_DEVICE,
+            "outfeed" => event_type::DEVICE_TO_HOST,
+            "all-reduce" | "all-reduce fusion" | "all-to-all" => event_type::DEVICE_COLLECTIVES,
+            "IDLE" => event_type::UNKNOWN_TIME,
+            _ => event_type::DEVICE_COMPUTE_32,
+        };
+        let slot = out.entry(event).or_insert(0u64);
+        *slot = slot.wrapping_add(ps);
+    }
+    out
+}
+
 /// `CreatePodStatsRecord`: the step's time per generic event type (µs) and the bottleneck,
 /// the type with the most time (ties go to the name that sorts last, as XProf sorts
 /// `(ps, name)` pairs and takes the back).
 fn pod_stats_record(core_id: u32, host_name: &str, step_info: &StepInfoResult) -> PodCoreStep {
-    let type_ps = step_info.step_breakdown.as_ref().map(|breakdown| match breakdown {
-        StepBreakdown::Generic(generic) => &generic.type_ps,
+    let generic = step_info.step_breakdown.as_ref().map(|breakdown| match breakdown {
+        StepBreakdown::Generic(generic) => generic,
     });
-    let ps_of = |event_type: &i32| type_ps.and_then(|m| m.get(event_type)).copied().unwrap_or(0);
+    let type_ps = generic.map(|g| &g.type_ps);
+    let tpu_ps = generic.filter(|g| g.type_ps.is_empty() && !g.category_ps.is_empty()).map(tpu_generic_type_ps);
+    let ps_of = |event_type: &i32| match &tpu_ps {
+        Some(tpu) => tpu.get(event_type).copied().unwrap_or(0),
+        None => type_ps.and_then(|m| m.get(event_type)).copied().unwrap_or(0),
+    };
     let mut breakdown_us = [0.0; 9];
     let mut bottleneck: Option<(u64, &str)> = None;
     for (slot, (_, name, event_types)) in breakdown_us.iter_mut().zip(GENERIC_EVENT_TYPES) {
