@@ -475,6 +475,39 @@ mod tests {
     use crate::op_stats::{CoreDetails, GenericStepBreakdown, PerCoreStepInfo};
     use crate::tools::framework_op_stats::golden::{Case, external_cases, load_op_stats, read_json, refkit_cases};
 
+    /// A TPU core's step (categories, no event types): infeed is input, outfeed output,
+    /// all-reduce collectives, IDLE all others, the other categories device compute.
+    #[test]
+    fn tpu_step_categories_become_generic_event_types() {
+        let mut op_stats = OpStats::default();
+        op_stats.core_id_to_details.insert(3, CoreDetails { hostname: "tpu".into(), ..Default::default() });
+        let mut breakdown = GenericStepBreakdown::default();
+        breakdown.category_ps.extend(
+            [
+                ("infeed", 80_000_000),
+                ("convolution fusion", 380_000_000),
+                ("convolution", 260_000_000),
+                ("all-reduce", 100_000_000),
+                ("outfeed", 70_000_000),
+                ("IDLE", 610_000_000),
+            ]
+            .map(|(c, ps)| (c.to_string(), ps)),
+        );
+        let step_info = StepInfoResult {
+            step_num: 0,
+            duration_ps: 1_500_000_000,
+            step_breakdown: Some(StepBreakdown::Generic(breakdown)),
+            ..Default::default()
+        };
+        let mut step = PerCoreStepInfo::default();
+        step.step_info_per_core.insert(3, step_info);
+        op_stats.step_db.step_sequence.push(step);
+        let json = pod_viewer(&op_stats);
+        let us = &json["podStatsSequence"]["podStatsMap"][0]["podStatsPerCore"]["3"]["stepBreakdownUs"];
+        assert_eq!([&us["1"], &us["3"], &us["6"], &us["7"], &us["9"]], [640, 100, 80, 70, 610]);
+        assert_eq!(json["podStatsSequence"]["podStatsMap"][0]["podStatsPerCore"]["3"]["bottleneck"], "Device compute");
+    }
+
     /// One step on core 1 of host `vm`: 3 µs host compute, 1 µs waiting for input
     /// (split over two event types), 0.5 µs unknown.
     #[test]
