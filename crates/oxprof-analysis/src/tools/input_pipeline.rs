@@ -1927,6 +1927,49 @@ mod tests {
 
     const MS: u64 = 1_000_000_000;
 
+    /// `MayFixTpuStepAnalysis`: step 4 on two TensorCores, 0.6 ms compute and 0.4 ms idle
+    /// each; the host waited 5 ms for input in step 4 (more than the idle time), so all of
+    /// each core's idle becomes infeed. With an infeed op on the device nothing changes.
+    #[test]
+    fn tpu_idle_time_becomes_infeed_when_the_host_waits_for_input() {
+        use crate::op_stats::event_span::{EventType, EventTypeSpan, StepDetails, Timespan};
+        let core_step = || {
+            let mut generic = GenericStepBreakdown::default();
+            generic.category_ps.insert("convolution".into(), 6 * MS / 10);
+            generic.category_ps.insert(IDLE.into(), 4 * MS / 10);
+            StepInfoResult {
+                step_num: 4,
+                duration_ps: MS,
+                step_breakdown: Some(StepBreakdown::Generic(generic)),
+                ..Default::default()
+            }
+        };
+        let mut step = PerCoreStepInfo { step_num: 4, ..Default::default() };
+        step.step_info_per_core.insert(1, core_step());
+        step.step_info_per_core.insert(2, core_step());
+        let mut step_db = crate::op_stats::StepDatabaseResult::default();
+        step_db.step_sequence.push(step);
+        let mut host_step = StepDetails::default();
+        host_step.add_event(EventTypeSpan { event_type: EventType::HostWaitInput, span: Timespan::new(0, 5 * MS) });
+        let host_steps: crate::op_stats::event_span::StepEvents = [(4, host_step)].into();
+        let core_details: BTreeMap<u32, CoreDetails> =
+            [(1, CoreDetails::default()), (2, CoreDetails::default())].into();
+
+        let mut with_infeed_op = step_db.clone();
+        let device_db = OpMetricsDb {
+            metrics_db: vec![OpMetrics { category: HLO_INFEED.into(), ..Default::default() }],
+            ..Default::default()
+        };
+        may_fix_tpu_step_analysis(&host_steps, &device_db, &mut with_infeed_op, &core_details);
+        assert_eq!(with_infeed_op, step_db);
+
+        may_fix_tpu_step_analysis(&host_steps, &OpMetricsDb::default(), &mut step_db, &core_details);
+        for info in step_db.step_sequence[0].step_info_per_core.values() {
+            let Some(StepBreakdown::Generic(g)) = &info.step_breakdown else { panic!("generic breakdown") };
+            assert_eq!((g.category_ps[HLO_INFEED], g.category_ps[IDLE]), (4 * MS / 10, 0));
+        }
+    }
+
     /// The step info a generic step result reads, for tests.
     fn generic_step(step_num: u32, duration_ps: u64, type_ps: &[(i32, u64)]) -> PerCoreStepInfo {
         let breakdown = GenericStepBreakdown { type_ps: type_ps.iter().copied().collect(), ..Default::default() };
