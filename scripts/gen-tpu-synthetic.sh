@@ -9,7 +9,9 @@
 #   3. the JSON/CSV outputs of the analysis tools are copied next to the profiles, under
 #      `<run>/xprof_out/<selection>/` (multi-host runs) or `<run>/xprof_out/` (one host).
 #
-#   scripts/gen-tpu-synthetic.sh
+#   scripts/gen-tpu-synthetic.sh           # regenerate the profiles and XProf's outputs
+#   scripts/gen-tpu-synthetic.sh --check   # only check the committed profiles are what the
+#                                          # generator writes (no XProf needed; CI runs it)
 #
 # Environment: OXPROF_REFKIT_VENV   Python venv with xprof 2.24.2 (default:
 # ~/.cache/oxprof-refkit/venv; ../shared/refkit/README.md says how it is made),
@@ -22,6 +24,20 @@ VENV="${OXPROF_REFKIT_VENV:-$HOME/.cache/oxprof-refkit/venv}"
 REFKIT="${OXPROF_REFKIT_DIR:-$ROOT/../shared/refkit}"
 PY="$VENV/bin/python"
 OUT="$ROOT/testdata/tpu-synthetic"
+
+if [ "${1:-}" = "--check" ]; then
+  fresh="$(mktemp -d /tmp/oxprof-tpu-synthetic-check.XXXXXX)"
+  trap 'rm -rf "$fresh"' EXIT
+  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_training -- "$fresh" >/dev/null)
+  status=0
+  while IFS= read -r f; do
+    rel="${f#"$fresh"/}"
+    cmp -s "$f" "$OUT/$rel" || { echo "testdata/tpu-synthetic/$rel differs from what the generator writes (run scripts/gen-tpu-synthetic.sh)" >&2; status=1; }
+  done < <(find "$fresh" -name '*.xplane.pb.gz' | sort)
+  [ "$status" = 0 ] && echo "testdata/tpu-synthetic: the committed profiles are the generator's"
+  exit "$status"
+fi
+
 for need in "$PY" "$REFKIT/xprof_convert.py"; do
   [ -e "$need" ] || { echo "missing $need (set OXPROF_REFKIT_VENV / OXPROF_REFKIT_DIR)" >&2; exit 1; }
 done
