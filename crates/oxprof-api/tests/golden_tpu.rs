@@ -1,7 +1,7 @@
 //! Parity with XProf 2.24.2 on the synthetic TPU training profiles of
 //! `testdata/tpu-synthetic/` (`scripts/gen-tpu-synthetic.sh`): TPU per-core step analysis,
 //! the TPU training overview, the TPU input pipeline analyzer, the pod viewer and the
-//! device op tools, for each host and for all hosts (numbers within 1e-6 relative;
+//! device op tools (op profile, HLO stats, roofline model, kernel stats), for each host and for all hosts (numbers within 1e-6 relative;
 //! numbers inside strings at their printed precision).
 //!
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
@@ -29,6 +29,7 @@ const VARIANTS: &[(&str, &str, Params, &str)] = &[
     ("op_profile.by_category", "op_profile", &[("group_by", "category")], "op_profile.by_category"),
     ("hlo_stats", "hlo_stats", &[], "hlo_stats"),
     ("roofline_model", "roofline_model", &[], "roofline_model"),
+    ("kernel_stats", "kernel_stats", &[], "kernel_stats"),
 ];
 
 /// Cases that do not match XProf yet, as `(variant label, case prefix)`, each with its
