@@ -99,3 +99,20 @@ fn tpu_training_tools_equal_xprof() {
     eprintln!("golden_tpu: {passed} passed, {} failed, {gaps} known gaps", failures.len());
     assert!(failures.is_empty(), "{} TPU golden cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// `--format csv` of the device DataTable tools equals XProf's CSV byte for byte.
+#[test]
+fn tpu_device_tool_csv_equals_xprof() {
+    let mut checked = 0;
+    for (case, input, host, expected_dir) in tpu_cases() {
+        for tool in ["kernel_stats", "hlo_stats", "roofline_model"] {
+            let Ok(expected) = std::fs::read_to_string(expected_dir.join(format!("{tool}.csv"))) else { continue };
+            let request = DataRequest { tool: tool.into(), host: Some(host.into()), ..Default::default() };
+            let response = data(&input, &request).unwrap();
+            let csv = oxprof_wire::csv::datatable_to_csv(response.json.as_ref().unwrap());
+            assert_eq!(csv, expected, "{tool} CSV of {case}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} CSV files checked");
+}
