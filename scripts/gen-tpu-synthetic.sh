@@ -7,7 +7,9 @@
 #   2. each selection (every host alone, and ALL_HOSTS for multi-host runs) is gunzipped into
 #      a scratch log directory and converted by the refkit's xprof_convert.py;
 #   3. the JSON/CSV outputs of the analysis tools are copied next to the profiles, under
-#      `<run>/xprof_out/<selection>/` (multi-host runs) or `<run>/xprof_out/` (one host).
+#      `<run>/xprof_out/<selection>/` (multi-host runs) or `<run>/xprof_out/` (one host);
+#   4. XProf's combined OpStats of each run (scripts/dump-xprof-op-stats.py) is kept as
+#      `<run>/xprof_out/op_stats.json.gz` (oxprof-analysis' step-database tests).
 #
 #   scripts/gen-tpu-synthetic.sh           # regenerate the profiles and XProf's outputs
 #   scripts/gen-tpu-synthetic.sh --check   # only check the committed profiles are what the
@@ -82,4 +84,9 @@ for run in "$OUT"/*/; do
     done
     convert "$run" ALL_HOSTS "$run/xprof_out/ALL_HOSTS" "${files[@]}"
   fi
+  raw="$SCRATCH/$(basename "$run")-opstats"
+  mkdir -p "$raw"
+  for f in "${files[@]}"; do gunzip -c "$f" >"$raw/$(basename "$f" .gz)"; done
+  "$PY" "$ROOT/scripts/dump-xprof-op-stats.py" "$raw" "$raw/out" >"$raw.log" 2>&1 || { cat "$raw.log" >&2; exit 1; }
+  gzip -9n -c "$raw/out/ALL_HOSTS.op_stats_v2.json" >"$run/xprof_out/op_stats.json.gz"
 done

@@ -155,3 +155,60 @@ pub fn combine_hosts<H: std::borrow::Borrow<HostAnalysis>>(hosts: &[H], steps: S
         }
     }
 }
+
+/// oxprof's combined OpStats of the synthetic TPU training runs (`testdata/tpu-synthetic/`)
+/// against XProf 2.24.2's own (`xprof_out/op_stats.json.gz`): the TPU step database (per
+/// core, per step: time per HLO category with IDLE, after `MayFixTpuStepAnalysis`), the
+/// complete-steps HLO database, duty cycle and the environment.
+#[cfg(test)]
+mod tpu_reference_tests {
+    use super::*;
+    use crate::jsoncmp::{CmpOptions, compare};
+    use crate::test_support::{load_op_stats, load_xspace, repo_root};
+
+    fn check(run: &str, hosts: &[&str]) {
+        let dir = repo_root().join("testdata/tpu-synthetic").join(run);
+        let analyses: Vec<HostAnalysis> = hosts
+            .iter()
+            .map(|h| {
+                let path = dir.join(format!("plugins/profile/2026_11_26_00_00_00/{h}.xplane.pb.gz"));
+                xspace_to_op_stats(&load_xspace(&path).unwrap())
+            })
+            .collect();
+        let ours = combine_hosts(&analyses, StepSelection::All);
+        let expected = load_op_stats(&dir.join("xprof_out/op_stats.json.gz"));
+        fn as_json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+            serde_json::to_value(v).unwrap()
+        }
+        for (what, e, a) in [
+            ("step_db", as_json(&expected.step_db), as_json(&ours.step_db)),
+            (
+                "hlo_metrics_db_complete_steps_only",
+                as_json(&expected.hlo_metrics_db_complete_steps_only),
+                as_json(&ours.hlo_metrics_db_complete_steps_only),
+            ),
+            ("run_environment", as_json(&expected.run_environment), as_json(&ours.run_environment)),
+            ("core_id_to_details", as_json(&expected.core_id_to_details), as_json(&ours.core_id_to_details)),
+            (
+                "device idle/busy",
+                as_json(&(expected.device_op_metrics_db.idle_time_ps, expected.device_op_metrics_db.busy_time_ps)),
+                as_json(&(ours.device_op_metrics_db.idle_time_ps, ours.device_op_metrics_db.busy_time_ps)),
+            ),
+        ] {
+            // XProf's per-step databases come from hash maps: their op order is arbitrary.
+            let report = compare(&e, &a, CmpOptions { unordered: true, ..Default::default() });
+            assert!(report.is_match(), "{run} {what}: {}", report.summary(20));
+        }
+        assert_eq!(ours.step_db.step_sequence.len(), 6, "{run}: six steps");
+    }
+
+    #[test]
+    fn two_host_tpu_training_matches_xprof() {
+        check("training", &["tpu-host-0", "tpu-host-1"]);
+    }
+
+    #[test]
+    fn host_input_tpu_training_matches_xprof() {
+        check("training_host_input", &["tpu-host-0"]);
+    }
+}

@@ -465,10 +465,11 @@ impl TpuOpMetricsBuilder for TpuStepOpMetrics {
 
     fn add_op(&self, acc: &mut KeyedOps, event: &Event<'_>, time_ps: u64, self_time_ps: u64) {
         let (plane, id) = (event.plane(), event.metadata_id());
+        // `FromXEvent` leaves the core type unset (only the plane converter sets it).
         let timing = OpTiming {
             time_ps,
             children_ps: time_ps.wrapping_sub(self_time_ps),
-            core_type: TpuCoreType::TensorCore,
+            core_type: TpuCoreType::Unknown,
             tensor_core: false,
         };
         let metadata_op = || {
