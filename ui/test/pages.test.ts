@@ -72,6 +72,23 @@ describe('pages render XProf data', () => {
     expect(el.querySelector('[data-table="top"] [data-role="count"]')?.textContent).toBe('10 rows');
     expect(el.querySelector('[data-role="diagnostics"]')?.textContent).toContain('No step marker observed');
   });
+  it('overview: TPU training variant names every component', () => {
+    const el = overviewPage(context('overview_page', fixture('overview_page.tpu_synthetic_training.json')));
+    const components = [...el.querySelectorAll<HTMLElement>('[data-section="tpu-training"] [data-component]')].map((c) => c.dataset.component);
+    expect(components).toEqual([
+      'flops-utilization',
+      'tpu-duty-cycle',
+      'memory-bandwidth-utilization',
+      'program-goodput-efficiency',
+      'device-compute-precisions',
+      'tensorcore-active-time',
+    ]);
+    expect(el.querySelector('[data-prop="mxu_utilization_percent"]')?.textContent).toBe('40.2%');
+    expect(el.querySelector('[data-prop="device_duty_cycle_percent"]')?.textContent).toBe('48.8%');
+    expect(el.querySelector('[data-prop="hbm_utilization_percent"]')?.textContent).toBe('62.0%');
+    expect(el.querySelector('[data-component="program-goodput-efficiency"] [data-role="missing"]')?.textContent).toContain('n/a');
+    expect(el.querySelector('[data-chart="step-time"]')).not.toBeNull();
+  });
   it('input pipeline: conclusion, statistics, host breakdown, input-op table', () => {
     const el = inputPipelinePage(context('input_pipeline_analyzer', fixture('input_pipeline_analyzer.tf_custom_loop.json')));
     expect(el.querySelector('[data-role="input-conclusion"]')?.textContent).toContain('HIGHLY input-bound');

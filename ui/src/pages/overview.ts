@@ -9,6 +9,7 @@ import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../
 import { h } from '../dom';
 import { finiteText } from '../format';
 import { type PageContext, notesSayNoSteps } from '../page';
+import { tpuTrainingSummary } from './overview_tpu';
 
 /** ` (σ S<unit>)` after an average, or nothing when XProf's σ is not a number (`-nan`). */
 export function sigmaSuffix(sdv: string | undefined, unit: string): string {
@@ -29,13 +30,8 @@ export const BREAKDOWN_FIELDS: [string, string][] = [
   ['Device compute time', 'device_compute_time_ms'],
 ];
 
-/** TPU summary fields. */
+/** TPU summary fields (FLOPS, duty cycle, bandwidth... are in the TPU summary card, overview_tpu.ts). */
 const TPU_FIELDS: [string, string][] = [
-  ['FLOPS utilization', 'flop_rate_utilization_relative_to_roofline'],
-  ['TPU duty cycle', 'device_duty_cycle_percent'],
-  ['Memory bandwidth utilization', 'memory_bw_utilization_relative_to_hw_limit'],
-  ['MXU utilization', 'mxu_utilization_percent'],
-  ['HBM utilization', 'hbm_utilization_percent'],
   ['Device idle time', 'device_idle_time_percent'],
   ['Host idle time', 'host_idle_time_percent'],
 ];
@@ -127,6 +123,8 @@ export function overviewPage(ctx: PageContext): HTMLElement {
     ),
   );
 
+  if (isTpu) page.append(tpuTrainingSummary(gp, ip));
+
   // Step-time graph or inference latency.
   if (isInference && inference) {
     page.append(card('Inference session latency breakdown', inferenceChart(inference)));
@@ -136,7 +134,13 @@ export function overviewPage(ctx: PageContext): HTMLElement {
     page.append(
       card(
         'Step-time graph',
-        h('p', { class: 'description' }, 'Time of each step, stacked by category: input wait in red, device compute in green. Click a step to open it in the trace viewer.'),
+        h(
+          'p',
+          { class: 'description' },
+          isTpu
+            ? 'Time of each step, stacked by TPU category (TensorCore compute, input, output, TensorCore idle, host transfer). Click a step to open it in the trace viewer.'
+            : 'Time of each step, stacked by category: input wait in red, device compute in green. Click a step to open it in the trace viewer.',
+        ),
         chartElement('step-time', stepGraphOption(graph), (chart) => openStepOnClick(chart, graph.steps, ctx)),
       ),
     );

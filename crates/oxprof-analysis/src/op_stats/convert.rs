@@ -9,7 +9,7 @@
 //! (`maybe_drop_incomplete_steps`), the pod viewer sees all of them. [`HostAnalysis`]
 //! keeps both so each tool gets what XProf gives it.
 
-use super::types::{OpStats, StepDatabaseResult};
+use super::types::{HardwareType, OpStats, StepDatabaseResult};
 use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
 use crate::grouping::{EventGroups, group_events};
 use crate::model_tracker::ModelTracker;
@@ -25,7 +25,8 @@ pub enum StepSelection {
     /// Every step found (pod viewer, and the default of `ConvertXSpaceToOpStats`).
     All,
     /// First and last step dropped when there are more than five (overview page, input
-    /// pipeline analyzer).
+    /// pipeline analyzer), except on TPU: XProf never drops TPU steps (its `Steps` line
+    /// already holds complete steps only).
     DropIncomplete,
 }
 
@@ -44,7 +45,7 @@ impl HostAnalysis {
     /// The OpStats a tool reading `steps` sees.
     pub fn op_stats_for(&self, steps: StepSelection) -> OpStats {
         let mut op_stats = self.op_stats.clone();
-        if steps == StepSelection::DropIncomplete {
+        if steps == StepSelection::DropIncomplete && op_stats.run_environment.hardware_type != HardwareType::Tpu {
             drop_incomplete_steps(&mut op_stats.step_db);
         }
         op_stats
@@ -101,7 +102,7 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
             )
         })
     };
-    let steps_part = || steps_db::xspace_to_step_db(space, groups, &super::step_events::NoTpuOpMetrics, false);
+    let steps_part = || steps_db::xspace_to_step_db(space, groups, &super::device_op_metrics::TpuStepOpMetrics, false);
     let modules_part = || {
         // One module decoded at a time: only its name and whether it trains are kept.
         let mut is_training = false;
@@ -129,6 +130,14 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
         op_stats.tf_function_db = tf_function_db;
     }
     op_stats.step_db = steps.step_db;
+    if is_tpu {
+        crate::tools::input_pipeline::may_fix_tpu_step_analysis(
+            &steps.host_step_events,
+            &op_stats.device_op_metrics_db,
+            &mut op_stats.step_db,
+            &op_stats.core_id_to_details,
+        );
+    }
     op_stats.device_op_metrics_db.precision_stats = Some(steps.precision_stats);
     op_stats.hlo_metrics_db_complete_steps_only = steps.hlo_metrics_db_complete_steps_only;
     op_stats.program_id_to_name_map = program_names;
@@ -144,5 +153,62 @@ pub fn combine_hosts<H: std::borrow::Borrow<HostAnalysis>>(hosts: &[H], steps: S
             let all: Vec<OpStats> = many.iter().map(|h| h.borrow().op_stats_for(steps)).collect();
             combine::combine_hosts_op_stats(&all)
         }
+    }
+}
+
+/// oxprof's combined OpStats of the synthetic TPU training runs (`testdata/tpu-synthetic/`)
+/// against XProf 2.24.2's own (`xprof_out/op_stats.json.gz`): the TPU step database (per
+/// core, per step: time per HLO category with IDLE, after `MayFixTpuStepAnalysis`), the
+/// complete-steps HLO database, duty cycle and the environment.
+#[cfg(test)]
+mod tpu_reference_tests {
+    use super::*;
+    use crate::jsoncmp::{CmpOptions, compare};
+    use crate::test_support::{load_op_stats, load_xspace, repo_root};
+
+    fn check(run: &str, hosts: &[&str]) {
+        let dir = repo_root().join("testdata/tpu-synthetic").join(run);
+        let analyses: Vec<HostAnalysis> = hosts
+            .iter()
+            .map(|h| {
+                let path = dir.join(format!("plugins/profile/2026_11_26_00_00_00/{h}.xplane.pb.gz"));
+                xspace_to_op_stats(&load_xspace(&path).unwrap())
+            })
+            .collect();
+        let ours = combine_hosts(&analyses, StepSelection::All);
+        let expected = load_op_stats(&dir.join("xprof_out/op_stats.json.gz"));
+        fn as_json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+            serde_json::to_value(v).unwrap()
+        }
+        for (what, e, a) in [
+            ("step_db", as_json(&expected.step_db), as_json(&ours.step_db)),
+            (
+                "hlo_metrics_db_complete_steps_only",
+                as_json(&expected.hlo_metrics_db_complete_steps_only),
+                as_json(&ours.hlo_metrics_db_complete_steps_only),
+            ),
+            ("run_environment", as_json(&expected.run_environment), as_json(&ours.run_environment)),
+            ("core_id_to_details", as_json(&expected.core_id_to_details), as_json(&ours.core_id_to_details)),
+            (
+                "device idle/busy",
+                as_json(&(expected.device_op_metrics_db.idle_time_ps, expected.device_op_metrics_db.busy_time_ps)),
+                as_json(&(ours.device_op_metrics_db.idle_time_ps, ours.device_op_metrics_db.busy_time_ps)),
+            ),
+        ] {
+            // XProf's per-step databases come from hash maps: their op order is arbitrary.
+            let report = compare(&e, &a, CmpOptions { unordered: true, ..Default::default() });
+            assert!(report.is_match(), "{run} {what}: {}", report.summary(20));
+        }
+        assert_eq!(ours.step_db.step_sequence.len(), 6, "{run}: six steps");
+    }
+
+    #[test]
+    fn two_host_tpu_training_matches_xprof() {
+        check("training", &["tpu-host-0", "tpu-host-1"]);
+    }
+
+    #[test]
+    fn host_input_tpu_training_matches_xprof() {
+        check("training_host_input", &["tpu-host-0"]);
     }
 }

@@ -12,6 +12,7 @@ use super::duty_cycle::{Timespan, tpu_duty_cycle};
 use super::environment::{device_planes, sparse_core_id, wire};
 use super::hardware::{double_value, int_or_uint, int_value, str_value, uint_value};
 use super::op_metrics_db::{OpMetricsDbCombiner, combine_memory_accessed_breakdown, combine_op_metrics_dbs};
+use super::step_events::TpuOpMetricsBuilder;
 use super::types::{
     MemoryAccessed, MemoryOperationType, OpMetrics, OpMetricsDb, PrecisionStats, SourceInfo, TpuCoreType,
 };
@@ -296,56 +297,28 @@ fn event_numbers(event: &Event<'_>) -> EventNumbers {
 /// SparseCore op databases by `(offload_core_id, tc_offload_start_id)` of their module.
 pub type SparseCoreDbs = HashMap<(u64, u64), OpMetricsDb>;
 
-/// `XEventsOpMetricsDbBuilder`: ops merged by `(program_id, symbol_id)`, with the metadata
-/// part built once per event metadata and only numbers added per event.
-struct KeyedOpBuilder<'p> {
-    plane: &'p XPlane,
-    /// Per event metadata: its template, built on first use.
-    templates: Vec<Option<MetadataTemplate>>,
+/// `XEventsOpMetricsDbBuilder`'s store: ops merged by `(program_id, symbol_id)` in
+/// first-seen order. The first event of a key defines the op (`FromXEvent`); later ones add
+/// their numbers (`MergeOpMetrics`).
+#[derive(Debug, Default)]
+pub struct KeyedOps {
     /// Slot of each key, in first-seen order.
     slots: HashMap<(u64, u64), usize>,
     ops: Vec<OpMetrics>,
 }
 
-/// The template of an event metadata, built on first use.
-fn ensure_template<'t>(
-    templates: &'t mut Vec<Option<MetadataTemplate>>,
-    plane: &XPlane,
-    id: EventMetadataId,
-) -> Option<&'t MetadataTemplate> {
-    let index = id.index();
-    if templates.len() <= index {
-        templates.resize_with(index + 1, || None);
-    }
-    let slot = templates.get_mut(index)?;
-    if slot.is_none() {
-        let mut op = OpMetrics::default();
-        metadata_op_metrics(plane, id, &mut op, 0);
-        *slot = Some(MetadataTemplate { key: metadata_key(plane, id), op });
-    }
-    slot.as_ref()
-}
-
-/// The device timespans an op's numbers are computed from, and its core type.
-struct OpTiming {
-    time_ps: u64,
-    children_ps: u64,
-    core_type: TpuCoreType,
-    /// TensorCore ops: normalized time = time × the event's time scale (default 1).
-    /// SparseCore ops keep `FromXEvent`'s normalized duration.
-    tensor_core: bool,
-}
-
-impl<'p> KeyedOpBuilder<'p> {
-    fn new(plane: &'p XPlane) -> Self {
-        KeyedOpBuilder { plane, templates: Vec::new(), slots: HashMap::new(), ops: Vec::new() }
-    }
-
-    /// `FromXEvent` + timing overrides + `AddOpMetric` (`MergeOpMetrics`): the first event
-    /// of a key defines the op; later ones add their numbers.
-    fn add_event(&mut self, event: &Event<'_>, timing: OpTiming, children: Option<&OpMetricsDb>) {
-        let Some(template) = ensure_template(&mut self.templates, self.plane, event.metadata_id()) else { return };
-        let Some(key) = template.key.filter(|&(_, symbol)| symbol != 0) else { return };
+impl KeyedOps {
+    /// Adds one event with op key `key` (`GetOpKeyFromXEvent`) and timing; `metadata_op`
+    /// gives the metadata part of its op when the key is new.
+    fn add<'t>(
+        &mut self,
+        key: Option<(u64, u64)>,
+        metadata_op: impl FnOnce() -> std::borrow::Cow<'t, OpMetrics>,
+        event: &Event<'_>,
+        timing: OpTiming,
+        children: Option<&OpMetricsDb>,
+    ) {
+        let Some(key) = key.filter(|&(_, symbol)| symbol != 0) else { return };
         let n = event_numbers(event);
         let time_ps = timing.time_ps;
         let self_time_ps = time_ps.wrapping_sub(timing.children_ps);
@@ -361,7 +334,7 @@ impl<'p> KeyedOpBuilder<'p> {
         }
         let first = self.ops.get(slot).is_none_or(|op| op.occurrences == 0);
         if first {
-            let mut op = template.op.clone();
+            let mut op = metadata_op().into_owned();
             op.occurrences = n.occurrences;
             op.time_ps = time_ps;
             op.min_time_ps = n.min_duration_ps;
@@ -412,6 +385,65 @@ impl<'p> KeyedOpBuilder<'p> {
         db.normalized_total_op_time_ps = normalized_total;
         db
     }
+}
+
+/// `XEventsOpMetricsDbBuilder` over one plane, with the metadata part built once per event
+/// metadata and only numbers added per event.
+struct KeyedOpBuilder<'p> {
+    plane: &'p XPlane,
+    /// Per event metadata: its template, built on first use.
+    templates: Vec<Option<MetadataTemplate>>,
+    ops: KeyedOps,
+}
+
+/// The template of an event metadata, built on first use.
+fn ensure_template<'t>(
+    templates: &'t mut Vec<Option<MetadataTemplate>>,
+    plane: &XPlane,
+    id: EventMetadataId,
+) -> Option<&'t MetadataTemplate> {
+    let index = id.index();
+    if templates.len() <= index {
+        templates.resize_with(index + 1, || None);
+    }
+    let slot = templates.get_mut(index)?;
+    if slot.is_none() {
+        *slot = Some(metadata_template(plane, id));
+    }
+    slot.as_ref()
+}
+
+/// `FromXEvent`'s metadata part and `GetOpKeyFromXEvent` of one event metadata.
+fn metadata_template(plane: &XPlane, id: EventMetadataId) -> MetadataTemplate {
+    let mut op = OpMetrics::default();
+    metadata_op_metrics(plane, id, &mut op, 0);
+    MetadataTemplate { key: metadata_key(plane, id), op }
+}
+
+/// The device timespans an op's numbers are computed from, and its core type.
+struct OpTiming {
+    time_ps: u64,
+    children_ps: u64,
+    core_type: TpuCoreType,
+    /// TensorCore ops: normalized time = time × the event's time scale (default 1).
+    /// SparseCore ops and per-step ops keep `FromXEvent`'s normalized duration.
+    tensor_core: bool,
+}
+
+impl<'p> KeyedOpBuilder<'p> {
+    fn new(plane: &'p XPlane) -> Self {
+        KeyedOpBuilder { plane, templates: Vec::new(), ops: KeyedOps::default() }
+    }
+
+    /// `FromXEvent` + timing overrides + `AddOpMetric` (`MergeOpMetrics`).
+    fn add_event(&mut self, event: &Event<'_>, timing: OpTiming, children: Option<&OpMetricsDb>) {
+        let Some(template) = ensure_template(&mut self.templates, self.plane, event.metadata_id()) else { return };
+        self.ops.add(template.key, || std::borrow::Cow::Borrowed(&template.op), event, timing, children);
+    }
+
+    fn finalize(self) -> OpMetricsDb {
+        self.ops.finalize()
+    }
 
     /// `Finalize(total_time_ps)`: with the total time and the IDLE op.
     fn finalize_with_total(self, total_time_ps: u64) -> OpMetricsDb {
@@ -419,6 +451,37 @@ impl<'p> KeyedOpBuilder<'p> {
         set_total_time_ps(&mut db, total_time_ps);
         add_idle_op(&mut db);
         db
+    }
+}
+
+/// The per-step, per-core op databases of TPU steps (`ConvertTpuDeviceTraceXLineToStepEvents`
+/// feeding `FromXEvent` into an `XEventsOpMetricsDbBuilder` per step): what the TPU step
+/// breakdown (time per HLO category, idle) is computed from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TpuStepOpMetrics;
+
+impl TpuOpMetricsBuilder for TpuStepOpMetrics {
+    type Acc = KeyedOps;
+
+    fn add_op(&self, acc: &mut KeyedOps, event: &Event<'_>, time_ps: u64, self_time_ps: u64) {
+        let (plane, id) = (event.plane(), event.metadata_id());
+        // `FromXEvent` leaves the core type unset (only the plane converter sets it).
+        let timing = OpTiming {
+            time_ps,
+            children_ps: time_ps.wrapping_sub(self_time_ps),
+            core_type: TpuCoreType::Unknown,
+            tensor_core: false,
+        };
+        let metadata_op = || {
+            let mut op = OpMetrics::default();
+            metadata_op_metrics(plane, id, &mut op, 0);
+            std::borrow::Cow::Owned(op)
+        };
+        acc.add(metadata_key(plane, id), metadata_op, event, timing, None);
+    }
+
+    fn finalize(&self, acc: KeyedOps) -> OpMetricsDb {
+        acc.finalize()
     }
 }
 

@@ -185,8 +185,9 @@ pub struct HostStepDb {
 /// device planes uses its host threads' step events instead. GPU and CPU step events are
 /// made non-overlapping before the database is built; TPU ones are used as they are.
 ///
-/// Not ported: `MayFixTpuStepAnalysis` (TPU with host input events; it needs the input
-/// pipeline's per-step TPU analysis), which the caller must apply to `step_db`.
+/// `MayFixTpuStepAnalysis` (TPU with host input events; it needs the input pipeline's
+/// per-step TPU analysis) is left to the caller, with `host_step_events`:
+/// `op_stats::convert` applies `tools::input_pipeline::may_fix_tpu_step_analysis`.
 pub fn xspace_to_step_db<B: TpuOpMetricsBuilder>(
     space: &XSpace,
     groups: &EventGroups,

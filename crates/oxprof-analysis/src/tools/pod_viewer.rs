@@ -263,14 +263,41 @@ impl Report for PodViewer {
     }
 }
 
+/// A TPU core's step time per HLO category (`category_ps`, with `IDLE`) as generic event
+/// types. XProf 2.24.2 fills the pod viewer of TPU steps this way (its published sources
+/// read only `type_ps`, which TPU steps leave empty); the mapping follows its outputs on
+/// `testdata/tpu-synthetic`: `infeed` is input, `outfeed` output, all-reduce and
+/// all-to-all collectives, `IDLE` all others, every other category device compute.
+/// (Send/recv and host transfers were not observed and count as device compute.)
+fn tpu_generic_type_ps(generic: &crate::op_stats::GenericStepBreakdown) -> std::collections::HashMap<i32, u64> {
+    let mut out = std::collections::HashMap::new();
+    for (category, &ps) in &generic.category_ps {
+        let event = match category.as_str() {
+            "infeed" => event_type::HOST_TO_DEVICE,
+            "outfeed" => event_type::DEVICE_TO_HOST,
+            "all-reduce" | "all-reduce fusion" | "all-to-all" => event_type::DEVICE_COLLECTIVES,
+            "IDLE" => event_type::UNKNOWN_TIME,
+            _ => event_type::DEVICE_COMPUTE_32,
+        };
+        let slot = out.entry(event).or_insert(0u64);
+        *slot = slot.wrapping_add(ps);
+    }
+    out
+}
+
 /// `CreatePodStatsRecord`: the step's time per generic event type (µs) and the bottleneck,
 /// the type with the most time (ties go to the name that sorts last, as XProf sorts
 /// `(ps, name)` pairs and takes the back).
 fn pod_stats_record(core_id: u32, host_name: &str, step_info: &StepInfoResult) -> PodCoreStep {
-    let type_ps = step_info.step_breakdown.as_ref().map(|breakdown| match breakdown {
-        StepBreakdown::Generic(generic) => &generic.type_ps,
+    let generic = step_info.step_breakdown.as_ref().map(|breakdown| match breakdown {
+        StepBreakdown::Generic(generic) => generic,
     });
-    let ps_of = |event_type: &i32| type_ps.and_then(|m| m.get(event_type)).copied().unwrap_or(0);
+    let type_ps = generic.map(|g| &g.type_ps);
+    let tpu_ps = generic.filter(|g| g.type_ps.is_empty() && !g.category_ps.is_empty()).map(tpu_generic_type_ps);
+    let ps_of = |event_type: &i32| match &tpu_ps {
+        Some(tpu) => tpu.get(event_type).copied().unwrap_or(0),
+        None => type_ps.and_then(|m| m.get(event_type)).copied().unwrap_or(0),
+    };
     let mut breakdown_us = [0.0; 9];
     let mut bottleneck: Option<(u64, &str)> = None;
     for (slot, (_, name, event_types)) in breakdown_us.iter_mut().zip(GENERIC_EVENT_TYPES) {
@@ -447,6 +474,39 @@ mod tests {
     use crate::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::{CoreDetails, GenericStepBreakdown, PerCoreStepInfo};
     use crate::tools::framework_op_stats::golden::{Case, external_cases, load_op_stats, read_json, refkit_cases};
+
+    /// A TPU core's step (categories, no event types): infeed is input, outfeed output,
+    /// all-reduce collectives, IDLE all others, the other categories device compute.
+    #[test]
+    fn tpu_step_categories_become_generic_event_types() {
+        let mut op_stats = OpStats::default();
+        op_stats.core_id_to_details.insert(3, CoreDetails { hostname: "tpu".into(), ..Default::default() });
+        let mut breakdown = GenericStepBreakdown::default();
+        breakdown.category_ps.extend(
+            [
+                ("infeed", 80_000_000),
+                ("convolution fusion", 380_000_000),
+                ("convolution", 260_000_000),
+                ("all-reduce", 100_000_000),
+                ("outfeed", 70_000_000),
+                ("IDLE", 610_000_000),
+            ]
+            .map(|(c, ps)| (c.to_string(), ps)),
+        );
+        let step_info = StepInfoResult {
+            step_num: 0,
+            duration_ps: 1_500_000_000,
+            step_breakdown: Some(StepBreakdown::Generic(breakdown)),
+            ..Default::default()
+        };
+        let mut step = PerCoreStepInfo::default();
+        step.step_info_per_core.insert(3, step_info);
+        op_stats.step_db.step_sequence.push(step);
+        let json = pod_viewer(&op_stats);
+        let us = &json["podStatsSequence"]["podStatsMap"][0]["podStatsPerCore"]["3"]["stepBreakdownUs"];
+        assert_eq!([&us["1"], &us["3"], &us["6"], &us["7"], &us["9"]], [640, 100, 80, 70, 610]);
+        assert_eq!(json["podStatsSequence"]["podStatsMap"][0]["podStatsPerCore"]["3"]["bottleneck"], "Device compute");
+    }
 
     /// One step on core 1 of host `vm`: 3 µs host compute, 1 µs waiting for input
     /// (split over two event types), 0.5 µs unknown.

@@ -1,0 +1,118 @@
+//! Parity with XProf 2.24.2 on the synthetic TPU training profiles of
+//! `testdata/tpu-synthetic/` (`scripts/gen-tpu-synthetic.sh`): TPU per-core step analysis,
+//! the TPU training overview, the TPU input pipeline analyzer, the pod viewer and the
+//! device op tools (op profile, HLO stats, roofline model, kernel stats), for each host and
+//! for all hosts (numbers within 1e-6 relative; numbers inside strings at their printed
+//! precision).
+//!
+//! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
+//! differences per failing case.
+
+use common::{ALL_HOSTS, load_expected_json as load_expected, repo_root};
+use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_api::data::{DataRequest, data};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+mod common;
+
+/// Request parameters of a variant.
+type Params = &'static [(&'static str, &'static str)];
+
+/// Each variant: label, tool, request parameters, XProf's output file stem.
+const VARIANTS: &[(&str, &str, Params, &str)] = &[
+    ("overview_page", "overview_page", &[], "overview_page"),
+    ("input_pipeline_analyzer", "input_pipeline_analyzer", &[], "input_pipeline_analyzer"),
+    ("framework_op_stats", "framework_op_stats", &[], "framework_op_stats"),
+    ("pod_viewer", "pod_viewer", &[], "pod_viewer"),
+    ("op_profile", "op_profile", &[], "op_profile"),
+    ("op_profile.by_category", "op_profile", &[("group_by", "category")], "op_profile.by_category"),
+    ("hlo_stats", "hlo_stats", &[], "hlo_stats"),
+    ("roofline_model", "roofline_model", &[], "roofline_model"),
+    ("kernel_stats", "kernel_stats", &[], "kernel_stats"),
+];
+
+/// Cases that do not match XProf yet, as `(variant label, case prefix)`, each with its
+/// reason in a comment. The test fails if one of them starts matching, so this list only
+/// shrinks.
+const KNOWN_GAPS: &[(&str, &str)] = &[];
+
+fn is_known_gap(label: &str, case: &str) -> bool {
+    KNOWN_GAPS.iter().any(|&(t, prefix)| t == label && case.starts_with(prefix))
+}
+
+/// `(case name, run directory, host selection, XProf's output folder)`.
+fn tpu_cases() -> Vec<(String, PathBuf, &'static str, PathBuf)> {
+    let root = repo_root().join("testdata/tpu-synthetic");
+    let mut cases = Vec::new();
+    let training = root.join("training");
+    for host in ["tpu-host-0", "tpu-host-1", ALL_HOSTS] {
+        cases.push((format!("training/{host}"), training.clone(), host, training.join("xprof_out").join(host)));
+    }
+    let host_input = root.join("training_host_input");
+    for host in ["tpu-host-0", ALL_HOSTS] {
+        cases.push((format!("training_host_input/{host}"), host_input.clone(), host, host_input.join("xprof_out")));
+    }
+    cases
+}
+
+#[test]
+fn tpu_training_tools_equal_xprof() {
+    let filter = std::env::var("OXPROF_GOLDEN_FILTER").unwrap_or_default();
+    let show: usize = std::env::var("OXPROF_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let (mut passed, mut gaps, mut failures) = (0, 0, Vec::new());
+    for (case, input, host, expected_dir) in tpu_cases() {
+        for &(variant, tool, params, stem) in VARIANTS {
+            let label = format!("{variant} {case}");
+            if !label.contains(&filter) {
+                continue;
+            }
+            let Some(expected) = load_expected(&expected_dir, stem) else {
+                failures.push(format!("{label}: no XProf output in {}", expected_dir.display()));
+                continue;
+            };
+            let params: BTreeMap<String, String> =
+                params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect();
+            let request = DataRequest { tool: tool.into(), host: Some(host.into()), params, ..Default::default() };
+            let actual = match data(&input, &request) {
+                Ok(r) => r.json.unwrap_or(Value::Null),
+                Err(e) => {
+                    failures.push(format!("{label}: {e}"));
+                    continue;
+                }
+            };
+            // XProf does not fix the order of map entries or of rows with equal keys.
+            let unordered = tool == "pod_viewer";
+            let report = compare(&expected, &actual, CmpOptions { unordered, ..Default::default() });
+            match (report.is_match(), is_known_gap(variant, &case)) {
+                (true, false) => passed += 1,
+                (true, true) => failures.push(format!("{label}: matches XProf now; remove it from KNOWN_GAPS")),
+                (false, true) => {
+                    eprintln!("KNOWN GAP {label}: {}", report.summary(0));
+                    gaps += 1;
+                }
+                (false, false) => failures.push(format!("{label}:\n{}", report.summary(show))),
+            }
+        }
+    }
+    eprintln!("golden_tpu: {passed} passed, {} failed, {gaps} known gaps", failures.len());
+    assert!(failures.is_empty(), "{} TPU golden cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `--format csv` of the device DataTable tools equals XProf's CSV byte for byte.
+#[test]
+fn tpu_device_tool_csv_equals_xprof() {
+    let mut checked = 0;
+    for (case, input, host, expected_dir) in tpu_cases() {
+        for tool in ["kernel_stats", "hlo_stats", "roofline_model"] {
+            let Ok(expected) = std::fs::read_to_string(expected_dir.join(format!("{tool}.csv"))) else { continue };
+            let request = DataRequest { tool: tool.into(), host: Some(host.into()), ..Default::default() };
+            let response = data(&input, &request).unwrap();
+            let csv = oxprof_wire::csv::datatable_to_csv(response.json.as_ref().unwrap());
+            assert_eq!(csv, expected, "{tool} CSV of {case}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} CSV files checked");
+}

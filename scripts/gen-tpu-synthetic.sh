@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Make the synthetic TPU training profiles of testdata/tpu-synthetic/ and XProf 2.24.2's
+# outputs on them (see testdata/README.md):
+#
+#   1. `cargo run -p oxprof-xspace --example gen_tpu_training` writes the gzip XSpaces
+#      (deterministic: the same bytes on every run);
+#   2. each selection (every host alone, and ALL_HOSTS for multi-host runs) is gunzipped into
+#      a scratch log directory and converted by the refkit's xprof_convert.py;
+#   3. the JSON/CSV outputs of the analysis tools are copied next to the profiles, under
+#      `<run>/xprof_out/<selection>/` (multi-host runs) or `<run>/xprof_out/` (one host);
+#   4. XProf's combined OpStats of each run (scripts/dump-xprof-op-stats.py) is kept as
+#      `<run>/xprof_out/op_stats.json.gz` (oxprof-analysis' step-database tests).
+#
+#   scripts/gen-tpu-synthetic.sh           # regenerate the profiles and XProf's outputs
+#   scripts/gen-tpu-synthetic.sh --check   # only check the committed profiles are what the
+#                                          # generator writes (no XProf needed; CI runs it)
+#
+# Environment: OXPROF_REFKIT_VENV   Python venv with xprof 2.24.2 (default:
+# ~/.cache/oxprof-refkit/venv; ../shared/refkit/README.md says how it is made),
+# OXPROF_REFKIT_DIR   the refkit's folder (default: ../shared/refkit).
+# About 10 s after the example is built.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${OXPROF_REFKIT_VENV:-$HOME/.cache/oxprof-refkit/venv}"
+REFKIT="${OXPROF_REFKIT_DIR:-$ROOT/../shared/refkit}"
+PY="$VENV/bin/python"
+OUT="$ROOT/testdata/tpu-synthetic"
+
+if [ "${1:-}" = "--check" ]; then
+  fresh="$(mktemp -d /tmp/oxprof-tpu-synthetic-check.XXXXXX)"
+  trap 'rm -rf "$fresh"' EXIT
+  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_training -- "$fresh" >/dev/null)
+  status=0
+  while IFS= read -r f; do
+    rel="${f#"$fresh"/}"
+    cmp -s "$f" "$OUT/$rel" || { echo "testdata/tpu-synthetic/$rel differs from what the generator writes (run scripts/gen-tpu-synthetic.sh)" >&2; status=1; }
+  done < <(find "$fresh" -name '*.xplane.pb.gz' | sort)
+  [ "$status" = 0 ] && echo "testdata/tpu-synthetic: the committed profiles are the generator's"
+  exit "$status"
+fi
+
+for need in "$PY" "$REFKIT/xprof_convert.py"; do
+  [ -e "$need" ] || { echo "missing $need (set OXPROF_REFKIT_VENV / OXPROF_REFKIT_DIR)" >&2; exit 1; }
+done
+
+(cd "$ROOT" && cargo run -q -p oxprof-xspace --example gen_tpu_training -- "$OUT")
+
+SCRATCH="$(mktemp -d /tmp/oxprof-tpu-synthetic.XXXXXX)"
+trap 'rm -rf "$SCRATCH"' EXIT
+
+# Tools whose outputs are kept (trace, graph and memory viewers are left out: large or
+# not about these profiles' analysis).
+KEEP='^(overview_page|input_pipeline_analyzer|framework_op_stats|pod_viewer|op_profile|op_profile\.by_category|hlo_stats|roofline_model|kernel_stats|megascale_stats|perf_counters|utilization_viewer|smart_suggestion|inference_profile|tool_names)\.(json|csv)$'
+
+convert() { # convert RUN_DIR SELECTION DEST FILES...
+  local run="$1" selection="$2" dest="$3"
+  shift 3
+  local logdir="$SCRATCH/$(basename "$run")-$selection"
+  mkdir -p "$logdir/plugins/profile/run"
+  for f in "$@"; do
+    gunzip -c "$f" >"$logdir/plugins/profile/run/$(basename "$f" .gz)"
+  done
+  "$PY" "$REFKIT/xprof_convert.py" "$logdir" --scratch "$SCRATCH/scratch" >"$logdir.log" 2>&1 \
+    || { cat "$logdir.log" >&2; exit 1; }
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  for f in "$logdir/xprof_out/"*; do
+    if [[ "$(basename "$f")" =~ $KEEP ]]; then cp "$f" "$dest/"; fi
+  done
+  echo "$dest: $(ls "$dest" | wc -l) files"
+}
+
+for run in "$OUT"/*/; do
+  run="${run%/}"
+  mapfile -t files < <(ls "$run"/plugins/profile/*/*.xplane.pb.gz)
+  rm -rf "$run/xprof_out"
+  if [ "${#files[@]}" = 1 ]; then
+    convert "$run" one "$run/xprof_out" "${files[0]}"
+  else
+    for f in "${files[@]}"; do
+      host="$(basename "$f" .xplane.pb.gz)"
+      convert "$run" "$host" "$run/xprof_out/$host" "$f"
+    done
+    convert "$run" ALL_HOSTS "$run/xprof_out/ALL_HOSTS" "${files[@]}"
+  fi
+  raw="$SCRATCH/$(basename "$run")-opstats"
+  mkdir -p "$raw"
+  for f in "${files[@]}"; do gunzip -c "$f" >"$raw/$(basename "$f" .gz)"; done
+  "$PY" "$ROOT/scripts/dump-xprof-op-stats.py" "$raw" "$raw/out" >"$raw.log" 2>&1 || { cat "$raw.log" >&2; exit 1; }
+  gzip -9n -c "$raw/out/ALL_HOSTS.op_stats_v2.json" >"$run/xprof_out/op_stats.json.gz"
+done
