@@ -106,18 +106,57 @@ fn host_space(host: u64) -> Vec<u8> {
     space.to_bytes()
 }
 
+/// A GPU host whose counters carry their own descriptions and sets, with ids and names
+/// XProf's built-in TPU counter database does not know (except two probes: a known TPU
+/// counter name under an unknown id, and an unknown name under a known id).
+fn gpu_space() -> Vec<u8> {
+    XSpaceBuilder::new()
+        .hostname("gpuhost")
+        .plane("/host:CPU", |p| {
+            p.line(1, "python", 1_000, |l| {
+                l.event("train_step", 0, 1_000_000);
+            });
+        })
+        .plane("/device:GPU:0", |p| {
+            p.stat("device_id", 0i64);
+            p.line(3, "Stream #3(Compute)", 1_000, |l| {
+                let counters: [(&str, u64, &str, &str); 4] = [
+                    ("sm__cycles_elapsed.avg", 11, "SM cycles elapsed", "basic"),
+                    ("dram__bytes_read.sum", 12, "DRAM bytes read", "memory"),
+                    (&format!("{TC_PREFIX}CYCLES"), 13, "probe: TPU name, other id", "probe"),
+                    ("probe_unknown_name", 3257466888, "probe: other name, TPU id", "probe"),
+                ];
+                for (index, (name, id, description, set)) in counters.into_iter().enumerate() {
+                    l.event(name, 100 * index as i64, 100)
+                        .stat("performance_counter_id", id)
+                        .stat("counter_value", 1_000 + 7 * index as u64)
+                        .stat("performance_counter_description", description)
+                        .stat("performance_counter_sets", set);
+                }
+            });
+        })
+        .to_bytes()
+}
+
+fn write_gz(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    // mtime 0 and no file name in the header: the same bytes every run.
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    gz.write_all(bytes)?;
+    std::fs::write(path, gz.finish()?)?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> std::io::Result<()> {
     let out: PathBuf =
         std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("testdata/tpu-synthetic"));
     let dir = out.join("counters/plugins/profile/run");
     std::fs::create_dir_all(&dir)?;
     for host in 0..2u64 {
-        let path = dir.join(format!("host{host}.xplane.pb.gz"));
-        // mtime 0 and no file name in the header: the same bytes every run.
-        let mut gz = GzEncoder::new(Vec::new(), Compression::best());
-        gz.write_all(&host_space(host))?;
-        std::fs::write(&path, gz.finish()?)?;
-        println!("wrote {}", path.display());
+        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host))?;
     }
+    let dir = out.join("counters-gpu/plugins/profile/run");
+    std::fs::create_dir_all(&dir)?;
+    write_gz(&dir.join("gpuhost.xplane.pb.gz"), &gpu_space())?;
     Ok(())
 }
