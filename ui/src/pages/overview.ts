@@ -9,6 +9,7 @@ import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../
 import { h } from '../dom';
 import { finiteText } from '../format';
 import { type PageContext, notesSayNoSteps } from '../page';
+import { smartSuggestionsSection } from './counters';
 
 /** ` (σ S<unit>)` after an average, or nothing when XProf's σ is not a number (`-nan`). */
 export function sigmaSuffix(sdv: string | undefined, unit: string): string {
@@ -190,6 +191,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
 
   // Recommendation for next steps.
   if (rec) page.append(recommendation(rec, ctx, noStepsNoted));
+  page.append(smartSuggestionsSection(ctx));
   return page;
 }
 
