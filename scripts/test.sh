@@ -29,6 +29,14 @@ fi
 step "cargo test"
 cargo test --workspace --locked
 
+step "synthetic TPU profiles (testdata/tpu-synthetic) are what their generator writes"
+synth_tmp=$(mktemp -d)
+cargo run -q --locked -p oxprof-xspace --no-default-features --example gen_tpu_counters -- "$synth_tmp" >/dev/null
+(cd testdata/tpu-synthetic && find . -name '*.xplane.pb.gz' | sort) | while IFS= read -r f; do
+  cmp "testdata/tpu-synthetic/$f" "$synth_tmp/$f" || { echo "testdata/tpu-synthetic/$f differs from its generator (scripts/gen-tpu-synthetic.sh)" >&2; exit 1; }
+done
+rm -rf "$synth_tmp"
+
 step "PyTorch views' goldens: torch-tb-profiler 0.4.3 reproduces testdata/torch-tb (venv cached)"
 bash scripts/ref-torch-tb.sh --check
 
