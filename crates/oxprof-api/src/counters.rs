@@ -13,6 +13,7 @@ use oxprof_analysis::tools::perf_counters::PerfCounters;
 use oxprof_analysis::tools::smart_suggestion::{
     SmartSuggestionReport, barrier_cores_time_is_nil, mentions_barrier_cores,
 };
+use oxprof_analysis::tools::utilization_viewer::UtilizationViewer;
 use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 
 /// [`crate::registry::Compute`] of `perf_counters`: the counter events of every selected
@@ -105,4 +106,34 @@ pub(crate) fn smart_suggestion(
         }
     }
     Ok(Box::new(SmartSuggestionReport::default()))
+}
+
+/// [`crate::registry::Compute`] of `utilization_viewer`: one host's TPU unit utilization.
+/// XProf reads one XSpace; for `ALL_HOSTS` (or no host) it answered with the run's first
+/// host in the refkit's recording, which oxprof follows (with a note).
+pub(crate) fn utilization_viewer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    let files = select_hosts(run, request.host.as_deref())?;
+    let Some(file) = files.first() else {
+        return Err(ApiError::NotFound(format!("run {:?} has no hosts", run.name)));
+    };
+    let mut notes = Vec::new();
+    if files.len() > 1 {
+        notes.push(format!("utilization_viewer reads one host; showing the first, {}", file.host));
+    }
+    let _admission = session.admit();
+    let space = session.load(file, &|plane| plane.starts_with(TPU_PLANE_PREFIX))?;
+    let report = UtilizationViewer::from_space(&space)
+        .map_err(|e| ApiError::Http { status: 501, message: format!("utilization_viewer: {}: {e}", file.host) })?;
+    if report.rows.is_empty() {
+        notes.push(format!(
+            "{}: no TPU v6e plane with a device_id and counter events, so no utilization (XProf answers the empty table)",
+            file.host
+        ));
+    }
+    Ok(with_notes(Box::new(report), notes))
 }

@@ -1,5 +1,5 @@
 //! Parity with XProf 2.24.2 for the tools that read XSpaces directly (`crate::counters`):
-//! `perf_counters`, `megascale_stats` and `smart_suggestion` on every committed refkit
+//! `perf_counters`, `utilization_viewer`, `megascale_stats` and `smart_suggestion` on every committed refkit
 //! profile, every third-party profile (read in place, skipped when absent; among them the
 //! MI355X capture with its `/device:CUSTOM:Megascale Trace` plane) and the synthetic TPU
 //! profiles of `testdata/tpu-synthetic/` (`scripts/gen-tpu-synthetic.sh`), for each host
@@ -15,14 +15,14 @@
 //!
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases.
 
-use common::{Case, cases, load_expected_json as load_expected, read_text, repo_root};
+use common::{Case, cases, external_dir, load_expected_json as load_expected, read_text, repo_root};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 
 mod common;
 
-const TOOLS: &[&str] = &["perf_counters", "megascale_stats", "smart_suggestion"];
+const TOOLS: &[&str] = &["perf_counters", "utilization_viewer", "megascale_stats", "smart_suggestion"];
 
 /// The synthetic profiles: each host and `ALL_HOSTS`.
 fn synthetic_cases() -> Vec<Case> {
@@ -45,6 +45,37 @@ fn synthetic_cases() -> Vec<Case> {
         }
     }
     cases
+}
+
+/// XProf's outputs for the two external profiles these tools are about, kept in the repo
+/// (`testdata/external-xprof-counters/`): the MI355X capture with a `Megascale Trace`
+/// plane (on `/device:CUSTOM`, which XProf's megascale test ignores) and the TPU inference
+/// profile with `barrier-cores` ops. The profiles themselves are read in place.
+fn kept_external_cases() -> Vec<Case> {
+    let Some(ext) = external_dir() else { return Vec::new() };
+    let kept = repo_root().join("testdata/external-xprof-counters");
+    [
+        (
+            "AMD-AGI-TraceLens_934987a2fc2f",
+            ext.join("AMD-AGI-TraceLens/tests/test_data_jax_te_fused_attn_categorization/934987a2fc2f.xplane.pb"),
+            "934987a2fc2f",
+        ),
+        (
+            "openxla-xprof_tpu_inference_2",
+            ext.join("openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb"),
+            "tpu_inference_2",
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, input, _)| input.exists())
+    .map(|(name, input, host)| Case {
+        name: format!("kept/{name}/{host}"),
+        input,
+        host,
+        expected: kept.join(name),
+        refkit: false,
+    })
+    .collect()
 }
 
 /// Cases where XProf's TPU counter database rewrites descriptions and sets.
@@ -74,6 +105,7 @@ fn counter_and_dcn_tools_equal_xprof() {
     let filter = std::env::var("OXPROF_GOLDEN_FILTER").unwrap_or_default();
     let (mut passed, mut failures) = (0, Vec::new());
     let mut all = synthetic_cases();
+    all.extend(kept_external_cases());
     all.extend(cases());
     for case in all {
         for &tool in TOOLS {
@@ -123,15 +155,15 @@ fn counter_and_dcn_tools_equal_xprof() {
     assert!(failures.is_empty(), "{} cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// The synthetic profiles' counters are all there: 2 hosts x 2 chips x 2 samples x 29
-/// counters, host after host.
+/// The synthetic profiles' counters are all there: 2 hosts x 2 chips x (29 counters in the
+/// first sample + 42 in the second), host after host.
 #[test]
 fn synthetic_perf_counters_list_every_counter_of_every_host() {
     let dir = repo_root().join("testdata/tpu-synthetic/counters");
     let request = DataRequest { tool: "perf_counters".into(), host: Some("ALL_HOSTS".into()), ..Default::default() };
     let json = data(&dir, &request).unwrap().json.unwrap();
     let rows = json["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2 * 2 * 2 * 29);
+    assert_eq!(rows.len(), 2 * 2 * (29 + 42));
     assert_eq!(rows[0]["c"][0]["v"], "host0");
     assert_eq!(rows[rows.len() - 1]["c"][0]["v"], "host1");
 }

@@ -1,6 +1,6 @@
 //! Writes the synthetic TPU counter profiles of `testdata/tpu-synthetic/counters*/` (see
 //! `testdata/README.md`): two hosts, two TPU v6e chips each, every chip with two counter
-//! samples (lines) of TensorCore and ICI performance counters in the schema XProf's
+//! samples (lines) of TensorCore, ICI, SparseCore and HBM performance counters in the schema XProf's
 //! `perf_counters` and `utilization_viewer` read (plane stats `device_id`,
 //! `global_chip_id`, `device_type_string`; events with `performance_counter_id`,
 //! `counter_value`, `performance_counter_description`, `performance_counter_sets`).
@@ -53,6 +53,23 @@ const ICI_COUNTERS: &[(&str, u64)] = &[
     ("VF_CHIP_OCI_ICR_PERF_COUNTERS_FIFO_STATS_COUNTERS_UNPRIVILEGED_BN_WR_REQ_0_INSERTION_COUNT", 2953257248),
 ];
 
+/// TPU v6e SparseCore and HBM counters: full name (after `VF_CHIP_`), id.
+const SC_HBM_COUNTERS: &[(&str, u64)] = &[
+    ("SC_0_SCT_0_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_CYCLES", 3490185224),
+    ("SC_0_SCT_0_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_TEC_S0_INSTRUCTION", 3490185720),
+    ("SC_0_SCT_3_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_TEC_SCALAR_ISSUE", 3496477160),
+    ("SC_1_SCT_0_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_CYCLES", 3534225416),
+    ("SC_1_SCT_5_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_VECTOR_ISSUE", 3544712128),
+    ("SC_1_SCT_15_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_VEX_INSTRUCTION", 3565683704),
+    ("SC_0_SCS_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_CYCLES", 3532193800),
+    ("SC_0_SCS_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_SCALAR_ISSUE", 3532193808),
+    ("SC_0_SCS_SC_STATS_COUNTERS_UNPRIVILEGED_COUNT_SMISC_INSTRUCTION", 3532193840),
+    ("HBM_0_HBMC_0_CMN_HI_FREQ_STATS_COUNTERS_UNPRIVILEGED_RD_RESP_PS0", 3019980856),
+    ("HBM_1_HBMC_15_CMN_HI_FREQ_STATS_COUNTERS_UNPRIVILEGED_RD_RESP_PS1", 3084992576),
+    ("HBM_0_HBMC_3_CMN_HI_FREQ_STATS_COUNTERS_UNPRIVILEGED_WR_REQ_PS1", 3026272288),
+    ("HBM_1_HBMC_7_CMN_HI_FREQ_STATS_COUNTERS_UNPRIVILEGED_PARTIAL_WRITE_REQ_PS0", 3068215336),
+];
+
 /// A counter value that differs per host, chip, sample and counter, deterministically.
 fn value(host: u64, chip: u64, sample: u64, index: u64, id: u64) -> u64 {
     if id == 3257466888 {
@@ -83,7 +100,15 @@ fn host_space(host: u64) -> Vec<u8> {
                     let counters = TC_COUNTERS
                         .iter()
                         .map(|&(suffix, id)| (format!("{TC_PREFIX}{suffix}"), id))
-                        .chain(ICI_COUNTERS.iter().map(|&(name, id)| (name.to_string(), id)));
+                        .chain(ICI_COUNTERS.iter().map(|&(name, id)| (name.to_string(), id)))
+                        // SparseCore and HBM counters on the second sample only: the first
+                        // keeps XProf's zero rows for absent counters covered.
+                        .chain(
+                            SC_HBM_COUNTERS
+                                .iter()
+                                .filter(|_| sample == 1)
+                                .map(|&(name, id)| (format!("VF_CHIP_{name}"), id)),
+                        );
                     for (index, (name, id)) in counters.enumerate() {
                         let v = value(host, chip, sample, index as u64, id);
                         let e = l

@@ -1,12 +1,13 @@
-// Browser tests of the pages of perf_counters, megascale_stats and smart_suggestion, and of
-// the overview's smart-suggestions section: on a server of their own over the synthetic
-// TPU counter profile (testdata/tpu-synthetic/counters, two hosts) and on the main server.
+// Browser tests of the pages of perf_counters, utilization_viewer, megascale_stats and
+// smart_suggestion, and of the overview's smart-suggestions section: on a server of their
+// own over the synthetic TPU counter profile (testdata/tpu-synthetic/counters, two hosts)
+// and on the main server.
 // Shown numbers are checked against the API's answers.
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
 
 export async function register(ctx) {
-  const { h, base, runs, pick, api, open, checkTable, text, repo } = ctx;
+  const { h, base, pick, api, open, checkTable, text, repo } = ctx;
   const bin = process.env.OXPROF_BIN;
   const srv = await startServer(bin, join(repo, 'testdata/tpu-synthetic/counters'));
   const run = (await api(srv.url, 'runs'))[0];
@@ -39,6 +40,17 @@ export async function register(ctx) {
       [want],
       { timeout: 10_000 },
     );
+  });
+
+  await h.test('counter pages: utilization viewer charts the first sample against its peaks and lists every metric', async ({ page, shot }) => {
+    const data = await api(srv.url, 'data', { run, tag: 'utilization_viewer', host: 'host1' });
+    assert(data.rows.length > 0, 'the API has utilization rows');
+    await open(page, srv.url, { run, tool: 'utilization_viewer', host: 'host1' });
+    const first = data.rows[0].c;
+    assertEqual(await text(page, '[data-role="chart-sample"]'), `device ${first[1].v}, sample ${first[2].v}: achieved as % of peak`, 'chart sample');
+    assert(await page.locator('[data-chart="utilization-first"]').count(), 'the utilization chart is drawn');
+    await checkTable(page, 'utilization', data, 'achieved');
+    await shot();
   });
 
   await h.test('counter pages: megascale stats of a run without DCN collectives say so, with the empty table', async ({ page, shot }) => {

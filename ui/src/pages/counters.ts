@@ -207,3 +207,44 @@ export function smartSuggestionsSection(ctx: PageContext): HTMLElement {
     });
   return section;
 }
+
+/** `utilization_viewer`: TPU unit utilization (achieved vs peak) per device and sample. */
+export function utilizationViewerPage(ctx: PageContext): HTMLElement {
+  const table = asTables(ctx.data)[0] ?? EMPTY;
+  const page = h('div', { class: 'page utilization-viewer', 'data-page': 'utilization_viewer' });
+  const rows = table.rows ?? [];
+  const [device, sample, node, name, achieved, peak] = ['device', 'sample', 'node', 'name', 'achieved', 'peak'].map((id) => columnIndex(table, id)) as [number, number, number, number, number, number];
+  const first = rows[0];
+  if (first) {
+    // One sample's metrics as percent of their peak (metrics without a peak left out).
+    const same = (r: (typeof rows)[number]) => cellValue(r, device) === cellValue(first, device) && cellValue(r, sample) === cellValue(first, sample);
+    const pairs = rows
+      .filter((r) => same(r) && Number(cellValue(r, peak) ?? 0) > 0)
+      .map((r): [string, number] => [`${cellValue(r, name)} (node ${cellValue(r, node)})`, (100 * Number(cellValue(r, achieved) ?? 0)) / Number(cellValue(r, peak))]);
+    page.append(
+      card(
+        'Utilization of the first sample',
+        h('p', { class: 'hint', 'data-role': 'chart-sample' }, `device ${cellValue(first, device)}, sample ${cellValue(first, sample)}: achieved as % of peak`),
+        chartElement('utilization-first', barOption('Achieved / peak (%)', pairs, '%'), undefined, Math.max(360, 18 * pairs.length + 60)),
+      ),
+    );
+  } else {
+    page.append(card('Utilization', h('p', { class: 'empty-chart', 'data-role': 'no-utilization' }, 'No TPU v6e counter samples in this host (the utilization viewer needs TPU performance counters).')));
+  }
+  page.append(
+    renderTable(
+      table,
+      {
+        key: 'utilization',
+        title: 'Utilization by device, sample and unit',
+        csvName: 'utilization_viewer',
+        formats: { host: 'integer', device: 'integer', sample: 'integer', node: 'integer' },
+        filterColumns: ['name', 'unit'],
+        filterPlaceholder: 'Filter by metric or unit',
+        emptyText: 'No TPU v6e counter samples in this host.',
+      },
+      ctx.view,
+    ),
+  );
+  return page;
+}

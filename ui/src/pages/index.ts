@@ -1,7 +1,7 @@
 // Which page shows which tool; tools without a dedicated page get the generic one.
 
 import type { Page } from '../page';
-import { megascaleStatsPage, perfCountersPage, smartSuggestionPage } from './counters';
+import { megascaleStatsPage, perfCountersPage, smartSuggestionPage, utilizationViewerPage } from './counters';
 import { frameworkOpStatsPage } from './framework_op_stats';
 import { genericPage, noDataPage } from './generic';
 import { graphViewerPage } from './graph_viewer';
@@ -41,6 +41,7 @@ const PAGES: Record<string, Page> = {
   hta_distributed: htaDistributedPage,
   hta_gpu_idle: htaGpuIdlePage,
   perf_counters: perfCountersPage,
+  utilization_viewer: utilizationViewerPage,
   megascale_stats: megascaleStatsPage,
   smart_suggestion: smartSuggestionPage,
 };

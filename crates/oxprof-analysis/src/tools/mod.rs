@@ -19,3 +19,5 @@ pub mod roofline_model;
 pub mod smart_suggestion;
 pub mod step_breakdown;
 pub mod tf_data;
+mod tpu_counter_ids_v6e;
+pub mod utilization_viewer;
