@@ -23,6 +23,9 @@ export async function register(ctx) {
     const first = data.rows[0].c;
     assertEqual(await text(page, '[data-role="chart-sample"]'), `${first[0].v}, chip ${first[1].v}, ${first[2].v} sample ${first[3].v}`, 'chart sample');
     assert(await page.locator('[data-chart="perf-counters-top"]').count(), 'the counters chart is drawn');
+    const hexes = new Set(data.rows.map((r) => r.c[5].f));
+    const shownHex = await page.locator('[data-table="perf-counters"] tbody td[data-col="ValueHex"]').evaluateAll((tds) => tds.map((td) => td.textContent.trim()));
+    assert(shownHex.length > 0 && shownHex.every((x) => hexes.has(x)), `hex values shown are XProf's: ${shownHex.slice(0, 3)}`);
     await checkTable(page, 'perf-counters', data, 'Value');
     await shot();
   });

@@ -76,15 +76,22 @@ export function perfCountersPage(ctx: PageContext): HTMLElement {
   } else {
     page.append(card('Largest counters of the first sample', h('p', { class: 'empty-chart', 'data-role': 'no-counters' }, 'No performance counter events in this profile (TPU or GPU planes with counter_value events).')));
   }
+  // XProf's Value cells carry the hex text as their formatted value: shown in a column of
+  // its own beside the number (which sorts).
+  const withHex: DataTable = {
+    cols: [...(table.cols ?? []).map((c) => (c.id === 'Value' ? { ...c, label: 'Value' } : c)), { id: 'ValueHex', label: 'Value (hex)', type: 'string' }],
+    rows: rows.map((r) => ({ c: [...r.c, { v: r.c[value]?.f ?? '' }] })),
+  };
   page.append(
     renderTable(
-      table,
+      withHex,
       {
         key: 'perf-counters',
         title: 'Counter readings',
         csvName: 'perf_counters',
         formats: { Chip: 'integer', Sample: 'integer', Value: 'integer' },
-        filterColumns: ['Counter', 'Kernel', 'Description', 'Set', 'Host'],
+        filterColumns: ['Counter', 'Kernel', 'Description', 'Set', 'Host', 'ValueHex'],
+        keyColumns: ['Host', 'Chip', 'Kernel', 'Sample', 'Counter', 'Value', 'ValueHex', 'Description', 'Set'],
         filterPlaceholder: 'Filter by counter, kernel, description or set',
         emptyText: 'No performance counter events in this profile.',
       },
