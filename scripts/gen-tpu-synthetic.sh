@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
-# Make the synthetic TPU training profiles of testdata/tpu-synthetic/ and XProf 2.24.2's
-# outputs on them (see testdata/README.md):
+# Makes the synthetic TPU profiles of testdata/tpu-synthetic/ and XProf 2.24.2's outputs on
+# them (testdata/README.md says what each one is). Two generators, both deterministic (the
+# same bytes on every run), both writing with oxprof's model builder and XSpace encoder:
+#   gen_tpu_training  (crates/oxprof-xspace/examples/)  training/, training_host_input/
+#   gen_tpu_counters  (crates/oxprof-xspace/examples/)  counters/, counters-gpu/
 #
-#   1. `cargo run -p oxprof-xspace --example gen_tpu_training` writes the gzip XSpaces
-#      (deterministic: the same bytes on every run);
-#   2. each selection (every host alone, and ALL_HOSTS for multi-host runs) is gunzipped into
-#      a scratch log directory and converted by the refkit's xprof_convert.py;
-#   3. the JSON/CSV outputs of the analysis tools are copied next to the profiles, under
-#      `<run>/xprof_out/<selection>/` (multi-host runs) or `<run>/xprof_out/` (one host);
-#   4. XProf's combined OpStats of each run (scripts/dump-xprof-op-stats.py) is kept as
-#      `<run>/xprof_out/op_stats.json.gz` (oxprof-analysis' step-database tests).
+# Training runs: each selection (every host alone, and ALL_HOSTS for multi-host runs) is
+# gunzipped into a scratch log directory and converted by the refkit's xprof_convert.py;
+# the outputs of the analysis tools are kept under `<run>/xprof_out/<selection>/` (multi-host)
+# or `<run>/xprof_out/` (one host), and XProf's combined OpStats of each run
+# (scripts/dump-xprof-op-stats.py) as `<run>/xprof_out/op_stats.json.gz`.
+# Counter runs: converted by scripts/tpu_synthetic_ref.py (which reuses the refkit's
+# xprof_convert.py); outputs kept as `<run>/xprof_out/<host or ALL_HOSTS>/<tool>.json`.
 #
 #   scripts/gen-tpu-synthetic.sh           # regenerate the profiles and XProf's outputs
 #   scripts/gen-tpu-synthetic.sh --check   # only check the committed profiles are what the
-#                                          # generator writes (no XProf needed; CI runs it)
+#                                          # generators write (no XProf needed; CI runs it)
 #
 # Environment: OXPROF_REFKIT_VENV   Python venv with xprof 2.24.2 (default:
 # ~/.cache/oxprof-refkit/venv; ../shared/refkit/README.md says how it is made),
 # OXPROF_REFKIT_DIR   the refkit's folder (default: ../shared/refkit).
-# About 10 s after the example is built.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,17 +27,26 @@ VENV="${OXPROF_REFKIT_VENV:-$HOME/.cache/oxprof-refkit/venv}"
 REFKIT="${OXPROF_REFKIT_DIR:-$ROOT/../shared/refkit}"
 PY="$VENV/bin/python"
 OUT="$ROOT/testdata/tpu-synthetic"
+generate() { # generate DIR: both generators into DIR
+  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_training -- "$1" >/dev/null)
+  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --no-default-features --example gen_tpu_counters -- "$1" >/dev/null)
+}
 
 if [ "${1:-}" = "--check" ]; then
   fresh="$(mktemp -d /tmp/oxprof-tpu-synthetic-check.XXXXXX)"
   trap 'rm -rf "$fresh"' EXIT
-  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_training -- "$fresh" >/dev/null)
+  generate "$fresh"
   status=0
   while IFS= read -r f; do
     rel="${f#"$fresh"/}"
     cmp -s "$f" "$OUT/$rel" || { echo "testdata/tpu-synthetic/$rel differs from what the generator writes (run scripts/gen-tpu-synthetic.sh)" >&2; status=1; }
   done < <(find "$fresh" -name '*.xplane.pb.gz' | sort)
-  [ "$status" = 0 ] && echo "testdata/tpu-synthetic: the committed profiles are the generator's"
+  # And nothing committed that the generators no longer write.
+  while IFS= read -r f; do
+    rel="${f#"$OUT"/}"
+    [ -e "$fresh/$rel" ] || { echo "testdata/tpu-synthetic/$rel is not written by any generator" >&2; status=1; }
+  done < <(find "$OUT" -name '*.xplane.pb.gz' | sort)
+  [ "$status" = 0 ] && echo "testdata/tpu-synthetic: the committed profiles are the generators'"
   exit "$status"
 fi
 
@@ -44,11 +54,12 @@ for need in "$PY" "$REFKIT/xprof_convert.py"; do
   [ -e "$need" ] || { echo "missing $need (set OXPROF_REFKIT_VENV / OXPROF_REFKIT_DIR)" >&2; exit 1; }
 done
 
-(cd "$ROOT" && cargo run -q -p oxprof-xspace --example gen_tpu_training -- "$OUT")
+generate "$OUT"
 
 SCRATCH="$(mktemp -d /tmp/oxprof-tpu-synthetic.XXXXXX)"
 trap 'rm -rf "$SCRATCH"' EXIT
 
+# ---- training runs ----
 # Tools whose outputs are kept (trace, graph and memory viewers are left out: large or
 # not about these profiles' analysis).
 KEEP='^(overview_page|input_pipeline_analyzer|framework_op_stats|pod_viewer|op_profile|op_profile\.by_category|hlo_stats|roofline_model|kernel_stats|megascale_stats|perf_counters|utilization_viewer|smart_suggestion|inference_profile|tool_names)\.(json|csv)$'
@@ -71,7 +82,7 @@ convert() { # convert RUN_DIR SELECTION DEST FILES...
   echo "$dest: $(ls "$dest" | wc -l) files"
 }
 
-for run in "$OUT"/*/; do
+for run in "$OUT"/training*/; do
   run="${run%/}"
   mapfile -t files < <(ls "$run"/plugins/profile/*/*.xplane.pb.gz)
   rm -rf "$run/xprof_out"
@@ -89,4 +100,20 @@ for run in "$OUT"/*/; do
   for f in "${files[@]}"; do gunzip -c "$f" >"$raw/$(basename "$f" .gz)"; done
   "$PY" "$ROOT/scripts/dump-xprof-op-stats.py" "$raw" "$raw/out" >"$raw.log" 2>&1 || { cat "$raw.log" >&2; exit 1; }
   gzip -9n -c "$raw/out/ALL_HOSTS.op_stats_v2.json" >"$run/xprof_out/op_stats.json.gz"
+done
+
+# ---- counter runs ----
+for case_dir in "$OUT"/counters*/; do
+  case_name="$(basename "$case_dir")"
+  logdir="$SCRATCH/$case_name"
+  while IFS= read -r gz; do
+    rel="${gz#"$case_dir"}"
+    mkdir -p "$logdir/$(dirname "$rel")"
+    gunzip -c "$gz" > "$logdir/${rel%.gz}"
+  done < <(find "$case_dir" -name '*.xplane.pb.gz' | sort)
+  run_dir="$(dirname "$(find "$logdir" -name '*.xplane.pb' | head -1)")"
+  rm -rf "$case_dir/xprof_out"
+  "$VENV/bin/python" "$ROOT/scripts/tpu_synthetic_ref.py" "$REFKIT" "$run_dir" "$case_dir/xprof_out" \
+    > "$SCRATCH/log-$case_name.txt" 2>&1 || { cat "$SCRATCH/log-$case_name.txt"; exit 1; }
+  echo "$case_name: $(find "$case_dir/xprof_out" -type f | wc -l) XProf outputs"
 done

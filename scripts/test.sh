@@ -29,7 +29,7 @@ fi
 step "cargo test"
 cargo test --workspace --locked
 
-step "synthetic TPU profiles: testdata/tpu-synthetic is what its generator writes"
+step "synthetic TPU profiles: testdata/tpu-synthetic is what its generators write"
 bash scripts/gen-tpu-synthetic.sh --check
 
 step "PyTorch views' goldens: torch-tb-profiler 0.4.3 reproduces testdata/torch-tb (venv cached)"

@@ -6,6 +6,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod catalog;
+pub mod counters;
 pub mod data;
 pub mod diff;
 mod error;

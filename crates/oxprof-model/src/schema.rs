@@ -140,6 +140,10 @@ named_enum! {
         ProfileStopTime => "profile_stop_time",
         // Counters.
         CounterValue => "counter_value",
+        PerformanceCounterId => "performance_counter_id",
+        PerformanceCounterDescription => "performance_counter_description",
+        PerformanceCounterSets => "performance_counter_sets",
+        GlobalChipId => "global_chip_id",
     }
 }
 

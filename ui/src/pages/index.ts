@@ -1,6 +1,7 @@
 // Which page shows which tool; tools without a dedicated page get the generic one.
 
 import type { Page } from '../page';
+import { megascaleStatsPage, perfCountersPage, smartSuggestionPage, utilizationViewerPage } from './counters';
 import { frameworkOpStatsPage } from './framework_op_stats';
 import { genericPage, noDataPage } from './generic';
 import { graphViewerPage } from './graph_viewer';
@@ -40,6 +41,10 @@ const PAGES: Record<string, Page> = {
   pytorch_kernel_stats: kernelStatsPage,
   hta_distributed: htaDistributedPage,
   hta_gpu_idle: htaGpuIdlePage,
+  perf_counters: perfCountersPage,
+  utilization_viewer: utilizationViewerPage,
+  megascale_stats: megascaleStatsPage,
+  smart_suggestion: smartSuggestionPage,
 };
 
 /** Pages that load their own data (no `/data` request by the shell). */

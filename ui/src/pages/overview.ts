@@ -10,6 +10,7 @@ import { h } from '../dom';
 import { finiteText } from '../format';
 import { type PageContext, notesSayNoSteps } from '../page';
 import { tpuTrainingSummary } from './overview_tpu';
+import { smartSuggestionsSection } from './counters';
 
 /** ` (σ S<unit>)` after an average, or nothing when XProf's σ is not a number (`-nan`). */
 export function sigmaSuffix(sdv: string | undefined, unit: string): string {
@@ -194,6 +195,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
 
   // Recommendation for next steps.
   if (rec) page.append(recommendation(rec, ctx, noStepsNoted));
+  page.append(smartSuggestionsSection(ctx));
   return page;
 }
 

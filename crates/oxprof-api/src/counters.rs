@@ -1,0 +1,139 @@
+//! The TPU counter tools and their neighbours that read XSpaces directly (not OpStats):
+//! `perf_counters` (every counter event of the selected hosts), `megascale_stats` (DCN
+//! collective slack of one host) and `smart_suggestion` (XProf's open-source rule set), as
+//! XProf 2.24.2's `ConvertMultiXSpacesToToolData` serves them.
+
+use crate::ApiError;
+use crate::catalog::ServedRun;
+use crate::data::{DataRequest, select_hosts, with_notes};
+use crate::session::Session;
+use oxprof_analysis::report::Report;
+use oxprof_analysis::tools::megascale::{MegascaleStats, has_megascale_events};
+use oxprof_analysis::tools::perf_counters::PerfCounters;
+use oxprof_analysis::tools::smart_suggestion::{
+    SmartSuggestionReport, barrier_cores_time_is_nil, mentions_barrier_cores,
+};
+use oxprof_analysis::tools::utilization_viewer::UtilizationViewer;
+use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+
+/// [`crate::registry::Compute`] of `perf_counters`: the counter events of every selected
+/// host, host after host (`host=ALL_HOSTS` or none: every host, in the run's order).
+pub(crate) fn perf_counters(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    let files = select_hosts(run, request.host.as_deref())?;
+    let mut report = PerfCounters::default();
+    for file in files {
+        let _admission = session.admit();
+        // Counters live on device planes; host-thread lines are never read.
+        let space =
+            session.load(file, &|plane| plane.starts_with(TPU_PLANE_PREFIX) || plane.starts_with(GPU_PLANE_PREFIX))?;
+        report.add_host(&space, &file.host);
+    }
+    Ok(Box::new(report))
+}
+
+/// [`crate::registry::Compute`] of `megascale_stats`: XProf's DCN slack table of one host
+/// (`ALL_HOSTS` combines them). oxprof answers XProf's empty table for hosts without
+/// `MegaScale:` events on `/host:CPU` (XProf's test for DCN collective stats) and refuses,
+/// naming the host, when there are some: their slack analysis is not ported yet.
+pub(crate) fn megascale_stats(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    if request.host.as_deref().is_none_or(str::is_empty) {
+        return Err(ApiError::BadParameter {
+            name: "host".into(),
+            reason:
+                "megascale_stats needs a host (XProf: \"Cannot find host_name from options for megascale_stats tool.\")"
+                    .into(),
+        });
+    }
+    let files = select_hosts(run, request.host.as_deref())?;
+    // XProf analyses every host of the run to write its per-host and ALL_HOSTS caches.
+    for file in run.hosts.iter() {
+        let _admission = session.admit();
+        let metadata = session.load(file, &|_| false)?;
+        if has_megascale_events(&metadata) {
+            return Err(ApiError::Http {
+                status: 501,
+                message: format!(
+                    "megascale_stats: {} has MegaScale: DCN events on {HOST_THREADS_PLANE_NAME}; oxprof does not compute their \
+                     slack analysis yet (open the profile in XProf for this tool)",
+                    file.host
+                ),
+            });
+        }
+    }
+    let notes = files
+        .iter()
+        .map(|f| format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", f.host))
+        .collect();
+    Ok(with_notes(Box::new(MegascaleStats::default()), notes))
+}
+
+/// [`crate::registry::Compute`] of `smart_suggestion`: XProf 2.24.2's open-source rule set
+/// (only `BarrierCoresRule`) over every host of the run. No rule applies to a run without
+/// `barrier-cores` time in steps; a run where some may lie in steps is refused, naming the
+/// host and plane, until the event-time-fraction analysis it needs is ported.
+pub(crate) fn smart_suggestion(
+    session: &Session,
+    run: &ServedRun,
+    _request: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    for file in run.hosts.iter() {
+        let _admission = session.admit();
+        let metadata = session.load(file, &|_| false)?;
+        if !mentions_barrier_cores(&metadata) {
+            continue;
+        }
+        let space = session.load(file, &|_| true)?;
+        if let Err(plane) = barrier_cores_time_is_nil(&space) {
+            return Err(ApiError::Http {
+                status: 501,
+                message: format!(
+                    "smart_suggestion: {} has barrier-cores events on {plane} that may fall in steps; oxprof does \
+                     not compute XProf's BarrierCoresRule over them yet",
+                    file.host
+                ),
+            });
+        }
+    }
+    Ok(Box::new(SmartSuggestionReport::default()))
+}
+
+/// [`crate::registry::Compute`] of `utilization_viewer`: one host's TPU unit utilization.
+/// XProf reads one XSpace; for `ALL_HOSTS` (or no host) it answered with the run's first
+/// host in the refkit's recording, which oxprof follows (with a note).
+pub(crate) fn utilization_viewer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    let files = select_hosts(run, request.host.as_deref())?;
+    let Some(file) = files.first() else {
+        return Err(ApiError::NotFound(format!("run {:?} has no hosts", run.name)));
+    };
+    let mut notes = Vec::new();
+    if files.len() > 1 {
+        notes.push(format!("utilization_viewer reads one host; showing the first, {}", file.host));
+    }
+    let _admission = session.admit();
+    let space = session.load(file, &|plane| plane.starts_with(TPU_PLANE_PREFIX))?;
+    let report = UtilizationViewer::from_space(&space)
+        .map_err(|e| ApiError::Http { status: 501, message: format!("utilization_viewer: {}: {e}", file.host) })?;
+    if report.rows.is_empty() {
+        notes.push(format!(
+            "{}: no TPU v6e plane with a device_id and counter events, so no utilization (XProf answers the empty table)",
+            file.host
+        ));
+    }
+    Ok(with_notes(Box::new(report), notes))
+}
