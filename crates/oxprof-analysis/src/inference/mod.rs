@@ -530,7 +530,7 @@ pub fn inference_latency(stats: &InferenceStats) -> OverviewInferenceLatency {
     for percent in [50.0, 75.0, 90.0, 99.0, 99.9] {
         result.percentile_numbers.push(percent);
         let index = ((percent / 100.0 * n as f64) as usize).min(n - 1);
-        result.latency_breakdowns.push(sessions[index].clone());
+        result.latency_breakdowns.push(sessions[index]);
     }
     result.latency_breakdowns.push(avg);
     result
