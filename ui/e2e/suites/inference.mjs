@@ -68,4 +68,16 @@ export async function register(ctx) {
   } finally {
     await server.stop();
   }
+
+  await h.test('inference: a training profile without requests shows the ALL model and its empty average rows', async ({ page, consoleErrors, shot }) => {
+    const run = ctx.runs.find((r) => r.includes('tf_custom_loop'));
+    const data = await api(ctx.base, 'data', { run, tag: 'inference_profile', host: 'ALL_HOSTS' });
+    await open(page, ctx.base, { run, tool: 'inference_profile' });
+    const select = page.locator('[data-role="model-select"]');
+    await select.waitFor();
+    assertEqual(await select.locator('option').evaluateAll((o) => o.map((x) => x.value)), ['ALL'], 'model ALL');
+    assertEqual(await page.locator('[data-table="requests"] [data-role="count"]').getAttribute('data-total'), String(data[1].rows.length), 'the Average row only');
+    assertEqual(consoleErrors.length, 0, `console errors: ${consoleErrors.join('; ')}`);
+    await shot();
+  });
 }
