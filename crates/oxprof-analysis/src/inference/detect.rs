@@ -171,13 +171,14 @@ pub fn host_inference_stats(space: &XSpace, groups: &EventGroups, host_id: i32) 
             request.batching_request_size = size as i32;
         }
     }
-    add_device_events(&events, &device, group_meta, &mut |group, spans| {
+    add_device_events(&events, &device, &mut |group, spans| {
         add_request_events(group_meta, group, spans, &mut requests)
     });
     add_tpu_stamps(&events, group_meta, &mut requests);
 
     let mut batches = build_batches(&events, group_meta, &mut requests);
-    add_device_events(&events, &device, group_meta, &mut |group, spans| {
+    // Batches get their own group's events only (`UpdateBatchEvents`).
+    add_device_events(&events, &device, &mut |group, spans| {
         if let Some(batch) = batches.get_mut(&group) {
             batch.events.extend_from_slice(spans);
         }
@@ -287,12 +288,7 @@ fn update_stamps(
 
 /// The device-side events of `BuildTPUDeviceEvents`: host transfers, tpu::System
 /// transfer pairs and TensorCore modules, handed to `add` per group.
-fn add_device_events(
-    events: &[HostEvent<'_>],
-    device: &[(i64, Timespan)],
-    _meta: &BTreeMap<i64, GroupMetadata>,
-    add: &mut dyn FnMut(i64, &[EventTypeSpan]),
-) {
+fn add_device_events(events: &[HostEvent<'_>], device: &[(i64, Timespan)], add: &mut dyn FnMut(i64, &[EventTypeSpan])) {
     for kind in [Kind::FromDevice, Kind::ToDevice] {
         let event_type = if kind == Kind::FromDevice { EventType::DeviceToHost } else { EventType::HostToDevice };
         for e in events.iter().filter(|e| e.kind == kind) {
