@@ -430,7 +430,7 @@ try {
   // Tools without a dedicated page: the generic DataTable page.
   {
     const tools = await offeredTools(base, stepsRun);
-    const dedicated = ['overview_page', 'input_pipeline_analyzer', 'framework_op_stats', 'kernel_stats', 'pod_viewer', 'trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer', 'op_profile', 'hlo_stats', 'roofline_model', 'memory_profile', 'tf_data_bottleneck_analysis', 'hta_distributed', 'hta_gpu_idle'];
+    const dedicated = ['overview_page', 'input_pipeline_analyzer', 'framework_op_stats', 'kernel_stats', 'pod_viewer', 'trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer', 'op_profile', 'hlo_stats', 'roofline_model', 'memory_profile', 'tf_data_bottleneck_analysis', 'hta_distributed', 'hta_gpu_idle', 'inference_profile'];
     for (const tool of tools.filter((t) => !dedicated.includes(t))) {
       const host = (await hostsOf(base, stepsRun, tool))[0];
       let data;

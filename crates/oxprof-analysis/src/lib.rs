@@ -9,6 +9,7 @@ mod cxx_sort;
 pub mod grouping;
 pub mod hlo_lookup;
 pub mod hta;
+pub mod inference;
 pub mod inspect;
 pub mod jsoncmp;
 pub mod model_tracker;

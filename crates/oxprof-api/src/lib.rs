@@ -13,6 +13,7 @@ mod error;
 pub mod hlo_tools;
 pub mod hta;
 pub mod http;
+mod inference;
 pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;

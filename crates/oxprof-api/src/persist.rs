@@ -2,6 +2,7 @@
 //! identity read through its store, and a host's OpStats analysis encoded so that a
 //! reloaded one gives byte-identical answers (JSON with exact float round trips).
 
+use oxprof_analysis::inference::HostInferenceStats;
 use oxprof_analysis::op_stats::convert::HostAnalysis;
 use oxprof_analysis::op_stats::types::OpStats;
 use oxprof_diskcache::{DiskCache, FileIdentity, IDENTITY_BLOCK};
@@ -77,6 +78,7 @@ struct AnalysisOut<'a> {
     op_stats: &'a OpStats,
     advice: &'a [String],
     grouped: bool,
+    inference: &'a HostInferenceStats,
 }
 
 #[derive(Deserialize)]
@@ -84,11 +86,17 @@ struct AnalysisIn {
     op_stats: OpStats,
     advice: Vec<String>,
     grouped: bool,
+    inference: HostInferenceStats,
 }
 
 /// A host analysis as bytes.
 pub(crate) fn encode_analysis(analysis: &HostAnalysis) -> Vec<u8> {
-    let out = AnalysisOut { op_stats: &analysis.op_stats, advice: &analysis.advice, grouped: analysis.grouped };
+    let out = AnalysisOut {
+        op_stats: &analysis.op_stats,
+        advice: &analysis.advice,
+        grouped: analysis.grouped,
+        inference: &analysis.inference,
+    };
     // Serializing plain data cannot fail; an empty payload would only be a miss later.
     serde_json::to_vec(&out).unwrap_or_default()
 }
@@ -96,5 +104,5 @@ pub(crate) fn encode_analysis(analysis: &HostAnalysis) -> Vec<u8> {
 /// A host analysis from bytes [`encode_analysis`] wrote (`None`: not one).
 pub(crate) fn decode_analysis(bytes: &[u8]) -> Option<HostAnalysis> {
     let a: AnalysisIn = serde_json::from_slice(bytes).ok()?;
-    Some(HostAnalysis { op_stats: a.op_stats, advice: a.advice, grouped: a.grouped })
+    Some(HostAnalysis { op_stats: a.op_stats, advice: a.advice, grouped: a.grouped, inference: a.inference })
 }

@@ -17,8 +17,7 @@ use oxprof_analysis::op_stats::convert::StepSelection;
 use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
-    kernel_stats::KernelStats, op_profile, overview_page::OverviewPage, pod_viewer::PodViewer,
-    roofline_model::RooflineModel,
+    kernel_stats::KernelStats, op_profile, pod_viewer::PodViewer, roofline_model::RooflineModel,
 };
 use oxprof_model::XSpace;
 use oxprof_model::schema::{
@@ -202,10 +201,8 @@ pub const TOOLS: &[Tool] = &[
         offered: Offered::AsXprof,
         page: "overview_page",
         content_type: JSON,
-        compute: Some(Computation::OpStats {
-            steps: StepSelection::DropIncomplete,
-            report: |op_stats, _| Box::new(OverviewPage::from_op_stats(op_stats)),
-        }),
+        // The OpStats path plus the inference latency table (`crate::inference`).
+        compute: Some(Computation::Custom(crate::inference::overview)),
         reference: Reference::Xprof,
     },
     Tool {
@@ -561,15 +558,15 @@ pub const TOOLS: &[Tool] = &[
         name: "inference_profile",
         aliases: &[],
         title: "Inference profile",
-        summary: "request and batch latencies of inference runs (not computed by oxprof yet)",
-        family: Family::NotYet,
-        hosts: Hosts::Each,
+        summary: "requests and batches of inference (serving) runs: latency percentiles, batching, breakdown",
+        family: Family::OpStats,
+        hosts: Hosts::EachAndAll,
         listed: Listed::Never,
-        offered: Offered::No,
-        page: "generic",
+        offered: Offered::Always,
+        page: "inference_profile",
         content_type: JSON,
-        compute: None,
-        reference: Reference::None,
+        compute: Some(Computation::Custom(crate::inference::compute)),
+        reference: Reference::Xprof,
     },
 ];
 

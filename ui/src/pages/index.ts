@@ -7,6 +7,7 @@ import { genericPage, noDataPage } from './generic';
 import { graphViewerPage } from './graph_viewer';
 import { hloStatsPage } from './hlo_stats';
 import { htaDistributedPage, htaGpuIdlePage } from './hta';
+import { inferenceProfilePage } from './inference_profile';
 import { inputPipelinePage } from './input_pipeline';
 import { kernelStatsPage } from './kernel_stats';
 import { memoryProfilePage } from './memory_profile';
@@ -45,6 +46,7 @@ const PAGES: Record<string, Page> = {
   utilization_viewer: utilizationViewerPage,
   megascale_stats: megascaleStatsPage,
   smart_suggestion: smartSuggestionPage,
+  inference_profile: inferenceProfilePage,
 };
 
 /** Pages that load their own data (no `/data` request by the shell). */

@@ -127,9 +127,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
   if (isTpu) page.append(tpuTrainingSummary(gp, ip));
 
   // Step-time graph or inference latency.
-  if (isInference && inference) {
-    page.append(card('Inference session latency breakdown', inferenceChart(inference)));
-  }
+  if (isInference && inference) page.append(...inferenceSection(inference, ctx));
   if (input && hasSteps) {
     const graph = stepGraph(input);
     page.append(
@@ -222,6 +220,48 @@ export function openStepOnClick(chart: Chart, steps: readonly string[], ctx: Pag
 export function stepTraceLink(ctx: PageContext, step: string): string {
   const key = /^\d+$/.test(step) ? 'step' : 'step_name';
   return `${ctx.link('trace_viewer@')}&${new URLSearchParams({ [key]: step }).toString()}`;
+}
+
+/**
+ * The inference variant (runs that do not train and have requests): average session time,
+ * the latency breakdown at percentiles (host compute, device compute, host–device
+ * communication) as a table and a stacked chart, and a link to the inference profile.
+ */
+function inferenceSection(table: DataTable, ctx: PageContext): HTMLElement[] {
+  const total = columnIndex(table, 'totalTimeMs');
+  const avgRow = (table.rows ?? []).find((r) => cellValue(r, 0) === 'Avg');
+  const avg = avgRow ? Number(cellValue(avgRow, total) ?? 0) : NaN;
+  const ms = (v: unknown) => (Number.isFinite(Number(v)) ? `${Number(v).toFixed(3)} ms` : 'n/a');
+  const session = h(
+    'div',
+    { class: 'metrics' },
+    metric('Average session time', ms(avg), 'average_session_time', 'mean latency of the inference requests (sessions)'),
+  );
+  const breakdown = h(
+    'table',
+    { class: 'data-table', 'data-table': 'inference-latency' },
+    h('thead', null, h('tr', null, (table.cols ?? []).map((c) => h('th', { 'data-col': c.id }, c.label ?? c.id)))),
+    h(
+      'tbody',
+      null,
+      (table.rows ?? []).map((r) =>
+        h(
+          'tr',
+          { 'data-row': String(cellValue(r, 0) ?? '') },
+          (table.cols ?? []).map((c, i) => h('td', { 'data-col': c.id }, i === 0 ? String(cellValue(r, i) ?? '') : Number(cellValue(r, i) ?? 0).toFixed(3))),
+        ),
+      ),
+    ),
+  );
+  return [
+    card(
+      'Inference session latency',
+      session,
+      h('p', { class: 'description' }, 'Latency breakdown (ms) of the inference sessions at percentiles: host compute, device compute and host–device communication. ', h('a', { href: ctx.link('inference_profile'), 'data-role': 'inference-profile-link' }, 'Requests and batches in the inference profile')),
+      breakdown,
+    ),
+    card('Inference session latency breakdown', inferenceChart(table)),
+  ];
 }
 
 function inferenceChart(table: DataTable): HTMLElement {

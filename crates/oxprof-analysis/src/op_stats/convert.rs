@@ -39,6 +39,9 @@ pub struct HostAnalysis {
     pub advice: Vec<String>,
     /// Number of events that took part in grouping (for diagnostics).
     pub grouped: bool,
+    /// The host's inference requests and batches (XProf computes them from the same
+    /// grouping for the overview page and `inference_profile`).
+    pub inference: crate::inference::HostInferenceStats,
 }
 
 impl HostAnalysis {
@@ -65,7 +68,8 @@ pub fn xspace_to_op_stats(space: &XSpace) -> HostAnalysis {
     let groups = group_events(space);
     let op_stats = op_stats_from_groups(space, &groups);
     let advice = crate::advice::missing_steps_advice(space, !op_stats.step_db.step_sequence.is_empty());
-    HostAnalysis { op_stats, advice, grouped: groups.computed() }
+    let inference = crate::inference::host_inference_stats(space, &groups, 0);
+    HostAnalysis { op_stats, advice, grouped: groups.computed(), inference }
 }
 
 /// `ConvertXSpaceToOpStats` with every option on, given the host's step grouping.

@@ -844,8 +844,9 @@ fn recommendation_table(page: &OverviewPage) -> DataTable {
     table
 }
 
-/// `GenerateInferenceLatencyDataTable`: an `Avg` row from the first breakdown, then one row
-/// per percentile (latencies in ms).
+/// `GenerateInferenceLatencyDataTable`: an `Avg` row, then one row per percentile
+/// (latencies in ms). XProf 2.24.2's `Avg` row is the mean breakdown, the last one
+/// (`ComputeInferenceLatencyResult` appends it after the percentiles).
 fn inference_latency_table(latency: &OverviewInferenceLatency) -> DataTable {
     let mut table = DataTable::new();
     table
@@ -863,8 +864,8 @@ fn inference_latency_table(latency: &OverviewInferenceLatency) -> DataTable {
             (b.total_latency_us / 1e3).into(),
         ]);
     };
-    if let Some(first) = latency.latency_breakdowns.first() {
-        row(&mut table, "Avg".into(), first);
+    if let Some(mean) = latency.latency_breakdowns.last() {
+        row(&mut table, "Avg".into(), mean);
     }
     for (percentile, breakdown) in latency.percentile_numbers.iter().zip(&latency.latency_breakdowns) {
         row(&mut table, format!("{}%", printf_fixed(*percentile, 1)), breakdown);
@@ -965,12 +966,14 @@ mod tests {
         let breakdown = |total| OverviewLatencyBreakdown { total_latency_us: total, ..Default::default() };
         let latency = OverviewInferenceLatency {
             percentile_numbers: vec![50.0, 99.9],
-            latency_breakdowns: vec![breakdown(1000.0), breakdown(3000.0)],
+            // The percentiles, then the mean (as `ComputeInferenceLatencyResult` orders them).
+            latency_breakdowns: vec![breakdown(1000.0), breakdown(3000.0), breakdown(2000.0)],
             ..Default::default()
         };
         let json = inference_latency_table(&latency).to_json();
         let labels: Vec<_> = json["rows"].as_array().into_iter().flatten().map(|r| r["c"][0]["v"].clone()).collect();
         assert_eq!(labels, ["Avg", "50.0%", "99.9%"]);
+        assert_eq!(json["rows"][0]["c"][4]["v"], 2.0);
         assert_eq!(json["rows"][2]["c"][4]["v"], 3.0);
     }
 

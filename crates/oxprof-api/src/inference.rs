@@ -1,0 +1,78 @@
+//! Inference runs: the `inference_profile` tool and the overview page with its inference
+//! latency table. Each host's requests and batches come with its analysis (kept by the
+//! session with the OpStats); they are combined over the selected hosts in run order, as
+//! XProf's `ConvertMultiXSpaceToInferenceStats` numbers hosts.
+
+use crate::ApiError;
+use crate::catalog::ServedRun;
+use crate::data::{DataRequest, select_hosts, with_notes};
+use crate::session::Session;
+use oxprof_analysis::inference::{
+    HostInferenceStats, InferenceStats, combine, inference_latency, profile::InferenceProfile,
+};
+use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
+use oxprof_analysis::report::Report;
+use oxprof_analysis::tools::overview_page::OverviewPage;
+use std::sync::Arc;
+
+/// The selected hosts' inference statistics, combined and regrouped by model.
+fn combined(analyses: &[Arc<HostAnalysis>]) -> InferenceStats {
+    let hosts: Vec<HostInferenceStats> = analyses
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut host = a.inference.clone();
+            let id = i32::try_from(i).unwrap_or(i32::MAX);
+            host.host_id = id;
+            host.request_details.iter_mut().for_each(|r| r.host_id = id);
+            host.batch_details.iter_mut().for_each(|b| b.host_id = id);
+            host
+        })
+        .collect();
+    combine(&hosts)
+}
+
+/// [`crate::registry::Compute`] of `inference_profile` (parameters `request_column` and
+/// `batch_column` choose the column the percentiles sample, as XProf's).
+pub(crate) fn compute(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    let files = select_hosts(run, request.host.as_deref())?;
+    let analyses = session.host_analyses(&files, refresh)?;
+    let param = |name: &str| request.params.get(name).map_or("", String::as_str);
+    let profile = InferenceProfile::new(combined(&analyses), param("request_column"), param("batch_column"));
+    let mut notes = Vec::new();
+    if profile.stats.per_model.values().all(|m| m.request_details.is_empty() && m.batch_details.is_empty()) {
+        notes.push(
+            "no inference requests found: XProf counts as requests the serving events (SessionRun, \
+             BatchingSessionRun, TfrtModelRun, ServingModelRun) and TraceMes with _r=-1, or _r=1 named \
+             ModelServerRequest_*; batches are ProcessBatch events"
+                .to_string(),
+        );
+    }
+    Ok(with_notes(Box::new(profile), notes))
+}
+
+/// [`crate::registry::Compute`] of `overview_page`: the OpStats tools' path (incomplete
+/// steps dropped), plus the inference latency table for runs that do not train.
+pub(crate) fn overview(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    let files = select_hosts(run, request.host.as_deref())?;
+    let analyses = session.host_analyses(&files, refresh)?;
+    let op_stats = combine_hosts(&analyses, StepSelection::DropIncomplete);
+    let mut notes: Vec<String> =
+        analyses.iter().zip(&files).flat_map(|(a, f)| a.advice.iter().map(|n| format!("{}: {n}", f.host))).collect();
+    notes.extend(oxprof_analysis::tools::hlo_stats::device_tool_notes(&request.tool, &op_stats));
+    let mut page = OverviewPage::from_op_stats(&op_stats);
+    if !op_stats.run_environment.is_training {
+        page.inference_latency = inference_latency(&combined(&analyses));
+    }
+    Ok(with_notes(Box::new(page), notes))
+}
