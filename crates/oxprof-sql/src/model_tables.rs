@@ -640,7 +640,41 @@ fn flow(space: &XSpace, key: HostKey<'_>, p: &Projection) -> Result<Vec<RecordBa
     Ok(vec![finish(p, all(columns), rows, key)?])
 }
 
-/// `args`: every own stat of every event; one batch per plane, with only `p`'s columns.
+/// The columns of `args` being filled for one batch (only the wanted ones grow).
+#[derive(Default)]
+struct ArgColumns {
+    set: Int64Builder,
+    keys: Vec<i32>,
+    types: StringBuilder,
+    ints: Int64Builder,
+    reals: Float64Builder,
+    strings: StringBuilder,
+    rows: usize,
+}
+
+impl ArgColumns {
+    /// The batch of what was filled (the wanted columns of `p`), leaving it empty.
+    fn take(&mut self, p: &Projection, names: &Arc<StringArray>, key: HostKey<'_>) -> Result<RecordBatch, ArrowError> {
+        let mut c = std::mem::take(self);
+        let key_column = if p.wants("key") {
+            Some(Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(c.keys), names.clone())?) as ArrayRef)
+        } else {
+            None
+        };
+        let columns: Vec<Option<ArrayRef>> = vec![
+            p.wants("arg_set_id").then(|| Arc::new(c.set.finish()) as ArrayRef),
+            key_column,
+            p.wants("value_type").then(|| Arc::new(c.types.finish()) as ArrayRef),
+            p.wants("int_value").then(|| Arc::new(c.ints.finish()) as ArrayRef),
+            p.wants("real_value").then(|| Arc::new(c.reals.finish()) as ArrayRef),
+            p.wants("string_value").then(|| Arc::new(c.strings.finish()) as ArrayRef),
+        ];
+        finish(p, columns, c.rows, key)
+    }
+}
+
+/// `args`: every own stat of every event, in batches of at least [`SLICE_BATCH_ROWS`] rows
+/// (an event's stats together, a plane's last batch shorter), with only `p`'s columns.
 fn args(
     space: &XSpace,
     key: HostKey<'_>,
@@ -652,26 +686,22 @@ fn args(
     let w_value = w_type || w_int || w_real || w_string;
     let mut next_id: i64 = 0;
     let mut built_rows = 0usize;
+    let mut c = ArgColumns::default();
     for plane in &space.planes {
-        if p.enough(built_rows) {
-            break;
-        }
-        let mut set = Int64Builder::new();
-        let mut keys: Vec<i32> = Vec::new();
-        let mut types = StringBuilder::new();
-        let mut ints = Int64Builder::new();
-        let mut reals = Float64Builder::new();
-        let mut strings = StringBuilder::new();
-        let mut rows = 0usize;
+        let names: Arc<StringArray> = Arc::new(if w_key {
+            plane.stat_metadata().iter().map(|m| Some(plane.str(m.name))).collect()
+        } else {
+            StringArray::from(Vec::<&str>::new())
+        });
         for line in &plane.lines {
             for e in line.events(plane) {
                 for s in e.stats() {
-                    rows += 1;
+                    c.rows += 1;
                     if w_set {
-                        set.append_value(next_id);
+                        c.set.append_value(next_id);
                     }
                     if w_key {
-                        keys.push(s.metadata_id().index() as i32);
+                        c.keys.push(s.metadata_id().index() as i32);
                     }
                     if !w_value {
                         continue;
@@ -686,40 +716,33 @@ fn args(
                         StatValue::Unset => ("unset", None, None, None),
                     };
                     if w_type {
-                        types.append_value(ty);
+                        c.types.append_value(ty);
                     }
                     if w_int {
-                        ints.append_option(int);
+                        c.ints.append_option(int);
                     }
                     if w_real {
-                        reals.append_option(real);
+                        c.reals.append_option(real);
                     }
                     if w_string {
-                        strings.append_option(text);
+                        c.strings.append_option(text);
                     }
                 }
                 next_id += 1;
+                if c.rows >= SLICE_BATCH_ROWS {
+                    built_rows += c.rows;
+                    if !emit(c.take(p, &names, key)?) || p.enough(built_rows) {
+                        return Ok(());
+                    }
+                }
             }
         }
-        if rows == 0 {
-            continue;
-        }
-        let mut key_column = || -> Result<ArrayRef, ArrowError> {
-            let names: StringArray = plane.stat_metadata().iter().map(|m| Some(plane.str(m.name))).collect();
-            let keys = Int32Array::from(std::mem::take(&mut keys));
-            Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(keys, Arc::new(names))?))
-        };
-        let columns: Vec<Option<ArrayRef>> = vec![
-            w_set.then(|| Arc::new(set.finish()) as ArrayRef),
-            if w_key { Some(key_column()?) } else { None },
-            w_type.then(|| Arc::new(types.finish()) as ArrayRef),
-            w_int.then(|| Arc::new(ints.finish()) as ArrayRef),
-            w_real.then(|| Arc::new(reals.finish()) as ArrayRef),
-            w_string.then(|| Arc::new(strings.finish()) as ArrayRef),
-        ];
-        built_rows += rows;
-        if !emit(finish(p, columns, rows, key)?) {
-            break;
+        // The key dictionary is the plane's: a plane's rest is its own batch.
+        if c.rows > 0 {
+            built_rows += c.rows;
+            if !emit(c.take(p, &names, key)?) || p.enough(built_rows) {
+                return Ok(());
+            }
         }
     }
     Ok(())
