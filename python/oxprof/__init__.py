@@ -11,6 +11,7 @@ a fast web UI, and the reports as pandas DataFrames.
     report = profile.tool("framework_op_stats")  # newest run, every host combined
     report.tables                                # {name: pandas.DataFrame}
     report.json                                  # the typed report as Python objects
+    profile.query("SELECT name, count(*) AS n FROM slice GROUP BY name")  # SQL → DataFrame
     oxprof.diff("before/", "after/").steps       # oxprof diff: a DataFrame per section
     oxprof.serve("logs/")                        # the web UI (inline in a notebook)
 
@@ -30,6 +31,7 @@ from .errors import (
     LimitExceeded,
     OxprofWarning,
     ProfileNotFound,
+    QueryError,
     UnknownHost,
     UnknownRun,
     UnknownTool,
@@ -54,6 +56,7 @@ __all__ = [
     "UnknownHost",
     "UnknownTool",
     "BadParameter",
+    "QueryError",
     "InternalError",
     "OxprofWarning",
 ]

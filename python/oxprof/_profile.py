@@ -39,7 +39,7 @@ def open(
     the same run does not decode it again.
     """
     native = _oxprof.open(os.fspath(path), max_profile_bytes=max_profile_bytes, cache_bytes=cache_bytes)
-    return Profile(native)
+    return Profile(native, max_profile_bytes=max_profile_bytes)
 
 
 def _param_text(value: Any) -> str:
@@ -52,8 +52,9 @@ def _param_text(value: Any) -> str:
 class Profile:
     """The profiles under one path: its runs, their hosts, and every tool's report."""
 
-    def __init__(self, native: "_oxprof.NativeProfile"):
+    def __init__(self, native: "_oxprof.NativeProfile", max_profile_bytes: Optional[int] = None):
         self._native = native
+        self._max_profile_bytes = max_profile_bytes
 
     @property
     def path(self) -> str:
@@ -108,7 +109,31 @@ class Profile:
             **options,
         )
 
-    # Later: query(sql) once SQL lands.
+    def query(
+        self, sql: str, *, run: Optional[str] = None, timeout: Optional[float] = 600.0
+    ) -> "pandas.DataFrame":
+        """The answer to one read-only SQL statement over this profile's tables (``slice``,
+        ``track``, ``args``, ``steps``, ``op_stats``, …; docs/sql/ documents them) as a
+        pandas DataFrame: ``oxprof query SQL PATH --format parquet``, run by the ``oxprof``
+        command installed with this package, so answers equal the CLI's.
+
+        ``run``: only that run (default: every run under the path; tables have a ``run``
+        column). ``timeout``: seconds before the query is stopped. Integer columns are
+        ``Int64`` (``Int32`` for ``slice.depth``), reals ``float64``, text pandas' string
+        dtype, booleans ``boolean``; SQL NULLs are missing values. Bad or refused SQL raises
+        :class:`~oxprof.QueryError` with the CLI's message.
+        """
+        _require("pandas", "Profile.query")
+        from ._query import query_frame
+
+        return query_frame(sql, self.path, run=run, max_profile_bytes=self._max_profile_bytes, timeout=timeout)
+
+    def query_arrow(self, sql: str, *, run: Optional[str] = None, timeout: Optional[float] = 600.0) -> "pyarrow.Table":
+        """As :meth:`query`, the answer as a ``pyarrow.Table`` (the CLI's Arrow types)."""
+        _require("pyarrow", "Profile.query_arrow")
+        from ._query import query_arrow
+
+        return query_arrow(sql, self.path, run=run, max_profile_bytes=self._max_profile_bytes, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<oxprof.Profile {self.path!r}>"

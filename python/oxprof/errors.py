@@ -11,6 +11,7 @@ the ``oxprof`` command prints after ``oxprof:``.
     ├── UnknownHost       (also LookupError)
     ├── UnknownTool       (also LookupError)       not a tool oxprof computes
     ├── BadParameter      (also ValueError)        a tool parameter is missing or malformed
+    ├── QueryError        (also ValueError)        bad or refused SQL, a query past its limits
     └── InternalError                               a bug in oxprof: please report it
 """
 
@@ -25,6 +26,7 @@ __all__ = [
     "UnknownHost",
     "UnknownTool",
     "BadParameter",
+    "QueryError",
     "InternalError",
     "OxprofWarning",
 ]
@@ -61,6 +63,11 @@ class UnknownTool(Error, LookupError):
 
 class BadParameter(Error, ValueError):
     """A tool parameter is missing or malformed."""
+
+
+class QueryError(Error, ValueError):
+    """``Profile.query``'s SQL is not valid, names an unknown table or column, is not a
+    read-only query, or ran past a limit (``oxprof query`` exits 2 with this line)."""
 
 
 class InternalError(Error):

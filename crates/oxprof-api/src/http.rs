@@ -292,8 +292,9 @@ pub type CaptureHandler = dyn Fn(&Query) -> HttpResponse + Send + Sync;
 /// The HTTP API over one served root.
 pub struct Service {
     options: ServiceOptions,
-    /// The runs and every cache (analyses, trace data, rendered bodies), one budget.
-    session: Session,
+    /// The runs and every cache (analyses, trace data, rendered bodies), one budget;
+    /// shared with extension routes that outlive a request (the SQL engine).
+    session: Arc<Session>,
     assets: Arc<dyn Assets>,
     /// `index.html` with this process's token in a `<meta>` element (made at first use).
     index_html: std::sync::OnceLock<Arc<[u8]>>,
@@ -322,7 +323,7 @@ impl Service {
             confine_to_root: !options.follow_symlinks,
             disk_cache: options.disk_cache.clone(),
         };
-        let session = Session::open_path(&options.root, session_options)?;
+        let session = Arc::new(Session::open_path(&options.root, session_options)?);
         Ok(Service {
             options,
             session,
@@ -337,6 +338,12 @@ impl Service {
     /// The session: served runs and every cache.
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// The session, for a route that keeps it beyond one request (its caches, budgets and
+    /// load gate stay the service's).
+    pub fn shared_session(&self) -> Arc<Session> {
+        self.session.clone()
     }
 
     fn catalog(&self) -> &Catalog {

@@ -176,7 +176,7 @@ async fn start_with(
         None => service,
     };
     #[cfg(feature = "sql")]
-    let service = with_sql_routes(service, &root, &options);
+    let service = with_sql_routes(service);
     let service = Arc::new(service);
     let state = AppState { service, log_requests: options.log_requests, in_flight: Default::default() };
     let app = Router::new().fallback(handle).with_state(state).layer(CompressionLayer::new().gzip(true));
@@ -395,19 +395,11 @@ fn capture_logdir(root: &std::path::Path, demo: bool) -> Option<PathBuf> {
     (!is_run).then(|| root.to_path_buf())
 }
 
-/// SQL over the served runs (`/oxprof/api/query`, `/query/schema`): its own session over
-/// the root, read as the service reads it.
+/// SQL over the served runs (`/oxprof/api/query`, `/query/schema`), read through the
+/// service's session.
 #[cfg(feature = "sql")]
-fn with_sql_routes(service: Service, root: &std::path::Path, options: &ServeOptions) -> Service {
-    let query_route = Arc::new(query::QueryRoute::new(
-        root.to_path_buf(),
-        oxprof_api::session::SessionOptions {
-            cache_bytes: options.cache_bytes,
-            limits: options.limits.clone(),
-            confine_to_root: !options.follow_symlinks,
-            disk_cache: options.disk_cache.clone(),
-        },
-    ));
+fn with_sql_routes(service: Service) -> Service {
+    let query_route = Arc::new(query::QueryRoute::new());
     let schema_route = query_route.clone();
     service
         .with_route("/query", Box::new(move |service, q| query_route.query(service, q)))

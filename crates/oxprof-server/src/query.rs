@@ -2,11 +2,11 @@
 //! by `oxprof-sql` (read-only statements, within the time, row and memory limits below).
 //!
 //! GET, like every read-only route: `?sql=...&run=...&max_rows=...`. The engine of a run
-//! (its own session over the served root, with the built tables cached for the next
-//! query) is kept while the run's files are unchanged.
+//! reads through the service's own session (its store — local or object store —, input
+//! budgets, decode gate and persistent cache), keeps the built tables for the next
+//! query within [`TABLE_CACHE`], and is kept while the run's files are unchanged.
 
 use oxprof_api::http::{HttpError, HttpResponse, Query, Service};
-use oxprof_api::session::{Session, SessionOptions};
 use oxprof_sql::{Engine, QueryLimits, QueryResult};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -18,22 +18,21 @@ pub const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
 pub const MAX_ROWS: usize = 10_000;
 /// Memory a query's operators may hold.
 pub const QUERY_MEMORY: usize = 1 << 30;
-/// Built tables kept between queries.
-pub const TABLE_CACHE: usize = 1 << 30;
+/// Built tables (only the columns queries read) kept between queries, per engine.
+pub const TABLE_CACHE: usize = 512 << 20;
 /// Longest SQL accepted.
 pub const MAX_SQL_BYTES: usize = 64 << 10;
 
 /// The engines of the runs queried so far (the last few), by run fingerprint.
+#[derive(Default)]
 pub struct QueryRoute {
-    options: SessionOptions,
-    root: std::path::PathBuf,
     engines: Mutex<Vec<(String, Arc<Engine>)>>,
 }
 
 impl QueryRoute {
-    /// A route over `root`, reading profiles as the service does.
-    pub fn new(root: std::path::PathBuf, options: SessionOptions) -> QueryRoute {
-        QueryRoute { options, root, engines: Mutex::default() }
+    /// A route over the service's runs, reading them through the service's session.
+    pub fn new() -> QueryRoute {
+        QueryRoute::default()
     }
 
     fn engine(&self, service: &Service, q: &Query) -> Result<Arc<Engine>, HttpError> {
@@ -46,15 +45,13 @@ impl QueryRoute {
         if let Some((_, e)) = engines.iter().find(|(k, _)| *k == key) {
             return Ok(e.clone());
         }
-        let session = Session::open_local(&self.root, SessionOptions { cache_bytes: 64 << 20, ..self.options.clone() })
-            .map_err(|e| HttpError { status: 500, message: format!("cannot open the served root: {e}") })?;
         let limits = QueryLimits {
             max_rows: Some(MAX_ROWS),
             timeout: Some(QUERY_TIMEOUT),
             memory_bytes: QUERY_MEMORY,
             cache_bytes: TABLE_CACHE,
         };
-        let engine = Arc::new(Engine::new(Arc::new(session), vec![run], limits).map_err(internal)?);
+        let engine = Arc::new(Engine::new(service.shared_session(), vec![run], limits).map_err(internal)?);
         if engines.len() >= 2 {
             engines.remove(0);
         }

@@ -2,25 +2,32 @@
 //! schema's tables registered only when a query names them (directly or through a view).
 //!
 //! Model tables are streamed: one partition per host, each decoding its host when the
-//! plan runs it (hosts in parallel, never all resident), with what was built kept in a
-//! bounded cache for the next query. Tool tables are small and built whole when named.
+//! plan runs it (hosts in parallel, never all resident) and building only the columns the
+//! query reads (projection pushdown), a plane's batch at a time; `run`/`host` filters skip
+//! hosts and a `LIMIT` stops building early. What was built is kept in a bounded cache
+//! for the next query with the same columns. Tool tables are small and built whole when named.
 //! User SQL is read-only: no DDL, no DML (`COPY`, `INSERT`), no `SET`; there is no
 //! function that reads or writes files.
 
-use crate::model_tables::{self, HostKey, arrow_schema};
+use crate::model_tables::{self, HostKey, Projection, arrow_schema};
 use crate::schema::{self, Source, TableDef};
 use crate::views;
 use crate::{SqlError, tool_tables};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::MemTable;
-use datafusion::catalog::streaming::StreamingTable;
+use datafusion::catalog::{Session as PlannerSession, TableProvider};
+use datafusion::common::ScalarValue;
 use datafusion::config::Dialect;
 use datafusion::execution::TaskContext;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::TableType;
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
+use datafusion::physical_plan::streaming::StreamingTableExec;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
@@ -75,8 +82,8 @@ struct Shared {
     cache: Mutex<BatchCache>,
 }
 
-/// (table, run, host).
-type CacheKey = (String, String, String);
+/// (table, run, host, built columns).
+type CacheKey = (String, String, String, Vec<usize>);
 
 /// Built batches by (table, run, host) with their size, oldest dropped first past the budget.
 #[derive(Default)]
@@ -247,21 +254,134 @@ impl Engine {
                 let (schema, batches) = tool_tables::unify(batches)?;
                 Ok(Arc::new(MemTable::try_new(schema, vec![batches]).map_err(internal)?))
             }
-            Source::Model => {
-                let schema = arrow_schema(def);
-                let partitions: Vec<Arc<dyn PartitionStream>> = host_keys(&self.shared.runs)
-                    .into_iter()
-                    .map(|(run, host)| {
-                        Arc::new(HostPartition { shared: self.shared.clone(), def, schema: schema.clone(), run, host })
-                            as Arc<dyn PartitionStream>
-                    })
-                    .collect();
-                if partitions.is_empty() {
-                    return Ok(Arc::new(MemTable::try_new(schema, vec![vec![]]).map_err(internal)?));
-                }
-                Ok(Arc::new(StreamingTable::try_new(schema, partitions).map_err(internal)?))
-            }
+            Source::Model => Ok(Arc::new(ModelTable { shared: self.shared.clone(), def, schema: arrow_schema(def) })),
         }
+    }
+}
+
+/// A model table over every host of the runs: scanned with only the columns, hosts and
+/// rows the plan needs.
+struct ModelTable {
+    shared: Arc<Shared>,
+    def: &'static TableDef,
+    schema: SchemaRef,
+}
+
+impl std::fmt::Debug for ModelTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ModelTable({})", self.def.name)
+    }
+}
+
+#[async_trait::async_trait]
+impl TableProvider for ModelTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    /// Filters on `run`/`host` alone pick hosts; DataFusion still applies them (inexact).
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if host_filter(f).is_some() {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn PlannerSession,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        // A limit is only the scan's to apply when no filter is left above it.
+        let limit = if filters.is_empty() { limit } else { None };
+        let projection = Projection::new(self.def, projection.map(Vec::as_slice), limit);
+        let wanted: Vec<HostFilter> = filters.iter().filter_map(host_filter).collect();
+        let partitions: Vec<Arc<dyn PartitionStream>> = host_keys(&self.shared.runs)
+            .into_iter()
+            .filter(|(run, host)| {
+                let run_name = self.shared.runs.get(*run).map_or("", |r| r.name.as_str());
+                wanted.iter().all(|f| f.admits(run_name, host))
+            })
+            .map(|(run, host)| {
+                Arc::new(HostPartition { shared: self.shared.clone(), projection: projection.clone(), run, host })
+                    as Arc<dyn PartitionStream>
+            })
+            .collect();
+        let schema = projection.schema().clone();
+        if partitions.is_empty() {
+            let empty = MemTable::try_new(schema.clone(), vec![vec![]])?;
+            return empty.scan(state, None, &[], None).await;
+        }
+        Ok(Arc::new(StreamingTableExec::try_new(schema, partitions, None, Vec::new(), false, limit)?))
+    }
+}
+
+/// A filter on `run` or `host` alone: the column and the values it accepts.
+struct HostFilter {
+    column: &'static str,
+    values: Vec<String>,
+}
+
+impl HostFilter {
+    fn admits(&self, run: &str, host: &str) -> bool {
+        let value = if self.column == "run" { run } else { host };
+        self.values.iter().any(|v| v == value)
+    }
+}
+
+/// `run = 'x'`, `host = 'x'` (either side) or `host IN ('x', 'y')`, else `None`.
+fn host_filter(expr: &Expr) -> Option<HostFilter> {
+    fn column(e: &Expr) -> Option<&'static str> {
+        match e {
+            Expr::Column(c) if c.name == "run" => Some("run"),
+            Expr::Column(c) if c.name == "host" => Some("host"),
+            Expr::Cast(c) => column(&c.expr),
+            _ => None,
+        }
+    }
+    fn text(e: &Expr) -> Option<String> {
+        match e {
+            Expr::Literal(v, _) => match v {
+                ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
+                    Some(s.clone())
+                }
+                ScalarValue::Dictionary(_, inner) => text(&Expr::Literal((**inner).clone(), None)),
+                _ => None,
+            },
+            Expr::Cast(c) => text(&c.expr),
+            _ => None,
+        }
+    }
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) => {
+            let (c, v) = match (column(left), column(right)) {
+                (Some(c), None) => (c, text(right)?),
+                (None, Some(c)) => (c, text(left)?),
+                _ => return None,
+            };
+            Some(HostFilter { column: c, values: vec![v] })
+        }
+        Expr::InList(list) if !list.negated => {
+            let c = column(&list.expr)?;
+            let values = list.list.iter().map(text).collect::<Option<Vec<_>>>()?;
+            Some(HostFilter { column: c, values })
+        }
+        _ => None,
     }
 }
 
@@ -303,69 +423,93 @@ fn tool_batches(shared: &Shared, tool: &str, table: &str) -> Result<Vec<RecordBa
     Ok(out)
 }
 
-/// One host's rows of a model table.
+/// One host's rows of a model table, with only the projected columns.
 struct HostPartition {
     shared: Arc<Shared>,
-    def: &'static TableDef,
-    schema: SchemaRef,
+    projection: Projection,
     run: usize,
     host: String,
 }
 
 impl std::fmt::Debug for HostPartition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HostPartition({}, {})", self.def.name, self.host)
+        write!(f, "HostPartition({:?}, {})", self.projection.indices(), self.host)
     }
 }
+
+/// Built batches a host's partition waits for at most (then building pauses).
+const BATCHES_IN_FLIGHT: usize = 2;
 
 impl PartitionStream for HostPartition {
     fn schema(&self) -> &SchemaRef {
-        &self.schema
+        self.projection.schema()
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let (shared, def, host, run) = (self.shared.clone(), self.def, self.host.clone(), self.run);
-        let built = async move {
-            let batches = tokio::task::spawn_blocking(move || host_batches(&shared, def, run, &host))
-                .await
-                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
-                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-            Ok::<_, datafusion::error::DataFusionError>(futures::stream::iter(
-                batches.iter().cloned().map(Ok).collect::<Vec<_>>(),
-            ))
-        };
-        let stream = futures::stream::once(built).map(|r| match r {
-            Ok(s) => s.boxed(),
-            Err(e) => futures::stream::iter(vec![Err(e)]).boxed(),
+        let (shared, projection, host, run) =
+            (self.shared.clone(), self.projection.clone(), self.host.clone(), self.run);
+        let (sender, receiver) = futures::channel::mpsc::channel(BATCHES_IN_FLIGHT);
+        let schema = projection.schema().clone();
+        // Built on a blocking thread, each batch sent as it is made: the reader holds a
+        // plane's batch at a time unless it keeps them (a sort, a join's build side).
+        tokio::task::spawn_blocking(move || {
+            let mut sender = sender;
+            let result = host_batches(&shared, &projection, run, &host, &mut |batch| {
+                futures::executor::block_on(futures::SinkExt::send(&mut sender, Ok(batch))).is_ok()
+            });
+            if let Err(e) = result {
+                let error = datafusion::error::DataFusionError::External(Box::new(e));
+                let _ = futures::executor::block_on(futures::SinkExt::send(&mut sender, Err(error)));
+            }
         });
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream.flatten()))
+        Box::pin(RecordBatchStreamAdapter::new(schema, receiver))
     }
 }
 
-/// One host's batches of a model table: from the cache, else decoded and built.
+/// One host's batches of a model table, handed to `emit`: from the cache, else decoded and
+/// built (and cached when the cache has room and every row was built).
 fn host_batches(
     shared: &Shared,
-    def: &'static TableDef,
+    projection: &Projection,
     run: usize,
     host: &str,
-) -> Result<Arc<Vec<RecordBatch>>, SqlError> {
-    let Some(served) = shared.runs.get(run) else { return Ok(Arc::new(Vec::new())) };
-    let key = (def.name.to_string(), served.name.clone(), host.to_string());
+    emit: &mut dyn FnMut(RecordBatch) -> bool,
+) -> Result<(), SqlError> {
+    let Some(served) = shared.runs.get(run) else { return Ok(()) };
+    let key = (projection.table().to_string(), served.name.clone(), host.to_string(), projection.indices().to_vec());
     if let Some(hit) = shared.cache.lock().ok().and_then(|c| c.get(&key)) {
-        return Ok(hit);
+        for b in hit.iter() {
+            if !emit(b.clone()) {
+                break;
+            }
+        }
+        return Ok(());
     }
-    let Some(file) = served.host(host) else { return Ok(Arc::new(Vec::new())) };
+    let Some(file) = served.host(host) else { return Ok(()) };
     let space = {
         let _admission = shared.session.admit();
         shared.session.load(file, &|_| true).map_err(|e| SqlError::Profile(e.to_string()))?
     };
     let host_key = HostKey { run: &served.name, host };
-    let batches = model_tables::build(def.name, def, &space, host_key)
-        .unwrap_or_else(|| Ok(Vec::new()))
-        .map_err(|e| SqlError::Internal(format!("{}: {e}", def.name)))?;
-    let batches = Arc::new(batches);
-    if let Ok(mut cache) = shared.cache.lock() {
-        cache.put(key, batches.clone());
+    let keep = projection.limit.is_none() && shared.cache.lock().is_ok_and(|c| c.budget > 0);
+    let mut kept = Vec::new();
+    let mut complete = true;
+    let table = projection.table();
+    model_tables::build_each(projection, &space, host_key, &mut |batch| {
+        if keep {
+            kept.push(batch.clone());
+        }
+        let sent = emit(batch);
+        complete &= sent;
+        sent
+    })
+    .unwrap_or(Ok(()))
+    .map_err(|e| SqlError::Internal(format!("{table}: {e}")))?;
+    if keep
+        && complete
+        && let Ok(mut cache) = shared.cache.lock()
+    {
+        cache.put(key, Arc::new(kept));
     }
-    Ok(batches)
+    Ok(())
 }

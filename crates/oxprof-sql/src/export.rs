@@ -12,7 +12,7 @@
 //! `hive_types_autocast=0`). Each host is decoded once and written before the next is
 //! read, so memory stays one host's model plus its tables.
 
-use crate::model_tables::{self, HostKey};
+use crate::model_tables::{self, HostKey, Projection};
 use crate::output::{plain, writer_properties};
 use crate::schema::{Source, TABLES, TableDef};
 use crate::{SqlError, catalog_tables, tool_tables};
@@ -81,7 +81,7 @@ pub fn export_parquet(session: &Session, runs: &[ServedRun], dir: &Path) -> Resu
             {
                 let space = session.load(file, &|_| true).map_err(|e| SqlError::Profile(e.to_string()))?;
                 for def in TABLES.iter().filter(|t| t.source == Source::Model) {
-                    let batches = model_tables::build(def.name, def, &space, key)
+                    let batches = model_tables::build(&Projection::all(def), &space, key)
                         .unwrap_or_else(|| Ok(Vec::new()))
                         .map_err(|e| SqlError::Internal(format!("{}: {e}", def.name)))?;
                     let batches = without_host_columns(&batches, &model_tables::arrow_schema(def))?;

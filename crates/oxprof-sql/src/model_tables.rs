@@ -3,6 +3,10 @@
 //! [`XSpace`]: names are dictionary columns over each plane's own metadata names (no
 //! string is copied per event), `run` and `host` one-value dictionaries.
 //!
+//! Only the columns a query reads are built ([`Projection`]): a `GROUP BY name` over
+//! `slice` builds two of its fourteen columns, and nesting (a sort per track) or the stat
+//! walks run only when their columns are asked for.
+//!
 //! Ids follow the model's order, so they are the same whichever table is built first and
 //! on whichever machine: events numbered plane by plane, line by line, in stored order;
 //! tracks numbered plane (process track) then its lines (thread tracks).
@@ -59,39 +63,128 @@ pub fn constant_label(value: &str, len: usize) -> ArrayRef {
     Arc::new(DictionaryArray::<Int32Type>::new(keys, values))
 }
 
-/// Builds `name`'s batches for one host; `None` for a table not built from the model.
-pub fn build(
-    name: &str,
-    def: &TableDef,
-    space: &XSpace,
-    key: HostKey<'_>,
-) -> Option<Result<Vec<RecordBatch>, ArrowError>> {
-    let schema = arrow_schema(def);
-    let batches = match name {
-        "slice" => slice(space, key, &schema),
-        "track" => tracks(space, key, &schema, TrackTable::All),
-        "process_track" => tracks(space, key, &schema, TrackTable::Process),
-        "thread_track" => tracks(space, key, &schema, TrackTable::Thread),
-        "devices" => tracks(space, key, &schema, TrackTable::Devices),
-        "counter" => counter(space, key, &schema),
-        "flow" => flow(space, key, &schema),
-        "args" => args(space, key, &schema),
-        "memory_events" => memory_events(space, key, &schema),
-        _ => return None,
-    };
-    Some(batches)
+/// Which columns of a table to build, in the order the batches carry them, and how many
+/// rows are enough (a pushed-down `LIMIT` without filters).
+#[derive(Debug, Clone)]
+pub struct Projection {
+    def: &'static TableDef,
+    /// Indices into `def.columns`, in output order.
+    indices: Vec<usize>,
+    schema: SchemaRef,
+    /// Rows after which building may stop (at a batch boundary).
+    pub limit: Option<usize>,
 }
 
-/// Adds the `run` and `host` columns and makes the batch.
+impl Projection {
+    /// Every column, every row.
+    pub fn all(def: &'static TableDef) -> Projection {
+        Projection::new(def, None, None)
+    }
+
+    /// The columns `indices` (into `def.columns`; `None`: all), at least `limit` rows.
+    pub fn new(def: &'static TableDef, indices: Option<&[usize]>, limit: Option<usize>) -> Projection {
+        let full = arrow_schema(def);
+        let indices: Vec<usize> = match indices {
+            Some(i) => i.iter().copied().filter(|&i| i < def.columns.len()).collect(),
+            None => (0..def.columns.len()).collect(),
+        };
+        let schema = Arc::new(Schema::new(indices.iter().map(|&i| full.field(i).clone()).collect::<Vec<_>>()));
+        Projection { def, indices, schema, limit }
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &'static str {
+        self.def.name
+    }
+
+    /// The schema of the batches it builds.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The column indices it builds, in output order.
+    pub fn indices(&self) -> &[usize] {
+        &self.indices
+    }
+
+    /// Whether the column `name` is built.
+    pub fn wants(&self, name: &str) -> bool {
+        self.indices.iter().any(|&i| self.def.columns[i].name == name)
+    }
+
+    /// Whether enough rows are built.
+    fn enough(&self, rows: usize) -> bool {
+        self.limit.is_some_and(|l| rows >= l)
+    }
+}
+
+/// Builds `p`'s table's batches for one host; `None` for a table not built from the model.
+pub fn build(p: &Projection, space: &XSpace, key: HostKey<'_>) -> Option<Result<Vec<RecordBatch>, ArrowError>> {
+    let mut batches = Vec::new();
+    let done = build_each(p, space, key, &mut |b| {
+        batches.push(b);
+        true
+    })?;
+    Some(done.map(|()| batches))
+}
+
+/// As [`build`], handing each batch to `emit` as soon as it is built (a plane at a time
+/// for `slice` and `args`, so a reader that aggregates never holds the whole table);
+/// stops early when `emit` returns false (the reader is gone).
+pub fn build_each(
+    p: &Projection,
+    space: &XSpace,
+    key: HostKey<'_>,
+    emit: &mut dyn FnMut(RecordBatch) -> bool,
+) -> Option<Result<(), ArrowError>> {
+    let whole = match p.def.name {
+        "slice" => return Some(slice(space, key, p, emit)),
+        "args" => return Some(args(space, key, p, emit)),
+        "track" => tracks(space, key, p, TrackTable::All),
+        "process_track" => tracks(space, key, p, TrackTable::Process),
+        "thread_track" => tracks(space, key, p, TrackTable::Thread),
+        "devices" => tracks(space, key, p, TrackTable::Devices),
+        "counter" => counter(space, key, p),
+        "flow" => flow(space, key, p),
+        "memory_events" => memory_events(space, key, p),
+        _ => return None,
+    };
+    Some(whole.map(|batches| {
+        for b in batches {
+            if !emit(b) {
+                break;
+            }
+        }
+    }))
+}
+
+/// Picks the projected columns out of `columns` (every column before `run` and `host`, in
+/// the schema's order; `None` for one not built), adds `run` and `host` when asked for,
+/// and makes the batch.
 fn finish(
-    schema: &SchemaRef,
-    mut columns: Vec<ArrayRef>,
+    p: &Projection,
+    mut columns: Vec<Option<ArrayRef>>,
     rows: usize,
     key: HostKey<'_>,
 ) -> Result<RecordBatch, ArrowError> {
-    columns.push(constant_label(key.run, rows));
-    columns.push(constant_label(key.host, rows));
-    RecordBatch::try_new(schema.clone(), columns)
+    columns.push(p.wants("run").then(|| constant_label(key.run, rows)));
+    columns.push(p.wants("host").then(|| constant_label(key.host, rows)));
+    let picked =
+        p.indices
+            .iter()
+            .map(|&i| {
+                columns.get(i).cloned().flatten().ok_or_else(|| {
+                    ArrowError::InvalidArgumentError(format!("column {} of {} not built", i, p.def.name))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+    let options = datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(p.schema.clone(), picked, &options)
+}
+
+/// Every column built (for the small tables, built whole and projected after).
+fn all(columns: Vec<ArrayRef>) -> Vec<Option<ArrayRef>> {
+    columns.into_iter().map(Some).collect()
 }
 
 /// Per plane, the dense ids of the stat metadata named `names` (in that order of preference).
@@ -99,96 +192,175 @@ fn stat_ids(plane: &XPlane, names: &[&str]) -> Vec<Option<usize>> {
     names.iter().map(|n| plane.stat_metadata_named(n).map(|id| id.index())).collect()
 }
 
-/// `slice`: one batch per non-empty plane.
-fn slice(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
-    let mut batches = Vec::new();
+/// Rows a `slice` batch holds at least before it is handed over (whole tracks per batch,
+/// since nesting needs a track's events together).
+const SLICE_BATCH_ROWS: usize = 64 * 1024;
+
+/// The columns of `slice` being filled for one batch (only the wanted ones grow).
+#[derive(Default)]
+struct SliceColumns {
+    id: Vec<i64>,
+    ts: Vec<i64>,
+    dur: Vec<i64>,
+    ts_ps: Vec<i64>,
+    dur_ps: Vec<i64>,
+    track: Vec<i64>,
+    name_keys: Vec<i32>,
+    category: StringDictionaryBuilder<Int32Type>,
+    depth: Vec<i32>,
+    parent: Vec<Option<i64>>,
+    arg_set: Int64Builder,
+    group: Int64Builder,
+    rows: usize,
+}
+
+impl SliceColumns {
+    /// The batch of what was filled (the wanted columns of `p`), leaving it empty.
+    fn take(&mut self, p: &Projection, names: &Arc<StringArray>, key: HostKey<'_>) -> Result<RecordBatch, ArrowError> {
+        let mut c = std::mem::take(self);
+        let want = |name: &str| p.wants(name);
+        let ints = |name: &str, v: Vec<i64>| want(name).then(|| Arc::new(Int64Array::from(v)) as ArrayRef);
+        let name = if want("name") {
+            Some(Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(c.name_keys), names.clone())?)
+                as ArrayRef)
+        } else {
+            None
+        };
+        let columns: Vec<Option<ArrayRef>> = vec![
+            ints("id", c.id),
+            ints("ts", c.ts),
+            ints("dur", c.dur),
+            ints("ts_ps", c.ts_ps),
+            ints("dur_ps", c.dur_ps),
+            ints("track_id", c.track),
+            name,
+            want("category").then(|| Arc::new(c.category.finish()) as ArrayRef),
+            want("depth").then(|| Arc::new(Int32Array::from(c.depth)) as ArrayRef),
+            want("parent_id").then(|| Arc::new(Int64Array::from(c.parent)) as ArrayRef),
+            want("arg_set_id").then(|| Arc::new(c.arg_set.finish()) as ArrayRef),
+            want("group_id").then(|| Arc::new(c.group.finish()) as ArrayRef),
+        ];
+        finish(p, columns, c.rows, key)
+    }
+}
+
+/// `slice`: batches of whole tracks (at least [`SLICE_BATCH_ROWS`] rows but a plane's
+/// last), built with only `p`'s columns.
+fn slice(
+    space: &XSpace,
+    key: HostKey<'_>,
+    p: &Projection,
+    emit: &mut dyn FnMut(RecordBatch) -> bool,
+) -> Result<(), ArrowError> {
+    let [w_id, w_ts, w_dur, w_ts_ps, w_dur_ps, w_track, w_name, w_category, w_depth, w_parent, w_arg_set, w_group] = [
+        "id",
+        "ts",
+        "dur",
+        "ts_ps",
+        "dur_ps",
+        "track_id",
+        "name",
+        "category",
+        "depth",
+        "parent_id",
+        "arg_set_id",
+        "group_id",
+    ]
+    .map(|c| p.wants(c));
+    let w_nest = w_depth || w_parent;
     let mut next_id: i64 = 0;
     let mut next_track: i64 = 0;
-    for plane in &space.planes {
+    let mut built_rows = 0usize;
+    let mut c = SliceColumns::default();
+    // One track's spans, for nesting.
+    let (mut line_ts, mut line_dur) = (Vec::new(), Vec::new());
+    'planes: for plane in &space.planes {
         next_track += 1; // the plane's process track
-        let n = plane.event_count();
-        if n == 0 {
+        if plane.event_count() == 0 {
             next_track += plane.lines.len() as i64;
             continue;
         }
-        let names: StringArray = plane.event_metadata().iter().map(|m| Some(plane.str(m.name))).collect();
-        let names = Arc::new(names);
-        let category_ids = stat_ids(plane, &["hlo_category", "category"]);
-        let group_id = plane.stat_metadata_named("group_id").map(|id| id.index());
-        let (mut id, mut ts, mut dur, mut ts_ps, mut dur_ps, mut track) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let mut name_keys = Vec::with_capacity(n);
-        let mut category = StringDictionaryBuilder::<Int32Type>::new();
-        let mut depth = vec![0i32; n];
-        let mut parent: Vec<Option<i64>> = vec![None; n];
-        let mut arg_set = Int64Builder::with_capacity(n);
-        let mut group = Int64Builder::with_capacity(n);
-        let mut row = 0usize;
-        for line in &plane.lines {
+        let names: Arc<StringArray> = Arc::new(if w_name {
+            plane.event_metadata().iter().map(|m| Some(plane.str(m.name))).collect()
+        } else {
+            StringArray::from(Vec::<&str>::new())
+        });
+        let category_ids = if w_category { stat_ids(plane, &["hlo_category", "category"]) } else { Vec::new() };
+        let group_stat = plane.stat_metadata_named("group_id").filter(|_| w_group).map(|id| id.index());
+        let last_line = plane.lines.len().saturating_sub(1);
+        for (line_index, line) in plane.lines.iter().enumerate() {
             let track_id = next_track;
             next_track += 1;
-            let first_row = row;
+            let (first_row, first_id) = (c.rows, next_id);
+            line_ts.clear();
+            line_dur.clear();
             for e in line.events(plane) {
-                id.push(next_id);
                 let start = e.timestamp_ps();
                 let d = e.duration_ps();
-                ts.push(start.div_euclid(1000));
-                dur.push(d.div_euclid(1000));
-                ts_ps.push(start);
-                dur_ps.push(d);
-                track.push(track_id);
-                name_keys.push(e.metadata_id().index() as i32);
-                let own = e.stats();
-                arg_set.append_option((!own.is_empty()).then_some(next_id));
-                let mut g = None;
-                if let Some(gid) = group_id {
-                    g = own.clone().find(|s| s.metadata_id().index() == gid).and_then(|s| s.as_i64());
+                if w_id {
+                    c.id.push(next_id);
                 }
-                group.append_option(g);
-                let mut cat = None;
-                if category_ids.iter().any(Option::is_some) {
-                    cat = e
-                        .metadata_stats()
-                        .chain(e.stats())
-                        .find(|s| category_ids.contains(&Some(s.metadata_id().index())))
-                        .and_then(|s| s.as_str());
+                if w_ts {
+                    c.ts.push(start.div_euclid(1000));
                 }
-                category.append_option(cat);
+                if w_dur {
+                    c.dur.push(d.div_euclid(1000));
+                }
+                if w_ts_ps {
+                    c.ts_ps.push(start);
+                }
+                if w_dur_ps {
+                    c.dur_ps.push(d);
+                }
+                if w_track {
+                    c.track.push(track_id);
+                }
+                if w_name {
+                    c.name_keys.push(e.metadata_id().index() as i32);
+                }
+                if w_nest {
+                    line_ts.push(start);
+                    line_dur.push(d);
+                }
+                if w_arg_set {
+                    c.arg_set.append_option((!e.stats().is_empty()).then_some(next_id));
+                }
+                if w_group {
+                    let g = group_stat
+                        .and_then(|gid| e.stats().find(|s| s.metadata_id().index() == gid))
+                        .and_then(|s| s.as_i64());
+                    c.group.append_option(g);
+                }
+                if w_category {
+                    let mut cat = None;
+                    if category_ids.iter().any(Option::is_some) {
+                        cat = e
+                            .metadata_stats()
+                            .chain(e.stats())
+                            .find(|s| category_ids.contains(&Some(s.metadata_id().index())))
+                            .and_then(|s| s.as_str());
+                    }
+                    c.category.append_option(cat);
+                }
                 next_id += 1;
-                row += 1;
+                c.rows += 1;
             }
-            nest(
-                &ts_ps[first_row..row],
-                &dur_ps[first_row..row],
-                &id[first_row..row],
-                &mut depth[first_row..row],
-                &mut parent[first_row..row],
-            );
+            if w_nest {
+                c.depth.resize(c.rows, 0);
+                c.parent.resize(c.rows, None);
+                nest(&line_ts, &line_dur, first_id, &mut c.depth[first_row..], &mut c.parent[first_row..]);
+            }
+            // A batch per plane at least (the name dictionary is the plane's).
+            if c.rows > 0 && (c.rows >= SLICE_BATCH_ROWS || line_index == last_line) {
+                built_rows += c.rows;
+                if !emit(c.take(p, &names, key)?) || p.enough(built_rows) {
+                    // Ids and tracks after this point are not needed: nothing more is built.
+                    break 'planes;
+                }
+            }
         }
-        let keys = Int32Array::from(name_keys);
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(id)),
-            Arc::new(Int64Array::from(ts)),
-            Arc::new(Int64Array::from(dur)),
-            Arc::new(Int64Array::from(ts_ps)),
-            Arc::new(Int64Array::from(dur_ps)),
-            Arc::new(Int64Array::from(track)),
-            Arc::new(DictionaryArray::<Int32Type>::try_new(keys, names)?),
-            Arc::new(category.finish()),
-            Arc::new(Int32Array::from(depth)),
-            Arc::new(Int64Array::from(parent)),
-            Arc::new(arg_set.finish()),
-            Arc::new(group.finish()),
-        ];
-        batches.push(finish(schema, columns, row, key)?);
     }
-    Ok(batches)
+    Ok(())
 }
 
 /// Depth and parent of each event of one track: the innermost earlier-starting event
@@ -199,7 +371,8 @@ fn slice(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<Rec
 /// B   [------]   C [---]      depth 1, parent A
 /// D    [--]                   depth 2, parent B
 /// ```
-fn nest(ts: &[i64], dur: &[i64], ids: &[i64], depth: &mut [i32], parent: &mut [Option<i64>]) {
+/// Events of a track have consecutive ids from `first_id`.
+fn nest(ts: &[i64], dur: &[i64], first_id: i64, depth: &mut [i32], parent: &mut [Option<i64>]) {
     let mut order: Vec<usize> = (0..ts.len()).collect();
     // Outer events first when two start together.
     order.sort_by_key(|&i| (ts[i], std::cmp::Reverse(dur[i]), i));
@@ -215,7 +388,7 @@ fn nest(ts: &[i64], dur: &[i64], ids: &[i64], depth: &mut [i32], parent: &mut [O
             }
         }
         depth[i] = open.len() as i32;
-        parent[i] = open.last().map(|&(_, p)| ids[p]);
+        parent[i] = open.last().map(|&(_, p)| first_id + p as i64);
         open.push((end, i));
     }
 }
@@ -241,12 +414,7 @@ fn device_kind(plane: &str) -> Option<&'static str> {
 }
 
 /// `track`, `process_track`, `thread_track` and `devices`: one batch.
-fn tracks(
-    space: &XSpace,
-    key: HostKey<'_>,
-    schema: &SchemaRef,
-    which: TrackTable,
-) -> Result<Vec<RecordBatch>, ArrowError> {
+fn tracks(space: &XSpace, key: HostKey<'_>, p: &Projection, which: TrackTable) -> Result<Vec<RecordBatch>, ArrowError> {
     let mut ids = Int64Builder::new();
     let mut names = StringBuilder::new();
     let mut kinds = StringBuilder::new();
@@ -341,7 +509,7 @@ fn tracks(
             Arc::new(event_counts.finish()),
         ],
     };
-    Ok(vec![finish(schema, columns, rows, key)?])
+    Ok(vec![finish(p, all(columns), rows, key)?])
 }
 
 /// Walks every event with its slice id and track id.
@@ -368,7 +536,7 @@ fn for_each_event<'a>(
 const COUNTER_LINE_NAME: &str = "_counters_";
 
 /// `counter`: the samples of `_counters_` lines.
-fn counter(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+fn counter(space: &XSpace, key: HostKey<'_>, p: &Projection) -> Result<Vec<RecordBatch>, ArrowError> {
     let (mut id, mut ts, mut ts_ps, mut track) =
         (Int64Builder::new(), Int64Builder::new(), Int64Builder::new(), Int64Builder::new());
     let mut names = StringDictionaryBuilder::<Int32Type>::new();
@@ -394,12 +562,12 @@ fn counter(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<R
         Arc::new(names.finish()),
         Arc::new(values.finish()),
     ];
-    Ok(vec![finish(schema, columns, rows, key)?])
+    Ok(vec![finish(p, all(columns), rows, key)?])
 }
 
 /// `flow`: `flow` stats chained in time order per flow id (start → … → end), and
 /// host events → device events sharing a `correlation_id`.
-fn flow(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+fn flow(space: &XSpace, key: HostKey<'_>, p: &Projection) -> Result<Vec<RecordBatch>, ArrowError> {
     // flow id → (ts, slice id) of its events.
     let mut flows: HashMap<u64, Vec<(i64, i64)>> = HashMap::new();
     // correlation id → (host events, device events).
@@ -469,27 +637,75 @@ fn flow(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<Reco
     }
     let columns: Vec<ArrayRef> =
         vec![Arc::new(out.finish()), Arc::new(inn.finish()), Arc::new(fid.finish()), Arc::new(kinds.finish())];
-    Ok(vec![finish(schema, columns, rows, key)?])
+    Ok(vec![finish(p, all(columns), rows, key)?])
 }
 
-/// `args`: every own stat of every event; one batch per plane.
-fn args(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
-    let mut batches = Vec::new();
+/// The columns of `args` being filled for one batch (only the wanted ones grow).
+#[derive(Default)]
+struct ArgColumns {
+    set: Int64Builder,
+    keys: Vec<i32>,
+    types: StringBuilder,
+    ints: Int64Builder,
+    reals: Float64Builder,
+    strings: StringBuilder,
+    rows: usize,
+}
+
+impl ArgColumns {
+    /// The batch of what was filled (the wanted columns of `p`), leaving it empty.
+    fn take(&mut self, p: &Projection, names: &Arc<StringArray>, key: HostKey<'_>) -> Result<RecordBatch, ArrowError> {
+        let mut c = std::mem::take(self);
+        let key_column = if p.wants("key") {
+            Some(Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(c.keys), names.clone())?) as ArrayRef)
+        } else {
+            None
+        };
+        let columns: Vec<Option<ArrayRef>> = vec![
+            p.wants("arg_set_id").then(|| Arc::new(c.set.finish()) as ArrayRef),
+            key_column,
+            p.wants("value_type").then(|| Arc::new(c.types.finish()) as ArrayRef),
+            p.wants("int_value").then(|| Arc::new(c.ints.finish()) as ArrayRef),
+            p.wants("real_value").then(|| Arc::new(c.reals.finish()) as ArrayRef),
+            p.wants("string_value").then(|| Arc::new(c.strings.finish()) as ArrayRef),
+        ];
+        finish(p, columns, c.rows, key)
+    }
+}
+
+/// `args`: every own stat of every event, in batches of at least [`SLICE_BATCH_ROWS`] rows
+/// (an event's stats together, a plane's last batch shorter), with only `p`'s columns.
+fn args(
+    space: &XSpace,
+    key: HostKey<'_>,
+    p: &Projection,
+    emit: &mut dyn FnMut(RecordBatch) -> bool,
+) -> Result<(), ArrowError> {
+    let [w_set, w_key, w_type, w_int, w_real, w_string] =
+        ["arg_set_id", "key", "value_type", "int_value", "real_value", "string_value"].map(|c| p.wants(c));
+    let w_value = w_type || w_int || w_real || w_string;
     let mut next_id: i64 = 0;
+    let mut built_rows = 0usize;
+    let mut c = ArgColumns::default();
     for plane in &space.planes {
-        let stat_names: StringArray = plane.stat_metadata().iter().map(|m| Some(plane.str(m.name))).collect();
-        let stat_names = Arc::new(stat_names);
-        let mut set = Int64Builder::new();
-        let mut keys: Vec<i32> = Vec::new();
-        let mut types = StringBuilder::new();
-        let mut ints = Int64Builder::new();
-        let mut reals = Float64Builder::new();
-        let mut strings = StringBuilder::new();
+        let names: Arc<StringArray> = Arc::new(if w_key {
+            plane.stat_metadata().iter().map(|m| Some(plane.str(m.name))).collect()
+        } else {
+            StringArray::from(Vec::<&str>::new())
+        });
         for line in &plane.lines {
             for e in line.events(plane) {
                 for s in e.stats() {
-                    set.append_value(next_id);
-                    keys.push(s.metadata_id().index() as i32);
+                    c.rows += 1;
+                    if w_set {
+                        c.set.append_value(next_id);
+                    }
+                    if w_key {
+                        c.keys.push(s.metadata_id().index() as i32);
+                    }
+                    if !w_value {
+                        continue;
+                    }
                     let (ty, int, real, text) = match s.value {
                         StatValue::Int64(x) => ("int", Some(x), None, None),
                         StatValue::Uint64(x) => ("uint", Some(x as i64), None, None),
@@ -499,33 +715,41 @@ fn args(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<Reco
                         StatValue::Bytes(_) => ("bytes", None, None, None),
                         StatValue::Unset => ("unset", None, None, None),
                     };
-                    types.append_value(ty);
-                    ints.append_option(int);
-                    reals.append_option(real);
-                    strings.append_option(text);
+                    if w_type {
+                        c.types.append_value(ty);
+                    }
+                    if w_int {
+                        c.ints.append_option(int);
+                    }
+                    if w_real {
+                        c.reals.append_option(real);
+                    }
+                    if w_string {
+                        c.strings.append_option(text);
+                    }
                 }
                 next_id += 1;
+                if c.rows >= SLICE_BATCH_ROWS {
+                    built_rows += c.rows;
+                    if !emit(c.take(p, &names, key)?) || p.enough(built_rows) {
+                        return Ok(());
+                    }
+                }
             }
         }
-        let rows = keys.len();
-        if rows == 0 {
-            continue;
+        // The key dictionary is the plane's: a plane's rest is its own batch.
+        if c.rows > 0 {
+            built_rows += c.rows;
+            if !emit(c.take(p, &names, key)?) || p.enough(built_rows) {
+                return Ok(());
+            }
         }
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(set.finish()),
-            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys), stat_names)?),
-            Arc::new(types.finish()),
-            Arc::new(ints.finish()),
-            Arc::new(reals.finish()),
-            Arc::new(strings.finish()),
-        ];
-        batches.push(finish(schema, columns, rows, key)?);
     }
-    Ok(batches)
+    Ok(())
 }
 
 /// `memory_events`: `memory_profile`'s snapshots of every allocator.
-fn memory_events(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result<Vec<RecordBatch>, ArrowError> {
+fn memory_events(space: &XSpace, key: HostKey<'_>, p: &Projection) -> Result<Vec<RecordBatch>, ArrowError> {
     use oxprof_analysis::tools::memory_profile::{MemoryActivity, memory_profile};
     let Some(profile) = memory_profile(space) else { return Ok(Vec::new()) };
     let mut allocator = StringBuilder::new();
@@ -579,7 +803,7 @@ fn memory_events(space: &XSpace, key: HostKey<'_>, schema: &SchemaRef) -> Result
         stack,
         free,
     ];
-    Ok(vec![finish(schema, columns, rows, key)?])
+    Ok(vec![finish(p, all(columns), rows, key)?])
 }
 
 #[cfg(test)]
@@ -594,7 +818,7 @@ mod tests {
 
     fn table(space: &XSpace, name: &str) -> RecordBatch {
         let def = schema::table(name).unwrap();
-        let batches = build(name, def, space, KEY).unwrap().unwrap();
+        let batches = build(&Projection::all(def), space, KEY).unwrap().unwrap();
         datafusion::arrow::compute::concat_batches(&arrow_schema(def), &batches).unwrap()
     }
 
@@ -659,5 +883,34 @@ mod tests {
         let d = table(&space, "devices");
         assert_eq!(d.num_rows(), 1);
         assert_eq!(ints(&d, "track_id"), [Some(2)]);
+    }
+
+    /// Building a table with some of its columns gives exactly those columns of the full
+    /// build, for every table, every single column, pairs out of schema order and none.
+    #[test]
+    fn projected_builds_equal_the_full_build() {
+        let space = space();
+        for def in schema::TABLES.iter().filter(|t| t.source == schema::Source::Model) {
+            let full = table(&space, def.name);
+            let n = def.columns.len();
+            let mut subsets: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+            subsets.extend((1..n).map(|i| vec![i, i - 1]));
+            subsets.push(Vec::new());
+            for subset in subsets {
+                let p = Projection::new(def, Some(&subset), None);
+                let batches = build(&p, &space, KEY).unwrap().unwrap();
+                let built = datafusion::arrow::compute::concat_batches(p.schema(), &batches).unwrap();
+                assert_eq!(built, full.project(&subset).unwrap(), "{} {subset:?}", def.name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_limit_stops_building_after_a_batch() {
+        let def = schema::table("slice").unwrap();
+        let p = Projection::new(def, Some(&[6]), Some(1));
+        let batches = build(&p, &space(), KEY).unwrap().unwrap();
+        // The first plane's four events, not the second plane's.
+        assert_eq!(batches.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(), [4]);
     }
 }

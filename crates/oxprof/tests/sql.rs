@@ -127,3 +127,72 @@ fn query_help() {
     assert_eq!(out.code, 0);
     insta::assert_snapshot!("query_help", out.stdout);
 }
+
+/// `oxprof serve`'s SQL route answers through the served session as `oxprof query` does,
+/// with projected, host-filtered and limited scans, and bad SQL is HTTP 400.
+#[test]
+fn the_servers_query_route_answers_as_the_cli() {
+    use std::io::{BufRead, BufReader, Read};
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut guard = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_oxprof"))
+            .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
+            .args(["serve", JAX, "--port", "0", "--quiet"])
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(guard.0.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("{line}"));
+    let addr = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let get = |sql: &str| -> (String, serde_json::Value) {
+        let encoded: String = sql
+            .bytes()
+            .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+            .collect();
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(stream, "GET /oxprof/api/query?sql={encoded} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        let status = reply.lines().next().unwrap_or("").to_string();
+        let body = reply.split("\r\n\r\n").nth(1).unwrap_or("");
+        // Chunked or not, the JSON object is the part between the outer braces.
+        let json = &body[body.find('{').unwrap_or(0)..=body.rfind('}').unwrap_or(0)];
+        (status, serde_json::from_str(json).unwrap_or(serde_json::Value::Null))
+    };
+    for sql in [
+        "SELECT count(*) AS n FROM slice",
+        "SELECT name, count(*) AS n, sum(dur) AS total FROM slice GROUP BY name ORDER BY total DESC, name LIMIT 5",
+        "SELECT count(*) AS n FROM slice WHERE host = 'no such host'",
+    ] {
+        let (status, answer) = get(sql);
+        assert!(status.starts_with("HTTP/1.1 200"), "{sql}: {status} {answer}");
+        let cli = oxprof(&["query", sql, JAX, "--format", "json"]);
+        assert_eq!(cli.code, 0, "{}", cli.stderr);
+        let cli: serde_json::Value = serde_json::from_str(&cli.stdout).unwrap();
+        let columns: Vec<&str> =
+            answer["columns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        // The CLI's JSON rows as the route's arrays (the CLI leaves NULLs out).
+        let expected: Vec<serde_json::Value> = cli
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| columns.iter().map(|c| row.get(*c).cloned().unwrap_or(serde_json::Value::Null)).collect())
+            .collect();
+        assert_eq!(answer["rows"].as_array().unwrap(), &expected, "{sql}");
+    }
+    let (status, answer) = get("SELEC 1");
+    assert!(status.starts_with("HTTP/1.1 400"), "{status} {answer}");
+}
