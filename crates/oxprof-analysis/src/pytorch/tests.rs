@@ -382,3 +382,47 @@ fn modules_without_module_events_say_how_to_record_them() {
     assert!(m.modules.is_empty());
     assert!(m.notes[0].contains("with_stack=True"), "{:?}", m.notes);
 }
+
+/// One operator allocating on GPU0 (peak 60 bytes) on a GPU with `total` bytes of memory.
+fn gpu_memory_trace(total: i64) -> XSpace {
+    ModelBuilder::new()
+        .plane("/host:CPU", |p| {
+            p.stat(
+                "deviceProperties",
+                format!(
+                    r#"[{{"id": 0, "name": "T", "totalGlobalMem": {total}, "computeMajor": 8, "computeMinor": 0}}]"#
+                ),
+            );
+            p.event_metadata_stat("aten::empty", "category", "cpu_op");
+            p.event_metadata_stat("[memory]", "category", "cpu_instant_event");
+            p.event_metadata_stat("[memory]", "ph", "i");
+            p.line(1, "python", 0, |l| {
+                l.event("aten::empty", 0, 10 * US);
+                for (t, bytes, allocated) in [(2, 60, 60), (4, -60, 0)] {
+                    l.event("[memory]", t * US, 0)
+                        .stat("Addr", Value::I64(0xA))
+                        .stat("Bytes", Value::I64(bytes))
+                        .stat("Device Type", Value::I64(1))
+                        .stat("Device Id", Value::I64(0))
+                        .stat("Total Allocated", Value::I64(allocated))
+                        .stat("Total Reserved", Value::I64(64));
+                }
+            });
+        })
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn memory_near_the_device_capacity_is_a_recommendation() {
+    // 60 of 64 bytes: 93.75 % > 90 %.
+    let o = PytorchOverview::from_parsed(&parse(&gpu_memory_trace(64)));
+    let rec = o.recommendations.iter().find(|r| r.starts_with("Device memory usage")).expect("memory recommendation");
+    assert!(rec.contains("(93.8% of 0.0GB on GPU0)"), "{rec}");
+    assert!(rec.contains(
+        "<a href=\"https://pytorch.org/docs/stable/checkpoint.html\" target=\"_blank\">Gradient Checkpoint</a>"
+    ));
+    // 60 of 100 bytes: none.
+    let o = PytorchOverview::from_parsed(&parse(&gpu_memory_trace(100)));
+    assert!(!o.recommendations.iter().any(|r| r.starts_with("Device memory usage")), "{:?}", o.recommendations);
+}
