@@ -2,7 +2,8 @@
 scripts/ref-torch-tb.sh): for each trace, RunProfileData.parse (its event parser, operator
 tree, overall, GPU-metrics, tensor-core and kernel parsers) and a JSON of what its overview,
 operator and kernel views show, times in microseconds as it computes them; with `[memory]`
-events also its memory view (curves, peaks, allocation events, memory by operator).
+events also its memory view (curves, peaks, allocation events, memory by operator); with
+module events (`python_function` with `Python module id`) also its module view.
 
 One deliberate change, `--fix-runtime-category` (on by default, recorded in each file):
 0.4.3 maps only the category `runtime` to CUDA runtime events, but Kineto has written
@@ -22,6 +23,7 @@ import tempfile
 from torch_tb_profiler.profiler import trace as tb_trace
 from torch_tb_profiler.profiler.data import RunProfileData
 from torch_tb_profiler.profiler.event_parser import ProfileRole
+from torch_tb_profiler.profiler.module_op import aggegate_module_view
 import torch_tb_profiler.run as tb_run  # after .profiler: the package imports it circularly
 
 ROLES = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other", "Total"]
@@ -97,6 +99,21 @@ def memory(p):
     }
 
 
+def module_tree(stats):
+    """The module view (module_op.aggegate_module_view, what RunProfile.get_module_view
+    shows) as nested rows. Roots come from a set: equal names are put in a fixed order."""
+    def row(m):
+        return {
+            "name": m.name, "module_id": m.id, "occurrences": m.occurences, "operators": m.operators,
+            "host_total_us": num(m.host_duration), "host_self_us": num(m.self_host_duration),
+            "device_total_us": num(m.device_duration), "device_self_us": num(m.self_device_duration),
+            "mean_us": num(m.avg_duration), "children": [row(c) for c in m.children],
+        }
+    rows = [row(m) for m in stats]
+    rows.sort(key=lambda r: (r["name"], r["module_id"], json.dumps(r, sort_keys=True)))
+    return rows
+
+
 def golden(path, rel):
     worker = os.path.basename(path).split(".")[0]
     with tempfile.TemporaryDirectory() as cache:
@@ -139,6 +156,12 @@ def golden(path, rel):
         mem = {"reference_error": f"{type(e).__name__}: {e}"}
     if mem is not None:
         out["memory"] = mem
+    if any(e.type == tb_trace.EventTypes.MODULE for e in p.events):
+        try:
+            stats = aggegate_module_view(p.tid2tree, p.events)
+            out["modules"] = module_tree(stats or [])
+        except Exception as e:  # noqa: BLE001 - the module view fails alone in TensorBoard too
+            out["modules"] = {"reference_error": f"{type(e).__name__}: {e}"}
     for k in p.kernel_list_groupby_name_op or []:
         out["kernels"]["by_name_op"].append({
             "name": k.name, "operator": k.op_name, "grid": str(k.grid), "block": str(k.block),

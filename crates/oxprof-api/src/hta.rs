@@ -1,8 +1,9 @@
 //! The HTA tools (`hta_distributed`, `hta_gpu_idle`): Holistic Trace Analysis' numbers on
 //! a PyTorch run, each rank one host (file) of the run (shape in
 //! `oxprof_analysis::hta`). Every selected host is loaded whole (host threads and GPU
-//! streams), reduced to HTA's compact event rows on a pool thread, and its model dropped
-//! before the analysis runs.
+//! streams) once per session, reduced to HTA's compact event rows together with the
+//! PyTorch views' parse (`Session::host_hta`), and its model dropped; requests copy the
+//! kept rows.
 //!
 //! Ranks are `distributedInfo.rank` of each trace; a trace without one takes its
 //! position in the run (and a note says so).
@@ -17,34 +18,26 @@ use oxprof_analysis::hta::trace::RankTrace;
 use oxprof_analysis::report::Report;
 use rayon::prelude::*;
 
-/// The selected hosts as HTA's rank traces, with notes on how ranks were chosen.
+/// The selected hosts as HTA's rank traces, with notes on how ranks were chosen. Each
+/// file's rows come from the session (read once with the PyTorch views' parse); the
+/// analyses filter and sort their own copies.
 fn rank_traces(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
+    refresh: bool,
 ) -> Result<(Vec<RankTrace>, Vec<String>), ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let _admission = session.admit();
-    let traces: Vec<(RankTrace, bool)> = files
-        .par_iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let space = session.load(f, &|_| true)?;
-            // A rank the trace does not name gets −1 − position, replaced below.
-            let t = RankTrace::from_space(&space, &f.host, -1 - i as i64);
-            let named = t.rank >= 0;
-            Ok((t, named))
-        })
-        .collect::<Result<_, ApiError>>()?;
+    let cached = session.host_hta(&files, refresh)?;
+    let mut out: Vec<RankTrace> = cached.par_iter().map(|t| RankTrace::clone(t)).collect();
     let mut notes = Vec::new();
-    let unnamed: Vec<&str> = traces.iter().filter(|(_, named)| !named).map(|(t, _)| t.host.as_str()).collect();
-    if !unnamed.is_empty() && traces.len() > 1 {
+    let unnamed: Vec<&str> = out.iter().filter(|t| t.rank < 0).map(|t| t.host.as_str()).collect();
+    if !unnamed.is_empty() && out.len() > 1 {
         notes.push(format!(
             "no distributedInfo.rank in {}: ranks there are the host's position in the run",
             unnamed.join(", ")
         ));
     }
-    let mut out: Vec<RankTrace> = traces.into_iter().map(|(t, _)| t).collect();
     for (i, t) in out.iter_mut().enumerate() {
         if t.rank < 0 {
             t.rank = i as i64;
@@ -64,9 +57,9 @@ pub(crate) fn compute_distributed(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
-    _refresh: bool,
+    refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let (ranks, notes) = rank_traces(session, run, request)?;
+    let (ranks, notes) = rank_traces(session, run, request, refresh)?;
     Ok(with_notes(Box::new(HtaDistributed::compute(ranks)), notes))
 }
 
@@ -75,8 +68,8 @@ pub(crate) fn compute_gpu_idle(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
-    _refresh: bool,
+    refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let (ranks, notes) = rank_traces(session, run, request)?;
+    let (ranks, notes) = rank_traces(session, run, request, refresh)?;
     Ok(with_notes(Box::new(HtaGpuIdle::compute(ranks)), notes))
 }

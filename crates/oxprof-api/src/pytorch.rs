@@ -1,5 +1,5 @@
 //! The PyTorch tools (`pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`,
-//! `pytorch_memory`): torch-tb-profiler's overview, operator, kernel and memory views of one worker's trace, computed
+//! `pytorch_memory`, `pytorch_modules`): torch-tb-profiler's overview, operator, kernel, memory and module views of one worker's trace, computed
 //! by `oxprof_analysis::pytorch` from the whole imported trace (host and GPU planes).
 //!
 //! The parsed trace is kept by the session (`Session::host_pytorch`): the first view reads
@@ -13,7 +13,8 @@ use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::pytorch::{
-    kernels::PytorchKernelStats, memory::PytorchMemory, operators::PytorchOpStats, overview::PytorchOverview,
+    kernels::PytorchKernelStats, memory::PytorchMemory, modules::PytorchModules, operators::PytorchOpStats,
+    overview::PytorchOverview,
 };
 use oxprof_analysis::report::Report;
 
@@ -24,6 +25,7 @@ enum View {
     Operators,
     Kernels,
     Memory,
+    Modules,
 }
 
 fn compute(
@@ -57,6 +59,7 @@ fn compute(
         View::Operators => Box::new(PytorchOpStats::from_parsed(&parsed)),
         View::Kernels => Box::new(PytorchKernelStats::from_parsed(&parsed)),
         View::Memory => Box::new(PytorchMemory::from_parsed(&parsed)),
+        View::Modules => Box::new(PytorchModules::from_parsed(&parsed)),
     };
     Ok(with_notes(report, notes))
 }
@@ -99,4 +102,14 @@ pub(crate) fn memory(
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
     compute(s, run, r, refresh, View::Memory)
+}
+
+/// [`crate::registry::Compute`] of `pytorch_modules`.
+pub(crate) fn modules(
+    s: &Session,
+    run: &ServedRun,
+    r: &DataRequest,
+    refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    compute(s, run, r, refresh, View::Modules)
 }

@@ -483,6 +483,20 @@ pub const TOOLS: &[Tool] = &[
         compute: Some(Computation::Custom(crate::pytorch::memory)),
         reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
     },
+    Tool {
+        name: "pytorch_modules",
+        aliases: &[],
+        title: "PyTorch modules",
+        summary: "the nn.Module hierarchy with calls, operators, host and device total/self time per module (torch-tb-profiler's module view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_modules",
+        content_type: JSON,
+        compute: Some(Computation::Custom(crate::pytorch::modules)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+    },
     // oxprof's own PyTorch tools with Holistic Trace Analysis' numbers (`crate::hta`).
     Tool {
         name: "hta_distributed",

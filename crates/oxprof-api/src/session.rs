@@ -6,7 +6,8 @@
 //!          └─ cache (one FlightCache, one LRU, one bound: --cache-mb)
 //!               Response(key)  rendered bodies          ─┐ a response's computation may
 //!               Analysis(file) a host's OpStats          ├ wait for the file-level entries
-//!               Trace(file)    decoded model + index     ─┘ below it; those wait for nothing
+//!               Trace(file)    decoded model + index      │ below it; those wait for nothing
+//!               PyTorch(file)  torch-tb-profiler's parse ─┘ and HTA's rank rows, read together
 //! ```
 //!
 //! Profiles are reached through the session's [`ProfileStore`] (a local directory today),
@@ -95,7 +96,8 @@ enum CacheKey {
     Response(String),
     Analysis(FileId),
     Trace(FileId),
-    /// A PyTorch trace read for the PyTorch views (`crate::pytorch`).
+    /// A PyTorch trace read for the PyTorch views (`crate::pytorch`) and the HTA tools
+    /// (`crate::hta`), from one load of the file.
     PyTorch(FileId),
 }
 
@@ -103,7 +105,15 @@ enum Cached {
     Response(Arc<Rendered>),
     Analysis(Arc<HostAnalysis>),
     Trace(Arc<HostTraceData>),
-    PyTorch(Arc<oxprof_analysis::pytorch::Parsed>),
+    PyTorch(Arc<PytorchFile>),
+}
+
+/// One PyTorch trace as both tool families read it: switching between a PyTorch view and an
+/// HTA tool on a run answers from memory instead of reading a multi-GB file again.
+struct PytorchFile {
+    parsed: Arc<oxprof_analysis::pytorch::Parsed>,
+    /// HTA's rows, rank `-1` when the trace names none (the caller numbers those).
+    hta: Arc<oxprof_analysis::hta::trace::RankTrace>,
 }
 
 impl Weighted for Cached {
@@ -112,7 +122,7 @@ impl Weighted for Cached {
             Cached::Response(r) => r.body.len() + r.notes.iter().map(String::len).sum::<usize>() + 64,
             Cached::Analysis(a) => analysis_bytes(a),
             Cached::Trace(t) => t.heap_bytes(),
-            Cached::PyTorch(p) => p.heap_bytes(),
+            Cached::PyTorch(p) => p.parsed.heap_bytes() + p.hta.heap_bytes(),
         }
     }
 }
@@ -408,18 +418,35 @@ impl Session {
             .collect()
     }
 
-    /// Each host's PyTorch trace as the PyTorch views read it (parsed once per file and
-    /// kept, so every view after the first answers without reading the file).
+    /// Each host's PyTorch trace as the PyTorch views read it (parsed once per file, with
+    /// HTA's rows, and kept, so every view after the first answers without reading the file).
     pub fn host_pytorch(
         &self,
         files: &[&HostFile],
         refresh: bool,
     ) -> Result<Vec<Arc<oxprof_analysis::pytorch::Parsed>>, ApiError> {
+        Ok(self.pytorch_files(files, refresh)?.into_iter().map(|f| f.parsed.clone()).collect())
+    }
+
+    /// Each host's events as HTA holds them (`RankTrace`, rank −1 when the trace names
+    /// none), read with [`Session::host_pytorch`]'s parse from the same load and kept.
+    pub fn host_hta(
+        &self,
+        files: &[&HostFile],
+        refresh: bool,
+    ) -> Result<Vec<Arc<oxprof_analysis::hta::trace::RankTrace>>, ApiError> {
+        Ok(self.pytorch_files(files, refresh)?.into_iter().map(|f| f.hta.clone()).collect())
+    }
+
+    fn pytorch_files(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<PytorchFile>>, ApiError> {
         let entries = self.file_entries(files, refresh, CacheKey::PyTorch, |file| {
             let space = self.load(file, &|_| true)?;
-            let parsed = oxprof_analysis::pytorch::parse(&space);
+            let (parsed, hta) = rayon::join(
+                || oxprof_analysis::pytorch::parse(&space),
+                || oxprof_analysis::hta::trace::RankTrace::from_space(&space, &file.host, -1),
+            );
             rayon::spawn(move || drop(space));
-            Ok(Cached::PyTorch(Arc::new(parsed)))
+            Ok(Cached::PyTorch(Arc::new(PytorchFile { parsed: Arc::new(parsed), hta: Arc::new(hta) })))
         })?;
         entries
             .into_iter()

@@ -1,4 +1,5 @@
-//! `pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats` and `pytorch_memory` against torch-tb-profiler
+//! `pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`, `pytorch_memory` and `pytorch_modules`
+//! against torch-tb-profiler
 //! 0.4.3's own backend: `scripts/ref-torch-tb.sh` ran its `RunProfileData` on each trace
 //! and wrote what its views show to `testdata/torch-tb/*.json` (see the README there).
 //! Every number must agree within 1e-6 relative. Traces from `../shared/testdata/external`
@@ -307,6 +308,59 @@ fn compare_memory(trace: &Path, golden: &Value, diff: &mut Diff) {
     }
 }
 
+/// The module view: the hierarchy node by node (children in torch-tb-profiler's order; roots,
+/// which it keeps in a set, by name, id and shape on both sides), statistics within 1e-6.
+fn compare_modules(trace: &Path, golden: &Value, diff: &mut Diff) -> usize {
+    let ours = report(trace, "pytorch_modules");
+    let g = &golden["modules"];
+    if let Some(reason) = g["reference_error"].as_str() {
+        eprintln!("module view skipped (torch-tb-profiler fails on it: {reason}): {}", diff.trace);
+        return 0;
+    }
+    fn shape(m: &Value) -> String {
+        let children: Vec<String> = m["children"].as_array().into_iter().flatten().map(shape).collect();
+        format!("{}#{}({})", m["name"].as_str().unwrap_or(""), m["module_id"], children.join(","))
+    }
+    fn roots(v: &Value) -> Vec<Value> {
+        let mut r = v.as_array().cloned().unwrap_or_default();
+        r.sort_by_key(|m| (m["name"].as_str().unwrap_or("").to_string(), m["module_id"].as_i64(), shape(m)));
+        r
+    }
+    fn walk(path: &str, ours: &[Value], theirs: &[Value], diff: &mut Diff) -> usize {
+        if ours.len() != theirs.len() {
+            diff.problems.push(format!(
+                "modules {path}: oxprof {} children torch-tb-profiler {}",
+                ours.len(),
+                theirs.len()
+            ));
+        }
+        let mut n = 0;
+        for (o, t) in ours.iter().zip(theirs) {
+            let here = format!("{path}/{}", t["name"].as_str().unwrap_or(""));
+            diff.eq(&format!("module {here} name"), &o["name"], &t["name"]);
+            for f in ["module_id", "occurrences", "operators"] {
+                diff.eq(&format!("module {here} {f}"), &o[f], &t[f]);
+            }
+            for f in ["host_total_us", "host_self_us", "device_total_us", "device_self_us", "mean_us"] {
+                diff.num(&format!("module {here} {f}"), &o[f], &t[f]);
+            }
+            let empty = Vec::new();
+            n += 1 + walk(
+                &here,
+                o["children"].as_array().unwrap_or(&empty),
+                t["children"].as_array().unwrap_or(&empty),
+                diff,
+            );
+        }
+        n
+    }
+    if g.is_null() {
+        diff.eq("modules (none in the reference)", &ours["modules"], &Value::Array(Vec::new()));
+        return 0;
+    }
+    walk("", &roots(&ours["modules"]), &roots(g), diff)
+}
+
 #[test]
 fn pytorch_views_match_torch_tb_profiler() {
     let dir = repo_root().join("testdata/torch-tb");
@@ -320,6 +374,7 @@ fn pytorch_views_match_torch_tb_profiler() {
     assert!(goldens.len() >= 3, "no golden files under {}", dir.display());
     let mut failures = Vec::new();
     let mut compared = 0;
+    let mut module_rows = 0;
     for path in goldens {
         let golden: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let name = golden["trace"].as_str().unwrap().to_string();
@@ -338,6 +393,7 @@ fn pytorch_views_match_torch_tb_profiler() {
         let mut diff = Diff { trace: name.clone(), problems: Vec::new() };
         compare(&trace, &golden, &mut diff);
         compare_memory(&trace, &golden, &mut diff);
+        module_rows += compare_modules(&trace, &golden, &mut diff);
         compared += 1;
         diff.problems.retain(|p| {
             let own = OWN.iter().find(|(t, prefix, _)| name.ends_with(t) && p.starts_with(prefix));
@@ -355,7 +411,7 @@ fn pytorch_views_match_torch_tb_profiler() {
             ));
         }
     }
-    eprintln!("compared {compared} traces");
+    eprintln!("compared {compared} traces ({module_rows} modules)");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

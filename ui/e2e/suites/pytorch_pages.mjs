@@ -1,5 +1,5 @@
 // Browser tests of the PyTorch pages (pytorch_overview, pytorch_op_stats, pytorch_memory,
-// and pytorch_kernel_stats on the kernel stats page): on the committed CPU traces
+// pytorch_modules, and pytorch_kernel_stats on the kernel stats page): on the committed CPU traces
 // (testdata/kineto: a training loop with steps, a 2-rank DDP run) and on a GPU trace from
 // the shared external test data (TraceLens's H100 BERT trace) when present. Shown numbers
 // and row counts are checked against the API's answers.
@@ -78,6 +78,35 @@ export async function register(ctx) {
       assert((await text(page, '[data-role="no-memory"]')).includes('profile_memory=True'), 'no memory message');
     });
 
+    await h.test('pytorch pages (CPU trace): the module hierarchy, indented under its parents, equals the API', async ({ page, shot }) => {
+      const data = await api(cpu.url, 'data', { run, tag: 'pytorch_modules', host });
+      const modules = byName(data, 'modules');
+      assert(modules && modules.rows.length === 4, 'Sequential_0 and its three children');
+      await open(page, cpu.url, { run, tool: 'pytorch_modules', host });
+      await page.locator('[data-page="pytorch_modules"]').waitFor();
+      const tools = await page.locator('[data-role="tool"] option').evaluateAll((os) => os.map((o) => o.value));
+      assert(tools.includes('pytorch_modules'), 'pytorch_modules in the Tools menu');
+      await page.locator('[data-chart="pytorch-modules"]').waitFor();
+      // Hierarchy order before any sort: the root first, its children indented.
+      const names = await page.locator('[data-table="modules"] tbody td[data-col="name"]').evaluateAll((tds) => tds.map((td) => td.textContent));
+      assertEqual(names, modules.rows.map((r) => r.c[2].v), 'modules in hierarchy order');
+      const pad = await page.locator('[data-table="modules"] tbody .module-name').evaluateAll((els) => els.map((e) => parseFloat(getComputedStyle(e).paddingLeft)));
+      assert(pad[0] === 0 && pad.slice(1).every((p) => p > 0), `children indented (${pad})`);
+      await checkTable(page, 'modules', modules, 'host_total_us');
+      await page.fill('[data-table="modules"] [data-role="filter"]', 'linear');
+      assertEqual(await page.locator('[data-table="modules"] [data-role="count"]').getAttribute('data-shown'), '2', 'filtered modules');
+      await shot();
+    });
+
+    await h.test('pytorch pages (CPU trace): modules say how to record them when a trace has none', async ({ page }) => {
+      const ddp = runs.find((r) => r.includes('ddp'));
+      if (!ddp) return;
+      const ddpHost = (await api(cpu.url, 'hosts', { run: ddp, tag: 'pytorch_modules' }))[0]?.hostname;
+      await open(page, cpu.url, { run: ddp, tool: 'pytorch_modules', host: ddpHost });
+      await page.locator('[data-page="pytorch_modules"]').waitFor();
+      assert((await text(page, '[data-role="no-modules"]')).includes('with_stack=True'), 'no modules message');
+    });
+
     await h.test('pytorch pages (CPU trace): kernels say there are none', async ({ page, shot }) => {
       await open(page, cpu.url, { run, tool: 'pytorch_kernel_stats', host });
       await page.locator('[data-page="pytorch_kernel_stats"]').waitFor();
@@ -128,6 +157,17 @@ export async function register(ctx) {
         await page.locator('[data-chart="pytorch-memory-GPU0"][data-ready="true"]').waitFor();
         await checkTable(page, 'devices', devices, 'peak_allocated_bytes');
         await checkTable(page, 'operators', byName(data, 'operators'), 'allocation_bytes');
+        await shot();
+      });
+
+      await h.test('pytorch pages (GPU trace): modules with device time', async ({ page, shot }) => {
+        const data = await api(gpu.url, 'data', { run: gpuRun, tag: 'pytorch_modules', host: gpuHost });
+        const modules = byName(data, 'modules');
+        assert(modules && modules.rows.length > 10, 'a module hierarchy');
+        await open(page, gpu.url, { run: gpuRun, tool: 'pytorch_modules', host: gpuHost });
+        await page.locator('[data-page="pytorch_modules"]').waitFor();
+        assert((await text(page, '[data-page="pytorch_modules"]')).includes('Top modules by device self time'), 'device time charted');
+        await checkTable(page, 'modules', modules, 'device_total_us');
         await shot();
       });
 

@@ -15,7 +15,7 @@ import { memoryViewerPage } from './memory_viewer';
 import { opProfilePage } from './op_profile';
 import { overviewPage } from './overview';
 import { podViewerPage } from './pod_viewer';
-import { pytorchMemoryPage, pytorchOpStatsPage, pytorchOverviewPage } from './pytorch';
+import { pytorchMemoryPage, pytorchModulesPage, pytorchOpStatsPage, pytorchOverviewPage } from './pytorch';
 import { QUERY_TOOL, queryPage } from './query';
 import { rooflinePage } from './roofline';
 import { tfDataPage } from './tf_data';
@@ -39,6 +39,7 @@ const PAGES: Record<string, Page> = {
   pytorch_overview: pytorchOverviewPage,
   pytorch_op_stats: pytorchOpStatsPage,
   pytorch_memory: pytorchMemoryPage,
+  pytorch_modules: pytorchModulesPage,
   pytorch_kernel_stats: kernelStatsPage,
   hta_distributed: htaDistributedPage,
   hta_gpu_idle: htaGpuIdlePage,

@@ -1,4 +1,4 @@
-// PyTorch (Kineto) traces: torch-tb-profiler's overview, operator and kernel views. The
+// PyTorch (Kineto) traces: torch-tb-profiler's overview, operator, kernel, memory and module views. The
 // server sends each view's tables as DataTables named by their `name` property
 // (`crates/oxprof-analysis/src/pytorch/`); these pages chart and list them.
 
@@ -208,5 +208,52 @@ export function pytorchMemoryPage(ctx: PageContext): HTMLElement {
       ),
     );
   }
+  return page;
+}
+
+// torch-tb-profiler's module view: the nn.Module hierarchy (rows depth first, each under its
+// parent, names indented by depth) with each module's calls and host/device time.
+export function pytorchModulesPage(ctx: PageContext): HTMLElement {
+  const page = h('div', { class: 'page pytorch-modules', 'data-page': 'pytorch_modules' });
+  const table = named(ctx, 'modules');
+  const rows = table?.rows ?? [];
+  if (!table || !rows.length) {
+    page.append(card('Modules', h('p', { class: 'muted', 'data-role': 'no-modules' }, 'No nn.Module events in this trace: record with torch.profiler.profile(with_stack=True).')));
+    return page;
+  }
+  const [name, id, device, host, depth] = ['name', 'module_id', 'device_self_us', 'host_self_us', 'depth'].map((c) => columnIndex(table, c));
+  const useDevice = rows.some((r) => Number(cellValue(r, device ?? 0) ?? 0) > 0);
+  // A module's numbers are those of all its calls wherever it sits: count each module once.
+  const once = new Map<string, [string, number]>();
+  for (const r of rows) {
+    const label = String(cellValue(r, name ?? 0) ?? '');
+    once.set(`${label}#${String(cellValue(r, id ?? 0) ?? '')}`, [label, Number(cellValue(r, (useDevice ? device : host) ?? 0) ?? 0)]);
+  }
+  const slices = pieSlices([...once.values()], 10);
+  page.append(
+    card(
+      useDevice ? 'Top modules by device self time' : 'Top modules by host self time',
+      slices.length ? chartElement('pytorch-modules', pieOption(`${useDevice ? 'Device' : 'Host'} self time (µs), top 10 modules`, slices, 'µs'), undefined, 380) : h('p', { class: 'muted' }, 'Every module is empty.'),
+    ),
+  );
+  const formats = { depth: 'integer', module_id: 'integer', occurrences: 'integer', operators: 'integer', host_total_us: 'us', host_self_us: 'us', device_total_us: 'us', device_self_us: 'us', mean_us: 'us' } as const;
+  page.append(
+    renderTable(
+      table,
+      {
+        key: 'modules',
+        title: titled(table, 'Modules'),
+        csvName: 'pytorch_modules',
+        formats,
+        keyColumns: ['name'],
+        filterColumns: ['path'],
+        filterPlaceholder: 'Filter by module or parent',
+        renderCell: (col, value, row) =>
+          col === 'name' ? h('span', { class: 'module-name', style: `padding-left: ${Number(row[depth ?? 0] ?? 0) * 1.2}em` }, String(value ?? '')) : null,
+        emptyText: 'No modules.',
+      },
+      ctx.view,
+    ),
+  );
   return page;
 }

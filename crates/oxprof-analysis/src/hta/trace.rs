@@ -79,6 +79,15 @@ pub struct RankTrace {
 const DEVICE_SYNC_NAMES: [&str; 2] = ["Event Sync", "Context Sync"];
 
 impl RankTrace {
+    /// Heap bytes, roughly (what a cache weighs it at).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<RankTrace>()
+            + self.host.len()
+            + self.names.iter().chain(&self.cats).map(|s| s.len() + std::mem::size_of::<String>()).sum::<usize>()
+            + self.events.capacity() * std::mem::size_of::<HtaEvent>()
+            + self.steps.capacity() * std::mem::size_of::<ProfilerStep>()
+    }
+
     /// The events of one host's space. `fallback_rank` is used when the trace has no
     /// `distributedInfo.rank`.
     pub fn from_space(space: &XSpace, host: &str, fallback_rank: i64) -> RankTrace {

@@ -8,13 +8,15 @@
 //!   properties, recommendations;
 //! * [`operators`]: operators by name, by name and input shapes, by call stack;
 //! * [`kernels`]: kernels by name and by name and launching operator;
-//! * [`memory`]: allocated/reserved curves per device, allocation events, memory by operator.
+//! * [`memory`]: allocated/reserved curves per device, allocation events, memory by operator;
+//! * [`modules`]: the `nn.Module` hierarchy with host and device time per module.
 //!
 //! Golden tests against torch-tb-profiler's own backend: `crates/oxprof-api/tests/golden_torch_tb.rs`
 //! with the files `scripts/ref-torch-tb.sh` writes under `testdata/torch-tb/`.
 
 pub mod kernels;
 pub mod memory;
+pub mod modules;
 pub mod operators;
 pub mod overview;
 pub mod parse;

@@ -312,7 +312,7 @@ fn href(text: &str, url: &str) -> String {
     format!("<a href=\"{url}\" target=\"_blank\">{text}</a>")
 }
 
-/// torch-tb-profiler's `RunProfileData.analyze` (its memory recommendation aside).
+/// torch-tb-profiler's `RunProfileData.analyze`.
 fn recommendations(p: &Parsed, o: &PytorchOverview) -> Vec<String> {
     let mut out = Vec::new();
     let total = o.average.total;
@@ -391,7 +391,51 @@ fn recommendations(p: &Parsed, o: &PytorchOverview) -> Vec<String> {
             href("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
         ));
     }
+    if let Some(text) = memory_recommendation(p) {
+        out.push(text);
+    }
     out
+}
+
+/// torch-tb-profiler's memory rule: the first GPU (in the order of its first `[memory]`
+/// record) whose peak allocated bytes pass 90 % of its `totalGlobalMem` (the trace's
+/// `deviceProperties[id]`). Deliberate difference: 0.4.3 means to skip the CPU but tests
+/// device type −1 (the CPU is 0), so it compares the CPU's peak with
+/// `deviceProperties[-1]` (the last GPU's memory); oxprof leaves the CPU out.
+fn memory_recommendation(p: &Parsed) -> Option<String> {
+    if p.device_props.is_empty() {
+        return None;
+    }
+    let mut peaks: Vec<(usize, f64)> = Vec::new();
+    for r in &p.memory {
+        let Some(id) = r.device.as_deref().and_then(|d| d.strip_prefix("GPU")).and_then(|d| d.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let i = match peaks.iter().position(|(d, _)| *d == id) {
+            Some(i) => i,
+            None => {
+                peaks.push((id, 0.0));
+                peaks.len() - 1
+            }
+        };
+        if !r.total_allocated.is_nan() {
+            peaks[i].1 = peaks[i].1.max(r.total_allocated);
+        }
+    }
+    peaks.into_iter().find_map(|(id, peak)| {
+        let total = p.device_props.get(id)?.memory_bytes? as f64;
+        (peak > total * 0.9).then(|| {
+            format!(
+                "Device memory usage is at the limit of device memory capacity ({:.1}% of {:.1}GB on GPU{id}). To get \
+                 better value of your GPU or to use larger batch size for training, please refer to {} or {}.",
+                peak / total * 100.0,
+                total / 1024.0 / 1024.0 / 1024.0,
+                href("Gradient Checkpoint", "https://pytorch.org/docs/stable/checkpoint.html"),
+                href("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
+            )
+        })
+    })
 }
 
 fn notes(p: &Parsed, o: &PytorchOverview) -> Vec<String> {

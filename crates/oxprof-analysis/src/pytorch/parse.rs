@@ -170,6 +170,30 @@ struct Ev<'a> {
     shape: String,
     stack: Option<&'a str>,
     kernel: Option<KernelArgs>,
+    /// `Python id`, `Python parent id`, `Python module id` (python_function events).
+    python: PythonIds,
+}
+
+/// The ids a `python_function` event carries.
+#[derive(Debug, Clone, Copy, Default)]
+struct PythonIds {
+    id: Option<i64>,
+    parent: Option<i64>,
+    module: Option<i64>,
+}
+
+/// A `python_function` event as the module hierarchy reads it (torch-tb-profiler's
+/// `PythonFunctionEvent` / `ModuleEvent`).
+#[derive(Debug, Clone)]
+pub(crate) struct PythonFn {
+    /// Start, µs.
+    pub ts: f64,
+    /// `Python id` (absent: `None`, which Python keys like any other id).
+    pub id: Option<i64>,
+    /// `Python parent id`.
+    pub parent: Option<i64>,
+    /// For an `nn.Module` forward: its name (`nn.Module: Linear_0`) and `Python module id`.
+    pub module: Option<(String, i64)>,
 }
 
 /// A `[memory]` instant (an allocator event of `profile_memory`), as torch-tb-profiler's
@@ -213,6 +237,8 @@ pub(crate) struct Node {
     pub start: f64,
     pub end: f64,
     pub ext: Option<i64>,
+    /// `Python module id` of a module node (0 otherwise).
+    pub module_id: i64,
     pub shape: String,
     pub stack: Option<String>,
     pub tc_eligible: bool,
@@ -304,6 +330,8 @@ pub struct Parsed {
     /// Memory records (indices into `memory`) inside each listed operator, as its
     /// `MemorySnapshot.op_memory_table` (`memory::attribute`).
     pub(crate) mem_ops: FxHashMap<usize, Vec<usize>>,
+    /// `python_function` events by start (then `Python id`), for the module hierarchy.
+    pub(crate) python_fns: Vec<PythonFn>,
     /// Nodes the memory walk entered (`processed_node`): statistics skip the others' subtrees.
     pub(crate) mem_visited: Vec<bool>,
     /// Memory records no operator encloses (outside every tree or in a non-operator node).
@@ -344,6 +372,8 @@ struct Keys {
     dims: [Option<StatMetadataId>; 2],
     stack: Option<StatMetadataId>,
     module_id: Option<StatMetadataId>,
+    python_id: Option<StatMetadataId>,
+    python_parent_id: Option<StatMetadataId>,
     device: Option<StatMetadataId>,
     mem: [Option<StatMetadataId>; 6],
     bps: Option<StatMetadataId>,
@@ -365,6 +395,8 @@ impl Keys {
             dims: [k("Input Dims"), k("Input dims")],
             stack: k("Call stack"),
             module_id: k("Python module id"),
+            python_id: k("Python id"),
+            python_parent_id: k("Python parent id"),
             device: k("device"),
             mem: [k("Addr"), k("Bytes"), k("Total Allocated"), k("Total Reserved"), k("Device Type"), k("Device Id")],
             bps: k("blocks per SM"),
@@ -639,8 +671,19 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
     }
     let ts = ps_to_us(line_ps + i128::from(e.offset_ps()));
     let dur = ps_to_us(i128::from(e.duration_ps()));
-    let mut ev =
-        Ev { ty, name, ts, dur, thread, ext: None, corr: None, shape: String::new(), stack: None, kernel: None };
+    let mut ev = Ev {
+        ty,
+        name,
+        ts,
+        dur,
+        thread,
+        ext: None,
+        corr: None,
+        shape: String::new(),
+        stack: None,
+        kernel: None,
+        python: PythonIds::default(),
+    };
     let mut dims: [Option<&str>; 2] = [None, None];
     let mut ext_lower = None;
     let mut kernel = KernelArgs::default();
@@ -660,6 +703,14 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
             dims[1] = s.as_str();
         } else if id == keys.stack {
             ev.stack = s.as_str();
+        } else if matches!(ty, Ty::PythonFunction | Ty::Module) {
+            if id == keys.python_id {
+                ev.python.id = stat_i64(s.value);
+            } else if id == keys.python_parent_id {
+                ev.python.parent = stat_i64(s.value);
+            } else if id == keys.module_id {
+                ev.python.module = stat_i64(s.value);
+            }
         } else if ty == Ty::Kernel {
             if id == keys.device {
                 kernel.device = stat_i64(s.value);
@@ -789,6 +840,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     end: e.ts + e.dur,
                     // Module nodes drop their external id (always 0 in traces).
                     ext: if kind == NodeKind::Module { None } else { e.ext },
+                    module_id: e.python.module.unwrap_or(0),
                     shape: e.shape.clone(),
                     stack: e.stack.map(str::to_string),
                     tc_eligible: op_is_tc_eligible(e.name),
@@ -809,7 +861,17 @@ pub fn parse(space: &XSpace) -> Parsed {
             }
             _ => {}
         }
+        if matches!(e.ty, Ty::PythonFunction | Ty::Module) {
+            p.python_fns.push(PythonFn {
+                ts: e.ts,
+                id: e.python.id,
+                parent: e.python.parent,
+                module: (e.ty == Ty::Module).then(|| (e.name.to_string(), e.python.module.unwrap_or(0))),
+            });
+        }
     }
+    // torch-tb-profiler sorts by start, stably on the trace's order, which is `Python id`'s.
+    p.python_fns.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.id.cmp(&b.id)));
     p.used_devices = used_devices.into_iter().collect();
 
     // Steps and role ranges (`parse_steps`).
@@ -969,6 +1031,7 @@ fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>) -> usize
         start: f64::MIN,
         end: f64::MAX,
         ext: None,
+        module_id: 0,
         shape: "None".into(),
         stack: None,
         tc_eligible: false,
@@ -1227,6 +1290,11 @@ impl Parsed {
             + self.runtimes.iter().map(|r| std::mem::size_of::<Runtime>() + 8 * r.devices.len()).sum::<usize>()
             + self.role_ranges.iter().map(|r| 16 * r.len()).sum::<usize>()
             + 64 * (self.steps.len() + self.roots.len())
+            + self
+                .python_fns
+                .iter()
+                .map(|f| std::mem::size_of::<PythonFn>() + f.module.as_ref().map_or(0, |m| m.0.len()))
+                .sum::<usize>()
     }
 
     /// Listed operators and the kernels of every tree, in torch-tb-profiler's traversal

@@ -3,9 +3,11 @@
 
 use super::kernels::PytorchKernelStats;
 use super::memory::PytorchMemory;
+use super::modules::PytorchModules;
 use super::operators::PytorchOpStats;
 use super::overview::PytorchOverview;
 use super::parse;
+use crate::report::Report;
 use oxprof_model::{ModelBuilder, Value, XSpace};
 
 const US: i64 = 1_000_000;
@@ -299,4 +301,128 @@ fn memory_without_events_says_how_to_record_them() {
     let m = PytorchMemory::from_parsed(&parse(&two_steps()));
     assert!(m.devices.is_empty());
     assert!(m.notes.iter().any(|n| n.contains("profile_memory=True")), "{:?}", m.notes);
+}
+
+/// A module hierarchy on one thread (µs); python_function ids in brackets, parents after `^`:
+///
+/// ```text
+///  0 5 10   20 25 35 40 45 50 55   70 80 85 90 95 100
+///  |ProfilerStep#1-----------------------------------|
+///    |main.py: main [1]----------------------------|
+///      |nn.Module: Sequential_0 [2^1]---------|
+///           |Linear_0 [3^2]|   |seq.py: forward [4^2]|
+///              |aten::linear|     |Linear_1 [5^4]|
+///                                    |aten::linear|
+/// ```
+/// Linear_1 sits under a plain Python function under Sequential_0: still its child module.
+fn module_trace() -> XSpace {
+    ModelBuilder::new()
+        .plane("/host:CPU", |p| {
+            p.event_metadata_stat("ProfilerStep#1", "category", "user_annotation");
+            p.event_metadata_stat("aten::linear", "category", "cpu_op");
+            for name in [
+                "main.py: main",
+                "nn.Module: Sequential_0",
+                "nn.Module: Linear_0",
+                "seq.py: forward",
+                "nn.Module: Linear_1",
+            ] {
+                p.event_metadata_stat(name, "category", "python_function");
+            }
+            p.line(1, "python", 0, |l| {
+                l.event("ProfilerStep#1", 0, 100 * US);
+                l.event("main.py: main", 5 * US, 90 * US).stat("Python id", Value::I64(1));
+                l.event("nn.Module: Sequential_0", 10 * US, 80 * US)
+                    .stat("Python id", Value::I64(2))
+                    .stat("Python parent id", Value::I64(1))
+                    .stat("Python module id", Value::I64(0));
+                l.event("nn.Module: Linear_0", 20 * US, 20 * US)
+                    .stat("Python id", Value::I64(3))
+                    .stat("Python parent id", Value::I64(2))
+                    .stat("Python module id", Value::I64(0));
+                l.event("aten::linear", 25 * US, 10 * US).stat("External id", Value::I64(1));
+                l.event("seq.py: forward", 45 * US, 40 * US)
+                    .stat("Python id", Value::I64(4))
+                    .stat("Python parent id", Value::I64(2));
+                l.event("nn.Module: Linear_1", 50 * US, 30 * US)
+                    .stat("Python id", Value::I64(5))
+                    .stat("Python parent id", Value::I64(4))
+                    .stat("Python module id", Value::I64(1));
+                l.event("aten::linear", 55 * US, 15 * US).stat("External id", Value::I64(2));
+            });
+        })
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn modules_nest_through_plain_python_functions_with_their_host_times() {
+    let m = PytorchModules::from_parsed(&parse(&module_trace()));
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    assert_eq!(m.modules.len(), 1);
+    let seq = &m.modules[0];
+    assert_eq!((seq.name.as_str(), seq.module_id, seq.occurrences, seq.operators), ("Sequential_0", 0, 1, 0));
+    // Host self: 80 minus its child modules' 20 and 30 (plain Python functions are no nodes).
+    assert_eq!((seq.host_total_us, seq.host_self_us, seq.device_total_us, seq.mean_us), (80.0, 30.0, 0.0, 80.0));
+    let children: Vec<(&str, i64, u64, f64, f64)> = seq
+        .children
+        .iter()
+        .map(|c| (c.name.as_str(), c.module_id, c.operators, c.host_total_us, c.host_self_us))
+        .collect();
+    assert_eq!(children, [("Linear_0", 0, 1, 20.0, 10.0), ("Linear_1", 1, 1, 30.0, 15.0)]);
+    let t = &m.tables()[0];
+    let paths: Vec<String> = t.rows.iter().map(|r| format!("{:?}", r[1])).collect();
+    assert_eq!(paths.len(), 3);
+    assert!(paths[2].contains("Sequential_0 / Linear_1"), "{paths:?}");
+}
+
+#[test]
+fn modules_without_module_events_say_how_to_record_them() {
+    let m = PytorchModules::from_parsed(&parse(&two_steps()));
+    assert!(m.modules.is_empty());
+    assert!(m.notes[0].contains("with_stack=True"), "{:?}", m.notes);
+}
+
+/// One operator allocating on GPU0 (peak 60 bytes) on a GPU with `total` bytes of memory.
+fn gpu_memory_trace(total: i64) -> XSpace {
+    ModelBuilder::new()
+        .plane("/host:CPU", |p| {
+            p.stat(
+                "deviceProperties",
+                format!(
+                    r#"[{{"id": 0, "name": "T", "totalGlobalMem": {total}, "computeMajor": 8, "computeMinor": 0}}]"#
+                ),
+            );
+            p.event_metadata_stat("aten::empty", "category", "cpu_op");
+            p.event_metadata_stat("[memory]", "category", "cpu_instant_event");
+            p.event_metadata_stat("[memory]", "ph", "i");
+            p.line(1, "python", 0, |l| {
+                l.event("aten::empty", 0, 10 * US);
+                for (t, bytes, allocated) in [(2, 60, 60), (4, -60, 0)] {
+                    l.event("[memory]", t * US, 0)
+                        .stat("Addr", Value::I64(0xA))
+                        .stat("Bytes", Value::I64(bytes))
+                        .stat("Device Type", Value::I64(1))
+                        .stat("Device Id", Value::I64(0))
+                        .stat("Total Allocated", Value::I64(allocated))
+                        .stat("Total Reserved", Value::I64(64));
+                }
+            });
+        })
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn memory_near_the_device_capacity_is_a_recommendation() {
+    // 60 of 64 bytes: 93.75 % > 90 %.
+    let o = PytorchOverview::from_parsed(&parse(&gpu_memory_trace(64)));
+    let rec = o.recommendations.iter().find(|r| r.starts_with("Device memory usage")).expect("memory recommendation");
+    assert!(rec.contains("(93.8% of 0.0GB on GPU0)"), "{rec}");
+    assert!(rec.contains(
+        "<a href=\"https://pytorch.org/docs/stable/checkpoint.html\" target=\"_blank\">Gradient Checkpoint</a>"
+    ));
+    // 60 of 100 bytes: none.
+    let o = PytorchOverview::from_parsed(&parse(&gpu_memory_trace(100)));
+    assert!(!o.recommendations.iter().any(|r| r.starts_with("Device memory usage")), "{:?}", o.recommendations);
 }
