@@ -16,6 +16,12 @@ fn profile(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/profiles").join(name)
 }
 
+/// `name`'s host file (the fixtures have one host each).
+fn host_file(name: &str) -> PathBuf {
+    let run = oxprof_api::data::one_shot_session(&profile(name)).unwrap().run(None).unwrap();
+    run.hosts[0].path.clone()
+}
+
 fn session_with(path: &Path, cache: Option<Arc<DiskCache>>) -> oxprof_api::session::Session {
     local_session(path, SessionOptions { disk_cache: cache, ..SessionOptions::one_shot() }).unwrap()
 }
@@ -56,10 +62,6 @@ fn a_changed_profile_is_analysed_again() {
     let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
     let run_dir = dir.path().join("run");
     std::fs::create_dir_all(&run_dir).unwrap();
-    let host_file = |name: &str| {
-        let run = oxprof_api::data::one_shot_session(&profile(name)).unwrap().run(None).unwrap();
-        run.hosts[0].path.clone()
-    };
     let target = run_dir.join("vm.xplane.pb.gz");
     std::fs::copy(host_file("tf_keras_fit"), &target).unwrap();
     let keras = bodies(&session_with(&run_dir, Some(cache.clone())));
@@ -127,10 +129,6 @@ fn a_changed_profile_never_opens_from_an_old_trace_view() {
     let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
     let run_dir = dir.path().join("run");
     std::fs::create_dir_all(&run_dir).unwrap();
-    let host_file = |name: &str| {
-        let run = oxprof_api::data::one_shot_session(&profile(name)).unwrap().run(None).unwrap();
-        run.hosts[0].path.clone()
-    };
     let target = run_dir.join("vm.xplane.pb.gz");
     std::fs::copy(host_file("jax_train"), &target).unwrap();
     let before = trace_route(&server_session(&run_dir, Some(cache.clone())), "tracks", &[]);
