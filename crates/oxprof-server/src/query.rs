@@ -4,9 +4,12 @@
 //! GET, like every read-only route: `?sql=...&run=...&max_rows=...`. The engine of a run
 //! reads through the service's own session (its store — local or object store —, input
 //! budgets, decode gate and persistent cache), keeps the built tables for the next
-//! query within [`TABLE_CACHE`], and is kept while the run's files are unchanged.
+//! query within [`TABLE_CACHE`], and is kept while the run's files are unchanged. A
+//! repeated query's response comes from the session's response cache.
 
+use oxprof_api::ApiError;
 use oxprof_api::http::{HttpError, HttpResponse, Query, Service};
+use oxprof_api::session::Rendered;
 use oxprof_sql::{Engine, QueryLimits, QueryResult};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -72,13 +75,22 @@ impl QueryRoute {
                 v.parse::<usize>().map_err(|_| HttpError::bad_parameter("max_rows", "not a number"))?.min(MAX_ROWS)
             }
         };
-        let engine = self.engine(service, q)?;
-        let started = std::time::Instant::now();
-        let result = engine.query(sql).map_err(|e| {
-            let status = if e.is_bad_request() { 400 } else { 500 };
-            HttpError { status, message: e.to_string() }
+        // A repeated query of unchanged files is answered from the session's response cache
+        // (one owner, one bound: --cache-mb); `elapsed_ms` stays the computation's.
+        let run = service.resolve_run(q)?;
+        let key = format!("query\0{}\0{max_rows}\0{sql}", service.session().fingerprint(&run));
+        let rendered = service.session().response(key, false, || {
+            let engine =
+                self.engine(service, q).map_err(|e| ApiError::Http { status: e.status, message: e.message })?;
+            let started = std::time::Instant::now();
+            let result = engine.query(sql).map_err(|e| {
+                let status = if e.is_bad_request() { 400 } else { 500 };
+                ApiError::Http { status, message: e.to_string() }
+            })?;
+            let body = serde_json::to_vec(&result_json(&result, max_rows, started.elapsed())).unwrap_or_default();
+            Ok(Rendered { content_type: "application/json", body: body.into(), notes: Vec::new() })
         })?;
-        Ok(HttpResponse::json(200, &result_json(&result, max_rows, started.elapsed())))
+        Ok(HttpResponse::bytes(200, rendered.content_type, rendered.body.to_vec()))
     }
 
     /// `/oxprof/api/query/schema`: tables (with their documented columns) and views.

@@ -192,7 +192,12 @@ fn the_servers_query_route_answers_as_the_cli() {
             .map(|row| columns.iter().map(|c| row.get(*c).cloned().unwrap_or(serde_json::Value::Null)).collect())
             .collect();
         assert_eq!(answer["rows"].as_array().unwrap(), &expected, "{sql}");
+        // Asked again: the same answer (from the session's response cache).
+        assert_eq!(get(sql), (status, answer), "{sql} repeated");
     }
-    let (status, answer) = get("SELEC 1");
-    assert!(status.starts_with("HTTP/1.1 400"), "{status} {answer}");
+    // Bad SQL is a 400, again when repeated (a failure is not kept).
+    for _ in 0..2 {
+        let (status, answer) = get("SELEC 1");
+        assert!(status.starts_with("HTTP/1.1 400"), "{status} {answer}");
+    }
 }
