@@ -6,7 +6,7 @@
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
 //! differences per failing case.
 
-use common::{cases, external_dir, load_expected_json as load_expected, repo_root};
+use common::{Tally, cases, external_dir, load_expected_json as load_expected, repo_root};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
@@ -27,8 +27,7 @@ fn is_known_gap(tool: &str, case: &str) -> bool {
 #[test]
 fn op_stats_tools_equal_xprof() {
     let filter = std::env::var("OXPROF_GOLDEN_FILTER").unwrap_or_default();
-    let show: usize = std::env::var("OXPROF_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let (mut passed, mut gaps, mut failures) = (0, 0, Vec::new());
+    let mut tally = Tally::new();
     for case in cases() {
         for &tool in TOOLS {
             let label = format!("{tool} {}", case.name);
@@ -36,33 +35,24 @@ fn op_stats_tools_equal_xprof() {
                 continue;
             }
             let Some(expected) = load_expected(&case.expected, tool) else {
-                failures.push(format!("{label}: no XProf output in {}", case.expected.display()));
+                tally.fail(format!("{label}: no XProf output in {}", case.expected.display()));
                 continue;
             };
             let request = DataRequest { tool: tool.into(), host: Some(case.host.into()), ..Default::default() };
             let actual = match data(&case.input, &request) {
                 Ok(r) => r.json.unwrap_or(Value::Null),
                 Err(e) => {
-                    failures.push(format!("{label}: {e}"));
+                    tally.fail(format!("{label}: {e}"));
                     continue;
                 }
             };
             // XProf does not fix the order of map entries or of rows with equal keys.
             let unordered = tool == "pod_viewer";
             let report = compare(&expected, &actual, CmpOptions { unordered, ..Default::default() });
-            match (report.is_match(), is_known_gap(tool, &case.name)) {
-                (true, false) => passed += 1,
-                (true, true) => failures.push(format!("{label}: matches XProf now; remove it from KNOWN_GAPS")),
-                (false, true) => {
-                    eprintln!("KNOWN GAP {label}: {}", report.summary(0));
-                    gaps += 1;
-                }
-                (false, false) => failures.push(format!("{label}:\n{}", report.summary(show))),
-            }
+            tally.record(&label, &report, is_known_gap(tool, &case.name));
         }
     }
-    eprintln!("golden: {passed} passed, {} failed, {gaps} known gaps", failures.len());
-    assert!(failures.is_empty(), "{} golden cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
+    tally.finish("golden", "golden cases");
 }
 
 /// The same bytes whatever the number of threads (hosts, lines and planes are processed in

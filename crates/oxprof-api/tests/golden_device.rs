@@ -7,7 +7,7 @@
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
 //! differences per failing case.
 
-use common::{cases, external_dir, load_expected_json as load_expected, repo_root};
+use common::{Tally, cases, external_dir, load_expected_json as load_expected, repo_root};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use oxprof_wire::csv::datatable_to_csv;
@@ -46,8 +46,7 @@ fn request(tool: &str, host: &str, params: &[(&str, &str)]) -> DataRequest {
 #[test]
 fn device_tools_equal_xprof() {
     let filter = std::env::var("OXPROF_GOLDEN_FILTER").unwrap_or_default();
-    let show: usize = std::env::var("OXPROF_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let (mut passed, mut gaps, mut failures) = (0, 0, Vec::new());
+    let mut tally = Tally::new();
     for case in cases() {
         for &(variant, tool, params, stem) in VARIANTS {
             let label = format!("{variant} {}", case.name);
@@ -55,7 +54,7 @@ fn device_tools_equal_xprof() {
                 continue;
             }
             let Some(expected) = load_expected(&case.expected, stem) else {
-                failures.push(format!("{label}: no XProf output in {}", case.expected.display()));
+                tally.fail(format!("{label}: no XProf output in {}", case.expected.display()));
                 continue;
             };
             let actual = match data(&case.input, &request(tool, case.host, params)) {
@@ -68,7 +67,7 @@ fn device_tools_equal_xprof() {
                         let at = raw.bytes().zip(r.body.bytes()).take_while(|(a, b)| a == b).count();
                         let window =
                             |s: &str| s.get(at.saturating_sub(40)..(at + 40).min(s.len())).unwrap_or("").to_string();
-                        failures.push(format!(
+                        tally.fail(format!(
                             "{label}: body differs from XProf's at byte {at}: expected …{}… got …{}…",
                             window(&raw),
                             window(&r.body)
@@ -77,24 +76,15 @@ fn device_tools_equal_xprof() {
                     r.json.unwrap_or(Value::Null)
                 }
                 Err(e) => {
-                    failures.push(format!("{label}: {e}"));
+                    tally.fail(format!("{label}: {e}"));
                     continue;
                 }
             };
             let report = compare(&expected, &actual, CmpOptions::default());
-            match (report.is_match(), is_known_gap(variant, &case.name)) {
-                (true, false) => passed += 1,
-                (true, true) => failures.push(format!("{label}: matches XProf now; remove it from KNOWN_GAPS")),
-                (false, true) => {
-                    eprintln!("KNOWN GAP {label}: {}", report.summary(0));
-                    gaps += 1;
-                }
-                (false, false) => failures.push(format!("{label}:\n{}", report.summary(show))),
-            }
+            tally.record(&label, &report, is_known_gap(variant, &case.name));
         }
     }
-    eprintln!("golden_device: {passed} passed, {} failed, {gaps} known gaps", failures.len());
-    assert!(failures.is_empty(), "{} golden cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
+    tally.finish("golden_device", "golden cases");
 }
 
 /// `--format csv` of the DataTable tools equals XProf's CSV byte for byte.

@@ -8,7 +8,7 @@
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases; `OXPROF_GOLDEN_SHOW=n` prints more
 //! differences per failing case.
 
-use common::{ALL_HOSTS, load_expected_json as load_expected, repo_root};
+use common::{ALL_HOSTS, Tally, load_expected_json as load_expected, repo_root};
 use oxprof_analysis::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
@@ -60,8 +60,7 @@ fn tpu_cases() -> Vec<(String, PathBuf, &'static str, PathBuf)> {
 #[test]
 fn tpu_training_tools_equal_xprof() {
     let filter = std::env::var("OXPROF_GOLDEN_FILTER").unwrap_or_default();
-    let show: usize = std::env::var("OXPROF_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let (mut passed, mut gaps, mut failures) = (0, 0, Vec::new());
+    let mut tally = Tally::new();
     for (case, input, host, expected_dir) in tpu_cases() {
         for &(variant, tool, params, stem) in VARIANTS {
             let label = format!("{variant} {case}");
@@ -69,7 +68,7 @@ fn tpu_training_tools_equal_xprof() {
                 continue;
             }
             let Some(expected) = load_expected(&expected_dir, stem) else {
-                failures.push(format!("{label}: no XProf output in {}", expected_dir.display()));
+                tally.fail(format!("{label}: no XProf output in {}", expected_dir.display()));
                 continue;
             };
             let params: BTreeMap<String, String> =
@@ -78,26 +77,17 @@ fn tpu_training_tools_equal_xprof() {
             let actual = match data(&input, &request) {
                 Ok(r) => r.json.unwrap_or(Value::Null),
                 Err(e) => {
-                    failures.push(format!("{label}: {e}"));
+                    tally.fail(format!("{label}: {e}"));
                     continue;
                 }
             };
             // XProf does not fix the order of map entries or of rows with equal keys.
             let unordered = tool == "pod_viewer";
             let report = compare(&expected, &actual, CmpOptions { unordered, ..Default::default() });
-            match (report.is_match(), is_known_gap(variant, &case)) {
-                (true, false) => passed += 1,
-                (true, true) => failures.push(format!("{label}: matches XProf now; remove it from KNOWN_GAPS")),
-                (false, true) => {
-                    eprintln!("KNOWN GAP {label}: {}", report.summary(0));
-                    gaps += 1;
-                }
-                (false, false) => failures.push(format!("{label}:\n{}", report.summary(show))),
-            }
+            tally.record(&label, &report, is_known_gap(variant, &case));
         }
     }
-    eprintln!("golden_tpu: {passed} passed, {} failed, {gaps} known gaps", failures.len());
-    assert!(failures.is_empty(), "{} TPU golden cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
+    tally.finish("golden_tpu", "TPU golden cases");
 }
 
 /// `--format csv` of the device DataTable tools equals XProf's CSV byte for byte.

@@ -138,3 +138,46 @@ pub fn read_text(path: &Path) -> Option<String> {
 pub fn load_expected_json(dir: &Path, stem: &str) -> Option<Value> {
     serde_json::from_str(&read_text(&dir.join(format!("{stem}.json")))?).ok()
 }
+
+/// The tally of one golden test: cases equal to XProf, known gaps (still differing, listed
+/// in the test's KNOWN_GAPS), and failures with what differs (`OXPROF_GOLDEN_SHOW=N`
+/// differences shown per case, default 5).
+pub struct Tally {
+    passed: usize,
+    gaps: usize,
+    failures: Vec<String>,
+    show: usize,
+}
+
+impl Tally {
+    pub fn new() -> Tally {
+        let show = std::env::var("OXPROF_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+        Tally { passed: 0, gaps: 0, failures: Vec::new(), show }
+    }
+
+    /// A case that failed before it could be compared.
+    pub fn fail(&mut self, message: String) {
+        self.failures.push(message);
+    }
+
+    /// One comparison with XProf; a known gap that matches now is a failure too (so the
+    /// list of gaps stays true).
+    pub fn record(&mut self, label: &str, report: &oxprof_analysis::jsoncmp::CmpReport, known_gap: bool) {
+        match (report.is_match(), known_gap) {
+            (true, false) => self.passed += 1,
+            (true, true) => self.failures.push(format!("{label}: matches XProf now; remove it from KNOWN_GAPS")),
+            (false, true) => {
+                eprintln!("KNOWN GAP {label}: {}", report.summary(0));
+                self.gaps += 1;
+            }
+            (false, false) => self.failures.push(format!("{label}:\n{}", report.summary(self.show))),
+        }
+    }
+
+    /// Prints the counts and fails the test if any case failed.
+    pub fn finish(self, test: &str, what: &str) {
+        let Tally { passed, gaps, failures, .. } = self;
+        eprintln!("{test}: {passed} passed, {} failed, {gaps} known gaps", failures.len());
+        assert!(failures.is_empty(), "{} {what} differ from XProf:\n{}", failures.len(), failures.join("\n"));
+    }
+}
