@@ -202,8 +202,11 @@ pub fn serve_blocking(options: ServeOptions, on_ready: impl FnOnce(&RunningServe
             let _ = stop_rx.await;
         })
         .await?;
+        // Signal handlers are in place before the URL is printed: a SIGTERM sent by whoever
+        // read the URL must stop the server gracefully, not kill it with the default action.
+        let signal = shutdown_signal()?;
         on_ready(&server);
-        shutdown_signal().await;
+        signal.await;
         let _ = stop_tx.send(());
         server.shutdown().await
     });
@@ -212,25 +215,21 @@ pub fn serve_blocking(options: ServeOptions, on_ready: impl FnOnce(&RunningServe
     result
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Installs the Ctrl-C and SIGTERM handlers now; the returned future ends on either.
+fn shutdown_signal() -> io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    #[cfg(unix)]
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    Ok(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = terminate => {}
-    }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 #[derive(Clone)]
