@@ -15,6 +15,8 @@
 pub mod discovery;
 mod error;
 pub mod formats;
+#[cfg(target_os = "linux")]
+mod inflating;
 mod load;
 #[cfg(target_os = "linux")]
 mod mapguard;

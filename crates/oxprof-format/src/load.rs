@@ -4,8 +4,11 @@
 //! Plain files are memory-mapped and decoded in place; pages the decoder has consumed are
 //! dropped from this process's memory at once (`MADV_DONTNEED`), so peak memory is the
 //! model plus a few megabytes of input, not model plus file. Gzip files are inflated into
-//! memory first (into an anonymous mapping sized by their trailer, whose consumed pages are
-//! dropped the same way), streaming, and refused as soon as they inflate past their budget.
+//! an anonymous mapping sized by their trailer, whose consumed pages are dropped the same
+//! way, and refused as soon as they inflate past their budget. XSpace files are inflated
+//! first, then decoded; PyTorch traces are imported while they inflate, on a second thread
+//! (`crate::inflating`), so the two overlap and only a window of the inflated JSON is ever
+//! resident.
 //!
 //! Files that change while they are read: a mapped file that shrinks would raise SIGBUS;
 //! `mapguard` turns that into zero pages (Linux; elsewhere files are read, not mapped),
@@ -14,7 +17,7 @@
 //! modification time differ between opening it and the end of the decode.
 
 use crate::error::LoadError;
-use crate::formats::{Detected, SNIFF_BYTES, describe_unknown, detect, format_of_name, import};
+use crate::formats::{Detected, Format, SNIFF_BYTES, describe_unknown, detect, format_of_name, import};
 use oxprof_model::XSpace;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{KeepPages, ReleasePages};
@@ -93,6 +96,15 @@ fn read_and_decode(
     let decode = |buf: &[u8], release: &dyn ReleasePages| import(detected.format, path, buf, release, limits, lines_of);
     if detected.gzip {
         #[cfg(target_os = "linux")]
+        if detected.format == Format::Kineto {
+            match inflate_and_import_kineto(file, meta.len(), limits, path) {
+                Ok(Some(result)) => return (result, false),
+                // No usable trailer, or the file inflated past it: the ordinary way.
+                Ok(None) => {}
+                Err(e) => return (Err(e), false),
+            }
+        }
+        #[cfg(target_os = "linux")]
         match inflate_mapped(file, meta.len(), limits, path) {
             Ok(Inflated::Mapped(map, len)) => return (decode(&map[..len], &MappedRelease { map: &map }), false),
             Ok(Inflated::Heap(data)) => return (decode(&data, &KeepPages), false),
@@ -161,24 +173,10 @@ enum Inflated {
 /// continues into the heap, within the same caps.
 #[cfg(target_os = "linux")]
 fn inflate_mapped(file: &mut File, compressed: u64, limits: &LoadLimits, path: &Path) -> Result<Inflated, LoadError> {
-    use std::io::SeekFrom;
     let io = |cause| LoadError::Io { path: path.to_path_buf(), cause };
     let (cap, limit) = limits.inflate_cap(compressed);
-    let mut trailer = [0u8; 4];
-    if compressed < 18 {
-        return Ok(Inflated::NoHint);
-    }
-    file.seek(SeekFrom::End(-4))
-        .and_then(|_| file.read_exact(&mut trailer))
-        .and_then(|()| file.rewind())
-        .map_err(io)?;
-    let hint = u64::from(u32::from_le_bytes(trailer));
-    if hint < MMAP_THRESHOLD || hint > cap {
-        return Ok(Inflated::NoHint);
-    }
-    // One byte more than announced: filling it means the hint was short.
-    let Ok(size) = usize::try_from(hint + 1) else { return Ok(Inflated::NoHint) };
-    let Ok(mut map) = memmap2::MmapMut::map_anon(size) else { return Ok(Inflated::NoHint) };
+    let Some(mut map) = map_for_trailer(file, compressed, cap, path)? else { return Ok(Inflated::NoHint) };
+    let size = map.len();
     let gzip_error = |cause| LoadError::Gzip { path: path.to_path_buf(), cause };
     let mut reader = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(&*file));
     let mut len = 0;
@@ -202,6 +200,62 @@ fn inflate_mapped(file: &mut File, compressed: u64, limits: &LoadLimits, path: &
         return Err(LoadError::LimitExceeded { path: path.to_path_buf(), exceeded });
     }
     Ok(Inflated::Heap(data))
+}
+
+/// An anonymous mapping one byte longer than a gzip file's trailer says it inflates to
+/// (filling that byte means the trailer was short), or `None` when the trailer gives no
+/// usable size (small file, or past `cap`). Leaves the file at its start.
+#[cfg(target_os = "linux")]
+fn map_for_trailer(
+    file: &mut File,
+    compressed: u64,
+    cap: u64,
+    path: &Path,
+) -> Result<Option<memmap2::MmapMut>, LoadError> {
+    use std::io::SeekFrom;
+    let io = |cause| LoadError::Io { path: path.to_path_buf(), cause };
+    if compressed < 18 {
+        return Ok(None);
+    }
+    let mut trailer = [0u8; 4];
+    file.seek(SeekFrom::End(-4))
+        .and_then(|_| file.read_exact(&mut trailer))
+        .and_then(|()| file.rewind())
+        .map_err(io)?;
+    let hint = u64::from(u32::from_le_bytes(trailer));
+    if hint < MMAP_THRESHOLD || hint > cap {
+        return Ok(None);
+    }
+    let Ok(size) = usize::try_from(hint + 1) else { return Ok(None) };
+    Ok(memmap2::MmapMut::map_anon(size).ok())
+}
+
+/// A gzip'd PyTorch trace inflated on a second thread while it is imported
+/// ([`crate::inflating`]); `None` when the file has no usable trailer or inflates past
+/// it (the file is then back at its start for the ordinary way).
+#[cfg(target_os = "linux")]
+fn inflate_and_import_kineto(
+    file: &mut File,
+    compressed: u64,
+    limits: &LoadLimits,
+    path: &Path,
+) -> Result<Option<Result<XSpace, LoadError>>, LoadError> {
+    use crate::inflating::{Streamed, inflate_and_import};
+    let (cap, _) = limits.inflate_cap(compressed);
+    let Some(mut map) = map_for_trailer(file, compressed, cap, path)? else { return Ok(None) };
+    let reader = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(&*file));
+    let streamed = inflate_and_import(&mut map, reader, |incoming, release| {
+        oxprof_kineto::import_kineto_incoming(incoming, release, limits)
+    });
+    match streamed {
+        Streamed::Done(_, Some(cause)) => Ok(Some(Err(LoadError::Gzip { path: path.to_path_buf(), cause }))),
+        Streamed::Done(result, None) => Ok(Some(result.map_err(|e| LoadError::kineto(path.to_path_buf(), e)))),
+        Streamed::Overflowed => {
+            drop(map);
+            file.rewind().map_err(|cause| LoadError::Io { path: path.to_path_buf(), cause })?;
+            Ok(None)
+        }
+    }
 }
 
 /// Pins glibc's mmap threshold at its default (128 KiB), once per process.

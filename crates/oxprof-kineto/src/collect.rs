@@ -16,6 +16,7 @@ use crate::KinetoError;
 use crate::intern::{Interner, Sid};
 use crate::json::{JsonError, Scanner, ValueRef};
 use crate::time::us_text_to_ps;
+use oxprof_model::Incoming;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{DiagnosticKind, Diagnostics, ReleasePages};
 use rustc_hash::FxHashMap;
@@ -329,18 +330,32 @@ pub(crate) struct Collected {
     pub(crate) devices: Vec<i64>,
 }
 
-/// Reads a whole trace.
-pub(crate) fn collect(bytes: &[u8], release: &dyn ReleasePages, limits: &LoadLimits) -> Result<Collected, KinetoError> {
-    if bytes.len() as u64 > limits.max_profile_bytes {
+/// A trace's bytes: all of them, or arriving while they are read.
+#[derive(Clone, Copy)]
+pub(crate) enum Input<'a> {
+    Whole(&'a [u8]),
+    Incoming(&'a dyn Incoming),
+}
+
+/// Reads a whole trace; answers it with the input's length.
+pub(crate) fn collect(
+    input: Input<'_>,
+    release: &dyn ReleasePages,
+    limits: &LoadLimits,
+) -> Result<(Collected, u64), KinetoError> {
+    let (mut sc, expected_len) = match input {
+        Input::Whole(bytes) => (Scanner::new(bytes), bytes.len()),
+        Input::Incoming(source) => (Scanner::incoming(source), source.expected_len()),
+    };
+    if expected_len as u64 > limits.max_profile_bytes {
         let exceeded = LimitExceeded {
             limit: Limit::ProfileBytes,
             allowed: limits.max_profile_bytes,
-            at_least: bytes.len() as u64,
+            at_least: expected_len as u64,
         };
         return Err(KinetoError::LimitExceeded(exceeded));
     }
-    let mut r = Reader::new(bytes.len() as u64, limits);
-    let mut sc = Scanner::new(bytes);
+    let mut r = Reader::new(expected_len as u64, limits);
     let result = r.document(&mut sc, release);
     match result {
         Ok(()) => {}
@@ -375,8 +390,12 @@ pub(crate) fn collect(bytes: &[u8], release: &dyn ReleasePages, limits: &LoadLim
         line.flows.shrink_to_fit();
     }
     r.out.diag.add(DiagnosticKind::InvalidUtf8, r.out.strings.invalid_utf8 + r.out.keys.invalid_utf8);
-    release.release(0..bytes.len());
-    Ok(r.out)
+    // What follows the document (whitespace, or what a corrupt tail hid) still counts
+    // towards the input's size.
+    while sc.more() {}
+    let len = sc.bytes_so_far();
+    release.release(0..len);
+    Ok((r.out, len as u64))
 }
 
 /// The fields of one trace event the importer reads (args go to `Reader::args`).

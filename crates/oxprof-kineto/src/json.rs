@@ -3,12 +3,18 @@
 //! does not look into. It is not a general parser: callers walk objects themselves, which is
 //! what lets the importer stream `traceEvents` without building a tree.
 //!
+//! Input may still be arriving ([`Scanner::incoming`]): wherever a token runs into the end
+//! of the bytes so far, the scanner waits for more and reads the token again from its
+//! start, so callers see the same tokens as over the whole buffer. The hot paths are
+//! unchanged: only reaching the end of the buffer (rare) asks for more.
+//!
 //! Leniency (what real traces need): trailing commas before `]`/`}` (counted by callers),
 //! `NaN`/`Infinity`/`-Infinity` as numbers (Python's `json.dumps` writes them), control
 //! characters inside strings, and invalid escapes (kept as written). Strings are returned
 //! as raw bytes; UTF-8 is checked where they are kept (the interner).
 
 use memchr::memchr2;
+use oxprof_model::Incoming;
 
 /// Why scanning stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,13 +33,39 @@ pub(crate) enum JsonError {
 /// A cursor over a JSON buffer.
 #[derive(Clone)]
 pub(crate) struct Scanner<'a> {
+    /// The bytes arrived so far (all of them without `incoming`).
     buf: &'a [u8],
     pos: usize,
+    /// Where more bytes come from while the input is still arriving.
+    incoming: Option<&'a dyn Incoming>,
 }
 
 impl<'a> Scanner<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Scanner { buf, pos: 0 }
+        Scanner { buf, pos: 0, incoming: None }
+    }
+
+    /// A scanner over input that is still arriving.
+    pub(crate) fn incoming(source: &'a dyn Incoming) -> Self {
+        Scanner { buf: source.wait_past(0), pos: 0, incoming: Some(source) }
+    }
+
+    /// Waits for more input; `false` when there is no more (the buffer is all of it).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn more(&mut self) -> bool {
+        let Some(source) = self.incoming else { return false };
+        let now = source.wait_past(self.buf.len());
+        let grew = now.len() > self.buf.len();
+        if grew {
+            self.buf = now;
+        }
+        grew
+    }
+
+    /// Every byte scanned so far, and whatever else has arrived.
+    pub(crate) fn bytes_so_far(&self) -> usize {
+        self.buf.len()
     }
 
     /// Current offset.
@@ -62,14 +94,18 @@ impl<'a> Scanner<'a> {
             },
             _ => {}
         }
-        while let Some(&b) = self.buf.get(self.pos) {
-            if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
-                self.pos += 1;
-            } else {
-                return Some(b);
+        loop {
+            while let Some(&b) = self.buf.get(self.pos) {
+                if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                    self.pos += 1;
+                } else {
+                    return Some(b);
+                }
+            }
+            if !self.more() {
+                return None;
             }
         }
-        None
     }
 
     /// Consumes one byte (after [`Scanner::peek`] saw it).
@@ -98,20 +134,28 @@ impl<'a> Scanner<'a> {
     pub(crate) fn string<'s>(&mut self, scratch: &'s mut Vec<u8>) -> Result<StrRef<'a, 's>, JsonError> {
         self.expect(b'"', "a string")?;
         let start = self.pos;
-        match find_quote_or_backslash(&self.buf[start..]) {
-            Some(i) if self.buf[start + i] == b'"' => {
-                self.pos = start + i + 1;
-                Ok(StrRef::Borrowed(&self.buf[start..start + i]))
+        loop {
+            match find_quote_or_backslash(&self.buf[start..]) {
+                Some(i) if self.buf[start + i] == b'"' => {
+                    self.pos = start + i + 1;
+                    return Ok(StrRef::Borrowed(&self.buf[start..start + i]));
+                }
+                Some(i) => {
+                    scratch.clear();
+                    scratch.extend_from_slice(&self.buf[start..start + i]);
+                    self.pos = start + i;
+                    match self.unescape_rest(scratch) {
+                        Ok(()) => break,
+                        // Cut inside an escape or before the closing quote: from the start.
+                        Err(JsonError::Eof) if self.more() => self.pos = start,
+                        Err(e) => return Err(e),
+                    }
+                }
+                None if self.more() => {}
+                None => return Err(JsonError::Eof),
             }
-            Some(i) => {
-                scratch.clear();
-                scratch.extend_from_slice(&self.buf[start..start + i]);
-                self.pos = start + i;
-                self.unescape_rest(scratch)?;
-                Ok(StrRef::Scratch(scratch))
-            }
-            None => Err(JsonError::Eof),
         }
+        Ok(StrRef::Scratch(scratch))
     }
 
     /// Decodes from a backslash to the closing quote into `out`.
@@ -189,6 +233,17 @@ impl<'a> Scanner<'a> {
     /// Reads a number's text (or `NaN`/`Infinity`/`-Infinity`).
     #[inline]
     fn number(&mut self) -> Result<&'a [u8], JsonError> {
+        loop {
+            match self.number_so_far() {
+                // A number running to the end of the bytes so far may go on.
+                Err(JsonError::Eof) if self.more() => {}
+                other => return other,
+            }
+        }
+    }
+
+    #[inline]
+    fn number_so_far(&mut self) -> Result<&'a [u8], JsonError> {
         let start = self.pos;
         let rest = &self.buf[start..];
         let n = rest.iter().position(|&b| !NUMBER_BYTE[usize::from(b)]);
@@ -221,6 +276,15 @@ impl<'a> Scanner<'a> {
     }
 
     fn literal(&mut self, word: &'static [u8]) -> Result<(), JsonError> {
+        loop {
+            match self.literal_so_far(word) {
+                Err(JsonError::Eof) if self.more() => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn literal_so_far(&mut self, word: &'static [u8]) -> Result<(), JsonError> {
         let rest = &self.buf[self.pos..];
         if rest.starts_with(word) {
             self.pos += word.len();
@@ -259,6 +323,17 @@ impl<'a> Scanner<'a> {
     /// Skips an array or object (next byte `[` or `{`), iteratively: strings are jumped
     /// over whole, brackets counted (leniently: any closing bracket closes).
     fn skip_compound(&mut self) -> Result<(), JsonError> {
+        let start = self.pos;
+        loop {
+            match self.skip_compound_so_far() {
+                // Cut inside: skip it again from its start with more bytes.
+                Err(JsonError::Eof) if self.more() => self.pos = start,
+                other => return other,
+            }
+        }
+    }
+
+    fn skip_compound_so_far(&mut self) -> Result<(), JsonError> {
         let mut depth = 0usize;
         loop {
             let Some(&b) = self.buf.get(self.pos) else { return Err(JsonError::Eof) };

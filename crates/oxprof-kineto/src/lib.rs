@@ -7,7 +7,8 @@
 //! * [`import_kineto`]: the whole trace into an [`XSpace`], streaming: the JSON is read
 //!   once, front to back, without a document tree, and consumed input is handed back to the
 //!   loader as it goes ([`ReleasePages`]), so peak memory is the model plus the events'
-//!   compact rows, not the file.
+//!   compact rows, not the file. [`import_kineto_incoming`] does the same while the input
+//!   is still arriving ([`Incoming`]: a gzip file inflating on another thread).
 //!
 //! * [`export_chrome_json`]: any model (XSpace or PyTorch) back out as Chrome trace JSON
 //!   for Perfetto and `chrome://tracing`.
@@ -34,7 +35,7 @@ mod time;
 
 pub use export::{ExportSummary, export_chrome_json};
 use oxprof_model::limits::{LimitExceeded, LoadLimits};
-use oxprof_model::{BuildError, ReleasePages, XSpace};
+use oxprof_model::{BuildError, Incoming, ReleasePages, XSpace};
 
 /// Why a trace could not be imported.
 #[derive(Debug, thiserror::Error)]
@@ -64,8 +65,20 @@ pub const SNIFF_BYTES: usize = 64 << 10;
 /// `release` receives the byte ranges that have been consumed (a memory-mapped loader drops
 /// their pages); `limits` bounds what the trace may cost.
 pub fn import_kineto(bytes: &[u8], release: &dyn ReleasePages, limits: &LoadLimits) -> Result<XSpace, KinetoError> {
-    let collected = collect::collect(bytes, release, limits)?;
-    build::build(collected, limits, bytes.len() as u64)
+    let (collected, len) = collect::collect(collect::Input::Whole(bytes), release, limits)?;
+    build::build(collected, limits, len)
+}
+
+/// [`import_kineto`] of input that is still arriving (a gzip file being inflated): events
+/// are read as their bytes arrive, so inflating and importing run side by side. The model
+/// is the one [`import_kineto`] builds from the complete input.
+pub fn import_kineto_incoming(
+    input: &dyn Incoming,
+    release: &dyn ReleasePages,
+    limits: &LoadLimits,
+) -> Result<XSpace, KinetoError> {
+    let (collected, len) = collect::collect(collect::Input::Incoming(input), release, limits)?;
+    build::build(collected, limits, len)
 }
 
 /// Whether `head` (the start of a file, uncompressed; [`SNIFF_BYTES`] is enough for every

@@ -16,3 +16,17 @@ pub struct KeepPages;
 impl ReleasePages for KeepPages {
     fn release(&self, _range: Range<usize>) {}
 }
+
+/// Input that is still arriving while it is imported (a gzip file inflated by another
+/// thread): its first bytes are final, more follow until the input is complete. An importer
+/// that reads front to back can start on the first bytes instead of waiting for all of them.
+pub trait Incoming: Sync {
+    /// Blocks until more than `have` bytes have arrived or the input is complete, then
+    /// answers every byte arrived so far (never fewer than `have`: exactly `have` means the
+    /// input is complete).
+    fn wait_past(&self, have: usize) -> &[u8];
+
+    /// The length the input is expected to reach (budgets that scale with the input's size
+    /// use it before it has all arrived); a hint, which the input may fall short of.
+    fn expected_len(&self) -> usize;
+}

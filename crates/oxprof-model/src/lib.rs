@@ -10,7 +10,8 @@
 //!   lines), defined once for every analysis.
 //! * [`limits`]: budgets against hostile input, shared by importers and loaders.
 //! * [`compare`]: equality by content, for round-trip tests.
-//! * [`ReleasePages`]: how an importer hands consumed input back to the loader.
+//! * [`ReleasePages`]: how an importer hands consumed input back to the loader;
+//!   [`Incoming`]: input an importer may start on before it has all arrived.
 //!
 //! Invariant: no IO, no file system and no wire format here; importers (e.g.
 //! `oxprof-xspace`) depend on this crate, never the reverse.
@@ -31,7 +32,7 @@ mod strings;
 
 pub use builder::{BuildError, LineBuilder, LineDraft, MetadataIds, NewEventMetadata, PlaneBuilder, StatInput};
 pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
-pub use input::{KeepPages, ReleasePages};
+pub use input::{Incoming, KeepPages, ReleasePages};
 pub use limits::{Allowance, Limit, LimitExceeded, LoadLimits, SharedBudget};
 pub use model::{
     Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,
