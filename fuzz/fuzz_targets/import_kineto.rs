@@ -1,8 +1,10 @@
 //! Fuzzes the PyTorch (Kineto/Chrome JSON) importer end to end: arbitrary bytes through
 //! `sniff` and `import_kineto` within the default budgets, then a walk over the whole model
 //! it built, and checks that the model is one the rest of oxprof can use: importing the
-//! same bytes again gives an equal model (determinism), the importer handed back its input
-//! front to back, and the XSpace encoder's output decodes to an equal model.
+//! same bytes again, arriving a few at a time (`import_kineto_incoming`, as a gzip file
+//! inflating), gives an equal model or the same error (determinism, and every cut of every
+//! token), the importer handed back its input front to back, and the XSpace encoder's
+//! output decodes to an equal model.
 //!
 //! Fails on any panic (index out of range, overflow with debug assertions, a broken model
 //! invariant), on a timeout, or on running out of memory.
@@ -10,7 +12,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use oxprof_model::{KeepPages, LoadLimits, ReleasePages};
+use oxprof_model::{Incoming, KeepPages, LoadLimits, ReleasePages};
 use std::hint::black_box;
 use std::ops::Range;
 use std::sync::Mutex;
@@ -27,7 +29,24 @@ impl ReleasePages for Releases {
     }
 }
 
+/// The input arriving `chunk` bytes each time the importer asks.
+struct Chunked<'a> {
+    data: &'a [u8],
+    chunk: usize,
+}
+
+impl Incoming for Chunked<'_> {
+    fn wait_past(&self, have: usize) -> &[u8] {
+        &self.data[..(have + self.chunk).min(self.data.len())]
+    }
+
+    fn expected_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    let arriving = Chunked { data, chunk: 1 + data.len() % 13 };
     black_box(oxprof_kineto::sniff(data));
     let limits = LoadLimits::default();
     let releases = Releases(Mutex::new(Vec::new()));
@@ -37,10 +56,11 @@ fuzz_target!(|data: &[u8]| {
             let ranges = releases.0.into_inner().unwrap();
             assert!(ranges.iter().all(|r| r.start <= r.end && r.end <= data.len()), "{ranges:?}");
             assert!(ranges.windows(2).all(|w| w[0].end <= w[1].end), "released out of order: {ranges:?}");
-            let again = oxprof_kineto::import_kineto(data, &KeepPages, &limits).expect("imports twice");
+            let again = oxprof_kineto::import_kineto_incoming(&arriving, &KeepPages, &limits).expect("imports twice");
             if let Some(diff) = oxprof_model::compare::first_difference(&space, &again) {
-                panic!("two imports differ: {diff}");
+                panic!("the import of the arriving bytes differs: {diff}");
             }
+            assert_eq!(space.diagnostics, again.diagnostics);
             let encoded = oxprof_xspace::encode_xspace(&space);
             let decoded = oxprof_xspace::decode_xspace(&encoded).expect("the encoder's output decodes");
             if let Some(diff) = oxprof_model::compare::first_difference(&space, &decoded) {
@@ -48,7 +68,8 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         Err(e) => {
-            black_box(e.to_string());
+            let again = oxprof_kineto::import_kineto_incoming(&arriving, &KeepPages, &limits);
+            assert_eq!(Some(e.to_string()), again.err().map(|e| e.to_string()));
         }
     }
 });
