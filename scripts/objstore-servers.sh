@@ -61,9 +61,12 @@ key=oxproftestkey; secret=oxproftestsecret
 cat > "$dir/s3.json" <<JSON
 {"identities": [
   {"name": "oxprof", "credentials": [{"accessKey": "$key", "secretKey": "$secret"}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
-  {"name": "reader", "credentials": [{"accessKey": "readonlykey", "secretKey": "readonlysecret"}], "actions": ["Read:oxprof-private-none"]}
+  {"name": "reader", "credentials": [{"accessKey": "readonlykey", "secretKey": "readonlysecret"}], "actions": ["Read:oxprof-private-none"]},
+  {"name": "partial", "credentials": [{"accessKey": "partialkey", "secretKey": "partialsecret"}], "actions": ["Read", "List", "Write:oxprof/ci/partial/a*", "Write:oxprof/ci/partial/c*", "Write:oxprof/ci/partial/d*"]}
 ]}
 JSON
+# "partial" may write (and delete) only keys under ci/partial/ that start with a, c or d:
+# an upload of several files into ci/partial that is refused part way (403), for real.
 metrics_port=$(free_port); s3_port=$(free_port); master_port=$(free_port); volume_port=$(free_port); filer_port=$(free_port)
 mkdir -p "$dir/weed"
 "$cache/venv/bin/weed" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/weed" \

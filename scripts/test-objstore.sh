@@ -170,6 +170,25 @@ echo "export into s3://: $(wc -l <"$work/local") Parquet files, names and sizes 
 expect_error "export into a used prefix" "not empty; export into a new prefix" \
   "$bin" export testdata/profiles --run "$run" --to parquet "$s3/parquet"
 
+# An export refused part way leaves nothing: the server's "partial" identity may write only
+# keys under ci/partial/ that start with a, c or d (objstore-servers.sh), so the dataset's
+# first tables (args, counter, devices) go up, the next is refused with a 403, and those
+# already uploaded are deleted again.
+total=$(find "$work/parquet" -type f | wc -l)
+allowed=$(cd "$work/parquet" && find . -type f -path './[acd]*' | wc -l)
+((allowed >= 1 && allowed < total)) || fail "the dataset's layout changed ($allowed of $total files under a*, c*, d*): adjust the partial identity"
+set +e
+AWS_ACCESS_KEY_ID=partialkey AWS_SECRET_ACCESS_KEY=partialsecret \
+  "$bin" export testdata/profiles --run "$run" --to parquet "$s3/partial" 2>"$work/err" >/dev/null; code=$?
+set -e
+[[ $code == 2 ]] || fail "an export refused part way: exit $code: $(cat "$work/err")"
+grep -q "access denied (403).*; the upload of $total files to $s3/partial stopped at file $((allowed + 1)) of $total; the $allowed uploaded before it were deleted again, so nothing was left there$" "$work/err" \
+  || fail "an export refused part way says: $(cat "$work/err")"
+left=$(curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+  "$OXPROF_TEST_S3_ENDPOINT/oxprof?list-type=2&prefix=ci%2Fpartial%2F" | grep -o "<Key>" | wc -l || true)
+[[ $left == 0 ]] || fail "an export refused part way left $left objects in $s3/partial"
+echo "export refused at file $((allowed + 1)) of $total: $(tail -1 "$work/err" | sed 's/.*; the upload/the upload/')"
+
 step "a server killed mid-read: a clear error, no hang"
 python3 scripts/objstore-dying-server.py "testdata/profiles/$a/vm.xplane.pb.gz" "$work/dying.port" &
 pids+=($!)
