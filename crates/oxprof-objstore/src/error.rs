@@ -180,3 +180,21 @@ fn network_cause(error: &object_store::Error, text: &str) -> String {
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bulk_delete_refused_reads_as_a_403() {
+        // How object_store reports one key of a DeleteObjects request the server refused.
+        let source = "DeleteObjects request failed for key x/a.parquet: Access Denied. (code: AccessDenied)";
+        let e = object_store::Error::Generic { store: "S3", source: source.into() };
+        let e = StoreError::from_object_store("s3://b/x/a.parquet", "AWS_ACCESS_KEY_ID", e);
+        assert_eq!(
+            e.to_string(),
+            "s3://b/x/a.parquet: access denied (403 AccessDenied) with credentials from AWS_ACCESS_KEY_ID; check \
+             them, or the bucket's policy"
+        );
+    }
+}
