@@ -134,7 +134,7 @@ import re, subprocess, sys, time, urllib.parse
 endpoint, user = sys.argv[1], sys.argv[2]
 start, token, keys, pages = time.perf_counter(), None, 0, 0
 while True:
-    query = "list-type=2&prefix=bench/runs10k/" + (f"&continuation-token={urllib.parse.quote(token, safe='')}" if token else "")
+    query = "list-type=2&prefix=bench%2Fruns10k%2F" + (f"&continuation-token={urllib.parse.quote(token, safe='')}" if token else "")
     page = subprocess.run(["curl", "-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", user, f"{endpoint}/oxprof?{query}"],
                           capture_output=True, text=True, check=True).stdout
     keys += page.count("<Key>"); pages += 1
