@@ -13,7 +13,9 @@
 # DIR/env exports OXPROF_TEST_S3_ENDPOINT, AWS_* for the S3 server, OXPROF_TEST_AZURE_*,
 # OXPROF_TEST_GCS_ENDPOINT and GOOGLE_SERVICE_ACCOUNT (a service-account file naming the
 # emulator, oauth off: object_store's way to reach an emulator), OXPROF_TEST_WEBDAV_URL and
-# _ROOT, and the pids (OXPROF_TEST_S3_PID) that tests kill to check a server dying mid-read.
+# _ROOT, the pids (OXPROF_TEST_S3_PID) that tests kill to check a server dying mid-read, and
+# OXPROF_TEST_S3_METRICS, SeaweedFS's Prometheus page (its count of S3 requests by type,
+# which tests read to count the LIST requests oxprof sends).
 set -euo pipefail
 cmd=${1:?start|stop}; dir=${2:?data directory}
 cache=~/.cache/oxprof-objstore
@@ -59,15 +61,18 @@ key=oxproftestkey; secret=oxproftestsecret
 cat > "$dir/s3.json" <<JSON
 {"identities": [
   {"name": "oxprof", "credentials": [{"accessKey": "$key", "secretKey": "$secret"}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
-  {"name": "reader", "credentials": [{"accessKey": "readonlykey", "secretKey": "readonlysecret"}], "actions": ["Read:oxprof-private-none"]}
+  {"name": "reader", "credentials": [{"accessKey": "readonlykey", "secretKey": "readonlysecret"}], "actions": ["Read:oxprof-private-none"]},
+  {"name": "partial", "credentials": [{"accessKey": "partialkey", "secretKey": "partialsecret"}], "actions": ["Read", "List", "Write:oxprof/ci/partial/a*", "Write:oxprof/ci/partial/c*", "Write:oxprof/ci/partial/d*"]}
 ]}
 JSON
-s3_port=$(free_port); master_port=$(free_port); volume_port=$(free_port); filer_port=$(free_port)
+# "partial" may write (and delete) only keys under ci/partial/ that start with a, c or d:
+# an upload of several files into ci/partial that is refused part way (403), for real.
+metrics_port=$(free_port); s3_port=$(free_port); master_port=$(free_port); volume_port=$(free_port); filer_port=$(free_port)
 mkdir -p "$dir/weed"
 "$cache/venv/bin/weed" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/weed" \
   -master.port="$master_port" -volume.port="$volume_port" -filer -filer.port="$filer_port" \
   -master.port.grpc="$(free_port)" -volume.port.grpc="$(free_port)" -filer.port.grpc="$(free_port)" \
-  -s3 -s3.port="$s3_port" -s3.port.grpc="$(free_port)" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json" -volume.max=20 -master.volumeSizeLimitMB=256 \
+  -s3 -s3.port="$s3_port" -s3.port.grpc="$(free_port)" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json" -metricsIp=127.0.0.1 -metricsPort="$metrics_port" -volume.max=20 -master.volumeSizeLimitMB=256 \
   >"$dir/seaweedfs.log" 2>&1 &
 echo $! > "$dir/seaweedfs.pid"
 wait_port "$s3_port" "SeaweedFS S3"
@@ -132,6 +137,7 @@ cat > "$dir/env" <<ENV
 export OXPROF_TEST_S3_ENDPOINT=$endpoint
 export OXPROF_TEST_S3_BUCKET=oxprof
 export OXPROF_TEST_S3_PID=$(cat "$dir/seaweedfs.pid")
+export OXPROF_TEST_S3_METRICS=http://127.0.0.1:$metrics_port/metrics
 export AWS_ENDPOINT=$endpoint
 export AWS_ACCESS_KEY_ID=$key
 export AWS_SECRET_ACCESS_KEY=$secret

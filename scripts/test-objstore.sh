@@ -170,6 +170,25 @@ echo "export into s3://: $(wc -l <"$work/local") Parquet files, names and sizes 
 expect_error "export into a used prefix" "not empty; export into a new prefix" \
   "$bin" export testdata/profiles --run "$run" --to parquet "$s3/parquet"
 
+# An export refused part way leaves nothing: the server's "partial" identity may write only
+# keys under ci/partial/ that start with a, c or d (objstore-servers.sh), so the dataset's
+# first tables (args, counter, devices) go up, the next is refused with a 403, and those
+# already uploaded are deleted again.
+total=$(find "$work/parquet" -type f | wc -l)
+allowed=$(cd "$work/parquet" && find . -type f -path './[acd]*' | wc -l)
+((allowed >= 1 && allowed < total)) || fail "the dataset's layout changed ($allowed of $total files under a*, c*, d*): adjust the partial identity"
+set +e
+AWS_ACCESS_KEY_ID=partialkey AWS_SECRET_ACCESS_KEY=partialsecret \
+  "$bin" export testdata/profiles --run "$run" --to parquet "$s3/partial" 2>"$work/err" >/dev/null; code=$?
+set -e
+[[ $code == 2 ]] || fail "an export refused part way: exit $code: $(cat "$work/err")"
+grep -q "access denied (403).*; the upload of $total files to $s3/partial stopped at file $((allowed + 1)) of $total; the $allowed uploaded before it were deleted again, so nothing was left there$" "$work/err" \
+  || fail "an export refused part way says: $(cat "$work/err")"
+left=$(curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+  "$OXPROF_TEST_S3_ENDPOINT/oxprof?list-type=2&prefix=ci%2Fpartial%2F" | grep -o "<Key>" | wc -l || true)
+[[ $left == 0 ]] || fail "an export refused part way left $left objects in $s3/partial"
+echo "export refused at file $((allowed + 1)) of $total: $(tail -1 "$work/err" | sed 's/.*; the upload/the upload/')"
+
 step "a server killed mid-read: a clear error, no hang"
 python3 scripts/objstore-dying-server.py "testdata/profiles/$a/vm.xplane.pb.gz" "$work/dying.port" &
 pids+=($!)
@@ -177,15 +196,33 @@ for _ in $(seq 1 50); do [[ -s $work/dying.port ]] && break; sleep 0.1; done
 expect_error "server died" "cannot read: .*; check that the server is up and reachable, then try again" timeout 120 "$bin" data overview_page "http://127.0.0.1:$(cat "$work/dying.port")/vm.xplane.pb.gz" --no-cache
 ! grep -q "Generic" "$work/err" || fail "the error repeats object_store's wrappers: $(cat "$work/err")"
 
-step "serve: a run added to the bucket appears without restart"
+step "serve: one listing per rescan interval; a run added to the bucket appears without restart"
+# SeaweedFS's own count of the S3 requests of a type it answered for the bucket.
+requests() { curl -sf "$OXPROF_TEST_S3_METRICS" | awk -v type="$1" \
+  '/^SeaweedFS_s3_request_total\{/ && index($0, "bucket=\"oxprof\"") && index($0, "type=\"" type "\"") {n += $NF} END {print n + 0}'; }
+put "testdata/profiles/$a/vm.xplane.pb.gz" "ci/served/plugins/profile/run_1/vm.xplane.pb.gz"
 "$bin" serve "$s3/served" --port 0 --quiet --no-cache >"$work/serve.out" 2>&1 &
 pids+=($!)
-put "testdata/profiles/$a/vm.xplane.pb.gz" "ci/served/plugins/profile/run_1/vm.xplane.pb.gz"
 for _ in $(seq 1 100); do grep -q "http://" "$work/serve.out" && break; sleep 0.1; done
 url=$(grep -o "http://[^ ]*" "$work/serve.out" | head -1); url=${url%/}
 [[ -n $url ]] || fail "serve did not start: $(cat "$work/serve.out")"
 curl -sf "$url/runs" | grep -q '"run_1"' || fail "/runs misses run_1"
 put "testdata/profiles/$b/vm.xplane.pb.gz" "ci/served/plugins/profile/run_2/vm.xplane.pb.gz"
+# Ten listings of runs (XProf's and oxprof's, the latter with every host's size): a listing
+# is begun at most once per 2 s rescan interval, so however slow this machine is, they may
+# send at most 1 + elapsed/2 s LIST requests, not one each (sizes come from the listing:
+# the HEAD count is shown, not checked, since a snapshot reused at the end of its interval
+# may outlive its sizes by a moment).
+lists=$(requests LIST); heads=$(requests HEAD); began=$(date +%s%N)
+for _ in 1 2 3 4 5; do
+  curl -sf "$url/runs" >/dev/null && curl -sf "$url/oxprof/api/runs" >/dev/null || fail "/runs failed"
+done
+elapsed_ms=$((($(date +%s%N) - began) / 1000000))
+lists=$(($(requests LIST) - lists)); heads=$(($(requests HEAD) - heads))
+echo "10 listings of runs in $elapsed_ms ms: $lists LIST and $heads HEAD requests reached the S3 server"
+((lists <= 1 + elapsed_ms / 2000)) || fail "10 listings of runs in $elapsed_ms ms sent $lists LIST requests"
+# Past the interval, the next call lists again: run_2, added after the start, is there.
+sleep 2.2
 curl -sf "$url/runs" | grep -q '"run_2"' || fail "/runs misses run_2, added after start"
 curl -sf "$url/data?run=run_2&tag=overview_page&host=vm" >"$work/remote"
 "$bin" data overview_page "testdata/profiles/$b" --host vm --no-cache | tr -d '\n' >"$work/local"

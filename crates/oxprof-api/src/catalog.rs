@@ -49,11 +49,14 @@ pub struct Catalog {
     canonical_root: PathBuf,
     root_is_file: bool,
     confine: bool,
+    /// The latest scan and when it began (its files are as of then, or later).
     latest: Mutex<Option<(Instant, Arc<Snapshot>)>>,
+    /// Held while a throttled rescan runs, so that callers arriving meanwhile share it.
+    scanning: Mutex<()>,
 }
 
 /// A request for an unknown run rescans at most this often (new runs otherwise appear on
-/// the next `/runs`).
+/// the next `/runs`); so does `/runs` of a remote root, whose listing costs requests.
 const MIN_RESCAN_INTERVAL: Duration = Duration::from_secs(2);
 
 impl Catalog {
@@ -70,7 +73,15 @@ impl Catalog {
             }
             None => (root.clone(), false, false),
         };
-        Ok(Catalog { store, root, canonical_root, root_is_file, confine, latest: Mutex::new(None) })
+        Ok(Catalog {
+            store,
+            root,
+            canonical_root,
+            root_is_file,
+            confine,
+            latest: Mutex::new(None),
+            scanning: Mutex::new(()),
+        })
     }
 
     /// The root as given.
@@ -80,9 +91,43 @@ impl Catalog {
 
     /// Scans the root now.
     pub fn rescan(&self) -> Arc<Snapshot> {
+        // Stamped when the scan began: a remote store's listed sizes and ETags are trusted
+        // for as long as the scan is (oxprof-objstore's `STAT_FRESH`), so a reused
+        // snapshot never sends a HEAD per host.
+        let began = Instant::now();
         let snapshot = Arc::new(self.scan(None));
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), snapshot.clone()));
+        let mut latest = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        if latest.as_ref().is_none_or(|(at, _)| *at <= began) {
+            *latest = Some((began, snapshot.clone()));
+        }
         snapshot
+    }
+
+    /// The runs as `/runs` lists them: a local root rescanned on every call (a directory
+    /// walk is cheap, and a run written a moment ago shows at once); a remote root (an
+    /// object store, whose listing is paginated requests) at most every
+    /// [`MIN_RESCAN_INTERVAL`], the rescan throttle of unknown runs, so that repeated
+    /// calls within it send no request and new runs appear after it.
+    pub fn refreshed(&self) -> Arc<Snapshot> {
+        if self.store.local_root().is_some() { self.rescan() } else { self.throttled() }
+    }
+
+    /// The latest scan if younger than [`MIN_RESCAN_INTERVAL`], else a new one; callers
+    /// arriving while it runs wait for it and share it rather than scan again.
+    fn throttled(&self) -> Arc<Snapshot> {
+        let recent = || {
+            self.latest
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .filter(|(at, _)| at.elapsed() < MIN_RESCAN_INTERVAL)
+                .map(|(_, s)| s.clone())
+        };
+        if let Some(snapshot) = recent() {
+            return snapshot;
+        }
+        let _one_scan = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
+        recent().unwrap_or_else(|| self.rescan())
     }
 
     /// The latest scan (scanning if there is none yet).
@@ -110,7 +155,7 @@ impl Catalog {
             return Ok(run);
         }
         if self.latest_is_old()
-            && let Some(run) = lookup(&self.rescan())
+            && let Some(run) = lookup(&self.throttled())
         {
             return Ok(run);
         }
@@ -369,6 +414,67 @@ mod tests {
                 .map(|h| HostFile { host: h.to_string(), path: PathBuf::from(format!("/r/{h}.xplane.pb")) })
                 .collect(),
         }
+    }
+
+    /// A local directory seen as a remote store (no local root), counting its listings.
+    struct Listed {
+        inner: oxprof_format::LocalStore,
+        listings: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ProfileStore for Listed {
+        fn root(&self) -> &Path {
+            self.inner.root()
+        }
+        fn discover(&self, at: Option<&Path>) -> Result<oxprof_format::Discovery, oxprof_format::DiscoveryError> {
+            self.listings.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.discover(at)
+        }
+        fn stat(&self, file: &Path) -> Result<oxprof_format::FileStat, oxprof_format::LoadError> {
+            self.inner.stat(file)
+        }
+        fn read_range(&self, file: &Path, range: std::ops::Range<u64>) -> Result<Vec<u8>, oxprof_format::LoadError> {
+            self.inner.read_range(file, range)
+        }
+    }
+
+    /// `/runs` of a remote root within the rescan interval lists once, however many
+    /// callers (at once or one after another), and an unknown run asks no new listing
+    /// then; a local root is rescanned on every call. (The real S3 server's count of LIST
+    /// requests, and new runs after the interval: `scripts/test-objstore.sh`.)
+    #[test]
+    fn remote_roots_are_listed_at_most_once_per_rescan_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("plugins/profile/run_1");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("h.xplane.pb"), b"").unwrap();
+        let store =
+            Arc::new(Listed { inner: oxprof_format::LocalStore::new(dir.path()), listings: Default::default() });
+        let catalog = Arc::new(Catalog::new(store.clone(), true).unwrap());
+        let began = Instant::now();
+        let callers: Vec<_> = (0..4)
+            .map(|_| {
+                let catalog = catalog.clone();
+                std::thread::spawn(move || catalog.refreshed().runs.len())
+            })
+            .collect();
+        for caller in callers {
+            assert_eq!(caller.join().unwrap(), 1);
+        }
+        for _ in 0..5 {
+            assert_eq!(catalog.refreshed().runs[0].name, "run_1");
+        }
+        assert!(catalog.find_run(Some("run_2")).is_err());
+        let listings = store.listings.load(std::sync::atomic::Ordering::SeqCst);
+        // Only when the calls took less than the interval (no timing assertion).
+        if began.elapsed() < MIN_RESCAN_INTERVAL {
+            assert_eq!(listings, 1);
+        }
+        let local = Catalog::new(Arc::new(oxprof_format::LocalStore::new(dir.path())), true).unwrap();
+        assert_eq!(local.refreshed().runs.len(), 1);
+        std::fs::create_dir_all(dir.path().join("plugins/profile/run_2")).unwrap();
+        std::fs::write(dir.path().join("plugins/profile/run_2/h.xplane.pb"), b"").unwrap();
+        assert_eq!(local.refreshed().runs.len(), 2);
     }
 
     #[test]

@@ -491,7 +491,7 @@ impl Service {
     fn runs(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let names: Vec<String> = match self.catalog().scoped_runs(q.get("session_path"), q.get("run_path"))? {
             Some(scoped) => scoped.runs.into_iter().map(|r| r.name).collect(),
-            None => self.catalog().rescan().runs.iter().map(|r| r.name.clone()).collect(),
+            None => self.catalog().refreshed().runs.iter().map(|r| r.name.clone()).collect(),
         };
         Ok(HttpResponse::python_json(&json!(names)))
     }
@@ -726,7 +726,7 @@ impl Service {
                 }),
             )),
             "/runs" => {
-                let snapshot = self.catalog().rescan();
+                let snapshot = self.catalog().refreshed();
                 let runs: Vec<Value> = snapshot.runs.iter().map(|r| run_summary(self.session.store(), r)).collect();
                 Ok(HttpResponse::json(
                     200,

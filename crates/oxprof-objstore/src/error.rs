@@ -51,6 +51,15 @@ pub enum StoreError {
         /// The object.
         url: String,
     },
+    /// A multi-file upload stopped at a file: what it had already written was deleted
+    /// (`undone` says so, with counts, or which objects are left when some could not be).
+    #[error("{failed}; {undone}")]
+    Upload {
+        /// Why the file failed.
+        failed: Box<StoreError>,
+        /// What became of the files written before it.
+        undone: String,
+    },
     /// Anything else the store or the network said, after retries.
     #[error("{url}: {cause}")]
     Other {
@@ -79,9 +88,20 @@ impl StoreError {
                 // Listing errors arrive as generic ones carrying the HTTP status and the
                 // store's XML error body.
                 let text = other.to_string();
-                let code = text.split_once("<Code>").and_then(|(_, rest)| rest.split_once("</Code>")).map(|(c, _)| c);
-                let status =
-                    ["401", "403", "404", "412"].into_iter().find(|s| text.contains(&format!("status code: {s}")));
+                // The XML body's <Code>, or a bulk delete's `(code: …)` per key.
+                let code = text
+                    .split_once("<Code>")
+                    .and_then(|(_, rest)| rest.split_once("</Code>"))
+                    .or_else(|| text.split_once("(code: ").and_then(|(_, rest)| rest.split_once(')')))
+                    .map(|(c, _)| c);
+                let status = ["401", "403", "404", "412"]
+                    .into_iter()
+                    .find(|s| text.contains(&format!("status code: {s}")))
+                    .or(match code {
+                        Some("AccessDenied") => Some("403"),
+                        Some("NoSuchKey" | "NoSuchBucket") => Some("404"),
+                        _ => None,
+                    });
                 let with_code = |s: &str| code.map_or(s.to_string(), |c| format!("{s} {c}"));
                 match status {
                     Some("404") => StoreError::NotFound { status: with_code("404"), url },
@@ -102,6 +122,7 @@ impl StoreError {
             | StoreError::NotFound { url, .. }
             | StoreError::Changed { url }
             | StoreError::Other { url, .. } => url,
+            StoreError::Upload { failed, .. } => failed.url(),
         }
     }
 
@@ -114,13 +135,17 @@ impl StoreError {
     /// The error as an I/O error whose message is [`StoreError::reason`] (the seam's
     /// `LoadError::Io` names the file itself), keeping its kind.
     pub fn into_io(self) -> std::io::Error {
-        let kind = match &self {
+        std::io::Error::new(self.kind(), self.reason())
+    }
+
+    fn kind(&self) -> std::io::ErrorKind {
+        match self {
             StoreError::NotFound { .. } => std::io::ErrorKind::NotFound,
             StoreError::Denied { .. } | StoreError::NoCredentials { .. } => std::io::ErrorKind::PermissionDenied,
             StoreError::BadUrl { .. } => std::io::ErrorKind::InvalidInput,
+            StoreError::Upload { failed, .. } => failed.kind(),
             _ => std::io::ErrorKind::Other,
-        };
-        std::io::Error::new(kind, self.reason())
+        }
     }
 }
 
@@ -154,4 +179,22 @@ fn network_cause(error: &object_store::Error, text: &str) -> String {
 /// The store's message on one line (some carry response bodies with newlines).
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bulk_delete_refused_reads_as_a_403() {
+        // How object_store reports one key of a DeleteObjects request the server refused.
+        let source = "DeleteObjects request failed for key x/a.parquet: Access Denied. (code: AccessDenied)";
+        let e = object_store::Error::Generic { store: "S3", source: source.into() };
+        let e = StoreError::from_object_store("s3://b/x/a.parquet", "AWS_ACCESS_KEY_ID", e);
+        assert_eq!(
+            e.to_string(),
+            "s3://b/x/a.parquet: access denied (403 AccessDenied) with credentials from AWS_ACCESS_KEY_ID; check \
+             them, or the bucket's policy"
+        );
+    }
 }

@@ -3,7 +3,8 @@
 //! * **Listing:** one prefixed listing per discovery (paginated; with
 //!   `OXPROF_OBJSTORE_PARALLEL_LIST=1` over key ranges in parallel; a WebDAV server's
 //!   directory by directory); runs and hosts come from the keys ([`crate::layout`]). The session's catalog decides how often
-//!   to rediscover (its rescan throttle), as for local logdirs.
+//!   to rediscover: for a remote root, at most once per its 2 s rescan interval, however
+//!   many `/runs` calls come (`Catalog::refreshed`).
 //! * **Stat:** from the latest listing or HEAD while younger than [`STAT_FRESH`], else a
 //!   new HEAD: a replaced object shows a new ETag, so caches keyed by it reload.
 //! * **Reading:** a range is fetched as parallel ranged GETs, each conditional on the ETag

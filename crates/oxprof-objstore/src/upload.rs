@@ -1,7 +1,8 @@
 //! Writing into an object store (captures, exports): an object appears whole or not at
 //! all. Small files are one PUT (atomic by the store); larger ones a multipart upload whose
 //! parts stay invisible until it completes, and which is aborted (its parts deleted) when
-//! any part fails.
+//! any part fails. A directory (a dataset, a capture) is all or nothing too: when one of its
+//! files fails, those already uploaded are deleted again.
 //!
 //! `oxprof export --to s3://…` and `oxprof capture --logdir s3://…` call [`upload_file`] /
 //! [`upload_dir`] on what they wrote to a local temporary directory.
@@ -10,15 +11,18 @@ use crate::StoreError;
 use crate::connect::{Connection, RemoteOptions, connect};
 use crate::location::Location;
 use crate::runtime::wait;
+use futures::StreamExt;
 use object_store::path::Path as Key;
 use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Files up to this size go up in one PUT; larger ones in parts of this size.
 const PART_BYTES: usize = 8 << 20;
 /// Parts in flight at once.
 const PARALLEL_PARTS: usize = 4;
+/// Deletes in flight when a failed upload is undone.
+const PARALLEL_DELETES: usize = 8;
 
 /// Uploads the local file `local` to the object `dest` (a URL naming the object), whole or
 /// not at all; returns the bytes written.
@@ -113,32 +117,94 @@ enum Upload {
     Local(std::io::Error),
 }
 
-/// Uploads every file under the local directory `local` to `dest`/`<relative path>`;
-/// returns the files and bytes written. Stops at the first failure (files already
-/// uploaded stay: each is whole).
+/// Uploads every file under the local directory `local` to `dest`/`<relative path>`, in
+/// path order; returns the files and bytes written. All or nothing: when a file fails, the
+/// files already uploaded are deleted again, and the error says so with counts (or names
+/// what could not be deleted). While the upload runs, a reader may see some of the files.
 pub fn upload_dir(local: &Path, dest: &str, options: &RemoteOptions) -> Result<(usize, u64), StoreError> {
     let dest = dest.trim_end_matches('/');
     let at = Location::parse(dest)?;
     let connection = connect(&at, options)?;
-    let mut files = 0;
+    let files = local_files(local)
+        .map_err(|(dir, e)| StoreError::Other { url: dest.to_string(), cause: format!("{}: {e}", dir.display()) })?;
+    let mut written: Vec<Key> = Vec::with_capacity(files.len());
     let mut bytes = 0;
-    let mut stack = vec![local.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| StoreError::Other { url: dest.to_string(), cause: format!("{}: {e}", dir.display()) })?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
+    for (done, (rel, path)) in files.iter().enumerate() {
+        let key = key_under(&at.prefix, rel);
+        match put_file(path, &connection, key.clone(), &format!("{dest}/{rel}")) {
+            Ok(size) => {
+                bytes += size;
+                written.push(key);
             }
-            let Ok(rel) = path.strip_prefix(local) else { continue };
-            let rel = rel.to_string_lossy().replace('\\', "/");
-            bytes += put_file(&path, &connection, key_under(&at.prefix, &rel), &format!("{dest}/{rel}"))?;
-            files += 1;
+            Err(failed) => {
+                // A PUT that ended in a network error or a 5xx may have landed even so; one
+                // refused (403, 404) or never sent (a local error) did not.
+                if matches!(failed, StoreError::Other { .. } | StoreError::Changed { .. }) {
+                    written.push(key);
+                }
+                let undone = undo(&connection, &at, dest, written, done, files.len());
+                return Err(StoreError::Upload { failed: Box::new(failed), undone });
+            }
         }
     }
-    Ok((files, bytes))
+    Ok((files.len(), bytes))
+}
+
+/// The files under `local` as (relative path with `/` separators, path), sorted by the
+/// former; a directory that cannot be read is an error naming it.
+fn local_files(local: &Path) -> Result<Vec<(String, PathBuf)>, (PathBuf, std::io::Error)> {
+    let mut files = Vec::new();
+    let mut stack = vec![local.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(|e| (dir.clone(), e))? {
+            let entry = entry.map_err(|e| (dir.clone(), e))?;
+            let path = entry.path();
+            // Not following symlinks to directories (no loops): the staged tree is real.
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else if let Ok(rel) = path.strip_prefix(local) {
+                files.push((rel.to_string_lossy().replace('\\', "/"), path));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Deletes `written` (what an upload of `total` files wrote before it stopped at the file
+/// after the first `before`) and says what became of them, in words that end the
+/// upload's one-line error.
+fn undo(connection: &Connection, at: &Location, dest: &str, written: Vec<Key>, before: usize, total: usize) -> String {
+    let store = connection.store.clone();
+    let left: Vec<(Key, object_store::Error)> = wait(async move {
+        futures::stream::iter(written)
+            .map(|key| {
+                let store = store.clone();
+                async move {
+                    match store.delete(&key).await {
+                        Ok(()) | Err(object_store::Error::NotFound { .. }) => None,
+                        Err(e) => Some((key, e)),
+                    }
+                }
+            })
+            .buffer_unordered(PARALLEL_DELETES)
+            .filter_map(std::future::ready)
+            .collect()
+            .await
+    });
+    let stopped = format!("the upload of {total} files to {dest} stopped at file {} of {total}", before + 1);
+    let count = left.len();
+    match left.into_iter().next() {
+        None if before == 0 => format!("{stopped}; nothing was left there"),
+        None => format!("{stopped}; the {before} uploaded before it were deleted again, so nothing was left there"),
+        Some((key, e)) => {
+            let e = StoreError::from_object_store(&at.name_of(key.as_ref()), &connection.credentials, e);
+            format!(
+                "{stopped}, and {count} of the objects it wrote could not be deleted again (first: {e}); delete what \
+                 is under {dest} by hand"
+            )
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, PutPayload};
 use oxprof_format::{LoadError, LoadLimits, ProfileStore};
-use oxprof_objstore::{RemoteOptions, RemoteStore, upload_file};
+use oxprof_objstore::{RemoteOptions, RemoteStore, upload_dir, upload_file};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -212,4 +212,56 @@ fn s3_listing_by_key_ranges_equals_the_paginated_listing() {
     let ranged: Vec<String> = store.list_as(&prefix, true).unwrap().iter().map(|m| m.location.to_string()).collect();
     assert_eq!(paged.len(), names.len());
     assert_eq!(ranged, paged);
+}
+
+/// Every key under the test's `root`, relative to it.
+fn keys_under(client: &Arc<dyn ObjectStore>, root: &str) -> Vec<String> {
+    use futures::TryStreamExt;
+    let prefix = key(root, "").as_ref().trim_end_matches('/').to_string();
+    let listed: Vec<_> = runtime().block_on(client.list(Some(&Key::from(prefix.as_str()))).try_collect()).unwrap();
+    let mut keys: Vec<String> = listed.iter().map(|m| m.location.as_ref()[prefix.len() + 1..].to_string()).collect();
+    keys.sort();
+    keys
+}
+
+fn a_failed_directory_upload_leaves_nothing(client: Arc<dyn ObjectStore>, root: String) {
+    // Uploaded in path order: a/1.bin, a/2.bin, then b/missing.bin fails (a symlink to
+    // nothing: opening it fails, a real mid-way failure of the local side), c/3.bin never goes.
+    let dir = tempfile::tempdir().unwrap();
+    for rel in ["a/1.bin", "a/2.bin", "c/3.bin"] {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, rel.as_bytes()).unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("b")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), dir.path().join("b/missing.bin")).unwrap();
+    let e = upload_dir(dir.path(), &format!("{root}/set"), &RemoteOptions::default()).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{root}/set/b/missing.bin: ")), "{e}");
+    assert!(
+        e.ends_with(&format!(
+            "; the upload of 4 files to {root}/set stopped at file 3 of 4; the 2 uploaded before it were deleted \
+             again, so nothing was left there"
+        )),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1);
+    assert!(keys_under(&client, &root).is_empty(), "{:?}", keys_under(&client, &root));
+    // Whole when nothing fails.
+    std::fs::remove_file(dir.path().join("b/missing.bin")).unwrap();
+    assert_eq!(upload_dir(dir.path(), &format!("{root}/set"), &RemoteOptions::default()).unwrap(), (3, 21));
+    assert_eq!(keys_under(&client, &root), ["set/a/1.bin", "set/a/2.bin", "set/c/3.bin"]);
+}
+
+#[test]
+fn s3_a_failed_directory_upload_leaves_nothing() {
+    if let Some((client, root)) = s3() {
+        a_failed_directory_upload_leaves_nothing(client, root);
+    }
+}
+
+#[test]
+fn azure_a_failed_directory_upload_leaves_nothing() {
+    if let Some((client, root)) = azure() {
+        a_failed_directory_upload_leaves_nothing(client, root);
+    }
 }
