@@ -315,12 +315,14 @@ pub fn decode_bytes_lines_of(
 /// A profile arriving as a stream (an object store's download), decoded as it arrives
 /// where the format allows: `head` is its first bytes (at least what format detection
 /// needs, or all of it), `rest` the remainder, `size` its length. A gzip stream is
-/// inflated while it downloads; other formats are gathered, then imported. Answers the
+/// inflated while it downloads (a PyTorch trace also imported while it inflates, into a
+/// mapping that reserves address space up to the inflation cap); other formats are
+/// gathered, then imported. Answers the
 /// model and the raw bytes read (for a cache).
 pub fn decode_stream_lines_of(
     path: &Path,
     head: Vec<u8>,
-    mut rest: impl Read,
+    mut rest: impl Read + Send,
     size: u64,
     limits: &LoadLimits,
     lines_of: &dyn Fn(&str) -> bool,
@@ -347,6 +349,33 @@ pub fn decode_stream_lines_of(
         }
     }
     let mut keep = Keep { inner: std::io::Cursor::new(head).chain(rest), kept: Vec::with_capacity(size as usize) };
+    #[cfg(target_os = "linux")]
+    if detected.format == Format::Kineto {
+        // A PyTorch trace is imported while it downloads and inflates. Its inflated size
+        // is unknown until the end (the gzip trailer is the last thing to arrive): the
+        // mapping reserves address space up to the cap, of which only a window is touched.
+        let (cap, limit) = limits.inflate_cap(size);
+        let map = usize::try_from(cap + 1)
+            .ok()
+            .and_then(|len| memmap2::MmapOptions::new().len(len).no_reserve_swap().map_anon().ok());
+        if let Some(mut map) = map {
+            use crate::inflating::{Streamed, inflate_and_import};
+            let reader = flate2::read::MultiGzDecoder::new(&mut keep);
+            let streamed = inflate_and_import(&mut map, reader, |incoming, release| {
+                oxprof_kineto::import_kineto_incoming(incoming, release, limits)
+            });
+            let space = match streamed {
+                Streamed::Done(_, Some(cause)) => return Err(LoadError::Gzip { path: path.to_path_buf(), cause }),
+                Streamed::Done(result, None) => result.map_err(|e| LoadError::kineto(path.to_path_buf(), e))?,
+                Streamed::Overflowed => {
+                    let exceeded = LimitExceeded { limit, allowed: cap, at_least: cap + 1 };
+                    return Err(LoadError::LimitExceeded { path: path.to_path_buf(), exceeded });
+                }
+            };
+            keep.read_to_end(&mut Vec::new()).map_err(io)?;
+            return Ok((space, keep.kept));
+        }
+    }
     let inflated = inflate(&mut keep, size, limits, path)?;
     // Anything after the gzip members (not read by the inflater) still belongs to the object.
     keep.read_to_end(&mut Vec::new()).map_err(io)?;

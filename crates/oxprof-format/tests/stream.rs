@@ -68,3 +68,45 @@ fn a_stream_that_breaks_is_an_error_not_a_partial_profile() {
         assert!(result.is_err(), "{name}");
     }
 }
+
+/// A gzip'd PyTorch trace is imported while it downloads and inflates: the same model as
+/// from memory, the object's bytes handed back; a download that breaks part way, or a trace
+/// inflating past its cap, is an error.
+#[test]
+fn a_streamed_pytorch_trace_imports_as_from_memory() {
+    let demo =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/demo/pytorch_a100_ddp/nccl_data.pt.trace.json.gz");
+    let bytes = std::fs::read(&demo).unwrap();
+    let path = Path::new("rank0.pt.trace.json.gz");
+    let limits = LoadLimits::default();
+    let expected = decode_bytes_lines_of(path, &bytes, &limits, &|_| true).unwrap();
+    let (head, rest) = bytes.split_at(4096);
+    let (space, raw) =
+        decode_stream_lines_of(path, head.to_vec(), Trickle(rest), bytes.len() as u64, &limits, &|_| true).unwrap();
+    assert_eq!(raw, bytes);
+    assert_eq!(oxprof_model::compare::first_difference(&expected, &space), None);
+    assert_eq!(expected.diagnostics, space.diagnostics);
+
+    /// The first half of the download, then a reset connection.
+    struct BreaksHalfway<'a>(&'a [u8]);
+    impl Read for BreaksHalfway<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(std::io::Error::other("connection reset"));
+            }
+            let n = buf.len().min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let half = &rest[..rest.len() / 2];
+    let broken =
+        decode_stream_lines_of(path, head.to_vec(), BreaksHalfway(half), bytes.len() as u64, &limits, &|_| true);
+    assert!(broken.unwrap_err().to_string().contains("connection reset"));
+
+    let small = LoadLimits { max_profile_bytes: 1 << 20, ..LoadLimits::default() };
+    let capped = decode_stream_lines_of(path, head.to_vec(), Trickle(rest), bytes.len() as u64, &small, &|_| true);
+    let message = capped.unwrap_err().to_string();
+    assert!(message.contains("max-profile"), "{message}");
+}

@@ -491,8 +491,9 @@ impl ProfileStore for RemoteStore {
     }
 
     /// Decodes while the object downloads: parts come in order as their GETs complete,
-    /// and a gzip object is inflated as they arrive (XSpace protobuf and JSON decoders need
-    /// the whole message, so plain objects are gathered first).
+    /// and a gzip object is inflated as they arrive — a gzip'd PyTorch trace imported as it
+    /// inflates, too (XSpace protobuf and JSON decoders need the whole message, so plain
+    /// objects are gathered first).
     fn load(&self, file: &Path, limits: &LoadLimits, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, LoadError> {
         let key = self.key(file)?;
         let url = file.to_string_lossy();
