@@ -63,24 +63,24 @@ def measure(python: str, snippet: str, trace: str, trace_dir: str) -> tuple[floa
     reaped with wait4 to read its peak RSS (subprocess reaps without telling it)."""
     start = time.perf_counter()
     read_end, write_end = os.pipe()
-    err_file = tempfile.TemporaryFile()
-    pid = os.fork()
-    if pid == 0:  # the child: stdout to the pipe, then the measured interpreter
-        os.close(read_end)
-        os.dup2(write_end, 1)
-        os.dup2(err_file.fileno(), 2)
-        try:
-            os.execv(python, [python, "-c", snippet, trace, trace_dir])
-        finally:
-            os._exit(127)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        out = pipe.read()
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        err_file.seek(0)
-        raise SystemExit(f"{python} failed on {trace}:\n{err_file.read().decode(errors='replace')}")
+    with tempfile.TemporaryFile() as err_file:
+        pid = os.fork()
+        if pid == 0:  # the child: stdout to the pipe, then the measured interpreter
+            os.close(read_end)
+            os.dup2(write_end, 1)
+            os.dup2(err_file.fileno(), 2)
+            try:
+                os.execv(python, [python, "-c", snippet, trace, trace_dir])
+            finally:
+                os._exit(127)
+        os.close(write_end)
+        with os.fdopen(read_end) as pipe:
+            out = pipe.read()
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            err_file.seek(0)
+            raise SystemExit(f"{python} failed on {trace}:\n{err_file.read().decode(errors='replace')}")
     inner, rows = out.split()[-2:]
     return float(inner), wall, usage.ru_maxrss / 1024, int(rows)
 

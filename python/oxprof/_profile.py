@@ -64,7 +64,8 @@ def open(
 def _warn_about_the_cache(warning: Optional[str]) -> None:
     """The CLI's warning when the persistent cache cannot be opened (answers are unaffected)."""
     if warning:
-        warnings.warn(warning, OxprofWarning, stacklevel=3)
+        # The CLI's line names its flag; say the Python spelling too.
+        warnings.warn(f"{warning} (in Python: persistent_cache=False)", OxprofWarning, stacklevel=3)
 
 
 def _param_text(value: Any) -> str:
