@@ -9,6 +9,9 @@
 #                           reused here: maturin and ziglang, pinned
 #   PYTHON=python3          the interpreter that creates it
 #   PIP_CACHE_DIR           pip's cache (pip's default: ~/.cache/pip)
+#   OXPROF_PREBUILT_BIN=F   put this `oxprof` binary in the wheel instead of building one (a
+#                           developer's shortcut when only the extension changed: it must be a
+#                           release build of the same tree for manylinux_2_28; CI never sets it)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VENV="${OXPROF_BUILD_VENV:-$PWD/.venv-build}"
@@ -32,15 +35,21 @@ export PATH="$VENV/bin:$PATH"
 # linker, so this way the second build reuses every crate the first compiled.
 maturin=(maturin build --release --locked --zig --target "$TARGET" --compatibility "manylinux_${GLIBC/./_}")
 
-echo "build-wheel: the oxprof binary (release, $TARGET, glibc $GLIBC)"
-# Built as maturin's `bin` wheel of crates/oxprof, which is thrown away: only the binary
-# (stripped) is kept, for the data directory pyproject.toml names (empty meanwhile).
 rm -rf "$DATA" target/wheel-bin
 mkdir -p "$DATA"
-"${maturin[@]}" -m crates/oxprof/Cargo.toml -b bin --out target/wheel-bin
-rm -rf target/wheel-bin
+if [ -n "${OXPROF_PREBUILT_BIN:-}" ]; then
+  echo "build-wheel: the oxprof binary from $OXPROF_PREBUILT_BIN (not built)"
+  binary="$OXPROF_PREBUILT_BIN"
+else
+  echo "build-wheel: the oxprof binary (release, $TARGET, glibc $GLIBC)"
+  # Built as maturin's `bin` wheel of crates/oxprof, which is thrown away: only the binary
+  # (stripped) is kept, for the data directory pyproject.toml names (empty meanwhile).
+  "${maturin[@]}" -m crates/oxprof/Cargo.toml -b bin --out target/wheel-bin
+  rm -rf target/wheel-bin
+  binary="$TARGET_DIR/$TARGET/release/oxprof"
+fi
 mkdir -p "$DATA/scripts"
-cp "$TARGET_DIR/$TARGET/release/oxprof" "$DATA/scripts/oxprof"
+cp "$binary" "$DATA/scripts/oxprof"
 
 echo "build-wheel: the wheel (the extension module, the binary in its scripts)"
 rm -f target/wheels/oxprof-*.whl

@@ -38,6 +38,9 @@ def diff(
     fail_if: Sequence[str] = (),
     noise_check: bool = True,
     max_profile_bytes: Optional[int] = None,
+    persistent_cache: bool = True,
+    cache_dir: Optional[Union[str, os.PathLike]] = None,
+    cache_dir_bytes: int = 4096 << 20,
 ) -> "Diff":
     """Compares run B with run A (the baseline), as ``oxprof diff A B``.
 
@@ -45,9 +48,13 @@ def diff(
     by ``oxprof summary``. ``run_a``/``run_b`` name a run of a log directory (default: the
     newest); ``host`` selects one host on both sides (default: every host, ``ALL_HOSTS``),
     ``host_a``/``host_b`` one side's. ``fail_if`` are CI gates (``"step_time>+5%"``), see
-    :attr:`Diff.tripped`. Decoding and analysis release the GIL.
+    :attr:`Diff.tripped`. Decoding and analysis release the GIL. Profiles' analyses are
+    read from and written to the persistent analysis cache as :func:`oxprof.open` does
+    (``persistent_cache``, ``cache_dir``, ``cache_dir_bytes``).
     """
-    text, markdown = _oxprof.diff(
+    from ._profile import _warn_about_the_cache
+
+    text, markdown, cache_warning = _oxprof.diff(
         os.fspath(a),
         os.fspath(b),
         run_a=run_a,
@@ -58,7 +65,11 @@ def diff(
         fail_if=list(fail_if),
         noise_check=noise_check,
         max_profile_bytes=max_profile_bytes,
+        persistent_cache=persistent_cache,
+        cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+        cache_dir_bytes=cache_dir_bytes,
     )
+    _warn_about_the_cache(cache_warning)
     return Diff(json.loads(text), markdown)
 
 

@@ -22,6 +22,8 @@ __all__ = ["open", "Profile", "Report"]
 
 #: The default bound of a profile's caches (decoded profiles, analyses), in bytes.
 DEFAULT_CACHE_BYTES = 512 << 20
+#: The default bound of the persistent analysis cache's directory, in bytes (the CLI's).
+DEFAULT_CACHE_DIR_BYTES = 4096 << 20
 
 
 def open(
@@ -29,6 +31,9 @@ def open(
     *,
     max_profile_bytes: Optional[int] = None,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
+    persistent_cache: bool = True,
+    cache_dir: Optional[Union[str, os.PathLike]] = None,
+    cache_dir_bytes: int = DEFAULT_CACHE_DIR_BYTES,
 ) -> "Profile":
     """Opens a log directory, a run directory or one profile file.
 
@@ -37,9 +42,30 @@ def open(
     ``max_profile_bytes`` is the CLI's ``--max-profile-bytes`` (default 2 GiB).
     What the profile computes is kept within ``cache_bytes``, so asking a second tool of
     the same run does not decode it again.
+
+    Each host's analysis also goes to the persistent analysis cache the ``oxprof`` command
+    uses (``cache_dir``, else ``$OXPROF_CACHE_DIR``, else ``~/.cache/oxprof``; bounded to
+    ``cache_dir_bytes``), so a later process, Python or CLI, answers without decoding the
+    file again; an entry is only used for the unchanged file. ``persistent_cache=False``
+    neither reads nor writes it (the CLI's ``--no-cache``).
     """
-    native = _oxprof.open(os.fspath(path), max_profile_bytes=max_profile_bytes, cache_bytes=cache_bytes)
+    native = _oxprof.open(
+        os.fspath(path),
+        max_profile_bytes=max_profile_bytes,
+        cache_bytes=cache_bytes,
+        persistent_cache=persistent_cache,
+        cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+        cache_dir_bytes=cache_dir_bytes,
+    )
+    _warn_about_the_cache(native.cache_warning)
     return Profile(native, max_profile_bytes=max_profile_bytes)
+
+
+def _warn_about_the_cache(warning: Optional[str]) -> None:
+    """The CLI's warning when the persistent cache cannot be opened (answers are unaffected)."""
+    if warning:
+        # The CLI's line names its flag; say the Python spelling too.
+        warnings.warn(f"{warning} (in Python: persistent_cache=False)", OxprofWarning, stacklevel=3)
 
 
 def _param_text(value: Any) -> str:
@@ -70,6 +96,16 @@ class Profile:
     def hosts(self) -> Dict[str, List[str]]:
         """Each run's host names, sorted: ``{run: [host, ...]}``, newest run first."""
         return {name: hosts for name, hosts in self._native.runs()}
+
+    def cache_info(self) -> Optional[Dict[str, Any]]:
+        """The persistent analysis cache this profile uses: ``{"dir", "hits", "misses",
+        "rejected", "written", "evicted", "entries", "bytes"}`` (the counts are this
+        profile's reads and writes, ``entries``/``bytes`` what the directory holds);
+        ``None`` when it is not used."""
+        info = self._native.cache_info()
+        if info is not None:
+            info["dir"] = os.fspath(info["dir"])
+        return info
 
     def tool(self, name: str, host: Optional[str] = None, run: Optional[str] = None, **params: Any) -> "Report":
         """One tool's report (``oxprof.tools()`` lists them; XProf's aliases work too).

@@ -81,6 +81,9 @@ def serve(
     cache_bytes: int = 512 << 20,
     max_profile_bytes: Optional[int] = None,
     log_requests: bool = False,
+    persistent_cache: bool = True,
+    cache_dir: Optional[Union[str, os.PathLike]] = None,
+    cache_dir_bytes: int = 4096 << 20,
 ) -> Server:
     """Serves the web UI for a log directory, run directory or profile file (``None``:
     the bundled demo) on 127.0.0.1:``port`` (0: any free port), in a background thread of
@@ -88,8 +91,12 @@ def serve(
     the UI in an iframe ``height`` pixels high.
 
     The UI may be framed only by pages served from loopback (a local Jupyter); from a
-    remote notebook, open the URL through a tunnel instead.
+    remote notebook, open the URL through a tunnel instead. Analyses go to the persistent
+    analysis cache as with :func:`oxprof.open` (``persistent_cache``, ``cache_dir``,
+    ``cache_dir_bytes``), as ``oxprof serve`` does.
     """
+    from ._profile import _warn_about_the_cache
+
     native = _oxprof.serve(
         None if path is None else os.fspath(path),
         port=port,
@@ -97,7 +104,11 @@ def serve(
         max_profile_bytes=max_profile_bytes,
         embeddable=True,
         log_requests=log_requests,
+        persistent_cache=persistent_cache,
+        cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+        cache_dir_bytes=cache_dir_bytes,
     )
+    _warn_about_the_cache(native.cache_warning)
     server = Server(native, height=height)
     with _lock:
         _running.append(server)

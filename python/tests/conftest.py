@@ -30,8 +30,8 @@ def run_cli(binary: str, *args: str, check: bool = True) -> subprocess.Completed
     """Runs `oxprof ARGS`; with `check`, fails the test on a non-zero exit."""
     args = tuple(map(str, args))
     if args[:1] == ("data",):
-        # The Python API keeps no persistent analysis cache; neither does the CLI it is
-        # compared with (a cache hit would skip the input budgets these tests exercise).
+        # The CLI computes afresh what Python's answers are compared with (a cache hit would
+        # also skip the input budgets these tests exercise).
         args = (*args, "--no-cache")
     done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=300)
     if check and done.returncode != 0:
@@ -50,3 +50,22 @@ def cli_error(binary: str, *args: str) -> str:
     line = done.stderr.strip()
     assert line.startswith("oxprof: "), line
     return line[len("oxprof: ") :]
+
+
+def documented_columns(lead: str) -> dict:
+    """{column: dtype} of the python/README.md table that follows the line starting with
+    `lead` (rows of `| column | dtype |`, two such pairs to a row, blank cells skipped)."""
+    lines = (REPO / "python" / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(lead))
+    rows = []
+    for line in lines[start + 1 :]:
+        if line.startswith("|"):
+            rows.append([cell.strip().strip("`") for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    columns = {}
+    for cells in rows[2:]:  # after the header and the separator
+        for column, dtype in zip(cells[0::3], cells[1::3]):
+            if column:
+                columns[column] = dtype
+    return columns

@@ -49,7 +49,9 @@ def test_unknown_run_and_host(oxprof_bin):
 
 
 def test_a_profile_past_the_size_budget(oxprof_bin):
-    profile = oxprof.open(fixture("jax_train"), max_profile_bytes=1000)
+    # Without the persistent cache: an analysis found there is answered without reading the
+    # file, so without meeting its budget.
+    profile = oxprof.open(fixture("jax_train"), max_profile_bytes=1000, persistent_cache=False)
     with pytest.raises(oxprof.LimitExceeded) as caught:
         profile.tool("overview_page")
     assert "max-profile-bytes" in str(caught.value)
@@ -77,3 +79,13 @@ def test_a_bad_parameter(oxprof_bin):
         oxprof_bin, "data", "graph_viewer", fixture("jax_train"), "--param", "module_name=nope"
     )
 
+
+
+def test_serve_and_diff_fail_with_the_clis_lines(oxprof_bin, tmp_path):
+    missing = tmp_path / "nope"
+    with pytest.raises(oxprof.ProfileNotFound) as caught:
+        oxprof.serve(missing)
+    assert str(caught.value) == cli_error(oxprof_bin, "serve", missing, "--port", "0")
+    with pytest.raises(oxprof.ProfileNotFound) as caught:
+        oxprof.diff(missing, fixture("jax_train"))
+    assert str(caught.value) == cli_error(oxprof_bin, "diff", missing, fixture("jax_train"))

@@ -70,7 +70,13 @@ def test_first_table_equals_the_cli_csv(oxprof_bin, name, tool):
 
 
 def assert_first_table_equals_csv(oxprof_bin, name, tool, frame):
-    text = run_cli(oxprof_bin, "data", tool, fixture(name), "--format", "csv").stdout
+    assert_first_table_equals_csv_of(oxprof_bin, fixture(name), tool, frame)
+
+
+def assert_first_table_equals_csv_of(oxprof_bin, path, tool, frame):
+    """A report's first table against `oxprof data TOOL PATH --format csv`."""
+    name = path.name
+    text = run_cli(oxprof_bin, "data", tool, path, "--format", "csv").stdout
     header, *rows = list(csv.reader(io.StringIO(text)))
     assert header == [label or col for col, label in frame.attrs["labels"].items()]
     assert len(rows) == len(frame)

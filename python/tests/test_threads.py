@@ -12,7 +12,7 @@ from conftest import fixture
 
 def test_other_threads_run_while_a_tool_is_computed():
     # Nothing is kept between calls, so each call decodes and analyses the file again.
-    profile = oxprof.open(fixture("tf_keras_fit"), cache_bytes=0)
+    profile = oxprof.open(fixture("tf_keras_fit"), cache_bytes=0, persistent_cache=False)
     state = {"call": 0, "inside": False, "stop": False}
 
     def work():

@@ -7,6 +7,7 @@
 //!   pyarrow record batches (built by `oxprof-arrow`).
 //! * [`diff`]: `diff(a, b)`, `oxprof diff` as JSON and Markdown.
 //! * [`server`]: the web UI served from a background runtime, for notebooks.
+//! * [`cache`]: the persistent analysis cache, opened as the CLI opens it.
 //! * [`errors`]: `ApiError` → the `oxprof.errors` classes, with the CLI's one-line messages.
 //!
 //! Decoding, analysis and table building run with the GIL released.
@@ -14,6 +15,7 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod cache;
 mod diff;
 mod errors;
 mod profile;

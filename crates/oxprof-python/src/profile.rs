@@ -1,14 +1,18 @@
 //! `open(path)`: a session over a log directory, run directory or profile file, kept as
 //! long as the Python object lives, so that a second tool of the same run reuses what the
 //! first decoded and analysed (within `cache_bytes`); its runs, their hosts, and `tool`.
+//! Per-host analyses also go to the persistent cache the CLI uses ([`crate::cache`]), so
+//! that a later process answers from disk.
 
+use crate::cache;
 use crate::errors::{api_error, raise};
 use crate::report::{NativeReport, Output};
 use oxprof_api::data::{self, DataRequest};
 use oxprof_api::session::{Session, SessionOptions};
-use oxprof_api::{ApiError, LoadLimits, hlo_tools, registry};
+use oxprof_api::{ApiError, DiskCache, LoadLimits, hlo_tools, registry};
 use oxprof_format::DiscoveryError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,16 +22,24 @@ use std::sync::Arc;
 pub struct NativeProfile {
     session: Arc<Session>,
     path: PathBuf,
+    disk_cache: Option<Arc<DiskCache>>,
+    /// Why the persistent cache asked for could not be opened.
+    #[pyo3(get)]
+    cache_warning: Option<String>,
 }
 
 /// Opens `path` (discovering its runs now: a path without profiles fails here).
 #[pyfunction]
-#[pyo3(signature = (path, *, max_profile_bytes = None, cache_bytes = oxprof_api::session::DEFAULT_CACHE_BYTES))]
+#[pyo3(signature = (path, *, max_profile_bytes = None, cache_bytes = oxprof_api::session::DEFAULT_CACHE_BYTES,
+    persistent_cache = true, cache_dir = None, cache_dir_bytes = cache::DEFAULT_CACHE_DIR_BYTES))]
 pub fn open(
     py: Python<'_>,
     path: PathBuf,
     max_profile_bytes: Option<u64>,
     cache_bytes: usize,
+    persistent_cache: bool,
+    cache_dir: Option<PathBuf>,
+    cache_dir_bytes: u64,
 ) -> PyResult<NativeProfile> {
     // As the CLI does: large freed blocks go back to the OS (peak memory is the model).
     oxprof_format::return_freed_large_blocks_to_the_os();
@@ -36,7 +48,8 @@ pub fn open(
         limits = limits.with_max_profile_bytes(bytes);
     }
     // The caller owns the files (as with the CLI): runs are not confined to the path.
-    let options = SessionOptions { cache_bytes, confine_to_root: false, limits, disk_cache: None };
+    let (disk_cache, cache_warning) = cache::open(persistent_cache, cache_dir, cache_dir_bytes);
+    let options = SessionOptions { cache_bytes, confine_to_root: false, limits, disk_cache: disk_cache.clone() };
     let opened = py.detach(|| -> Result<Session, ApiError> {
         let session = Session::open_path(&path, options)
             .map_err(|cause| ApiError::Discovery(DiscoveryError::Io { path: path.clone(), cause }))?;
@@ -48,7 +61,7 @@ pub fn open(
         Ok(session)
     });
     let session = opened.map_err(|e| api_error(py, e))?;
-    Ok(NativeProfile { session: Arc::new(session), path })
+    Ok(NativeProfile { session: Arc::new(session), path, disk_cache, cache_warning })
 }
 
 #[pymethods]
@@ -57,6 +70,11 @@ impl NativeProfile {
     #[getter]
     fn path(&self) -> PathBuf {
         self.path.clone()
+    }
+
+    /// The persistent cache's directory and counters (`None`: not used).
+    fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.disk_cache.as_deref().map(|c| cache::info(py, c)).transpose()
     }
 
     /// Every run (scanned afresh: new captures appear) with its hosts, newest run first.

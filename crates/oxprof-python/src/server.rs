@@ -1,8 +1,10 @@
 //! `serve(path)`: oxprof's web UI and HTTP API for a notebook, in this process, on a tokio
 //! runtime of its own (its threads never touch Python), bound to 127.0.0.1, until
-//! `stop()` or until the object is dropped. Its pages may be shown in an iframe by pages
-//! served from loopback (a local Jupyter), and by no other.
+//! `stop()` or until the object is dropped, with the CLI's persistent analysis cache. Its
+//! pages may be shown in an iframe by pages served from loopback (a local Jupyter), and by
+//! no other.
 
+use crate::cache;
 use crate::errors::{one_line, raise};
 use oxprof_api::LoadLimits;
 use oxprof_api::http::LOOPBACK_FRAME_ANCESTORS;
@@ -23,6 +25,9 @@ pub struct NativeServer {
     /// The port it listens on.
     #[pyo3(get)]
     port: u16,
+    /// Why the persistent cache asked for could not be opened.
+    #[pyo3(get)]
+    cache_warning: Option<String>,
     running: Mutex<Option<(Runtime, RunningServer)>>,
 }
 
@@ -30,7 +35,9 @@ pub struct NativeServer {
 /// port); returns once it listens.
 #[pyfunction]
 #[pyo3(signature = (path = None, *, port = 0, cache_bytes = oxprof_api::session::DEFAULT_CACHE_BYTES,
-    max_profile_bytes = None, embeddable = true, log_requests = false))]
+    max_profile_bytes = None, embeddable = true, log_requests = false,
+    persistent_cache = true, cache_dir = None, cache_dir_bytes = cache::DEFAULT_CACHE_DIR_BYTES))]
+#[allow(clippy::too_many_arguments)]
 pub fn serve(
     py: Python<'_>,
     path: Option<PathBuf>,
@@ -39,6 +46,9 @@ pub fn serve(
     max_profile_bytes: Option<u64>,
     embeddable: bool,
     log_requests: bool,
+    persistent_cache: bool,
+    cache_dir: Option<PathBuf>,
+    cache_dir_bytes: u64,
 ) -> PyResult<NativeServer> {
     let mut limits = LoadLimits::default();
     if let Some(bytes) = max_profile_bytes {
@@ -46,8 +56,10 @@ pub fn serve(
     }
     let frame_ancestors =
         if embeddable { LOOPBACK_FRAME_ANCESTORS.iter().map(|s| s.to_string()).collect() } else { Vec::new() };
+    let (disk_cache, cache_warning) = cache::open(persistent_cache, cache_dir, cache_dir_bytes);
     let options = ServeOptions {
         path,
+        disk_cache,
         bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
         port,
         cache_bytes,
@@ -69,7 +81,12 @@ pub fn serve(
         let class = if e.kind() == std::io::ErrorKind::NotFound { "ProfileNotFound" } else { "Error" };
         raise(py, class, format!("cannot serve: {}", one_line(&e)))
     })?;
-    Ok(NativeServer { url: server.url(), port: server.addr.port(), running: Mutex::new(Some((runtime, server))) })
+    Ok(NativeServer {
+        url: server.url(),
+        port: server.addr.port(),
+        cache_warning,
+        running: Mutex::new(Some((runtime, server))),
+    })
 }
 
 /// Stops `running`: requests in flight get the server's grace period, then its runtime's
