@@ -132,11 +132,11 @@ impl PytorchKernelStats {
         }
         by_name.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then_with(|| a.name.cmp(&b.name)));
 
-        let (_, kernels) = p.operators_and_kernels();
+        let kernels = &p.op_kernels;
         let mut index: FxHashMap<String, usize> = FxHashMap::default();
         let mut by_op: Vec<KernelOpRow> = Vec::new();
         let mut w2: Vec<(f64, f64)> = Vec::new();
-        for &d in &kernels {
+        for &d in kernels {
             let k = &p.devices[d];
             let op = k.op.map_or("N/A", |o| p.nodes[o].name.as_str());
             let key = format!(

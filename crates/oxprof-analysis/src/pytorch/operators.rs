@@ -58,11 +58,11 @@ pub struct PytorchOpStats {
 impl PytorchOpStats {
     /// Aggregates the parsed run's operators.
     pub fn from_parsed(p: &Parsed) -> PytorchOpStats {
-        let (ops, _) = p.operators_and_kernels();
+        let ops = &p.listed_ops;
         let mut by_name = Agg::default();
         let mut by_input = Agg::default();
         let mut by_stack = Agg::default();
-        for &op in &ops {
+        for &op in ops {
             let n = &p.nodes[op];
             by_name.add(n.name.clone(), p, op, None, None);
             by_input.add(format!("{}###{}", n.name, n.shape), p, op, Some(n.shape.clone()), None);

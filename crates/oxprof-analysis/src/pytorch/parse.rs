@@ -336,6 +336,11 @@ pub struct Parsed {
     pub(crate) mem_visited: Vec<bool>,
     /// Memory records no operator encloses (outside every tree or in a non-operator node).
     pub(crate) mem_unattributed: u64,
+    /// Listed operators of every tree in torch-tb-profiler's traversal order, and the
+    /// kernels they (and the trees' roots) launched ([`Parsed::operators_and_kernels`]):
+    /// walked once here instead of by each view.
+    pub(crate) listed_ops: Vec<usize>,
+    pub(crate) op_kernels: Vec<usize>,
 }
 
 /// A GPU's properties from the trace's `deviceProperties`.
@@ -969,6 +974,7 @@ pub fn parse(space: &XSpace) -> Parsed {
     update_device_steps(&mut p, &mut steps, &device_order);
     p.steps = steps;
     super::memory::attribute(&mut p);
+    (p.listed_ops, p.op_kernels) = p.operators_and_kernels();
     p.kernel_devices = {
         let mut ids: Vec<i64> =
             p.devices.iter().filter(|d| d.ty == Ty::Kernel).filter_map(|d| d.kernel.device).collect();
@@ -1295,6 +1301,7 @@ impl Parsed {
                 .iter()
                 .map(|f| std::mem::size_of::<PythonFn>() + f.module.as_ref().map_or(0, |m| m.0.len()))
                 .sum::<usize>()
+            + 8 * (self.listed_ops.len() + self.op_kernels.len())
     }
 
     /// Listed operators and the kernels of every tree, in torch-tb-profiler's traversal
