@@ -560,7 +560,8 @@ fn base_name(line: &str) -> &str {
     }
 }
 
-/// Reads the events of every plane of `space` as torch-tb-profiler types them.
+/// Reads the events of every plane of `space` as torch-tb-profiler types them, in its
+/// order (by start, stably on the model's).
 fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
     let base_ns = space
         .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
@@ -574,7 +575,8 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
         })
         .unwrap_or(0);
     let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
-    let mut out = Vec::new();
+    // Rows are wide: reserve once rather than copy them on every growth.
+    let mut out = Vec::with_capacity(space.event_count());
     let mut memory = Vec::new();
     let mut skipped = 0u64;
     for plane in &space.planes {
@@ -619,8 +621,12 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
             }
         }
     }
-    // Python sorts by ts only (stable): the model's order is by plane, thread, start.
-    out.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    // Python sorts by ts only (stable): the model's order is by plane, thread, start. The
+    // positions are sorted (ties by position: stable) and the wide rows moved once.
+    let mut order: Vec<(f64, u32)> = out.iter().enumerate().map(|(i, e)| (e.ts, i as u32)).collect();
+    order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut rows: Vec<Option<Ev<'_>>> = out.into_iter().map(Some).collect();
+    let out: Vec<Ev<'_>> = order.iter().filter_map(|&(_, i)| rows[i as usize].take()).collect();
     memory.sort_by(|a, b| a.ts.total_cmp(&b.ts));
     (out, memory, skipped)
 }
@@ -751,7 +757,7 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
 
 /// Builds the parsed run.
 pub fn parse(space: &XSpace) -> Parsed {
-    let (events, memory, skipped) = read_events(space);
+    let (mut events, memory, skipped) = read_events(space);
     let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
     p.profiler_start = events.iter().map(|e| e.ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
     p.memory = memory;
@@ -769,7 +775,9 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut used_devices = std::collections::BTreeSet::new();
     let mut device_order: Vec<usize> = Vec::new();
     let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
-    for e in &events {
+    // The first pass moves each event's strings and kernel facts into the nodes and devices
+    // (the second reads only types, times and names).
+    for e in &mut events {
         match e.ty {
             Ty::Kernel | Ty::Memcpy | Ty::Memset => {
                 let d = p.devices.len();
@@ -779,12 +787,12 @@ pub fn parse(space: &XSpace) -> Parsed {
                     start: e.ts,
                     end: e.ts + e.dur,
                     dur: e.dur,
-                    kernel: e.kernel.clone().unwrap_or_default(),
+                    kernel: e.kernel.take().unwrap_or_default(),
                     tc_used: kernel_uses_tensor_cores(e.name),
                     op: None,
                     op_tc_eligible: false,
                 });
-                if let Some(dev) = e.kernel.as_ref().and_then(|k| k.device) {
+                if let Some(dev) = p.devices[d].kernel.device {
                     used_devices.insert(dev);
                 }
                 match corr_to_runtime.get(&e.corr) {
@@ -846,7 +854,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     // Module nodes drop their external id (always 0 in traces).
                     ext: if kind == NodeKind::Module { None } else { e.ext },
                     module_id: e.python.module.unwrap_or(0),
-                    shape: e.shape.clone(),
+                    shape: std::mem::take(&mut e.shape),
                     stack: e.stack.map(str::to_string),
                     tc_eligible: op_is_tc_eligible(e.name),
                     device_total: 0.0,
