@@ -89,7 +89,7 @@ impl HtaGpuIdle {
 
 /// A rank's [`WORST_LAUNCHES`] launches with the longest delay (longest first, then by
 /// correlation), with their names; `all` is left in any order.
-pub fn worst_launches(r: &RankTrace, all: &mut Vec<Launch>) -> Vec<RankLaunch> {
+pub fn worst_launches(r: &RankTrace, all: &mut [Launch]) -> Vec<RankLaunch> {
     let worst = WORST_LAUNCHES.min(all.len());
     if worst == 0 {
         return Vec::new();

@@ -320,9 +320,8 @@ pub fn filtered_events(r: &RankTrace) -> Option<Vec<HtaEvent>> {
     let is_gpu: Vec<bool> = r.events.iter().map(test).collect();
     let is_step = r.names_where(|n| profiler_step_number(n).is_some());
     let cpu = || r.events.iter().zip(&is_gpu).filter(|(_, g)| !**g).map(|(e, _)| e);
-    if cpu().next().is_none() {
-        return None;
-    }
+    // No host events: nothing to filter by.
+    cpu().next()?;
     let step_starts = cpu().filter(|e| is_step[e.name as usize]).map(|e| e.ts).max();
     let last_start = step_starts.or_else(|| cpu().map(|e| e.ts).min())?;
     let mut kept_corr: FxHashMap<i64, u32> = FxHashMap::default();

@@ -169,7 +169,8 @@ struct Ev<'a> {
     /// `Input Dims` as Python prints it.
     shape: String,
     stack: Option<&'a str>,
-    kernel: Option<KernelArgs>,
+    /// Boxed: few events are kernels, and every row is held until the parse ends.
+    kernel: Option<Box<KernelArgs>>,
     /// `Python id`, `Python parent id`, `Python module id` (python_function events).
     python: PythonIds,
 }
@@ -560,9 +561,9 @@ fn base_name(line: &str) -> &str {
     }
 }
 
-/// Reads the events of every plane of `space` as torch-tb-profiler types them, in its
-/// order (by start, stably on the model's).
-fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
+/// Reads the events of every plane of `space` as torch-tb-profiler types them, with their
+/// positions in its order (by start, stably on the model's).
+fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<u32>, Vec<MemRecord>, u64) {
     let base_ns = space
         .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
         .and_then(|p| p.stats().find(|s| s.name() == "baseTimeNanoseconds").and_then(|s| stat_i64(s.value)))
@@ -622,13 +623,12 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
         }
     }
     // Python sorts by ts only (stable): the model's order is by plane, thread, start. The
-    // positions are sorted (ties by position: stable) and the wide rows moved once.
-    let mut order: Vec<(f64, u32)> = out.iter().enumerate().map(|(i, e)| (e.ts, i as u32)).collect();
-    order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let mut rows: Vec<Option<Ev<'_>>> = out.into_iter().map(Some).collect();
-    let out: Vec<Ev<'_>> = order.iter().filter_map(|&(_, i)| rows[i as usize].take()).collect();
+    // positions are sorted (ties by position: stable), not the wide rows.
+    let mut by_start: Vec<(f64, u32)> = out.iter().enumerate().map(|(i, e)| (e.ts, i as u32)).collect();
+    by_start.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let order: Vec<u32> = by_start.into_iter().map(|(_, i)| i).collect();
     memory.sort_by(|a, b| a.ts.total_cmp(&b.ts));
-    (out, memory, skipped)
+    (out, order, memory, skipped)
 }
 
 fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRecord {
@@ -750,16 +750,17 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
     if ty == Ty::Kernel {
         kernel.grid = repr_text(grid, "None");
         kernel.block = repr_text(block, "None");
-        ev.kernel = Some(kernel);
+        ev.kernel = Some(Box::new(kernel));
     }
     Some(ev)
 }
 
 /// Builds the parsed run.
 pub fn parse(space: &XSpace) -> Parsed {
-    let (mut events, memory, skipped) = read_events(space);
+    let (mut events, order, memory, skipped) = read_events(space);
     let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
-    p.profiler_start = events.iter().map(|e| e.ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
+    p.profiler_start =
+        order.iter().map(|&i| events[i as usize].ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
     p.memory = memory;
     p.device_props = device_props(space);
 
@@ -777,7 +778,8 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
     // The first pass moves each event's strings and kernel facts into the nodes and devices
     // (the second reads only types, times and names).
-    for e in &mut events {
+    for &i in &order {
+        let e = &mut events[i as usize];
         match e.ty {
             Ty::Kernel | Ty::Memcpy | Ty::Memset => {
                 let d = p.devices.len();
@@ -787,7 +789,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     start: e.ts,
                     end: e.ts + e.dur,
                     dur: e.dur,
-                    kernel: e.kernel.take().unwrap_or_default(),
+                    kernel: e.kernel.take().map_or_else(KernelArgs::default, |k| *k),
                     tc_used: kernel_uses_tensor_cores(e.name),
                     op: None,
                     op_tc_eligible: false,
@@ -893,7 +895,8 @@ pub fn parse(space: &XSpace) -> Parsed {
     let (mut cpu_min, mut cpu_max) = (f64::INFINITY, f64::NEG_INFINITY);
     let (mut global_min, mut global_max) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut profiler_span = None;
-    for e in &events {
+    for &i in &order {
+        let e = &events[i as usize];
         let r = (e.ts, e.ts + e.dur);
         match e.ty {
             Ty::Kernel if comm_ext.contains(&e.ext) => roles[COMMUNICATION].push(r),
