@@ -1,6 +1,7 @@
 """Times switching between the PyTorch and HTA tools on one run through a release
-`oxprof serve` (scripts/bench-torch-switch.sh runs it): the first tool of the run is cold
-(the trace is read), every other tool's first request should answer from the session.
+`oxprof serve`: the first tool of the run is cold (the trace is read), every other tool's
+first request should answer from the session. The same sequence in-process, without
+sockets: `cargo run --release -p oxprof-api --example torch_switch -- TRACE`.
 
     python bench_switch.py OXPROF_BIN TRACE [--cache-mb MB] [--tools t1,t2,...]
 
@@ -41,6 +42,8 @@ def main():
     ap.add_argument("--cache-mb", default="8192")
     ap.add_argument("--tools", default=",".join(TOOLS))
     a = ap.parse_args()
+    with open("/proc/loadavg") as f:
+        print(f"load average: {' '.join(f.read().split()[:3])}", flush=True)
     port = free_port()
     server = subprocess.Popen([a.bin, "serve", a.trace, "--port", str(port), "--quiet", "--cache-mb", a.cache_mb])
     base = f"http://127.0.0.1:{port}/data/plugin/profile"

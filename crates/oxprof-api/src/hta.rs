@@ -1,9 +1,10 @@
 //! The HTA tools (`hta_distributed`, `hta_gpu_idle`): Holistic Trace Analysis' numbers on
 //! a PyTorch run, each rank one host (file) of the run (shape in
 //! `oxprof_analysis::hta`). Every selected host is loaded whole (host threads and GPU
-//! streams) once per session, reduced to HTA's compact event rows together with the
-//! PyTorch views' parse (`Session::host_hta`), and its model dropped; requests copy the
-//! kept rows.
+//! streams) once per session, reduced to HTA's compact event rows and what both tools
+//! derive from each rank alone (`oxprof_analysis::hta::parts`), together with the PyTorch
+//! views' parse (`Session::host_hta`), and its model dropped; a request assembles the kept
+//! parts of the selected ranks.
 //!
 //! Ranks are `distributedInfo.rank` of each trace; a trace without one takes its
 //! position in the run (and a note says so).
@@ -11,45 +12,69 @@
 use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
-use crate::session::Session;
+use crate::session::{HtaRank, Session};
 use oxprof_analysis::hta::distributed::HtaDistributed;
 use oxprof_analysis::hta::gpu_idle::HtaGpuIdle;
-use oxprof_analysis::hta::trace::RankTrace;
+use oxprof_analysis::hta::parts::{RankParts, RankView, filter_applies};
 use oxprof_analysis::report::Report;
 use rayon::prelude::*;
+use std::sync::Arc;
 
-/// The selected hosts as HTA's rank traces, with notes on how ranks were chosen. Each
-/// file's rows come from the session (read once with the PyTorch views' parse); the
-/// analyses filter and sort their own copies.
-fn rank_traces(
-    session: &Session,
-    run: &ServedRun,
-    request: &DataRequest,
-    refresh: bool,
-) -> Result<(Vec<RankTrace>, Vec<String>), ApiError> {
+/// The selected hosts' ranks from the session (read once with the PyTorch views' parse),
+/// each with its number in the report and its parts filtered as the selection calls for,
+/// and notes on how ranks were chosen.
+struct Selection {
+    ranks: Vec<Arc<HtaRank>>,
+    numbers: Vec<i64>,
+    /// Parts computed again for this selection (`None`: the kept ones fit).
+    recomputed: Vec<Option<RankParts>>,
+    notes: Vec<String>,
+}
+
+impl Selection {
+    fn views(&self) -> Vec<RankView<'_>> {
+        self.ranks
+            .iter()
+            .zip(&self.numbers)
+            .zip(&self.recomputed)
+            .map(|((r, &rank), again)| RankView {
+                rank,
+                host: &r.trace.host,
+                steps: &r.trace.steps,
+                parts: again.as_ref().unwrap_or(&r.parts),
+            })
+            .collect()
+    }
+}
+
+fn select(session: &Session, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Selection, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let cached = session.host_hta(&files, refresh)?;
-    let mut out: Vec<RankTrace> = cached.par_iter().map(|t| RankTrace::clone(t)).collect();
+    let ranks = session.host_hta(&files, refresh)?;
     let mut notes = Vec::new();
-    let unnamed: Vec<&str> = out.iter().filter(|t| t.rank < 0).map(|t| t.host.as_str()).collect();
-    if !unnamed.is_empty() && out.len() > 1 {
+    let unnamed: Vec<&str> = ranks.iter().filter(|t| t.trace.rank < 0).map(|t| t.trace.host.as_str()).collect();
+    if !unnamed.is_empty() && ranks.len() > 1 {
         notes.push(format!(
             "no distributedInfo.rank in {}: ranks there are the host's position in the run",
             unnamed.join(", ")
         ));
     }
-    for (i, t) in out.iter_mut().enumerate() {
-        if t.rank < 0 {
-            t.rank = i as i64;
-        }
-    }
+    let numbers: Vec<i64> =
+        ranks.iter().enumerate().map(|(i, t)| if t.trace.rank < 0 { i as i64 } else { t.trace.rank }).collect();
     let mut seen = std::collections::BTreeMap::new();
-    for t in &out {
-        if let Some(first) = seen.insert(t.rank, t.host.clone()) {
-            notes.push(format!("{} and {first} both say rank {}: both rows are kept", t.host, t.rank));
+    for (t, &rank) in ranks.iter().zip(&numbers) {
+        if let Some(first) = seen.insert(rank, t.trace.host.clone()) {
+            notes.push(format!("{} and {first} both say rank {rank}: both rows are kept", t.trace.host));
         }
     }
-    Ok((out, notes))
+    // The kept parts are filtered as each rank alone calls for; ranks whose selection calls
+    // otherwise (their step names differ) are analysed again.
+    let applied = filter_applies(ranks.iter().map(|r| r.parts.step_names.as_slice()));
+    let recomputed: Vec<Option<RankParts>> = ranks
+        .par_iter()
+        .map(|r| (r.parts.filtered != applied).then(|| RankParts::compute(&r.trace, applied)))
+        .collect();
+    session.count_hta_parts_recomputed(recomputed.iter().filter(|p| p.is_some()).count() as u64);
+    Ok(Selection { ranks, numbers, recomputed, notes })
 }
 
 /// [`crate::registry::Compute`] of `hta_distributed`.
@@ -59,8 +84,9 @@ pub(crate) fn compute_distributed(
     request: &DataRequest,
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let (ranks, notes) = rank_traces(session, run, request, refresh)?;
-    Ok(with_notes(Box::new(HtaDistributed::compute(ranks)), notes))
+    let selection = select(session, run, request, refresh)?;
+    let report = HtaDistributed::from_parts(&selection.views());
+    Ok(with_notes(Box::new(report), selection.notes))
 }
 
 /// [`crate::registry::Compute`] of `hta_gpu_idle`.
@@ -70,6 +96,7 @@ pub(crate) fn compute_gpu_idle(
     request: &DataRequest,
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let (ranks, notes) = rank_traces(session, run, request, refresh)?;
-    Ok(with_notes(Box::new(HtaGpuIdle::compute(ranks)), notes))
+    let selection = select(session, run, request, refresh)?;
+    let report = HtaGpuIdle::from_parts(&selection.views());
+    Ok(with_notes(Box::new(report), selection.notes))
 }

@@ -863,6 +863,9 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
         "traces_found": counts.traces_found,
         "analyses_from_disk": counts.analyses_from_disk,
         "trace_views_from_disk": counts.trace_views_from_disk,
+        "pytorch_computed": counts.pytorch_computed,
+        "pytorch_found": counts.pytorch_found,
+        "hta_parts_recomputed": counts.hta_parts_recomputed,
     })
 }
 

@@ -7,7 +7,7 @@
 //!               Response(key)  rendered bodies          ─┐ a response's computation may
 //!               Analysis(file) a host's OpStats          ├ wait for the file-level entries
 //!               Trace(file)    decoded model + index      │ below it; those wait for nothing
-//!               PyTorch(file)  torch-tb-profiler's parse ─┘ and HTA's rank rows, read together
+//!               PyTorch(file)  torch-tb-profiler's parse ─┘ and HTA's rank rows and parts, read together
 //! ```
 //!
 //! Profiles are reached through the session's [`ProfileStore`] (a local directory today),
@@ -112,8 +112,16 @@ enum Cached {
 /// HTA tool on a run answers from memory instead of reading a multi-GB file again.
 struct PytorchFile {
     parsed: Arc<oxprof_analysis::pytorch::Parsed>,
-    /// HTA's rows, rank `-1` when the trace names none (the caller numbers those).
-    hta: Arc<oxprof_analysis::hta::trace::RankTrace>,
+    hta: Arc<HtaRank>,
+}
+
+/// One rank as the HTA tools read it, from one load with the PyTorch parse.
+pub struct HtaRank {
+    /// HTA's rows, rank `-1` when the trace names none (the caller numbers those); read
+    /// again only by a selection whose step filter differs from `parts`'.
+    pub trace: oxprof_analysis::hta::trace::RankTrace,
+    /// What both HTA tools derive from this rank alone, filtered as the rank's own steps say.
+    pub parts: oxprof_analysis::hta::parts::RankParts,
 }
 
 impl Weighted for Cached {
@@ -122,7 +130,7 @@ impl Weighted for Cached {
             Cached::Response(r) => r.body.len() + r.notes.iter().map(String::len).sum::<usize>() + 64,
             Cached::Analysis(a) => analysis_bytes(a),
             Cached::Trace(t) => t.heap_bytes(),
-            Cached::PyTorch(p) => p.parsed.heap_bytes() + p.hta.heap_bytes(),
+            Cached::PyTorch(p) => p.parsed.heap_bytes() + p.hta.trace.heap_bytes() + p.hta.parts.heap_bytes(),
         }
     }
 }
@@ -184,6 +192,13 @@ pub struct FileCounts {
     /// Trace views (track list, whole-trace window) answered from the persistent cache
     /// without decoding the profile.
     pub trace_views_from_disk: u64,
+    /// PyTorch traces read and parsed (torch-tb-profiler's parse with HTA's rows and parts).
+    pub pytorch_computed: u64,
+    /// PyTorch parses found.
+    pub pytorch_found: u64,
+    /// HTA rank parts computed again for a selection whose step filter differs from the
+    /// rank's own (the parts computed with each parse are not counted).
+    pub hta_parts_recomputed: u64,
 }
 
 /// At most this many requests decode profiles at once (each decode is parallel inside):
@@ -297,7 +312,9 @@ impl Session {
             (CacheKey::Analysis(_), false) => counts.analyses_found += 1,
             (CacheKey::Trace(_), true) => counts.traces_computed += 1,
             (CacheKey::Trace(_), false) => counts.traces_found += 1,
-            (CacheKey::Response(_), _) | (CacheKey::PyTorch(_), _) => {}
+            (CacheKey::PyTorch(_), true) => counts.pytorch_computed += 1,
+            (CacheKey::PyTorch(_), false) => counts.pytorch_found += 1,
+            (CacheKey::Response(_), _) => {}
         }
     }
 
@@ -428,25 +445,33 @@ impl Session {
         Ok(self.pytorch_files(files, refresh)?.into_iter().map(|f| f.parsed.clone()).collect())
     }
 
-    /// Each host's events as HTA holds them (`RankTrace`, rank −1 when the trace names
-    /// none), read with [`Session::host_pytorch`]'s parse from the same load and kept.
-    pub fn host_hta(
-        &self,
-        files: &[&HostFile],
-        refresh: bool,
-    ) -> Result<Vec<Arc<oxprof_analysis::hta::trace::RankTrace>>, ApiError> {
+    /// Each host's events as HTA holds them (rank −1 when the trace names none) and what
+    /// the HTA tools derive from them, read with [`Session::host_pytorch`]'s parse from the
+    /// same load and kept.
+    pub fn host_hta(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HtaRank>>, ApiError> {
         Ok(self.pytorch_files(files, refresh)?.into_iter().map(|f| f.hta.clone()).collect())
+    }
+
+    /// Counts HTA rank parts computed for a request (see [`FileCounts::hta_parts_recomputed`]).
+    pub(crate) fn count_hta_parts_recomputed(&self, n: u64) {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner()).hta_parts_recomputed += n;
     }
 
     fn pytorch_files(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<PytorchFile>>, ApiError> {
         let entries = self.file_entries(files, refresh, CacheKey::PyTorch, |file| {
             let space = self.load(file, &|_| true)?;
+            // HTA's rows and what its tools derive from them, beside the PyTorch parse.
             let (parsed, hta) = rayon::join(
                 || oxprof_analysis::pytorch::parse(&space),
-                || oxprof_analysis::hta::trace::RankTrace::from_space(&space, &file.host, -1),
+                || {
+                    let trace = oxprof_analysis::hta::trace::RankTrace::from_space(&space, &file.host, -1);
+                    let parts = oxprof_analysis::hta::parts::RankParts::of_rank(&trace);
+                    Arc::new(HtaRank { trace, parts })
+                },
             );
+            // Unmapping the model takes a while: not on the request's path.
             rayon::spawn(move || drop(space));
-            Ok(Cached::PyTorch(Arc::new(PytorchFile { parsed: Arc::new(parsed), hta: Arc::new(hta) })))
+            Ok(Cached::PyTorch(Arc::new(PytorchFile { parsed: Arc::new(parsed), hta })))
         })?;
         entries
             .into_iter()

@@ -353,3 +353,86 @@ fn tools_answer_through_the_api() {
         assert_eq!(ours["temporal"]["compute_time_pctg"].as_f64(), theirs["compute_time_pctg"].as_f64());
     }
 }
+
+/// Switching tools on a loaded run reuses the work: each trace is read and parsed once
+/// (torch-tb-profiler's parse with HTA's rows and each rank's HTA parts) whatever tools
+/// and host selections follow (`pytorch_computed` in `/oxprof/api/info`), and a selection
+/// whose step filter differs from a rank's own recomputes only that rank's parts, to the
+/// numbers of the whole computation (`HtaDistributed::compute`).
+#[test]
+fn one_parse_serves_every_pytorch_and_hta_tool() {
+    use oxprof_api::http::{NoAssets, Service, ServiceOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let ddp = repo_root().join("testdata/kineto/ddp");
+    for (i, name) in ["rank0.1795643831495114547", "rank1.1795643831535307901"].iter().enumerate() {
+        std::fs::copy(
+            ddp.join(format!("{name}.pt.trace.json.gz")),
+            dir.path().join(format!("rank{i}.pt.trace.json.gz")),
+        )
+        .unwrap();
+    }
+    let service = Service::new(ServiceOptions::new(dir.path()), std::sync::Arc::new(NoAssets)).unwrap();
+    let get = |tool: &str, host: &str| {
+        let response = service.handle("GET", "/data", &format!("tag={tool}&host={host}"));
+        assert_eq!(response.status, 200, "{tool} {host}: {}", response.body_text());
+        response.body_text()
+    };
+    let files = || service.handle("GET", "/oxprof/api/info", "").body_json().unwrap()["files"].clone();
+    let tools = [
+        "pytorch_overview",
+        "pytorch_op_stats",
+        "pytorch_kernel_stats",
+        "pytorch_memory",
+        "pytorch_modules",
+        "hta_distributed",
+        "hta_gpu_idle",
+    ];
+    for tool in tools {
+        get(tool, "rank0");
+    }
+    assert_eq!(files()["pytorch_computed"], 1, "{}", files());
+    for tool in tools {
+        get(tool, "rank1");
+    }
+    get("hta_distributed", "ALL_HOSTS");
+    get("hta_gpu_idle", "ALL_HOSTS");
+    let counts = files();
+    assert_eq!(counts["pytorch_computed"], 2, "one parse per trace: {counts}");
+    assert_eq!(counts["hta_parts_recomputed"], 0, "{counts}");
+    assert!(counts["pytorch_found"].as_u64().unwrap() >= 14, "{counts}");
+
+    // A rank without steps beside one with two: HTA's filter runs over both, so the
+    // step-less rank's parts are computed again for that selection (and only then).
+    let external = external_root().join("AMD-AGI-TraceLens/tests/traces/b200/eager_trace.json.gz");
+    if !external.exists() {
+        eprintln!("SKIP: {} absent", external.display());
+        return;
+    }
+    std::fs::copy(&external, dir.path().join("rank2.pt.trace.json.gz")).unwrap();
+    let service = Service::new(ServiceOptions::new(dir.path()), std::sync::Arc::new(NoAssets)).unwrap();
+    let get = |tool: &str, host: &str| {
+        let response = service.handle("GET", "/data", &format!("tag={tool}&host={host}"));
+        assert_eq!(response.status, 200, "{tool} {host}: {}", response.body_text());
+        response.body_text()
+    };
+    get("hta_distributed", "rank2");
+    let counts = service.handle("GET", "/oxprof/api/info", "").body_json().unwrap()["files"].clone();
+    assert_eq!(counts["hta_parts_recomputed"], 0, "alone, the rank's own parts serve: {counts}");
+    let both: Value = serde_json::from_str(&get("hta_distributed", "ALL_HOSTS")).unwrap();
+    let counts = service.handle("GET", "/oxprof/api/info", "").body_json().unwrap()["files"].clone();
+    assert_eq!(counts["hta_parts_recomputed"], 1, "{counts}");
+    assert_eq!(counts["pytorch_computed"], 3, "{counts}");
+    let whole = oxprof_analysis::hta::distributed::HtaDistributed::compute(
+        ["rank0", "rank1", "rank2"]
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let space = oxprof_format::load_xspace(&dir.path().join(format!("{h}.pt.trace.json.gz"))).unwrap();
+                // The API numbers a rank the trace does not name by its position.
+                RankTrace::from_space(&space, h, i as i64)
+            })
+            .collect(),
+    );
+    assert!(whole.filter.applied);
+    assert_eq!(both, serde_json::to_value(&whole).unwrap());
+}

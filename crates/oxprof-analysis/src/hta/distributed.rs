@@ -3,11 +3,12 @@
 //! ([`super::overlap`]), communication kernel totals ([`super::comm_ops`]) and steps
 //! ([`super::stragglers`]), plus the detail tables behind them.
 
-use super::comm_ops::{CommOpStats, comm_op_stats};
-use super::overlap::{CommCompOverlap, comm_comp_overlap};
-use super::stragglers::{RankSteps, StepSpread, stragglers};
-use super::temporal::{TemporalBreakdown, temporal_breakdown};
-use super::trace::{FilterSummary, RankTrace, filter_incomplete_steps};
+use super::comm_ops::CommOpStats;
+use super::overlap::CommCompOverlap;
+use super::parts::{RankView, filter_summary, parts_of, sorted, views};
+use super::stragglers::{RankSteps, StepSpread, stragglers_of};
+use super::temporal::TemporalBreakdown;
+use super::trace::{FilterSummary, ProfilerStep, RankTrace};
 use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use serde::{Deserialize, Serialize};
@@ -49,24 +50,32 @@ pub struct HtaDistributed {
 
 impl HtaDistributed {
     /// The report of a run's ranks (HTA's step filter is applied here).
-    pub fn compute(mut ranks: Vec<RankTrace>) -> HtaDistributed {
-        ranks.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.host.cmp(&b.host)));
-        let filter = filter_incomplete_steps(&mut ranks);
-        let (steps, per_rank_steps) = stragglers(&ranks);
+    pub fn compute(ranks: Vec<RankTrace>) -> HtaDistributed {
+        let parts = parts_of(&ranks);
+        HtaDistributed::from_parts(&views(&ranks, &parts))
+    }
+
+    /// The report of the selected ranks' parts (HTA's step filter applied to them when
+    /// their step names call for it; see [`super::parts`]).
+    pub fn from_parts(ranks: &[RankView<'_>]) -> HtaDistributed {
+        let ranks = sorted(ranks);
+        let filter = filter_summary(&ranks);
+        let steps_of: Vec<(i64, &[ProfilerStep])> = ranks.iter().map(|r| (r.rank, r.steps)).collect();
+        let (steps, per_rank_steps) = stragglers_of(&steps_of);
         let mut comm_ops = Vec::new();
         let mut rows = Vec::new();
         for (r, rank_steps) in ranks.iter().zip(per_rank_steps) {
-            let ops = comm_op_stats(r);
+            let p = r.parts.relabelled(r.rank);
             rows.push(RankRow {
                 rank: r.rank,
-                host: r.host.clone(),
-                gpu_events: r.gpu_events().count() as u64,
-                temporal: temporal_breakdown(r),
-                overlap: comm_comp_overlap(r),
-                comm_kernels: ops.iter().map(|o| o.calls).sum(),
+                host: r.host.to_string(),
+                gpu_events: p.gpu_events,
+                temporal: p.temporal,
+                overlap: p.overlap,
+                comm_kernels: p.comm_ops.iter().map(|o| o.calls).sum(),
                 steps: rank_steps,
             });
-            comm_ops.extend(ops);
+            comm_ops.extend(p.comm_ops);
         }
         let mut notes = Vec::new();
         if rows.iter().all(|r| r.gpu_events == 0) {

@@ -3,10 +3,11 @@
 //! worst launch delays, and queue length per stream ([`super::queue_length`]).
 
 use super::distributed::NO_GPU_NOTE;
-use super::idle_time::{IdleTimeRow, idle_time_breakdown};
-use super::launch_stats::{Launch, LaunchSummary, launches, summarize};
-use super::queue_length::{QueueLengthSummary, queue_length_summary};
-use super::trace::{FilterSummary, RankTrace, filter_incomplete_steps};
+use super::idle_time::IdleTimeRow;
+use super::launch_stats::{Launch, LaunchSummary};
+use super::parts::{RankView, filter_summary, parts_of, sorted, views};
+use super::queue_length::QueueLengthSummary;
+use super::trace::{FilterSummary, RankTrace};
 use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use serde::{Deserialize, Serialize};
@@ -48,9 +49,15 @@ pub struct HtaGpuIdle {
 
 impl HtaGpuIdle {
     /// The report of the selected ranks (HTA's step filter is applied here, over them).
-    pub fn compute(mut ranks: Vec<RankTrace>) -> HtaGpuIdle {
-        ranks.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.host.cmp(&b.host)));
-        let filter = filter_incomplete_steps(&mut ranks);
+    pub fn compute(ranks: Vec<RankTrace>) -> HtaGpuIdle {
+        let parts = parts_of(&ranks);
+        HtaGpuIdle::from_parts(&views(&ranks, &parts))
+    }
+
+    /// The report of the selected ranks' parts (see [`super::parts`]).
+    pub fn from_parts(ranks: &[RankView<'_>]) -> HtaGpuIdle {
+        let ranks = sorted(ranks);
+        let filter = filter_summary(&ranks);
         let mut out = HtaGpuIdle {
             idle: Vec::new(),
             launch_summary: Vec::new(),
@@ -60,27 +67,13 @@ impl HtaGpuIdle {
             notes: Vec::new(),
         };
         for r in &ranks {
-            out.idle.extend(idle_time_breakdown(r));
-            let mut all = launches(r);
-            out.launch_summary.push(summarize(r.rank, &all));
-            let worst = WORST_LAUNCHES.min(all.len());
-            if worst > 0 {
-                let by_delay = |a: &Launch, b: &Launch| {
-                    b.launch_delay.cmp(&a.launch_delay).then(a.correlation.cmp(&b.correlation))
-                };
-                all.select_nth_unstable_by(worst - 1, by_delay);
-                all.truncate(worst);
-                all.sort_by(by_delay);
-            }
-            out.worst_launches.extend(all.into_iter().map(|launch| RankLaunch {
-                rank: r.rank,
-                launch_name: r.names[launch.launch_name as usize].clone(),
-                kernel_name: r.names[launch.kernel_name as usize].clone(),
-                launch,
-            }));
-            out.queue_length.extend(queue_length_summary(r));
+            let p = r.parts.relabelled(r.rank);
+            out.idle.extend(p.idle);
+            out.launch_summary.push(p.launch_summary);
+            out.worst_launches.extend(p.worst_launches);
+            out.queue_length.extend(p.queue_length);
         }
-        if ranks.iter().all(|r| r.gpu_events().next().is_none()) {
+        if ranks.iter().all(|r| r.parts.gpu_events == 0) {
             out.notes.push(NO_GPU_NOTE.to_string());
         }
         if out.filter.applied && out.filter.dropped_events > 0 {
@@ -92,6 +85,27 @@ impl HtaGpuIdle {
         }
         out
     }
+}
+
+/// A rank's [`WORST_LAUNCHES`] launches with the longest delay (longest first, then by
+/// correlation), with their names; `all` is left in any order.
+pub fn worst_launches(r: &RankTrace, all: &mut [Launch]) -> Vec<RankLaunch> {
+    let worst = WORST_LAUNCHES.min(all.len());
+    if worst == 0 {
+        return Vec::new();
+    }
+    let by_delay = |a: &Launch, b: &Launch| b.launch_delay.cmp(&a.launch_delay).then(a.correlation.cmp(&b.correlation));
+    all.select_nth_unstable_by(worst - 1, by_delay);
+    let mut out: Vec<Launch> = all[..worst].to_vec();
+    out.sort_by(by_delay);
+    out.into_iter()
+        .map(|launch| RankLaunch {
+            rank: r.rank,
+            launch_name: r.names[launch.launch_name as usize].clone(),
+            kernel_name: r.names[launch.kernel_name as usize].clone(),
+            launch,
+        })
+        .collect()
 }
 
 fn opt(v: Option<f64>) -> CellValue {

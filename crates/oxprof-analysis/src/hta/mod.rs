@@ -8,6 +8,9 @@
 //! * [`gpu_idle::HtaGpuIdle`] (`hta_gpu_idle`): idle time by cause, kernel launch
 //!   statistics and queue length per stream.
 //!
+//! Each rank's share of both reports is [`parts::RankParts`], computed once per loaded rank
+//! (the session keeps it); the reports assemble the selected ranks' parts.
+//!
 //! Golden-tested against HTA's own outputs (`scripts/ref-hta.sh` → `testdata/hta/`).
 
 pub mod comm_ops;
@@ -16,6 +19,7 @@ pub mod gpu_idle;
 pub mod idle_time;
 pub mod launch_stats;
 pub mod overlap;
+pub mod parts;
 pub mod queue_length;
 pub mod stragglers;
 pub mod temporal;

@@ -9,7 +9,7 @@
 //! step 1: slowest rank 1; step 2: slowest rank 0
 //! ```
 
-use super::trace::RankTrace;
+use super::trace::{ProfilerStep, RankTrace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -45,12 +45,18 @@ pub struct RankSteps {
 
 /// The spread of every shared step, by step, and each rank's summary, in `ranks` order.
 pub fn stragglers(ranks: &[RankTrace]) -> (Vec<StepSpread>, Vec<RankSteps>) {
+    let steps: Vec<(i64, &[ProfilerStep])> = ranks.iter().map(|r| (r.rank, r.steps.as_slice())).collect();
+    stragglers_of(&steps)
+}
+
+/// [`stragglers`] of each rank's number and steps.
+pub fn stragglers_of(ranks: &[(i64, &[ProfilerStep])]) -> (Vec<StepSpread>, Vec<RankSteps>) {
     // (step, rank) → the rank's longest event of that step (a step name may be recorded
     // twice on a rank, e.g. on two threads).
     let mut by_step: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
-    for r in ranks {
-        for s in &r.steps {
-            let d = by_step.entry(s.step).or_default().entry(r.rank).or_insert(i64::MIN);
+    for &(rank, steps) in ranks {
+        for s in steps {
+            let d = by_step.entry(s.step).or_default().entry(rank).or_insert(i64::MIN);
             *d = (*d).max(s.end - s.ts);
         }
     }
@@ -74,11 +80,11 @@ pub fn stragglers(ranks: &[RankTrace]) -> (Vec<StepSpread>, Vec<RankSteps>) {
     let per_rank = ranks
         .iter()
         .map(|r| RankSteps {
-            rank: r.rank,
-            steps: r.steps.len() as u64,
-            mean_step_us: (!r.steps.is_empty())
-                .then(|| r.steps.iter().map(|s| (s.end - s.ts) as f64).sum::<f64>() / r.steps.len() as f64),
-            slowest_in: spreads.iter().filter(|s| s.slowest_rank == r.rank).count() as u64,
+            rank: r.0,
+            steps: r.1.len() as u64,
+            mean_step_us: (!r.1.is_empty())
+                .then(|| r.1.iter().map(|s| (s.end - s.ts) as f64).sum::<f64>() / r.1.len() as f64),
+            slowest_in: spreads.iter().filter(|s| s.slowest_rank == r.0).count() as u64,
         })
         .collect();
     (spreads, per_rank)

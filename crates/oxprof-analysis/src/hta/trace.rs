@@ -159,6 +159,18 @@ impl RankTrace {
         out
     }
 
+    /// The rank without its events (names, categories and steps kept).
+    pub fn without_events(&self) -> RankTrace {
+        RankTrace {
+            rank: self.rank,
+            host: self.host.clone(),
+            names: self.names.clone(),
+            cats: self.cats.clone(),
+            events: Vec::new(),
+            steps: self.steps.clone(),
+        }
+    }
+
     /// The name of an event.
     pub fn name(&self, e: &HtaEvent) -> &str {
         &self.names[e.name as usize]
@@ -296,15 +308,22 @@ pub fn filter_incomplete_steps(ranks: &mut [RankTrace]) -> FilterSummary {
 }
 
 fn filter_rank(r: &mut RankTrace) {
+    if let Some(events) = filtered_events(r) {
+        r.events = events;
+    }
+}
+
+/// The events HTA's step filter keeps of one rank (GPU events first, then host events),
+/// or `None` when it keeps them all as they are (a rank without host events).
+pub fn filtered_events(r: &RankTrace) -> Option<Vec<HtaEvent>> {
     let test = r.gpu_kernel_test();
     let is_gpu: Vec<bool> = r.events.iter().map(test).collect();
     let is_step = r.names_where(|n| profiler_step_number(n).is_some());
     let cpu = || r.events.iter().zip(&is_gpu).filter(|(_, g)| !**g).map(|(e, _)| e);
-    if cpu().next().is_none() {
-        return;
-    }
+    // No host events: nothing to filter by.
+    cpu().next()?;
     let step_starts = cpu().filter(|e| is_step[e.name as usize]).map(|e| e.ts).max();
-    let Some(last_start) = step_starts.or_else(|| cpu().map(|e| e.ts).min()) else { return };
+    let last_start = step_starts.or_else(|| cpu().map(|e| e.ts).min())?;
     let mut kept_corr: FxHashMap<i64, u32> = FxHashMap::default();
     for e in cpu().filter(|e| e.ts < last_start) {
         *kept_corr.entry(e.correlation).or_default() += 1;
@@ -326,7 +345,7 @@ fn filter_rank(r: &mut RankTrace) {
         }
     }
     gpu.extend(host);
-    r.events = gpu;
+    Some(gpu)
 }
 
 /// HTA's kernel types (`hta.utils.utils.KernelType`).

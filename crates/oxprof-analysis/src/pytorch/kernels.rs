@@ -132,16 +132,21 @@ impl PytorchKernelStats {
         }
         by_name.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then_with(|| a.name.cmp(&b.name)));
 
-        let (_, kernels) = p.operators_and_kernels();
-        let mut index: FxHashMap<String, usize> = FxHashMap::default();
+        let kernels = &p.op_kernels;
+        // torch-tb-profiler's `name###op###grid###block###registers###shared` key, borrowed.
+        let mut index: FxHashMap<(&str, &str, &str, &str, i64, i64), usize> = FxHashMap::default();
         let mut by_op: Vec<KernelOpRow> = Vec::new();
         let mut w2: Vec<(f64, f64)> = Vec::new();
-        for &d in &kernels {
+        for &d in kernels {
             let k = &p.devices[d];
             let op = k.op.map_or("N/A", |o| p.nodes[o].name.as_str());
-            let key = format!(
-                "{}###{op}###{}###{}###{}###{}",
-                k.name, k.kernel.grid, k.kernel.block, k.kernel.registers, k.kernel.shared_memory
+            let key = (
+                k.name.as_str(),
+                op,
+                k.kernel.grid.as_str(),
+                k.kernel.block.as_str(),
+                k.kernel.registers,
+                k.kernel.shared_memory,
             );
             let i = *index.entry(key).or_insert_with(|| {
                 by_op.push(KernelOpRow {

@@ -58,16 +58,18 @@ pub struct PytorchOpStats {
 impl PytorchOpStats {
     /// Aggregates the parsed run's operators.
     pub fn from_parsed(p: &Parsed) -> PytorchOpStats {
-        let (ops, _) = p.operators_and_kernels();
-        let mut by_name = Agg::default();
-        let mut by_input = Agg::default();
-        let mut by_stack = Agg::default();
-        for &op in &ops {
+        let ops = &p.listed_ops;
+        // Keyed by borrowed names (torch-tb-profiler's `name###shape` keys, without
+        // building a string per call).
+        let mut by_name: Agg<&str> = Agg::default();
+        let mut by_input: Agg<(&str, &str)> = Agg::default();
+        let mut by_stack: Agg<(&str, &str)> = Agg::default();
+        for &op in ops {
             let n = &p.nodes[op];
-            by_name.add(n.name.clone(), p, op, None, None);
-            by_input.add(format!("{}###{}", n.name, n.shape), p, op, Some(n.shape.clone()), None);
+            by_name.add(n.name.as_str(), p, op, || (None, None));
+            by_input.add((n.name.as_str(), n.shape.as_str()), p, op, || (Some(n.shape.clone()), None));
             if let Some(stack) = n.stack.as_deref().filter(|s| !s.is_empty()) {
-                by_stack.add(format!("{}###{stack}", n.name), p, op, None, Some(stack.to_string()));
+                by_stack.add((n.name.as_str(), stack), p, op, || (None, Some(stack.to_string())));
             }
         }
         let mut notes = Vec::new();
@@ -90,16 +92,24 @@ impl PytorchOpStats {
     }
 }
 
-#[derive(Default)]
-struct Agg {
-    index: FxHashMap<String, usize>,
+struct Agg<K> {
+    index: FxHashMap<K, usize>,
     rows: Vec<OpRow>,
 }
 
-impl Agg {
-    fn add(&mut self, key: String, p: &Parsed, op: usize, shape: Option<String>, stack: Option<String>) {
+impl<K> Default for Agg<K> {
+    fn default() -> Self {
+        Agg { index: FxHashMap::default(), rows: Vec::new() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> Agg<K> {
+    /// Adds a call of `op` to the row of `key`; a new row takes its shape and stack from
+    /// `extra`.
+    fn add(&mut self, key: K, p: &Parsed, op: usize, extra: impl FnOnce() -> (Option<String>, Option<String>)) {
         let n = &p.nodes[op];
         let i = *self.index.entry(key).or_insert_with(|| {
+            let (shape, stack) = extra();
             self.rows.push(OpRow {
                 name: n.name.clone(),
                 input_shape: shape,

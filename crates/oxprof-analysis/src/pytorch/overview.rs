@@ -130,7 +130,7 @@ impl PytorchOverview {
             let step = [(*start, *end)];
             let mut costs = [0.0; 9];
             for (i, r) in cost_ranges.iter().enumerate() {
-                costs[i] = ranges::sum(&ranges::intersect(&step, r));
+                costs[i] = ranges::sum(&ranges::intersect(&step, ranges::ending_after(r, *start)));
             }
             costs[8] = end - start;
             for (a, c) in avg.iter_mut().zip(costs) {
@@ -148,9 +148,9 @@ impl PytorchOverview {
             *a /= n;
         }
         let average = Breakdown::from_costs(&avg);
-        let (ops, _) = p.operators_and_kernels();
-        let gpus = gpu_summaries(p, &ops);
-        let tc_eligible_ops_kernel_ratio = tc_eligible_ops_kernel_ratio(p, &ops);
+        let ops = &p.listed_ops;
+        let gpus = gpu_summaries(p, ops);
+        let tc_eligible_ops_kernel_ratio = tc_eligible_ops_kernel_ratio(p, ops);
         let tc_used_ratio = if p.role_ranges[0].is_empty() {
             None
         } else {

@@ -169,7 +169,8 @@ struct Ev<'a> {
     /// `Input Dims` as Python prints it.
     shape: String,
     stack: Option<&'a str>,
-    kernel: Option<KernelArgs>,
+    /// Boxed: few events are kernels, and every row is held until the parse ends.
+    kernel: Option<Box<KernelArgs>>,
     /// `Python id`, `Python parent id`, `Python module id` (python_function events).
     python: PythonIds,
 }
@@ -336,6 +337,11 @@ pub struct Parsed {
     pub(crate) mem_visited: Vec<bool>,
     /// Memory records no operator encloses (outside every tree or in a non-operator node).
     pub(crate) mem_unattributed: u64,
+    /// Listed operators of every tree in torch-tb-profiler's traversal order, and the
+    /// kernels they (and the trees' roots) launched ([`Parsed::operators_and_kernels`]):
+    /// walked once here instead of by each view.
+    pub(crate) listed_ops: Vec<usize>,
+    pub(crate) op_kernels: Vec<usize>,
 }
 
 /// A GPU's properties from the trace's `deviceProperties`.
@@ -555,8 +561,9 @@ fn base_name(line: &str) -> &str {
     }
 }
 
-/// Reads the events of every plane of `space` as torch-tb-profiler types them.
-fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
+/// Reads the events of every plane of `space` as torch-tb-profiler types them, with their
+/// positions in its order (by start, stably on the model's).
+fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<u32>, Vec<MemRecord>, u64) {
     let base_ns = space
         .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
         .and_then(|p| p.stats().find(|s| s.name() == "baseTimeNanoseconds").and_then(|s| stat_i64(s.value)))
@@ -569,7 +576,8 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
         })
         .unwrap_or(0);
     let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
-    let mut out = Vec::new();
+    // Rows are wide: reserve once rather than copy them on every growth.
+    let mut out = Vec::with_capacity(space.event_count());
     let mut memory = Vec::new();
     let mut skipped = 0u64;
     for plane in &space.planes {
@@ -614,10 +622,13 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<MemRecord>, u64) {
             }
         }
     }
-    // Python sorts by ts only (stable): the model's order is by plane, thread, start.
-    out.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    // Python sorts by ts only (stable): the model's order is by plane, thread, start. The
+    // positions are sorted (ties by position: stable), not the wide rows.
+    let mut by_start: Vec<(f64, u32)> = out.iter().enumerate().map(|(i, e)| (e.ts, i as u32)).collect();
+    by_start.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let order: Vec<u32> = by_start.into_iter().map(|(_, i)| i).collect();
     memory.sort_by(|a, b| a.ts.total_cmp(&b.ts));
-    (out, memory, skipped)
+    (out, order, memory, skipped)
 }
 
 fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRecord {
@@ -739,16 +750,17 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
     if ty == Ty::Kernel {
         kernel.grid = repr_text(grid, "None");
         kernel.block = repr_text(block, "None");
-        ev.kernel = Some(kernel);
+        ev.kernel = Some(Box::new(kernel));
     }
     Some(ev)
 }
 
 /// Builds the parsed run.
 pub fn parse(space: &XSpace) -> Parsed {
-    let (events, memory, skipped) = read_events(space);
+    let (mut events, order, memory, skipped) = read_events(space);
     let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
-    p.profiler_start = events.iter().map(|e| e.ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
+    p.profiler_start =
+        order.iter().map(|&i| events[i as usize].ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
     p.memory = memory;
     p.device_props = device_props(space);
 
@@ -764,7 +776,10 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut used_devices = std::collections::BTreeSet::new();
     let mut device_order: Vec<usize> = Vec::new();
     let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
-    for e in &events {
+    // The first pass moves each event's strings and kernel facts into the nodes and devices
+    // (the second reads only types, times and names).
+    for &i in &order {
+        let e = &mut events[i as usize];
         match e.ty {
             Ty::Kernel | Ty::Memcpy | Ty::Memset => {
                 let d = p.devices.len();
@@ -774,12 +789,12 @@ pub fn parse(space: &XSpace) -> Parsed {
                     start: e.ts,
                     end: e.ts + e.dur,
                     dur: e.dur,
-                    kernel: e.kernel.clone().unwrap_or_default(),
+                    kernel: e.kernel.take().map_or_else(KernelArgs::default, |k| *k),
                     tc_used: kernel_uses_tensor_cores(e.name),
                     op: None,
                     op_tc_eligible: false,
                 });
-                if let Some(dev) = e.kernel.as_ref().and_then(|k| k.device) {
+                if let Some(dev) = p.devices[d].kernel.device {
                     used_devices.insert(dev);
                 }
                 match corr_to_runtime.get(&e.corr) {
@@ -841,7 +856,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     // Module nodes drop their external id (always 0 in traces).
                     ext: if kind == NodeKind::Module { None } else { e.ext },
                     module_id: e.python.module.unwrap_or(0),
-                    shape: e.shape.clone(),
+                    shape: std::mem::take(&mut e.shape),
                     stack: e.stack.map(str::to_string),
                     tc_eligible: op_is_tc_eligible(e.name),
                     device_total: 0.0,
@@ -880,7 +895,8 @@ pub fn parse(space: &XSpace) -> Parsed {
     let (mut cpu_min, mut cpu_max) = (f64::INFINITY, f64::NEG_INFINITY);
     let (mut global_min, mut global_max) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut profiler_span = None;
-    for e in &events {
+    for &i in &order {
+        let e = &events[i as usize];
         let r = (e.ts, e.ts + e.dur);
         match e.ty {
             Ty::Kernel if comm_ext.contains(&e.ext) => roles[COMMUNICATION].push(r),
@@ -969,6 +985,7 @@ pub fn parse(space: &XSpace) -> Parsed {
     update_device_steps(&mut p, &mut steps, &device_order);
     p.steps = steps;
     super::memory::attribute(&mut p);
+    (p.listed_ops, p.op_kernels) = p.operators_and_kernels();
     p.kernel_devices = {
         let mut ids: Vec<i64> =
             p.devices.iter().filter(|d| d.ty == Ty::Kernel).filter_map(|d| d.kernel.device).collect();
@@ -1295,6 +1312,7 @@ impl Parsed {
                 .iter()
                 .map(|f| std::mem::size_of::<PythonFn>() + f.module.as_ref().map_or(0, |m| m.0.len()))
                 .sum::<usize>()
+            + 8 * (self.listed_ops.len() + self.op_kernels.len())
     }
 
     /// Listed operators and the kernels of every tree, in torch-tb-profiler's traversal
