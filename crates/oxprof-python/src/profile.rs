@@ -77,9 +77,10 @@ impl NativeProfile {
         self.disk_cache.as_deref().map(|c| cache::info(py, c)).transpose()
     }
 
-    /// Every run (scanned afresh: new captures appear) with its hosts, newest run first.
+    /// Every run with its hosts, newest run first: a local directory scanned afresh (new
+    /// captures appear at once), a bucket listed at most every 2 s (as `/runs`).
     fn runs(&self, py: Python<'_>) -> Vec<(String, Vec<String>)> {
-        let snapshot = py.detach(|| self.session.catalog().rescan());
+        let snapshot = py.detach(|| self.session.catalog().refreshed());
         snapshot.runs.iter().map(|r| (r.name.clone(), r.hosts.iter().map(|h| h.host.clone()).collect())).collect()
     }
 
