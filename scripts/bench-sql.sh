@@ -7,7 +7,9 @@
 #    (the second and later requests of the same query, curl's whole request);
 #  - `oxprof export --to parquet`: time and dataset size against the file's;
 #  - DuckDB (Python package, the SQL readers' venv) running the same queries over the
-#    exported dataset (new connection each time, views over the Hive dataset).
+#    exported dataset (new connection each time, views over the Hive dataset);
+#  - peak RSS as the host count grows 1 → 4 (hard links of the profile under 4 host
+#    names in a temporary run): the GROUP BY, count(*), a steps query and the export.
 # Prints a Markdown table with the machine's load average before and after (numbers on a
 # shared machine vary: compare within one run).
 #   OXPROF_BENCH_PROFILE=path  another profile   RUNS=5  repetitions
@@ -79,6 +81,27 @@ for i in $(seq "$runs"); do
 done
 size=$(du -sb "$work/ds1" | cut -f1); file=$(stat -c %s "$profile")
 
+# Hosts 1 → 4: hard links (a copy when the temporary directory is on another disk).
+scale_rows=()
+scale_queries=(
+  "GROUP BY name over slice|$groupby"
+  "count(*) over slice|SELECT count(*) FROM slice"
+  "steps per host|SELECT host, count(*), avg(step_time_ms) FROM steps GROUP BY host"
+)
+for n in 1 4; do
+  pod="$work/pod$n/plugins/profile/2026_01_01_00_00_00"
+  mkdir -p "$pod"
+  for i in $(seq 0 $((n - 1))); do ln "$profile" "$pod/host$i.xplane.pb" 2>/dev/null || cp "$profile" "$pod/host$i.xplane.pb"; done
+done
+peak_of() { /usr/bin/time -o "$work/time" -f '%e %M' "$@" >/dev/null 2>&1; tail -1 "$work/time"; }
+for entry in "${scale_queries[@]}"; do
+  IFS='|' read -r label sql <<<"$entry"
+  one=$(peak_of "$bin" query "$sql" "$work/pod1"); four=$(peak_of "$bin" query "$sql" "$work/pod4")
+  scale_rows+=("| \`oxprof query\`: $label | ${one% *} s, $((${one#* } / 1024)) MiB | ${four% *} s, $((${four#* } / 1024)) MiB |")
+done
+one=$(peak_of "$bin" export "$work/pod1" --to parquet "$work/pod1-ds"); four=$(peak_of "$bin" export "$work/pod4" --to parquet "$work/pod4-ds")
+scale_rows+=("| \`oxprof export --to parquet\` | ${one% *} s, $((${one#* } / 1024)) MiB | ${four% *} s, $((${four#* } / 1024)) MiB |")
+
 duck_queries=()
 for entry in "${queries[@]}"; do
   IFS='|' read -r label sql duck <<<"$entry"
@@ -111,3 +134,9 @@ echo "| \`/oxprof/api/query\` GROUP BY, first request (server just started) | $(
 echo "| \`/oxprof/api/query\` GROUP BY, warm (curl, whole request) | $(list "${warm[@]}") | |"
 echo "| \`oxprof export --to parquet\` | $(list "${export_t[@]}"); dataset $((size / 1000000)) MB = $(python3 -c "print(f'{$size/$file:.2f}')")× the file | $((export_rss / 1024)) MiB |"
 printf '%s\n' "${duck_rows[@]}"
+echo
+echo "Peak RSS as hosts grow (each host the $(du -m "$profile" | cut -f1) MB profile; the host file is $((file / 1048576)) MiB):"
+echo
+echo "| | 1 host | 4 hosts |"
+echo "| --- | ---: | ---: |"
+printf '%s\n' "${scale_rows[@]}"

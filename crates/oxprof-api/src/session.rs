@@ -397,6 +397,22 @@ impl Session {
         }
     }
 
+    /// `file`'s OpStats analysis from `space`, its model the caller already decoded (with
+    /// every line), kept like [`Session::host_analyses`]' so the tools that follow find it
+    /// instead of decoding the file a second time (`oxprof export` builds the model tables
+    /// and the tool tables from one decode).
+    pub fn host_analysis_of_decoded(&self, file: &HostFile, space: &XSpace) -> Result<Arc<HostAnalysis>, ApiError> {
+        let entries = self.file_entries(&[file], false, CacheKey::Analysis, |file| {
+            let analysis = oxprof_analysis::op_stats::convert::xspace_to_op_stats(space);
+            self.persisted(file, persist::ANALYSIS_ENTRY, "").write(|| persist::encode_analysis(&analysis));
+            Ok(Cached::Analysis(Arc::new(analysis)))
+        })?;
+        match entries.first().map(|e| &**e) {
+            Some(Cached::Analysis(a)) => Ok(a.clone()),
+            _ => Err(ApiError::Panicked),
+        }
+    }
+
     /// Each host's OpStats analysis (loaded and converted once per file and kept).
     pub fn host_analyses(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostAnalysis>>, ApiError> {
         let entries = self.file_entries(files, refresh, CacheKey::Analysis, |file| {

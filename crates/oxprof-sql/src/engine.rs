@@ -311,14 +311,26 @@ impl TableProvider for ModelTable {
         let limit = if filters.is_empty() { limit } else { None };
         let projection = Projection::new(self.def, projection.map(Vec::as_slice), limit);
         let wanted: Vec<HostFilter> = filters.iter().filter_map(host_filter).collect();
-        let partitions: Vec<Arc<dyn PartitionStream>> = host_keys(&self.shared.runs)
+        let hosts: Vec<(usize, String)> = host_keys(&self.shared.runs)
             .into_iter()
             .filter(|(run, host)| {
                 let run_name = self.shared.runs.get(*run).map_or("", |r| r.name.as_str());
                 wanted.iter().all(|f| f.admits(run_name, host))
             })
-            .map(|(run, host)| {
-                Arc::new(HostPartition { shared: self.shared.clone(), projection: projection.clone(), run, host })
+            .collect();
+        // As many partitions as the plan runs side by side, each going through its hosts
+        // one after the other: at most that many hosts are decoded at once, whatever the
+        // host count (a partition per host would let the plan open them all together).
+        let streams = state.config().target_partitions().clamp(1, hosts.len().max(1));
+        let mut shares: Vec<Vec<(usize, String)>> = vec![Vec::new(); streams];
+        for (i, host) in hosts.into_iter().enumerate() {
+            shares[i % streams].push(host);
+        }
+        let partitions: Vec<Arc<dyn PartitionStream>> = shares
+            .into_iter()
+            .filter(|hosts| !hosts.is_empty())
+            .map(|hosts| {
+                Arc::new(HostPartition { shared: self.shared.clone(), projection: projection.clone(), hosts })
                     as Arc<dyn PartitionStream>
             })
             .collect();
@@ -423,17 +435,19 @@ fn tool_batches(shared: &Shared, tool: &str, table: &str) -> Result<Vec<RecordBa
     Ok(out)
 }
 
-/// One host's rows of a model table, with only the projected columns.
+/// Some hosts' rows of a model table, with only the projected columns, host after host
+/// (each decoded when its turn comes and dropped before the next).
 struct HostPartition {
     shared: Arc<Shared>,
     projection: Projection,
-    run: usize,
-    host: String,
+    /// (run index, host name), in the order they are read.
+    hosts: Vec<(usize, String)>,
 }
 
 impl std::fmt::Debug for HostPartition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HostPartition({:?}, {})", self.projection.indices(), self.host)
+        let hosts: Vec<&str> = self.hosts.iter().map(|(_, h)| h.as_str()).collect();
+        write!(f, "HostPartition({:?}, {})", self.projection.indices(), hosts.join(", "))
     }
 }
 
@@ -446,20 +460,28 @@ impl PartitionStream for HostPartition {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let (shared, projection, host, run) =
-            (self.shared.clone(), self.projection.clone(), self.host.clone(), self.run);
+        let (shared, projection, hosts) = (self.shared.clone(), self.projection.clone(), self.hosts.clone());
         let (sender, receiver) = futures::channel::mpsc::channel(BATCHES_IN_FLIGHT);
         let schema = projection.schema().clone();
         // Built on a blocking thread, each batch sent as it is made: the reader holds a
         // plane's batch at a time unless it keeps them (a sort, a join's build side).
         tokio::task::spawn_blocking(move || {
             let mut sender = sender;
-            let result = host_batches(&shared, &projection, run, &host, &mut |batch| {
-                futures::executor::block_on(futures::SinkExt::send(&mut sender, Ok(batch))).is_ok()
-            });
-            if let Err(e) = result {
-                let error = datafusion::error::DataFusionError::External(Box::new(e));
-                let _ = futures::executor::block_on(futures::SinkExt::send(&mut sender, Err(error)));
+            for (run, host) in &hosts {
+                let mut open = true;
+                let result = host_batches(&shared, &projection, *run, host, &mut |batch| {
+                    open = futures::executor::block_on(futures::SinkExt::send(&mut sender, Ok(batch))).is_ok();
+                    open
+                });
+                if let Err(e) = result {
+                    let error = datafusion::error::DataFusionError::External(Box::new(e));
+                    let _ = futures::executor::block_on(futures::SinkExt::send(&mut sender, Err(error)));
+                    return;
+                }
+                if !open {
+                    // The reader is gone (a LIMIT was met): no more hosts.
+                    return;
+                }
             }
         });
         Box::pin(RecordBatchStreamAdapter::new(schema, receiver))

@@ -77,6 +77,7 @@ pub struct Projection {
 
 impl Projection {
     /// Every column, every row.
+    #[cfg(test)]
     pub fn all(def: &'static TableDef) -> Projection {
         Projection::new(def, None, None)
     }
@@ -119,6 +120,7 @@ impl Projection {
 }
 
 /// Builds `p`'s table's batches for one host; `None` for a table not built from the model.
+#[cfg(test)]
 pub fn build(p: &Projection, space: &XSpace, key: HostKey<'_>) -> Option<Result<Vec<RecordBatch>, ArrowError>> {
     let mut batches = Vec::new();
     let done = build_each(p, space, key, &mut |b| {

@@ -317,3 +317,73 @@ fn perfetto_recipes_run_unchanged() {
         assert_eq!(cells(&total_self), cells(&top), "{fixture}");
     }
 }
+
+/// Every Parquet file under `dir`.
+fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if e.path().extension().is_some_and(|x| x == "parquet") {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// The export read back holds every table's rows (as `SELECT` over the profile gives
+/// them, `run` and `host` aside: they are the path), in plain Parquet types.
+#[test]
+fn the_export_reads_back_as_the_tables() {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    for path in fixtures() {
+        let (session, engine) = engine(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let summary = oxprof_sql::export::export_parquet(&session, engine.runs(), dir.path()).unwrap();
+        for def in TABLES.iter().filter(|t| t.source != Source::Catalog) {
+            let mut read = Vec::new();
+            for file in parquet_files(&dir.path().join(def.name)) {
+                let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file).unwrap()).unwrap();
+                for field in reader.schema().fields() {
+                    assert!(!matches!(field.data_type(), DataType::Dictionary(..)), "{}: {field}", file.display());
+                    assert!(!["run", "host"].contains(&field.name().as_str()), "{}", file.display());
+                }
+                for batch in reader.build().unwrap() {
+                    let batch = batch.unwrap();
+                    let columns: Vec<_> = batch.columns().iter().map(|c| cast(c, &DataType::Utf8).unwrap()).collect();
+                    for r in 0..batch.num_rows() {
+                        read.push(
+                            columns
+                                .iter()
+                                .map(|c| {
+                                    if c.is_null(r) { String::new() } else { c.as_string::<i32>().value(r).to_string() }
+                                })
+                                .collect::<Vec<_>>(),
+                        );
+                    }
+                }
+            }
+            let everything = engine.query(&format!("SELECT * FROM {}", def.name)).unwrap();
+            let keep: Vec<String> = everything
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .filter(|n| n != "run" && n != "host")
+                .map(|n| format!("\"{n}\""))
+                .collect();
+            if keep.is_empty() {
+                continue;
+            }
+            let expected = engine.query(&format!("SELECT {} FROM {}", keep.join(", "), def.name)).unwrap();
+            let mut expected = cells(&expected);
+            expected.sort();
+            read.sort();
+            assert_eq!(read.len(), summary.rows.get(def.name).copied().unwrap_or(0), "{} {}", path.display(), def.name);
+            assert_eq!(read, expected, "{} {}", path.display(), def.name);
+        }
+    }
+}
