@@ -279,6 +279,25 @@ mod tests {
         assert_eq!(space.event_count(), 20_000);
     }
 
+    /// Stress: leads from one byte up, each run handing the input over thousands of times
+    /// between the two threads; every run ends (no lost wake-up) with the whole trace's model.
+    #[test]
+    fn tiny_leads_hand_over_often_and_lose_nothing() {
+        let json = trace(3_000);
+        let expected = oxprof_kineto::import_kineto(&json, &KeepPages, &LoadLimits::default()).unwrap();
+        let gz = gzip(&json);
+        for lead in [1, 7, 4096, 65_537] {
+            for _ in 0..5 {
+                let mut map = map(json.len() + 1);
+                let streamed = inflate_and_import_within(&mut map, inflater(&gz), lead, |incoming, release| {
+                    oxprof_kineto::import_kineto_incoming(incoming, release, &LoadLimits::default())
+                });
+                let Streamed::Done(Ok(space), None) = streamed else { panic!("lead {lead}: not imported") };
+                assert_eq!(oxprof_model::compare::first_difference(&expected, &space), None, "lead {lead}");
+            }
+        }
+    }
+
     /// An importer that never releases anything still gets every byte (the inflater runs
     /// past its lead while the importer waits); one that stops at once stops the inflater.
     #[test]
