@@ -66,10 +66,10 @@ impl PytorchOpStats {
         let mut by_stack: Agg<(&str, &str)> = Agg::default();
         for &op in ops {
             let n = &p.nodes[op];
-            by_name.add(n.name.as_str(), p, op, || (None, None));
-            by_input.add((n.name.as_str(), n.shape.as_str()), p, op, || (Some(n.shape.clone()), None));
+            by_name.add(&*n.name, p, op, || (None, None));
+            by_input.add((&*n.name, &*n.shape), p, op, || (Some(n.shape.to_string()), None));
             if let Some(stack) = n.stack.as_deref().filter(|s| !s.is_empty()) {
-                by_stack.add((n.name.as_str(), stack), p, op, || (None, Some(stack.to_string())));
+                by_stack.add((&*n.name, stack), p, op, || (None, Some(stack.to_string())));
             }
         }
         let mut notes = Vec::new();
@@ -111,7 +111,7 @@ impl<K: std::hash::Hash + Eq> Agg<K> {
         let i = *self.index.entry(key).or_insert_with(|| {
             let (shape, stack) = extra();
             self.rows.push(OpRow {
-                name: n.name.clone(),
+                name: n.name.to_string(),
                 input_shape: shape,
                 call_stack: stack,
                 calls: 0,

@@ -13,6 +13,7 @@
 
 use oxprof_model::{Event, StatMetadataId, StatValue, XPlane, XSpace};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 use super::ranges::{self, Range};
 
@@ -150,29 +151,97 @@ pub(crate) struct KernelArgs {
     pub blocks_per_sm: Option<f64>,
     pub occupancy: Option<f64>,
     /// Python's `str()` of the arg (`[80, 1, 1]`, `None`).
-    pub grid: String,
-    pub block: String,
+    pub grid: Arc<str>,
+    pub block: Arc<str>,
     pub registers: i64,
     pub shared_memory: i64,
     pub device: Option<i64>,
 }
 
-/// One event as torch-tb-profiler keeps it.
-struct Ev<'a> {
+/// One event as torch-tb-profiler keeps it. Narrow (every kept event is held until the
+/// parse ends, tens of millions on multi-GB traces): texts and the rarer facts are indices
+/// into [`Texts`].
+struct Ev {
     ty: Ty,
-    name: &'a str,
+    thread: u32,
+    /// Index into [`Texts::names`].
+    name: u32,
+    /// Index into [`Texts::shapes`]: `Input Dims` as Python prints it.
+    shape: u32,
+    /// Index into [`Texts::stacks`] (0: none).
+    stack: u32,
+    /// Index into [`Texts::kernels`] (kernels) or [`Texts::python`] (python functions), else
+    /// [`NO_EXTRA`].
+    extra: u32,
     ts: f64,
     dur: f64,
-    thread: u32,
     ext: Option<i64>,
     corr: Option<i64>,
-    /// `Input Dims` as Python prints it.
-    shape: String,
-    stack: Option<&'a str>,
-    /// Boxed: few events are kernels, and every row is held until the parse ends.
-    kernel: Option<Box<KernelArgs>>,
-    /// `Python id`, `Python parent id`, `Python module id` (python_function events).
-    python: PythonIds,
+}
+
+const NO_EXTRA: u32 = u32::MAX;
+/// [`Texts::shapes`] entries every parse has: no shape, and no `Input Dims`.
+const SHAPE_NONE: u32 = 0;
+const SHAPE_EMPTY_LIST: u32 = 1;
+
+/// What event rows refer to by index, each text made once: names, shapes and stacks repeat
+/// across millions of events, and the nodes share them.
+struct Texts<'a> {
+    names: Vec<Arc<str>>,
+    shapes: Vec<Arc<str>>,
+    shape_ids: FxHashMap<&'a str, u32>,
+    stacks: Vec<Option<Arc<str>>>,
+    stack_ids: FxHashMap<&'a str, u32>,
+    /// Python's `str()` of kernels' `grid`/`block` texts, by the text.
+    kernel_texts: FxHashMap<&'a str, Arc<str>>,
+    kernels: Vec<KernelArgs>,
+    python: Vec<PythonIds>,
+}
+
+impl<'a> Texts<'a> {
+    fn new() -> Texts<'a> {
+        Texts {
+            names: Vec::new(),
+            shapes: vec![Arc::from(""), Arc::from("[]")],
+            shape_ids: FxHashMap::default(),
+            stacks: vec![None],
+            stack_ids: FxHashMap::default(),
+            kernel_texts: FxHashMap::default(),
+            kernels: Vec::new(),
+            python: Vec::new(),
+        }
+    }
+
+    fn name(&self, e: &Ev) -> &str {
+        &self.names[e.name as usize]
+    }
+
+    fn shape_of(&mut self, dims: Option<&'a str>) -> u32 {
+        let Some(dims) = dims else { return SHAPE_EMPTY_LIST };
+        let next = self.shapes.len() as u32;
+        let id = *self.shape_ids.entry(dims).or_insert(next);
+        if id == next {
+            self.shapes.push(Arc::from(repr_text(Some(dims), "[]")));
+        }
+        id
+    }
+
+    fn stack_of(&mut self, stack: Option<&'a str>) -> u32 {
+        let Some(stack) = stack else { return 0 };
+        let next = self.stacks.len() as u32;
+        let id = *self.stack_ids.entry(stack).or_insert(next);
+        if id == next {
+            self.stacks.push(Some(Arc::from(stack)));
+        }
+        id
+    }
+
+    fn kernel_text(&mut self, text: Option<&'a str>) -> Arc<str> {
+        match text {
+            None => Arc::from("None"),
+            Some(t) => self.kernel_texts.entry(t).or_insert_with(|| Arc::from(repr_text(Some(t), "None"))).clone(),
+        }
+    }
 }
 
 /// The ids a `python_function` event carries.
@@ -232,7 +301,7 @@ pub(crate) enum NodeKind {
 /// A node of a thread's operator tree.
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
-    pub name: String,
+    pub name: Arc<str>,
     pub kind: NodeKind,
     pub ty: Ty,
     pub start: f64,
@@ -240,8 +309,8 @@ pub(crate) struct Node {
     pub ext: Option<i64>,
     /// `Python module id` of a module node (0 otherwise).
     pub module_id: i64,
-    pub shape: String,
-    pub stack: Option<String>,
+    pub shape: Arc<str>,
+    pub stack: Option<Arc<str>>,
     pub tc_eligible: bool,
     pub device_total: f64,
     pub host_self: f64,
@@ -261,7 +330,7 @@ impl Node {
     pub(crate) fn is_listed_operator(&self) -> bool {
         self.kind == NodeKind::Operator
             && self.ty == Ty::Operator
-            && !matches!(self.name.as_str(), "DataParallel.forward" | "DistributedDataParallel.forward")
+            && !matches!(&*self.name, "DataParallel.forward" | "DistributedDataParallel.forward")
             && !self.name.starts_with("Optimizer.")
     }
 }
@@ -279,7 +348,7 @@ pub(crate) struct Runtime {
 /// Kernel, memcpy or memset activity.
 #[derive(Debug, Clone)]
 pub(crate) struct Device {
-    pub name: String,
+    pub name: Arc<str>,
     pub ty: Ty,
     pub start: f64,
     pub end: f64,
@@ -563,7 +632,7 @@ fn base_name(line: &str) -> &str {
 
 /// Reads the events of every plane of `space` as torch-tb-profiler types them, with their
 /// positions in its order (by start, stably on the model's).
-fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<u32>, Vec<MemRecord>, u64) {
+fn read_events(space: &XSpace) -> (Vec<Ev>, Texts<'_>, Vec<u32>, Vec<MemRecord>, u64) {
     let base_ns = space
         .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
         .and_then(|p| p.stats().find(|s| s.name() == "baseTimeNanoseconds").and_then(|s| stat_i64(s.value)))
@@ -580,6 +649,7 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<u32>, Vec<MemRecord>, u64) {
     let mut out = Vec::with_capacity(space.event_count());
     let mut memory = Vec::new();
     let mut skipped = 0u64;
+    let mut texts = Texts::new();
     for plane in &space.planes {
         let keys = Keys::of(plane);
         // Category, phase (complete?) and whether a `[memory]` instant, per event metadata.
@@ -599,6 +669,8 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<u32>, Vec<MemRecord>, u64) {
             let memory = instant && plane.str(plane.event_metadata_at(id).name) == "[memory]";
             meta.push((cat, complete, memory));
         }
+        // Each event name's index into `texts.names`, made on first use.
+        let mut name_ids: Vec<u32> = vec![u32::MAX; plane.event_metadata_count()];
         for line in &plane.lines {
             let next = threads.len() as u32;
             let thread = *threads.entry((plane.id, base_name(&line.name))).or_insert(next);
@@ -616,7 +688,7 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<u32>, Vec<MemRecord>, u64) {
                     skipped += 1;
                     continue;
                 };
-                if let Some(ev) = read_event(&e, &keys, cat, thread, line_ps) {
+                if let Some(ev) = read_event(&e, &keys, cat, thread, line_ps, &mut texts, &mut name_ids) {
                     out.push(ev);
                 }
             }
@@ -628,7 +700,7 @@ fn read_events(space: &XSpace) -> (Vec<Ev<'_>>, Vec<u32>, Vec<MemRecord>, u64) {
     by_start.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let order: Vec<u32> = by_start.into_iter().map(|(_, i)| i).collect();
     memory.sort_by(|a, b| a.ts.total_cmp(&b.ts));
-    (out, order, memory, skipped)
+    (out, texts, order, memory, skipped)
 }
 
 fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRecord {
@@ -673,31 +745,49 @@ fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRec
     r
 }
 
-fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i128) -> Option<Ev<'a>> {
+fn read_event<'a>(
+    e: &Event<'a>,
+    keys: &Keys,
+    cat: &str,
+    thread: u32,
+    line_ps: i128,
+    texts: &mut Texts<'a>,
+    name_ids: &mut [u32],
+) -> Option<Ev> {
     let name = e.name();
     let has_module_id = keys.module_id.is_some() && e.stats().any(|s| Some(s.metadata_id()) == keys.module_id);
     let ty = category_type(cat, name, has_module_id);
     if ty == Ty::Other {
         return None;
     }
-    let ts = ps_to_us(line_ps + i128::from(e.offset_ps()));
-    let dur = ps_to_us(i128::from(e.duration_ps()));
+    let name_id = match name_ids.get_mut(e.metadata_id().index()) {
+        Some(id) if *id != u32::MAX => *id,
+        slot => {
+            let id = texts.names.len() as u32;
+            texts.names.push(Arc::from(name));
+            if let Some(slot) = slot {
+                *slot = id;
+            }
+            id
+        }
+    };
     let mut ev = Ev {
         ty,
-        name,
-        ts,
-        dur,
         thread,
+        name: name_id,
+        shape: SHAPE_NONE,
+        stack: 0,
+        extra: NO_EXTRA,
+        ts: ps_to_us(line_ps + i128::from(e.offset_ps())),
+        dur: ps_to_us(i128::from(e.duration_ps())),
         ext: None,
         corr: None,
-        shape: String::new(),
-        stack: None,
-        kernel: None,
-        python: PythonIds::default(),
     };
     let mut dims: [Option<&str>; 2] = [None, None];
+    let mut stack = None;
     let mut ext_lower = None;
     let mut kernel = KernelArgs::default();
+    let mut python = PythonIds::default();
     let mut grid = None;
     let mut block = None;
     for s in e.stats() {
@@ -713,14 +803,14 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
         } else if id == keys.dims[1] {
             dims[1] = s.as_str();
         } else if id == keys.stack {
-            ev.stack = s.as_str();
+            stack = s.as_str();
         } else if matches!(ty, Ty::PythonFunction | Ty::Module) {
             if id == keys.python_id {
-                ev.python.id = stat_i64(s.value);
+                python.id = stat_i64(s.value);
             } else if id == keys.python_parent_id {
-                ev.python.parent = stat_i64(s.value);
+                python.parent = stat_i64(s.value);
             } else if id == keys.module_id {
-                ev.python.module = stat_i64(s.value);
+                python.module = stat_i64(s.value);
             }
         } else if ty == Ty::Kernel {
             if id == keys.device {
@@ -744,20 +834,25 @@ fn read_event<'a>(e: &Event<'a>, keys: &Keys, cat: &str, thread: u32, line_ps: i
     if ext_lower.is_some() {
         ev.ext = ext_lower;
     }
+    ev.stack = texts.stack_of(stack);
     if matches!(ty, Ty::Operator | Ty::ProfilerStep | Ty::Python | Ty::UserAnnotation) {
-        ev.shape = repr_text(dims[0].or(dims[1]), "[]");
+        ev.shape = texts.shape_of(dims[0].or(dims[1]));
     }
     if ty == Ty::Kernel {
-        kernel.grid = repr_text(grid, "None");
-        kernel.block = repr_text(block, "None");
-        ev.kernel = Some(Box::new(kernel));
+        kernel.grid = texts.kernel_text(grid);
+        kernel.block = texts.kernel_text(block);
+        ev.extra = texts.kernels.len() as u32;
+        texts.kernels.push(kernel);
+    } else if matches!(ty, Ty::PythonFunction | Ty::Module) {
+        ev.extra = texts.python.len() as u32;
+        texts.python.push(python);
     }
     Some(ev)
 }
 
 /// Builds the parsed run.
 pub fn parse(space: &XSpace) -> Parsed {
-    let (mut events, order, memory, skipped) = read_events(space);
+    let (events, mut texts, order, memory, skipped) = read_events(space);
     let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
     p.profiler_start =
         order.iter().map(|&i| events[i as usize].ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
@@ -776,21 +871,31 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut used_devices = std::collections::BTreeSet::new();
     let mut device_order: Vec<usize> = Vec::new();
     let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
-    // The first pass moves each event's strings and kernel facts into the nodes and devices
-    // (the second reads only types, times and names).
+    // The rows are wide and tens of millions on big traces: sized once, never copied.
+    let count = |f: fn(Ty) -> bool| events.iter().filter(|e| f(e.ty)).count();
+    p.devices.reserve_exact(count(|t| matches!(t, Ty::Kernel | Ty::Memcpy | Ty::Memset)));
+    p.runtimes.reserve_exact(count(|t| t == Ty::Runtime) + 1);
+    p.nodes.reserve_exact(
+        count(|t| matches!(t, Ty::Python | Ty::Operator | Ty::ProfilerStep | Ty::Module | Ty::UserAnnotation))
+            + events.iter().map(|e| e.thread).max().map_or(0, |t| t as usize + 1),
+    );
+    let Texts { names, shapes, stacks, kernels, python, .. } = &mut texts;
+    // The first pass moves each event's kernel facts into the devices and shares its texts
+    // with the nodes (the second reads only types, times and names).
     for &i in &order {
-        let e = &mut events[i as usize];
+        let e = &events[i as usize];
+        let name: &str = &names[e.name as usize];
         match e.ty {
             Ty::Kernel | Ty::Memcpy | Ty::Memset => {
                 let d = p.devices.len();
                 p.devices.push(Device {
-                    name: e.name.to_string(),
+                    name: names[e.name as usize].clone(),
                     ty: e.ty,
                     start: e.ts,
                     end: e.ts + e.dur,
                     dur: e.dur,
-                    kernel: e.kernel.take().map_or_else(KernelArgs::default, |k| *k),
-                    tc_used: kernel_uses_tensor_cores(e.name),
+                    kernel: kernels.get_mut(e.extra as usize).map(std::mem::take).unwrap_or_default(),
+                    tc_used: kernel_uses_tensor_cores(name),
                     op: None,
                     op_tc_eligible: false,
                 });
@@ -832,33 +937,33 @@ pub fn parse(space: &XSpace) -> Parsed {
                 let kind = match e.ty {
                     Ty::ProfilerStep => NodeKind::ProfilerStep,
                     Ty::Module => NodeKind::Module,
-                    _ if is_data_loader(e.name) => NodeKind::DataLoader,
-                    _ if e.name.starts_with("Optimizer.step") => NodeKind::Optimizer,
+                    _ if is_data_loader(name) => NodeKind::DataLoader,
+                    _ if name.starts_with("Optimizer.step") => NodeKind::Optimizer,
                     _ => NodeKind::Operator,
                 };
-                if COMM_OPS.contains(&e.name) {
-                    if e.name.starts_with("nccl") {
+                if COMM_OPS.contains(&name) {
+                    if name.starts_with("nccl") {
                         p.comm_libs.0 = true;
                     } else {
                         p.comm_libs.1 = true;
                     }
                     comm_ext.insert(e.ext);
                 }
-                p.use_dp |= e.name == "DataParallel.forward";
-                p.use_ddp |= e.name == "DistributedDataParallel.forward";
+                p.use_dp |= name == "DataParallel.forward";
+                p.use_ddp |= name == "DistributedDataParallel.forward";
                 let node = p.nodes.len();
                 p.nodes.push(Node {
-                    name: e.name.to_string(),
+                    name: names[e.name as usize].clone(),
                     kind,
                     ty: e.ty,
                     start: e.ts,
                     end: e.ts + e.dur,
                     // Module nodes drop their external id (always 0 in traces).
                     ext: if kind == NodeKind::Module { None } else { e.ext },
-                    module_id: e.python.module.unwrap_or(0),
-                    shape: std::mem::take(&mut e.shape),
-                    stack: e.stack.map(str::to_string),
-                    tc_eligible: op_is_tc_eligible(e.name),
+                    module_id: python.get(e.extra as usize).and_then(|p| p.module).unwrap_or(0),
+                    shape: shapes[e.shape as usize].clone(),
+                    stack: stacks[e.stack as usize].clone(),
+                    tc_eligible: op_is_tc_eligible(name),
                     device_total: 0.0,
                     host_self: 0.0,
                     device_self: 0.0,
@@ -877,11 +982,12 @@ pub fn parse(space: &XSpace) -> Parsed {
             _ => {}
         }
         if matches!(e.ty, Ty::PythonFunction | Ty::Module) {
+            let ids = python.get(e.extra as usize).copied().unwrap_or_default();
             p.python_fns.push(PythonFn {
                 ts: e.ts,
-                id: e.python.id,
-                parent: e.python.parent,
-                module: (e.ty == Ty::Module).then(|| (e.name.to_string(), e.python.module.unwrap_or(0))),
+                id: ids.id,
+                parent: ids.parent,
+                module: (e.ty == Ty::Module).then(|| (name.to_string(), ids.module.unwrap_or(0))),
             });
         }
     }
@@ -897,6 +1003,7 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut profiler_span = None;
     for &i in &order {
         let e = &events[i as usize];
+        let name = texts.name(e);
         let r = (e.ts, e.ts + e.dur);
         match e.ty {
             Ty::Kernel if comm_ext.contains(&e.ext) => roles[COMMUNICATION].push(r),
@@ -904,13 +1011,11 @@ pub fn parse(space: &XSpace) -> Parsed {
             Ty::Memcpy => roles[MEMCPY].push(r),
             Ty::Memset => roles[MEMSET].push(r),
             Ty::Runtime => roles[RUNTIME].push(r),
-            Ty::Operator | Ty::UserAnnotation if is_data_loader(e.name) => roles[DATA_LOADER].push(r),
+            Ty::Operator | Ty::UserAnnotation if is_data_loader(name) => roles[DATA_LOADER].push(r),
             Ty::ProfilerStep => {
-                steps.push((e.name.split('#').nth(1).unwrap_or("").to_string(), r.0, r.1));
+                steps.push((name.split('#').nth(1).unwrap_or("").to_string(), r.0, r.1));
             }
-            Ty::Python | Ty::Operator | Ty::UserAnnotation if COMM_OPS.contains(&e.name) => {
-                roles[COMMUNICATION].push(r)
-            }
+            Ty::Python | Ty::Operator | Ty::UserAnnotation if COMM_OPS.contains(&name) => roles[COMMUNICATION].push(r),
             Ty::Python | Ty::Operator | Ty::UserAnnotation => roles[CPU_OP].push(r),
             _ => {}
         }
@@ -920,7 +1025,7 @@ pub fn parse(space: &XSpace) -> Parsed {
         }
         global_min = global_min.min(r.0);
         global_max = global_max.max(r.1);
-        if e.ty == Ty::Trace && e.name == "PyTorch Profiler (0)" {
+        if e.ty == Ty::Trace && name == "PyTorch Profiler (0)" {
             profiler_span = Some(r);
         }
     }
@@ -1042,14 +1147,14 @@ fn device_props(space: &XSpace) -> Vec<DeviceProps> {
 fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>) -> usize {
     let root = p.nodes.len();
     p.nodes.push(Node {
-        name: "CallTreeRoot".into(),
+        name: Arc::from("CallTreeRoot"),
         kind: NodeKind::Root,
         ty: Ty::Python,
         start: f64::MIN,
         end: f64::MAX,
         ext: None,
         module_id: 0,
-        shape: "None".into(),
+        shape: Arc::from("None"),
         stack: None,
         tc_eligible: false,
         device_total: 0.0,
@@ -1155,7 +1260,7 @@ fn fill_stats(p: &mut Parsed, root: usize) {
             p.nodes[n].children = children;
             continue;
         }
-        let rts = p.nodes[n].runtimes.clone();
+        let rts = std::mem::take(&mut p.nodes[n].runtimes);
         for &rt in &rts {
             fill_runtime(p, rt, Some(n));
         }
@@ -1194,6 +1299,7 @@ fn fill_stats(p: &mut Parsed, root: usize) {
         node.tc_self += tc_self;
         node.tc_total += tc_total;
         node.tc_eligible = tc_eligible;
+        node.runtimes = rts;
     }
 }
 
@@ -1297,7 +1403,7 @@ impl Parsed {
             std::mem::size_of::<Node>()
                 + n.name.len()
                 + n.shape.len()
-                + n.stack.as_ref().map_or(0, String::len)
+                + n.stack.as_ref().map_or(0, |s| s.len())
                 + 8 * (n.children.len() + n.runtimes.len())
         };
         let device =
