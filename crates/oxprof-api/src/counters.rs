@@ -5,9 +5,10 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, select_hosts, with_notes};
+use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::report::Report;
+use oxprof_analysis::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
 use oxprof_analysis::tools::megascale::{MegascaleStats, has_megascale_events};
 use oxprof_analysis::tools::perf_counters::PerfCounters;
 use oxprof_analysis::tools::smart_suggestion::{
@@ -36,17 +37,18 @@ pub(crate) fn perf_counters(
     Ok(Box::new(report))
 }
 
-/// [`crate::registry::Compute`] of `megascale_stats`: XProf's DCN slack table of one host
-/// (`ALL_HOSTS` combines them). oxprof answers XProf's empty table for hosts without
-/// `MegaScale:` events on `/host:CPU` (XProf's test for DCN collective stats) and refuses,
-/// naming the host, when there are some: their slack analysis is not ported yet.
+/// [`crate::registry::Compute`] of `megascale_stats`: XProf's DCN slack table of one host,
+/// or of every host combined (`ALL_HOSTS`, occurrence-weighted as XProf's combiner does).
+/// As in XProf, a run where some host has no `MegaScale:` events on `/host:CPU` (XProf's
+/// test for DCN collective stats) gets the empty table.
 pub(crate) fn megascale_stats(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    if request.host.as_deref().is_none_or(str::is_empty) {
+    let host = request.host.as_deref().unwrap_or_default();
+    if host.is_empty() {
         return Err(ApiError::BadParameter {
             name: "host".into(),
             reason:
@@ -54,27 +56,45 @@ pub(crate) fn megascale_stats(
                     .into(),
         });
     }
-    let files = select_hosts(run, request.host.as_deref())?;
-    // XProf analyses every host of the run to write its per-host and ALL_HOSTS caches.
+    let files = select_hosts(run, Some(host))?;
+    // XProf analyses every host of the run for its caches and stops at the first without
+    // DCN events, answering the empty table for every host from then on.
     for file in run.hosts.iter() {
         let _admission = session.admit();
         let metadata = session.load(file, &|_| false)?;
-        if has_megascale_events(&metadata) {
-            return Err(ApiError::Http {
-                status: 501,
-                message: format!(
-                    "megascale_stats: {} has MegaScale: DCN events on {HOST_THREADS_PLANE_NAME}; oxprof does not compute their \
-                     slack analysis yet (open the profile in XProf for this tool)",
-                    file.host
-                ),
-            });
+        if !has_megascale_events(&metadata) {
+            let note = format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", file.host);
+            return Ok(with_notes(Box::new(MegascaleStats::default()), vec![note]));
         }
     }
-    let notes = files
-        .iter()
-        .map(|f| format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", f.host))
-        .collect();
-    Ok(with_notes(Box::new(MegascaleStats::default()), notes))
+    let tensor_core_0 = format!("{TPU_PLANE_PREFIX}0");
+    let mut combiner = DcnSlackCombiner::default();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for file in &files {
+        let _admission = session.admit();
+        let space = session.load(file, &|plane| plane == tensor_core_0)?;
+        let analysis = host_dcn_slack(&space);
+        let counts = &analysis.counts;
+        if counts.transfer_ops == 0 {
+            notes.push(format!("{}: no host send/recv ops on {tensor_core_0}'s XLA Ops line", file.host));
+        }
+        if counts.ops_outside_modules > 0 || counts.ops_without_hlo > 0 {
+            notes.push(format!(
+                "{}: {} host send/recv ops outside any XLA module and {} without an HLO instruction were skipped, as XProf does",
+                file.host, counts.ops_outside_modules, counts.ops_without_hlo
+            ));
+        }
+        if host == ALL_HOSTS {
+            combiner.combine(&analysis.summaries);
+        } else {
+            rows = analysis.summaries;
+        }
+    }
+    if host == ALL_HOSTS {
+        rows = combiner.finish();
+    }
+    Ok(with_notes(Box::new(MegascaleStats { rows }), notes))
 }
 
 /// [`crate::registry::Compute`] of `smart_suggestion`: XProf 2.24.2's open-source rule set

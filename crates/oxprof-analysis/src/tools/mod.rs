@@ -7,6 +7,7 @@ pub mod graphviz_html;
 pub mod hlo_stats;
 pub mod input_pipeline;
 pub mod kernel_stats;
+pub mod dcn_slack;
 pub mod megascale;
 pub mod memory_profile;
 pub mod memory_viewer;

@@ -1,0 +1,82 @@
+//! Parity with XProf 2.24.2's `megascale_stats` (DCN collective slack analysis) on a profile
+//! that has DCN collectives: the synthetic multi-slice TPU run of
+//! `testdata/tpu-synthetic/megascale/` (`scripts/gen-tpu-synthetic.sh`), for each host and
+//! `ALL_HOSTS`. The counter tools recorded with it (`perf_counters`, `utilization_viewer`,
+//! `smart_suggestion`, empty here) are compared too.
+//!
+//! XProf keeps the rendezvous in an `absl::flat_hash_map`, so the order of its rows changes
+//! from run to run: rows are compared as a set, numbers within 1e-6 relative, and each row's
+//! bytes must be one of XProf's rows' bytes.
+
+use common::{load_expected_json as load_expected, read_text, repo_root};
+use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_api::data::{DataRequest, data};
+use serde_json::Value;
+
+mod common;
+
+const TOOLS: &[&str] = &["megascale_stats", "perf_counters", "utilization_viewer", "smart_suggestion"];
+const SELECTIONS: &[&str] = &["host0", "host1", "ALL_HOSTS"];
+
+/// The table's header (columns) and its rows' texts, sorted: `[{"cols":[..],"rows":[{"c":..},..]}]`.
+fn header_and_rows(body: &str) -> (String, Vec<String>) {
+    let Some((header, rows)) = body.split_once("\"rows\":[") else { return (body.to_string(), Vec::new()) };
+    let rows = rows.strip_suffix("]}]").unwrap_or(rows);
+    let mut rows: Vec<String> =
+        rows.split("]},{\"c\":[").map(|r| r.trim_start_matches("{\"c\":[").trim_end_matches("]}").to_string()).collect();
+    rows.retain(|r| !r.is_empty());
+    rows.sort();
+    (header.to_string(), rows)
+}
+
+#[test]
+fn megascale_stats_equals_xprof_on_dcn_collectives() {
+    let dir = repo_root().join("testdata/tpu-synthetic/megascale");
+    let (mut passed, mut failures) = (0, Vec::new());
+    for &host in SELECTIONS {
+        for &tool in TOOLS {
+            let label = format!("{tool} {host}");
+            let expected_dir = dir.join("xprof_out").join(host);
+            let expected = load_expected(&expected_dir, tool).unwrap_or_else(|| panic!("{label}: no XProf output"));
+            let request = DataRequest { tool: tool.into(), host: Some(host.into()), ..Default::default() };
+            let actual = match data(&dir, &request) {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!("{label}: {e}"));
+                    continue;
+                }
+            };
+            let ours = actual.json.clone().unwrap_or(Value::Null);
+            let report = compare(&expected, &ours, CmpOptions { unordered: true, ..CmpOptions::default() });
+            if !report.is_match() {
+                failures.push(format!("{label}:\n{}", report.summary(5)));
+                continue;
+            }
+            let xprof_bytes = read_text(&expected_dir.join(format!("{tool}.json"))).unwrap_or_default();
+            if header_and_rows(&actual.body) != header_and_rows(&xprof_bytes) {
+                failures.push(format!("{label}: the JSON matches but the bytes differ"));
+                continue;
+            }
+            passed += 1;
+        }
+    }
+    eprintln!("golden_megascale: {passed} passed, {} failed", failures.len());
+    assert!(failures.is_empty(), "{} cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
+    assert_eq!(passed, SELECTIONS.len() * TOOLS.len());
+}
+
+/// The synthetic run really has DCN collectives: three rendezvous per host, three
+/// occurrences each (six for ALL_HOSTS).
+#[test]
+fn synthetic_run_has_three_rendezvous_per_host() {
+    let dir = repo_root().join("testdata/tpu-synthetic/megascale");
+    for (host, occurrences) in [("host0", 3.0), ("ALL_HOSTS", 6.0)] {
+        let request = DataRequest { tool: "megascale_stats".into(), host: Some(host.into()), ..Default::default() };
+        let json = data(&dir, &request).unwrap().json.unwrap();
+        let rows = json[0]["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 3, "{host}");
+        for row in rows {
+            assert_eq!(row["c"][13]["v"], occurrences, "{host}");
+        }
+    }
+}
