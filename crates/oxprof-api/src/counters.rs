@@ -57,6 +57,16 @@ pub(crate) fn megascale_stats(
         });
     }
     let files = select_hosts(run, Some(host))?;
+    // XProf's server reads `perfetto` as a bool (`.lower() == 'true'`).
+    if request.params.get("perfetto").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Err(ApiError::Http {
+            status: 501,
+            message: format!(
+                "megascale_stats: {host}: oxprof does not write XProf's Perfetto trace of DCN collectives \
+                 (perfetto=true) yet; drop the parameter for the slack table, or open the profile in XProf"
+            ),
+        });
+    }
     // XProf analyses every host of the run for its caches and stops at the first without
     // DCN events, answering the empty table for every host from then on.
     for file in run.hosts.iter() {

@@ -80,3 +80,16 @@ fn synthetic_run_has_three_rendezvous_per_host() {
         }
     }
 }
+
+/// `perfetto=true` (XProf's Perfetto trace of the DCN collectives) is refused, not answered
+/// with the table.
+#[test]
+fn perfetto_trace_is_refused_naming_the_parameter() {
+    let dir = repo_root().join("testdata/tpu-synthetic/megascale");
+    let mut request = DataRequest { tool: "megascale_stats".into(), host: Some("host0".into()), ..Default::default() };
+    request.params.insert("perfetto".into(), "True".into());
+    let err = data(&dir, &request).unwrap_err().to_string();
+    assert!(err.contains("perfetto=true"), "{err}");
+    request.params.insert("perfetto".into(), "false".into());
+    assert!(data(&dir, &request).is_ok());
+}

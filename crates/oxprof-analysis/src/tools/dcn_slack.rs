@@ -572,3 +572,46 @@ impl DcnSlackCombiner {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transmitted_bytes_follow_the_transfer_type() {
+        assert_eq!(transmitted_bytes(1000, 4, "ALL_REDUCE"), 1500);
+        assert_eq!(transmitted_bytes(1000, 3, "ALL_GATHER"), 666);
+        assert_eq!(transmitted_bytes(1000, 1, "ONE_TO_ONE"), 1000);
+        assert_eq!(transmitted_bytes(1000, 4, "REDUCE_SCATTER"), 3000);
+        assert_eq!(transmitted_bytes(1000, 0, "ALL_REDUCE"), 0);
+        assert_eq!(transmitted_bytes(1000, 4, "RAGGED_ALL_TO_ALL"), 0);
+    }
+
+    /// Hosts weigh by occurrences, and the averages are whole µs again.
+    #[test]
+    fn combiner_weighs_hosts_by_occurrences_and_truncates() {
+        let host = |slack_us: f64, occurrences: u64| DcnSlackSummary {
+            rendezvous: "r".into(),
+            slack_us,
+            occurrences,
+            bytes_transmitted_over_network: 8,
+            ..DcnSlackSummary::default()
+        };
+        let mut combiner = DcnSlackCombiner::default();
+        combiner.combine(&[host(10.0, 1)]);
+        combiner.combine(&[host(15.0, 2)]);
+        let rows = combiner.finish();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].occurrences, 3);
+        // (10 + 2 * 15) / 3 = 13.33 → 13.
+        assert_eq!(rows[0].slack_us, 13.0);
+        assert_eq!(rows[0].bytes_transmitted_over_network, 8);
+    }
+
+    #[test]
+    fn a_space_without_tensor_cores_has_no_collectives() {
+        assert!(host_dcn_slack(&XSpace::default()).summaries.is_empty());
+        assert!(!is_tensor_core_plane("/device:TPU:0 SparseCore"));
+        assert!(is_tensor_core_plane("/device:TPU:12"));
+    }
+}
