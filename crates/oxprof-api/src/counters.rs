@@ -9,11 +9,12 @@ use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::report::Report;
 use oxprof_analysis::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
+use oxprof_analysis::tools::event_time_fraction::{
+    EventTimeFractions, barrier_cores_report, host_event_time_fractions,
+};
 use oxprof_analysis::tools::megascale::{MegascaleStats, has_megascale_events};
 use oxprof_analysis::tools::perf_counters::PerfCounters;
-use oxprof_analysis::tools::smart_suggestion::{
-    SmartSuggestionReport, barrier_cores_time_is_nil, mentions_barrier_cores,
-};
+use oxprof_analysis::tools::smart_suggestion::{BARRIER_CORES, mentions_barrier_cores};
 use oxprof_analysis::tools::utilization_viewer::UtilizationViewer;
 use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 
@@ -73,7 +74,8 @@ pub(crate) fn megascale_stats(
         let _admission = session.admit();
         let metadata = session.load(file, &|_| false)?;
         if !has_megascale_events(&metadata) {
-            let note = format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", file.host);
+            let note =
+                format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", file.host);
             return Ok(with_notes(Box::new(MegascaleStats::default()), vec![note]));
         }
     }
@@ -108,34 +110,30 @@ pub(crate) fn megascale_stats(
 }
 
 /// [`crate::registry::Compute`] of `smart_suggestion`: XProf 2.24.2's open-source rule set
-/// (only `BarrierCoresRule`) over every host of the run. No rule applies to a run without
-/// `barrier-cores` time in steps; a run where some may lie in steps is refused, naming the
-/// host and plane, until the event-time-fraction analysis it needs is ported.
+/// (only `BarrierCoresRule`) over the selected hosts (`ALL_HOSTS` or none: every host), from
+/// the event-time fractions of `barrier-cores` in their steps. Hosts without such events
+/// are not decoded past their metadata. Refused (501) only where the rule would name
+/// straggler hosts (three or more hosts with barrier time), which is not ported.
 pub(crate) fn smart_suggestion(
     session: &Session,
     run: &ServedRun,
-    _request: &DataRequest,
+    request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    for file in run.hosts.iter() {
+    let mut fractions = EventTimeFractions::default();
+    for file in select_hosts(run, request.host.as_deref())? {
         let _admission = session.admit();
         let metadata = session.load(file, &|_| false)?;
         if !mentions_barrier_cores(&metadata) {
             continue;
         }
         let space = session.load(file, &|_| true)?;
-        if let Err(plane) = barrier_cores_time_is_nil(&space) {
-            return Err(ApiError::Http {
-                status: 501,
-                message: format!(
-                    "smart_suggestion: {} has barrier-cores events on {plane} that may fall in steps; oxprof does \
-                     not compute XProf's BarrierCoresRule over them yet",
-                    file.host
-                ),
-            });
-        }
+        let hostname = space.hostnames.first().map_or(file.host.as_str(), String::as_str);
+        fractions.append(host_event_time_fractions(&space, hostname, BARRIER_CORES));
     }
-    Ok(Box::new(SmartSuggestionReport::default()))
+    let report = barrier_cores_report(&fractions)
+        .map_err(|e| ApiError::Http { status: 501, message: format!("smart_suggestion: run {:?}: {e}", run.name) })?;
+    Ok(Box::new(report))
 }
 
 /// [`crate::registry::Compute`] of `utilization_viewer`: one host's TPU unit utilization.

@@ -1,8 +1,9 @@
 //! Parity with XProf 2.24.2's `megascale_stats` (DCN collective slack analysis) on a profile
 //! that has DCN collectives: the synthetic multi-slice TPU run of
 //! `testdata/tpu-synthetic/megascale/` (`scripts/gen-tpu-synthetic.sh`), for each host and
-//! `ALL_HOSTS`. The counter tools recorded with it (`perf_counters`, `utilization_viewer`,
-//! `smart_suggestion`, empty here) are compared too.
+//! `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
+//! `BarrierCoresRule` fires on the run's `barrier-cores` ops (13.6% of host0's step time,
+//! 14.6% over both hosts), and `perf_counters` and `utilization_viewer` (empty here).
 //!
 //! XProf keeps the rendezvous in an `absl::flat_hash_map`, so the order of its rows changes
 //! from run to run: rows are compared as a set, numbers within 1e-6 relative, and each row's
@@ -22,8 +23,10 @@ const SELECTIONS: &[&str] = &["host0", "host1", "ALL_HOSTS"];
 fn header_and_rows(body: &str) -> (String, Vec<String>) {
     let Some((header, rows)) = body.split_once("\"rows\":[") else { return (body.to_string(), Vec::new()) };
     let rows = rows.strip_suffix("]}]").unwrap_or(rows);
-    let mut rows: Vec<String> =
-        rows.split("]},{\"c\":[").map(|r| r.trim_start_matches("{\"c\":[").trim_end_matches("]}").to_string()).collect();
+    let mut rows: Vec<String> = rows
+        .split("]},{\"c\":[")
+        .map(|r| r.trim_start_matches("{\"c\":[").trim_end_matches("]}").to_string())
+        .collect();
     rows.retain(|r| !r.is_empty());
     rows.sort();
     (header.to_string(), rows)
@@ -65,12 +68,12 @@ fn megascale_stats_equals_xprof_on_dcn_collectives() {
     assert_eq!(passed, SELECTIONS.len() * TOOLS.len());
 }
 
-/// The synthetic run really has DCN collectives: three rendezvous per host, three
-/// occurrences each (six for ALL_HOSTS).
+/// The synthetic run really has DCN collectives: three rendezvous per host, four
+/// occurrences each (eight for ALL_HOSTS).
 #[test]
 fn synthetic_run_has_three_rendezvous_per_host() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
-    for (host, occurrences) in [("host0", 3.0), ("ALL_HOSTS", 6.0)] {
+    for (host, occurrences) in [("host0", 4.0), ("ALL_HOSTS", 8.0)] {
         let request = DataRequest { tool: "megascale_stats".into(), host: Some(host.into()), ..Default::default() };
         let json = data(&dir, &request).unwrap().json.unwrap();
         let rows = json[0]["rows"].as_array().unwrap();
@@ -92,4 +95,19 @@ fn perfetto_trace_is_refused_naming_the_parameter() {
     assert!(err.contains("perfetto=true"), "{err}");
     request.params.insert("perfetto".into(), "false".into());
     assert!(data(&dir, &request).is_ok());
+}
+
+/// `BarrierCoresRule` sees each host's own share of barrier time, and both hosts' together.
+#[test]
+fn barrier_cores_rule_fires_per_host_and_for_all_hosts() {
+    let dir = repo_root().join("testdata/tpu-synthetic/megascale");
+    for (host, percent) in [("host0", "13.6%"), ("host1", "15.7%"), ("ALL_HOSTS", "14.6%")] {
+        let request = DataRequest { tool: "smart_suggestion".into(), host: Some(host.into()), ..Default::default() };
+        let json = data(&dir, &request).unwrap().json.unwrap();
+        let suggestions = json["suggestions"].as_array().unwrap();
+        assert_eq!(suggestions.len(), 1, "{host}");
+        assert_eq!(suggestions[0]["ruleName"], "BarrierCoresRule", "{host}");
+        let text = suggestions[0]["suggestionText"].as_str().unwrap();
+        assert!(text.contains(&format!("an average of {percent} of each step time")), "{host}: {text}");
+    }
 }

@@ -157,7 +157,7 @@ const PROGRAM_ID: u64 = 1;
 const PROGRAM: &str = "jit_train_step";
 /// Start of the profile on every host (ns).
 const T0_NS: i64 = 1_700_000_000_000_000_000;
-const STEPS: i64 = 3;
+const STEPS: i64 = 4;
 const PERIOD_US: i64 = 2_000;
 const CORES: i64 = 2;
 
@@ -220,7 +220,13 @@ fn token() -> wire::ShapeProto {
     wire::ShapeProto { element_type: TOKEN, ..Default::default() }
 }
 
-fn instruction(name: &str, opcode: &str, id: i64, operands: &[i64], shape: wire::ShapeProto) -> wire::HloInstructionProto {
+fn instruction(
+    name: &str,
+    opcode: &str,
+    id: i64,
+    operands: &[i64],
+    shape: wire::ShapeProto,
+) -> wire::HloInstructionProto {
     wire::HloInstructionProto {
         name: name.to_string(),
         opcode: opcode.to_string(),
@@ -258,10 +264,8 @@ fn hlo_proto() -> Vec<u8> {
             parameter_number: index as i64,
             ..instruction(&format!("p{index}"), "parameter", param_id, &[], data())
         });
-        let rendezvous = [
-            ("_xla_host_transfer_rendezvous", c.rendezvous),
-            ("_xla_megascale_transfer_type", c.transfer_type),
-        ];
+        let rendezvous =
+            [("_xla_host_transfer_rendezvous", c.rendezvous), ("_xla_megascale_transfer_type", c.transfer_type)];
         instructions.push(wire::HloInstructionProto {
             channel_id: c.send_channel,
             frontend_attributes: attributes(&rendezvous),
@@ -361,7 +365,15 @@ fn tpu_plane(p: &mut PlaneBuilder, host: i64, core: i64) {
     }
     p.event_display_name(&long("send.77"), "send.77");
     p.event_metadata_stat(&long("send.77"), "hlo_category", "host send");
+    let barrier = long("barrier-cores.13");
+    p.event_display_name(&barrier, "barrier-cores.13");
+    p.event_metadata_stat(&barrier, "hlo_category", "barrier");
     let step_start = |s: i64| (s * PERIOD_US + 100 + 5 * host) * PS_PER_US;
+    p.line(1, "Steps", T0_NS, |l| {
+        for s in 0..STEPS {
+            l.event(&(10 + s).to_string(), step_start(s), (1_800 + 40 * s) * PS_PER_US);
+        }
+    });
     p.line(2, "XLA Modules", T0_NS, |l| {
         for s in 0..STEPS {
             l.event(&format!("{PROGRAM}({PROGRAM_ID})"), step_start(s), (1_600 + 40 * s) * PS_PER_US)
@@ -397,6 +409,10 @@ fn tpu_plane(p: &mut PlaneBuilder, host: i64, core: i64) {
             op(&oo[1], 20, 4, 10);
             op(&oo[2], 15, 5, 11);
             op(&oo[3], 60 + 20 * s, 11, 12);
+            // The cores wait for each other at the end of the step; the device duration XProf
+            // measures is the event's own.
+            let wait = ps(150 + 60 * s + 25 * core + 40 * host, host, core, s, 13);
+            l.event(&barrier, step_start(s) + 900 * PS_PER_US, wait).stat("device_duration_ps", wait as u64);
         }
     });
 }

@@ -466,11 +466,8 @@ pub fn host_dcn_slack(space: &XSpace) -> HostDcnSlack {
     let mut modules_by_name: Option<FxHashMap<String, HloModule>> = None;
     let mut instructions: FxHashMap<(String, String), Option<InstrMetadata>> = FxHashMap::default();
     let mut tracker = Tracker::default();
-    let mut context = ContainingEvent {
-        plane,
-        line: plane.lines.iter().find(|l| l.name == XLA_MODULE_LINE_NAME),
-        current: None,
-    };
+    let mut context =
+        ContainingEvent { plane, line: plane.lines.iter().find(|l| l.name == XLA_MODULE_LINE_NAME), current: None };
     let category_id = plane.stat_metadata_of_type(StatType::HloCategory);
     for line in plane.lines.iter().filter(|l| l.name == XLA_OP_LINE_NAME) {
         for e in line.events(plane) {
@@ -571,7 +568,6 @@ impl DcnSlackCombiner {
             .collect()
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -1,13 +1,14 @@
 //! XProf's tools, one module each: each computes a typed report from OpStats (or the
 //! model) and renders it into XProf's body with the dialects of `oxprof_wire`.
 
+pub mod dcn_slack;
+pub mod event_time_fraction;
 pub mod framework_op_stats;
 pub mod graph_viewer;
 pub mod graphviz_html;
 pub mod hlo_stats;
 pub mod input_pipeline;
 pub mod kernel_stats;
-pub mod dcn_slack;
 pub mod megascale;
 pub mod memory_profile;
 pub mod memory_viewer;

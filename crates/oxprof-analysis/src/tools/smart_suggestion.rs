@@ -2,14 +2,12 @@
 //! prints it (protobuf JSON with every field). XProf 2.24.2's open-source build registers
 //! one rule, `BarrierCoresRule` (`xprof/convert/smart_suggestion/all_rules.h`,
 //! `RegisterAllRulesFor3P`), which needs `barrier-cores` events; a run without any gets no
-//! suggestion. The rule's event-time-fraction analysis is ported as far as proving that it
-//! is empty: events on TPU TensorCore planes without a `Steps` line fall in no step (XProf
-//! intersects the op line's steps with the step markers of that line), so they add no
-//! fraction and the rule's average is 0%.
+//! suggestion. The rule and its event-time-fraction analysis are in `event_time_fraction.rs`.
 
 use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_model::XSpace;
 use oxprof_wire::datatable::CellValue;
+use oxprof_wire::protobuf_json::{self, Field};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -43,6 +41,12 @@ pub fn barrier_cores_time_is_nil(space: &XSpace) -> Result<(), String> {
     Ok(())
 }
 
+/// `SmartSuggestionReport` and `SmartSuggestion` in field-number order.
+const SUGGESTION: protobuf_json::Message =
+    protobuf_json::Message { fields: &[("ruleName", Field::Scalar), ("suggestionText", Field::Scalar)] };
+const REPORT: protobuf_json::Message =
+    protobuf_json::Message { fields: &[("suggestions", Field::Message(&SUGGESTION))] };
+
 /// XProf's `SmartSuggestionReport`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SmartSuggestionReport {
@@ -67,7 +71,8 @@ impl Report for SmartSuggestionReport {
             .iter()
             .map(|s| json!({"ruleName": s.rule_name, "suggestionText": s.suggestion_text}))
             .collect();
-        XprofBody::json(json!({ "suggestions": suggestions }).to_string())
+        // protobuf's escapes (`<` `>` as `\u003c` `\u003e`); keys in field order.
+        XprofBody::json(protobuf_json::print(&json!({ "suggestions": suggestions }), Some(&REPORT)))
     }
 
     fn to_json(&self) -> Value {
