@@ -112,8 +112,7 @@ pub(crate) fn megascale_stats(
 /// [`crate::registry::Compute`] of `smart_suggestion`: XProf 2.24.2's open-source rule set
 /// (only `BarrierCoresRule`) over the selected hosts (`ALL_HOSTS` or none: every host), from
 /// the event-time fractions of `barrier-cores` in their steps. Hosts without such events
-/// are not decoded past their metadata. Refused (501) only where the rule would name
-/// straggler hosts (three or more hosts with barrier time), which is not ported.
+/// are not decoded past their metadata.
 pub(crate) fn smart_suggestion(
     session: &Session,
     run: &ServedRun,
@@ -131,9 +130,7 @@ pub(crate) fn smart_suggestion(
         let hostname = space.hostnames.first().map_or(file.host.as_str(), String::as_str);
         fractions.append(host_event_time_fractions(&space, hostname, BARRIER_CORES));
     }
-    let report = barrier_cores_report(&fractions)
-        .map_err(|e| ApiError::Http { status: 501, message: format!("smart_suggestion: run {:?}: {e}", run.name) })?;
-    Ok(Box::new(report))
+    Ok(Box::new(barrier_cores_report(&fractions)))
 }
 
 /// [`crate::registry::Compute`] of `utilization_viewer`: one host's TPU unit utilization.

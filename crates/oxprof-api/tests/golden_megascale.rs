@@ -3,7 +3,8 @@
 //! `testdata/tpu-synthetic/megascale/` (`scripts/gen-tpu-synthetic.sh`), for each host and
 //! `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
 //! `BarrierCoresRule` fires on the run's `barrier-cores` ops (13.6% of host0's step time,
-//! 14.6% over both hosts), and `perf_counters` and `utilization_viewer` (empty here).
+//! 22.9% over all three hosts, naming host2 a straggler), and `perf_counters` and
+//! `utilization_viewer` (empty here).
 //!
 //! XProf keeps the rendezvous in an `absl::flat_hash_map`, so the order of its rows changes
 //! from run to run: rows are compared as a set, numbers within 1e-6 relative, and each row's
@@ -17,7 +18,7 @@ use serde_json::Value;
 mod common;
 
 const TOOLS: &[&str] = &["megascale_stats", "perf_counters", "utilization_viewer", "smart_suggestion"];
-const SELECTIONS: &[&str] = &["host0", "host1", "ALL_HOSTS"];
+const SELECTIONS: &[&str] = &["host0", "host1", "host2", "ALL_HOSTS"];
 
 /// The table's header (columns) and its rows' texts, sorted: `[{"cols":[..],"rows":[{"c":..},..]}]`.
 fn header_and_rows(body: &str) -> (String, Vec<String>) {
@@ -69,11 +70,11 @@ fn megascale_stats_equals_xprof_on_dcn_collectives() {
 }
 
 /// The synthetic run really has DCN collectives: three rendezvous per host, four
-/// occurrences each (eight for ALL_HOSTS).
+/// occurrences each (twelve for ALL_HOSTS, three hosts).
 #[test]
 fn synthetic_run_has_three_rendezvous_per_host() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
-    for (host, occurrences) in [("host0", 4.0), ("ALL_HOSTS", 8.0)] {
+    for (host, occurrences) in [("host0", 4.0), ("ALL_HOSTS", 12.0)] {
         let request = DataRequest { tool: "megascale_stats".into(), host: Some(host.into()), ..Default::default() };
         let json = data(&dir, &request).unwrap().json.unwrap();
         let rows = json[0]["rows"].as_array().unwrap();
@@ -97,11 +98,12 @@ fn perfetto_trace_is_refused_naming_the_parameter() {
     assert!(data(&dir, &request).is_ok());
 }
 
-/// `BarrierCoresRule` sees each host's own share of barrier time, and both hosts' together.
+/// `BarrierCoresRule` sees each host's own share of barrier time, and all hosts' together,
+/// where host2 (far from the median) is named a straggler.
 #[test]
 fn barrier_cores_rule_fires_per_host_and_for_all_hosts() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
-    for (host, percent) in [("host0", "13.6%"), ("host1", "15.7%"), ("ALL_HOSTS", "14.6%")] {
+    for (host, percent) in [("host0", "13.6%"), ("host1", "15.7%"), ("host2", "39.4%"), ("ALL_HOSTS", "22.9%")] {
         let request = DataRequest { tool: "smart_suggestion".into(), host: Some(host.into()), ..Default::default() };
         let json = data(&dir, &request).unwrap().json.unwrap();
         let suggestions = json["suggestions"].as_array().unwrap();
@@ -109,5 +111,7 @@ fn barrier_cores_rule_fires_per_host_and_for_all_hosts() {
         assert_eq!(suggestions[0]["ruleName"], "BarrierCoresRule", "{host}");
         let text = suggestions[0]["suggestionText"].as_str().unwrap();
         assert!(text.contains(&format!("an average of {percent} of each step time")), "{host}: {text}");
+        let straggler = "<li>Host <b>host2</b> average barrier-cores time fraction: <b>39.4%</b></li>";
+        assert_eq!(text.contains(straggler), host == "ALL_HOSTS", "{host}: {text}");
     }
 }

@@ -1,5 +1,5 @@
 //! Writes the synthetic multi-slice TPU profile of `testdata/tpu-synthetic/megascale/` (see
-//! `testdata/README.md`): two hosts, two TensorCores each, three steps of one program whose
+//! `testdata/README.md`): three hosts, two TensorCores each, four steps of one program whose
 //! DCN collectives are host send/recv ops, in the schema XProf's `megascale_stats` reads:
 //! * `/host:CPU`: `MegaScale:` TraceMes (XProf's test for DCN collective stats);
 //! * `/device:TPU:N`: `XLA Modules` (the program run) and `XLA Ops` with `send`,
@@ -15,12 +15,14 @@
 //! XLA Ops     |send.1| |send.5| |send-done.2| |send-done.6| |recv.3| |recv.7| |recv-done.4| |recv-done.8|  |send.9| .. |recv-done.12|
 //!              ALL_REDUCE (1, 2, 3, 4) and ALL_GATHER (5, 6, 7, 8) overlap; ONE_TO_ONE (9..12) runs alone
 //! ```
-//! plus a `host send` op outside the module and one that is not in the HLO (both skipped).
+//! plus a `host send` op outside the module and one that is not in the HLO (both skipped),
+//! and at 900 µs a `barrier-cores` op with its `device_duration_ps` (10–45% of the step on
+//! the `Steps` line; host2 waits 400 µs longer, a straggler for XProf's `BarrierCoresRule`).
 //! Durations and gaps differ per host, core and step and are not whole nanoseconds, so
 //! XProf's truncations show. Deterministic: the same bytes every run.
 //!
 //! Usage: `cargo run -p oxprof-xspace --example gen_tpu_megascale -- OUT_DIR`
-//! (writes `OUT_DIR/megascale/plugins/profile/run/{host0,host1}.xplane.pb.gz`).
+//! (writes `OUT_DIR/megascale/plugins/profile/run/{host0,host1,host2}.xplane.pb.gz`).
 
 use oxprof_xspace::testing::{PlaneBuilder, Value, XSpaceBuilder};
 use prost::Message;
@@ -411,7 +413,9 @@ fn tpu_plane(p: &mut PlaneBuilder, host: i64, core: i64) {
             op(&oo[3], 60 + 20 * s, 11, 12);
             // The cores wait for each other at the end of the step; the device duration XProf
             // measures is the event's own.
-            let wait = ps(150 + 60 * s + 25 * core + 40 * host, host, core, s, 13);
+            // host2 waits far longer: XProf names it a straggler.
+            let straggle = if host == 2 { 400 } else { 0 };
+            let wait = ps(150 + 60 * s + 25 * core + 40 * host + straggle, host, core, s, 13);
             l.event(&barrier, step_start(s) + 900 * PS_PER_US, wait).stat("device_duration_ps", wait as u64);
         }
     });
@@ -464,7 +468,7 @@ fn main() -> std::io::Result<()> {
     let out: PathBuf =
         std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("testdata/tpu-synthetic"));
     let dir = out.join("megascale/plugins/profile/run");
-    for host in 0..2 {
+    for host in 0..3 {
         write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host))?;
     }
     Ok(())

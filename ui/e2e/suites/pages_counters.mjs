@@ -85,7 +85,7 @@ export async function register(ctx) {
   await srv.stop();
 
   // A run with DCN collectives and barrier-cores time (testdata/tpu-synthetic/megascale:
-  // two hosts, three rendezvous each), on a server of its own.
+  // three hosts, three rendezvous each, host2 a barrier straggler), on a server of its own.
   const dcn = await startServer(bin, join(repo, 'testdata/tpu-synthetic/megascale'));
   const dcnRun = (await api(dcn.url, 'runs'))[0];
   await h.test('counter pages: megascale stats of a run with DCN collectives chart the slack per rendezvous and list XProf’s rows', async ({ page, shot }) => {
@@ -110,7 +110,8 @@ export async function register(ctx) {
     const item = page.locator('[data-page="smart_suggestion"] [data-role="suggestions"] li[data-rule="BarrierCoresRule"]');
     assertEqual(await item.count(), 1, 'one suggestion shown');
     const shown = await item.textContent();
-    assert(shown.includes('an average of 14.6% of each step time'), `the share of step time is shown: ${shown.slice(0, 200)}`);
+    assert(shown.includes('an average of 22.9% of each step time'), `the share of step time is shown: ${shown.slice(0, 200)}`);
+    assert(shown.includes('Host host2 average barrier-cores time fraction: 39.4%'), `the straggler host is named: ${shown}`);
     assertEqual(await page.locator('[data-page="smart_suggestion"] [data-role="no-suggestions"]').count(), 0, 'no empty-state text');
     await shot();
   });

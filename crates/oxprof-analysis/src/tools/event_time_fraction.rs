@@ -58,11 +58,6 @@ impl EventTimeFractions {
         }
         if count == 0 { 0.0 } else { f64::from(sum) / count as f64 * 100.0 }
     }
-
-    /// Hosts with fractions (`GetHostStragglers` needs three to compare).
-    pub fn host_count(&self) -> usize {
-        self.hosts.values().filter(|f| !f.is_empty()).count()
-    }
 }
 
 /// The analysis of one host's XSpace for one target name (`hostname`: the space's first
@@ -147,41 +142,90 @@ fn drop_incomplete_steps<V>(fractions: &mut BTreeMap<i64, V>, durations: &BTreeM
     }
 }
 
-/// Why the rule cannot be answered yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BarrierCoresError {
-    /// Three or more hosts: XProf names straggler hosts (median absolute deviation of the
-    /// hosts' averages), which is not ported.
-    StragglersNotPorted {
-        /// Hosts with fractions.
-        hosts: usize,
-    },
+/// A host whose average share of barrier time is an outlier (`HostStraggler`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostStraggler {
+    /// Host name.
+    pub hostname: String,
+    /// Its average fraction of step time, in percent.
+    pub avg_fraction_percent: f64,
+    /// Its modified z-score.
+    pub modified_z_score: f64,
 }
 
-impl std::fmt::Display for BarrierCoresError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BarrierCoresError::StragglersNotPorted { hosts } => write!(
-                f,
-                "{hosts} hosts have barrier-cores time; XProf's straggler detection over 3 or more hosts is not ported"
-            ),
-        }
+/// `tsl::StatWithPercentiles::percentile`: the element at `len * p / 100` (integer
+/// division) of the sorted values.
+fn percentile(values: &[f64], p: usize) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if p >= 100 { sorted[sorted.len() - 1] } else { sorted[sorted.len() * p / 100] }
+}
+
+/// `SignalProvider::GetHostStragglers`: with three or more hosts, those whose average
+/// percent lies more than 3.5 modified z-scores (0.6745 (x - median) / MAD, MAD at least
+/// 0.1) from the median; hosts in name order (XProf's follow its proto map).
+pub fn host_stragglers(fractions: &EventTimeFractions) -> Vec<HostStraggler> {
+    const THRESHOLD: f64 = 3.5;
+    const MAD_FLOOR: f64 = 0.1;
+    const K: f64 = 0.6745;
+    const EPSILON: f64 = 1e-6;
+    let stats: Vec<(&str, f64)> = fractions
+        .hosts
+        .iter()
+        .filter(|(_, f)| !f.is_empty())
+        .map(|(h, f)| (h.as_str(), f64::from(f.iter().sum::<f32>()) / f.len() as f64 * 100.0))
+        .collect();
+    if stats.len() < 3 {
+        return Vec::new();
     }
+    let values: Vec<f64> = stats.iter().map(|&(_, v)| v).collect();
+    let median = percentile(&values, 50);
+    let deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
+    let mad = percentile(&deviations, 50);
+    stats
+        .into_iter()
+        .filter_map(|(host, percent)| {
+            let score = if mad == 0.0 {
+                if (percent - median).abs() > EPSILON { f64::INFINITY } else { 0.0 }
+            } else {
+                K * (percent - median) / mad.max(MAD_FLOOR)
+            };
+            (score.abs() > THRESHOLD).then(|| HostStraggler {
+                hostname: host.to_string(),
+                avg_fraction_percent: percent,
+                modified_z_score: score,
+            })
+        })
+        .collect()
 }
 
 /// XProf 2.24.2's open-source rule set (`RegisterAllRulesFor3P`: `BarrierCoresRule` alone)
 /// over the combined fractions of `barrier-cores`.
-pub fn barrier_cores_report(fractions: &EventTimeFractions) -> Result<SmartSuggestionReport, BarrierCoresError> {
+pub fn barrier_cores_report(fractions: &EventTimeFractions) -> SmartSuggestionReport {
     let percent = fractions.average_percent();
     if percent < SPECIAL_OP_BOUND_THRESHOLD_PERCENT {
-        return Ok(SmartSuggestionReport::default());
+        return SmartSuggestionReport::default();
     }
-    let hosts = fractions.host_count();
-    if hosts >= 3 {
-        return Err(BarrierCoresError::StragglersNotPorted { hosts });
-    }
-    let workload_balance = "<li><b>Investigate Workload Balance:</b> Check for stragglers, i.e., workers that are \
-         significantly slower than others. Uneven workloads can cause faster workers to wait at the barrier.</li>";
+    let stragglers = host_stragglers(fractions);
+    let workload_balance = if stragglers.is_empty() {
+        "<li><b>Investigate Workload Balance:</b> Check for stragglers, i.e., workers that are significantly slower \
+         than others. Uneven workloads can cause faster workers to wait at the barrier.</li>"
+            .to_string()
+    } else {
+        let list: String = stragglers
+            .iter()
+            .map(|s| {
+                format!(
+                    "<li>Host <b>{}</b> average barrier-cores time fraction: <b>{:.1}%</b></li>",
+                    s.hostname, s.avg_fraction_percent
+                )
+            })
+            .collect();
+        format!(
+            "<li><b>Investigate Stragglers:</b> The following hosts are identified as potential stragglers with \
+             significantly different barrier time fraction compared to others:<ul>{list}</ul></li>"
+        )
+    };
     let text = format!(
         "<p>Your program is likely bottlenecked by <b>TPU {BARRIER_CORES}</b> operations: <b> an average of {percent:.1}% \
          of each step time</b> is spent on these operations. This often indicates a synchronization issue between \
@@ -192,9 +236,9 @@ pub fn barrier_cores_report(fractions: &EventTimeFractions) -> Result<SmartSugge
          <li><b>Improve Data Input Pipeline:</b> Ensure your data loading and preprocessing pipeline is efficient and \
          balanced across all workers. A slow input pipeline on one worker can stall all others.</li></ul>"
     );
-    Ok(SmartSuggestionReport {
+    SmartSuggestionReport {
         suggestions: vec![SmartSuggestion { rule_name: "BarrierCoresRule".into(), suggestion_text: text }],
-    })
+    }
 }
 
 #[cfg(test)]
@@ -218,14 +262,27 @@ mod tests {
         let mut f = EventTimeFractions::default();
         f.chips.insert("/device:TPU:0".into(), vec![0.05, 0.149]);
         f.hosts.insert("h".into(), vec![0.05, 0.149]);
-        let report = barrier_cores_report(&f).unwrap();
-        assert_eq!(report.suggestions.len(), 0, "9.95% is under the threshold");
+        assert_eq!(barrier_cores_report(&f).suggestions.len(), 0, "9.95% is under the threshold");
         f.chips.insert("/device:TPU:1".into(), vec![0.2]);
-        let report = barrier_cores_report(&f).unwrap();
+        let report = barrier_cores_report(&f);
         assert!(report.suggestions[0].suggestion_text.contains("an average of 13.3% of each step time"));
-        for h in ["h2", "h3"] {
-            f.hosts.insert(h.into(), vec![0.1]);
+        assert!(report.suggestions[0].suggestion_text.contains("Investigate Workload Balance"));
+    }
+
+    /// Three hosts at 10%, 11% and 30%: median 11, MAD 1, the third scores 12.8.
+    #[test]
+    fn a_host_far_from_the_median_is_a_straggler() {
+        let mut f = EventTimeFractions::default();
+        for (h, v) in [("a", 0.10f32), ("b", 0.11), ("c", 0.30)] {
+            f.hosts.insert(h.into(), vec![v]);
+            f.chips.entry("/device:TPU:0".into()).or_default().push(v);
         }
-        assert_eq!(barrier_cores_report(&f), Err(BarrierCoresError::StragglersNotPorted { hosts: 3 }));
+        let stragglers = host_stragglers(&f);
+        assert_eq!(stragglers.len(), 1);
+        assert_eq!(stragglers[0].hostname, "c");
+        assert!((stragglers[0].modified_z_score - 0.6745 * 19.0).abs() < 1e-3);
+        let text = &barrier_cores_report(&f).suggestions[0].suggestion_text;
+        assert!(text.contains("<li>Host <b>c</b> average barrier-cores time fraction: <b>30.0%</b></li>"), "{text}");
+        assert_eq!(percentile(&[3.0, 1.0, 2.0, 4.0], 50), 3.0);
     }
 }
