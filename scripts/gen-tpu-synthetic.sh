@@ -4,7 +4,7 @@
 # same bytes on every run), all writing with oxprof's model builder and XSpace encoder:
 #   gen_tpu_training  (crates/oxprof-xspace/examples/)  training/, training_host_input/
 #   gen_tpu_counters  (crates/oxprof-xspace/examples/)  counters/, counters-gpu/
-#   gen_tpu_megascale (crates/oxprof-xspace/examples/)  megascale/ (DCN collectives)
+#   gen_tpu_megascale (crates/oxprof-xspace/examples/)  megascale/, megascale-mixed/ (DCN collectives)
 #
 # Training runs: each selection (every host alone, and ALL_HOSTS for multi-host runs) is
 # gunzipped into a scratch log directory and converted by the refkit's xprof_convert.py;
@@ -105,7 +105,7 @@ for run in "$OUT"/training*/; do
 done
 
 # ---- counter and megascale runs ----
-for case_dir in "$OUT"/counters*/ "$OUT"/megascale/; do
+for case_dir in "$OUT"/counters*/ "$OUT"/megascale*/; do
   case_name="$(basename "$case_dir")"
   logdir="$SCRATCH/$case_name"
   while IFS= read -r gz; do

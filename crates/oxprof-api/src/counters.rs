@@ -40,8 +40,8 @@ pub(crate) fn perf_counters(
 
 /// [`crate::registry::Compute`] of `megascale_stats`: XProf's DCN slack table of one host,
 /// or of every host combined (`ALL_HOSTS`, occurrence-weighted as XProf's combiner does).
-/// As in XProf, a run where some host has no `MegaScale:` events on `/host:CPU` (XProf's
-/// test for DCN collective stats) gets the empty table.
+/// As in XProf, a selection where some host has no `MegaScale:` events on `/host:CPU`
+/// (XProf's test for DCN collective stats) gets the empty table.
 pub(crate) fn megascale_stats(
     session: &Session,
     run: &ServedRun,
@@ -68,9 +68,9 @@ pub(crate) fn megascale_stats(
             ),
         });
     }
-    // XProf analyses every host of the run for its caches and stops at the first without
-    // DCN events, answering the empty table for every host from then on.
-    for file in run.hosts.iter() {
+    // XProf stops at the first selected host without DCN events and answers the empty
+    // table (a host alone: its own; ALL_HOSTS: empty if any host has none).
+    for file in &files {
         let _admission = session.admit();
         let metadata = session.load(file, &|_| false)?;
         if !has_megascale_events(&metadata) {

@@ -1,7 +1,7 @@
-//! Parity with XProf 2.24.2's `megascale_stats` (DCN collective slack analysis) on a profile
-//! that has DCN collectives: the synthetic multi-slice TPU run of
-//! `testdata/tpu-synthetic/megascale/` (`scripts/gen-tpu-synthetic.sh`), for each host and
-//! `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
+//! Parity with XProf 2.24.2's `megascale_stats` (DCN collective slack analysis) on profiles
+//! that have DCN collectives: the synthetic multi-slice TPU run of
+//! `testdata/tpu-synthetic/megascale/` and `megascale-mixed/` (one host without
+//! `MegaScale:` events) (`scripts/gen-tpu-synthetic.sh`), for each host and `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
 //! `BarrierCoresRule` fires on the run's `barrier-cores` ops (13.6% of host0's step time,
 //! 22.9% over all three hosts, naming host2 a straggler), and `perf_counters` and
 //! `utilization_viewer` (empty here).
@@ -18,7 +18,10 @@ use serde_json::Value;
 mod common;
 
 const TOOLS: &[&str] = &["megascale_stats", "perf_counters", "utilization_viewer", "smart_suggestion"];
-const SELECTIONS: &[&str] = &["host0", "host1", "host2", "ALL_HOSTS"];
+/// The runs and their host selections: `megascale` (three hosts with DCN collectives) and
+/// `megascale-mixed` (host1 without `MegaScale:` events).
+const RUNS: &[(&str, &[&str])] =
+    &[("megascale", &["host0", "host1", "host2", "ALL_HOSTS"]), ("megascale-mixed", &["host0", "host1", "ALL_HOSTS"])];
 
 /// The table's header (columns) and its rows' texts, sorted: `[{"cols":[..],"rows":[{"c":..},..]}]`.
 fn header_and_rows(body: &str) -> (String, Vec<String>) {
@@ -35,38 +38,52 @@ fn header_and_rows(body: &str) -> (String, Vec<String>) {
 
 #[test]
 fn megascale_stats_equals_xprof_on_dcn_collectives() {
-    let dir = repo_root().join("testdata/tpu-synthetic/megascale");
     let (mut passed, mut failures) = (0, Vec::new());
-    for &host in SELECTIONS {
-        for &tool in TOOLS {
-            let label = format!("{tool} {host}");
-            let expected_dir = dir.join("xprof_out").join(host);
-            let expected = load_expected(&expected_dir, tool).unwrap_or_else(|| panic!("{label}: no XProf output"));
-            let request = DataRequest { tool: tool.into(), host: Some(host.into()), ..Default::default() };
-            let actual = match data(&dir, &request) {
-                Ok(r) => r,
-                Err(e) => {
-                    failures.push(format!("{label}: {e}"));
+    for &(run, selections) in RUNS {
+        let dir = repo_root().join("testdata/tpu-synthetic").join(run);
+        for &host in selections {
+            for &tool in TOOLS {
+                let label = format!("{tool} {run}/{host}");
+                let expected_dir = dir.join("xprof_out").join(host);
+                let expected = load_expected(&expected_dir, tool).unwrap_or_else(|| panic!("{label}: no XProf output"));
+                let request = DataRequest { tool: tool.into(), host: Some(host.into()), ..Default::default() };
+                let actual = match data(&dir, &request) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        failures.push(format!("{label}: {e}"));
+                        continue;
+                    }
+                };
+                let ours = actual.json.clone().unwrap_or(Value::Null);
+                let report = compare(&expected, &ours, CmpOptions { unordered: true, ..CmpOptions::default() });
+                if !report.is_match() {
+                    failures.push(format!("{label}:\n{}", report.summary(5)));
                     continue;
                 }
-            };
-            let ours = actual.json.clone().unwrap_or(Value::Null);
-            let report = compare(&expected, &ours, CmpOptions { unordered: true, ..CmpOptions::default() });
-            if !report.is_match() {
-                failures.push(format!("{label}:\n{}", report.summary(5)));
-                continue;
+                let xprof_bytes = read_text(&expected_dir.join(format!("{tool}.json"))).unwrap_or_default();
+                if header_and_rows(&actual.body) != header_and_rows(&xprof_bytes) {
+                    failures.push(format!("{label}: the JSON matches but the bytes differ"));
+                    continue;
+                }
+                passed += 1;
             }
-            let xprof_bytes = read_text(&expected_dir.join(format!("{tool}.json"))).unwrap_or_default();
-            if header_and_rows(&actual.body) != header_and_rows(&xprof_bytes) {
-                failures.push(format!("{label}: the JSON matches but the bytes differ"));
-                continue;
-            }
-            passed += 1;
         }
     }
     eprintln!("golden_megascale: {passed} passed, {} failed", failures.len());
     assert!(failures.is_empty(), "{} cases differ from XProf:\n{}", failures.len(), failures.join("\n"));
-    assert_eq!(passed, SELECTIONS.len() * TOOLS.len());
+    assert_eq!(passed, RUNS.iter().map(|(_, s)| s.len()).sum::<usize>() * TOOLS.len());
+}
+
+/// In the mixed run XProf answers host0 (with MegaScale: events) with its collectives and
+/// host1 (without) and ALL_HOSTS with the empty table.
+#[test]
+fn a_host_without_megascale_events_empties_only_its_selections() {
+    let dir = repo_root().join("testdata/tpu-synthetic/megascale-mixed");
+    for (host, rows) in [("host0", 3), ("host1", 0), ("ALL_HOSTS", 0)] {
+        let request = DataRequest { tool: "megascale_stats".into(), host: Some(host.into()), ..Default::default() };
+        let json = data(&dir, &request).unwrap().json.unwrap();
+        assert_eq!(json[0]["rows"].as_array().unwrap().len(), rows, "{host}");
+    }
 }
 
 /// The synthetic run really has DCN collectives: three rendezvous per host, four

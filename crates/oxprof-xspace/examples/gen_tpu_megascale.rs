@@ -22,7 +22,9 @@
 //! XProf's truncations show. Deterministic: the same bytes every run.
 //!
 //! Usage: `cargo run -p oxprof-xspace --example gen_tpu_megascale -- OUT_DIR`
-//! (writes `OUT_DIR/megascale/plugins/profile/run/{host0,host1,host2}.xplane.pb.gz`).
+//! (writes `OUT_DIR/megascale/plugins/profile/run/{host0,host1,host2}.xplane.pb.gz`, and
+//! `OUT_DIR/megascale-mixed/…/{host0,host1}.xplane.pb.gz` where host1 has no `MegaScale:`
+//! TraceMes).
 
 use oxprof_xspace::testing::{PlaneBuilder, Value, XSpaceBuilder};
 use prost::Message;
@@ -421,7 +423,9 @@ fn tpu_plane(p: &mut PlaneBuilder, host: i64, core: i64) {
     });
 }
 
-fn host_space(host: i64) -> Vec<u8> {
+/// One host; `megascale`: with the runtime's `MegaScale:` TraceMes (without them XProf does
+/// not look for DCN collectives).
+fn host_space(host: i64, megascale: bool) -> Vec<u8> {
     let mut b = XSpaceBuilder::new().hostname(&format!("host{host}"));
     b = b.plane("/host:CPU", |p| {
         p.id(0);
@@ -433,7 +437,7 @@ fn host_space(host: i64) -> Vec<u8> {
         });
         // The megascale runtime's TraceMes: XProf only tests that their names exist.
         p.line(2, "megascale_dcn", T0_NS, |l| {
-            for s in 0..STEPS {
+            for s in (0..STEPS).filter(|_| megascale) {
                 let t = (s * PERIOD_US + 150 + 5 * host) * PS_PER_US;
                 for c in &COLLECTIVES {
                     l.event(&format!("MegaScale: {}", c.rendezvous), t, 400 * PS_PER_US);
@@ -469,7 +473,13 @@ fn main() -> std::io::Result<()> {
         std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("testdata/tpu-synthetic"));
     let dir = out.join("megascale/plugins/profile/run");
     for host in 0..3 {
-        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host))?;
+        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, true))?;
+    }
+    // A run where one host has no MegaScale: TraceMes: XProf answers that host, and
+    // ALL_HOSTS, with the empty table, and the other host with its own.
+    let dir = out.join("megascale-mixed/plugins/profile/run");
+    for host in 0..2 {
+        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, host == 0))?;
     }
     Ok(())
 }
