@@ -245,6 +245,25 @@ pub fn barrier_cores_report(fractions: &EventTimeFractions) -> SmartSuggestionRe
 mod tests {
     use super::*;
 
+    /// Events on a TensorCore plane without a `Steps` line fall in no step: no fraction.
+    #[test]
+    fn barrier_cores_without_steps_take_no_step_time() {
+        use oxprof_model::ModelBuilder;
+        // /device:TPU:0  XLA Ops: |barrier-cores|   (no Steps line: in no step)
+        let no_steps = ModelBuilder::new()
+            .plane("/device:TPU:0", |p| {
+                p.line(1, "XLA Ops", 0, |l| {
+                    l.event("barrier-cores.1", 0, 10);
+                });
+            })
+            .build()
+            .unwrap();
+        let f = host_event_time_fractions(&no_steps, "h", BARRIER_CORES);
+        assert!(f.chips.is_empty());
+        assert_eq!(f.hosts["h"], Vec::<f32>::new());
+        assert_eq!(barrier_cores_report(&f), SmartSuggestionReport::default());
+    }
+
     #[test]
     fn incomplete_steps_are_dropped() {
         let durations: BTreeMap<i64, u64> = [(1, 100), (2, 100), (3, 100)].into();
