@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Makes the synthetic TPU profiles of testdata/tpu-synthetic/ and XProf 2.24.2's outputs on
-# them (testdata/README.md says what each one is). Two generators, both deterministic (the
-# same bytes on every run), both writing with oxprof's model builder and XSpace encoder:
+# them (testdata/README.md says what each one is). Three generators, all deterministic (the
+# same bytes on every run), all writing with oxprof's model builder and XSpace encoder:
 #   gen_tpu_training  (crates/oxprof-xspace/examples/)  training/, training_host_input/
 #   gen_tpu_counters  (crates/oxprof-xspace/examples/)  counters/, counters-gpu/
+#   gen_tpu_megascale (crates/oxprof-xspace/examples/)  megascale/, megascale-mixed/ (DCN collectives)
 #
 # Training runs: each selection (every host alone, and ALL_HOSTS for multi-host runs) is
 # gunzipped into a scratch log directory and converted by the refkit's xprof_convert.py;
 # the outputs of the analysis tools are kept under `<run>/xprof_out/<selection>/` (multi-host)
 # or `<run>/xprof_out/` (one host), and XProf's combined OpStats of each run
 # (scripts/dump-xprof-op-stats.py) as `<run>/xprof_out/op_stats.json.gz`.
-# Counter runs: converted by scripts/tpu_synthetic_ref.py (which reuses the refkit's
+# Counter and megascale runs: converted by scripts/tpu_synthetic_ref.py (which reuses the refkit's
 # xprof_convert.py); outputs kept as `<run>/xprof_out/<host or ALL_HOSTS>/<tool>.json`.
 #
 #   scripts/gen-tpu-synthetic.sh           # regenerate the profiles and XProf's outputs
@@ -30,6 +31,7 @@ OUT="$ROOT/testdata/tpu-synthetic"
 generate() { # generate DIR: both generators into DIR
   (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_training -- "$1" >/dev/null)
   (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --no-default-features --example gen_tpu_counters -- "$1" >/dev/null)
+  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_megascale -- "$1" >/dev/null)
 }
 
 if [ "${1:-}" = "--check" ]; then
@@ -102,8 +104,8 @@ for run in "$OUT"/training*/; do
   gzip -9n -c "$raw/out/ALL_HOSTS.op_stats_v2.json" >"$run/xprof_out/op_stats.json.gz"
 done
 
-# ---- counter runs ----
-for case_dir in "$OUT"/counters*/; do
+# ---- counter and megascale runs ----
+for case_dir in "$OUT"/counters*/ "$OUT"/megascale*/; do
   case_name="$(basename "$case_dir")"
   logdir="$SCRATCH/$case_name"
   while IFS= read -r gz; do

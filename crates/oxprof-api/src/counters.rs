@@ -5,14 +5,16 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, select_hosts, with_notes};
+use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::report::Report;
+use oxprof_analysis::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
+use oxprof_analysis::tools::event_time_fraction::{
+    EventTimeFractions, barrier_cores_report, host_event_time_fractions,
+};
 use oxprof_analysis::tools::megascale::{MegascaleStats, has_megascale_events};
 use oxprof_analysis::tools::perf_counters::PerfCounters;
-use oxprof_analysis::tools::smart_suggestion::{
-    SmartSuggestionReport, barrier_cores_time_is_nil, mentions_barrier_cores,
-};
+use oxprof_analysis::tools::smart_suggestion::{BARRIER_CORES, mentions_barrier_cores};
 use oxprof_analysis::tools::utilization_viewer::UtilizationViewer;
 use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 
@@ -36,17 +38,18 @@ pub(crate) fn perf_counters(
     Ok(Box::new(report))
 }
 
-/// [`crate::registry::Compute`] of `megascale_stats`: XProf's DCN slack table of one host
-/// (`ALL_HOSTS` combines them). oxprof answers XProf's empty table for hosts without
-/// `MegaScale:` events on `/host:CPU` (XProf's test for DCN collective stats) and refuses,
-/// naming the host, when there are some: their slack analysis is not ported yet.
+/// [`crate::registry::Compute`] of `megascale_stats`: XProf's DCN slack table of one host,
+/// or of every host combined (`ALL_HOSTS`, occurrence-weighted as XProf's combiner does).
+/// As in XProf, a selection where some host has no `MegaScale:` events on `/host:CPU`
+/// (XProf's test for DCN collective stats) gets the empty table.
 pub(crate) fn megascale_stats(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    if request.host.as_deref().is_none_or(str::is_empty) {
+    let host = request.host.as_deref().unwrap_or_default();
+    if host.is_empty() {
         return Err(ApiError::BadParameter {
             name: "host".into(),
             reason:
@@ -54,58 +57,80 @@ pub(crate) fn megascale_stats(
                     .into(),
         });
     }
-    let files = select_hosts(run, request.host.as_deref())?;
-    // XProf analyses every host of the run to write its per-host and ALL_HOSTS caches.
-    for file in run.hosts.iter() {
+    let files = select_hosts(run, Some(host))?;
+    // XProf's server reads `perfetto` as a bool (`.lower() == 'true'`).
+    if request.params.get("perfetto").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Err(ApiError::Http {
+            status: 501,
+            message: format!(
+                "megascale_stats: {host}: oxprof does not write XProf's Perfetto trace of DCN collectives \
+                 (perfetto=true) yet; drop the parameter for the slack table, or open the profile in XProf"
+            ),
+        });
+    }
+    // XProf stops at the first selected host without DCN events and answers the empty
+    // table (a host alone: its own; ALL_HOSTS: empty if any host has none).
+    for file in &files {
         let _admission = session.admit();
         let metadata = session.load(file, &|_| false)?;
-        if has_megascale_events(&metadata) {
-            return Err(ApiError::Http {
-                status: 501,
-                message: format!(
-                    "megascale_stats: {} has MegaScale: DCN events on {HOST_THREADS_PLANE_NAME}; oxprof does not compute their \
-                     slack analysis yet (open the profile in XProf for this tool)",
-                    file.host
-                ),
-            });
+        if !has_megascale_events(&metadata) {
+            let note =
+                format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", file.host);
+            return Ok(with_notes(Box::new(MegascaleStats::default()), vec![note]));
         }
     }
-    let notes = files
-        .iter()
-        .map(|f| format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", f.host))
-        .collect();
-    Ok(with_notes(Box::new(MegascaleStats::default()), notes))
+    let tensor_core_0 = format!("{TPU_PLANE_PREFIX}0");
+    let mut combiner = DcnSlackCombiner::default();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for file in &files {
+        let _admission = session.admit();
+        let space = session.load(file, &|plane| plane == tensor_core_0)?;
+        let analysis = host_dcn_slack(&space);
+        let counts = &analysis.counts;
+        if counts.transfer_ops == 0 {
+            notes.push(format!("{}: no host send/recv ops on {tensor_core_0}'s XLA Ops line", file.host));
+        }
+        if counts.ops_outside_modules > 0 || counts.ops_without_hlo > 0 {
+            notes.push(format!(
+                "{}: {} host send/recv ops outside any XLA module and {} without an HLO instruction were skipped, as XProf does",
+                file.host, counts.ops_outside_modules, counts.ops_without_hlo
+            ));
+        }
+        if host == ALL_HOSTS {
+            combiner.combine(&analysis.summaries);
+        } else {
+            rows = analysis.summaries;
+        }
+    }
+    if host == ALL_HOSTS {
+        rows = combiner.finish();
+    }
+    Ok(with_notes(Box::new(MegascaleStats { rows }), notes))
 }
 
 /// [`crate::registry::Compute`] of `smart_suggestion`: XProf 2.24.2's open-source rule set
-/// (only `BarrierCoresRule`) over every host of the run. No rule applies to a run without
-/// `barrier-cores` time in steps; a run where some may lie in steps is refused, naming the
-/// host and plane, until the event-time-fraction analysis it needs is ported.
+/// (only `BarrierCoresRule`) over the selected hosts (`ALL_HOSTS` or none: every host), from
+/// the event-time fractions of `barrier-cores` in their steps. Hosts without such events
+/// are not decoded past their metadata.
 pub(crate) fn smart_suggestion(
     session: &Session,
     run: &ServedRun,
-    _request: &DataRequest,
+    request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    for file in run.hosts.iter() {
+    let mut fractions = EventTimeFractions::default();
+    for file in select_hosts(run, request.host.as_deref())? {
         let _admission = session.admit();
         let metadata = session.load(file, &|_| false)?;
         if !mentions_barrier_cores(&metadata) {
             continue;
         }
         let space = session.load(file, &|_| true)?;
-        if let Err(plane) = barrier_cores_time_is_nil(&space) {
-            return Err(ApiError::Http {
-                status: 501,
-                message: format!(
-                    "smart_suggestion: {} has barrier-cores events on {plane} that may fall in steps; oxprof does \
-                     not compute XProf's BarrierCoresRule over them yet",
-                    file.host
-                ),
-            });
-        }
+        let hostname = space.hostnames.first().map_or(file.host.as_str(), String::as_str);
+        fractions.append(host_event_time_fractions(&space, hostname, BARRIER_CORES));
     }
-    Ok(Box::new(SmartSuggestionReport::default()))
+    Ok(Box::new(barrier_cores_report(&fractions)))
 }
 
 /// [`crate::registry::Compute`] of `utilization_viewer`: one host's TPU unit utilization.

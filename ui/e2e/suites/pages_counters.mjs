@@ -83,4 +83,37 @@ export async function register(ctx) {
   });
 
   await srv.stop();
+
+  // A run with DCN collectives and barrier-cores time (testdata/tpu-synthetic/megascale:
+  // three hosts, three rendezvous each, host2 a barrier straggler), on a server of its own.
+  const dcn = await startServer(bin, join(repo, 'testdata/tpu-synthetic/megascale'));
+  const dcnRun = (await api(dcn.url, 'runs'))[0];
+  await h.test('counter pages: megascale stats of a run with DCN collectives chart the slack per rendezvous and list XProf’s rows', async ({ page, shot }) => {
+    const tools = await api(dcn.url, 'run_tools', { run: dcnRun });
+    assert(tools.includes('megascale_stats'), `XProf lists megascale_stats for MegaScale: events: ${tools}`);
+    for (const host of ['host0', 'ALL_HOSTS']) {
+      const data = await api(dcn.url, 'data', { run: dcnRun, tag: 'megascale_stats', host });
+      assertEqual(data[0].rows.length, 3, `three rendezvous in the API (${host})`);
+      await open(page, dcn.url, { run: dcnRun, tool: 'megascale_stats', host });
+      assert(await page.locator('[data-chart="megascale-slack"]').count(), `the slack chart is drawn (${host})`);
+      assertEqual(await page.locator('[data-role="no-collectives"]').count(), 0, `no empty-state text (${host})`);
+      await checkTable(page, 'megascale', data[0], 'slack_time');
+      const names = await page.locator('[data-table="megascale"] tbody td[data-col="rendezvous_name"]').evaluateAll((tds) => tds.map((td) => td.textContent.trim()));
+      assertEqual([...names].sort().join(','), data[0].rows.map((r) => r.c[0].v).sort().join(','), `every rendezvous is listed (${host})`);
+    }
+    await shot();
+  });
+  await h.test('counter pages: the barrier-cores suggestion of a run with barrier time is shown on its page', async ({ page, shot }) => {
+    const data = await api(dcn.url, 'data', { run: dcnRun, tag: 'smart_suggestion', host: 'ALL_HOSTS' });
+    assertEqual(data.suggestions.map((s) => s.ruleName).join(','), 'BarrierCoresRule', 'XProf’s rule fires in the API');
+    await open(page, dcn.url, { run: dcnRun, tool: 'smart_suggestion', host: 'ALL_HOSTS' });
+    const item = page.locator('[data-page="smart_suggestion"] [data-role="suggestions"] li[data-rule="BarrierCoresRule"]');
+    assertEqual(await item.count(), 1, 'one suggestion shown');
+    const shown = await item.textContent();
+    assert(shown.includes('an average of 22.9% of each step time'), `the share of step time is shown: ${shown.slice(0, 200)}`);
+    assert(shown.includes('Host host2 average barrier-cores time fraction: 39.4%'), `the straggler host is named: ${shown}`);
+    assertEqual(await page.locator('[data-page="smart_suggestion"] [data-role="no-suggestions"]').count(), 0, 'no empty-state text');
+    await shot();
+  });
+  await dcn.stop();
 }

@@ -1,9 +1,8 @@
 //! The `megascale_stats` tool's table: XProf's DCN collective slack summary, one row per
 //! rendezvous, rendered as `GetMegaScaleDataTable` (`xprof/convert/process_megascale_dcn.cc`)
 //! does, wrapped in a JSON array. Whether a host has DCN collectives at all is XProf's
-//! `HasDcnCollectiveStatsInXSpace`: a `MegaScale:` event on `/host:CPU`. The slack analysis
-//! itself (`ConvertXSpaceToDcnSlackAnalysis`, over TPU send/recv ops and their HLO) is not
-//! ported: hosts without such events get XProf's empty table, the rows here stay empty.
+//! `HasDcnCollectiveStatsInXSpace`: a `MegaScale:` event on `/host:CPU`. The rows come from
+//! the slack analysis over TPU send/recv ops and their HLO (`dcn_slack.rs`).
 
 use crate::report::{Report, Table, XprofBody, json_of};
 use oxprof_model::XSpace;

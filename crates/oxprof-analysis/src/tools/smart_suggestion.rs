@@ -2,14 +2,12 @@
 //! prints it (protobuf JSON with every field). XProf 2.24.2's open-source build registers
 //! one rule, `BarrierCoresRule` (`xprof/convert/smart_suggestion/all_rules.h`,
 //! `RegisterAllRulesFor3P`), which needs `barrier-cores` events; a run without any gets no
-//! suggestion. The rule's event-time-fraction analysis is ported as far as proving that it
-//! is empty: events on TPU TensorCore planes without a `Steps` line fall in no step (XProf
-//! intersects the op line's steps with the step markers of that line), so they add no
-//! fraction and the rule's average is 0%.
+//! suggestion. The rule and its event-time-fraction analysis are in `event_time_fraction.rs`.
 
 use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_model::XSpace;
 use oxprof_wire::datatable::CellValue;
+use oxprof_wire::protobuf_json::{self, Field};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -22,26 +20,11 @@ pub fn mentions_barrier_cores(space: &XSpace) -> bool {
     space.planes.iter().any(|p| p.event_metadata().iter().any(|m| p.str(m.name).contains(BARRIER_CORES)))
 }
 
-/// Whether XProf's event-time-fraction analysis finds no `barrier-cores` time in `space`
-/// (every such event lies on a TensorCore plane `/device:TPU:<n>` without a `Steps` line,
-/// so it belongs to no step). `Err` names the first plane where it could find some (its
-/// step analysis is not ported).
-pub fn barrier_cores_time_is_nil(space: &XSpace) -> Result<(), String> {
-    for plane in &space.planes {
-        let any = plane.lines.iter().any(|l| l.events(plane).any(|e| e.name().contains(BARRIER_CORES)));
-        if !any {
-            continue;
-        }
-        let tensor_core = plane
-            .name
-            .strip_prefix("/device:TPU:")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if !tensor_core || plane.lines.iter().any(|l| l.name == "Steps") {
-            return Err(plane.name.clone());
-        }
-    }
-    Ok(())
-}
+/// `SmartSuggestionReport` and `SmartSuggestion` in field-number order.
+const SUGGESTION: protobuf_json::Message =
+    protobuf_json::Message { fields: &[("ruleName", Field::Scalar), ("suggestionText", Field::Scalar)] };
+const REPORT: protobuf_json::Message =
+    protobuf_json::Message { fields: &[("suggestions", Field::Message(&SUGGESTION))] };
 
 /// XProf's `SmartSuggestionReport`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,7 +50,8 @@ impl Report for SmartSuggestionReport {
             .iter()
             .map(|s| json!({"ruleName": s.rule_name, "suggestionText": s.suggestion_text}))
             .collect();
-        XprofBody::json(json!({ "suggestions": suggestions }).to_string())
+        // protobuf's escapes (`<` `>` as `\u003c` `\u003e`); keys in field order.
+        XprofBody::json(protobuf_json::print(&json!({ "suggestions": suggestions }), Some(&REPORT)))
     }
 
     fn to_json(&self) -> Value {
@@ -88,35 +72,6 @@ impl Report for SmartSuggestionReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn barrier_cores_without_steps_take_no_step_time() {
-        use oxprof_model::ModelBuilder;
-        // /device:TPU:0  XLA Ops: |barrier-cores|   (no Steps line: in no step)
-        let no_steps = ModelBuilder::new()
-            .plane("/device:TPU:0", |p| {
-                p.line(1, "XLA Ops", 0, |l| {
-                    l.event("barrier-cores.1", 0, 10);
-                });
-            })
-            .build()
-            .unwrap();
-        assert!(mentions_barrier_cores(&no_steps));
-        assert_eq!(barrier_cores_time_is_nil(&no_steps), Ok(()));
-        // The same with a Steps line: the analysis would need XProf's TPU steps.
-        let steps = ModelBuilder::new()
-            .plane("/device:TPU:0", |p| {
-                p.line(1, "Steps", 0, |l| {
-                    l.event("1", 0, 100);
-                });
-                p.line(2, "XLA Ops", 0, |l| {
-                    l.event("barrier-cores.1", 0, 10);
-                });
-            })
-            .build()
-            .unwrap();
-        assert_eq!(barrier_cores_time_is_nil(&steps), Err("/device:TPU:0".to_string()));
-    }
 
     #[test]
     fn an_empty_report_prints_as_xprof_does() {

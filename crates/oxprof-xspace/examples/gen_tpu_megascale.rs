@@ -1,0 +1,485 @@
+//! Writes the synthetic multi-slice TPU profile of `testdata/tpu-synthetic/megascale/` (see
+//! `testdata/README.md`): three hosts, two TensorCores each, four steps of one program whose
+//! DCN collectives are host send/recv ops, in the schema XProf's `megascale_stats` reads:
+//! * `/host:CPU`: `MegaScale:` TraceMes (XProf's test for DCN collective stats);
+//! * `/device:TPU:N`: `XLA Modules` (the program run) and `XLA Ops` with `send`,
+//!   `send-done`, `recv`, `recv-done` ops whose metadata carries `hlo_category`
+//!   (`host send`/`host recv`) and, on sends, a `dcn_collective_info` proto;
+//! * `/host:metadata`: the program's `Hlo Proto`, whose send/recv instructions carry channel
+//!   ids and the frontend attributes `_xla_host_transfer_rendezvous` and
+//!   `_xla_megascale_transfer_type` (done ops find their rendezvous by channel id).
+//!
+//! Three rendezvous per step (timeline of one step on a core, µs from the module start):
+//! ```text
+//! XLA Modules |jit_train_step(1)..............................................................|
+//! XLA Ops     |send.1| |send.5| |send-done.2| |send-done.6| |recv.3| |recv.7| |recv-done.4| |recv-done.8|  |send.9| .. |recv-done.12|
+//!              ALL_REDUCE (1, 2, 3, 4) and ALL_GATHER (5, 6, 7, 8) overlap; ONE_TO_ONE (9..12) runs alone
+//! ```
+//! plus a `host send` op outside the module and one that is not in the HLO (both skipped),
+//! and at 900 µs a `barrier-cores` op with its `device_duration_ps` (10–45% of the step on
+//! the `Steps` line; host2 waits 400 µs longer, a straggler for XProf's `BarrierCoresRule`).
+//! Durations and gaps differ per host, core and step and are not whole nanoseconds, so
+//! XProf's truncations show. Deterministic: the same bytes every run.
+//!
+//! Usage: `cargo run -p oxprof-xspace --example gen_tpu_megascale -- OUT_DIR`
+//! (writes `OUT_DIR/megascale/plugins/profile/run/{host0,host1,host2}.xplane.pb.gz`, and
+//! `OUT_DIR/megascale-mixed/…/{host0,host1}.xplane.pb.gz` where host1 has no `MegaScale:`
+//! TraceMes).
+
+use oxprof_xspace::testing::{PlaneBuilder, Value, XSpaceBuilder};
+use prost::Message;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Minimal `xla.HloProto` and `tensorflow.profiler.DcnCollectiveInfoProto` wire types.
+mod wire {
+    use std::collections::BTreeMap;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloProto {
+        #[prost(message, optional, tag = "1")]
+        pub hlo_module: Option<HloModuleProto>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloModuleProto {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(string, tag = "2")]
+        pub entry_computation_name: String,
+        #[prost(message, repeated, tag = "3")]
+        pub computations: Vec<HloComputationProto>,
+        #[prost(message, optional, tag = "4")]
+        pub host_program_shape: Option<ProgramShapeProto>,
+        #[prost(int64, tag = "5")]
+        pub id: i64,
+        #[prost(int64, tag = "6")]
+        pub entry_computation_id: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloComputationProto {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(message, repeated, tag = "2")]
+        pub instructions: Vec<HloInstructionProto>,
+        #[prost(message, optional, tag = "4")]
+        pub program_shape: Option<ProgramShapeProto>,
+        #[prost(int64, tag = "5")]
+        pub id: i64,
+        #[prost(int64, tag = "6")]
+        pub root_id: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ProgramShapeProto {
+        #[prost(message, repeated, tag = "1")]
+        pub parameters: Vec<ShapeProto>,
+        #[prost(message, optional, tag = "2")]
+        pub result: Option<ShapeProto>,
+        #[prost(string, repeated, tag = "3")]
+        pub parameter_names: Vec<String>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HloInstructionProto {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(string, tag = "2")]
+        pub opcode: String,
+        #[prost(message, optional, tag = "3")]
+        pub shape: Option<ShapeProto>,
+        #[prost(int64, tag = "9")]
+        pub parameter_number: i64,
+        #[prost(int64, tag = "13")]
+        pub tuple_index: i64,
+        #[prost(int64, tag = "26")]
+        pub channel_id: i64,
+        #[prost(int64, tag = "35")]
+        pub id: i64,
+        #[prost(int64, repeated, tag = "36")]
+        pub operand_ids: Vec<i64>,
+        #[prost(bool, tag = "47")]
+        pub is_host_transfer: bool,
+        #[prost(message, optional, tag = "68")]
+        pub frontend_attributes: Option<FrontendAttributes>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct FrontendAttributes {
+        #[prost(btree_map = "string, string", tag = "1")]
+        pub map: BTreeMap<String, String>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ShapeProto {
+        #[prost(int32, tag = "2")]
+        pub element_type: i32,
+        #[prost(int64, repeated, tag = "3")]
+        pub dimensions: Vec<i64>,
+        #[prost(message, repeated, tag = "4")]
+        pub tuple_shapes: Vec<ShapeProto>,
+        #[prost(message, optional, tag = "5")]
+        pub layout: Option<LayoutProto>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct LayoutProto {
+        #[prost(int64, repeated, tag = "1")]
+        pub minor_to_major: Vec<i64>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct DcnCollectiveInfoProto {
+        #[prost(int32, tag = "1")]
+        pub transfer_type: i32,
+        #[prost(message, repeated, tag = "2")]
+        pub endpoint_groups: Vec<EndpointGroup>,
+        #[prost(message, repeated, tag = "3")]
+        pub one_to_one_groups: Vec<OneToOneGroup>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Endpoint {
+        #[prost(int32, tag = "1")]
+        pub slice_id: i32,
+        #[prost(int32, tag = "2")]
+        pub device_id: i32,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct EndpointGroup {
+        #[prost(message, repeated, tag = "1")]
+        pub endpoints: Vec<Endpoint>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct OneToOneGroup {
+        #[prost(message, optional, tag = "1")]
+        pub source: Option<Endpoint>,
+        #[prost(message, optional, tag = "2")]
+        pub destination: Option<Endpoint>,
+    }
+}
+
+const PS_PER_US: i64 = 1_000_000;
+const F32: i32 = 11;
+const BF16: i32 = 16;
+const U32: i32 = 8;
+const TUPLE: i32 = 13;
+const TOKEN: i32 = 17;
+const PROGRAM_ID: u64 = 1;
+const PROGRAM: &str = "jit_train_step";
+/// Start of the profile on every host (ns).
+const T0_NS: i64 = 1_700_000_000_000_000_000;
+const STEPS: i64 = 4;
+const PERIOD_US: i64 = 2_000;
+const CORES: i64 = 2;
+
+/// One DCN collective: its rendezvous, transfer type, data shape, channel ids of the send
+/// and recv pair, the first instruction number, and its collective info.
+struct Collective {
+    rendezvous: &'static str,
+    transfer_type: &'static str,
+    element_type: i32,
+    dims: &'static [i64],
+    send_channel: i64,
+    recv_channel: i64,
+    first: i64,
+}
+
+const COLLECTIVES: [Collective; 3] = [
+    Collective {
+        rendezvous: "dcn_all_reduce_grads",
+        transfer_type: "ALL_REDUCE",
+        element_type: F32,
+        dims: &[256, 1024],
+        send_channel: 1,
+        recv_channel: 2,
+        first: 1,
+    },
+    Collective {
+        rendezvous: "dcn_all_gather_params",
+        transfer_type: "ALL_GATHER",
+        element_type: BF16,
+        dims: &[512, 384],
+        send_channel: 3,
+        recv_channel: 4,
+        first: 5,
+    },
+    Collective {
+        rendezvous: "dcn_one_to_one_activations",
+        transfer_type: "ONE_TO_ONE",
+        element_type: F32,
+        dims: &[1000, 3],
+        send_channel: 5,
+        recv_channel: 6,
+        first: 9,
+    },
+];
+
+fn shape(element_type: i32, dims: &[i64]) -> wire::ShapeProto {
+    wire::ShapeProto {
+        element_type,
+        dimensions: dims.to_vec(),
+        tuple_shapes: Vec::new(),
+        layout: Some(wire::LayoutProto { minor_to_major: (0..dims.len() as i64).rev().collect() }),
+    }
+}
+
+fn tuple(elements: Vec<wire::ShapeProto>) -> wire::ShapeProto {
+    wire::ShapeProto { element_type: TUPLE, dimensions: Vec::new(), tuple_shapes: elements, layout: None }
+}
+
+fn token() -> wire::ShapeProto {
+    wire::ShapeProto { element_type: TOKEN, ..Default::default() }
+}
+
+fn instruction(
+    name: &str,
+    opcode: &str,
+    id: i64,
+    operands: &[i64],
+    shape: wire::ShapeProto,
+) -> wire::HloInstructionProto {
+    wire::HloInstructionProto {
+        name: name.to_string(),
+        opcode: opcode.to_string(),
+        shape: Some(shape),
+        id,
+        operand_ids: operands.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn attributes(pairs: &[(&str, &str)]) -> Option<wire::FrontendAttributes> {
+    Some(wire::FrontendAttributes { map: pairs.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect() })
+}
+
+/// The op names of a collective: send, send-done, recv, recv-done.
+fn op_names(c: &Collective) -> [String; 4] {
+    let n = c.first;
+    [format!("send.{n}"), format!("send-done.{}", n + 1), format!("recv.{}", n + 2), format!("recv-done.{}", n + 3)]
+}
+
+/// The step program: for each collective a send of a parameter and a recv into a tuple,
+/// sequenced by one token; the result is the tuple of the received arrays.
+fn hlo_proto() -> Vec<u8> {
+    let mut instructions = vec![instruction("token.0", "after-all", 100, &[], token())];
+    let mut parameters = Vec::new();
+    let mut results = Vec::new();
+    let mut result_ids = Vec::new();
+    for (index, c) in COLLECTIVES.iter().enumerate() {
+        let data = || shape(c.element_type, c.dims);
+        let [send, send_done, recv, recv_done] = op_names(c);
+        let base = 10 * (index as i64 + 1);
+        let param_id = 200 + index as i64;
+        parameters.push(data());
+        instructions.push(wire::HloInstructionProto {
+            parameter_number: index as i64,
+            ..instruction(&format!("p{index}"), "parameter", param_id, &[], data())
+        });
+        let rendezvous =
+            [("_xla_host_transfer_rendezvous", c.rendezvous), ("_xla_megascale_transfer_type", c.transfer_type)];
+        instructions.push(wire::HloInstructionProto {
+            channel_id: c.send_channel,
+            frontend_attributes: attributes(&rendezvous),
+            ..instruction(&send, "send", base, &[param_id, 100], tuple(vec![data(), shape(U32, &[]), token()]))
+        });
+        instructions.push(wire::HloInstructionProto {
+            channel_id: c.send_channel,
+            ..instruction(&send_done, "send-done", base + 1, &[base], token())
+        });
+        instructions.push(wire::HloInstructionProto {
+            channel_id: c.recv_channel,
+            frontend_attributes: attributes(&rendezvous[..1]),
+            ..instruction(&recv, "recv", base + 2, &[100], tuple(vec![data(), shape(U32, &[]), token()]))
+        });
+        instructions.push(wire::HloInstructionProto {
+            channel_id: c.recv_channel,
+            ..instruction(&recv_done, "recv-done", base + 3, &[base + 2], tuple(vec![data(), token()]))
+        });
+        instructions.push(wire::HloInstructionProto {
+            tuple_index: 0,
+            ..instruction(&format!("get-tuple-element.{index}"), "get-tuple-element", base + 4, &[base + 3], data())
+        });
+        results.push(data());
+        result_ids.push(base + 4);
+    }
+    instructions.push(instruction("tuple.99", "tuple", 99, &result_ids, tuple(results.clone())));
+    let program_shape = wire::ProgramShapeProto {
+        parameters,
+        result: Some(tuple(results)),
+        parameter_names: (0..COLLECTIVES.len()).map(|i| format!("p{i}")).collect(),
+    };
+    let entry = wire::HloComputationProto {
+        name: "main".to_string(),
+        instructions,
+        program_shape: Some(program_shape.clone()),
+        id: 1,
+        root_id: 99,
+    };
+    wire::HloProto {
+        hlo_module: Some(wire::HloModuleProto {
+            name: PROGRAM.to_string(),
+            entry_computation_name: "main".to_string(),
+            computations: vec![entry],
+            host_program_shape: Some(program_shape),
+            id: PROGRAM_ID as i64,
+            entry_computation_id: 1,
+        }),
+    }
+    .encode_to_vec()
+}
+
+/// The `dcn_collective_info` of a collective's send: four endpoints for the all-reduce,
+/// two for the all-gather, one pair for the one-to-one transfer.
+fn collective_info(index: usize) -> Vec<u8> {
+    let endpoint = |slice_id, device_id| wire::Endpoint { slice_id, device_id };
+    let info = match index {
+        0 => wire::DcnCollectiveInfoProto {
+            transfer_type: 5,
+            endpoint_groups: vec![wire::EndpointGroup { endpoints: (0..4).map(|s| endpoint(s, 0)).collect() }],
+            one_to_one_groups: Vec::new(),
+        },
+        1 => wire::DcnCollectiveInfoProto {
+            transfer_type: 4,
+            endpoint_groups: vec![wire::EndpointGroup { endpoints: vec![endpoint(0, 1), endpoint(1, 1)] }],
+            one_to_one_groups: Vec::new(),
+        },
+        _ => wire::DcnCollectiveInfoProto {
+            transfer_type: 2,
+            endpoint_groups: Vec::new(),
+            one_to_one_groups: vec![wire::OneToOneGroup {
+                source: Some(endpoint(0, 0)),
+                destination: Some(endpoint(1, 0)),
+            }],
+        },
+    };
+    info.encode_to_vec()
+}
+
+/// A duration or gap in ps that is not a whole number of ns, varying with its inputs.
+fn ps(us: i64, host: i64, core: i64, step: i64, salt: i64) -> i64 {
+    us * PS_PER_US + 1_000 * (37 * host + 11 * core + 7 * step + 3 * salt) + 123 * (salt + 1)
+}
+
+fn tpu_plane(p: &mut PlaneBuilder, host: i64, core: i64) {
+    let long = |name: &str| format!("%{name} = {name}()");
+    for (index, c) in COLLECTIVES.iter().enumerate() {
+        for (k, name) in op_names(c).iter().enumerate() {
+            let long_name = long(name);
+            p.event_display_name(&long_name, name);
+            let category = if k < 2 { "host send" } else { "host recv" };
+            p.event_metadata_stat(&long_name, "hlo_category", category);
+            p.event_metadata_stat(&long_name, "program_id", PROGRAM_ID);
+            if k == 0 {
+                p.event_metadata_stat(&long_name, "dcn_collective_info", Value::Bytes(collective_info(index)));
+            }
+        }
+    }
+    p.event_display_name(&long("send.77"), "send.77");
+    p.event_metadata_stat(&long("send.77"), "hlo_category", "host send");
+    let barrier = long("barrier-cores.13");
+    p.event_display_name(&barrier, "barrier-cores.13");
+    p.event_metadata_stat(&barrier, "hlo_category", "barrier");
+    let step_start = |s: i64| (s * PERIOD_US + 100 + 5 * host) * PS_PER_US;
+    p.line(1, "Steps", T0_NS, |l| {
+        for s in 0..STEPS {
+            l.event(&(10 + s).to_string(), step_start(s), (1_800 + 40 * s) * PS_PER_US);
+        }
+    });
+    p.line(2, "XLA Modules", T0_NS, |l| {
+        for s in 0..STEPS {
+            l.event(&format!("{PROGRAM}({PROGRAM_ID})"), step_start(s), (1_600 + 40 * s) * PS_PER_US)
+                .stat("run_id", 10 + s)
+                .stat("queue_id", 0i64)
+                .stat("core_type", 0i64);
+        }
+    });
+    p.line(3, "XLA Ops", T0_NS, |l| {
+        // A host send before the first module: XProf skips it.
+        l.event(&long("send.1"), 10 * PS_PER_US, 5 * PS_PER_US);
+        for s in 0..STEPS {
+            let [ar, ag, oo] = [&COLLECTIVES[0], &COLLECTIVES[1], &COLLECTIVES[2]].map(op_names);
+            let mut t = step_start(s) + 20 * PS_PER_US;
+            let mut op = |name: &str, gap_us: i64, dur_us: i64, salt: i64| {
+                t += ps(gap_us, host, core, s, salt);
+                let d = ps(dur_us, host, core, s, salt + 1);
+                l.event(&long(name), t, d);
+                t += d;
+            };
+            // The all-reduce and all-gather overlap; the one-to-one runs alone.
+            op(&ar[0], 0, 12, 0);
+            op(&ag[0], 3, 8, 1);
+            op(&ar[1], 40 + 10 * s, 25, 2);
+            op(&ag[1], 5, 14, 3);
+            op(&ar[2], 30, 9, 4);
+            op(&ag[2], 2, 6, 5);
+            op(&ar[3], 120 + 15 * host + 7 * core, 33, 6);
+            op(&ag[3], 4, 21, 7);
+            // A host send whose instruction is not in the HLO: XProf skips it.
+            op("send.77", 10, 3, 8);
+            op(&oo[0], 50, 7, 9);
+            op(&oo[1], 20, 4, 10);
+            op(&oo[2], 15, 5, 11);
+            op(&oo[3], 60 + 20 * s, 11, 12);
+            // The cores wait for each other at the end of the step; the device duration XProf
+            // measures is the event's own.
+            // host2 waits far longer: XProf names it a straggler.
+            let straggle = if host == 2 { 400 } else { 0 };
+            let wait = ps(150 + 60 * s + 25 * core + 40 * host + straggle, host, core, s, 13);
+            l.event(&barrier, step_start(s) + 900 * PS_PER_US, wait).stat("device_duration_ps", wait as u64);
+        }
+    });
+}
+
+/// One host; `megascale`: with the runtime's `MegaScale:` TraceMes (without them XProf does
+/// not look for DCN collectives).
+fn host_space(host: i64, megascale: bool) -> Vec<u8> {
+    let mut b = XSpaceBuilder::new().hostname(&format!("host{host}"));
+    b = b.plane("/host:CPU", |p| {
+        p.id(0);
+        p.line(1, "python", T0_NS, |l| {
+            for s in 0..STEPS {
+                let t = (s * PERIOD_US + 5 * host) * PS_PER_US;
+                l.event("train", t, 1_900 * PS_PER_US).stat("step_num", s);
+            }
+        });
+        // The megascale runtime's TraceMes: XProf only tests that their names exist.
+        p.line(2, "megascale_dcn", T0_NS, |l| {
+            for s in (0..STEPS).filter(|_| megascale) {
+                let t = (s * PERIOD_US + 150 + 5 * host) * PS_PER_US;
+                for c in &COLLECTIVES {
+                    l.event(&format!("MegaScale: {}", c.rendezvous), t, 400 * PS_PER_US);
+                }
+            }
+        });
+    });
+    for core in 0..CORES {
+        b = b.plane(&format!("/device:TPU:{core}"), |p| {
+            p.id(core + 1);
+            tpu_plane(p, host, core)
+        });
+    }
+    b = b.plane("/host:metadata", |p| {
+        p.id(100);
+        p.event_metadata_stat(&format!("{PROGRAM}({PROGRAM_ID})"), "Hlo Proto", Value::Bytes(hlo_proto()));
+    });
+    b.to_bytes()
+}
+
+fn write_gz(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+    // Level 9 and no file name or time in the header: the same bytes on every run.
+    let mut gz = flate2::GzBuilder::new().mtime(0).write(std::fs::File::create(path)?, flate2::Compression::best());
+    gz.write_all(bytes)?;
+    gz.finish()?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+fn main() -> std::io::Result<()> {
+    let out: PathBuf =
+        std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("testdata/tpu-synthetic"));
+    let dir = out.join("megascale/plugins/profile/run");
+    for host in 0..3 {
+        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, true))?;
+    }
+    // A run where one host has no MegaScale: TraceMes: XProf answers that host, and
+    // ALL_HOSTS, with the empty table, and the other host with its own.
+    let dir = out.join("megascale-mixed/plugins/profile/run");
+    for host in 0..2 {
+        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, host == 0))?;
+    }
+    Ok(())
+}
