@@ -53,6 +53,7 @@ impl QueryRoute {
             timeout: Some(QUERY_TIMEOUT),
             memory_bytes: QUERY_MEMORY,
             cache_bytes: TABLE_CACHE,
+            ..QueryLimits::default()
         };
         let engine = Arc::new(Engine::new(service.shared_session(), vec![run], limits).map_err(internal)?);
         if engines.len() >= 2 {

@@ -49,11 +49,15 @@ pub struct QueryLimits {
     pub memory_bytes: usize,
     /// Built model-table batches kept for later queries, in bytes (0: none).
     pub cache_bytes: usize,
+    /// Host files whose model a scan holds at once (at least 1). One keeps a query's
+    /// memory within about twice the largest host file whatever the host count (the plan's
+    /// operators still use every core); more overlap decoding on multi-host runs.
+    pub hosts_at_once: usize,
 }
 
 impl Default for QueryLimits {
     fn default() -> Self {
-        QueryLimits { max_rows: None, timeout: None, memory_bytes: 4 << 30, cache_bytes: 0 }
+        QueryLimits { max_rows: None, timeout: None, memory_bytes: 4 << 30, cache_bytes: 0, hosts_at_once: 1 }
     }
 }
 
@@ -80,6 +84,8 @@ struct Shared {
     session: Arc<Session>,
     runs: Vec<ServedRun>,
     cache: Mutex<BatchCache>,
+    /// See [`QueryLimits::hosts_at_once`].
+    hosts_at_once: usize,
 }
 
 /// (table, run, host, built columns).
@@ -157,7 +163,7 @@ impl Engine {
         let ctx = SessionContext::new_with_config_rt(config, memory);
         let cache = Mutex::new(BatchCache { budget: limits.cache_bytes, ..Default::default() });
         Ok(Engine {
-            shared: Arc::new(Shared { session, runs, cache }),
+            shared: Arc::new(Shared { session, runs, cache, hosts_at_once: limits.hosts_at_once }),
             ctx,
             runtime,
             registered: Mutex::default(),
@@ -318,10 +324,10 @@ impl TableProvider for ModelTable {
                 wanted.iter().all(|f| f.admits(run_name, host))
             })
             .collect();
-        // As many partitions as the plan runs side by side, each going through its hosts
-        // one after the other: at most that many hosts are decoded at once, whatever the
-        // host count (a partition per host would let the plan open them all together).
-        let streams = state.config().target_partitions().clamp(1, hosts.len().max(1));
+        // `hosts_at_once` partitions, each going through its hosts one after the other: that
+        // many models are resident at a time, whatever the host count (a partition per host
+        // would let the plan open them all together).
+        let streams = self.shared.hosts_at_once.clamp(1, hosts.len().max(1));
         let mut shares: Vec<Vec<(usize, String)>> = vec![Vec::new(); streams];
         for (i, host) in hosts.into_iter().enumerate() {
             shares[i % streams].push(host);

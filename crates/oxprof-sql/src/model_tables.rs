@@ -194,8 +194,9 @@ fn stat_ids(plane: &XPlane, names: &[&str]) -> Vec<Option<usize>> {
     names.iter().map(|n| plane.stat_metadata_named(n).map(|id| id.index())).collect()
 }
 
-/// Rows a `slice` batch holds at least before it is handed over (whole tracks per batch,
-/// since nesting needs a track's events together).
+/// Rows of a `slice` batch: batches are handed over at this size (whole tracks per batch
+/// when depth or parent is asked for, since nesting needs a track's events together, then
+/// sliced to this size).
 const SLICE_BATCH_ROWS: usize = 64 * 1024;
 
 /// The columns of `slice` being filled for one batch (only the wanted ones grow).
@@ -246,8 +247,8 @@ impl SliceColumns {
     }
 }
 
-/// `slice`: batches of whole tracks (at least [`SLICE_BATCH_ROWS`] rows but a plane's
-/// last), built with only `p`'s columns.
+/// `slice`: batches of at most [`SLICE_BATCH_ROWS`] rows, built with only `p`'s columns
+/// (with depth or parent, built a whole track at a time and sliced).
 fn slice(
     space: &XSpace,
     key: HostKey<'_>,
@@ -346,16 +347,36 @@ fn slice(
                 }
                 next_id += 1;
                 c.rows += 1;
+                if !w_nest && c.rows >= SLICE_BATCH_ROWS {
+                    // Without nesting a track needs no rows together: batches stay small
+                    // however long the track.
+                    built_rows += c.rows;
+                    if !emit(c.take(p, &names, key)?) || p.enough(built_rows) {
+                        break 'planes;
+                    }
+                }
             }
             if w_nest {
                 c.depth.resize(c.rows, 0);
                 c.parent.resize(c.rows, None);
                 nest(&line_ts, &line_dur, first_id, &mut c.depth[first_row..], &mut c.parent[first_row..]);
             }
-            // A batch per plane at least (the name dictionary is the plane's).
+            // A batch per plane at least (the name dictionary is the plane's), handed over in
+            // slices of at most SLICE_BATCH_ROWS rows: a track of millions of events would
+            // otherwise reach the plan as one batch, and operators that copy a batch's rows
+            // (a GROUP BY's row format) would hold all of them at once.
             if c.rows > 0 && (c.rows >= SLICE_BATCH_ROWS || line_index == last_line) {
                 built_rows += c.rows;
-                if !emit(c.take(p, &names, key)?) || p.enough(built_rows) {
+                let batch = c.take(p, &names, key)?;
+                let mut offset = 0;
+                while offset < batch.num_rows() {
+                    let len = SLICE_BATCH_ROWS.min(batch.num_rows() - offset);
+                    if !emit(batch.slice(offset, len)) {
+                        break 'planes;
+                    }
+                    offset += len;
+                }
+                if p.enough(built_rows) {
                     // Ids and tracks after this point are not needed: nothing more is built.
                     break 'planes;
                 }
@@ -870,6 +891,40 @@ mod tests {
         assert_eq!(ints(&s, "group_id"), [None, Some(3), None, None, None]);
         // Track ids: plane 0 = 0, its line = 1, plane 1 = 2, its line = 3.
         assert_eq!(ints(&s, "track_id"), [1, 1, 1, 1, 3].map(Some));
+    }
+
+    // One thread with a track longer than a batch (2.5 batches of back-to-back events,
+    // every tenth holding the next nine):
+    //   E0 [---------)E10 [---------) …
+    //      E1 E2 … E9      E11 … E19
+    #[test]
+    fn long_tracks_reach_the_plan_in_bounded_batches() {
+        let n = SLICE_BATCH_ROWS * 5 / 2;
+        let space = ModelBuilder::new()
+            .plane("/host:CPU", |p| {
+                p.line(1, "thread 1", 0, |l| {
+                    for i in 0..n as i64 {
+                        let (start, dur) = if i % 10 == 0 { (i * 10, 100) } else { (i * 10, 5) };
+                        l.event(if i % 10 == 0 { "outer" } else { "inner" }, start, dur);
+                    }
+                });
+            })
+            .build()
+            .unwrap();
+        let def = schema::table("slice").unwrap();
+        let column = |name: &str| def.columns.iter().position(|c| c.name == name).unwrap();
+        // Without nesting (the GROUP BY's columns) and with it (built per track, then sliced).
+        for columns in [vec![column("name"), column("dur")], vec![column("id"), column("depth"), column("parent_id")]] {
+            let batches = build(&Projection::new(def, Some(&columns), None), &space, KEY).unwrap().unwrap();
+            assert!(batches.iter().all(|b| b.num_rows() <= SLICE_BATCH_ROWS), "{columns:?}");
+            assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), n, "{columns:?}");
+        }
+        // Nesting still sees the whole track across the batch boundaries.
+        let s = table(&space, "slice");
+        let depth = s.column_by_name("depth").unwrap().as_primitive::<Int32Type>();
+        assert!((0..n).all(|i| depth.value(i) == i32::from(i % 10 != 0)));
+        let last_inner = n - 1;
+        assert_eq!(ints(&s, "parent_id")[last_inner], Some((last_inner - last_inner % 10) as i64));
     }
 
     #[test]

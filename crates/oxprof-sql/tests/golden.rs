@@ -262,6 +262,29 @@ fn projected_filtered_and_limited_scans_equal_the_full_scan() {
     }
 }
 
+/// Hosts read one at a time (the default: one model resident) or several side by side give
+/// the same answers, on every fixture (the multi-host ones interleave hosts differently).
+#[test]
+fn hosts_read_one_at_a_time_or_side_by_side_answer_alike() {
+    let queries = [
+        "SELECT name, count(*), sum(dur) FROM slice GROUP BY name",
+        "SELECT host, track_id, count(*), max(depth) FROM slice GROUP BY host, track_id",
+        "SELECT host, count(*) FROM args GROUP BY host",
+    ];
+    for path in fixtures() {
+        let options = SessionOptions { confine_to_root: false, ..SessionOptions::default() };
+        let session = Arc::new(oxprof_api::data::local_session(&path, options).unwrap());
+        let runs = session.catalog().current().runs.clone();
+        let one = Engine::new(session.clone(), runs.clone(), QueryLimits::default()).unwrap();
+        let side_by_side =
+            Engine::new(session, runs, QueryLimits { hosts_at_once: 3, ..QueryLimits::default() }).unwrap();
+        for sql in queries {
+            let (a, b) = (one.query(sql).unwrap(), side_by_side.query(sql).unwrap());
+            assert_eq!(sorted_cells(&a), sorted_cells(&b), "{}: {sql}", path.display());
+        }
+    }
+}
+
 /// `testdata/sql/perfetto-recipes.sql` as (name, SQL).
 fn recipes() -> Vec<(String, String)> {
     let text = std::fs::read_to_string(repo().join("testdata/sql/perfetto-recipes.sql")).unwrap();
