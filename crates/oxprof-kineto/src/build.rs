@@ -145,7 +145,8 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
 /// What every plane's build reads.
 struct Context {
     steps: Vec<Step>,
-    step_kinds: FxHashMap<u32, i64>,
+    /// Per event kind, N when it is `ProfilerStep#N` (read once per event: a vector).
+    step_kinds: Vec<Option<i64>>,
     /// The origin of event times, ns since the Unix epoch.
     origin_ns: i128,
     metadata_allowed: u64,
@@ -179,24 +180,23 @@ fn close_open_events(c: &mut Collected, diag: &mut Diagnostics) {
     }
 }
 
-/// Event kinds named `ProfilerStep#N`, with N.
-fn step_kinds(c: &Collected) -> FxHashMap<u32, i64> {
-    let mut out = FxHashMap::default();
-    for (i, k) in c.kinds.iter().enumerate() {
-        if k.class.is_device() || k.row != Kind::Complete {
-            continue;
-        }
-        if let Some(n) = c.strings.get(k.name).strip_prefix("ProfilerStep#").and_then(|n| n.parse::<i64>().ok()) {
-            out.insert(i as u32, n);
-        }
-    }
-    out
+/// Per event kind, N when it is named `ProfilerStep#N`.
+fn step_kinds(c: &Collected) -> Vec<Option<i64>> {
+    c.kinds
+        .iter()
+        .map(|k| {
+            if k.class.is_device() || k.row != Kind::Complete {
+                return None;
+            }
+            c.strings.get(k.name).strip_prefix("ProfilerStep#").and_then(|n| n.parse::<i64>().ok())
+        })
+        .collect()
 }
 
 /// The host's `ProfilerStep#N` events, by start.
-fn steps(c: &Collected, step_kinds: &FxHashMap<u32, i64>) -> Vec<Step> {
+fn steps(c: &Collected, step_kinds: &[Option<i64>]) -> Vec<Step> {
     let mut out = Vec::new();
-    if step_kinds.is_empty() {
+    if step_kinds.iter().all(Option::is_none) {
         return out;
     }
     for line in &c.lines {
@@ -204,7 +204,7 @@ fn steps(c: &Collected, step_kinds: &FxHashMap<u32, i64>) -> Vec<Step> {
             continue;
         }
         for e in &line.events {
-            if let Some(&num) = step_kinds.get(&e.kind) {
+            if let Some(&Some(num)) = step_kinds.get(e.kind as usize) {
                 out.push(Step { start: e.start, end: e.start.saturating_add(e.dur), num });
             }
         }
@@ -459,7 +459,7 @@ fn build_plane(
                 if !ctx.steps.is_empty() {
                     use_stat(keys::GROUP_ID, &mut stat_used, &mut stats_in_order);
                 }
-                if ctx.step_kinds.contains_key(&e.kind) {
+                if ctx.step_kinds.get(e.kind as usize).is_some_and(Option::is_some) {
                     use_stat(keys::STEP_NUM, &mut stat_used, &mut stats_in_order);
                     use_stat(keys::IS_ROOT, &mut stat_used, &mut stats_in_order);
                 }
@@ -577,7 +577,7 @@ fn build_plane(
                 if let Some(g) = group {
                     b.push_stat(&ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
                 }
-                if let Some(&n) = ctx.step_kinds.get(&e.kind) {
+                if let Some(&Some(n)) = ctx.step_kinds.get(e.kind as usize) {
                     // XProf's step markers: a root event (`_r=1`) with its step number.
                     b.push_stat(&ids, i64::from(keys::STEP_NUM), StatInput::Int64(n)).map_err(KinetoError::Build)?;
                     b.push_stat(&ids, i64::from(keys::IS_ROOT), StatInput::Int64(1)).map_err(KinetoError::Build)?;
