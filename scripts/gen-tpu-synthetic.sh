@@ -12,7 +12,9 @@
 # or `<run>/xprof_out/` (one host), and XProf's combined OpStats of each run
 # (scripts/dump-xprof-op-stats.py) as `<run>/xprof_out/op_stats.json.gz`.
 # Counter and megascale runs: converted by scripts/tpu_synthetic_ref.py (which reuses the refkit's
-# xprof_convert.py); outputs kept as `<run>/xprof_out/<host or ALL_HOSTS>/<tool>.json`.
+# xprof_convert.py); outputs kept as `<run>/xprof_out/<host or ALL_HOSTS>/<tool>.json`; for
+# megascale runs also XProf's Perfetto trace (scripts/tpu_synthetic_perfetto_ref.py) as
+# `<run>/xprof_out/<host>/megascale_stats.perfetto.gz`.
 #
 #   scripts/gen-tpu-synthetic.sh           # regenerate the profiles and XProf's outputs
 #   scripts/gen-tpu-synthetic.sh --check   # only check the committed profiles are what the
@@ -117,5 +119,10 @@ for case_dir in "$OUT"/counters*/ "$OUT"/megascale*/; do
   rm -rf "$case_dir/xprof_out"
   "$VENV/bin/python" "$ROOT/scripts/tpu_synthetic_ref.py" "$REFKIT" "$run_dir" "$case_dir/xprof_out" \
     > "$SCRATCH/log-$case_name.txt" 2>&1 || { cat "$SCRATCH/log-$case_name.txt"; exit 1; }
+  if [[ "$case_name" == megascale* ]]; then
+    # XProf's Perfetto trace of each host's DCN collectives (megascale_stats perfetto=true).
+    "$VENV/bin/python" "$ROOT/scripts/tpu_synthetic_perfetto_ref.py" "$REFKIT" "$run_dir" "$case_dir/xprof_out" \
+      > "$SCRATCH/log-perfetto-$case_name.txt" 2>&1 || { cat "$SCRATCH/log-perfetto-$case_name.txt"; exit 1; }
+  fi
   echo "$case_name: $(find "$case_dir/xprof_out" -type f | wc -l) XProf outputs"
 done

@@ -102,10 +102,10 @@ fn synthetic_run_has_three_rendezvous_per_host() {
     }
 }
 
-/// `perfetto=true` (XProf's Perfetto trace of the DCN collectives) is refused, not answered
-/// with the table.
+/// `perfetto=true` (XProf's Perfetto trace of the DCN collectives) is a binary body, served
+/// by `hlo_tools::binary_output` (`golden_megascale_perfetto.rs`), not the table.
 #[test]
-fn perfetto_trace_is_refused_naming_the_parameter() {
+fn perfetto_trace_is_not_a_text_body() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
     let mut request = DataRequest { tool: "megascale_stats".into(), host: Some("host0".into()), ..Default::default() };
     request.params.insert("perfetto".into(), "True".into());
