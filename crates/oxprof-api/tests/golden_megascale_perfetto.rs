@@ -22,8 +22,13 @@ use std::io::Read;
 
 mod common;
 
-const RUNS: &[(&str, &[&str])] =
-    &[("megascale", &["host0", "host1", "host2"]), ("megascale-mixed", &["host0", "host1"])];
+const RUNS: &[(&str, &[&str])] = &[
+    ("megascale", &["host0", "host1", "host2"]),
+    ("megascale-mixed", &["host0", "host1"]),
+    ("megascale-perfetto", &["host0"]),
+];
+/// The runs with several hosts (an `ALL_HOSTS` selection).
+const MULTI_HOST_RUNS: &[&str] = &["megascale", "megascale-mixed"];
 
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -246,7 +251,7 @@ fn perfetto_trace_equals_xprof_per_host() {
 /// binary.
 #[test]
 fn all_hosts_answers_the_combined_table_as_xprof_does() {
-    for &(run, _) in RUNS {
+    for &run in MULTI_HOST_RUNS {
         let dir = repo_root().join("testdata/tpu-synthetic").join(run);
         let (session, served) = open_run(&dir, None).unwrap();
         let ours = binary_output(&session, &served, &request("ALL_HOSTS")).expect("a binary body").unwrap();
@@ -273,6 +278,30 @@ fn host_trace_has_tpu_tracks_and_runs() {
     assert_eq!(&flat.tracks[..3], &tpu0.map(String::from), "{:?}", flat.tracks);
     assert!(flat.tracks.contains(&"2. TPUs / /device:TPU:0 / 3. XLA Ops".to_string()), "{:?}", flat.tracks);
     assert!(flat.events.iter().any(|(t, _)| t.contains("send.1 SliceBegin") && t.contains("run_id=int 1")));
+}
+
+/// The `megascale-perfetto` run has what XProf's processor adds: Megascale tracks under
+/// their TPU, flows from each send to its DMA and done op, folded tiny ops (kept with
+/// `group_tiny_events=false`), and the global counters.
+#[test]
+fn megascale_run_has_flows_folds_and_counters() {
+    let dir = repo_root().join("testdata/tpu-synthetic/megascale-perfetto");
+    let (session, served) = open_run(&dir, None).unwrap();
+    let ours = binary_output(&session, &served, &request("host0")).unwrap().unwrap();
+    let flat = flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()).unwrap();
+    for track in ["1. Global Counters / Megascale", "2. TPUs / /device:TPU:1 / Megascale / rv_1 (100002)"] {
+        assert!(flat.tracks.iter().any(|t| t == track), "{track}: {:?}", flat.tracks);
+    }
+    let has = |needle: &str| flat.events.iter().filter(|(t, _)| t.contains(needle)).count();
+    assert_eq!(has("3 events are hidden SliceBegin"), 4, "two runs on two cores");
+    assert_eq!(has("DeviceToHost START SliceBegin args=[\"action_index=int 0\", \"flow_in=flow<"), 4);
+    assert_eq!(has("send-done.1 SliceBegin args=[\"flow_in=[flow<"), 4);
+    let mut all = request("host0");
+    all.params.insert("group_tiny_events".into(), "false".into());
+    let ours = binary_output(&session, &served, &all).unwrap().unwrap();
+    let flat = flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()).unwrap();
+    assert!(flat.events.iter().all(|(t, _)| !t.contains("hidden")));
+    assert_eq!(flat.events.iter().filter(|(t, _)| t.contains(" fusion.1 ")).count(), 4);
 }
 
 /// `ALL_HOSTS` of a run and a missing host are answered as XProf's table path answers
