@@ -585,7 +585,10 @@ fn load_megascale_plane(
                 (device, tracks.len() - 1)
             });
             let event = load_event(&e, strings);
-            raw.get_mut(&device).expect("inserted with its track")[index].events.push(event);
+            // The track was made with its entry just above.
+            if let Some(track) = raw.get_mut(&device).and_then(|tracks| tracks.get_mut(index)) {
+                track.events.push(event);
+            }
         }
     }
 }
@@ -1057,12 +1060,13 @@ impl Writer<'_> {
         } else {
             SEQ_NEEDS_INCREMENTAL_STATE
         };
+        let index = self.packets.len();
         self.packets.push(TracePacket {
             trusted_packet_sequence_id: Some(SEQUENCE_ID),
             sequence_flags: Some(flags),
             ..TracePacket::default()
         });
-        self.packets.last_mut().expect("just pushed")
+        &mut self.packets[index]
     }
 
     fn track_descriptor(&mut self, name: &str, parent: u64, counter: Option<(&str, &str)>) -> u64 {
