@@ -12,7 +12,7 @@
 //! events and their arguments are compared as sorted sets; tracks in order; doubles within
 //! 1e-6 relative.
 
-use common::repo_root;
+use common::{external_dir, repo_root};
 use oxprof_analysis::tools::dcn_perfetto::proto::{DebugAnnotation, Trace, TrackEventType};
 use oxprof_api::data::{DataRequest, open_run};
 use oxprof_api::hlo_tools::binary_output;
@@ -245,6 +245,45 @@ fn perfetto_trace_equals_xprof_per_host() {
     }
     eprintln!("golden_megascale_perfetto: {passed} passed, {} failed", failures.len());
     assert!(failures.is_empty(), "{} traces differ from XProf's:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Two real profiles, read in place (skipped when `../shared/testdata/external` is absent),
+/// with XProf's traces kept in `testdata/external-xprof-counters/`: the TPU inference
+/// profile (four TensorCores, 6667 slices, folded tiny ops, no send/recv flows) and the
+/// MI355X capture, whose Megascale Trace plane has no TPU to map to (an empty trace).
+#[test]
+fn perfetto_trace_equals_xprof_on_real_profiles() {
+    let Some(ext) = external_dir() else {
+        eprintln!("golden_megascale_perfetto: no external test data, real profiles skipped");
+        return;
+    };
+    let kept = repo_root().join("testdata/external-xprof-counters");
+    let cases = [
+        (
+            "openxla-xprof_tpu_inference_2",
+            "openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb",
+            "tpu_inference_2",
+        ),
+        (
+            "AMD-AGI-TraceLens_934987a2fc2f",
+            "AMD-AGI-TraceLens/tests/test_data_jax_te_fused_attn_categorization/934987a2fc2f.xplane.pb",
+            "934987a2fc2f",
+        ),
+    ];
+    for (name, input, host) in cases {
+        let input = ext.join(input);
+        if !input.exists() {
+            eprintln!("golden_megascale_perfetto: {} absent, skipped", input.display());
+            continue;
+        }
+        let (session, served) = open_run(&input, None).unwrap();
+        let ours = binary_output(&session, &served, &request(host)).expect("a binary body").unwrap();
+        let xprof = std::fs::read(kept.join(name).join("megascale_stats.perfetto.gz")).unwrap();
+        let expected = flatten(&Trace::decode(&gunzip(&xprof)[..]).unwrap()).unwrap();
+        let actual = flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()).unwrap();
+        let diff = differences(&expected, &actual);
+        assert!(diff.is_empty(), "{name}: {}", diff.join("\n"));
+    }
 }
 
 /// For `ALL_HOSTS` XProf sends the combined slack table (rows in hash order) labelled as
