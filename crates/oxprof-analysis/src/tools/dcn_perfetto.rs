@@ -749,7 +749,7 @@ fn sift_down<T>(v: &mut [T], start: usize, len: usize, less: &dyn Fn(&T, &T) -> 
         v.swap(hole, child);
         hole = child;
     }
-    if len % 2 == 0 && len >= 2 && child == (len - 2) / 2 {
+    if len.is_multiple_of(2) && len >= 2 && child == (len - 2) / 2 {
         child = 2 * (child + 1);
         v.swap(hole, child - 1);
         hole = child - 1;
