@@ -15,9 +15,11 @@
 //! ```
 //!
 //! Only the messages and fields XProf writes are defined here (field numbers of Perfetto's
-//! `protos/perfetto/trace/`). Where XProf iterates hash maps (TPUs, an event's arguments),
-//! oxprof uses ascending TPU ids and first-seen argument order, so packets may come in
-//! another order than XProf's for hosts with several TPUs; interned ids then differ too.
+//! `protos/perfetto/trace/`). Where XProf iterates hash maps (the TPUs while numbering
+//! flows, an event's arguments while writing them), oxprof goes by ascending TPU id and
+//! first-seen argument: flow ids, argument order and interned ids may differ from XProf's
+//! (its own differ from run to run); tracks, packets and every value are XProf's. Events are
+//! sorted with libstdc++'s `std::sort`, so ties keep XProf's order.
 
 use oxprof_model::schema::{StatType, TPU_PLANE_PREFIX};
 use oxprof_model::{StatValue, XPlane, XSpace};
