@@ -12,7 +12,10 @@
 # or `<run>/xprof_out/` (one host), and XProf's combined OpStats of each run
 # (scripts/dump-xprof-op-stats.py) as `<run>/xprof_out/op_stats.json.gz`.
 # Counter and megascale runs: converted by scripts/tpu_synthetic_ref.py (which reuses the refkit's
-# xprof_convert.py); outputs kept as `<run>/xprof_out/<host or ALL_HOSTS>/<tool>.json`.
+# xprof_convert.py); outputs kept as `<run>/xprof_out/<host or ALL_HOSTS>/<tool>.json`; for
+# megascale runs also XProf's Perfetto trace (scripts/tpu_synthetic_perfetto_ref.py) as
+# `<run>/xprof_out/<host>/megascale_stats.perfetto.gz`, and that trace of two third-party
+# profiles into testdata/external-xprof-counters/ when ../shared/testdata/external has them.
 #
 #   scripts/gen-tpu-synthetic.sh           # regenerate the profiles and XProf's outputs
 #   scripts/gen-tpu-synthetic.sh --check   # only check the committed profiles are what the
@@ -117,5 +120,26 @@ for case_dir in "$OUT"/counters*/ "$OUT"/megascale*/; do
   rm -rf "$case_dir/xprof_out"
   "$VENV/bin/python" "$ROOT/scripts/tpu_synthetic_ref.py" "$REFKIT" "$run_dir" "$case_dir/xprof_out" \
     > "$SCRATCH/log-$case_name.txt" 2>&1 || { cat "$SCRATCH/log-$case_name.txt"; exit 1; }
+  if [[ "$case_name" == megascale* ]]; then
+    # XProf's Perfetto trace of each host's DCN collectives (megascale_stats perfetto=true).
+    "$VENV/bin/python" "$ROOT/scripts/tpu_synthetic_perfetto_ref.py" "$REFKIT" "$run_dir" "$case_dir/xprof_out" \
+      > "$SCRATCH/log-perfetto-$case_name.txt" 2>&1 || { cat "$SCRATCH/log-perfetto-$case_name.txt"; exit 1; }
+  fi
   echo "$case_name: $(find "$case_dir/xprof_out" -type f | wc -l) XProf outputs"
+done
+
+# ---- XProf's Perfetto trace of two third-party profiles (read in place when present) ----
+EXT="${OXPROF_EXTERNAL_TESTDATA:-$ROOT/../shared/testdata/external}"
+for pair in "openxla-xprof_tpu_inference_2:openxla-xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb" \
+            "AMD-AGI-TraceLens_934987a2fc2f:AMD-AGI-TraceLens/tests/test_data_jax_te_fused_attn_categorization/934987a2fc2f.xplane.pb"; do
+  name="${pair%%:*}"; input="$EXT/${pair#*:}"
+  [ -e "$input" ] || { echo "$input absent: its Perfetto trace is not re-recorded"; continue; }
+  one="$SCRATCH/external-$name"
+  mkdir -p "$one"
+  ln -sf "$input" "$one/"
+  "$VENV/bin/python" "$ROOT/scripts/tpu_synthetic_perfetto_ref.py" "$REFKIT" "$one" "$one/out" > "$one.log" 2>&1 \
+    || { cat "$one.log"; exit 1; }
+  host="$(basename "$input" .xplane.pb)"
+  cp "$one/out/$host/megascale_stats.perfetto.gz" "$ROOT/testdata/external-xprof-counters/$name/"
+  echo "$name: XProf's Perfetto trace recorded"
 done

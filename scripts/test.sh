@@ -32,6 +32,9 @@ cargo test --workspace --locked
 step "synthetic TPU profiles: testdata/tpu-synthetic is what its generators write"
 bash scripts/gen-tpu-synthetic.sh --check
 
+step "Perfetto traces (megascale_stats perfetto=true) read with Perfetto's schema (venv cached)"
+bash scripts/check-perfetto-trace.sh
+
 step "PyTorch views' goldens: torch-tb-profiler 0.4.3 reproduces testdata/torch-tb (venv cached)"
 bash scripts/ref-torch-tb.sh --check
 

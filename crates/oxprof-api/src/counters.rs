@@ -8,6 +8,7 @@ use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_analysis::report::Report;
+use oxprof_analysis::tools::dcn_perfetto::{MEGASCALE_PLANE_NAME, dcn_perfetto_trace, gzipped};
 use oxprof_analysis::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
 use oxprof_analysis::tools::event_time_fraction::{
     EventTimeFractions, barrier_cores_report, host_event_time_fractions,
@@ -58,13 +59,12 @@ pub(crate) fn megascale_stats(
         });
     }
     let files = select_hosts(run, Some(host))?;
-    // XProf's server reads `perfetto` as a bool (`.lower() == 'true'`).
-    if request.params.get("perfetto").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-        return Err(ApiError::Http {
-            status: 501,
-            message: format!(
-                "megascale_stats: {host}: oxprof does not write XProf's Perfetto trace of DCN collectives \
-                 (perfetto=true) yet; drop the parameter for the slack table, or open the profile in XProf"
+    if wants_perfetto(request) {
+        // The trace is binary: HTTP and the CLI take it from [`megascale_perfetto`] (through
+        // `hlo_tools::binary_output`) before they come here.
+        return Err(ApiError::NotYetAvailable {
+            tool: format!(
+                "megascale_stats {host} (perfetto=true: a binary body; oxprof_api::counters::megascale_perfetto serves it)"
             ),
         });
     }
@@ -107,6 +107,47 @@ pub(crate) fn megascale_stats(
         rows = combiner.finish();
     }
     Ok(with_notes(Box::new(MegascaleStats { rows }), notes))
+}
+
+/// XProf's server reads `perfetto` as a bool (`.lower() == 'true'`).
+pub(crate) fn wants_perfetto(request: &DataRequest) -> bool {
+    request.tool == "megascale_stats" && request.params.get("perfetto").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// `megascale_stats` with `perfetto=true`: XProf's Perfetto trace of one host's TPU ops and
+/// Megascale collectives, gzipped as XProf sends it (`application/octet-stream`; its HTTP
+/// layer gzips the body once more as `Content-Encoding`). For `ALL_HOSTS` XProf answers
+/// the combined slack table's JSON instead. `group_tiny_events=false` keeps every tiny
+/// op (XProf's trace names the parameter; its 2.24.2 server does not pass it on).
+pub fn megascale_perfetto(session: &Session, run: &ServedRun, request: &DataRequest) -> Result<Vec<u8>, ApiError> {
+    let host = request.host.as_deref().unwrap_or_default();
+    if host.is_empty() {
+        return Err(ApiError::BadParameter {
+            name: "host".into(),
+            reason:
+                "megascale_stats needs a host (XProf: \"Cannot find host_name from options for megascale_stats tool.\")"
+                    .into(),
+        });
+    }
+    if host == ALL_HOSTS {
+        // XProf 2.24.2 combines the hosts' slack tables and ignores `perfetto` here, still
+        // labelling the JSON `application/octet-stream`.
+        let mut table = request.clone();
+        table.params.remove("perfetto");
+        return Ok(megascale_stats(session, run, &table, false)?.xprof_body().text.into_bytes());
+    }
+    let files = select_hosts(run, Some(host))?;
+    let group_tiny = !request.params.get("group_tiny_events").is_some_and(|v| v.eq_ignore_ascii_case("false"));
+    let Some(file) = files.first() else {
+        return Err(ApiError::Http {
+            status: 404,
+            message: format!("No Data (megascale_stats: no XSpace of host {host})"),
+        });
+    };
+    let _admission = session.admit();
+    // Only TensorCore and Megascale planes are read.
+    let space = session.load(file, &|plane| plane.starts_with(TPU_PLANE_PREFIX) || plane == MEGASCALE_PLANE_NAME)?;
+    Ok(gzipped(&dcn_perfetto_trace(&space, group_tiny).trace))
 }
 
 /// [`crate::registry::Compute`] of `smart_suggestion`: XProf 2.24.2's open-source rule set

@@ -346,10 +346,14 @@ fn graph_data(loaded: &LoadedModule, request: &DataRequest, kind: &str) -> Resul
     Ok(DataResponse { content_type: "text/html", body: graph_viewer::graph_html(&dot), json: None, notes: Vec::new() })
 }
 
-/// The binary outputs among the tools (`graph_viewer` with `type=pb`), which a
+/// The binary outputs among the tools (`graph_viewer` with `type=pb`, `megascale_stats`
+/// with `perfetto=true`), which a
 /// [`DataResponse`]'s text body cannot carry: `None` for every other request, which
 /// [`crate::data::data`] answers. Callers serving bodies (HTTP, CLI) ask here first.
 pub fn binary_output(session: &Session, run: &ServedRun, request: &DataRequest) -> Option<Result<Vec<u8>, ApiError>> {
+    if crate::counters::wants_perfetto(request) {
+        return Some(crate::counters::megascale_perfetto(session, run, request));
+    }
     let is_pb = request.tool == "graph_viewer" && request.params.get("type").is_some_and(|t| t == "pb");
     is_pb.then(|| graph_viewer_proto_bytes(session, run, request))
 }

@@ -1,7 +1,7 @@
 //! Parity with XProf 2.24.2's `megascale_stats` (DCN collective slack analysis) on profiles
 //! that have DCN collectives: the synthetic multi-slice TPU run of
 //! `testdata/tpu-synthetic/megascale/` and `megascale-mixed/` (one host without
-//! `MegaScale:` events) (`scripts/gen-tpu-synthetic.sh`), for each host and `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
+//! `MegaScale:` events), and `megascale-perfetto/` (no `MegaScale:` events: the empty table) (`scripts/gen-tpu-synthetic.sh`), for each host and `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
 //! `BarrierCoresRule` fires on the run's `barrier-cores` ops (13.6% of host0's step time,
 //! 22.9% over all three hosts, naming host2 a straggler), and `perf_counters` and
 //! `utilization_viewer` (empty here).
@@ -20,8 +20,11 @@ mod common;
 const TOOLS: &[&str] = &["megascale_stats", "perf_counters", "utilization_viewer", "smart_suggestion"];
 /// The runs and their host selections: `megascale` (three hosts with DCN collectives) and
 /// `megascale-mixed` (host1 without `MegaScale:` events).
-const RUNS: &[(&str, &[&str])] =
-    &[("megascale", &["host0", "host1", "host2", "ALL_HOSTS"]), ("megascale-mixed", &["host0", "host1", "ALL_HOSTS"])];
+const RUNS: &[(&str, &[&str])] = &[
+    ("megascale", &["host0", "host1", "host2", "ALL_HOSTS"]),
+    ("megascale-mixed", &["host0", "host1", "ALL_HOSTS"]),
+    ("megascale-perfetto", &["host0"]),
+];
 
 /// The table's header (columns) and its rows' texts, sorted: `[{"cols":[..],"rows":[{"c":..},..]}]`.
 fn header_and_rows(body: &str) -> (String, Vec<String>) {
@@ -102,10 +105,10 @@ fn synthetic_run_has_three_rendezvous_per_host() {
     }
 }
 
-/// `perfetto=true` (XProf's Perfetto trace of the DCN collectives) is refused, not answered
-/// with the table.
+/// `perfetto=true` (XProf's Perfetto trace of the DCN collectives) is a binary body, served
+/// by `hlo_tools::binary_output` (`golden_megascale_perfetto.rs`), not the table.
 #[test]
-fn perfetto_trace_is_refused_naming_the_parameter() {
+fn perfetto_trace_is_not_a_text_body() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
     let mut request = DataRequest { tool: "megascale_stats".into(), host: Some("host0".into()), ..Default::default() };
     request.params.insert("perfetto".into(), "True".into());

@@ -24,7 +24,7 @@
 //! Usage: `cargo run -p oxprof-xspace --example gen_tpu_megascale -- OUT_DIR`
 //! (writes `OUT_DIR/megascale/plugins/profile/run/{host0,host1,host2}.xplane.pb.gz`, and
 //! `OUT_DIR/megascale-mixed/…/{host0,host1}.xplane.pb.gz` where host1 has no `MegaScale:`
-//! TraceMes).
+//! TraceMes, and `OUT_DIR/megascale-perfetto/…/host0.xplane.pb.gz`: see [`perfetto_space`]).
 
 use oxprof_xspace::testing::{PlaneBuilder, Value, XSpaceBuilder};
 use prost::Message;
@@ -458,6 +458,102 @@ fn host_space(host: i64, megascale: bool) -> Vec<u8> {
     b.to_bytes()
 }
 
+/// The run of `megascale-perfetto/`: one host whose two TensorCores each run a program
+/// twice (`run_id` as XProf's runtime writes it, a uint64) with one DCN collective whose
+/// ops name their rendezvous in their long names, and the `/device:CUSTOM:Megascale Trace`
+/// plane of that collective's action graph, for XProf's Perfetto trace (flows, DMA
+/// markers, network and in-flight counters, tiny ops folded). One run, µs from its start:
+/// ```text
+/// XLA Modules |jit_dcn_step(run 5+r)......................................................|
+/// XLA Ops       |send.1| |f|f|f| |send-done.1| |recv.2|          |recv-done.2| |fusion.9|
+///               (three 0.2 ns fusions in one ns: folded into "3 events are hidden")
+/// Megascale    |device_<id>_gid_rv_1..........................................|
+///                |D2H START| |D2H END| |NetSend END| |H2D START| |H2D END| |H2D END|
+///                                                    |NetRecv END|
+/// ```
+fn perfetto_space() -> Vec<u8> {
+    const RENDEZVOUS: &str = "rv_1";
+    let long = |name: &str, op: &str| {
+        format!("%{name} = {op}(), frontend_attributes={{_xla_host_transfer_rendezvous=\"{RENDEZVOUS}\"}}")
+    };
+    let run_start = |run: i64, core: i64| (run * 500 + 50 + 3 * core) * PS_PER_US;
+    let mut b = XSpaceBuilder::new().hostname("host0");
+    for core in 0..CORES {
+        b = b.plane(&format!("/device:TPU:{core}"), |p| {
+            p.id(core + 1);
+            for (name, op) in
+                [("send.1", "send"), ("send-done.1", "send-done"), ("recv.2", "recv"), ("recv-done.2", "recv-done")]
+            {
+                p.event_display_name(&long(name, op), name);
+                p.event_metadata_stat(
+                    &long(name, op),
+                    "hlo_category",
+                    if op.starts_with("send") { "host send" } else { "host recv" },
+                );
+                p.event_metadata_stat(&long(name, op), "program_id", PROGRAM_ID);
+            }
+            p.line(2, "XLA Modules", T0_NS, |l| {
+                for run in 0..2 {
+                    l.event("jit_dcn_step(1)", run_start(run, core), 300 * PS_PER_US).stat("run_id", 5 + run as u64);
+                }
+            });
+            p.line(3, "XLA Ops", T0_NS, |l| {
+                for run in 0..2 {
+                    let t = run_start(run, core);
+                    l.event(&long("send.1", "send"), t + 10 * PS_PER_US, ps(2, 0, core, run, 0));
+                    for k in 0..3 {
+                        l.event(&format!("fusion.{k}"), t + 13 * PS_PER_US + 100 * k, 200);
+                    }
+                    l.event(&long("send-done.1", "send-done"), t + 20 * PS_PER_US, ps(1, 0, core, run, 1));
+                    l.event(&long("recv.2", "recv"), t + 22 * PS_PER_US, ps(1, 0, core, run, 2));
+                    l.event(&long("recv-done.2", "recv-done"), t + 30 * PS_PER_US, ps(4, 0, core, run, 3));
+                    l.event("fusion.9", t + 40 * PS_PER_US, ps(20, 0, core, run, 4));
+                }
+            });
+            p.line(4, "XLA TraceMe", T0_NS, |l| {
+                for run in 0..2 {
+                    let t = run_start(run, core) + 50 * PS_PER_US;
+                    l.event("tiny_a", t, 300);
+                    l.event("tiny_b", t + 400, 300);
+                }
+            });
+        });
+    }
+    b = b.plane("/device:CUSTOM:Megascale Trace", |p| {
+        p.id(50);
+        for core in 0..CORES {
+            let device = 100_001 + core;
+            let graph = format!("device_{device}_gid_{RENDEZVOUS}");
+            p.line(core + 1, &format!("megascale core {core}"), T0_NS, |l| {
+                for run in 0..2 {
+                    let t = run_start(run, core);
+                    let key = format!("{graph}$launch{run}^i{}", run + 1);
+                    let at = |us: i64| t + us * PS_PER_US;
+                    l.event(&graph, at(11), 18 * PS_PER_US).stat("graph_key", key.as_str()).stat("input_size", 4096i64);
+                    l.event("DeviceToHost START", at(12), 500_000)
+                        .stat("graph_key", key.as_str())
+                        .stat("action_index", 0i64);
+                    l.event("DeviceToHost END", at(14), 500_000).stat("graph_key", key.as_str());
+                    l.event("NetworkSend END", at(16), 700_000)
+                        .stat("graph_key", key.as_str())
+                        .stat("action_duration_ns", 2_000i64)
+                        .stat("buffer_sizes", "s0->1d|$c0=4096 s1->1d|$c1=8");
+                    l.event("NetworkReceive END", at(17), 300_000)
+                        .stat("graph_key", key.as_str())
+                        .stat("network_transport_latency_us", 3u64)
+                        .stat("buffer_sizes", "s1->0d|$c0=4096");
+                    l.event("HostToDevice START", at(24), 500_000)
+                        .stat("graph_key", key.as_str())
+                        .stat("action_index", 0i64);
+                    l.event("HostToDevice END", at(26), 500_000).stat("graph_key", key.as_str());
+                    l.event("HostToDevice END", at(28), PS_PER_US).stat("graph_key", key.as_str());
+                }
+            });
+        }
+    });
+    b.to_bytes()
+}
+
 fn write_gz(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
     // Level 9 and no file name or time in the header: the same bytes on every run.
@@ -481,5 +577,7 @@ fn main() -> std::io::Result<()> {
     for host in 0..2 {
         write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, host == 0))?;
     }
+    // Megascale action graphs and rendezvous-named ops, for megascale_stats perfetto=true.
+    write_gz(&out.join("megascale-perfetto/plugins/profile/run/host0.xplane.pb.gz"), &perfetto_space())?;
     Ok(())
 }

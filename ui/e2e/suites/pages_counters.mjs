@@ -103,6 +103,28 @@ export async function register(ctx) {
     }
     await shot();
   });
+  await h.test('counter pages: megascale stats link each host’s Perfetto trace (XProf’s “Open in Perfetto”), not ALL_HOSTS’', async ({ page, shot }) => {
+    await open(page, dcn.url, { run: dcnRun, tool: 'megascale_stats', host: 'host1' });
+    const link = page.locator('[data-role="perfetto-trace"]');
+    assertEqual(await link.count(), 1, 'the page links the trace');
+    const href = await link.getAttribute('href');
+    assert(href.includes('perfetto=true') && href.includes('host=host1'), `the link asks for host1's trace: ${href}`);
+    // The body is XProf's gzipped trace (the browser undoes only the Content-Encoding): a
+    // gzip stream under application/octet-stream.
+    const got = await page.evaluate(async (url) => {
+      const r = await fetch(url);
+      const bytes = new Uint8Array(await r.arrayBuffer());
+      return { status: r.status, type: r.headers.get('content-type'), length: bytes.length, magic: [bytes[0], bytes[1]] };
+    }, href);
+    assertEqual(got.status, 200, 'the trace is served');
+    assert(got.type.startsWith('application/octet-stream'), `binary body: ${got.type}`);
+    assertEqual(got.magic.join(','), '31,139', 'a gzip stream, as XProf sends it');
+    assert(got.length > 1000, `a trace of the host's ops: ${got.length} bytes`);
+    await open(page, dcn.url, { run: dcnRun, tool: 'megascale_stats', host: 'ALL_HOSTS' });
+    assertEqual(await page.locator('[data-role="perfetto-trace"]').count(), 0, 'no trace link for ALL_HOSTS');
+    assert(await page.locator('[data-role="perfetto-needs-host"]').count(), 'ALL_HOSTS asks for a host, as XProf does');
+    await shot();
+  });
   await h.test('counter pages: the barrier-cores suggestion of a run with barrier time is shown on its page', async ({ page, shot }) => {
     const data = await api(dcn.url, 'data', { run: dcnRun, tag: 'smart_suggestion', host: 'ALL_HOSTS' });
     assertEqual(data.suggestions.map((s) => s.ruleName).join(','), 'BarrierCoresRule', 'XProf’s rule fires in the API');

@@ -7,6 +7,7 @@ import { PALETTE, chartElement } from '../components/chart';
 import { card, metric } from '../components/common';
 import { renderTable } from '../components/table';
 import { asTables, cellValue, columnIndex, type DataTable } from '../datatable';
+import { PROFILE_PREFIX, buildUrl } from '../api';
 import { escapeHtml, h } from '../dom';
 import type { PageContext } from '../page';
 
@@ -101,6 +102,21 @@ export function perfCountersPage(ctx: PageContext): HTMLElement {
   return page;
 }
 
+/**
+ * XProf's "Open in Perfetto" of the megascale page: the host's Perfetto trace of its TPU ops
+ * and Megascale collectives (`megascale_stats` with `perfetto=true`, gzipped), to download
+ * and open in ui.perfetto.dev. XProf offers it per host only.
+ */
+function perfettoTraceCard(ctx: PageContext): HTMLElement {
+  const { run, host } = ctx.state;
+  if (!host || host === 'ALL_HOSTS') {
+    return card('Perfetto trace', h('p', { 'data-role': 'perfetto-needs-host' }, 'Select a host in the left side bar to get its Perfetto trace of TPU ops and DCN collectives.'));
+  }
+  const href = buildUrl(`${PROFILE_PREFIX}/data`, { run, tag: 'megascale_stats', host, perfetto: 'true' });
+  const link = h('a', { href, download: `${host}.megascale.perfetto-trace.gz`, 'data-role': 'perfetto-trace' }, 'Download the Perfetto trace');
+  return card('Perfetto trace', h('p', {}, link, ' of this host\'s TPU ops and DCN collectives (gzip; open it at ui.perfetto.dev).'));
+}
+
 /** `megascale_stats`: DCN collectives per rendezvous. */
 export function megascaleStatsPage(ctx: PageContext): HTMLElement {
   const table = asTables(ctx.data)[0] ?? EMPTY;
@@ -108,6 +124,7 @@ export function megascaleStatsPage(ctx: PageContext): HTMLElement {
   const rows = table.rows ?? [];
   const name = columnIndex(table, 'rendezvous_name');
   const slack = columnIndex(table, 'slack_time');
+  page.append(perfettoTraceCard(ctx));
   if (rows.length) {
     const option = barOption(
       'Slack time per rendezvous (ms)',

@@ -1,6 +1,7 @@
 //! XProf's tools, one module each: each computes a typed report from OpStats (or the
 //! model) and renders it into XProf's body with the dialects of `oxprof_wire`.
 
+pub mod dcn_perfetto;
 pub mod dcn_slack;
 pub mod event_time_fraction;
 pub mod framework_op_stats;
