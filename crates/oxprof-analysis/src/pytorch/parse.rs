@@ -129,6 +129,24 @@ fn op_is_tc_eligible(name: &str) -> bool {
     TC_OPS.contains(&name)
 }
 
+/// What a name tells, by torch-tb-profiler's allow-lists.
+#[derive(Debug, Clone, Copy)]
+struct NameFacts {
+    tensor_core_kernel: bool,
+    tensor_core_op: bool,
+    data_loader: bool,
+}
+
+impl NameFacts {
+    fn of(name: &str) -> NameFacts {
+        NameFacts {
+            tensor_core_kernel: kernel_uses_tensor_cores(name),
+            tensor_core_op: op_is_tc_eligible(name),
+            data_loader: is_data_loader(name),
+        }
+    }
+}
+
 fn is_data_loader(name: &str) -> bool {
     (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
         || name.starts_with("enumerate(DataPipe)#")
@@ -873,18 +891,25 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
     // The rows are wide and tens of millions on big traces: sized once, never copied.
     let count = |f: fn(Ty) -> bool| events.iter().filter(|e| f(e.ty)).count();
-    p.devices.reserve_exact(count(|t| matches!(t, Ty::Kernel | Ty::Memcpy | Ty::Memset)));
-    p.runtimes.reserve_exact(count(|t| t == Ty::Runtime) + 1);
+    let (device_count, runtime_count) =
+        (count(|t| matches!(t, Ty::Kernel | Ty::Memcpy | Ty::Memset)), count(|t| t == Ty::Runtime));
+    p.devices.reserve_exact(device_count);
+    device_order.reserve_exact(device_count);
+    p.runtimes.reserve_exact(runtime_count + 1);
+    corr_to_runtime.reserve(runtime_count);
     p.nodes.reserve_exact(
         count(|t| matches!(t, Ty::Python | Ty::Operator | Ty::ProfilerStep | Ty::Module | Ty::UserAnnotation))
             + events.iter().map(|e| e.thread).max().map_or(0, |t| t as usize + 1),
     );
     let Texts { names, shapes, stacks, kernels, python, .. } = &mut texts;
+    // What torch-tb-profiler decides from a name by substring matching, once per name.
+    let name_facts: Vec<NameFacts> = names.iter().map(|n| NameFacts::of(n)).collect();
     // The first pass moves each event's kernel facts into the devices and shares its texts
     // with the nodes (the second reads only types, times and names).
     for &i in &order {
         let e = &events[i as usize];
         let name: &str = &names[e.name as usize];
+        let facts = name_facts[e.name as usize];
         match e.ty {
             Ty::Kernel | Ty::Memcpy | Ty::Memset => {
                 let d = p.devices.len();
@@ -895,7 +920,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     end: e.ts + e.dur,
                     dur: e.dur,
                     kernel: kernels.get_mut(e.extra as usize).map(std::mem::take).unwrap_or_default(),
-                    tc_used: kernel_uses_tensor_cores(name),
+                    tc_used: facts.tensor_core_kernel,
                     op: None,
                     op_tc_eligible: false,
                 });
@@ -937,7 +962,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                 let kind = match e.ty {
                     Ty::ProfilerStep => NodeKind::ProfilerStep,
                     Ty::Module => NodeKind::Module,
-                    _ if is_data_loader(name) => NodeKind::DataLoader,
+                    _ if facts.data_loader => NodeKind::DataLoader,
                     _ if name.starts_with("Optimizer.step") => NodeKind::Optimizer,
                     _ => NodeKind::Operator,
                 };
@@ -963,7 +988,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     module_id: python.get(e.extra as usize).and_then(|p| p.module).unwrap_or(0),
                     shape: shapes[e.shape as usize].clone(),
                     stack: stacks[e.stack as usize].clone(),
-                    tc_eligible: op_is_tc_eligible(name),
+                    tc_eligible: facts.tensor_core_op,
                     device_total: 0.0,
                     host_self: 0.0,
                     device_self: 0.0,
