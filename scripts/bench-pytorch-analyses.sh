@@ -23,6 +23,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${OXPROF_KINETO_BENCH_VENV:-$HOME/.cache/oxprof-kineto-bench/venv}"
 TRACE="${1:-$ROOT/bench-data/kineto_512.pt.trace.json}"
 [[ -f "$TRACE" ]] || { echo "no trace $TRACE (scripts/gen-large-kineto-trace.sh makes one)" >&2; exit 1; }
+TRACE="$(realpath "$TRACE")" # HTA wants an absolute path
 if ! "$VENV/bin/python" -c "import hta, torch_tb_profiler" 2>/dev/null; then
   "$ROOT/scripts/bench-kineto-loaders.sh" --install
 fi
@@ -39,12 +40,14 @@ trap 'rm -rf "$cache"' EXIT
 OXPROF_CACHE_DIR="$cache" python3 "$ROOT/scripts/torch/bench_switch.py" "$BIN" "$TRACE" --cache-mb 8192 \
   --tools pytorch_overview,pytorch_op_stats,pytorch_kernel_stats,pytorch_memory,pytorch_modules,hta_distributed,hta_gpu_idle
 
-peak() { # prints the command's output, then its wall time and peak RSS
-  local out
+peak() { # prints the command's output, then its wall time and peak RSS; its log lines counted
+  local out err
   out="$(mktemp)"
-  /usr/bin/time -f 'whole process: %e s, peak RSS %M KB' -o "$out" "$@" || true
+  err="$(mktemp)"
+  /usr/bin/time -f 'whole process: %e s, peak RSS %M KB' -o "$out" "$@" 2>"$err" || tail -5 "$err"
   cat "$out"
-  rm -f "$out"
+  echo "($(wc -l <"$err") lines on stderr, e.g. torch-tb-profiler's \"ranges on the same thread should not intersect\")"
+  rm -f "$out" "$err"
 }
 if [[ "${SKIP_TB:-0}" != 1 ]]; then
   echo

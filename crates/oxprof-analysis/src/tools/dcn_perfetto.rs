@@ -629,143 +629,15 @@ fn sort_events(trace: &mut IrTrace) {
     }
 }
 
-/// libstdc++'s `std::sort` (introsort, median-of-three pivot, insertion sort below 16
-/// elements): XProf sorts events with it, and events of equal start and duration keep the
-/// order it leaves them in (which later decides, e.g., the names listed in a folded slice).
-fn std_sort<T>(v: &mut [T], less: &dyn Fn(&T, &T) -> bool) {
-    const THRESHOLD: usize = 16;
-    if v.len() < 2 {
-        return;
-    }
-    let depth = 2 * (usize::BITS - 1 - v.len().leading_zeros()) as usize;
-    introsort_loop(v, depth, less, THRESHOLD);
-    // Final insertion sort: guarded on the first block, unguarded after it.
-    if v.len() > THRESHOLD {
-        insertion_sort(&mut v[..THRESHOLD], less);
-        for i in THRESHOLD..v.len() {
-            unguarded_linear_insert(v, i, less);
-        }
-    } else {
-        insertion_sort(v, less);
-    }
-}
-
-fn introsort_loop<T>(v: &mut [T], mut depth: usize, less: &dyn Fn(&T, &T) -> bool, threshold: usize) {
-    let mut last = v.len();
-    while last > threshold {
-        if depth == 0 {
-            heap_sort(&mut v[..last], less);
-            return;
-        }
-        depth -= 1;
-        let cut = partition_pivot(&mut v[..last], less);
-        introsort_loop(&mut v[cut..last], depth, less, threshold);
-        last = cut;
-    }
-}
-
-/// `__unguarded_partition_pivot`: the median of (1, middle, last-1) moved to 0, then
-/// Hoare's partition of the rest around it.
-fn partition_pivot<T>(v: &mut [T], less: &dyn Fn(&T, &T) -> bool) -> usize {
-    let (a, b, c) = (1, v.len() / 2, v.len() - 1);
-    let median = if less(&v[a], &v[b]) {
-        if less(&v[b], &v[c]) {
-            b
-        } else if less(&v[a], &v[c]) {
-            c
-        } else {
-            a
-        }
-    } else if less(&v[a], &v[c]) {
-        a
-    } else if less(&v[b], &v[c]) {
-        c
-    } else {
-        b
-    };
-    v.swap(0, median);
-    let (mut first, mut last) = (1, v.len());
-    loop {
-        while less(&v[first], &v[0]) {
-            first += 1;
-        }
-        last -= 1;
-        while less(&v[0], &v[last]) {
-            last -= 1;
-        }
-        if first >= last {
-            return first;
-        }
-        v.swap(first, last);
-        first += 1;
-    }
-}
-
-fn insertion_sort<T>(v: &mut [T], less: &dyn Fn(&T, &T) -> bool) {
-    for i in 1..v.len() {
-        if less(&v[i], &v[0]) {
-            v[..=i].rotate_right(1);
-        } else {
-            unguarded_linear_insert(v, i, less);
-        }
-    }
-}
-
-fn unguarded_linear_insert<T>(v: &mut [T], mut i: usize, less: &dyn Fn(&T, &T) -> bool) {
-    while i > 0 && less(&v[i], &v[i - 1]) {
-        v.swap(i, i - 1);
-        i -= 1;
-    }
-}
-
-/// `std::__partial_sort(first, last, last)`: make_heap, then pop every element.
-fn heap_sort<T>(v: &mut [T], less: &dyn Fn(&T, &T) -> bool) {
-    let len = v.len();
-    if len < 2 {
-        return;
-    }
-    let mut parent = (len - 2) / 2;
-    loop {
-        sift_down(v, parent, len, less);
-        if parent == 0 {
-            break;
-        }
-        parent -= 1;
-    }
-    for end in (1..len).rev() {
-        v.swap(0, end);
-        sift_down(v, 0, end, less);
-    }
-}
-
-/// `std::__adjust_heap` of the element at `hole` (moved to the bottom along the larger
-/// children, then pushed back up), within `v[..len]`.
-fn sift_down<T>(v: &mut [T], start: usize, len: usize, less: &dyn Fn(&T, &T) -> bool) {
-    let mut hole = start;
-    let mut child = hole;
-    while child < (len.saturating_sub(1)) / 2 {
-        child = 2 * (child + 1);
-        if less(&v[child], &v[child - 1]) {
-            child -= 1;
-        }
-        v.swap(hole, child);
-        hole = child;
-    }
-    if len.is_multiple_of(2) && len >= 2 && child == (len - 2) / 2 {
-        child = 2 * (child + 1);
-        v.swap(hole, child - 1);
-        hole = child - 1;
-    }
-    // __push_heap back up to `start`.
-    while hole > start {
-        let parent = (hole - 1) / 2;
-        if less(&v[parent], &v[hole]) {
-            v.swap(parent, hole);
-            hole = parent;
-        } else {
-            break;
-        }
-    }
+/// libstdc++'s `std::sort` ([`crate::cxx_sort::introsort`]): XProf sorts events with it, and
+/// events of equal start and duration keep the order it leaves them in (which later decides,
+/// e.g., the names listed in a folded slice). The events' positions are sorted (the same
+/// comparisons, so the same order), then the events moved once.
+fn std_sort<T>(v: &mut Vec<T>, less: &dyn Fn(&T, &T) -> bool) {
+    let mut order: Vec<u32> = (0..v.len() as u32).collect();
+    crate::cxx_sort::introsort(&mut order, |&a, &b| less(&v[a as usize], &v[b as usize]));
+    let mut slots: Vec<Option<T>> = std::mem::take(v).into_iter().map(Some).collect();
+    v.extend(order.into_iter().filter_map(|i| slots[i as usize].take()));
 }
 
 fn assign_run_ids(trace: &mut IrTrace) {
@@ -1501,9 +1373,6 @@ mod tests {
         let mut v: Vec<u32> = (0..500).map(|i| (i * 7919 + 13) % 97).collect();
         std_sort(&mut v, &|a, b| a < b);
         assert!(v.windows(2).all(|w| w[0] <= w[1]));
-        let mut w: Vec<u32> = (0..500).map(|i| (i * 31) % 500).collect();
-        heap_sort(&mut w, &|a, b| a < b);
-        assert_eq!(w, (0..500).collect::<Vec<_>>());
     }
 
     #[test]
