@@ -193,11 +193,10 @@ pub(crate) fn utilization_viewer(
     }
     let _admission = session.admit();
     let space = session.load(file, &|plane| plane.starts_with(TPU_PLANE_PREFIX))?;
-    let report = UtilizationViewer::from_space(&space)
-        .map_err(|e| ApiError::Http { status: 501, message: format!("utilization_viewer: {}: {e}", file.host) })?;
+    let report = UtilizationViewer::from_space(&space);
     if report.rows.is_empty() {
         notes.push(format!(
-            "{}: no TPU v6e plane with a device_id and counter events, so no utilization (XProf answers the empty table)",
+            "{}: no TPU v6e or v7x plane with a device_id and counter events, so no utilization (XProf answers the empty table)",
             file.host
         ));
     }

@@ -23,4 +23,5 @@ pub mod smart_suggestion;
 pub mod step_breakdown;
 pub mod tf_data;
 mod tpu_counter_ids_v6e;
+mod tpu_counter_ids_v7x;
 pub mod utilization_viewer;
