@@ -28,13 +28,19 @@ const TOOLS: &[&str] = &["perf_counters", "utilization_viewer", "megascale_stats
 fn synthetic_cases() -> Vec<Case> {
     let root = repo_root().join("testdata/tpu-synthetic");
     let mut cases = Vec::new();
-    for (profile, hosts) in
-        [("counters", &["host0", "host1", "ALL_HOSTS"][..]), ("counters-gpu", &["gpuhost", "ALL_HOSTS"][..])]
-    {
+    for (profile, hosts) in [
+        ("counters", &["host0", "host1", "ALL_HOSTS"][..]),
+        ("counters-gpu", &["gpuhost", "ALL_HOSTS"][..]),
+        ("counters-v7x", &["host0", "ALL_HOSTS"][..]),
+    ] {
         let dir = root.join(profile);
         for &host in hosts {
             // A single-host run's ALL_HOSTS output is its host's.
-            let out = if profile == "counters-gpu" { "gpuhost" } else { host };
+            let out = match profile {
+                "counters-gpu" => "gpuhost",
+                "counters-v7x" => "host0",
+                _ => host,
+            };
             cases.push(Case {
                 name: format!("tpu-synthetic/{profile}/{host}"),
                 input: dir.clone(),
@@ -79,7 +85,7 @@ fn kept_external_cases() -> Vec<Case> {
 }
 
 /// Cases where XProf's TPU counter database rewrites descriptions and sets.
-const TPU_COUNTER_DATABASE: &str = "tpu-synthetic/counters/";
+const TPU_COUNTER_DATABASE: &[&str] = &["tpu-synthetic/counters/", "tpu-synthetic/counters-v7x/"];
 
 /// `expected` with the Description and Set cells XProf took from its TPU counter database
 /// (where they differ from oxprof's, which are the profile's own) replaced by oxprof's;
@@ -126,11 +132,12 @@ fn counter_and_dcn_tools_equal_xprof() {
                 }
             };
             let ours = actual.json.clone().unwrap_or(Value::Null);
-            let database_rows = if tool == "perf_counters" && case.name.starts_with(TPU_COUNTER_DATABASE) {
-                accept_counter_database_text(&mut expected, &ours)
-            } else {
-                0
-            };
+            let database_rows =
+                if tool == "perf_counters" && TPU_COUNTER_DATABASE.iter().any(|p| case.name.starts_with(p)) {
+                    accept_counter_database_text(&mut expected, &ours)
+                } else {
+                    0
+                };
             let report = compare(&expected, &ours, CmpOptions::default());
             if !report.is_match() {
                 failures.push(format!("{label}:\n{}", report.summary(5)));
