@@ -3,7 +3,7 @@
 # them (testdata/README.md says what each one is). Three generators, all deterministic (the
 # same bytes on every run), all writing with oxprof's model builder and XSpace encoder:
 #   gen_tpu_training  (crates/oxprof-xspace/examples/)  training/, training_host_input/
-#   gen_tpu_counters  (crates/oxprof-xspace/examples/)  counters/, counters-gpu/
+#   gen_tpu_counters  (crates/oxprof-xspace/examples/)  counters/, counters-gpu/, counters-v7x/
 #   gen_tpu_megascale (crates/oxprof-xspace/examples/)  megascale/, megascale-mixed/ (DCN collectives)
 #
 # Training runs: each selection (every host alone, and ALL_HOSTS for multi-host runs) is
