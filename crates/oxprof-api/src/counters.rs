@@ -39,6 +39,19 @@ pub(crate) fn perf_counters(
     Ok(Box::new(report))
 }
 
+/// The host `megascale_stats` is asked for (XProf refuses the tool without one).
+fn megascale_host(request: &DataRequest) -> Result<&str, ApiError> {
+    match request.host.as_deref() {
+        Some(host) if !host.is_empty() => Ok(host),
+        _ => Err(ApiError::BadParameter {
+            name: "host".into(),
+            reason:
+                "megascale_stats needs a host (XProf: \"Cannot find host_name from options for megascale_stats tool.\")"
+                    .into(),
+        }),
+    }
+}
+
 /// [`crate::registry::Compute`] of `megascale_stats`: XProf's DCN slack table of one host,
 /// or of every host combined (`ALL_HOSTS`, occurrence-weighted as XProf's combiner does).
 /// As in XProf, a selection where some host has no `MegaScale:` events on `/host:CPU`
@@ -49,15 +62,7 @@ pub(crate) fn megascale_stats(
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let host = request.host.as_deref().unwrap_or_default();
-    if host.is_empty() {
-        return Err(ApiError::BadParameter {
-            name: "host".into(),
-            reason:
-                "megascale_stats needs a host (XProf: \"Cannot find host_name from options for megascale_stats tool.\")"
-                    .into(),
-        });
-    }
+    let host = megascale_host(request)?;
     let files = select_hosts(run, Some(host))?;
     if wants_perfetto(request) {
         // The trace is binary: HTTP and the CLI take it from [`megascale_perfetto`] (through
@@ -120,15 +125,7 @@ pub(crate) fn wants_perfetto(request: &DataRequest) -> bool {
 /// the combined slack table's JSON instead. `group_tiny_events=false` keeps every tiny
 /// op (XProf's trace names the parameter; its 2.24.2 server does not pass it on).
 pub fn megascale_perfetto(session: &Session, run: &ServedRun, request: &DataRequest) -> Result<Vec<u8>, ApiError> {
-    let host = request.host.as_deref().unwrap_or_default();
-    if host.is_empty() {
-        return Err(ApiError::BadParameter {
-            name: "host".into(),
-            reason:
-                "megascale_stats needs a host (XProf: \"Cannot find host_name from options for megascale_stats tool.\")"
-                    .into(),
-        });
-    }
+    let host = megascale_host(request)?;
     if host == ALL_HOSTS {
         // XProf 2.24.2 combines the hosts' slack tables and ignores `perfetto` here, still
         // labelling the JSON `application/octet-stream`.

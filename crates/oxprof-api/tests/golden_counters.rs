@@ -179,7 +179,11 @@ fn synthetic_perf_counters_list_every_counter_of_every_host() {
 #[test]
 fn megascale_stats_needs_a_host() {
     let dir = repo_root().join("testdata/tpu-synthetic/counters");
-    let request = DataRequest { tool: "megascale_stats".into(), ..Default::default() };
+    let mut request = DataRequest { tool: "megascale_stats".into(), ..Default::default() };
+    let err = data(&dir, &request).unwrap_err().to_string();
+    assert!(err.contains("megascale_stats needs a host"), "{err}");
+    // The Perfetto trace too.
+    request.params.insert("perfetto".into(), "true".into());
     let err = data(&dir, &request).unwrap_err().to_string();
     assert!(err.contains("megascale_stats needs a host"), "{err}");
 }
