@@ -1,10 +1,10 @@
 //! The query engine: one DataFusion context over the runs of a [`Session`], with the
 //! schema's tables registered only when a query names them (directly or through a view).
 //!
-//! Model tables are streamed: one partition per host, each decoding its host when the
-//! plan runs it (hosts in parallel, never all resident) and building only the columns the
-//! query reads (projection pushdown), a plane's batch at a time; `run`/`host` filters skip
-//! hosts and a `LIMIT` stops building early. What was built is kept in a bounded cache
+//! Model tables are streamed: hosts decoded one after the other as the plan runs
+//! ([`QueryLimits::hosts_at_once`], default 1, so one model is resident whatever the host
+//! count), building only the columns the query reads (projection pushdown), in batches of
+//! at most 64 Ki rows; `run`/`host` filters skip hosts and a `LIMIT` stops building early. What was built is kept in a bounded cache
 //! for the next query with the same columns. Tool tables are small and built whole when named.
 //! User SQL is read-only: no DDL, no DML (`COPY`, `INSERT`), no `SET`; there is no
 //! function that reads or writes files.

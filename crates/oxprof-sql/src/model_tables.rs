@@ -130,8 +130,8 @@ pub fn build(p: &Projection, space: &XSpace, key: HostKey<'_>) -> Option<Result<
     Some(done.map(|()| batches))
 }
 
-/// As [`build`], handing each batch to `emit` as soon as it is built (a plane at a time
-/// for `slice` and `args`, so a reader that aggregates never holds the whole table);
+/// As [`build`], handing each batch to `emit` as soon as it is built (bounded batches for
+/// `slice` and `args`, so a reader that aggregates never holds the whole table);
 /// stops early when `emit` returns false (the reader is gone).
 pub fn build_each(
     p: &Projection,
