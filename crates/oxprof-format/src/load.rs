@@ -106,7 +106,9 @@ fn read_and_decode(
         }
         #[cfg(target_os = "linux")]
         match inflate_mapped(file, meta.len(), limits, path) {
-            Ok(Inflated::Mapped(map, len)) => return (decode(&map[..len], &MappedRelease { map: &map }), false),
+            Ok(Inflated::Mapped(map, len)) => {
+                return (decode(&map[..len], &MappedRelease { map: &map, of_file: false }), false);
+            }
             Ok(Inflated::Heap(data)) => return (decode(&data, &KeepPages), false),
             Ok(Inflated::NoHint) => {}
             Err(e) => return (Err(e), false),
@@ -123,7 +125,7 @@ fn read_and_decode(
     if meta.len() >= MMAP_THRESHOLD {
         match crate::mapguard::GuardedMap::map(file) {
             Ok(Some(map)) => {
-                let result = decode(map.bytes(), &MappedRelease { map: map.mmap() });
+                let result = decode(map.bytes(), &MappedRelease { map: map.mmap(), of_file: true });
                 return (result, map.changed());
             }
             // No SIGBUS guard to be had (every slot taken): read the file instead.
@@ -426,6 +428,9 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct MappedRelease<'a> {
     map: &'a memmap2::Mmap,
+    /// A mapping of the file itself (dropped pages are read again from it), not of memory
+    /// the file was inflated into.
+    of_file: bool,
 }
 
 impl ReleasePages for MappedRelease<'_> {
@@ -434,10 +439,14 @@ impl ReleasePages for MappedRelease<'_> {
         let start = range.start.div_ceil(PAGE) * PAGE;
         let end = (range.end / PAGE) * PAGE;
         if end > start {
-            // SAFETY: the decoder never reads a range again after releasing it. A private
-            // file mapping's dropped pages would be re-read from the file if touched; an
-            // anonymous mapping's (inflated gzip) would read as zeros, but are never read.
+            // SAFETY: a private file mapping's dropped pages are read again from the file if
+            // touched (`rereadable`); an anonymous mapping's (inflated gzip) would read as
+            // zeros, and importers never read a released range of one again.
             let _ = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
         }
+    }
+
+    fn rereadable(&self) -> bool {
+        self.of_file
     }
 }

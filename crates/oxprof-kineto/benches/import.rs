@@ -1,4 +1,5 @@
-//! Import throughput (MB/s of uncompressed JSON) of a PyTorch trace.
+//! Import throughput (MB/s of uncompressed JSON) of a PyTorch trace: the whole import, and
+//! the streaming parse alone.
 //!
 //! The trace comes from `OXPROF_BENCH_KINETO` (a `.json` or `.json.gz` file), else
 //! `bench-data/kineto_large.pt.trace.json` at the workspace root (made by
@@ -43,9 +44,15 @@ fn import(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(bytes.len() as u64));
     group.sample_size(10);
     let limits = LoadLimits::none();
-    group.bench_function(name, |b| {
+    group.bench_function(name.clone(), |b| {
         b.iter(|| oxprof_kineto::import_kineto(&bytes, &KeepPages, &limits).map(|s| s.event_count()))
     });
+    group.finish();
+    // The streaming JSON read alone (no model build).
+    let mut group = c.benchmark_group("parse_kineto");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.sample_size(10);
+    group.bench_function(name, |b| b.iter(|| oxprof_kineto::parse_only(&bytes, &limits)));
     group.finish();
 }
 

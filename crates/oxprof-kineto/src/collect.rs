@@ -8,9 +8,14 @@
 //!   `args.device`/`args.stream` (else `pid`/`tid`);
 //! * everything else → a host line keyed by (pid, tid).
 //!
+//! A large input is read in two halves side by side ([`split`]), merged into what one
+//! reader would have kept.
+//!
 //! Phases: `X` complete; `B`/`E` paired per thread (a stack); `i`/`I`/`R` instants; `C`
 //! counters (one event per series); `s`/`t`/`f` flows (bound to events in `build`); `M`
 //! names and sort indexes. Anything odd is repaired and counted (see [`Diagnostics`]).
+
+pub(crate) mod split;
 
 use crate::KinetoError;
 use crate::intern::{Interner, Sid};
@@ -415,6 +420,15 @@ struct Fields {
     scope: Option<Sid>,
 }
 
+/// What an `M` event says.
+#[derive(Debug, Clone, Copy)]
+enum Meta {
+    ThreadName(Ident, Ident, Sid),
+    ProcessName(Ident, Sid),
+    ProcessLabels(Ident, Sid),
+    ThreadSort(Ident, Ident, i64),
+}
+
 struct Reader {
     out: Collected,
     /// Args of the event being read.
@@ -443,6 +457,11 @@ struct Reader {
     limit_error: Option<LimitExceeded>,
     /// A size the importer's rows cannot index (only with limits off).
     too_large: Option<&'static str>,
+    /// Set for the reader of a second half read on a guess (see [`split`]): what depends on
+    /// the first half is recorded here instead of applied.
+    deferred: Option<Box<split::Deferred>>,
+    /// Whether the events array may still be split between two readers.
+    may_split: bool,
 }
 
 impl Reader {
@@ -485,6 +504,8 @@ impl Reader {
             planes_allowed: limits.planes.for_size(file_bytes),
             limit_error: None,
             too_large: None,
+            deferred: None,
+            may_split: true,
         }
     }
 
@@ -524,25 +545,45 @@ impl Reader {
     /// The `traceEvents` array (next byte `[`).
     fn events(&mut self, sc: &mut Scanner<'_>, release: &dyn ReleasePages) -> Result<(), JsonError> {
         sc.bump();
-        let mut released = 0usize;
         if !sc.first_member(b']')? {
             return Ok(());
         }
+        let mut released = 0;
         loop {
-            let at = sc.pos();
-            if at - released >= RELEASE_EVERY {
-                release.release(released..at);
-                released = at;
+            // Once the first timestamp is known, a large input is read in two halves side
+            // by side (`split`).
+            if self.origin_set && self.may_split {
+                self.may_split = false;
+                if let Some(plan) = split::plan(sc, release) {
+                    return self.events_split(sc, release, released, plan);
+                }
             }
-            self.event(sc)?;
-            if self.limit_error.is_some() || self.too_large.is_some() {
-                // A budget is exhausted: stop reading (the error is reported by `collect`).
-                return Ok(());
-            }
-            if !sc.next_member(b']', &mut self.trailing)? {
+            if !self.element(sc, release, &mut released)? {
                 return Ok(());
             }
         }
+    }
+
+    /// Reads one element of `traceEvents` and what follows it; `Ok(false)` at the end of
+    /// the array (or when a budget ran out). Releases consumed input every few MiB.
+    #[inline]
+    fn element(
+        &mut self,
+        sc: &mut Scanner<'_>,
+        release: &dyn ReleasePages,
+        released: &mut usize,
+    ) -> Result<bool, JsonError> {
+        let at = sc.pos();
+        if at - *released >= RELEASE_EVERY {
+            release.release(*released..at);
+            *released = at;
+        }
+        self.event(sc)?;
+        if self.limit_error.is_some() || self.too_large.is_some() {
+            // A budget is exhausted: stop reading (the error is reported by `collect`).
+            return Ok(false);
+        }
+        sc.next_member(b']', &mut self.trailing)
     }
 
     /// One element of `traceEvents`.
@@ -759,6 +800,8 @@ impl Reader {
                         e.dur = (start - e.start).max(0);
                         self.out.max_end = self.out.max_end.max(start);
                     }
+                    // Its `B` may be in the first half.
+                    None if let Some(d) = &mut self.deferred => d.early_ends.push((line, start)),
                     None => self.out.diag.add(DiagnosticKind::UnmatchedEnd, 1),
                 }
             }
@@ -840,27 +883,34 @@ impl Reader {
             self.out.diag.add(DiagnosticKind::UnboundFlow, 1);
             return;
         };
-        // XProf's flow stat: direction in bits 0-1, id in 2-57, category in 58-63.
-        let (direction, category) = match f.ph {
-            b's' => (2u64, 0u64),
-            b't' => (3, 0),
-            _ => (1, 0),
-        };
-        let is_launch = matches!(self.out.strings.get(f.cat_sid), "ac2g" | "async");
-        let (id, category) = if is_launch {
-            (id, category | 9) // XProf's `ContextType::kGpuLaunch`
-        } else {
-            // Other categories (fwdbwd, …) get ids of their own.
-            let mixed = fx(&[u64::from(f.cat_sid), id]) | (1 << 55);
-            (mixed, category)
-        };
-        let encoded = (category << 58) | ((id & ((1 << 56) - 1)) << 2) | direction;
-        let flow = RawFlow { ts, encoded };
+        if self.deferred.is_some() {
+            // The encoding depends on the category's string id, known after the merge.
+            return self.defer_flow(pid, tid, f.ph, f.cat_sid, id, ts);
+        }
         let _ = f.bp_enclosing;
+        let flow = RawFlow { ts, encoded: self.flow_encoding(f.ph, f.cat_sid, id) };
         match self.flow_line(pid, tid) {
             Some(line) => self.out.lines[line as usize].flows.push(flow),
             None => self.pending_flows.push((pid, tid, flow)),
         }
+    }
+
+    /// XProf's flow stat: direction in bits 0-1, id in 2-57, category in 58-63.
+    fn flow_encoding(&self, ph: u8, cat: Sid, id: u64) -> u64 {
+        let (direction, category) = match ph {
+            b's' => (2u64, 0u64),
+            b't' => (3, 0),
+            _ => (1, 0),
+        };
+        let is_launch = matches!(self.out.strings.get(cat), "ac2g" | "async");
+        let (id, category) = if is_launch {
+            (id, category | 9) // XProf's `ContextType::kGpuLaunch`
+        } else {
+            // Other categories (fwdbwd, …) get ids of their own.
+            let mixed = fx(&[u64::from(cat), id]) | (1 << 55);
+            (mixed, category)
+        };
+        (category << 58) | ((id & ((1 << 56) - 1)) << 2) | direction
     }
 
     fn flow_line(&self, pid: Ident, tid: Ident) -> Option<u32> {
@@ -886,32 +936,45 @@ impl Reader {
             Some(ArgVal::Str(s)) => Some(s),
             _ => None,
         };
-        match self.out.strings.get(f.name) {
-            "thread_name" => {
-                if let Some(name) = string(arg(keys::NAME))
-                    && let Some(old) = self.out.thread_names.insert((pid, tid), name)
+        let meta = match self.out.strings.get(f.name) {
+            "thread_name" => string(arg(keys::NAME)).map(|name| Meta::ThreadName(pid, tid, name)),
+            "process_name" => string(arg(keys::NAME)).map(|name| Meta::ProcessName(pid, name)),
+            "process_labels" => string(arg(keys::LABELS)).map(|labels| Meta::ProcessLabels(pid, labels)),
+            "thread_sort_index" => self
+                .args
+                .iter()
+                .find(|a| a.key == keys::SORT_INDEX)
+                .and_then(Arg::as_i64)
+                .map(|i| Meta::ThreadSort(pid, tid, i)),
+            // process_sort_index and others: nothing in the model holds them.
+            _ => None,
+        };
+        match (meta, &mut self.deferred) {
+            // Whether a name renames one the first half gave is known after the merge.
+            (Some(meta), Some(d)) => d.metadata.push(meta),
+            (Some(meta), None) => self.apply(meta),
+            (None, _) => {}
+        }
+    }
+
+    fn apply(&mut self, meta: Meta) {
+        match meta {
+            Meta::ThreadName(pid, tid, name) => {
+                if let Some(old) = self.out.thread_names.insert((pid, tid), name)
                     && old != name
                 {
                     self.out.diag.add(DiagnosticKind::DuplicateThreadName, 1);
                 }
             }
-            "process_name" => {
-                if let Some(name) = string(arg(keys::NAME)) {
-                    self.out.process_names.insert(pid, name);
-                }
+            Meta::ProcessName(pid, name) => {
+                self.out.process_names.insert(pid, name);
             }
-            "process_labels" => {
-                if let Some(labels) = string(arg(keys::LABELS)) {
-                    self.out.process_labels.insert(pid, labels);
-                }
+            Meta::ProcessLabels(pid, labels) => {
+                self.out.process_labels.insert(pid, labels);
             }
-            "thread_sort_index" => {
-                if let Some(i) = self.args.iter().find(|a| a.key == keys::SORT_INDEX).and_then(Arg::as_i64) {
-                    self.out.thread_sort.insert((pid, tid), i);
-                }
+            Meta::ThreadSort(pid, tid, i) => {
+                self.out.thread_sort.insert((pid, tid), i);
             }
-            // process_sort_index and others: nothing in the model holds them.
-            _ => {}
         }
     }
 
@@ -923,7 +986,17 @@ impl Reader {
         if self.out.kinds.get(cached as usize) == Some(&k) {
             return cached;
         }
-        let id = match self.kind_index.get(&k) {
+        let id = self.kind_id(k);
+        if self.kind_by_name.len() <= name as usize {
+            self.kind_by_name.resize(name as usize + 1, u32::MAX);
+        }
+        self.kind_by_name[name as usize] = id;
+        id
+    }
+
+    /// The id of a kind (new ones numbered in order of first use).
+    fn kind_id(&mut self, k: EventKind) -> u32 {
+        match self.kind_index.get(&k) {
             Some(&id) => id,
             None => {
                 let id = self.out.kinds.len() as u32;
@@ -931,12 +1004,7 @@ impl Reader {
                 self.kind_index.insert(k, id);
                 id
             }
-        };
-        if self.kind_by_name.len() <= name as usize {
-            self.kind_by_name.resize(name as usize + 1, u32::MAX);
         }
-        self.kind_by_name[name as usize] = id;
-        id
     }
 
     /// The line an event goes to (created on first use, within the lines and planes

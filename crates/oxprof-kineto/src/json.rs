@@ -45,6 +45,19 @@ impl<'a> Scanner<'a> {
         Scanner { buf, pos: 0, incoming: None }
     }
 
+    /// A scanner over all of `buf`, starting at `pos` (a second reader's half of it).
+    pub(crate) fn at(buf: &'a [u8], pos: usize) -> Self {
+        Scanner { buf, pos: pos.min(buf.len()), incoming: None }
+    }
+
+    /// All of the input, when it is all here (not still arriving).
+    pub(crate) fn whole(&self) -> Option<&'a [u8]> {
+        match self.incoming {
+            None => Some(self.buf),
+            Some(_) => None,
+        }
+    }
+
     /// A scanner over input that is still arriving.
     pub(crate) fn incoming(source: &'a dyn Incoming) -> Self {
         Scanner { buf: source.wait_past(0), pos: 0, incoming: Some(source) }

@@ -7,8 +7,10 @@
 //! * [`import_kineto`]: the whole trace into an [`XSpace`], streaming: the JSON is read
 //!   once, front to back, without a document tree, and consumed input is handed back to the
 //!   loader as it goes ([`ReleasePages`]), so peak memory is the model plus the events'
-//!   compact rows, not the file. [`import_kineto_incoming`] does the same while the input
-//!   is still arriving ([`Incoming`]: a gzip file inflating on another thread).
+//!   compact rows, not the file. A large input is read as two halves side by side (on
+//!   its own scoped thread), with the model one reader would build.
+//!   [`import_kineto_incoming`] does the same while the input is still arriving
+//!   ([`Incoming`]: a gzip file inflating on another thread), on one thread.
 //!
 //! * [`export_chrome_json`]: any model (XSpace or PyTorch) back out as Chrome trace JSON
 //!   for Perfetto and `chrome://tracing`.
@@ -79,6 +81,15 @@ pub fn import_kineto_incoming(
 ) -> Result<XSpace, KinetoError> {
     let (collected, len) = collect::collect(collect::Input::Incoming(input), release, limits)?;
     build::build(collected, limits, len)
+}
+
+/// The first pass of [`import_kineto`] alone (the streaming JSON read into compact rows,
+/// without building the model), answering how many event rows it kept: for benchmarks that
+/// time the parse apart from the model build.
+#[doc(hidden)]
+pub fn parse_only(bytes: &[u8], limits: &LoadLimits) -> Result<usize, KinetoError> {
+    let (collected, _) = collect::collect(collect::Input::Whole(bytes), &oxprof_model::KeepPages, limits)?;
+    Ok(collected.lines.iter().map(|l| l.events.len()).sum())
 }
 
 /// Whether `head` (the start of a file, uncompressed; [`SNIFF_BYTES`] is enough for every

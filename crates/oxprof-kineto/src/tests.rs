@@ -428,3 +428,141 @@ fn chrome_json_export_round_trips_events_names_and_flows() {
     };
     assert_eq!(flows(&again), flows(&space));
 }
+
+/// The model (or error) a trace gives with the second reader forced to start at `at`
+/// (`None`: one reader).
+fn import_split_at(bytes: &[u8], limits: &LoadLimits, at: Option<usize>) -> String {
+    use crate::collect::split::FORCE_SPLIT_AT;
+    FORCE_SPLIT_AT.with(|f| f.set(Some(at.unwrap_or(usize::MAX))));
+    let result = import_kineto(bytes, &KeepPages, limits);
+    FORCE_SPLIT_AT.with(|f| f.set(None));
+    match result {
+        Ok(space) => format!("{space:?}"),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Asserts that a second reader started at each of `offsets` gives one reader's model.
+fn assert_halves_merge_alike(bytes: &[u8], limits: &LoadLimits, offsets: impl Iterator<Item = usize>) {
+    let alone = import_split_at(bytes, limits, None);
+    for at in offsets {
+        let halves = import_split_at(bytes, limits, Some(at));
+        if halves != alone {
+            let diverges = alone.bytes().zip(halves.bytes()).take_while(|(a, b)| a == b).count();
+            panic!(
+                "second reader at byte {at} (`{}`): the model differs from byte {diverges} of its dump:\n  alone:  {}\n  halves: {}",
+                String::from_utf8_lossy(&bytes[at..(at + 40).min(bytes.len())]),
+                &alone[diverges.saturating_sub(200)..(diverges + 200).min(alone.len())],
+                &halves[diverges.saturating_sub(200)..(diverges + 200).min(halves.len())],
+            );
+        }
+    }
+}
+
+/// Everything a second-half event can depend on from the first half, whichever event
+/// the second reader starts at (or whichever byte: a guess inside a string or a nested
+/// value is dropped and the first reader reads on):
+///
+/// ```text
+/// host 1/7 "main"→"renamed" |---------- ProfilerStep#1 ----------|   |-- ProfilerStep#2 --|
+///                              B outer ......................... E      B open (never ends)
+///                               |launch| ─ s(ac2g 5) ─┐
+/// GPU 0 stream 7                           f(ac2g 5) ─┴▶ |gemm|       (flow read before
+/// GPU 0 stream 8                                  |memcpy|             its stream's first event)
+/// GPU 1 stream 9                                                |relu|   (a device first seen late)
+/// host 1/77            s(fwdbwd 9) before the thread's first event |late| ─▶ f(fwdbwd 9) in step 2
+/// host "Spans"/"worker é"                        |str pid|  (string pid/tid, nested args)
+/// host 1/9                                              E (no B anywhere: counted)
+/// ```
+const SPLIT_TRACE: &str = r#"{"schemaVersion": 1, "traceEvents": [
+  {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
+  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "main"}},
+  {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 7, "ts": 100, "dur": 50, "args": {"External id": 1}},
+  {"ph": "B", "cat": "user_annotation", "name": "outer", "pid": 1, "tid": 7, "ts": 101},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 7, "ts": 102, "dur": 2, "args": {"correlation": 5}},
+  {"ph": "s", "id": 5, "pid": 1, "tid": 7, "ts": 102, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "f", "id": 5, "pid": 0, "tid": "stream 7", "ts": 110, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 110, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 5, "grid": [1, 2, 3]}},
+  {"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": 1, "tid": 7, "ts": 112, "s": "t"},
+  {"ph": "C", "name": "mem", "pid": 1, "ts": 113, "args": {"alloc": 1.5, "free": 2}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 8, "ts": 114, "dur": 1, "args": {"device": 0, "stream": 8, "bytes": 64}},
+  {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "renamed"}},
+  {"ph": "X", "cat": "python_function", "name": "str pid", "pid": "Spans", "tid": "worker \u00e9", "ts": 115, "dur": 3, "args": {"obj": {"a": [1, {"b": "}, {\"c"}]}, "s": "x\"y, {z"}},
+  {"ph": "E", "pid": 1, "tid": 7, "ts": 120},
+  {"ph": "E", "pid": 1, "tid": 9, "ts": 121},
+  {"ph": "X", "cat": "mystery", "name": "odd", "pid": 2, "tid": 3, "ts": 122, "dur": 1},
+  {"ph": "X", "cat": "kernel", "name": "relu", "pid": 0, "tid": 9, "ts": 123, "dur": 2, "args": {"device": 1, "stream": 9}},
+  {"ph": "s", "id": 9, "cat": "fwdbwd", "pid": 1, "tid": 77, "ts": 127},
+  {"ph": "f", "id": 9, "cat": "fwdbwd", "pid": 1, "tid": 7, "ts": 151, "bp": "e"},
+  {"ph": "Q", "name": "unknown phase", "pid": 1, "tid": 7, "ts": 125},
+  {"ph": "X", "name": "string ts", "pid": 1, "tid": 7, "ts": "126.5", "dur": 1},
+  {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": 7, "args": {"sort_index": 3}},
+  {"ph": "X", "cat": "cpu_op", "name": "late", "pid": 1, "tid": 77, "ts": 127, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#2", "pid": 1, "tid": 7, "ts": 150, "dur": 50},
+  {"ph": "B", "cat": "cpu_op", "name": "open", "pid": 1, "tid": 7, "ts": 151},
+  {"ph": "X", "cat": "cpu_op", "name": "bad\u00ff", "pid": 1, "tid": 7, "ts": 152, "dur": 1},
+],
+"deviceProperties": [{"id": 0, "name": "A100"}], "traceName": "t"}"#;
+
+#[test]
+fn two_halves_side_by_side_give_one_readers_model() {
+    let mut bytes = SPLIT_TRACE.as_bytes().to_vec();
+    // Invalid UTF-8 in a name (counted once either way).
+    let at = memchr::memmem::find(&bytes, b"bad\\u00ff").unwrap();
+    bytes.splice(at + 3..at + 9, [0xffu8]);
+    let limits = LoadLimits::default();
+    assert!(!import_split_at(&bytes, &limits, None).starts_with("error"));
+    // Every byte: element starts merge, anything else is a wrong guess.
+    assert_halves_merge_alike(&bytes, &limits, 0..bytes.len());
+    // Cut short (a killed process): the second reader reaches the end of the input.
+    for cut in (bytes.len() / 2..bytes.len()).step_by(61) {
+        let cut = &bytes[..cut];
+        assert_halves_merge_alike(cut, &limits, memchr::memchr_iter(b'{', cut));
+    }
+    // Budgets: the lines and planes the two halves add up to.
+    for tight in [
+        |l: &mut LoadLimits| l.lines = Allowance { base: 6, per_mib: 0 },
+        |l: &mut LoadLimits| l.planes = Allowance { base: 2, per_mib: 0 },
+    ] {
+        let mut l = LoadLimits::default();
+        tight(&mut l);
+        assert!(import_split_at(&bytes, &l, None).starts_with("error"));
+        assert_halves_merge_alike(&bytes, &l, memchr::memchr_iter(b'{', &bytes));
+    }
+}
+
+/// The guess a large trace gets (an element start near the middle), and a second reader
+/// started at many other elements, on the committed PyTorch fixtures and on every
+/// third-party trace of `../shared/testdata/external` (when present).
+#[test]
+fn real_traces_read_in_halves_give_one_readers_model() {
+    use std::io::Read;
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![
+        repo.join("testdata/kineto/train/worker0.1795643806114107950.pt.trace.json.gz"),
+        repo.join("testdata/kineto/ddp/rank1.1795643831535307901.pt.trace.json.gz"),
+    ];
+    let external = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo.join("../shared/testdata/external"));
+    if external.is_dir() {
+        let counts = std::fs::read_to_string(repo.join("testdata/external-counts/kineto.json")).unwrap();
+        let counts: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&counts).unwrap();
+        files.extend(counts.keys().map(|rel| external.join(rel)));
+    } else {
+        eprintln!("SKIP: {} is absent; third-party traces not read in halves", external.display());
+    }
+    for file in files {
+        let raw = std::fs::read(&file).unwrap();
+        let mut bytes = Vec::new();
+        if raw.starts_with(&[0x1f, 0x8b]) {
+            flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut bytes).unwrap();
+        } else {
+            bytes = raw;
+        }
+        let middle = crate::collect::split::event_start_after(&bytes, bytes.len() / 2);
+        let elements: Vec<usize> = memchr::memchr_iter(b'{', &bytes).collect();
+        let some = elements.iter().copied().step_by(elements.len() / 12 + 1);
+        assert_halves_merge_alike(&bytes, &LoadLimits::default(), middle.into_iter().chain(some));
+    }
+}

@@ -8,6 +8,14 @@ use std::ops::Range;
 pub trait ReleasePages: Sync {
     /// `range` (absolute offsets into the imported buffer) has been consumed.
     fn release(&self, range: Range<usize>);
+
+    /// Whether a released range still reads as its original bytes (a file mapping reads
+    /// dropped pages again from the file; an anonymous one would read zeros). Importers may
+    /// then read parts of the input side by side, one of them on a guess that can prove
+    /// wrong and have its part read again.
+    fn rereadable(&self) -> bool {
+        false
+    }
 }
 
 /// A [`ReleasePages`] that keeps everything (for in-memory buffers).
@@ -15,6 +23,10 @@ pub struct KeepPages;
 
 impl ReleasePages for KeepPages {
     fn release(&self, _range: Range<usize>) {}
+
+    fn rereadable(&self) -> bool {
+        true
+    }
 }
 
 /// Input that is still arriving while it is imported (a gzip file inflated by another
