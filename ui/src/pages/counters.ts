@@ -253,7 +253,7 @@ export function utilizationViewerPage(ctx: PageContext): HTMLElement {
       ),
     );
   } else {
-    page.append(card('Utilization', h('p', { class: 'empty-chart', 'data-role': 'no-utilization' }, 'No TPU v6e counter samples in this host (the utilization viewer needs TPU performance counters).')));
+    page.append(card('Utilization', h('p', { class: 'empty-chart', 'data-role': 'no-utilization' }, 'No TPU v6e or v7x counter samples in this host (the utilization viewer needs TPU performance counters).')));
   }
   page.append(
     renderTable(
@@ -265,7 +265,7 @@ export function utilizationViewerPage(ctx: PageContext): HTMLElement {
         formats: { host: 'integer', device: 'integer', sample: 'integer', node: 'integer' },
         filterColumns: ['name', 'unit'],
         filterPlaceholder: 'Filter by metric or unit',
-        emptyText: 'No TPU v6e counter samples in this host.',
+        emptyText: 'No TPU v6e or v7x counter samples in this host.',
       },
       ctx.view,
     ),
