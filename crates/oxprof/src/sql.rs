@@ -70,10 +70,11 @@ pub fn query(
     path: &Path,
     run: Option<&str>,
     format: QueryFormat,
+    hosts_at_once: usize,
     limits: oxprof_api::LoadLimits,
 ) -> Result<()> {
     let (session, runs) = open(path, run, limits)?;
-    let engine = Engine::new(session, runs, QueryLimits::default()).map_err(failed)?;
+    let engine = Engine::new(session, runs, QueryLimits { hosts_at_once, ..QueryLimits::default() }).map_err(failed)?;
     let result = engine.query(sql).map_err(failed)?;
     let mut out = std::io::stdout().lock();
     oxprof_sql::output::write(&result, format.into(), &mut out).map_err(failed)?;
@@ -81,10 +82,10 @@ pub fn query(
 }
 
 /// `oxprof query --repl PATH`: statements ended by `;`, answered as tables, until EOF.
-pub fn repl(path: &Path, run: Option<&str>, limits: oxprof_api::LoadLimits) -> Result<()> {
+pub fn repl(path: &Path, run: Option<&str>, hosts_at_once: usize, limits: oxprof_api::LoadLimits) -> Result<()> {
     let (session, runs) = open(path, run, limits)?;
     let hosts: usize = runs.iter().map(|r| r.hosts.len()).sum();
-    let limits = QueryLimits { cache_bytes: 1 << 30, ..QueryLimits::default() };
+    let limits = QueryLimits { cache_bytes: 1 << 30, hosts_at_once, ..QueryLimits::default() };
     let engine = Engine::new(session, runs, limits).map_err(failed)?;
     let tables: Vec<&str> = oxprof_sql::schema::TABLES.iter().map(|t| t.name).collect();
     eprintln!(

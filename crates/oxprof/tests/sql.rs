@@ -121,6 +121,24 @@ fn export_writes_hive_partitions() {
     assert!(again.stderr.contains("not empty"), "{}", again.stderr);
 }
 
+/// `--hosts-at-once`: hosts read one after the other or side by side answer alike; 0 is
+/// refused in one line.
+#[test]
+fn hosts_at_once_answers_alike() {
+    const RUN: &str = "testdata/tpu-synthetic/megascale";
+    const SQL: &str = "SELECT host, name, count(*) AS n, sum(dur) AS total FROM slice GROUP BY host, name ORDER BY host, total DESC, name";
+    let one = oxprof(&["query", SQL, RUN]);
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    assert!(one.stdout.matches("host").count() > 3, "{}", one.stdout);
+    for n in ["2", "3", "8"] {
+        let many = oxprof(&["query", SQL, RUN, "--hosts-at-once", n]);
+        assert_eq!((many.code, &many.stdout), (0, &one.stdout), "--hosts-at-once {n}: {}", many.stderr);
+    }
+    let zero = oxprof(&["query", SQL, RUN, "--hosts-at-once", "0"]);
+    assert_eq!(zero.code, 2);
+    assert!(zero.stderr.contains("--hosts-at-once"), "{}", zero.stderr);
+}
+
 #[test]
 fn query_help() {
     let out = oxprof(&["query", "--help"]);
