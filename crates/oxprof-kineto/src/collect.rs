@@ -347,6 +347,7 @@ pub(crate) fn collect(
     input: Input<'_>,
     release: &dyn ReleasePages,
     limits: &LoadLimits,
+    split: split::Split,
 ) -> Result<(Collected, u64), KinetoError> {
     let (mut sc, expected_len) = match input {
         Input::Whole(bytes) => (Scanner::new(bytes), bytes.len()),
@@ -361,6 +362,7 @@ pub(crate) fn collect(
         return Err(KinetoError::LimitExceeded(exceeded));
     }
     let mut r = Reader::new(expected_len as u64, limits);
+    r.split = split;
     let result = r.document(&mut sc, release);
     match result {
         Ok(()) => {}
@@ -460,8 +462,9 @@ struct Reader {
     /// Set for the reader of a second half read on a guess (see [`split`]): what depends on
     /// the first half is recorded here instead of applied.
     deferred: Option<Box<split::Deferred>>,
-    /// Whether the events array may still be split between two readers.
-    may_split: bool,
+    /// Whether the events array may still be read in two halves (asked once, when the
+    /// first timestamp is known).
+    split: split::Split,
 }
 
 impl Reader {
@@ -505,7 +508,7 @@ impl Reader {
             limit_error: None,
             too_large: None,
             deferred: None,
-            may_split: true,
+            split: split::Split::Auto,
         }
     }
 
@@ -552,9 +555,9 @@ impl Reader {
         loop {
             // Once the first timestamp is known, a large input is read in two halves side
             // by side (`split`).
-            if self.origin_set && self.may_split {
-                self.may_split = false;
-                if let Some(plan) = split::plan(sc, release) {
+            if self.origin_set && self.split != split::Split::Never {
+                let split = std::mem::replace(&mut self.split, split::Split::Never);
+                if let Some(plan) = split::plan(sc, release, split) {
                     return self.events_split(sc, release, released, plan);
                 }
             }

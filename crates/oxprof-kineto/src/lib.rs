@@ -35,6 +35,7 @@ mod json;
 mod tests;
 mod time;
 
+use collect::split::Split;
 pub use export::{ExportSummary, export_chrome_json};
 use oxprof_model::limits::{LimitExceeded, LoadLimits};
 use oxprof_model::{BuildError, Incoming, ReleasePages, XSpace};
@@ -67,7 +68,22 @@ pub const SNIFF_BYTES: usize = 64 << 10;
 /// `release` receives the byte ranges that have been consumed (a memory-mapped loader drops
 /// their pages); `limits` bounds what the trace may cost.
 pub fn import_kineto(bytes: &[u8], release: &dyn ReleasePages, limits: &LoadLimits) -> Result<XSpace, KinetoError> {
-    let (collected, len) = collect::collect(collect::Input::Whole(bytes), release, limits)?;
+    let (collected, len) = collect::collect(collect::Input::Whole(bytes), release, limits, Split::Auto)?;
+    build::build(collected, limits, len)
+}
+
+/// [`import_kineto`] with the events array read in two halves, the second reader starting
+/// at byte `at` whatever the input's size or the machine's cores (`None`: one reader).
+/// The model must be the one [`import_kineto`] builds: tests and fuzzing compare them.
+#[doc(hidden)]
+pub fn import_kineto_split_at(
+    bytes: &[u8],
+    release: &dyn ReleasePages,
+    limits: &LoadLimits,
+    at: Option<usize>,
+) -> Result<XSpace, KinetoError> {
+    let split = at.map_or(Split::Never, Split::At);
+    let (collected, len) = collect::collect(collect::Input::Whole(bytes), release, limits, split)?;
     build::build(collected, limits, len)
 }
 
@@ -79,7 +95,7 @@ pub fn import_kineto_incoming(
     release: &dyn ReleasePages,
     limits: &LoadLimits,
 ) -> Result<XSpace, KinetoError> {
-    let (collected, len) = collect::collect(collect::Input::Incoming(input), release, limits)?;
+    let (collected, len) = collect::collect(collect::Input::Incoming(input), release, limits, Split::Never)?;
     build::build(collected, limits, len)
 }
 
@@ -88,7 +104,7 @@ pub fn import_kineto_incoming(
 /// time the parse apart from the model build.
 #[doc(hidden)]
 pub fn parse_only(bytes: &[u8], limits: &LoadLimits) -> Result<usize, KinetoError> {
-    let (collected, _) = collect::collect(collect::Input::Whole(bytes), &oxprof_model::KeepPages, limits)?;
+    let (collected, _) = collect::collect(collect::Input::Whole(bytes), &oxprof_model::KeepPages, limits, Split::Auto)?;
     Ok(collected.lines.iter().map(|l| l.events.len()).sum())
 }
 

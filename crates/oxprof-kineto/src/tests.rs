@@ -432,11 +432,7 @@ fn chrome_json_export_round_trips_events_names_and_flows() {
 /// The model (or error) a trace gives with the second reader forced to start at `at`
 /// (`None`: one reader).
 fn import_split_at(bytes: &[u8], limits: &LoadLimits, at: Option<usize>) -> String {
-    use crate::collect::split::FORCE_SPLIT_AT;
-    FORCE_SPLIT_AT.with(|f| f.set(Some(at.unwrap_or(usize::MAX))));
-    let result = import_kineto(bytes, &KeepPages, limits);
-    FORCE_SPLIT_AT.with(|f| f.set(None));
-    match result {
+    match crate::import_kineto_split_at(bytes, &KeepPages, limits, at) {
         Ok(space) => format!("{space:?}"),
         Err(e) => format!("error: {e}"),
     }

@@ -34,30 +34,37 @@ pub(super) struct Plan<'a> {
     at: usize,
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Tests: the offset to start a second reader at, whatever the input's size or the
-    /// machine's cores (`usize::MAX`: never split).
-    pub(crate) static FORCE_SPLIT_AT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+/// Whether the events array may be read in two halves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// When the input is large enough, all here, rereadable, and there are two cores.
+    Auto,
+    /// A second reader starts at this byte whatever the input or the machine (tests and
+    /// fuzzing compare it with one reader).
+    At(usize),
+    /// One reader.
+    Never,
 }
 
 /// Whether (and where) to read the rest of the array in two halves; `sc` is at an element.
-pub(super) fn plan<'a>(sc: &Scanner<'a>, release: &dyn ReleasePages) -> Option<Plan<'a>> {
+pub(super) fn plan<'a>(sc: &Scanner<'a>, release: &dyn ReleasePages, split: Split) -> Option<Plan<'a>> {
     let buf = sc.whole()?;
-    if !release.rereadable() {
-        return None;
-    }
     let from = sc.pos();
-    #[cfg(test)]
-    if let Some(at) = FORCE_SPLIT_AT.with(std::cell::Cell::get) {
-        return (at > from && at < buf.len()).then_some(Plan { buf, at });
+    match split {
+        Split::Never => None,
+        Split::At(at) => (at > from && at < buf.len()).then_some(Plan { buf, at }),
+        Split::Auto => {
+            let rest = buf.len() - from;
+            if rest < MIN_SPLIT_BYTES
+                || !release.rereadable()
+                || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+            {
+                return None;
+            }
+            let at = event_start_after(buf, from + rest / 2)?;
+            Some(Plan { buf, at })
+        }
     }
-    let rest = buf.len() - from;
-    if rest < MIN_SPLIT_BYTES || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return None;
-    }
-    let at = event_start_after(buf, from + rest / 2)?;
-    Some(Plan { buf, at })
 }
 
 /// The first `{` at or after `from` (within [`SEARCH_BYTES`]) that looks like the start of
@@ -150,7 +157,7 @@ impl Reader {
         r.origin_set = true;
         r.out.origin_ps = self.out.origin_ps;
         r.seen_trace_events = true;
-        r.may_split = false;
+        r.split = Split::Never;
         r.deferred = Some(Box::default());
         r
     }
