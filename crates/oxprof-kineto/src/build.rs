@@ -33,9 +33,10 @@ use crate::KinetoError;
 use crate::collect::{Arg, ArgVal, Class, Collected, Ident, Kind, LineKey, OPEN, RawEvent, RawLine, TopValue, keys};
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{
-    DiagnosticKind, Diagnostics, LineBuilder, NewEventMetadata, PlaneBuilder, SharedBudget, StatInput, StrId, XPlane,
-    XSpace,
+    DiagnosticKind, Diagnostics, LineBuilder, LineDraft, MetadataIds, NewEventMetadata, PlaneBuilder, SharedBudget,
+    StatInput, StrId, XPlane, XSpace,
 };
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 
@@ -103,8 +104,11 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
     let mut seen = std::collections::HashSet::new();
     let shared = host_lines.iter().filter(|l| !seen.insert(l.name.as_str())).count();
     diag.add(DiagnosticKind::DuplicateThreadName, shared as u64);
-    let plane = build_plane(&mut c, &ctx, &mut state, "/host:CPU", 0, &host, host_lines, &plane_stats, &mut diag)?;
-    space.planes.push(plane);
+    let mut prepared =
+        vec![prepare_plane(&mut c, &ctx, &mut state, "/host:CPU", 0, &host, host_lines, &plane_stats, &mut diag)?];
+    // A device plane refused by a budget ends the build once the planes before it are
+    // drafted (their errors come first, as when planes were built one after the other).
+    let mut refused = None;
 
     // Device planes, by ordinal; streams by id.
     let mut devices = c.devices.clone();
@@ -121,8 +125,17 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
         let names = streams.iter().map(|&(stream, i)| stream_line(&c, &c.lines[i], stream)).collect();
         let stats = device_stats(&c, device);
         let name = format!("/device:GPU:{device}");
-        let plane = build_plane(&mut c, &ctx, &mut state, &name, device, &lines, names, &stats, &mut diag)?;
-        space.planes.push(plane);
+        match prepare_plane(&mut c, &ctx, &mut state, &name, device, &lines, names, &stats, &mut diag) {
+            Ok(plane) => prepared.push(plane),
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    space.planes = draft_planes(&c, &ctx, &state.corr_group, prepared, &mut diag)?;
+    if let Some(e) = refused {
+        return Err(e);
     }
 
     for (key, value) in &c.top {
@@ -398,8 +411,33 @@ struct Row<'a> {
     events: &'a [u32],
 }
 
+/// A plane ready for its events: its builder (metadata and plane stats added), the ids
+/// its lines are drafted against, and its threads laid out in rows.
+struct Prepared {
+    builder: PlaneBuilder,
+    ids: MetadataIds,
+    is_host: bool,
+    /// Per event kind, the key of its event metadata (-1: unused on this plane).
+    kind_key: Vec<i64>,
+    threads: Vec<Thread>,
+    row_count: usize,
+}
+
+/// One thread (or stream) of a plane: its rows, taken out of `Collected`, laid out.
+struct Thread {
+    line: RawLine,
+    /// Indexes into the sorted events, one list per row (rows nest).
+    rows: Vec<Vec<u32>>,
+    /// `(event index, encoded flow)` sorted by event.
+    flows: Vec<(u32, u64)>,
+    name: LineName,
+}
+
+/// Lays out a plane's threads (side by side), settles its metadata and budgets; host
+/// planes enter their launches' (correlation, step) into `state.corr_group`, which device
+/// planes read.
 #[allow(clippy::too_many_arguments)]
-fn build_plane(
+fn prepare_plane(
     c: &mut Collected,
     ctx: &Context,
     state: &mut State,
@@ -409,16 +447,29 @@ fn build_plane(
     names: Vec<LineName>,
     plane_stats: &[(u32, PlaneValue)],
     diag: &mut Diagnostics,
-) -> Result<XPlane, KinetoError> {
+) -> Result<Prepared, KinetoError> {
     let is_host = name == "/host:CPU";
-    // Sort each thread's events, lay them out in rows, bind its flows.
-    let mut laid = Vec::with_capacity(lines.len());
-    for &li in lines {
-        let line = &mut c.lines[li];
-        sort_events(&mut line.events);
-        let rows = layout_rows(&line.events, diag);
-        let flows = bind_flows(line, diag);
-        laid.push((rows, flows));
+    // The plane's threads, taken out of `c`: each is drafted (and freed) on its own.
+    let own: Vec<(RawLine, LineName)> = lines.iter().map(|&li| c.lines[li].take()).zip(names).collect();
+    let c: &Collected = c;
+    // Sort each thread's events, lay them out in rows, bind its flows; a host thread's
+    // launches in steps, in the order its events are drafted.
+    let laid: Vec<_> = own
+        .into_par_iter()
+        .map(|(mut line, name)| {
+            let mut d = Diagnostics::default();
+            sort_events(&mut line.events);
+            let rows = layout_rows(&line.events, &mut d);
+            let flows = bind_flows(&mut line, &mut d);
+            let launched = if is_host { launches(ctx, &line, &rows) } else { Vec::new() };
+            (Thread { line, rows, flows, name }, launched, d)
+        })
+        .collect();
+    let mut threads = Vec::with_capacity(laid.len());
+    for (thread, launched, d) in laid {
+        diag.merge(&d);
+        state.corr_group.extend(launched);
+        threads.push(thread);
     }
 
     // Metadata, in order of first use.
@@ -436,8 +487,7 @@ fn build_plane(
     for &(k, _) in plane_stats {
         use_stat(k, &mut stat_used, &mut stats_in_order);
     }
-    for (&li, (rows, flows)) in lines.iter().zip(&laid) {
-        let line = &c.lines[li];
+    for Thread { line, rows, flows, .. } in &threads {
         if !flows.is_empty() {
             use_stat(keys::FLOW, &mut stat_used, &mut stats_in_order);
         }
@@ -474,7 +524,7 @@ fn build_plane(
     if state.metadata_used > ctx.metadata_allowed {
         return Err(limit(Limit::MetadataEntries, ctx.metadata_allowed, state.metadata_used));
     }
-    let row_count: usize = laid.iter().map(|(rows, _)| rows.len()).sum();
+    let row_count: usize = threads.iter().map(|t| t.rows.len()).sum();
     state.lines_used += row_count as u64;
     if state.lines_used > ctx.lines_allowed {
         return Err(limit(Limit::Lines, ctx.lines_allowed, state.lines_used));
@@ -516,106 +566,172 @@ fn build_plane(
     }
 
     let ids = p.metadata_ids();
-    let mut drafts = Vec::with_capacity(row_count);
-    let mut text = String::new();
-    // Each thread's rows are freed as soon as its lines are drafted: peak memory is the
-    // model plus the rows of the threads not built yet, not both whole.
-    for ((&li, (rows, flows)), line_name) in lines.iter().zip(laid).zip(&names) {
-        let line = &c.lines[li];
-        for (r, events) in rows.iter().enumerate() {
-            let row = Row { name: line_name, row: r, events };
-            let first = row.events.iter().map(|&i| line.events[i as usize].start).min().unwrap_or(0);
-            let last = row
-                .events
+    Ok(Prepared { builder: p, ids, is_host, kind_key, threads, row_count })
+}
+
+/// Drafts every thread of every prepared plane side by side (each thread's rows freed as
+/// soon as its lines are drafted), then finishes the planes in order; the first error in
+/// plane and thread order wins, as when they were built one after the other.
+fn draft_planes(
+    c: &Collected,
+    ctx: &Context,
+    corr_group: &FxHashMap<i64, i64>,
+    mut prepared: Vec<Prepared>,
+    diag: &mut Diagnostics,
+) -> Result<Vec<XPlane>, KinetoError> {
+    let unlimited = SharedBudget::unlimited(Limit::MetadataEntries);
+    let threads: Vec<(usize, Thread)> = prepared
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(i, p)| std::mem::take(&mut p.threads).into_iter().map(move |t| (i, t)))
+        .collect();
+    let prepared_ref = &prepared;
+    let unlimited = &unlimited;
+    let drafted: Vec<(usize, Result<Vec<LineDraft>, KinetoError>)> = threads
+        .into_par_iter()
+        .map(|(i, thread)| {
+            let plane = &prepared_ref[i];
+            let mut text = String::new();
+            let drafts = thread
+                .rows
                 .iter()
-                .map(|&i| line.events[i as usize].start.saturating_add(line.events[i as usize].dur))
-                .max()
-                .unwrap_or(0);
-            let line_ns = first.div_euclid(1000);
-            let base_ps = line_ns * 1000;
-            let mut b = LineBuilder::new(&ids, &unlimited, row.events.len());
-            b.set_timestamp_ns(saturate(ctx.origin_ns + i128::from(line_ns)));
-            let (id, name, display_name) = if row.row == 0 {
-                (row.name.id, row.name.name.clone(), row.name.display_name.clone())
-            } else {
-                let overlap = |name: &str| format!("{name} (overlap {})", row.row);
-                let display_name =
-                    if row.name.display_name.is_empty() { String::new() } else { overlap(&row.name.display_name) };
-                (row.name.id ^ ((row.row as i64) << 52), overlap(&row.name.name), display_name)
-            };
-            b.set_id(id);
-            b.set_display_id(id);
-            b.set_name(name);
-            if !display_name.is_empty() {
-                b.set_display_name(display_name);
-            }
-            b.set_duration_ps(last.saturating_sub(base_ps));
-            let mut fi = flows.partition_point(|&(e, _)| e < row.events.first().copied().unwrap_or(0));
-            for &ei in row.events {
-                let e = &line.events[ei as usize];
-                let kind = c.kinds[e.kind as usize];
-                let args = &line.args[e.args as usize..(e.args + e.nargs) as usize];
-                let mut correlation = None;
-                for a in args {
-                    let key = stat_key(a.key);
-                    if key == keys::CORRELATION_ID {
-                        correlation = a.as_i64();
-                    }
-                    b.push_stat(&ids, i64::from(key), stat_input(c, a.value())).map_err(KinetoError::Build)?;
-                }
-                let group = if ctx.steps.is_empty() {
-                    None
-                } else if is_host {
-                    let g = step_at(&ctx.steps, e.start);
-                    if let (Some(g), Some(corr)) = (g, correlation) {
-                        state.corr_group.insert(corr, g);
-                    }
-                    g
-                } else {
-                    correlation.and_then(|corr| state.corr_group.get(&corr).copied())
-                };
-                if let Some(g) = group {
-                    b.push_stat(&ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
-                }
-                if let Some(&Some(n)) = ctx.step_kinds.get(e.kind as usize) {
-                    // XProf's step markers: a root event (`_r=1`) with its step number.
-                    b.push_stat(&ids, i64::from(keys::STEP_NUM), StatInput::Int64(n)).map_err(KinetoError::Build)?;
-                    b.push_stat(&ids, i64::from(keys::IS_ROOT), StatInput::Int64(1)).map_err(KinetoError::Build)?;
-                }
-                match kind.class {
-                    Class::Kernel => {
-                        kernel_details(c, args, &mut text);
-                        b.push_stat(&ids, i64::from(keys::KERNEL_DETAILS), StatInput::Str(&text))
-                            .map_err(KinetoError::Build)?;
-                    }
-                    Class::Memcpy => {
-                        memcpy_details(c, c.strings.get(kind.name), args, &mut text);
-                        b.push_stat(&ids, i64::from(keys::MEMCPY_DETAILS), StatInput::Str(&text))
-                            .map_err(KinetoError::Build)?;
-                    }
-                    _ => {}
-                }
-                // Flows bound to this event (the flow list is sorted by event).
-                while fi < flows.len() && flows[fi].0 < ei {
-                    fi += 1;
-                }
-                while fi < flows.len() && flows[fi].0 == ei {
-                    b.push_stat(&ids, i64::from(keys::FLOW), StatInput::Uint64(flows[fi].1))
-                        .map_err(KinetoError::Build)?;
-                    fi += 1;
-                }
-                b.push_event(&ids, kind_key[e.kind as usize], e.start - base_ps, e.dur).map_err(KinetoError::Build)?;
-            }
-            drafts.push(b.finish());
+                .enumerate()
+                .map(|(r, events)| {
+                    let row = Row { name: &thread.name, row: r, events };
+                    draft_row(c, ctx, plane, unlimited, &thread.line, &row, &thread.flows, corr_group, &mut text)
+                })
+                .collect();
+            drop(thread);
+            (i, drafts)
+        })
+        .collect();
+    let mut drafted = drafted.into_iter().peekable();
+    let mut planes = Vec::with_capacity(prepared.len());
+    for (i, plane) in prepared.into_iter().enumerate() {
+        let Prepared { builder: mut p, ids, row_count, .. } = plane;
+        drop(ids);
+        let mut drafts = Vec::with_capacity(row_count);
+        while let Some((_, result)) = drafted.next_if(|(j, _)| *j == i) {
+            drafts.extend(result?);
         }
-        let line = &mut c.lines[li];
-        line.events = Vec::new();
-        line.args = Vec::new();
-        line.flows = Vec::new();
+        p.add_lines(drafts).map_err(KinetoError::Build)?;
+        planes.push(p.finish(diag));
     }
-    drop(ids);
-    p.add_lines(drafts).map_err(KinetoError::Build)?;
-    Ok(p.finish(diag))
+    Ok(planes)
+}
+
+/// A host thread's (correlation, step) pairs: its events launched with a correlation id
+/// inside a step, row by row, in the order they are drafted.
+fn launches(ctx: &Context, line: &RawLine, rows: &[Vec<u32>]) -> Vec<(i64, i64)> {
+    if ctx.steps.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for row in rows {
+        for &ei in row {
+            let e = &line.events[ei as usize];
+            let args = &line.args[e.args as usize..(e.args + e.nargs) as usize];
+            // The last `correlation` arg, as drafting reads it.
+            let correlation = args.iter().rev().find(|a| stat_key(a.key) == keys::CORRELATION_ID).and_then(Arg::as_i64);
+            if let (Some(corr), Some(g)) = (correlation, step_at(&ctx.steps, e.start)) {
+                out.push((corr, g));
+            }
+        }
+    }
+    out
+}
+
+/// One row of a thread of `plane` as a line draft; device events take their step from the
+/// host launch they came from (`corr_group`).
+#[allow(clippy::too_many_arguments)]
+fn draft_row(
+    c: &Collected,
+    ctx: &Context,
+    plane: &Prepared,
+    unlimited: &SharedBudget,
+    line: &RawLine,
+    row: &Row<'_>,
+    flows: &[(u32, u64)],
+    corr_group: &FxHashMap<i64, i64>,
+    text: &mut String,
+) -> Result<LineDraft, KinetoError> {
+    let (ids, kind_key) = (&plane.ids, &plane.kind_key);
+    let first = row.events.iter().map(|&i| line.events[i as usize].start).min().unwrap_or(0);
+    let last = row
+        .events
+        .iter()
+        .map(|&i| line.events[i as usize].start.saturating_add(line.events[i as usize].dur))
+        .max()
+        .unwrap_or(0);
+    let line_ns = first.div_euclid(1000);
+    let base_ps = line_ns * 1000;
+    let mut b = LineBuilder::new(ids, unlimited, row.events.len());
+    b.set_timestamp_ns(saturate(ctx.origin_ns + i128::from(line_ns)));
+    let (id, name, display_name) = if row.row == 0 {
+        (row.name.id, row.name.name.clone(), row.name.display_name.clone())
+    } else {
+        let overlap = |name: &str| format!("{name} (overlap {})", row.row);
+        let display_name =
+            if row.name.display_name.is_empty() { String::new() } else { overlap(&row.name.display_name) };
+        (row.name.id ^ ((row.row as i64) << 52), overlap(&row.name.name), display_name)
+    };
+    b.set_id(id);
+    b.set_display_id(id);
+    b.set_name(name);
+    if !display_name.is_empty() {
+        b.set_display_name(display_name);
+    }
+    b.set_duration_ps(last.saturating_sub(base_ps));
+    let mut fi = flows.partition_point(|&(e, _)| e < row.events.first().copied().unwrap_or(0));
+    for &ei in row.events {
+        let e = &line.events[ei as usize];
+        let kind = c.kinds[e.kind as usize];
+        let args = &line.args[e.args as usize..(e.args + e.nargs) as usize];
+        let mut correlation = None;
+        for a in args {
+            let key = stat_key(a.key);
+            if key == keys::CORRELATION_ID {
+                correlation = a.as_i64();
+            }
+            b.push_stat(ids, i64::from(key), stat_input(c, a.value())).map_err(KinetoError::Build)?;
+        }
+        let group = if ctx.steps.is_empty() {
+            None
+        } else if plane.is_host {
+            step_at(&ctx.steps, e.start)
+        } else {
+            correlation.and_then(|corr| corr_group.get(&corr).copied())
+        };
+        if let Some(g) = group {
+            b.push_stat(ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
+        }
+        if let Some(&Some(n)) = ctx.step_kinds.get(e.kind as usize) {
+            // XProf's step markers: a root event (`_r=1`) with its step number.
+            b.push_stat(ids, i64::from(keys::STEP_NUM), StatInput::Int64(n)).map_err(KinetoError::Build)?;
+            b.push_stat(ids, i64::from(keys::IS_ROOT), StatInput::Int64(1)).map_err(KinetoError::Build)?;
+        }
+        match kind.class {
+            Class::Kernel => {
+                kernel_details(c, args, text);
+                b.push_stat(ids, i64::from(keys::KERNEL_DETAILS), StatInput::Str(text)).map_err(KinetoError::Build)?;
+            }
+            Class::Memcpy => {
+                memcpy_details(c, c.strings.get(kind.name), args, text);
+                b.push_stat(ids, i64::from(keys::MEMCPY_DETAILS), StatInput::Str(text)).map_err(KinetoError::Build)?;
+            }
+            _ => {}
+        }
+        // Flows bound to this event (the flow list is sorted by event).
+        while fi < flows.len() && flows[fi].0 < ei {
+            fi += 1;
+        }
+        while fi < flows.len() && flows[fi].0 == ei {
+            b.push_stat(ids, i64::from(keys::FLOW), StatInput::Uint64(flows[fi].1)).map_err(KinetoError::Build)?;
+            fi += 1;
+        }
+        b.push_event(ids, kind_key[e.kind as usize], e.start - base_ps, e.dur).map_err(KinetoError::Build)?;
+    }
+    Ok(b.finish())
 }
 
 fn limit(limit: Limit, allowed: u64, at_least: u64) -> KinetoError {

@@ -285,6 +285,23 @@ pub(crate) struct RawLine {
     pub(crate) memsets: bool,
 }
 
+impl RawLine {
+    /// This line's rows, leaving an empty line with the same key behind.
+    pub(crate) fn take(&mut self) -> RawLine {
+        let empty = RawLine {
+            key: self.key,
+            events: Vec::new(),
+            args: Vec::new(),
+            flows: Vec::new(),
+            open: Vec::new(),
+            kernels: false,
+            copies: Vec::new(),
+            memsets: false,
+        };
+        std::mem::replace(self, empty)
+    }
+}
+
 /// What events of one kind share: name, category, row kind (their event metadata).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct EventKind {
