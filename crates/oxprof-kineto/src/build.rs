@@ -19,6 +19,11 @@
 //! from one (by correlation id), and a `flow` stat on both ends of every flow (`ac2g`
 //! launch → kernel with XProf's GPU-launch category).
 //!
+//! Planes are prepared one after the other (threads laid out side by side; the host
+//! plane's launches give the device planes their steps), then the host threads are drafted
+//! beside the device streams (two lanes on rayon's pool) and the planes finished in order:
+//! the model does not depend on the thread count.
+//!
 //! Events are sorted by start (longest first on ties, file order after that). Events that
 //! overlap without nesting go to extra lines of their thread, so every line nests:
 //!
@@ -569,9 +574,9 @@ fn prepare_plane(
     Ok(Prepared { builder: p, ids, is_host, kind_key, threads, row_count })
 }
 
-/// Drafts every thread of every prepared plane side by side (each thread's rows freed as
-/// soon as its lines are drafted), then finishes the planes in order; the first error in
-/// plane and thread order wins, as when they were built one after the other.
+/// Drafts the host threads beside the device streams (each thread's rows freed as soon as
+/// its lines are drafted), then finishes the planes in order; the first error in plane and
+/// thread order wins, as when they were built one after the other.
 fn draft_planes(
     c: &Collected,
     ctx: &Context,
@@ -585,26 +590,30 @@ fn draft_planes(
         .enumerate()
         .flat_map(|(i, p)| std::mem::take(&mut p.threads).into_iter().map(move |t| (i, t)))
         .collect();
-    let prepared_ref = &prepared;
-    let unlimited = &unlimited;
-    let drafted: Vec<(usize, Result<Vec<LineDraft>, KinetoError>)> = threads
-        .into_par_iter()
-        .map(|(i, thread)| {
-            let plane = &prepared_ref[i];
-            let mut text = String::new();
-            let drafts = thread
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(r, events)| {
-                    let row = Row { name: &thread.name, row: r, events };
-                    draft_row(c, ctx, plane, unlimited, &thread.line, &row, &thread.flows, corr_group, &mut text)
-                })
-                .collect();
-            drop(thread);
-            (i, drafts)
-        })
-        .collect();
+    // Two lanes: the host threads one after the other beside the device streams one after
+    // the other. A thread's rows are freed once it is drafted, so memory stays what one
+    // lane would hold (host rows wait their turn; device rows were resident anyway).
+    let draft = |(i, thread): (usize, Thread)| {
+        let plane = &prepared[i];
+        let mut text = String::new();
+        let drafts = thread
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(r, events)| {
+                let row = Row { name: &thread.name, row: r, events };
+                draft_row(c, ctx, plane, &unlimited, &thread.line, &row, &thread.flows, corr_group, &mut text)
+            })
+            .collect::<Result<Vec<LineDraft>, KinetoError>>();
+        drop(thread);
+        (i, drafts)
+    };
+    let (host, device): (Vec<_>, Vec<_>) = threads.into_iter().partition(|(i, _)| prepared[*i].is_host);
+    let (mut drafted, device) = rayon::join(
+        || host.into_iter().map(draft).collect::<Vec<_>>(),
+        || device.into_iter().map(draft).collect::<Vec<_>>(),
+    );
+    drafted.extend(device);
     let mut drafted = drafted.into_iter().peekable();
     let mut planes = Vec::with_capacity(prepared.len());
     for (i, plane) in prepared.into_iter().enumerate() {
@@ -666,6 +675,7 @@ fn draft_row(
     let line_ns = first.div_euclid(1000);
     let base_ps = line_ns * 1000;
     let mut b = LineBuilder::new(ids, unlimited, row.events.len());
+    b.reserve_stats(stats_at_most(c, ctx, line, row, flows));
     b.set_timestamp_ns(saturate(ctx.origin_ns + i128::from(line_ns)));
     let (id, name, display_name) = if row.row == 0 {
         (row.name.id, row.name.name.clone(), row.name.display_name.clone())
@@ -732,6 +742,19 @@ fn draft_row(
         b.push_event(ids, kind_key[e.kind as usize], e.start - base_ps, e.dur).map_err(KinetoError::Build)?;
     }
     Ok(b.finish())
+}
+
+/// At most how many stats [`draft_row`] gives a row: every arg, and a group, a step
+/// number and root, kernel or memcpy details and its flows where they may apply.
+fn stats_at_most(c: &Collected, ctx: &Context, line: &RawLine, row: &Row<'_>, flows: &[(u32, u64)]) -> usize {
+    let per_event = |ei: &u32| {
+        let e = &line.events[*ei as usize];
+        let step = ctx.step_kinds.get(e.kind as usize).is_some_and(Option::is_some);
+        let details = matches!(c.kinds[e.kind as usize].class, Class::Kernel | Class::Memcpy);
+        e.nargs as usize + usize::from(!ctx.steps.is_empty()) + 2 * usize::from(step) + usize::from(details)
+    };
+    // Flows of other rows of the thread are counted too: an upper bound.
+    row.events.iter().map(per_event).sum::<usize>() + flows.len()
 }
 
 fn limit(limit: Limit, allowed: u64, at_least: u64) -> KinetoError {

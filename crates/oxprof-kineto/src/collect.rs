@@ -286,10 +286,10 @@ pub(crate) struct RawLine {
 }
 
 impl RawLine {
-    /// This line's rows, leaving an empty line with the same key behind.
-    pub(crate) fn take(&mut self) -> RawLine {
-        let empty = RawLine {
-            key: self.key,
+    /// A line with nothing on it yet.
+    fn empty(key: LineKey) -> RawLine {
+        RawLine {
+            key,
             events: Vec::new(),
             args: Vec::new(),
             flows: Vec::new(),
@@ -297,8 +297,12 @@ impl RawLine {
             kernels: false,
             copies: Vec::new(),
             memsets: false,
-        };
-        std::mem::replace(self, empty)
+        }
+    }
+
+    /// This line's rows, leaving an empty line with the same key behind.
+    pub(crate) fn take(&mut self) -> RawLine {
+        std::mem::replace(self, RawLine::empty(self.key))
     }
 }
 
@@ -1075,16 +1079,7 @@ impl Reader {
             self.out.devices.push(device);
         }
         let id = self.out.lines.len() as u32;
-        self.out.lines.push(RawLine {
-            key,
-            events: Vec::new(),
-            args: Vec::new(),
-            flows: Vec::new(),
-            open: Vec::new(),
-            kernels: false,
-            copies: Vec::new(),
-            memsets: false,
-        });
+        self.out.lines.push(RawLine::empty(key));
         self.line_index.insert(key, id);
         Some(id)
     }

@@ -21,7 +21,7 @@
 //! [`KinetoError`]. Budgets come from [`LoadLimits`].
 //!
 //! Invariant: no file system (callers hand over bytes and a writer); depends on
-//! `oxprof-model` (and serde_json for string escaping) only.
+//! `oxprof-model` only among oxprof crates (serde_json escapes strings, rayon drafts lines).
 
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]

@@ -562,3 +562,15 @@ fn real_traces_read_in_halves_give_one_readers_model() {
         assert_halves_merge_alike(&bytes, &LoadLimits::default(), middle.into_iter().chain(some));
     }
 }
+
+/// The build drafts host threads beside device streams: one thread or several, the same
+/// model.
+#[test]
+fn the_model_does_not_depend_on_the_thread_count() {
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    for text in [include_str!("../tests/data/mixed.json"), SPLIT_TRACE] {
+        let on = |pool: &rayon::ThreadPool| pool.install(|| format!("{:?}", import(text)));
+        assert_eq!(on(&one), on(&four));
+    }
+}

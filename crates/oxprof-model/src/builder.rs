@@ -570,6 +570,12 @@ impl<'a> LineBuilder<'a> {
         }
     }
 
+    /// Room for `stats` more stats: an importer that knows (an upper bound of) its count
+    /// spares the column's regrowth, its copies and its slack at the peak.
+    pub fn reserve_stats(&mut self, stats: usize) {
+        self.line.stats.reserve(stats);
+    }
+
     /// Sets `XLine.id`.
     pub fn set_id(&mut self, id: i64) {
         self.line.id = id;

@@ -577,6 +577,15 @@ impl StatColumns {
         self.value.push(v);
     }
 
+    /// Room for `rows` more rows (their 64-bit values still grow as needed).
+    pub(crate) fn reserve(&mut self, rows: usize) {
+        match &mut self.tag {
+            TagColumn::Narrow(t) => t.reserve_exact(rows),
+            TagColumn::Wide(t) => t.reserve_exact(rows),
+        }
+        self.value.reserve_exact(rows);
+    }
+
     fn push_wide(&mut self, v: u64) -> u32 {
         self.wide.push(v);
         (self.wide.len() - 1) as u32
