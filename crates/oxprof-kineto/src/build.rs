@@ -466,6 +466,8 @@ fn prepare_plane(
             sort_events(&mut line.events);
             let rows = layout_rows(&line.events, &mut d);
             let flows = bind_flows(&mut line, &mut d);
+            // Bound: the raw endpoints are not needed again (less memory at the build's peak).
+            line.flows = Vec::new();
             let launched = if is_host { launches(ctx, &line, &rows) } else { Vec::new() };
             (Thread { line, rows, flows, name }, launched, d)
         })
