@@ -20,9 +20,9 @@
 //! launch → kernel with XProf's GPU-launch category).
 //!
 //! Planes are prepared one after the other (threads laid out side by side; the host
-//! plane's launches give the device planes their steps), then the host threads are drafted
-//! beside the device streams (two lanes on rayon's pool) and the planes finished in order:
-//! the model does not depend on the thread count.
+//! plane's launches give the device planes their steps), then the largest host thread is
+//! drafted, then the other host threads beside the device streams (two lanes on rayon's
+//! pool), and the planes finished in order: the model does not depend on the thread count.
 //!
 //! Events are sorted by start (longest first on ties, file order after that). Events that
 //! overlap without nesting go to extra lines of their thread, so every line nests:
@@ -576,8 +576,8 @@ fn prepare_plane(
     Ok(Prepared { builder: p, ids, is_host, kind_key, threads, row_count })
 }
 
-/// Drafts the host threads beside the device streams (each thread's rows freed as soon as
-/// its lines are drafted), then finishes the planes in order; the first error in plane and
+/// Drafts the largest host thread, then the others beside the device streams (each
+/// thread's rows freed as soon as its lines are drafted), then finishes the planes in order; the first error in plane and
 /// thread order wins, as when they were built one after the other.
 fn draft_planes(
     c: &Collected,
@@ -592,9 +592,10 @@ fn draft_planes(
         .enumerate()
         .flat_map(|(i, p)| std::mem::take(&mut p.threads).into_iter().map(move |t| (i, t)))
         .collect();
-    // Two lanes: the host threads one after the other beside the device streams one after
-    // the other. A thread's rows are freed once it is drafted, so memory stays what one
-    // lane would hold (host rows wait their turn; device rows were resident anyway).
+    // The largest host thread alone, then the other host threads one after the other
+    // beside the device streams one after the other. A thread's rows are freed once it is
+    // drafted, so memory peaks where one lane's would (all rows and the largest thread's
+    // lines), not higher: the second lane only starts once the largest rows are gone.
     let draft = |(i, thread): (usize, Thread)| {
         let plane = &prepared[i];
         let mut text = String::new();
@@ -610,12 +611,20 @@ fn draft_planes(
         drop(thread);
         (i, drafts)
     };
-    let (host, device): (Vec<_>, Vec<_>) = threads.into_iter().partition(|(i, _)| prepared[*i].is_host);
-    let (mut drafted, device) = rayon::join(
-        || host.into_iter().map(draft).collect::<Vec<_>>(),
-        || device.into_iter().map(draft).collect::<Vec<_>>(),
+    // Each thread keeps its place (`k`): the drafts are put back in plane and thread order.
+    let (mut host, device): (Vec<_>, Vec<_>) =
+        threads.into_iter().enumerate().partition(|(_, (i, _))| prepared[*i].is_host);
+    let largest = host.iter().enumerate().max_by_key(|(_, (_, (_, t)))| t.line.events.len()).map(|(h, _)| h);
+    let draft_at = |(k, thread): (usize, (usize, Thread))| (k, draft(thread));
+    let mut drafted: Vec<_> = largest.map(|h| draft_at(host.remove(h))).into_iter().collect();
+    let (rest, device) = rayon::join(
+        || host.into_iter().map(draft_at).collect::<Vec<_>>(),
+        || device.into_iter().map(draft_at).collect::<Vec<_>>(),
     );
+    drafted.extend(rest);
     drafted.extend(device);
+    drafted.sort_unstable_by_key(|&(k, _)| k);
+    let drafted = drafted.into_iter().map(|(_, d)| d);
     let mut drafted = drafted.into_iter().peekable();
     let mut planes = Vec::with_capacity(prepared.len());
     for (i, plane) in prepared.into_iter().enumerate() {
