@@ -624,8 +624,7 @@ fn draft_planes(
     drafted.extend(rest);
     drafted.extend(device);
     drafted.sort_unstable_by_key(|&(k, _)| k);
-    let drafted = drafted.into_iter().map(|(_, d)| d);
-    let mut drafted = drafted.into_iter().peekable();
+    let mut drafted = drafted.into_iter().map(|(_, d)| d).peekable();
     let mut planes = Vec::with_capacity(prepared.len());
     for (i, plane) in prepared.into_iter().enumerate() {
         let Prepared { builder: mut p, ids, row_count, .. } = plane;

@@ -574,3 +574,29 @@ fn the_model_does_not_depend_on_the_thread_count() {
         assert_eq!(on(&one), on(&four));
     }
 }
+
+/// Imports running at once, each with its own second reader (and all on one rayon pool
+/// for their builds), give one reader's model: no shared state between them.
+#[test]
+fn concurrent_imports_in_halves_give_one_readers_model() {
+    use std::io::Read;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/kineto/train/worker0.1795643806114107950.pt.trace.json.gz");
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_end(&mut bytes).unwrap();
+    let limits = LoadLimits::default();
+    let alone = import_split_at(&bytes, &limits, None);
+    let elements: Vec<usize> = memchr::memchr_iter(b'{', &bytes).collect();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (1..=8)
+            .map(|k| {
+                let at = elements[elements.len() * k / 9];
+                let (bytes, limits) = (&bytes, &limits);
+                s.spawn(move || import_split_at(bytes, limits, Some(at)))
+            })
+            .collect();
+        for w in workers {
+            assert!(w.join().unwrap() == alone, "a concurrent import in halves differs");
+        }
+    });
+}
