@@ -7,10 +7,13 @@
 #     TOOL     default overview_page
 #   RUNS=3   runs per cell (min time, max peak RSS are reported; MB = 10^6 bytes)
 #
-# oxprof: `oxprof data TOOL FILE` (whole process). XProf: a fresh Python process calling
+# oxprof: `oxprof data TOOL FILE` (whole process, an empty persistent cache each run: the
+# first-ever cold request; `scripts/bench-reopen.sh` times reopening). XProf: a fresh Python process calling
 # `xprof.convert.raw_to_tool_data.xspace_to_tool_data` on a fresh copy of the file (XProf
 # writes caches beside it). xprof-rs: its server on 127.0.0.1, one cold HTTP request for
 # the tool, peak RSS of the server process. Missing tools are skipped with a note.
+# Both servers (oxprof serve with an empty persistent cache) are also asked the same
+# request twice: the cold request, then the warm repeat.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 profile="${1:-$root/bench-data/jax_large.xplane.pb}"
@@ -68,7 +71,9 @@ for tool in "${tools[@]}"; do
   # The copies XProf and xprof-rs runs make are written back in the background; flush them
   # first so that no implementation is timed against another's disk writes.
   sync
-  read -r ot orss < <(measure "$oxprof" data "$tool" "$profile" "${oxparams[@]}")
+  # First-ever cold: each run starts with an empty persistent cache (and fills it).
+  read -r ot orss < <(measure bash -c 'd=$(mktemp -d); "$@" --cache-dir "$d"; s=$?; rm -rf "$d"; exit $s' _ \
+    "$oxprof" data "$tool" "$profile" "${oxparams[@]}")
   row() { # name seconds rss
     local ratio_rss ratio_t
     ratio_rss=$(awk -v r="$3" -v f="$mb" 'BEGIN { printf "%.2f", r / f }')
@@ -83,25 +88,35 @@ for tool in "${tools[@]}"; do
   else
     echo "| $tool | XProf | – | – | – | skipped: no refkit venv at $venv |"
   fi
-  if command -v xprof-rs > /dev/null; then
-    best="" peak=0
+  # A server ($2…, PORT and LOGDIR substituted) on a fresh copy: one cold request for the
+  # tool, then the same request again (warm: the session's caches).
+  server_rows() { # label command...
+    local label="$1" best="" warm="" peak=0 t w hwm port base
+    shift
     for _ in $(seq "$runs"); do
-      rm -rf "$scratch/logdir" && mkdir -p "$scratch/logdir/plugins/profile/run" && cp "$profile" "$scratch/logdir/plugins/profile/run/host.xplane.pb"
+      rm -rf "$scratch/logdir" "$scratch/cache" && mkdir -p "$scratch/logdir/plugins/profile/run" && cp "$profile" "$scratch/logdir/plugins/profile/run/host.xplane.pb"
       sync
       port=$(( 20000 + RANDOM % 20000 ))
-      xprof-rs --logdir "$scratch/logdir" --port "$port" --host 127.0.0.1 > "$scratch/xprofrs.log" 2>&1 &
+      base="http://127.0.0.1:$port/data/plugin/profile"
+      local cmd=("${@//PORT/$port}")
+      "${cmd[@]//LOGDIR/$scratch/logdir}" > "$scratch/server.log" 2>&1 &
       server_pid=$!
-      for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/data/plugin/profile/runs" > /dev/null && break; sleep 0.1; done
-      start=$(date +%s.%N)
-      curl -fs --compressed "http://127.0.0.1:$port/data/plugin/profile/data?run=run&tag=$tool&host=host$query" > /dev/null || true
-      end=$(date +%s.%N)
+      for _ in $(seq 100); do curl -fs "$base/runs" > /dev/null && break; sleep 0.1; done
+      t=$(curl -fs --compressed -o /dev/null -w '%{time_total}' "$base/data?run=run&tag=$tool&host=host$query" || echo 0)
+      w=$(curl -fs --compressed -o /dev/null -w '%{time_total}' "$base/data?run=run&tag=$tool&host=host$query" || echo 0)
       hwm=$(awk '/VmHWM/ { print int($2 * 1024 / 1000000) }' "/proc/$server_pid/status" 2>/dev/null || echo 0)
       kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""
-      t=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
-      best=$(awk -v a="$best" -v b="$t" 'BEGIN { print (a == "" || b < a) ? b : a }')
       peak=$(( hwm > peak ? hwm : peak ))
+      # A failed request (curl's time 0) is not a time: reported as "fail" if all fail.
+      [ "$t" = 0 ] || best=$(awk -v a="$best" -v b="$t" 'BEGIN { printf "%.3f", (a == "" || b < a) ? b : a }')
+      [ "$w" = 0 ] || warm=$(awk -v a="$warm" -v b="$w" 'BEGIN { printf "%.4f", (a == "" || b < a) ? b : a }')
     done
-    row "xprof-rs (server, cold request)" "$best" "$peak"
+    row "$label (server, cold request)" "${best:-fail}" "$peak"
+    row "$label (server, warm repeat)" "${warm:-fail}" "$peak"
+  }
+  server_rows oxprof "$oxprof" serve LOGDIR --port PORT --bind 127.0.0.1 --cache-dir "$scratch/cache"
+  if command -v xprof-rs > /dev/null; then
+    server_rows xprof-rs xprof-rs --logdir LOGDIR --port PORT --host 127.0.0.1
   else
     echo "| $tool | xprof-rs | – | – | – | skipped: not installed (cargo install xprof-rs) |"
   fi

@@ -92,6 +92,7 @@ fn main() {
     if std::env::var_os("PARTS").is_some() {
         op_stats_parts(&space, &groups);
     }
+    phase("inference", || oxprof_analysis::inference::host_inference_stats(&space, &groups, 0));
     let page = phase("overview", || oxprof_analysis::tools::overview_page::overview_page(&op_stats));
     let index = phase("trace_index", || oxprof_analysis::trace::TraceIndex::build(&space, "host"));
     println!("({} bytes of overview JSON, {} trace events)", page.to_string().len(), index.num_events);

@@ -423,8 +423,14 @@ impl Session {
             }
             let space = self.load(file, &|_| true)?;
             let analysis = oxprof_analysis::op_stats::convert::xspace_to_op_stats(&space);
-            // Unmapping ~100 MB of tables takes a while: not on the request's path.
-            rayon::spawn(move || drop(space));
+            if files.len() == 1 {
+                // Unmapping ~100 MB of tables takes a while: not on the request's path.
+                rayon::spawn(move || drop(space));
+            } else {
+                // The next host is decoded next: its model must not meet this one in memory.
+                drop(space);
+                oxprof_format::return_free_heap_to_the_os();
+            }
             persisted.write(|| persist::encode_analysis(&analysis));
             Ok(Cached::Analysis(Arc::new(analysis)))
         })?;
@@ -512,12 +518,14 @@ impl Session {
         let mut found: Vec<Option<Result<Arc<Cached>, SharedError>>> = Vec::with_capacity(files.len());
         let mut waiters: Vec<(usize, Waiter)> = Vec::new();
         let mut mine: Vec<(usize, Option<Claim<'_>>)> = Vec::new();
+        let mut sizes: Vec<u64> = vec![0; files.len()];
         for (i, file) in files.iter().enumerate() {
             found.push(None);
             let Ok(stat) = self.store.stat(&file.path) else {
                 mine.push((i, None));
                 continue;
             };
+            sizes[i] = stat.size;
             let id = FileId { path: file.path.clone(), stat };
             let key = key_of(id);
             let lookup = self.cache.lookup(&key, refresh);
@@ -530,9 +538,9 @@ impl Session {
         }
         // Our flights are computed under an admission, released before waiting for others'.
         let admission = (!mine.is_empty()).then(|| self.admit());
-        let computed: Vec<(usize, Result<Arc<Cached>, SharedError>)> = mine
-            .into_par_iter()
-            .map(|(i, claim)| {
+        let mut computed: Vec<(usize, Result<Arc<Cached>, SharedError>)> = Vec::with_capacity(mine.len());
+        for batch in side_by_side(mine, |&(i, _)| sizes[i]) {
+            computed.par_extend(batch.into_par_iter().map(|(i, claim)| {
                 let result = catch_unwind(AssertUnwindSafe(|| compute(files[i])))
                     .unwrap_or(Err(ApiError::Panicked))
                     .map_err(shared);
@@ -540,8 +548,8 @@ impl Session {
                     Some(claim) => (i, claim.fulfil(result)),
                     None => (i, result.map(Arc::new)),
                 }
-            })
-            .collect();
+            }));
+        }
         drop(admission);
         for (i, result) in computed {
             found[i] = Some(result);
@@ -554,6 +562,30 @@ impl Session {
     }
 }
 
+/// Splits files to compute into batches computed one after the other, the files of a
+/// batch side by side: together no larger than the largest file, so a request's memory
+/// peaks near one large host's (each host's analysis is parallel inside), while small
+/// hosts still share the cores.
+fn side_by_side<T>(items: Vec<T>, size_of: impl Fn(&T) -> u64) -> Vec<Vec<T>> {
+    let largest = items.iter().map(&size_of).max().unwrap_or(0);
+    let mut batches: Vec<Vec<T>> = Vec::new();
+    let mut in_batch = 0u64;
+    for item in items {
+        let size = size_of(&item);
+        match batches.last_mut() {
+            Some(batch) if in_batch.saturating_add(size) <= largest => {
+                in_batch += size;
+                batch.push(item);
+            }
+            _ => {
+                in_batch = size;
+                batches.push(vec![item]);
+            }
+        }
+    }
+    batches
+}
+
 type Claim<'c> = oxprof_flight::Claim<'c, CacheKey, Cached, SharedError>;
 type Waiter = oxprof_flight::Waiter<Cached, SharedError>;
 
@@ -564,4 +596,18 @@ fn debug_assert_off_pool() {
         rayon::current_thread_index().is_none(),
         "a session wait on a rayon pool thread can deadlock the pool; call it from the request's thread"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::side_by_side;
+
+    #[test]
+    fn hosts_run_side_by_side_only_within_the_largest_file() {
+        // Sizes in MB: two large hosts go alone; small ones share a batch up to the largest.
+        let batches = side_by_side(vec![170, 160, 40, 50, 60, 100, 5], |&s| s);
+        assert_eq!(batches, vec![vec![170], vec![160], vec![40, 50, 60], vec![100, 5]]);
+        assert_eq!(side_by_side(vec![10, 10, 10], |&s| s), vec![vec![10], vec![10], vec![10]]);
+        assert!(side_by_side(Vec::<u64>::new(), |&s| s).is_empty());
+    }
 }

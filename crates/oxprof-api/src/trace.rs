@@ -78,10 +78,9 @@ pub(crate) fn load_host_with(session: &Session, file: &HostFile) -> Result<HostT
 fn index_host(file: &HostFile, space: XSpace, persisted: Persisted<'_>) -> HostTraceData {
     // The index format checks the file state it was built from on its own, too.
     let state = persisted.identity.as_ref().map(|id| (id.size, id.modified_ns));
-    if let Some(state) = state
-        && let Some(bytes) = persisted.read()
-        && let Ok(index) = read_index(&bytes, state)
-    {
+    // The entry's bytes are dropped once parsed, before grouping's tables are built.
+    let cached = state.and_then(|state| persisted.read().and_then(|bytes| read_index(&bytes, state).ok()));
+    if let Some(index) = cached {
         let groups = group_events(&space);
         return HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: true };
     }

@@ -785,7 +785,15 @@ impl<'a> Stats<'a> {
 
     /// The first stat of this type.
     pub fn get(&self, ty: StatType) -> Option<Stat<'a>> {
-        self.clone().find(|s: &Stat<'a>| s.stat_type() == Some(ty))
+        // The type is the metadata's: only the match's value is resolved (a string or a
+        // ref costs a lookup), which keeps per-event lookups in hot loops cheap.
+        let stat_metadata = &self.plane.stat_metadata;
+        self.rows
+            .clone()
+            .find(|&row| {
+                stat_metadata.get(self.columns.meta(row as usize) as usize).is_some_and(|m| m.stat_type == Some(ty))
+            })
+            .map(|row| self.at(row as usize))
     }
 
     fn at(&self, row: usize) -> Stat<'a> {

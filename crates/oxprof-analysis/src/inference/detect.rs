@@ -150,8 +150,10 @@ pub fn host_inference_stats(space: &XSpace, groups: &EventGroups, host_id: i32) 
     let device = device_compute_events(space, groups);
 
     let mut requests = build_requests(&events, group_meta, &mut out.model_id_db);
-    // Set the begin and end of each request: every grouped host event of its group.
-    for (li, line) in host.lines.iter().enumerate() {
+    // Set the begin and end of each request: every grouped host event of its group (a
+    // pass over every host event, skipped when there is no request: training runs).
+    let lines = if requests.is_empty() { &host.lines[..0] } else { &host.lines[..] };
+    for (li, line) in lines.iter().enumerate() {
         for (event, group) in line.events(host).zip(groups.line_group_ids(host_index, li)) {
             let Some(group) = group else { continue };
             if let Some(request) = requests.get_mut(&group) {
@@ -214,18 +216,22 @@ fn grouped_host_events<'a>(host_index: usize, host: &'a XPlane, groups: &EventGr
     let mut out = Vec::new();
     for (li, line) in host.lines.iter().enumerate() {
         for (event, group) in line.events(host).zip(groups.line_group_ids(host_index, li)) {
+            // Ungrouped events are never read: no stat lookup for them.
+            let Some(group) = group else { continue };
             let kind = kinds.get(event.metadata_id().index()).copied().unwrap_or(Kind::Other);
-            let root = event.stat(StatType::IsRoot).and_then(|s| s.as_i64());
-            let user_root = root == Some(-1) || (root == Some(1) && event.name().starts_with("ModelServerRequest_"));
-            if kind == Kind::Other && !user_root {
+            if kind == Kind::Other && !is_user_root(&event) {
                 continue;
             }
-            if let Some(group) = group {
-                out.push(HostEvent { kind, group, event });
-            }
+            out.push(HostEvent { kind, group, event });
         }
     }
     out
+}
+
+/// A user-defined request root: `_r` = -1, or `_r` = 1 on a `ModelServerRequest_…` event.
+fn is_user_root(event: &Event<'_>) -> bool {
+    let root = event.stat(StatType::IsRoot).and_then(|s| s.as_i64());
+    root == Some(-1) || (root == Some(1) && event.name().starts_with("ModelServerRequest_"))
 }
 
 /// TensorCore `XLA Modules` events with a group: device compute (`DEVICE_COMPUTE_32`).
@@ -357,10 +363,7 @@ fn build_requests(
 ) -> BTreeMap<i64, Request> {
     let process_batch_groups: BTreeSet<i64> =
         events.iter().filter(|e| e.kind == Kind::ProcessBatch).map(|e| e.group).collect();
-    let is_user_root = |e: &HostEvent<'_>| {
-        let root = e.event.stat(StatType::IsRoot).and_then(|s| s.as_i64());
-        root == Some(-1) || (root == Some(1) && e.event.name().starts_with("ModelServerRequest_"))
-    };
+    let is_user_root = |e: &HostEvent<'_>| is_user_root(&e.event);
     // `InitializeModelIdMap`: the model id of a group, from serving events and user roots.
     let mut model_ids: HashMap<i64, String> = HashMap::new();
     for e in events

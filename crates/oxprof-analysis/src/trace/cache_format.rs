@@ -11,6 +11,8 @@ use super::index::{DROPPED_LEVEL, DeviceInfo, NUM_LEVELS, ResourceInfo, TraceInd
 /// Bumped whenever the index layout or its meaning changes.
 pub const CACHE_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"OXPTRIDX";
+/// Magic, version, source size and mtime, payload length, payload checksum.
+const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8 + 8;
 
 /// Why a cache was not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +130,14 @@ impl<'a> Reader<'a> {
 
 /// Serializes an index; `source` = (file size, modification time in ns) of the profile.
 pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
-    let mut w = Writer(Vec::with_capacity(64 + index.num_events * 7));
+    // The header goes first with its length and checksum left blank, filled in at the end:
+    // the payload is never copied (one buffer of the index's size, not two).
+    let mut w = Writer(Vec::with_capacity(HEADER_LEN + 64 + index.num_events * 6));
+    w.0.extend_from_slice(MAGIC);
+    w.u32(CACHE_VERSION);
+    w.u64(source.0);
+    w.u64(source.1);
+    w.0.resize(HEADER_LEN, 0);
     w.str(&index.hostname);
     w.u64(index.min_ps);
     w.u64(index.max_ps);
@@ -210,15 +219,12 @@ pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
             w.u64(g as u64);
         }
     }
-    let payload = w.0;
-    let mut out = Vec::with_capacity(payload.len() + 44);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&CACHE_VERSION.to_le_bytes());
-    out.extend_from_slice(&source.0.to_le_bytes());
-    out.extend_from_slice(&source.1.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&fnv1a(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    let mut out = w.0;
+    let (header, payload) = out.split_at_mut(HEADER_LEN);
+    let len = payload.len() as u64;
+    let checksum = fnv1a(payload);
+    header[HEADER_LEN - 16..HEADER_LEN - 8].copy_from_slice(&len.to_le_bytes());
+    header[HEADER_LEN - 8..].copy_from_slice(&checksum.to_le_bytes());
     out
 }
 

@@ -16,7 +16,7 @@ use super::tpu_derived::{derive_tpu_plane, is_tensor_core_plane};
 use super::visibility::{FlowLevels, LevelAssigner};
 use crate::grouping::EventGroups;
 use oxprof_model::schema::{CUSTOM_PLANE_PREFIX, GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
-use oxprof_model::{Event, XLine, XPlane, XSpace};
+use oxprof_model::{Event, IntValue, StatMetadataId, XLine, XPlane, XSpace};
 use rayon::prelude::*;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
@@ -534,8 +534,8 @@ impl FlowStats {
         FlowStats { kinds, any }
     }
 
-    fn kind(&self, s: &oxprof_model::Stat<'_>) -> Option<FlowStat> {
-        self.kinds.get(s.metadata_id().index()).copied().flatten()
+    fn kind(&self, meta: StatMetadataId) -> Option<FlowStat> {
+        self.kinds.get(meta.index()).copied().flatten()
     }
 }
 
@@ -547,22 +547,30 @@ fn event_flow(e: &Event<'_>, kinds: &FlowStats, synthesize: Option<(u64, bool)>)
     let mut is_async = false;
     let mut corr = None;
     let (mut pt, mut p, mut ct, mut c) = (None, None, None, None);
-    for (own, s) in e.metadata_stats().map(|s| (false, s)).chain(e.stats().map(|s| (true, s))) {
-        match kinds.kind(&s) {
+    // Every flow stat is read as an integer: the raw values, no string or ref resolved.
+    let own_stats = e.stats().int_values().map(|s| (true, s));
+    for (own, (meta, value)) in e.metadata_stats().int_values().map(|s| (false, s)).chain(own_stats) {
+        // `Stat::as_u64`: an int wraps, anything else is no value.
+        let as_u64 = || match value {
+            IntValue::Int64(x) => Some(x as u64),
+            IntValue::Uint64(x) => Some(x),
+            IntValue::NotInt => None,
+        };
+        match kinds.kind(meta) {
             None => {}
             Some(FlowStat::Flow) => {
-                if let Some((id, entry, category)) = s.as_u64().and_then(decode_flow) {
+                if let Some((id, entry, category)) = as_u64().and_then(decode_flow) {
                     flow = Some(Flow { id, entry, category, is_async: false });
                 }
             }
             Some(FlowStat::Async) => is_async = true,
             // `AddFlowsToXplane` reads the event's own stats only.
             Some(_) if !own => {}
-            Some(FlowStat::Correlation) => corr = s.as_u64(),
-            Some(FlowStat::ProducerType) => pt = s.as_u64(),
-            Some(FlowStat::Producer) => p = s.as_u64(),
-            Some(FlowStat::ConsumerType) => ct = s.as_u64(),
-            Some(FlowStat::Consumer) => c = s.as_u64(),
+            Some(FlowStat::Correlation) => corr = as_u64(),
+            Some(FlowStat::ProducerType) => pt = as_u64(),
+            Some(FlowStat::Producer) => p = as_u64(),
+            Some(FlowStat::ConsumerType) => ct = as_u64(),
+            Some(FlowStat::Consumer) => c = as_u64(),
         }
     }
     if let Some((host_id, is_host_plane)) = synthesize {
