@@ -429,7 +429,6 @@ impl Session {
             } else {
                 // The next host is decoded next: its model must not meet this one in memory.
                 drop(space);
-                oxprof_format::return_free_heap_to_the_os();
             }
             persisted.write(|| persist::encode_analysis(&analysis));
             Ok(Cached::Analysis(Arc::new(analysis)))

@@ -34,7 +34,7 @@ pub use error::LoadError;
 pub use formats::{Detected, Format, FormatSpec, detect};
 pub use load::{
     decode_bytes, decode_bytes_lines_of, decode_bytes_with, decode_stream_lines_of, load_xspace, load_xspace_lines_of,
-    load_xspace_with, return_free_heap_to_the_os, return_freed_large_blocks_to_the_os,
+    load_xspace_with, return_freed_large_blocks_to_the_os,
 };
 pub use oxprof_model::{
     Allowance, DiagnosticKind, Diagnostics, Event, EventMetadata, EventMetadataId, IntValue, KeepPages, Limit,

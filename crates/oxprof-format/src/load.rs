@@ -291,23 +291,6 @@ pub fn return_freed_large_blocks_to_the_os() {
     }
 }
 
-/// Hands the free pages of the allocator's heaps back to the OS (glibc's `malloc_trim`):
-/// after one large profile's tables are freed, so that the next one's do not add to what
-/// small freed blocks still hold. Other allocators and platforms: nothing to do. Takes a few
-/// milliseconds; for callers that load several large profiles one after the other.
-pub fn return_free_heap_to_the_os() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        unsafe extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
-        }
-        // SAFETY: glibc's `malloc_trim` is thread-safe and only releases free memory.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
-}
-
 /// Reads an XSpace from bytes already in memory (plain or gzip), within the default
 /// [`LoadLimits`].
 pub fn decode_bytes(path_for_errors: &Path, bytes: &[u8]) -> Result<XSpace, LoadError> {
