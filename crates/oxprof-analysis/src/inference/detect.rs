@@ -152,11 +152,10 @@ pub fn host_inference_stats(space: &XSpace, groups: &EventGroups, host_id: i32) 
     let mut requests = build_requests(&events, group_meta, &mut out.model_id_db);
     // Set the begin and end of each request: every grouped host event of its group (a
     // pass over every host event, skipped when there is no request: training runs).
-    let lines = if requests.is_empty() { &host.lines[..0] } else { &host.lines[..] };
-    for (li, line) in lines.iter().enumerate() {
-        for (event, group) in line.events(host).zip(groups.line_group_ids(host_index, li)) {
-            let Some(group) = group else { continue };
-            if let Some(request) = requests.get_mut(&group) {
+    if !requests.is_empty() {
+        for (li, line) in host.lines.iter().enumerate() {
+            for (event, group) in line.events(host).zip(groups.line_group_ids(host_index, li)) {
+                let Some(request) = group.and_then(|g| requests.get_mut(&g)) else { continue };
                 let span = Timespan::of_event(&event);
                 let begin =
                     if request.span.begin_ps == 0 { span.begin_ps } else { request.span.begin_ps.min(span.begin_ps) };
