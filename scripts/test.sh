@@ -10,9 +10,17 @@
 #   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
 #   SKIP_OBJSTORE=1   skip the object-store tests against real S3/Azure servers
 #   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/test-sql-readers.sh; ~6 min, venv cached)
+#   OXPROF_FREE_DISK=1 delete each step's build products once no later step needs them
+#                     (.ci/run sets it: the CI disk is shared, and a full one failed a run)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-step() { printf '\n=== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
+step() { printf '\n=== %s (%s, %s free)\n' "$*" "$(date +%H:%M:%S)" "$(df -h --output=avail . | tail -1 | tr -d ' ')"; }
+# Deletes the named build products when OXPROF_FREE_DISK=1 (never on a developer's tree).
+free_disk() {
+  [ "${OXPROF_FREE_DISK:-0}" = 1 ] || return 0
+  echo "free disk: deleting $*"
+  rm -rf -- "$@"
+}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -28,6 +36,17 @@ fi
 
 step "cargo test"
 cargo test --workspace --locked
+# The test executables (GBs of them) are not used again: later steps need the libraries
+# and target/debug/oxprof, which stay.
+if [ "${OXPROF_FREE_DISK:-0}" = 1 ]; then
+  mapfile -t test_executables < <(cargo test --workspace --locked --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
+        print(m["executable"])')
+  free_disk "${test_executables[@]}"
+fi
 
 step "synthetic TPU profiles: testdata/tpu-synthetic is what its generators write"
 bash scripts/gen-tpu-synthetic.sh --check
@@ -47,6 +66,7 @@ step "model check of the single-flight cache (loom)"
 # A target directory of its own: --cfg loom changes how its dependencies build.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
   cargo test -p oxprof-flight --release --locked --test loom
+free_disk "${CARGO_TARGET_DIR:-target}/loom"
 
 if [ "${SKIP_UI:-0}" != "1" ]; then
   step "web UI"
@@ -56,6 +76,8 @@ fi
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then
   step "Python wheel: build (release), install into a fresh venv, pytest, example notebook"
   bash scripts/test-python.sh
+  # The release build behind the wheel (the wheel itself stays in target/wheels).
+  free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test
 fi
 
 if [ "${SKIP_SQL_READERS:-0}" != "1" ]; then
