@@ -63,6 +63,16 @@ impl<'s> Persisted<'s> {
         }
         let _ = cache.put(&self.key, &encode());
     }
+
+    /// As [`Persisted::write`], with the payload streamed to the entry's file by `encode`
+    /// (for large entries: never whole in memory).
+    pub(crate) fn write_streamed(&self, mut encode: impl FnMut(&mut dyn std::io::Write) -> std::io::Result<()>) {
+        let Some(cache) = self.cache else { return };
+        if identity(self.store, self.file) != self.identity {
+            return;
+        }
+        let _ = cache.put_streamed(&self.key, &mut encode);
+    }
 }
 
 /// A file's identity: its stat and a hash of its two end blocks (`None` if unreadable).

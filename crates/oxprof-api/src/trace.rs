@@ -18,7 +18,7 @@ use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest, SearchQuery};
 use oxprof_analysis::trace::multi;
 use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
-use oxprof_analysis::trace::{TraceIndex, read_index, write_index};
+use oxprof_analysis::trace::{TraceIndex, read_index, write_index_to};
 use oxprof_diskcache::DiskCache;
 use oxprof_format::{HostFile, LocalStore, load_xspace};
 use oxprof_model::XSpace;
@@ -90,7 +90,9 @@ fn index_host(file: &HostFile, space: XSpace, persisted: Persisted<'_>) -> HostT
     let groups = group_events(&space);
     let index = TraceIndex::build_grouped(&space, &file.host, &groups);
     if let Some(state) = state {
-        persisted.write(|| write_index(&index, state));
+        // Streamed to the file: the ~6 bytes per event are never all in memory beside the
+        // model and the index (on the 85 MB profile, an 18 MB buffer at the request's peak).
+        persisted.write_streamed(|out| write_index_to(&index, state, out));
     }
     HostTraceData { host: file.host.clone(), space, groups, index, index_from_cache: false }
 }

@@ -22,11 +22,11 @@
 //! No knowledge of profiles or analyses here: payloads are bytes.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
-use xxhash_rust::xxh3::{xxh3_64, xxh3_128};
+use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_128};
 
 /// Bumped whenever the entry layout changes (entries of other layouts live in other
 /// directories and are never read).
@@ -184,25 +184,46 @@ impl DiskCache {
     /// Stores `payload` under `key` (atomically: readers see the old entry, no entry, or
     /// the whole new one), then trims the directory to its bound.
     pub fn put(&self, key: &str, payload: &[u8]) -> Result<(), WriteError> {
-        let path = self.path_of(key);
-        let entry_bytes = (HEADER_BYTES + payload.len()) as u64;
-        if entry_bytes > self.max_bytes {
+        if (HEADER_BYTES + payload.len()) as u64 > self.max_bytes {
             return Ok(()); // larger than the whole cache: not kept
         }
-        let mut tmp = tempfile_in(&self.dir).map_err(|cause| WriteError { path: self.dir.clone(), cause })?;
-        let mut header = Vec::with_capacity(HEADER_BYTES);
-        header.extend_from_slice(MAGIC);
-        header.extend_from_slice(&LAYOUT.to_le_bytes());
-        header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        header.extend_from_slice(&xxh3_64(payload).to_le_bytes());
+        self.put_streamed(key, &mut |out| out.write_all(payload))
+    }
+
+    /// Stores what `write` writes under `key`, as [`DiskCache::put`] does, streamed to the
+    /// entry's file: the payload never has to be in memory as a whole. An error of `write`
+    /// (or of the disk) leaves no entry and is returned.
+    pub fn put_streamed(
+        &self,
+        key: &str,
+        write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<(), WriteError> {
+        let path = self.path_of(key);
+        let (tmp_path, file) = tempfile_in(&self.dir).map_err(|cause| WriteError { path: self.dir.clone(), cause })?;
         // No fsync: a crash may leave a torn entry, which the checksum turns into a miss.
-        let written = tmp.1.write_all(&header).and_then(|()| tmp.1.write_all(payload));
-        if let Err(cause) = written {
-            let _ = std::fs::remove_file(&tmp.0);
-            return Err(WriteError { path: tmp.0, cause });
+        let written = (|| {
+            let mut sink = Hashing { out: BufWriter::with_capacity(1 << 16, file), hasher: Xxh3::new(), len: 0 };
+            sink.out.write_all(&[0u8; HEADER_BYTES])?;
+            write(&mut sink)?;
+            let Hashing { out, hasher, len } = sink;
+            let mut file = out.into_inner().map_err(|e| e.into_error())?;
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(&header(len, hasher.digest()))?;
+            Ok(len)
+        })();
+        let payload_len = match written {
+            Ok(len) => len,
+            Err(cause) => {
+                let _ = std::fs::remove_file(&tmp_path);
+                return Err(WriteError { path: tmp_path, cause });
+            }
+        };
+        if HEADER_BYTES as u64 + payload_len > self.max_bytes {
+            let _ = std::fs::remove_file(&tmp_path);
+            return Ok(()); // larger than the whole cache: not kept
         }
-        if let Err(cause) = std::fs::rename(&tmp.0, &path) {
-            let _ = std::fs::remove_file(&tmp.0);
+        if let Err(cause) = std::fs::rename(&tmp_path, &path) {
+            let _ = std::fs::remove_file(&tmp_path);
             return Err(WriteError { path, cause });
         }
         self.counters.written.fetch_add(1, Ordering::Relaxed);
@@ -282,6 +303,36 @@ impl DiskCache {
 }
 
 /// The payload's range within a whole entry, or `None` if the entry is not one.
+/// An entry's header: magic, layout, payload length, xxh3 of the payload.
+fn header(payload_len: u64, checksum: u64) -> [u8; HEADER_BYTES] {
+    let mut header = [0u8; HEADER_BYTES];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..12].copy_from_slice(&LAYOUT.to_le_bytes());
+    header[12..20].copy_from_slice(&payload_len.to_le_bytes());
+    header[20..28].copy_from_slice(&checksum.to_le_bytes());
+    header
+}
+
+/// Writes through to `out`, hashing and counting what it writes (the entry's payload).
+struct Hashing<W: Write> {
+    out: W,
+    hasher: Xxh3,
+    len: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 fn payload_of(bytes: &[u8]) -> Option<std::ops::Range<usize>> {
     if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
         return None;

@@ -140,3 +140,41 @@ fn a_failed_write_is_an_error_value_naming_the_directory() {
     assert!(err.to_string().contains("--no-cache"), "{err}");
     assert_eq!(cache.get(&key), None);
 }
+
+#[test]
+fn a_streamed_entry_is_the_entry_put_would_write_and_a_failed_stream_leaves_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = DiskCache::open(root.path(), 1 << 20).unwrap();
+    // Many small writes, as an encoder makes them, across the writer's buffer.
+    let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let streamed = entry_key("trace", &identity(40), "");
+    cache.put_streamed(&streamed, &mut |out| payload.chunks(7).try_for_each(|c| out.write_all(c))).unwrap();
+    let put = entry_key("trace", &identity(41), "");
+    cache.put(&put, &payload).unwrap();
+    assert_eq!(cache.get(&streamed).as_deref(), Some(&payload[..]));
+    let file = |key: &str| std::fs::read(cache.dir().join(format!("{key}.bin"))).unwrap();
+    assert_eq!(file(&streamed), file(&put), "same header and payload bytes");
+
+    // The encoder fails half way (a full disk, a bug): an error, no entry, no temporary file.
+    let failed = entry_key("trace", &identity(42), "");
+    let err = cache
+        .put_streamed(&failed, &mut |out| {
+            out.write_all(&payload[..1000])?;
+            Err(std::io::Error::other("encoder gave up"))
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("encoder gave up"), "{err}");
+    assert_eq!(cache.get(&failed), None);
+    let leftovers: Vec<_> = std::fs::read_dir(cache.dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".tmp")))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // Larger than the whole bound once streamed: not kept.
+    let small = DiskCache::open(&root.path().join("small"), 10_000).unwrap();
+    let huge = entry_key("trace", &identity(43), "");
+    small.put_streamed(&huge, &mut |out| out.write_all(&payload)).unwrap();
+    assert_eq!(small.get(&huge), None);
+}

@@ -1,18 +1,24 @@
 //! A [`TraceIndex`] as bytes, for the persistent analysis cache.
 //!
 //! Layout (little endian): magic `OXPTRIDX`, format version, the source file's size and
-//! modification time (ns), payload length, FNV-1a 64 checksum of the payload, payload.
-//! [`read_index`] rejects anything that does not match exactly (other version, other source
-//! file state, truncated or corrupted bytes), so a stale or damaged cache is never used:
-//! callers rebuild the index and overwrite it. No IO here: callers read and write files.
+//! modification time (ns), payload, then payload length and FNV-1a 64 checksum of the
+//! payload (a trailer, so that [`write_index_to`] streams the payload to a writer without
+//! holding it). [`read_index`] rejects anything that does not match exactly (other
+//! version, other source file state, truncated or corrupted bytes), so a stale or damaged
+//! cache is never used: callers rebuild the index and overwrite it. No files here: callers
+//! choose where the bytes go.
 
 use super::index::{DROPPED_LEVEL, DeviceInfo, NUM_LEVELS, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
 
 /// Bumped whenever the index layout or its meaning changes.
-pub const CACHE_VERSION: u32 = 4;
+pub const CACHE_VERSION: u32 = 5;
 const MAGIC: &[u8; 8] = b"OXPTRIDX";
-/// Magic, version, source size and mtime, payload length, payload checksum.
-const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8 + 8;
+/// Magic, version, source size and mtime.
+const HEADER_LEN: usize = 8 + 4 + 8 + 8;
+/// Payload length, payload checksum.
+const TRAILER_LEN: usize = 8 + 8;
+/// Bytes the writer gathers before it hands them on (and hashes them).
+const WRITE_CHUNK: usize = 64 << 10;
 
 /// Why a cache was not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +46,9 @@ impl std::fmt::Display for CacheError {
 
 impl std::error::Error for CacheError {}
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv1a_update(mut h: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
@@ -49,33 +56,68 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-struct Writer(Vec<u8>);
+/// Gathers the payload in a small buffer (`buf`) and hands it to `out` a chunk at a time,
+/// hashing what it hands on; the first error of `out` is kept and ends the writing.
+struct Writer<'w> {
+    buf: Vec<u8>,
+    out: &'w mut dyn std::io::Write,
+    checksum: u64,
+    written: u64,
+    error: Option<std::io::Error>,
+}
 
-impl Writer {
+impl Writer<'_> {
+    /// Hands the gathered bytes on once a chunk is full (every write calls it: strings
+    /// may overshoot a chunk by their length).
+    #[inline]
+    fn maybe_drain(&mut self) {
+        if self.buf.len() >= WRITE_CHUNK {
+            self.drain();
+        }
+    }
+    fn drain(&mut self) {
+        self.checksum = fnv1a_update(self.checksum, &self.buf);
+        self.written += self.buf.len() as u64;
+        if self.error.is_none()
+            && let Err(e) = self.out.write_all(&self.buf)
+        {
+            self.error = Some(e);
+        }
+        self.buf.clear();
+    }
     fn u8(&mut self, v: u8) {
-        self.0.push(v);
+        self.buf.push(v);
+        self.maybe_drain();
     }
     fn u16(&mut self, v: u16) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.maybe_drain();
     }
     fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.maybe_drain();
     }
     fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.maybe_drain();
     }
     fn len(&mut self, n: usize) {
         self.u64(n as u64);
     }
     fn str(&mut self, s: &str) {
         self.len(s.len());
-        self.0.extend_from_slice(s.as_bytes());
+        self.bytes(s.as_bytes());
     }
     fn u32s(&mut self, v: &[u32]) {
         self.len(v.len());
-        self.0.reserve(v.len() * 4);
         for &x in v {
             self.u32(x);
+        }
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        for chunk in v.chunks(WRITE_CHUNK) {
+            self.buf.extend_from_slice(chunk);
+            self.maybe_drain();
         }
     }
 }
@@ -130,14 +172,23 @@ impl<'a> Reader<'a> {
 
 /// Serializes an index; `source` = (file size, modification time in ns) of the profile.
 pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
-    // The header goes first with its length and checksum left blank, filled in at the end:
-    // the payload is never copied (one buffer of the index's size, not two).
-    let mut w = Writer(Vec::with_capacity(HEADER_LEN + 64 + index.num_events * 6));
-    w.0.extend_from_slice(MAGIC);
-    w.u32(CACHE_VERSION);
-    w.u64(source.0);
-    w.u64(source.1);
-    w.0.resize(HEADER_LEN, 0);
+    let mut out = Vec::with_capacity(HEADER_LEN + index.num_events * 6 + TRAILER_LEN);
+    // Writing into a Vec cannot fail (`impl Write for Vec` only grows it).
+    let _ = write_index_to(index, source, &mut out);
+    out
+}
+
+/// Serializes an index into `out` as [`write_index`] does, a chunk at a time: memory for
+/// one chunk, not for the whole (~6 bytes per event) serialization.
+pub fn write_index_to(index: &TraceIndex, source: (u64, u64), out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&CACHE_VERSION.to_le_bytes());
+    header.extend_from_slice(&source.0.to_le_bytes());
+    header.extend_from_slice(&source.1.to_le_bytes());
+    out.write_all(&header)?;
+    let mut w =
+        Writer { buf: Vec::with_capacity(WRITE_CHUNK + 4096), out, checksum: FNV_OFFSET, written: 0, error: None };
     w.str(&index.hostname);
     w.u64(index.min_ps);
     w.u64(index.max_ps);
@@ -191,7 +242,7 @@ pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
             w.u16(serial);
         }
         w.len(t.level.len());
-        w.0.extend_from_slice(&t.level);
+        w.bytes(&t.level);
         w.u32s(&t.level0);
         w.u32s(&t.flow_pos);
         w.len(t.flow_data.len());
@@ -219,13 +270,14 @@ pub fn write_index(index: &TraceIndex, source: (u64, u64)) -> Vec<u8> {
             w.u64(g as u64);
         }
     }
-    let mut out = w.0;
-    let (header, payload) = out.split_at_mut(HEADER_LEN);
-    let len = payload.len() as u64;
-    let checksum = fnv1a(payload);
-    header[HEADER_LEN - 16..HEADER_LEN - 8].copy_from_slice(&len.to_le_bytes());
-    header[HEADER_LEN - 8..].copy_from_slice(&checksum.to_le_bytes());
-    out
+    w.drain();
+    if let Some(e) = w.error {
+        return Err(e);
+    }
+    let mut trailer = [0u8; TRAILER_LEN];
+    trailer[..8].copy_from_slice(&w.written.to_le_bytes());
+    trailer[8..].copy_from_slice(&w.checksum.to_le_bytes());
+    w.out.write_all(&trailer)
 }
 
 /// Deserializes an index written by [`write_index`] for the same source file state.
@@ -243,10 +295,11 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
     if (size, mtime) != source {
         return Err(CacheError::Stale);
     }
-    let len = h.u64().map_err(|_| CacheError::BadHeader)?;
-    let checksum = h.u64().map_err(|_| CacheError::BadHeader)?;
-    let payload = bytes.get(h.at..).ok_or(CacheError::Corrupt)?;
-    if payload.len() as u64 != len || fnv1a(payload) != checksum {
+    let payload_end = bytes.len().checked_sub(TRAILER_LEN).filter(|&end| end >= h.at).ok_or(CacheError::Corrupt)?;
+    let payload = &bytes[h.at..payload_end];
+    let mut t = Reader { bytes, at: payload_end };
+    let (len, checksum) = (t.u64()?, t.u64()?);
+    if payload.len() as u64 != len || fnv1a_update(FNV_OFFSET, payload) != checksum {
         return Err(CacheError::Corrupt);
     }
     let mut r = Reader { bytes: payload, at: 0 };

@@ -206,4 +206,41 @@ fn cache_round_trip_and_rejects_bad_files() {
     let mut other_version = bytes.clone();
     other_version[8] = 99;
     assert_eq!(read_index(&other_version, (10, 20)).unwrap_err(), CacheError::Version(99));
+    let mut payload_byte = bytes.clone();
+    payload_byte[bytes.len() / 2] ^= 0x01;
+    assert_eq!(read_index(&payload_byte, (10, 20)).unwrap_err(), CacheError::Corrupt);
+}
+
+#[test]
+fn a_streamed_index_is_the_same_bytes_and_a_failing_writer_is_an_error() {
+    let s = two_threads();
+    let index = TraceIndex::build(&s, "h");
+    let whole = write_index(&index, (10, 20));
+    // A writer that takes a few bytes per call, like a pipe.
+    struct Trickle(Vec<u8>);
+    impl std::io::Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(3);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut trickle = Trickle(Vec::new());
+    write_index_to(&index, (10, 20), &mut trickle).unwrap();
+    assert_eq!(trickle.0, whole);
+    // A full disk: the error comes back, not a silently short entry.
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let err = write_index_to(&index, (10, 20), &mut Full).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
 }
