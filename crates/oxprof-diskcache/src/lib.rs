@@ -302,7 +302,6 @@ impl DiskCache {
     }
 }
 
-/// The payload's range within a whole entry, or `None` if the entry is not one.
 /// An entry's header: magic, layout, payload length, xxh3 of the payload.
 fn header(payload_len: u64, checksum: u64) -> [u8; HEADER_BYTES] {
     let mut header = [0u8; HEADER_BYTES];
@@ -333,6 +332,7 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
+/// The payload's range within a whole entry, or `None` if the entry is not one.
 fn payload_of(bytes: &[u8]) -> Option<std::ops::Range<usize>> {
     if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
         return None;
