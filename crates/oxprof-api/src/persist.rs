@@ -48,6 +48,12 @@ impl<'s> Persisted<'s> {
         self.cache?.get(&self.key)
     }
 
+    /// What `read` makes of the stored bytes, streamed to it ([`DiskCache::get_with`]: for
+    /// large entries, never whole in memory).
+    pub(crate) fn read_with<T>(&self, read: impl FnOnce(&mut dyn std::io::Read, u64) -> Option<T>) -> Option<T> {
+        self.cache?.get_with(&self.key, read)
+    }
+
     /// Whether an entry is stored (not read or checked).
     pub(crate) fn exists(&self) -> bool {
         self.cache.is_some_and(|cache| cache.contains(&self.key))

@@ -22,7 +22,7 @@
 //! No knowledge of profiles or analyses here: payloads are bytes.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
@@ -157,21 +157,45 @@ impl DiskCache {
     /// The payload stored under `key`, if there is a whole, valid one. An unusable entry
     /// is removed and counted as rejected.
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.get_with(key, |payload, len| {
+            let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+            payload.read_to_end(&mut bytes).ok()?;
+            Some(bytes)
+        })
+    }
+
+    /// What `read` makes of the payload stored under `key`, streamed to it (`read` gets the
+    /// payload's bytes and their number; the payload is never whole in memory here). The
+    /// answer counts only if the entry is whole and valid: once `read` returns, the rest of
+    /// the payload is read and the checksum over all of it checked. An entry that fails
+    /// that, or that `read` cannot use (`None`), is removed and counted as rejected.
+    pub fn get_with<T>(&self, key: &str, read: impl FnOnce(&mut dyn Read, u64) -> Option<T>) -> Option<T> {
         let path = self.path_of(key);
-        let Ok(mut file) = File::open(&path) else {
+        let Ok(file) = File::open(&path) else {
             self.counters.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let mut bytes = Vec::new();
-        let payload = file.read_to_end(&mut bytes).ok().and_then(|_| payload_of(&bytes));
-        match payload {
-            Some(range) => {
+        let answer = (|| {
+            let stored_bytes = file.metadata().ok()?.len();
+            let mut input = BufReader::with_capacity(1 << 16, file);
+            let mut head = [0u8; HEADER_BYTES];
+            input.read_exact(&mut head).ok()?;
+            let (len, checksum) = parse_header(&head)?;
+            if stored_bytes.checked_sub(HEADER_BYTES as u64) != Some(len) {
+                return None; // torn, or grown: not an entry this header describes
+            }
+            let mut payload = Verifying { input: input.take(len), hasher: Xxh3::new() };
+            let value = read(&mut payload, len)?;
+            // What `read` left unread is still covered by the checksum.
+            std::io::copy(&mut payload, &mut std::io::sink()).ok()?;
+            (payload.input.limit() == 0 && payload.hasher.digest() == checksum).then_some(value)
+        })();
+        match answer {
+            Some(value) => {
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 // Recently used: eviction goes by modification time.
                 let _ = OpenOptions::new().write(true).open(&path).and_then(|f| f.set_modified(SystemTime::now()));
-                bytes.drain(..range.start);
-                bytes.truncate(range.len());
-                Some(bytes)
+                Some(value)
             }
             None => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
@@ -332,17 +356,29 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// The payload's range within a whole entry, or `None` if the entry is not one.
-fn payload_of(bytes: &[u8]) -> Option<std::ops::Range<usize>> {
-    if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
+/// The payload length and checksum an entry's header states, or `None` if it is not the
+/// header of an entry of this layout.
+fn parse_header(head: &[u8; HEADER_BYTES]) -> Option<(u64, u64)> {
+    if &head[..8] != MAGIC || u32::from_le_bytes(head[8..12].try_into().ok()?) != LAYOUT {
         return None;
     }
-    let layout = u32::from_le_bytes(bytes[8..12].try_into().ok()?);
-    let len = usize::try_from(u64::from_le_bytes(bytes[12..20].try_into().ok()?)).ok()?;
-    let checksum = u64::from_le_bytes(bytes[20..28].try_into().ok()?);
-    let payload = bytes.get(HEADER_BYTES..)?;
-    (layout == LAYOUT && payload.len() == len && xxh3_64(payload) == checksum)
-        .then_some(HEADER_BYTES..HEADER_BYTES + len)
+    let len = u64::from_le_bytes(head[12..20].try_into().ok()?);
+    let checksum = u64::from_le_bytes(head[20..28].try_into().ok()?);
+    Some((len, checksum))
+}
+
+/// Hashes what is read through it (the payload of an entry being read).
+struct Verifying<R> {
+    input: R,
+    hasher: Xxh3,
+}
+
+impl<R: Read> Read for Verifying<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.input.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
 }
 
 /// A new uniquely named temporary file in `dir` (`<pid>-<n>.tmp`), opened for writing.

@@ -178,3 +178,44 @@ fn a_streamed_entry_is_the_entry_put_would_write_and_a_failed_stream_leaves_noth
     small.put_streamed(&huge, &mut |out| out.write_all(&payload)).unwrap();
     assert_eq!(small.get(&huge), None);
 }
+
+#[test]
+fn a_streamed_read_counts_only_when_the_whole_entry_checks_out() {
+    use std::io::Read;
+    let root = tempfile::tempdir().unwrap();
+    let cache = DiskCache::open(root.path(), 1 << 20).unwrap();
+    let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let first_bytes = |input: &mut dyn Read, len: u64| {
+        let mut head = [0u8; 100];
+        input.read_exact(&mut head).ok()?;
+        Some((head, len))
+    };
+
+    // A reader that stops early still gets its answer: the rest is read and checked here.
+    let key = entry_key("trace", &identity(50), "");
+    cache.put(&key, &payload).unwrap();
+    let (head, len) = cache.get_with(&key, first_bytes).unwrap();
+    assert_eq!((&head[..], len), (&payload[..100], payload.len() as u64));
+    assert_eq!(cache.counters().hits.load(Ordering::Relaxed), 1);
+
+    // A byte flipped past what the reader read: its answer is dropped, the entry removed.
+    let path = cache.dir().join(format!("{key}.bin"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    *bytes.last_mut().unwrap() ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(cache.get_with(&key, first_bytes), None);
+    assert!(!path.exists());
+
+    // Torn (shorter than its header says): the reader is not even asked.
+    cache.put(&key, &payload).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 1);
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(cache.get_with(&key, |_, _| -> Option<()> { panic!("a torn entry reached the reader") }), None);
+
+    // An entry the reader cannot use is removed too (its caller writes a new one).
+    cache.put(&key, &payload).unwrap();
+    assert_eq!(cache.get_with(&key, |_, _| None::<()>), None);
+    assert!(!path.exists());
+    assert_eq!(cache.counters().rejected.load(Ordering::Relaxed), 3);
+}

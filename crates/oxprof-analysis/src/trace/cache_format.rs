@@ -3,7 +3,8 @@
 //! Layout (little endian): magic `OXPTRIDX`, format version, the source file's size and
 //! modification time (ns), payload, then payload length and FNV-1a 64 checksum of the
 //! payload (a trailer, so that [`write_index_to`] streams the payload to a writer without
-//! holding it). [`read_index`] rejects anything that does not match exactly (other
+//! holding it, and [`read_index_from`] parses a stream through a 64 KiB buffer, checking
+//! the checksum at its end). Reading rejects anything that does not match exactly (other
 //! version, other source file state, truncated or corrupted bytes), so a stale or damaged
 //! cache is never used: callers rebuild the index and overwrite it. No files here: callers
 //! choose where the bytes go.
@@ -19,6 +20,8 @@ const HEADER_LEN: usize = 8 + 4 + 8 + 8;
 const TRAILER_LEN: usize = 8 + 8;
 /// Bytes the writer gathers before it hands them on (and hashes them).
 const WRITE_CHUNK: usize = 64 << 10;
+/// Bytes the reader reads at a time.
+const READ_CHUNK: usize = 64 << 10;
 
 /// Why a cache was not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,17 +125,61 @@ impl Writer<'_> {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Reads an index's bytes from a stream through a small buffer (`buf[start..end]` is read
+/// but not consumed), never past `limit` (the end of the part being read: the payload, then
+/// the trailer), hashing the payload's bytes as they are consumed.
+struct Reader<'r> {
+    input: &'r mut dyn std::io::Read,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    /// Offset in the stream of `buf[start]`.
+    at: u64,
+    /// Bytes the stream holds in all (as its container says).
+    total: u64,
+    /// Offset the reading may not pass.
+    limit: u64,
+    /// FNV-1a of the payload consumed so far, when hashing.
+    checksum: Option<u64>,
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], CacheError> {
-        let end = self.at.checked_add(n).ok_or(CacheError::Corrupt)?;
-        let s = self.bytes.get(self.at..end).ok_or(CacheError::Corrupt)?;
-        self.at = end;
-        Ok(s)
+impl Reader<'_> {
+    /// Consumes `n` bytes (at most [`READ_CHUNK`]) and returns them.
+    fn take(&mut self, n: usize) -> Result<&[u8], CacheError> {
+        debug_assert!(n <= READ_CHUNK);
+        if self.at + n as u64 > self.limit {
+            return Err(CacheError::Corrupt);
+        }
+        if self.end - self.start < n {
+            self.refill(n)?;
+        }
+        let taken = &self.buf[self.start..self.start + n];
+        self.start += n;
+        self.at += n as u64;
+        if let Some(checksum) = &mut self.checksum {
+            *checksum = fnv1a_update(*checksum, taken);
+        }
+        Ok(taken)
+    }
+    /// Moves the unconsumed bytes to the front and reads until `n` are buffered.
+    fn refill(&mut self, n: usize) -> Result<(), CacheError> {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        let in_stream = self.total - (self.at + self.end as u64);
+        let wanted = (self.buf.len() - self.end).min(usize::try_from(in_stream).unwrap_or(usize::MAX));
+        let goal = self.end + wanted;
+        while self.end < n {
+            match self.input.read(&mut self.buf[self.end..goal]) {
+                Ok(0) | Err(_) => return Err(CacheError::Corrupt),
+                Ok(read) => self.end += read,
+            }
+        }
+        Ok(())
+    }
+    /// Bytes left before `limit`.
+    fn left(&self) -> u64 {
+        self.limit.saturating_sub(self.at)
     }
     fn u8(&mut self) -> Result<u8, CacheError> {
         Ok(self.take(1)?[0])
@@ -154,19 +201,36 @@ impl<'a> Reader<'a> {
     /// A count, bounded by the bytes left (each element takes at least `min_size`).
     fn len(&mut self, min_size: usize) -> Result<usize, CacheError> {
         let n = usize::try_from(self.u64()?).map_err(|_| CacheError::Corrupt)?;
-        if n.saturating_mul(min_size.max(1)) > self.bytes.len().saturating_sub(self.at) {
+        if (n as u64).saturating_mul(min_size.max(1) as u64) > self.left() {
             return Err(CacheError::Corrupt);
         }
         Ok(n)
     }
+    /// `n` bytes (any number, bounded by [`Reader::left`]).
+    fn bytes(&mut self, n: usize) -> Result<Vec<u8>, CacheError> {
+        if n as u64 > self.left() {
+            return Err(CacheError::Corrupt);
+        }
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let piece = (n - out.len()).min(READ_CHUNK);
+            out.extend_from_slice(self.take(piece)?);
+        }
+        Ok(out)
+    }
     fn str(&mut self) -> Result<String, CacheError> {
         let n = self.len(1)?;
-        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| CacheError::Corrupt)
+        String::from_utf8(self.bytes(n)?).map_err(|_| CacheError::Corrupt)
     }
     fn u32s(&mut self) -> Result<Vec<u32>, CacheError> {
         let n = self.len(4)?;
-        let raw = self.take(n * 4)?;
-        Ok(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let piece = (n - out.len()).min(READ_CHUNK / 4);
+            let raw = self.take(piece * 4)?;
+            out.extend(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        }
+        Ok(out)
     }
 }
 
@@ -282,27 +346,43 @@ pub fn write_index_to(index: &TraceIndex, source: (u64, u64), out: &mut dyn std:
 
 /// Deserializes an index written by [`write_index`] for the same source file state.
 pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheError> {
-    let mut h = Reader { bytes, at: 0 };
-    if h.take(8).map_err(|_| CacheError::BadHeader)? != MAGIC {
+    read_index_from(&mut &bytes[..], bytes.len() as u64, source)
+}
+
+/// [`read_index`] from a stream of `len` bytes (read through a small buffer: the bytes are
+/// never whole in memory beside the index they become).
+pub fn read_index_from(input: &mut dyn std::io::Read, len: u64, source: (u64, u64)) -> Result<TraceIndex, CacheError> {
+    let buf = vec![0u8; READ_CHUNK].into_boxed_slice();
+    let mut r = Reader { input, buf, start: 0, end: 0, at: 0, total: len, limit: len, checksum: None };
+    if len < HEADER_LEN as u64 || r.take(8)? != MAGIC {
         return Err(CacheError::BadHeader);
     }
-    let version = h.u32().map_err(|_| CacheError::BadHeader)?;
+    let version = r.u32()?;
     if version != CACHE_VERSION {
         return Err(CacheError::Version(version));
     }
-    let size = h.u64().map_err(|_| CacheError::BadHeader)?;
-    let mtime = h.u64().map_err(|_| CacheError::BadHeader)?;
+    let size = r.u64()?;
+    let mtime = r.u64()?;
     if (size, mtime) != source {
         return Err(CacheError::Stale);
     }
-    let payload_end = bytes.len().checked_sub(TRAILER_LEN).filter(|&end| end >= h.at).ok_or(CacheError::Corrupt)?;
-    let payload = &bytes[h.at..payload_end];
-    let mut t = Reader { bytes, at: payload_end };
-    let (len, checksum) = (t.u64()?, t.u64()?);
-    if payload.len() as u64 != len || fnv1a_update(FNV_OFFSET, payload) != checksum {
+    let payload_end = len.checked_sub(TRAILER_LEN as u64).filter(|&end| end >= r.at).ok_or(CacheError::Corrupt)?;
+    let payload_len = payload_end - r.at;
+    (r.limit, r.checksum) = (payload_end, Some(FNV_OFFSET));
+    let index = read_payload(&mut r)?;
+    if r.at != payload_end {
         return Err(CacheError::Corrupt);
     }
-    let mut r = Reader { bytes: payload, at: 0 };
+    let checksum = r.checksum.take();
+    r.limit = len;
+    if (r.u64()?, Some(r.u64()?)) != (payload_len, checksum) {
+        return Err(CacheError::Corrupt);
+    }
+    Ok(index)
+}
+
+/// The index in a payload (its checks of structure included; the checksum is the caller's).
+fn read_payload(r: &mut Reader<'_>) -> Result<TraceIndex, CacheError> {
     let mut index = TraceIndex { hostname: r.str()?, min_ps: r.u64()?, max_ps: r.u64()?, ..TraceIndex::default() };
     index.num_events = usize::try_from(r.u64()?).map_err(|_| CacheError::Corrupt)?;
     for _ in 0..r.len(16)? {
@@ -340,7 +420,7 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
         let n = r.len(6)?;
         let serials = (0..n).map(|_| Ok((r.u32()?, r.u16()?))).collect::<Result<Vec<_>, CacheError>>()?;
         let n = r.len(1)?;
-        let level = r.take(n)?.to_vec();
+        let level = r.bytes(n)?;
         let level0 = r.u32s()?;
         let flow_pos = r.u32s()?;
         let n = r.len(8)?;
@@ -428,9 +508,6 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
             derived_names,
             derived_groups,
         });
-    }
-    if r.at != payload.len() {
-        return Err(CacheError::Corrupt);
     }
     Ok(index)
 }

@@ -31,7 +31,7 @@ pub mod xprof;
 #[cfg(test)]
 mod tests;
 
-pub use cache_format::{CacheError, read_index, write_index, write_index_to};
+pub use cache_format::{CacheError, read_index, read_index_from, write_index, write_index_to};
 pub use index::{
     BuildOptions, DeviceInfo, EventRef, FlowEntry, HOST_THREADS_DEVICE_ID, LAYER_RESOLUTIONS_PS, ResourceInfo,
     TraceIndex, TrackInfo, TrackKind,

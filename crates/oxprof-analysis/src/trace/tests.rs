@@ -244,3 +244,34 @@ fn a_streamed_index_is_the_same_bytes_and_a_failing_writer_is_an_error() {
     let err = write_index_to(&index, (10, 20), &mut Full).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
 }
+
+#[test]
+fn a_streamed_read_is_the_index_and_every_damaged_byte_is_refused() {
+    let s = two_threads();
+    let index = TraceIndex::build(&s, "h");
+    let whole = write_index(&index, (10, 20));
+    // A reader that hands out a few bytes per call, like a pipe.
+    struct Trickle<'a>(&'a [u8]);
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(3).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let back = read_index_from(&mut Trickle(&whole), whole.len() as u64, (10, 20)).unwrap();
+    assert_eq!(write_index(&back, (10, 20)), whole, "read back, written again: the same bytes");
+    // A stream shorter than its container says, and every prefix: errors, never a panic.
+    let short = read_index_from(&mut Trickle(&whole[..whole.len() - 5]), whole.len() as u64, (10, 20));
+    assert_eq!(short.unwrap_err(), CacheError::Corrupt);
+    for end in 0..whole.len() {
+        assert!(read_index(&whole[..end], (10, 20)).is_err(), "a prefix of {end} bytes was accepted");
+    }
+    // Any one byte changed anywhere (header, payload, trailer) is refused.
+    for at in 0..whole.len() {
+        let mut damaged = whole.clone();
+        damaged[at] ^= 0x20;
+        assert!(read_index(&damaged, (10, 20)).is_err(), "byte {at} changed, yet accepted");
+    }
+}
