@@ -862,6 +862,7 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
         "traces_computed": counts.traces_computed,
         "traces_found": counts.traces_found,
         "analyses_from_disk": counts.analyses_from_disk,
+        "analyses_from_trace": counts.analyses_from_trace,
         "trace_views_from_disk": counts.trace_views_from_disk,
         "pytorch_computed": counts.pytorch_computed,
         "pytorch_found": counts.pytorch_found,

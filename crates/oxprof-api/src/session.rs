@@ -189,6 +189,9 @@ pub struct FileCounts {
     pub traces_found: u64,
     /// Host analyses read from the persistent cache instead of computed.
     pub analyses_from_disk: u64,
+    /// Host analyses computed from the trace data in memory (its model and grouping)
+    /// instead of decoding the file again.
+    pub analyses_from_trace: u64,
     /// Trace views (track list, whole-trace window) answered from the persistent cache
     /// without decoding the profile.
     pub trace_views_from_disk: u64,
@@ -380,8 +383,17 @@ impl Session {
 
     /// Whether `file`'s trace data (model + index) is in memory now (never computes or waits).
     pub(crate) fn has_trace(&self, file: &HostFile) -> bool {
-        let Ok(stat) = self.store.stat(&file.path) else { return false };
-        self.cache.peek(&CacheKey::Trace(FileId { path: file.path.clone(), stat })).is_some()
+        self.trace_in_memory(file).is_some()
+    }
+
+    /// `file`'s trace data (model, grouping, index) if it is in memory now, for the file as
+    /// it is now (never computes or waits).
+    fn trace_in_memory(&self, file: &HostFile) -> Option<Arc<HostTraceData>> {
+        let stat = self.store.stat(&file.path).ok()?;
+        match &*self.cache.peek(&CacheKey::Trace(FileId { path: file.path.clone(), stat }))? {
+            Cached::Trace(trace) => Some(trace.clone()),
+            _ => None,
+        }
     }
 
     /// Counts a trace view answered from the persistent cache.
@@ -419,6 +431,15 @@ impl Session {
             let persisted = self.persisted(file, persist::ANALYSIS_ENTRY, "");
             if let Some(analysis) = persisted.read().and_then(|bytes| persist::decode_analysis(&bytes)) {
                 self.counts.lock().unwrap_or_else(|p| p.into_inner()).analyses_from_disk += 1;
+                return Ok(Cached::Analysis(Arc::new(analysis)));
+            }
+            if let Some(trace) = self.trace_in_memory(file) {
+                // The trace viewer's model and grouping are the ones OpStats needs: no second
+                // decode, and no second model beside the one the cache holds.
+                self.counts.lock().unwrap_or_else(|p| p.into_inner()).analyses_from_trace += 1;
+                let analysis =
+                    oxprof_analysis::op_stats::convert::xspace_to_op_stats_grouped(&trace.space, &trace.groups);
+                persisted.write(|| persist::encode_analysis(&analysis));
                 return Ok(Cached::Analysis(Arc::new(analysis)));
             }
             let space = self.load(file, &|_| true)?;

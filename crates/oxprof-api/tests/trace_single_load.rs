@@ -39,3 +39,29 @@ fn concurrent_first_requests_share_one_load() {
     // Later requests find it in memory.
     assert!(Arc::ptr_eq(first, &host_data(&host)));
 }
+
+/// After the trace viewer has loaded a host, its OpStats tools use that model and grouping
+/// (no second decode, no second model in memory) and answer byte for byte as a session that
+/// decodes the file for them.
+#[test]
+fn opstats_after_the_trace_reuse_its_model() {
+    use oxprof_api::data::{DataRequest, compute};
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/profiles/jax_train");
+    let body = |session: &oxprof_api::session::Session, tool: &str| {
+        let run = session.run(None).unwrap();
+        let request = DataRequest { tool: tool.to_string(), ..Default::default() };
+        compute(session, &run, &request, false).unwrap().xprof_body().text
+    };
+    let tools = ["overview_page", "framework_op_stats", "input_pipeline_analyzer"];
+    let decoding = oxprof_api::session::Session::open_local(&fixture, Default::default()).unwrap();
+    let expected: Vec<String> = tools.iter().map(|tool| body(&decoding, tool)).collect();
+    assert_eq!(decoding.file_counts().analyses_from_trace, 0);
+
+    let session = oxprof_api::session::Session::open_local(&fixture, Default::default()).unwrap();
+    let run = session.run(None).unwrap();
+    session.host_traces(&[&run.hosts[0]], false).unwrap();
+    let answered: Vec<String> = tools.iter().map(|tool| body(&session, tool)).collect();
+    assert_eq!(answered, expected);
+    let counts = session.file_counts();
+    assert_eq!((counts.analyses_from_trace, counts.analyses_computed), (1, 1), "{counts:?}");
+}

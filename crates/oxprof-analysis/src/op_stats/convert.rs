@@ -65,11 +65,16 @@ pub fn drop_incomplete_steps(step_db: &mut StepDatabaseResult) {
 
 /// Converts one host's XSpace into OpStats, as XProf's OpStats tools see it.
 pub fn xspace_to_op_stats(space: &XSpace) -> HostAnalysis {
-    let groups = group_events(space);
+    xspace_to_op_stats_grouped(space, &group_events(space))
+}
+
+/// [`xspace_to_op_stats`] given the host's step grouping (`group_events(space)`, e.g. kept
+/// from the trace viewer's work on the same model).
+pub fn xspace_to_op_stats_grouped(space: &XSpace, groups: &EventGroups) -> HostAnalysis {
     // The inference pass reads every grouped host event on one thread: beside OpStats.
     let (op_stats, inference) = rayon::join(
-        || op_stats_from_groups(space, &groups),
-        || crate::inference::host_inference_stats(space, &groups, 0),
+        || op_stats_from_groups(space, groups),
+        || crate::inference::host_inference_stats(space, groups, 0),
     );
     let advice = crate::advice::missing_steps_advice(space, !op_stats.step_db.step_sequence.is_empty());
     HostAnalysis { op_stats, advice, grouped: groups.computed(), inference }
