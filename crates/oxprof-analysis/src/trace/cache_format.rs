@@ -1,7 +1,7 @@
 //! A [`TraceIndex`] as bytes, for the persistent analysis cache.
 //!
 //! Layout (little endian): magic `OXPTRIDX`, format version, the source file's size and
-//! modification time (ns), payload, then payload length and FNV-1a 64 checksum of the
+//! modification time (ns), payload, then payload length and xxh3-64 checksum of the
 //! payload (a trailer, so that [`write_index_to`] streams the payload to a writer without
 //! holding it, and [`read_index_from`] parses a stream through a 64 KiB buffer, checking
 //! the checksum at its end). Reading rejects anything that does not match exactly (other
@@ -9,10 +9,12 @@
 //! cache is never used: callers rebuild the index and overwrite it. No files here: callers
 //! choose where the bytes go.
 
+use xxhash_rust::xxh3::Xxh3;
+
 use super::index::{DROPPED_LEVEL, DeviceInfo, NUM_LEVELS, ResourceInfo, TraceIndex, TrackInfo, TrackKind};
 
 /// Bumped whenever the index layout or its meaning changes.
-pub const CACHE_VERSION: u32 = 5;
+pub const CACHE_VERSION: u32 = 6;
 const MAGIC: &[u8; 8] = b"OXPTRIDX";
 /// Magic, version, source size and mtime.
 const HEADER_LEN: usize = 8 + 4 + 8 + 8;
@@ -49,22 +51,12 @@ impl std::fmt::Display for CacheError {
 
 impl std::error::Error for CacheError {}
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-fn fnv1a_update(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// Gathers the payload in a small buffer (`buf`) and hands it to `out` a chunk at a time,
 /// hashing what it hands on; the first error of `out` is kept and ends the writing.
 struct Writer<'w> {
     buf: Vec<u8>,
     out: &'w mut dyn std::io::Write,
-    checksum: u64,
+    hasher: Xxh3,
     written: u64,
     error: Option<std::io::Error>,
 }
@@ -79,7 +71,7 @@ impl Writer<'_> {
         }
     }
     fn drain(&mut self) {
-        self.checksum = fnv1a_update(self.checksum, &self.buf);
+        self.hasher.update(&self.buf);
         self.written += self.buf.len() as u64;
         if self.error.is_none()
             && let Err(e) = self.out.write_all(&self.buf)
@@ -127,7 +119,7 @@ impl Writer<'_> {
 
 /// Reads an index's bytes from a stream through a small buffer (`buf[start..end]` is read
 /// but not consumed), never past `limit` (the end of the part being read: the payload, then
-/// the trailer), hashing the payload's bytes as they are consumed.
+/// the trailer), hashing the payload's bytes a buffer at a time as they are consumed.
 struct Reader<'r> {
     input: &'r mut dyn std::io::Read,
     buf: Box<[u8]>,
@@ -139,8 +131,11 @@ struct Reader<'r> {
     total: u64,
     /// Offset the reading may not pass.
     limit: u64,
-    /// FNV-1a of the payload consumed so far, when hashing.
-    checksum: Option<u64>,
+    /// The hash of the payload consumed so far, when hashing: of all bytes before
+    /// `buf[hashed]` (the consumed bytes from there on are hashed when the buffer is
+    /// refilled or the hashing ends).
+    hasher: Option<Xxh3>,
+    hashed: usize,
 }
 
 impl Reader<'_> {
@@ -156,16 +151,30 @@ impl Reader<'_> {
         let taken = &self.buf[self.start..self.start + n];
         self.start += n;
         self.at += n as u64;
-        if let Some(checksum) = &mut self.checksum {
-            *checksum = fnv1a_update(*checksum, taken);
-        }
         Ok(taken)
+    }
+    /// Hashes the bytes consumed since the last call (when hashing).
+    fn hash_consumed(&mut self) {
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(&self.buf[self.hashed..self.start]);
+        }
+        self.hashed = self.start;
+    }
+    /// Starts hashing what is consumed from here on.
+    fn start_hashing(&mut self) {
+        (self.hasher, self.hashed) = (Some(Xxh3::new()), self.start);
+    }
+    /// Ends the hashing: the hash of what was consumed since [`Reader::start_hashing`].
+    fn end_hashing(&mut self) -> Option<u64> {
+        self.hash_consumed();
+        self.hasher.take().map(|hasher| hasher.digest())
     }
     /// Moves the unconsumed bytes to the front and reads until `n` are buffered.
     fn refill(&mut self, n: usize) -> Result<(), CacheError> {
+        self.hash_consumed();
         self.buf.copy_within(self.start..self.end, 0);
         self.end -= self.start;
-        self.start = 0;
+        (self.start, self.hashed) = (0, 0);
         let in_stream = self.total - (self.at + self.end as u64);
         let wanted = (self.buf.len() - self.end).min(usize::try_from(in_stream).unwrap_or(usize::MAX));
         let goal = self.end + wanted;
@@ -252,7 +261,7 @@ pub fn write_index_to(index: &TraceIndex, source: (u64, u64), out: &mut dyn std:
     header.extend_from_slice(&source.1.to_le_bytes());
     out.write_all(&header)?;
     let mut w =
-        Writer { buf: Vec::with_capacity(WRITE_CHUNK + 4096), out, checksum: FNV_OFFSET, written: 0, error: None };
+        Writer { buf: Vec::with_capacity(WRITE_CHUNK + 4096), out, hasher: Xxh3::new(), written: 0, error: None };
     w.str(&index.hostname);
     w.u64(index.min_ps);
     w.u64(index.max_ps);
@@ -340,7 +349,7 @@ pub fn write_index_to(index: &TraceIndex, source: (u64, u64), out: &mut dyn std:
     }
     let mut trailer = [0u8; TRAILER_LEN];
     trailer[..8].copy_from_slice(&w.written.to_le_bytes());
-    trailer[8..].copy_from_slice(&w.checksum.to_le_bytes());
+    trailer[8..].copy_from_slice(&w.hasher.digest().to_le_bytes());
     w.out.write_all(&trailer)
 }
 
@@ -353,7 +362,7 @@ pub fn read_index(bytes: &[u8], source: (u64, u64)) -> Result<TraceIndex, CacheE
 /// never whole in memory beside the index they become).
 pub fn read_index_from(input: &mut dyn std::io::Read, len: u64, source: (u64, u64)) -> Result<TraceIndex, CacheError> {
     let buf = vec![0u8; READ_CHUNK].into_boxed_slice();
-    let mut r = Reader { input, buf, start: 0, end: 0, at: 0, total: len, limit: len, checksum: None };
+    let mut r = Reader { input, buf, start: 0, end: 0, at: 0, total: len, limit: len, hasher: None, hashed: 0 };
     if len < HEADER_LEN as u64 || r.take(8)? != MAGIC {
         return Err(CacheError::BadHeader);
     }
@@ -368,12 +377,13 @@ pub fn read_index_from(input: &mut dyn std::io::Read, len: u64, source: (u64, u6
     }
     let payload_end = len.checked_sub(TRAILER_LEN as u64).filter(|&end| end >= r.at).ok_or(CacheError::Corrupt)?;
     let payload_len = payload_end - r.at;
-    (r.limit, r.checksum) = (payload_end, Some(FNV_OFFSET));
+    r.limit = payload_end;
+    r.start_hashing();
     let index = read_payload(&mut r)?;
     if r.at != payload_end {
         return Err(CacheError::Corrupt);
     }
-    let checksum = r.checksum.take();
+    let checksum = r.end_hashing();
     r.limit = len;
     if (r.u64()?, Some(r.u64()?)) != (payload_len, checksum) {
         return Err(CacheError::Corrupt);
