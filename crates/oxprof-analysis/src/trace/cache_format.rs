@@ -24,6 +24,9 @@ const TRAILER_LEN: usize = 8 + 8;
 const WRITE_CHUNK: usize = 64 << 10;
 /// Bytes the reader reads at a time.
 const READ_CHUNK: usize = 64 << 10;
+/// Most bytes an array is given before its elements are read: a stream whose stated length
+/// lies cannot make the reader allocate more than this ahead of the bytes it really has.
+const MAX_RESERVE: usize = 16 << 20;
 
 /// Why a cache was not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,7 +223,7 @@ impl Reader<'_> {
         if n as u64 > self.left() {
             return Err(CacheError::Corrupt);
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n.min(MAX_RESERVE));
         while out.len() < n {
             let piece = (n - out.len()).min(READ_CHUNK);
             out.extend_from_slice(self.take(piece)?);
@@ -233,7 +236,7 @@ impl Reader<'_> {
     }
     fn u32s(&mut self) -> Result<Vec<u32>, CacheError> {
         let n = self.len(4)?;
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n.min(MAX_RESERVE / 4));
         while out.len() < n {
             let piece = (n - out.len()).min(READ_CHUNK / 4);
             let raw = self.take(piece * 4)?;

@@ -275,3 +275,18 @@ fn a_streamed_read_is_the_index_and_every_damaged_byte_is_refused() {
         assert!(read_index(&damaged, (10, 20)).is_err(), "byte {at} changed, yet accepted");
     }
 }
+
+#[test]
+fn forged_counts_are_refused_without_allocating_them() {
+    let s = two_threads();
+    let whole = write_index(&TraceIndex::build(&s, "h"), (10, 20));
+    // The payload opens with the host name's length (after the 28-byte header): say 2^60.
+    let mut forged = whole.clone();
+    forged[28..36].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    assert_eq!(read_index(&forged, (10, 20)).unwrap_err(), CacheError::Corrupt);
+    // A stream claiming far more bytes than it has, with a name "of" 1 TiB: refused once the
+    // bytes run out, having reserved at most a bounded buffer.
+    forged[28..36].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let refused = read_index_from(&mut &forged[..], u64::MAX, (10, 20));
+    assert_eq!(refused.unwrap_err(), CacheError::Corrupt);
+}
