@@ -191,6 +191,18 @@ pub fn is_xspace_grouped(space: &XSpace) -> bool {
         .all(|p| p.stat_metadata().iter().any(|m| p.str(m.name) == "group_id"))
 }
 
+/// Whether any event can come out of grouping with `is_eager` set: the file carries its
+/// own grouping (its `is_eager` stats), or an event is named `EagerExecute` (only below one
+/// is an event eager). When false, what reads `is_eager` need not wait for the grouping.
+pub fn may_have_eager_events(space: &XSpace) -> bool {
+    is_xspace_grouped(space)
+        || space.planes.iter().any(|p| {
+            p.event_metadata()
+                .iter()
+                .any(|m| kinds::resolve_event_name(p.str(m.name)).0 == EventKind::EagerKernelExecute)
+        })
+}
+
 /// XProf's `CheckLoopOp`: any plane names a TF loop op in its event metadata.
 fn has_loop_ops(space: &XSpace) -> bool {
     space
@@ -205,20 +217,33 @@ fn has_loop_ops(space: &XSpace) -> bool {
 /// thread endpoints, `EagerExecute`, events with naming stats), ~14 bytes each, plus the
 /// context key table while the forest is built; results are run-length encoded per line.
 pub fn group_events(space: &XSpace) -> EventGroups {
+    group_events_beside(space, || ()).0
+}
+
+/// [`group_events`], and `side` run on the core grouping leaves free: after the parallel
+/// intra-thread sweep, the forest's graph steps run on one thread (inter-thread and
+/// context edges, root processing), and `side` runs beside them. For work that does not
+/// need the groups (e.g. the host op database when no event can be eager).
+pub fn group_events_beside<T: Send>(space: &XSpace, side: impl FnOnce() -> T + Send) -> (EventGroups, T) {
     if is_xspace_grouped(space) {
-        return EventGroups::from_file_stats(space);
+        return rayon::join(|| EventGroups::from_file_stats(space), side);
     }
     if has_loop_ops(space) {
-        return EventGroups::ungrouped(space);
+        return rayon::join(|| EventGroups::ungrouped(space), side);
     }
     let is_tpu = space.planes.iter().any(|p| p.name.starts_with(TPU_PLANE_PREFIX));
     let mut forest = Forest::new(space);
     forest.connect_intra_thread();
-    forest.connect_inter_thread();
-    let loop_roots = forest.process_tensorflow_loop();
-    forest.finish_graph();
-    forest.create_event_groups(loop_roots);
-    layout(space, &mut forest, is_tpu)
+    rayon::join(
+        move || {
+            forest.connect_inter_thread();
+            let loop_roots = forest.process_tensorflow_loop();
+            forest.finish_graph();
+            forest.create_event_groups(loop_roots);
+            layout(space, &mut forest, is_tpu)
+        },
+        side,
+    )
 }
 
 /// The group runs of every line of a non-TPU plane without eager events, its lines' stack-

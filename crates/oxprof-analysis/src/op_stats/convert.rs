@@ -9,9 +9,9 @@
 //! (`maybe_drop_incomplete_steps`), the pod viewer sees all of them. [`HostAnalysis`]
 //! keeps both so each tool gets what XProf gives it.
 
-use super::types::{HardwareType, OpStats, StepDatabaseResult};
+use super::types::{HardwareType, OpMetricsDb, OpStats, StepDatabaseResult};
 use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
-use crate::grouping::{EventGroups, group_events};
+use crate::grouping::{EventGroups, group_events_beside};
 use crate::model_tracker::ModelTracker;
 use oxprof_hlo::{decode_hlo_proto, hlo_proto_bytes};
 use oxprof_model::XSpace;
@@ -65,15 +65,26 @@ pub fn drop_incomplete_steps(step_db: &mut StepDatabaseResult) {
 
 /// Converts one host's XSpace into OpStats, as XProf's OpStats tools see it.
 pub fn xspace_to_op_stats(space: &XSpace) -> HostAnalysis {
-    xspace_to_op_stats_grouped(space, &group_events(space))
+    // Without eager events the host op database reads nothing from the grouping: it is
+    // built beside it, on the core the grouping's one-thread stretches leave free.
+    let host = host_op_metrics::find_host_plane(space).filter(|_| !crate::grouping::may_have_eager_events(space));
+    let (groups, host_ops) = group_events_beside(space, || {
+        host.map(|h| host_op_metrics::host_op_metrics_db(space, h, &EventGroups::default()))
+    });
+    host_analysis(space, &groups, host_ops)
 }
 
 /// [`xspace_to_op_stats`] given the host's step grouping (`group_events(space)`, e.g. kept
 /// from the trace viewer's work on the same model).
 pub fn xspace_to_op_stats_grouped(space: &XSpace, groups: &EventGroups) -> HostAnalysis {
+    host_analysis(space, groups, None)
+}
+
+/// [`xspace_to_op_stats_grouped`], with the host op database when it is already built.
+fn host_analysis(space: &XSpace, groups: &EventGroups, host_ops: Option<OpMetricsDb>) -> HostAnalysis {
     // The inference pass reads every grouped host event on one thread: beside OpStats.
     let (op_stats, inference) = rayon::join(
-        || op_stats_from_groups(space, groups),
+        || op_stats_with(space, groups, host_ops),
         || crate::inference::host_inference_stats(space, groups, 0),
     );
     let advice = crate::advice::missing_steps_advice(space, !op_stats.step_db.step_sequence.is_empty());
@@ -86,6 +97,11 @@ pub fn xspace_to_op_stats_grouped(space: &XSpace, groups: &EventGroups) -> HostA
 /// and kernel stats, host op metrics with the tf.function database, the step database,
 /// and the HLO module names.
 pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
+    op_stats_with(space, groups, None)
+}
+
+/// [`op_stats_from_groups`], with the host op database when it is already built.
+fn op_stats_with(space: &XSpace, groups: &EventGroups, host_ops: Option<OpMetricsDb>) -> OpStats {
     let mut op_stats = OpStats {
         diagnostics: environment::diagnostics(space),
         run_environment: environment::run_environment(space),
@@ -108,7 +124,7 @@ pub fn op_stats_from_groups(space: &XSpace, groups: &EventGroups) -> OpStats {
     let host_part = || {
         host_op_metrics::find_host_plane(space).map(|host| {
             (
-                host_op_metrics::host_op_metrics_db(space, host, groups),
+                host_ops.unwrap_or_else(|| host_op_metrics::host_op_metrics_db(space, host, groups)),
                 environment::performance_counter_result(space),
                 tf_functions::tf_function_db(space, host),
             )
@@ -222,5 +238,31 @@ mod tpu_reference_tests {
     #[test]
     fn host_input_tpu_training_matches_xprof() {
         check("training_host_input", &["tpu-host-0"]);
+    }
+}
+
+#[cfg(test)]
+mod early_host_ops_tests {
+    use super::*;
+    use crate::test_support::{load_xspace, repo_root};
+
+    /// The host op database built beside the grouping (no eager events possible) is the one
+    /// built after it; profiles with `EagerExecute` events keep waiting for the grouping.
+    #[test]
+    fn host_ops_built_beside_grouping_equal_those_built_after() {
+        let fixtures = [
+            ("jax_train/plugins/profile/2026_11_22_03_01_45", false),
+            ("tf_custom_loop/plugins/profile/2026_11_22_03_01_43", true),
+            ("tf_keras_fit/train/plugins/profile/2026_11_22_03_01_39", true),
+            ("tf_memory/plugins/profile/2026_11_22_03_01_48", true),
+        ];
+        for (dir, eager) in fixtures {
+            let space = load_xspace(&repo_root().join("testdata/profiles").join(dir).join("vm.xplane.pb.gz")).unwrap();
+            assert_eq!(crate::grouping::may_have_eager_events(&space), eager, "{dir}");
+            let side_by_side = xspace_to_op_stats(&space);
+            let after = xspace_to_op_stats_grouped(&space, &crate::grouping::group_events(&space));
+            assert_eq!(format!("{side_by_side:?}"), format!("{after:?}"), "{dir}");
+            assert!(!side_by_side.op_stats.host_op_metrics_db.metrics_db.is_empty(), "{dir}: host ops");
+        }
     }
 }
