@@ -17,6 +17,16 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
+/// A prefix no other test of any run uses: the clock alone is not enough, tests start
+/// side by side and two of them once read the same nanoseconds (one test then listed the
+/// other's objects under "its" prefix).
+fn fresh_prefix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("it-{nanos}-{}-{n}", std::process::id())
+}
+
 /// The bucket's own client (object_store, talking to the real server) and a fresh prefix.
 fn s3() -> Option<(Arc<dyn ObjectStore>, String)> {
     let Ok(bucket) = std::env::var("OXPROF_TEST_S3_BUCKET") else {
@@ -24,8 +34,7 @@ fn s3() -> Option<(Arc<dyn ObjectStore>, String)> {
         return None;
     };
     let client = AmazonS3Builder::from_env().with_bucket_name(&bucket).with_allow_http(true).build().unwrap();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    Some((Arc::new(client), format!("s3://{bucket}/it-{nanos}")))
+    Some((Arc::new(client), format!("s3://{bucket}/{}", fresh_prefix())))
 }
 
 fn azure() -> Option<(Arc<dyn ObjectStore>, String)> {
@@ -34,8 +43,7 @@ fn azure() -> Option<(Arc<dyn ObjectStore>, String)> {
         return None;
     };
     let client = MicrosoftAzureBuilder::from_env().with_container_name(&container).build().unwrap();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    Some((Arc::new(client), format!("az://{container}/it-{nanos}")))
+    Some((Arc::new(client), format!("az://{container}/{}", fresh_prefix())))
 }
 
 /// `url` (under the test's root) → the object key.
