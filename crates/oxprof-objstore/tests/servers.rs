@@ -17,9 +17,9 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-/// A prefix no other test of any run uses: the clock alone is not enough, tests start
-/// side by side and two of them once read the same nanoseconds (one test then listed the
-/// other's objects under "its" prefix).
+/// A prefix no other test of any run uses: not the clock alone (tests start side by side;
+/// CI once saw one test list another's object under "its" prefix, most likely because both
+/// read the same nanoseconds).
 fn fresh_prefix() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
