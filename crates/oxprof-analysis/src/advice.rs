@@ -27,6 +27,18 @@ pub fn missing_steps_advice(space: &XSpace, steps_found: bool) -> Vec<String> {
             "No steps found: the profile has no host trace (/host:CPU), so steps cannot be detected.".to_string(),
         ];
     };
+    // A PyTorch trace's `ProfilerStep#N` are step roots to oxprof's importer, but XProf's
+    // step database takes host step markers from TensorFlow/JAX names only: its user is
+    // better sent to the PyTorch views than told to change the training script.
+    let profiler_steps = host.events().filter(|e| is_profiler_step(e.name())).count();
+    if profiler_steps > 0 {
+        return vec![format!(
+            "No steps found by XProf's step analysis: this is a PyTorch profiler trace, and its \
+             {profiler_steps} `ProfilerStep#N` steps are not step markers to XProf, which recognises \
+             TensorFlow and JAX steps only. For per-step analysis of this trace use `pytorch_overview` \
+             (torch-tb-profiler's step view) or the HTA tools (`hta_distributed`, `hta_gpu_idle`)."
+        )];
+    }
     // Events that carry a step number but are not step roots (no `_r`): Keras 3's
     // `Trace("Profiled batch", step_num=…)` is the common case.
     let mut unmarked: BTreeMap<&str, usize> = BTreeMap::new();
@@ -56,6 +68,11 @@ pub fn missing_steps_advice(space: &XSpace, steps_found: bool) -> Vec<String> {
     ]
 }
 
+/// Whether `name` is PyTorch's `ProfilerStep#N` (N a number).
+fn is_profiler_step(name: &str) -> bool {
+    name.strip_prefix("ProfilerStep#").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +95,26 @@ mod tests {
         let advice = missing_steps_advice(&space, false);
         assert_eq!(advice.len(), 1);
         assert!(advice[0].contains("inference") && !advice[0].contains("Wrap each training step"), "{}", advice[0]);
+    }
+
+    #[test]
+    fn sends_pytorch_traces_to_the_pytorch_views() {
+        // python |- ProfilerStep#7 (_r=1) -|- ProfilerStep#8 (_r=1) -|- ProfilerStep#x -|
+        let bytes = XSpaceBuilder::new()
+            .plane("/host:CPU", |p| {
+                p.line(1, "python", 0, |l| {
+                    l.event("ProfilerStep#7", 0, 100).stat("step_num", 7i64).stat("_r", 1i64);
+                    l.event("ProfilerStep#8", 100, 100).stat("step_num", 8i64).stat("_r", 1i64);
+                    l.event("ProfilerStep#x", 200, 100);
+                });
+            })
+            .to_bytes();
+        let space = oxprof_xspace::decode_xspace(&bytes).unwrap();
+        let advice = missing_steps_advice(&space, false);
+        assert_eq!(advice.len(), 1);
+        assert!(advice[0].contains("2 `ProfilerStep#N` steps"), "{}", advice[0]);
+        assert!(advice[0].contains("pytorch_overview") && !advice[0].contains("Wrap each training step"));
+        assert!(missing_steps_advice(&space, true).is_empty());
     }
 
     #[test]

@@ -28,3 +28,4 @@ pub mod trace;
 pub use error::ApiError;
 pub use oxprof_diskcache::DiskCache;
 pub use oxprof_model::LoadLimits;
+pub use persist::BUILD_FINGERPRINT;

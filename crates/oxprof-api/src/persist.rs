@@ -18,6 +18,15 @@ pub(crate) const TRACE_INDEX_ENTRY: &str = "trace-index";
 /// trace viewer opens with; the route and its parameters are the extra input).
 pub(crate) const TRACE_VIEW_ENTRY: &str = "trace-view";
 
+/// The fingerprint of this build's sources (see `build.rs`): part of every key, because
+/// the crate version alone stays the same across builds whose results differ.
+pub const BUILD_FINGERPRINT: &str = env!("OXPROF_BUILD_FINGERPRINT");
+
+/// The cache key of what `kind` computes from a file, by the build `build`.
+fn entry_key(build: &str, kind: &str, file: &FileIdentity, extra: &str) -> String {
+    oxprof_diskcache::entry_key(&format!("{kind}@{build}"), file, extra)
+}
+
 /// The slot of one file's result in the persistent cache, keyed by the file's identity
 /// when the slot was made; inert without a cache or an identity.
 pub(crate) struct Persisted<'s> {
@@ -39,7 +48,7 @@ impl<'s> Persisted<'s> {
         extra: &str,
     ) -> Persisted<'s> {
         let identity = cache.and_then(|_| identity(store, file));
-        let key = identity.as_ref().map(|id| oxprof_diskcache::entry_key(kind, id, extra)).unwrap_or_default();
+        let key = identity.as_ref().map(|id| entry_key(BUILD_FINGERPRINT, kind, id, extra)).unwrap_or_default();
         Persisted { cache: cache.filter(|_| identity.is_some()), store, file, key, identity }
     }
 
@@ -121,4 +130,28 @@ pub(crate) fn encode_analysis(analysis: &HostAnalysis) -> Vec<u8> {
 pub(crate) fn decode_analysis(bytes: &[u8]) -> Option<HostAnalysis> {
     let a: AnalysisIn = serde_json::from_slice(bytes).ok()?;
     Some(HostAnalysis { op_stats: a.op_stats, advice: a.advice, grouped: a.grouped, inference: a.inference })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxprof_format::LocalStore;
+
+    #[test]
+    fn entries_of_another_build_are_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("host.xplane.pb");
+        std::fs::write(&file, b"a profile's bytes").unwrap();
+        let cache = DiskCache::open(&dir.path().join("cache"), 1 << 20).unwrap();
+        let store = LocalStore::new(dir.path());
+        let id = identity(&store, &file).unwrap();
+        // What another build, and a build from before fingerprints (version only), stored.
+        cache.put(&entry_key("0123456789abcdef", ANALYSIS_ENTRY, &id, ""), b"another build's result").unwrap();
+        cache.put(&oxprof_diskcache::entry_key(ANALYSIS_ENTRY, &id, ""), b"an unfingerprinted result").unwrap();
+        let slot = Persisted::new(Some(&cache), &store, &file, ANALYSIS_ENTRY, "");
+        assert_eq!(slot.read(), None, "this build never reads them");
+        slot.write(|| b"this build's result".to_vec());
+        assert_eq!(slot.read().as_deref(), Some(&b"this build's result"[..]));
+        assert_eq!(BUILD_FINGERPRINT.len(), 16, "{BUILD_FINGERPRINT}");
+    }
 }

@@ -4,12 +4,15 @@
 //! ```text
 //!  <cache dir>/v<LAYOUT>/<key>.bin      one entry: header + payload
 //!                 key  = xxh3-128 of (oxprof version, kind, the file's identity, extra)
+//!                 (callers put what else decides a payload in kind or extra: oxprof-api
+//!                 adds its build's source fingerprint to the kind)
 //!                 identity = size, mtime, etag, xxh3 of the first and last 64 KiB
 //! ```
 //!
 //! * **Never stale:** an entry is found only under the identity of the file it was computed
-//!   from, and oxprof's own version is part of every key, so an upgrade never reads an
-//!   older layout (and a layout change moves to a new `v<LAYOUT>` directory).
+//!   from, and oxprof's own version is part of every key (with the caller's build
+//!   fingerprint), so an upgrade never reads an older layout or an older build's results
+//!   (and a layout change moves to a new `v<LAYOUT>` directory).
 //! * **Never torn:** entries are written to a unique temporary file and renamed into place
 //!   (concurrent writers of one entry write the same bytes; the last rename wins); a read
 //!   checks magic, layout, length and a checksum of the payload and treats anything else

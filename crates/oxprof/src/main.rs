@@ -576,6 +576,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 CacheAction::Info { .. } => {
                     let usage = disk.usage();
                     println!("{}: {} entries, {:.1} MB", disk.dir().display(), usage.entries, mb(usage.bytes));
+                    println!(
+                        "this oxprof reads the entries of its build ({}) only; others age out, least recently used first",
+                        oxprof_api::BUILD_FINGERPRINT
+                    );
                 }
                 CacheAction::Clear { .. } => {
                     let removed = disk.clear()?;

@@ -301,6 +301,13 @@ fn data_errors_are_clear() {
     let out = oxprof(&["data", "overview_page", "testdata/profiles/tf_keras_fit", "--format", "md"]);
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("No steps found"), "{}", out.stdout);
+    // XProf's step analysis of a PyTorch trace points to the PyTorch views, not to
+    // TensorFlow/JAX step markers.
+    let trace = "testdata/kineto/train/worker0.1795643806114107950.pt.trace.json.gz";
+    let out = oxprof(&["data", "overview_page", trace, "--format", "md"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("PyTorch profiler trace") && out.stdout.contains("pytorch_overview"), "{}", out.stdout);
+    assert!(!out.stdout.contains("Wrap each training step"), "{}", out.stdout);
 }
 
 /// memory_profile in Markdown: the allocator's peak and the allocations live at it.
@@ -441,6 +448,7 @@ fn processes_share_the_persistent_analysis_cache() {
     }
     let info = oxprof(&["cache", "info", "--cache-dir", cache]);
     assert!(info.stdout.contains(": 1 entries"), "{}", info.stdout);
+    assert!(info.stdout.contains(&format!("of its build ({})", oxprof_api::BUILD_FINGERPRINT)), "{}", info.stdout);
     assert_eq!(oxprof(&["data", "overview_page", profile, "--cache-dir", cache]).stdout, uncached.stdout);
     // A torn entry (a crash mid-write on a file system without atomic rename) is a miss.
     let entries: Vec<_> = std::fs::read_dir(dir.path().join("v1")).unwrap().flatten().map(|e| e.path()).collect();
