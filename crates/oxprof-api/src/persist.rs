@@ -14,6 +14,9 @@ use std::path::Path;
 pub(crate) const ANALYSIS_ENTRY: &str = "host-analysis";
 /// Entry kind of a host's trace index (the host name is an extra input: the index embeds it).
 pub(crate) const TRACE_INDEX_ENTRY: &str = "trace-index";
+/// Entry kind of one host's rendered `trace_viewer@` body and its notes (the request's
+/// parameters are the extra input; see [`write_trace_json`]).
+pub(crate) const TRACE_JSON_ENTRY: &str = "trace-viewer-json";
 /// Entry kind of a trace view's rendered body (the track list and the whole-trace window a
 /// trace viewer opens with; the route and its parameters are the extra input).
 pub(crate) const TRACE_VIEW_ENTRY: &str = "trace-view";
@@ -132,6 +135,23 @@ pub(crate) fn decode_analysis(bytes: &[u8]) -> Option<HostAnalysis> {
     Some(HostAnalysis { op_stats: a.op_stats, advice: a.advice, grouped: a.grouped, inference: a.inference })
 }
 
+/// Writes a rendered trace body and its notes: the notes as one line of JSON, then the
+/// body as it is (megabytes of JSON: neither escaped into another document nor copied).
+pub(crate) fn write_trace_json(notes: &[String], body: &str, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, notes)?;
+    out.write_all(b"\n")?;
+    out.write_all(body.as_bytes())
+}
+
+/// The notes and body [`write_trace_json`] wrote (`None`: not one).
+pub(crate) fn decode_trace_json(bytes: Vec<u8>) -> Option<(Vec<String>, String)> {
+    let split = bytes.iter().position(|&b| b == b'\n')?;
+    let notes = serde_json::from_slice(&bytes[..split]).ok()?;
+    let mut body = bytes;
+    body.drain(..=split);
+    Some((notes, String::from_utf8(body).ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +173,20 @@ mod tests {
         slot.write(|| b"this build's result".to_vec());
         assert_eq!(slot.read().as_deref(), Some(&b"this build's result"[..]));
         assert_eq!(BUILD_FINGERPRINT.len(), 16, "{BUILD_FINGERPRINT}");
+    }
+
+    #[test]
+    fn trace_bodies_round_trip_with_their_notes() {
+        let encode = |notes: &[String], body: &str| {
+            let mut out = Vec::new();
+            write_trace_json(notes, body, &mut out).unwrap();
+            out
+        };
+        let notes = vec!["a note\nover two lines".to_string(), String::new()];
+        let body = "{\"traceEvents\":[\n]}";
+        assert_eq!(decode_trace_json(encode(&notes, body)), Some((notes, body.to_string())));
+        assert_eq!(decode_trace_json(encode(&[], "")), Some((Vec::new(), String::new())));
+        assert_eq!(decode_trace_json(b"no notes line".to_vec()), None);
+        assert_eq!(decode_trace_json(b"[1]\n{}".to_vec()), None, "notes are strings");
     }
 }

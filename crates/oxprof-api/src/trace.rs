@@ -3,14 +3,17 @@
 //! Each host's XSpace is loaded, grouped and indexed once ([`HostTraceData`]) and kept in
 //! the session's cache, so that later requests (zooms, details, search) only render. The
 //! index is also kept in the persistent analysis cache (`oxprof-diskcache`, never beside
-//! the profile), validated against the file's identity; writing it is best effort.
+//! the profile), validated against the file's identity; writing it is best effort. So are
+//! one host's rendered `trace_viewer@` bodies (per set of parameters): a later process
+//! answers them without decoding the profile.
 //!
 //! LOD routes (for the server, under `/oxprof/api/trace`): see [`route`].
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts};
-use crate::persist::{Persisted, TRACE_INDEX_ENTRY, TRACE_VIEW_ENTRY};
+use crate::persist::{Persisted, TRACE_INDEX_ENTRY, TRACE_JSON_ENTRY, TRACE_VIEW_ENTRY};
+use crate::persist::{decode_trace_json, write_trace_json};
 use crate::session::Session;
 use oxprof_analysis::grouping::{EventGroups, group_events};
 use oxprof_analysis::report::Report;
@@ -182,6 +185,23 @@ pub fn body(
     let files = trace_hosts(run, request)?;
     let params = &request.params;
     let req = tv::parse_request(|k| params.get(k).cloned()).map_err(|e| bad("trace_viewer_options", e))?;
+    // One host's `trace_viewer@` body (as XProf's UI asks it) is kept in the persistent
+    // cache: a later process answers it without decoding the profile (this one renders it
+    // from memory when it holds the trace).
+    let slot = match files.as_slice() {
+        [file] if tool == "trace_viewer@" && session.has_disk_cache() => {
+            let key: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            Some((session.persisted(file, TRACE_JSON_ENTRY, &key.join("&")), session.has_trace(file)))
+        }
+        _ => None,
+    };
+    if !refresh
+        && let Some((slot, false)) = &slot
+        && let Some((notes, body)) = slot.read().and_then(decode_trace_json)
+    {
+        session.count_trace_view_from_disk();
+        return Ok(TraceBody::Rendered(DataResponse { content_type: "application/json", body, json: None, notes }));
+    }
     let hosts = session.host_traces(&files, refresh)?;
     let mut notes = Vec::new();
     let total: usize = hosts.iter().map(|h| h.index.num_events).sum();
@@ -210,7 +230,11 @@ pub fn body(
         let mut body = Vec::new();
         // Writing into memory cannot fail; the body is UTF-8 text.
         let _ = view.write(&views, &req, &mut body);
-        return rendered(String::from_utf8(body).unwrap_or_default(), notes);
+        let body = String::from_utf8(body).unwrap_or_default();
+        if let Some((slot, _)) = slot.filter(|(slot, _)| refresh || !slot.exists()) {
+            slot.write_streamed(|out| write_trace_json(&notes, &body, out));
+        }
+        return rendered(body, notes);
     }
     drop(views);
     let writer = BodyWriter::new(move |sink| {

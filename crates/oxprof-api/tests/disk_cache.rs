@@ -139,3 +139,57 @@ fn a_changed_profile_never_opens_from_an_old_trace_view() {
     assert_eq!(tracks, trace_route(&server_session(&run_dir, None), "tracks", &[]));
     assert_eq!(after.file_counts().trace_views_from_disk, 0);
 }
+
+/// XProf's `trace_viewer@` of the session's one host as its UI asks it (`params` added),
+/// with oxprof's notes.
+fn trace_viewer_json(session: &oxprof_api::session::Session, params: &[(&str, &str)]) -> (String, Vec<String>) {
+    let run = session.run(None).unwrap();
+    let mut request = DataRequest { tool: "trace_viewer@".to_string(), ..Default::default() };
+    request.params.insert("resolution".into(), "8000".into());
+    request.params.extend(params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let response = oxprof_api::trace::data(session, &run, "trace_viewer@", &request, false).unwrap();
+    (response.body, response.notes)
+}
+
+#[test]
+fn a_later_process_answers_trace_viewer_json_from_disk_without_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let path = profile("jax_train");
+    let zoom = [("start_time_ms", "0"), ("end_time_ms", "5")];
+    let uncached = session_with(&path, None);
+    let (whole, zoomed) = (trace_viewer_json(&uncached, &[]), trace_viewer_json(&uncached, &zoom));
+    assert_ne!(whole, zoomed);
+
+    // The CLI's one-shot session fills the cache; the next process reads it.
+    let first = session_with(&path, Some(cache.clone()));
+    assert_eq!(trace_viewer_json(&first, &[]), whole);
+    assert_eq!(first.file_counts().trace_views_from_disk, 0, "nothing on disk yet");
+    let reopened = session_with(&path, Some(cache.clone()));
+    assert_eq!(trace_viewer_json(&reopened, &[]), whole, "the same bytes from disk");
+    let counts = reopened.file_counts();
+    assert_eq!((counts.traces_computed, counts.trace_views_from_disk), (0, 1), "no decode: {counts:?}");
+    // Other parameters are another entry: decoded and rendered, then kept too.
+    assert_eq!(trace_viewer_json(&reopened, &zoom), zoomed);
+    assert_eq!(reopened.file_counts().traces_computed, 1);
+    let again = session_with(&path, Some(cache.clone()));
+    assert_eq!((trace_viewer_json(&again, &zoom), trace_viewer_json(&again, &[])), (zoomed, whole));
+    assert_eq!((again.file_counts().traces_computed, again.file_counts().trace_views_from_disk), (0, 2));
+}
+
+#[test]
+fn a_changed_profile_never_answers_trace_viewer_json_from_an_old_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let target = run_dir.join("vm.xplane.pb.gz");
+    std::fs::copy(host_file("jax_train"), &target).unwrap();
+    let before = trace_viewer_json(&session_with(&run_dir, Some(cache.clone())), &[]);
+    std::fs::copy(host_file("tf_custom_loop"), &target).unwrap();
+    let after = session_with(&run_dir, Some(cache.clone()));
+    let body = trace_viewer_json(&after, &[]);
+    assert_ne!(body, before);
+    assert_eq!(body, trace_viewer_json(&session_with(&run_dir, None), &[]));
+    assert_eq!(after.file_counts().trace_views_from_disk, 0);
+}
