@@ -56,21 +56,37 @@ fn a_later_session_answers_from_disk_byte_for_byte() {
     }
 }
 
-#[test]
-fn a_changed_profile_is_analysed_again() {
+type Opener = fn(&Path, Option<Arc<DiskCache>>) -> oxprof_api::session::Session;
+
+/// What `answer` says of a run holding profile `first`, then of the same file once profile
+/// `second` replaced it, both with one persistent cache, and what an uncached session says
+/// of `second`; with the session that answered after the change.
+fn across_a_replaced_profile<T>(
+    first: &str,
+    second: &str,
+    open: Opener,
+    answer: impl Fn(&oxprof_api::session::Session) -> T,
+) -> (T, T, T, oxprof_api::session::Session) {
     let dir = tempfile::tempdir().unwrap();
     let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
     let run_dir = dir.path().join("run");
     std::fs::create_dir_all(&run_dir).unwrap();
     let target = run_dir.join("vm.xplane.pb.gz");
-    std::fs::copy(host_file("tf_keras_fit"), &target).unwrap();
-    let keras = bodies(&session_with(&run_dir, Some(cache.clone())));
+    std::fs::copy(host_file(first), &target).unwrap();
+    let before = answer(&open(&run_dir, Some(cache.clone())));
     // Another profile in the same place: the old entry must not answer.
-    std::fs::copy(host_file("tf_custom_loop"), &target).unwrap();
-    let after = session_with(&run_dir, Some(cache.clone()));
-    let custom = bodies(&after);
+    std::fs::copy(host_file(second), &target).unwrap();
+    let after_session = open(&run_dir, Some(cache));
+    let after = answer(&after_session);
+    (before, after, answer(&open(&run_dir, None)), after_session)
+}
+
+#[test]
+fn a_changed_profile_is_analysed_again() {
+    let (keras, custom, uncached, _) =
+        across_a_replaced_profile("tf_keras_fit", "tf_custom_loop", session_with, bodies);
     assert_ne!(custom, keras);
-    assert_eq!(custom, bodies(&session_with(&run_dir, None)));
+    assert_eq!(custom, uncached);
 }
 
 /// The trace viewer's LOD route through a session (`params`: its query parameters).
@@ -125,19 +141,12 @@ fn a_later_session_opens_the_trace_viewer_from_disk_without_decoding() {
 
 #[test]
 fn a_changed_profile_never_opens_from_an_old_trace_view() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
-    let run_dir = dir.path().join("run");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    let target = run_dir.join("vm.xplane.pb.gz");
-    std::fs::copy(host_file("jax_train"), &target).unwrap();
-    let before = trace_route(&server_session(&run_dir, Some(cache.clone())), "tracks", &[]);
-    std::fs::copy(host_file("tf_custom_loop"), &target).unwrap();
-    let after = server_session(&run_dir, Some(cache.clone()));
-    let tracks = trace_route(&after, "tracks", &[]);
-    assert_ne!(tracks, before);
-    assert_eq!(tracks, trace_route(&server_session(&run_dir, None), "tracks", &[]));
-    assert_eq!(after.file_counts().trace_views_from_disk, 0);
+    let tracks = |session: &oxprof_api::session::Session| trace_route(session, "tracks", &[]);
+    let (before, after, uncached, session) =
+        across_a_replaced_profile("jax_train", "tf_custom_loop", server_session, tracks);
+    assert_ne!(after, before);
+    assert_eq!(after, uncached);
+    assert_eq!(session.file_counts().trace_views_from_disk, 0);
 }
 
 /// XProf's `trace_viewer@` of the session's one host as its UI asks it (`params` added),
@@ -179,17 +188,10 @@ fn a_later_process_answers_trace_viewer_json_from_disk_without_decoding() {
 
 #[test]
 fn a_changed_profile_never_answers_trace_viewer_json_from_an_old_entry() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
-    let run_dir = dir.path().join("run");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    let target = run_dir.join("vm.xplane.pb.gz");
-    std::fs::copy(host_file("jax_train"), &target).unwrap();
-    let before = trace_viewer_json(&session_with(&run_dir, Some(cache.clone())), &[]);
-    std::fs::copy(host_file("tf_custom_loop"), &target).unwrap();
-    let after = session_with(&run_dir, Some(cache.clone()));
-    let body = trace_viewer_json(&after, &[]);
-    assert_ne!(body, before);
-    assert_eq!(body, trace_viewer_json(&session_with(&run_dir, None), &[]));
-    assert_eq!(after.file_counts().trace_views_from_disk, 0);
+    let whole = |session: &oxprof_api::session::Session| trace_viewer_json(session, &[]);
+    let (before, after, uncached, session) =
+        across_a_replaced_profile("jax_train", "tf_custom_loop", session_with, whole);
+    assert_ne!(after, before);
+    assert_eq!(after, uncached);
+    assert_eq!(session.file_counts().trace_views_from_disk, 0);
 }
