@@ -195,3 +195,53 @@ fn a_changed_profile_never_answers_trace_viewer_json_from_an_old_entry() {
     assert_eq!(after, uncached);
     assert_eq!(session.file_counts().trace_views_from_disk, 0);
 }
+
+#[test]
+fn concurrent_processes_fill_and_read_one_trace_viewer_json_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = profile("jax_train");
+    let uncached = trace_viewer_json(&session_with(&path, None), &[]);
+    // Four "processes" (each its own cache handle on one directory) race to fill the entry,
+    // then each reopens: every answer is the uncached one.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+                assert_eq!(trace_viewer_json(&session_with(&path, Some(cache.clone())), &[]), uncached);
+                let reopened = session_with(&path, Some(cache));
+                assert_eq!(trace_viewer_json(&reopened, &[]), uncached);
+                assert_eq!(reopened.file_counts().trace_views_from_disk, 1);
+            });
+        }
+    });
+}
+
+#[test]
+fn damaged_or_oversized_entries_are_misses_never_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let path = profile("jax_train");
+    let uncached = session_with(&path, None);
+    let (tv, overview) = (trace_viewer_json(&uncached, &[]), bodies(&uncached));
+    let first = session_with(&path, Some(cache.clone()));
+    assert_eq!((trace_viewer_json(&first, &[]), bodies(&first)), (tv.clone(), overview.clone()));
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir.path().join("v1")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(entries.len() >= 3, "analysis, trace index, trace_viewer@: {entries:?}");
+    // Well-formed entries (checksums right) whose payloads are of no kind a reader accepts
+    // (a payload in the right layout is trusted: only oxprof writes the cache directory).
+    for entry in &entries {
+        let key = entry.file_stem().unwrap().to_str().unwrap();
+        cache.put(key, b"neither an analysis, a trace index nor a trace body").unwrap();
+    }
+    let reread = session_with(&path, Some(cache.clone()));
+    assert_eq!((trace_viewer_json(&reread, &[]), bodies(&reread)), (tv.clone(), overview.clone()));
+    assert_eq!(reread.file_counts().trace_views_from_disk, 0);
+    // A 64 MiB file of garbage in place of each entry: refused by its header, not read whole.
+    let garbage = vec![0x5a; 64 << 20];
+    for entry in std::fs::read_dir(dir.path().join("v1")).unwrap().flatten() {
+        std::fs::write(entry.path(), &garbage).unwrap();
+    }
+    let reread = session_with(&path, Some(cache));
+    assert_eq!((trace_viewer_json(&reread, &[]), bodies(&reread)), (tv, overview));
+    assert_eq!(reread.file_counts().trace_views_from_disk, 0);
+}
