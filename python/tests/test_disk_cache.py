@@ -153,3 +153,18 @@ def test_diff_and_serve_use_the_cache(tmp_path):
     profile = oxprof.open(fixture("jax_train"), cache_dir=served)
     assert json.loads(profile.tool("framework_op_stats", host="vm").xprof_body) == body
     assert profile.cache_info()["hits"] >= 1 and profile.cache_info()["written"] == 0
+
+
+def test_a_directory_of_other_files_is_refused_and_left_as_it_was(tmp_path):
+    home = tmp_path / "home"
+    for folder, name in [("v1", "thesis.bin"), ("v2", "photo.jpg"), ("v10", "data.bin")]:
+        (home / folder).mkdir(parents=True)
+        (home / folder / name).write_text(f"{folder}'s own")
+    (home / ".bashrc").write_text("export PATH")
+    before = sorted((p.relative_to(home), p.read_bytes() if p.is_file() else None) for p in home.rglob("*"))
+    with pytest.warns(oxprof.OxprofWarning, match="not oxprof's cache directory"):
+        profile = oxprof.open(fixture("jax_train"), cache_dir=home)
+    assert profile.cache_info() is None
+    assert profile.tool("overview_page").tables  # answers are unaffected
+    after = sorted((p.relative_to(home), p.read_bytes() if p.is_file() else None) for p in home.rglob("*"))
+    assert after == before

@@ -245,3 +245,34 @@ fn damaged_or_oversized_entries_are_misses_never_answers() {
     assert_eq!((trace_viewer_json(&reread, &[]), bodies(&reread)), (tv, overview));
     assert_eq!(reread.file_counts().trace_views_from_disk, 0);
 }
+
+/// An analysis entry replaced by a link to a FIFO: a new session computes the answer
+/// (opening the FIFO would have waited for a writer forever) and leaves the link alone.
+#[cfg(unix)]
+#[test]
+fn an_entry_replaced_by_a_link_to_a_fifo_is_a_prompt_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("cache");
+    let path = profile("jax_train");
+    let uncached = bodies(&session_with(&path, None));
+    let cache = Arc::new(DiskCache::open(&root, 1 << 30).unwrap());
+    assert_eq!(bodies(&session_with(&path, Some(cache))), uncached);
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let entries: Vec<PathBuf> = std::fs::read_dir(root.join("v1")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(!entries.is_empty());
+    for entry in &entries {
+        std::fs::remove_file(entry).unwrap();
+        std::os::unix::fs::symlink(&fifo, entry).unwrap();
+    }
+    let (done, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let cache = Arc::new(DiskCache::open(&root, 1 << 30).unwrap());
+        let _ = done.send(bodies(&session_with(&profile("jax_train"), Some(cache))));
+    });
+    let got = answered.recv_timeout(std::time::Duration::from_secs(120)).expect("a request hung on a FIFO entry");
+    assert_eq!(got, uncached);
+    for entry in &entries {
+        assert!(std::fs::symlink_metadata(entry).unwrap().file_type().is_symlink(), "{}", entry.display());
+    }
+}

@@ -2,6 +2,7 @@
 //! trace index), so that a later process answers from disk instead of decoding again.
 //!
 //! ```text
+//!  <cache dir>/OXPROF-CACHE.TAG         oxprof's marker (and CACHEDIR.TAG): see `owned`
 //!  <cache dir>/v<LAYOUT>/<key>.bin      one entry: header + payload
 //!                 key  = xxh3-128 of (oxprof version, kind, the file's identity, extra)
 //!                 (callers put what else decides a payload in kind or extra: oxprof-api
@@ -17,6 +18,9 @@
 //!   (concurrent writers of one entry write the same bytes; the last rename wins); a read
 //!   checks magic, layout, length and a checksum of the payload and treats anything else
 //!   as a miss (and removes the entry).
+//! * **Only its own:** the directory is used only when oxprof made it, found it empty or
+//!   marked it before; only files with an entry's name and header are ever read, replaced
+//!   or removed; links and special files are never followed or opened (see `owned`).
 //! * **Bounded:** after each write the directory is trimmed to its byte bound, least
 //!   recently used first (a hit refreshes the entry's modification time).
 //! * **Best effort:** a failed write (full disk, read-only directory) is reported to the
@@ -24,6 +28,11 @@
 //!
 //! No knowledge of profiles or analyses here: payloads are bytes.
 
+mod owned;
+
+pub use owned::{CACHEDIR_TAG, MARKER, OpenError};
+
+use owned::{FileKind, MAGIC, file_kind, is_layout_name, is_ours, is_regular, open_regular, remove_if_ours};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -34,12 +43,12 @@ use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_128};
 /// Bumped whenever the entry layout changes (entries of other layouts live in other
 /// directories and are never read).
 pub const LAYOUT: u32 = 1;
-const MAGIC: &[u8; 8] = b"OXPCACHE";
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8;
-/// How much of each end of a file its identity hashes.
-pub const IDENTITY_BLOCK: u64 = 64 << 10;
 /// Default bound of a cache directory, in bytes.
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
+
+/// How much of each end of a file its identity hashes.
+pub const IDENTITY_BLOCK: u64 = 64 << 10;
 
 /// What identifies a profile file's contents, as cheaply as it can be read: a rewritten
 /// file differs in its size, its modification time, its version tag, or one of its ends.
@@ -95,7 +104,8 @@ pub struct Counters {
     pub hits: AtomicU64,
     /// Keys not found.
     pub misses: AtomicU64,
-    /// Entries found but unusable (torn, corrupt, other layout); removed.
+    /// Files found under a key but unusable: torn, corrupt or of another layout (removed),
+    /// or not an entry of oxprof's at all (a link, a FIFO, another header: left alone).
     pub rejected: AtomicU64,
     /// Entries written.
     pub written: AtomicU64,
@@ -115,6 +125,7 @@ pub struct Usage {
 /// A cache directory of one layout, within a byte bound.
 #[derive(Debug)]
 pub struct DiskCache {
+    root: PathBuf,
     dir: PathBuf,
     max_bytes: u64,
     counters: Counters,
@@ -131,11 +142,24 @@ impl DiskCache {
         dirs::cache_dir().map(|d| d.join("oxprof"))
     }
 
-    /// Opens (creating it if needed) the cache under `root`, bounded to `max_bytes`.
-    pub fn open(root: &Path, max_bytes: u64) -> Result<DiskCache, WriteError> {
+    /// Opens the cache under `root`, bounded to `max_bytes`: `root` is created and marked
+    /// if it does not exist, marked if it is empty (or holds only an older oxprof's
+    /// entries), and refused ([`OpenError::NotOurs`]) if it holds anything else without
+    /// oxprof's marker.
+    pub fn open(root: &Path, max_bytes: u64) -> Result<DiskCache, OpenError> {
+        owned::claim_root(root)?;
         let dir = root.join(format!("v{LAYOUT}"));
-        std::fs::create_dir_all(&dir).map_err(|cause| WriteError { path: dir.clone(), cause })?;
-        Ok(DiskCache { dir, max_bytes, counters: Counters::default() })
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(cause) => return Err(WriteError { path: dir, cause }.into()),
+        }
+        // A link in its place would send entries (and their removal) elsewhere.
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_dir()) {
+            let found = format!("something other than a directory at v{LAYOUT}");
+            return Err(OpenError::NotOurs { path: root.to_path_buf(), found });
+        }
+        Ok(DiskCache { root: root.to_path_buf(), dir, max_bytes, counters: Counters::default() })
     }
 
     /// The directory entries of this layout live in.
@@ -154,7 +178,7 @@ impl DiskCache {
 
     /// Whether an entry is stored under `key` (not read or checked: [`DiskCache::get`] does).
     pub fn contains(&self, key: &str) -> bool {
-        self.path_of(key).is_file()
+        is_regular(&self.path_of(key))
     }
 
     /// The payload stored under `key`, if there is a whole, valid one. An unusable entry
@@ -171,16 +195,20 @@ impl DiskCache {
     /// payload's bytes and their number; the payload is never whole in memory here). The
     /// answer counts only if the entry is whole and valid: once `read` returns, the rest of
     /// the payload is read and the checksum over all of it checked. An entry that fails
-    /// that, or that `read` cannot use (`None`), is removed and counted as rejected.
+    /// that, or that `read` cannot use (`None`), is removed and counted as rejected; a file
+    /// there that is not an entry of oxprof's (a link, a FIFO, another header) is a
+    /// rejection too, left where it is.
     pub fn get_with<T>(&self, key: &str, read: impl FnOnce(&mut dyn Read, u64) -> Option<T>) -> Option<T> {
         let path = self.path_of(key);
-        let Ok(file) = File::open(&path) else {
-            self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        let Some(file) = open_regular(&path) else {
+            let counter =
+                if std::fs::symlink_metadata(&path).is_ok() { &self.counters.rejected } else { &self.counters.misses };
+            counter.fetch_add(1, Ordering::Relaxed);
             return None;
         };
         let answer = (|| {
             let stored_bytes = file.metadata().ok()?.len();
-            let mut input = BufReader::with_capacity(1 << 16, file);
+            let mut input = BufReader::with_capacity(1 << 16, &file);
             let mut head = [0u8; HEADER_BYTES];
             input.read_exact(&mut head).ok()?;
             let (len, checksum) = parse_header(&head)?;
@@ -196,13 +224,15 @@ impl DiskCache {
         match answer {
             Some(value) => {
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                // Recently used: eviction goes by modification time.
-                let _ = OpenOptions::new().write(true).open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+                // Recently used: eviction goes by modification time (set through the open
+                // file: the name is not looked up again).
+                let _ = file.set_modified(SystemTime::now());
                 Some(value)
             }
             None => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
-                let _ = std::fs::remove_file(&path);
+                drop(file);
+                remove_if_ours(&path, FileKind::Entry);
                 None
             }
         }
@@ -219,7 +249,8 @@ impl DiskCache {
 
     /// Stores what `write` writes under `key`, as [`DiskCache::put`] does, streamed to the
     /// entry's file: the payload never has to be in memory as a whole. An error of `write`
-    /// (or of the disk) leaves no entry and is returned.
+    /// (or of the disk) leaves no entry and is returned. A file at the entry's name that
+    /// is not an entry of oxprof's is left alone (and the new entry not kept).
     pub fn put_streamed(
         &self,
         key: &str,
@@ -229,8 +260,9 @@ impl DiskCache {
         let (tmp_path, file) = tempfile_in(&self.dir).map_err(|cause| WriteError { path: self.dir.clone(), cause })?;
         // No fsync: a crash may leave a torn entry, which the checksum turns into a miss.
         let written = (|| {
+            // The magic first, so that a file left by a writer that died is known as oxprof's.
             let mut sink = Hashing { out: BufWriter::with_capacity(1 << 16, file), hasher: Xxh3::new(), len: 0 };
-            sink.out.write_all(&[0u8; HEADER_BYTES])?;
+            sink.out.write_all(&header(0, 0))?;
             write(&mut sink)?;
             let Hashing { out, hasher, len } = sink;
             let mut file = out.into_inner().map_err(|e| e.into_error())?;
@@ -249,6 +281,11 @@ impl DiskCache {
             let _ = std::fs::remove_file(&tmp_path);
             return Ok(()); // larger than the whole cache: not kept
         }
+        if std::fs::symlink_metadata(&path).is_ok() && !is_ours(&path, FileKind::Entry) {
+            let _ = std::fs::remove_file(&tmp_path);
+            let cause = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "not an entry of oxprof's: left alone");
+            return Err(WriteError { path, cause });
+        }
         if let Err(cause) = std::fs::rename(&tmp_path, &path) {
             let _ = std::fs::remove_file(&tmp_path);
             return Err(WriteError { path, cause });
@@ -258,47 +295,64 @@ impl DiskCache {
         Ok(())
     }
 
-    /// Entries and bytes in the directory now.
+    /// Entries and bytes in the directory now (files with an entry's name and header).
     pub fn usage(&self) -> Usage {
         let mut usage = Usage::default();
-        for (_, len, _) in self.entries() {
+        for (_, len, _) in self.entries().into_iter().filter(|(path, _, _)| is_ours(path, FileKind::Entry)) {
             usage.entries += 1;
             usage.bytes += len;
         }
         usage
     }
 
-    /// Removes every entry (of every layout) under the cache's root; returns what the
-    /// current layout held.
+    /// Removes every entry oxprof wrote (of every layout) under the cache's root, and the
+    /// layout directories of other layouts that are empty then; returns what was removed.
+    /// Nothing else is touched: files without an entry's name and header, links, other
+    /// directories.
     pub fn clear(&self) -> Result<Usage, WriteError> {
-        let usage = self.usage();
-        let root = self.dir.parent().unwrap_or(&self.dir);
-        for entry in std::fs::read_dir(root).map_err(|cause| WriteError { path: root.to_path_buf(), cause })?.flatten()
-        {
-            let name = entry.file_name();
-            let is_layout_dir = name.to_str().is_some_and(|n| n.starts_with('v') && n[1..].parse::<u32>().is_ok());
-            if is_layout_dir && entry.path().is_dir() {
-                std::fs::remove_dir_all(entry.path()).map_err(|cause| WriteError { path: entry.path(), cause })?;
+        let mut removed = Usage::default();
+        let listing = std::fs::read_dir(&self.root).map_err(|cause| WriteError { path: self.root.clone(), cause })?;
+        for layout in listing.flatten() {
+            let is_layout =
+                layout.file_name().to_str().is_some_and(is_layout_name) && layout.file_type().is_ok_and(|t| t.is_dir());
+            if !is_layout {
+                continue;
+            }
+            let dir = layout.path();
+            let files = std::fs::read_dir(&dir).map_err(|cause| WriteError { path: dir.clone(), cause })?;
+            for file in files.flatten() {
+                let Some(kind) = file.file_name().to_str().and_then(file_kind) else { continue };
+                let Ok(meta) = file.metadata() else { continue };
+                if meta.file_type().is_file() && remove_if_ours(&file.path(), kind) && kind == FileKind::Entry {
+                    removed.entries += 1;
+                    removed.bytes += meta.len();
+                }
+            }
+            if dir != self.dir {
+                // Fails, as wanted, while anything else is in it.
+                let _ = std::fs::remove_dir(&dir);
             }
         }
-        std::fs::create_dir_all(&self.dir).map_err(|cause| WriteError { path: self.dir.clone(), cause })?;
-        Ok(usage)
+        Ok(removed)
     }
 
-    /// (path, bytes, modified) of every finished entry.
+    /// (path, bytes, modified) of every file with an entry's name (not checked further).
     fn entries(&self) -> Vec<(PathBuf, u64, SystemTime)> {
         let Ok(read) = std::fs::read_dir(&self.dir) else { return Vec::new() };
         read.flatten()
-            .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".bin")))
+            .filter(|e| e.file_name().to_str().and_then(file_kind) == Some(FileKind::Entry))
             .filter_map(|e| {
-                let meta = e.metadata().ok()?;
+                // Not followed: a link's or a FIFO's metadata is its own, and skipped.
+                let meta = e.metadata().ok().filter(|m| m.file_type().is_file())?;
                 Some((e.path(), meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
             })
             .collect()
     }
 
     /// Removes least recently used entries until the directory is within its bound, and
-    /// temporary files abandoned by writers that died (older than an hour).
+    /// temporary files abandoned by writers that died (older than an hour). Only files
+    /// oxprof wrote are removed (a file with an entry's name but not its header is not
+    /// counted against the bound either).
     fn trim(&self) {
         let mut entries = self.entries();
         let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
@@ -308,22 +362,25 @@ impl DiskCache {
                 if total <= self.max_bytes {
                     break;
                 }
-                if std::fs::remove_file(&path).is_ok() {
-                    total -= len;
+                if remove_if_ours(&path, FileKind::Entry) {
                     self.counters.evicted.fetch_add(1, Ordering::Relaxed);
+                    total -= len;
+                } else if !is_ours(&path, FileKind::Entry) {
+                    total -= len; // not oxprof's: not in its bound
                 }
             }
         }
         let Ok(read) = std::fs::read_dir(&self.dir) else { return };
         for e in read.flatten() {
-            let stale_tmp = e.file_name().to_str().is_some_and(|n| n.ends_with(".tmp"))
+            let stale_tmp = e.file_name().to_str().and_then(file_kind) == Some(FileKind::Temporary)
                 && e.metadata()
                     .ok()
+                    .filter(|m| m.file_type().is_file())
                     .and_then(|m| m.modified().ok())
                     .and_then(|t| t.elapsed().ok())
                     .is_some_and(|age| age.as_secs() > 3600);
             if stale_tmp {
-                let _ = std::fs::remove_file(e.path());
+                remove_if_ours(&e.path(), FileKind::Temporary);
             }
         }
     }
@@ -384,7 +441,8 @@ impl<R: Read> Read for Verifying<R> {
     }
 }
 
-/// A new uniquely named temporary file in `dir` (`<pid>-<n>.tmp`), opened for writing.
+/// A new uniquely named temporary file in `dir` (`<pid>-<n>.tmp`), opened for writing
+/// (created new: never through a link).
 fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, File)> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     loop {

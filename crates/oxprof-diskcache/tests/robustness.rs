@@ -62,14 +62,16 @@ fn another_layout_is_never_read() {
     bytes[8..12].copy_from_slice(&(LAYOUT + 1).to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     assert_eq!(cache.get(&key), None);
-    // Entries of other layouts live in other directories, and clear removes them too.
+    // Entries of other layouts live in other directories, and clear removes them too (an
+    // older oxprof's entry: its header with that layout's number).
     let old = root.path().join("v0");
     std::fs::create_dir_all(&old).unwrap();
-    std::fs::write(old.join(format!("{key}.bin")), b"old").unwrap();
+    bytes[8..12].copy_from_slice(&0u32.to_le_bytes());
+    std::fs::write(old.join(format!("{key}.bin")), &bytes).unwrap();
     assert_eq!(cache.get(&key), None);
     cache.put(&key, b"x").unwrap();
     let cleared = cache.clear().unwrap();
-    assert_eq!(cleared.entries, 1);
+    assert_eq!(cleared.entries, 2, "this layout's entry and the older one");
     assert!(!old.exists());
     assert_eq!(cache.get(&key), None);
 }

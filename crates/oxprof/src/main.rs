@@ -584,7 +584,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 CacheAction::Clear { .. } => {
                     let removed = disk.clear()?;
                     println!(
-                        "{}: removed {} entries, {:.1} MB",
+                        "{}: removed {} entries, {:.1} MB (only oxprof's entries: nothing else in it is touched)",
                         disk.dir().display(),
                         removed.entries,
                         mb(removed.bytes)

@@ -1,0 +1,150 @@
+//! oxprof owns only what it wrote, end to end through the binary: a cache directory
+//! holding someone's files is refused (`cache clear`, `cache info`, and every command that
+//! would fill it), and `cache clear` removes only oxprof's entries.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+const PROFILE: &str = "testdata/profiles/jax_train";
+
+/// `oxprof ARGS` in the repository, with the tests' own cache directory unless `env` says
+/// otherwise; `stdout` as given.
+fn command(args: &[&str], env: &[(&str, &Path)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oxprof"));
+    command
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
+        .env("RUST_BACKTRACE", "1")
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn oxprof_env(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let child = command(args, env).stdout(Stdio::piped()).spawn().unwrap();
+    let out = {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut child = child;
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "oxprof {args:?} hung");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().unwrap()
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "oxprof {args:?} panicked: {stderr}");
+    Output { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&out.stdout).into_owned(), stderr }
+}
+
+fn oxprof(args: &[&str]) -> Output {
+    oxprof_env(args, &[])
+}
+
+/// Everything under `dir`, links not followed: path → a file's bytes, a link's target,
+/// "dir" or "special".
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            let what = if kind.is_symlink() {
+                format!("link to {}", std::fs::read_link(&path).unwrap().display())
+            } else if kind.is_dir() {
+                stack.push(path.clone());
+                "dir".to_string()
+            } else if kind.is_file() {
+                format!("file {:?}", std::fs::read(&path).unwrap())
+            } else {
+                "special".to_string()
+            };
+            out.insert(path.strip_prefix(dir).unwrap().to_path_buf(), what);
+        }
+    }
+    out
+}
+
+/// A home directory as users keep them: folders `v1/`, `v2/`, `v10/` of their own,
+/// `*.bin` files (one named like a cache entry), a link, a FIFO.
+#[cfg(unix)]
+fn a_users_home(home: &Path) {
+    for (folder, file) in [("v1", "thesis.bin"), ("v2", "photo.jpg"), ("v10", "data.bin")] {
+        std::fs::create_dir_all(home.join(folder)).unwrap();
+        std::fs::write(home.join(folder).join(file), format!("{folder}'s own")).unwrap();
+    }
+    std::fs::write(home.join("v1").join(format!("{}.bin", "ab".repeat(16))), b"not a cache entry").unwrap();
+    std::fs::write(home.join(".bashrc"), b"export PATH").unwrap();
+    std::os::unix::fs::symlink(home.join(".bashrc"), home.join("v1/link.bin")).unwrap();
+    assert!(Command::new("mkfifo").arg(home.join("v1/fifo.bin")).status().unwrap().success());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_users_directory_as_the_cache_is_refused_and_left_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    a_users_home(&home);
+    let before = snapshot(&home);
+    let uncached = oxprof(&["data", "overview_page", PROFILE, "--no-cache"]);
+    assert_eq!(uncached.code, 0, "{}", uncached.stderr);
+    let refused = |out: &Output| {
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(&format!("{}: not oxprof's cache directory", home.display())), "{}", out.stderr);
+        assert!(out.stderr.contains("--cache-dir") && out.stderr.contains("--no-cache"), "{}", out.stderr);
+    };
+    // OXPROF_CACHE_DIR=$HOME, and --cache-dir $HOME.
+    for (args, env) in [
+        (vec!["cache", "clear"], vec![("OXPROF_CACHE_DIR", home.as_path())]),
+        (vec!["cache", "info"], vec![("OXPROF_CACHE_DIR", home.as_path())]),
+        (vec!["cache", "clear", "--cache-dir", home.to_str().unwrap()], vec![]),
+    ] {
+        let out = oxprof_env(&args, &env);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        refused(&out);
+        assert_eq!(snapshot(&home), before, "{args:?} changed the user's files");
+    }
+    // A command that would fill the cache answers without it, with one warning.
+    let data = oxprof_env(&["data", "overview_page", PROFILE], &[("OXPROF_CACHE_DIR", home.as_path())]);
+    assert_eq!(data.code, 0, "{}", data.stderr);
+    assert_eq!(data.stdout, uncached.stdout);
+    assert!(data.stderr.starts_with("oxprof: warning: "), "{}", data.stderr);
+    refused(&data);
+    assert_eq!(snapshot(&home), before, "data wrote into the user's directory");
+}
+
+#[test]
+fn cache_clear_removes_only_oxprofs_entries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let cache_dir = cache.to_str().unwrap();
+    assert_eq!(oxprof(&["data", "overview_page", PROFILE, "--cache-dir", cache_dir]).code, 0);
+    // Someone's file in oxprof's directory, named like an entry and not.
+    std::fs::write(cache.join("v1").join(format!("{}.bin", "cd".repeat(16))), b"theirs").unwrap();
+    std::fs::write(cache.join("v1/notes.txt"), b"theirs").unwrap();
+    let cleared = oxprof(&["cache", "clear", "--cache-dir", cache_dir]);
+    assert_eq!(cleared.code, 0, "{}", cleared.stderr);
+    assert!(cleared.stdout.contains("removed 1 entries"), "{}", cleared.stdout);
+    let left: Vec<PathBuf> = snapshot(&cache).into_keys().collect();
+    let expected =
+        ["CACHEDIR.TAG", "OXPROF-CACHE.TAG", "v1", "v1/cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd.bin", "v1/notes.txt"];
+    assert_eq!(left, expected.map(PathBuf::from));
+}
