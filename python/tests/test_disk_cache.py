@@ -4,9 +4,11 @@ same entries), so that a second process answers from it, with equal results; off
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import urllib.request
@@ -168,3 +170,39 @@ def test_a_directory_of_other_files_is_refused_and_left_as_it_was(tmp_path):
     assert profile.tool("overview_page").tables  # answers are unaffected
     after = sorted((p.relative_to(home), p.read_bytes() if p.is_file() else None) for p in home.rglob("*"))
     assert after == before
+
+
+def edit_the_middle_keeping_size_and_mtime(path):
+    """Changes one digit of a CPU operator's duration past the middle of a Kineto trace, in
+    place, and puts the modification time back."""
+    data = path.read_bytes()
+    start = data.index(b'"cat": "cpu_op"', len(data) // 2)
+    digit = re.compile(rb'"dur": (\d)').search(data, start).start(1)
+    assert 64 << 10 < digit < len(data) - (64 << 10)
+    stat = path.stat()
+    with open(path, "r+b") as f:
+        f.seek(digit)
+        f.write(b"8" if data[digit : digit + 1] == b"9" else b"9")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+
+def test_an_edit_in_the_middle_with_the_mtime_put_back_is_answered_anew(tmp_path):
+    (source,) = (REPO / "testdata" / "kineto" / "train").glob("*.pt.trace.json.gz")
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    # The CPU operators in the middle of the file, more than 64 KiB from either end.
+    events = doc["traceEvents"]
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    rest = [e for e in events if e.get("cat") != "cpu_op"]
+    doc["traceEvents"] = rest[: len(rest) // 2] + ops + rest[len(rest) // 2 :]
+    trace = tmp_path / "worker0.pt.trace.json"
+    trace.write_text(json.dumps(doc, indent=1))
+    cache_dir = tmp_path / "cache"
+    warm = oxprof.open(trace, cache_dir=cache_dir)
+    before = warm.tool("pytorch_op_stats").json
+    edit_the_middle_keeping_size_and_mtime(trace)
+    fresh = oxprof.open(trace, persistent_cache=False).tool("pytorch_op_stats").json
+    assert fresh != before, "the edit changes the numbers"
+    assert warm.tool("pytorch_op_stats").json == fresh, "the warm profile's memory"
+    assert oxprof.open(trace, cache_dir=cache_dir).tool("pytorch_op_stats").json == fresh
+

@@ -1,11 +1,12 @@
 //! What the session keeps in the persistent cache (`oxprof-diskcache`), as bytes: a file's
-//! identity read through its store, and a host's OpStats analysis encoded so that a
-//! reloaded one gives byte-identical answers (JSON with exact float round trips).
+//! identity read through its store (the one identity the session's memory caches key by
+//! too), and a host's OpStats analysis encoded so that a reloaded one gives byte-identical
+//! answers (JSON with exact float round trips).
 
 use oxprof_analysis::inference::HostInferenceStats;
 use oxprof_analysis::op_stats::convert::HostAnalysis;
 use oxprof_analysis::op_stats::types::OpStats;
-use oxprof_diskcache::{DiskCache, FileIdentity, IDENTITY_BLOCK};
+use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_format::ProfileStore;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -93,12 +94,29 @@ impl<'s> Persisted<'s> {
     }
 }
 
-/// A file's identity: its stat and a hash of its two end blocks (`None` if unreadable).
+/// A file's identity (`None` if unreadable): its stat and, for a local file, a digest of
+/// blocks sampled across it (see `oxprof_diskcache::sample_ranges`: at most 192 KiB read).
+/// A remote object is identified by its stat alone, its store's version tag (ETag) standing
+/// for its contents, as the object store's own cache of whole objects keys them: no ranged
+/// request per lookup.
 pub(crate) fn identity(store: &dyn ProfileStore, file: &Path) -> Option<FileIdentity> {
     let stat = store.stat(file).ok()?;
-    let first = store.read_range(file, 0..IDENTITY_BLOCK.min(stat.size)).ok()?;
-    let last = store.read_range(file, stat.size.saturating_sub(IDENTITY_BLOCK)..stat.size).ok()?;
-    Some(FileIdentity::new(stat.size, stat.modified_ns, stat.etag, &first, &last))
+    let sample_hash = match store.local_root() {
+        Some(_) => {
+            let blocks = store.read_ranges(file, &oxprof_diskcache::sample_ranges(stat.size)).ok()?;
+            oxprof_diskcache::sample_hash(blocks.iter().map(Vec::as_slice))
+        }
+        None => 0,
+    };
+    Some(FileIdentity {
+        size: stat.size,
+        modified_ns: stat.modified_ns,
+        changed_ns: stat.changed_ns,
+        device: stat.device,
+        inode: stat.inode,
+        etag: stat.etag,
+        sample_hash,
+    })
 }
 
 #[derive(Serialize)]

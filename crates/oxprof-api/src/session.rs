@@ -11,9 +11,11 @@
 //! ```
 //!
 //! Profiles are reached through the session's [`ProfileStore`] (a local directory today),
-//! never by path. Entries of a file are keyed by its name in the store and its
-//! [`FileStat`] (size, modification time, version tag), so a rewritten file is read again
-//! and its old entries age out.
+//! never by path. Entries of a file are keyed by its name in the store and its identity,
+//! the one the persistent cache keys by too ([`FileIdentity`]: size, modification and
+//! status-change times, device and inode, version tag, a digest of blocks sampled across
+//! a local file), so a rewritten file is read again, even one edited in place with its
+//! size and modification time put back, and its old entries age out.
 //!
 //! **No deadlock, by construction.** Computations fan out on rayon's pool, and a pool
 //! thread must never block waiting for a flight (its owner may need that very thread).
@@ -28,9 +30,9 @@ use crate::catalog::{Catalog, ServedRun};
 use crate::persist::{self, Persisted};
 use crate::trace::HostTraceData;
 use oxprof_analysis::op_stats::convert::HostAnalysis;
-use oxprof_diskcache::DiskCache;
+use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
-use oxprof_format::{FileStat, HostFile, LocalStore, ProfileStore};
+use oxprof_format::{HostFile, LocalStore, ProfileStore};
 use oxprof_model::{LoadLimits, XSpace};
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -88,7 +90,7 @@ pub struct Rendered {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FileId {
     path: PathBuf,
-    stat: FileStat,
+    identity: FileIdentity,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -275,17 +277,20 @@ impl Session {
         &*self.store
     }
 
-    /// A fingerprint of a run's files (name, size, modification time, version tag) for
-    /// cache keys: a rewritten or added file changes it.
+    /// A fingerprint of a run's files (each host's name and file identity, as the caches
+    /// key files) for cache keys: a rewritten or added file changes it.
     pub fn fingerprint(&self, run: &ServedRun) -> String {
         let mut out = run.dir.to_string_lossy().into_owned();
         for host in &run.hosts {
-            let stat = self.store.stat(&host.path).ok();
-            let (size, modified) = stat.as_ref().map_or((0, 0), |s| (s.size, s.modified_ns));
-            let etag = stat.as_ref().and_then(|s| s.etag.as_deref()).unwrap_or("");
-            out.push_str(&format!("|{}:{size}:{modified}:{etag}", host.host));
+            let identity = self.identity(&host.path).unwrap_or_default();
+            out.push_str(&format!("|{}:{}", host.host, identity.tag()));
         }
         out
+    }
+
+    /// A file's identity for cache keys (`None` when it cannot be read).
+    fn identity(&self, file: &Path) -> Option<FileIdentity> {
+        persist::identity(&*self.store, file)
     }
 
     /// The runs and hosts under the root.
@@ -389,8 +394,8 @@ impl Session {
     /// `file`'s trace data (model, grouping, index) if it is in memory now, for the file as
     /// it is now (never computes or waits).
     fn trace_in_memory(&self, file: &HostFile) -> Option<Arc<HostTraceData>> {
-        let stat = self.store.stat(&file.path).ok()?;
-        match &*self.cache.peek(&CacheKey::Trace(FileId { path: file.path.clone(), stat }))? {
+        let identity = self.identity(&file.path)?;
+        match &*self.cache.peek(&CacheKey::Trace(FileId { path: file.path.clone(), identity }))? {
             Cached::Trace(trace) => Some(trace.clone()),
             _ => None,
         }
@@ -541,12 +546,12 @@ impl Session {
         let mut sizes: Vec<u64> = vec![0; files.len()];
         for (i, file) in files.iter().enumerate() {
             found.push(None);
-            let Ok(stat) = self.store.stat(&file.path) else {
+            let Some(identity) = self.identity(&file.path) else {
                 mine.push((i, None));
                 continue;
             };
-            sizes[i] = stat.size;
-            let id = FileId { path: file.path.clone(), stat };
+            sizes[i] = identity.size;
+            let id = FileId { path: file.path.clone(), identity };
             let key = key_of(id);
             let lookup = self.cache.lookup(&key, refresh);
             self.count(&key, matches!(lookup, Lookup::Compute(_)));

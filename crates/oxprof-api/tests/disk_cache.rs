@@ -246,6 +246,108 @@ fn damaged_or_oversized_entries_are_misses_never_answers() {
     assert_eq!(reread.file_counts().trace_views_from_disk, 0);
 }
 
+/// Two host profiles of one size that differ only in one event's duration (90 ps or
+/// `middle_ps`), in the middle of the file: more than 64 KiB from either end.
+fn same_size_profiles(middle_ps: i64) -> (Vec<u8>, Vec<u8>) {
+    const EVENTS: i64 = 40_000;
+    let build = |middle: i64| {
+        oxprof_xspace::testing::XSpaceBuilder::new()
+            .hostname("vm")
+            .plane("/host:CPU", |p| {
+                p.line(1, "main", 0, |l| {
+                    for i in 0..EVENTS {
+                        let name = if i % 2 == 0 { "model/dense/MatMul:MatMul" } else { "model/Relu:Relu" };
+                        l.event(name, i * 100, if i == EVENTS / 2 { middle } else { 90 });
+                    }
+                });
+            })
+            .to_bytes()
+    };
+    let (a, b) = (build(90), build(middle_ps));
+    assert_eq!(a.len(), b.len());
+    let differ: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+    let block = 64 << 10;
+    assert!(!differ.is_empty() && differ.iter().all(|&i| i >= block && i < a.len() - block), "{differ:?}");
+    (a, b)
+}
+
+/// Edits `file` in place to `to` (only the bytes that differ), then puts its modification
+/// time back, so that its size and modification time are as they were.
+fn edit_in_place_keeping_mtime(file: &Path, to: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let before = std::fs::metadata(file).unwrap();
+    let old = std::fs::read(file).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+    let first = (0..to.len()).find(|&i| old[i] != to[i]).unwrap();
+    let last = (0..to.len()).rfind(|&i| old[i] != to[i]).unwrap();
+    f.write_all_at(&to[first..=last], first as u64).unwrap();
+    f.set_modified(before.modified().unwrap()).unwrap();
+    drop(f);
+    let after = std::fs::metadata(file).unwrap();
+    assert_eq!((after.len(), after.modified().unwrap()), (before.len(), before.modified().unwrap()));
+}
+
+/// A same-size edit in the middle of a profile with its modification time put back (what
+/// the old key, size + mtime + the first and last 64 KiB, could not see) is answered anew
+/// by a warm session (its memory caches), by a new session over the persistent cache, and
+/// by the HTTP service (its rendered responses too).
+#[cfg(unix)]
+#[test]
+fn an_edit_in_the_middle_with_the_mtime_put_back_is_answered_anew() {
+    let (a, b) = same_size_profiles(50);
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
+    let run_dir = dir.path().join("logs/plugins/profile/run1");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let file = run_dir.join("vm.xplane.pb");
+    let answers = |session: &oxprof_api::session::Session| {
+        let run = session.run(None).unwrap();
+        let tool = |tool: &str| {
+            let request = DataRequest { tool: tool.to_string(), ..Default::default() };
+            compute(session, &run, &request, false).unwrap().xprof_body().text
+        };
+        (tool("framework_op_stats"), tool("overview_page"), trace_viewer_json(session, &[]).0)
+    };
+    let service = || {
+        let options = oxprof_api::http::ServiceOptions {
+            disk_cache: Some(cache.clone()),
+            ..oxprof_api::http::ServiceOptions::new(dir.path().join("logs"))
+        };
+        oxprof_api::http::Service::new(options, Arc::new(oxprof_api::http::NoAssets)).unwrap()
+    };
+    let http = |service: &oxprof_api::http::Service| {
+        let response = service.handle("GET", "/data/plugin/profile/data", "run=run1&tag=framework_op_stats&host=vm");
+        assert_eq!(response.status, 200);
+        response.body.to_vec()
+    };
+
+    std::fs::write(&file, &b).unwrap();
+    let (want_b, want_http_b) = (answers(&session_with(&run_dir, None)), http(&service()));
+    std::fs::write(&file, &a).unwrap();
+    let want_a = answers(&session_with(&run_dir, None));
+    assert_ne!(want_a.0, want_b.0, "the edit changes the numbers");
+
+    let warm = server_session(&run_dir, Some(cache.clone()));
+    let warm_service = service();
+    assert_eq!(answers(&warm), want_a);
+    assert_eq!(answers(&session_with(&run_dir, Some(cache.clone()))), want_a, "from the persistent cache");
+    let http_a = http(&warm_service);
+    assert_ne!(http_a, want_http_b);
+
+    edit_in_place_keeping_mtime(&file, &b);
+    assert_eq!(answers(&warm), want_b, "the warm session's memory");
+    assert_eq!(
+        answers(&session_with(&run_dir, Some(cache.clone()))),
+        want_b,
+        "a new session over the persistent cache"
+    );
+    assert_eq!(http(&warm_service), want_http_b, "the service's rendered responses");
+    // And back: the old entries are the right answers again only for the old contents.
+    edit_in_place_keeping_mtime(&file, &a);
+    assert_eq!(answers(&warm), want_a);
+    assert_eq!(answers(&session_with(&run_dir, Some(cache))), want_a);
+}
+
 /// An analysis entry replaced by a link to a FIFO: a new session computes the answer
 /// (opening the FIFO would have waited for a writer forever) and leaves the link alone.
 #[cfg(unix)]

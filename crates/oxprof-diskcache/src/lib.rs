@@ -7,11 +7,13 @@
 //!                 key  = xxh3-128 of (oxprof version, kind, the file's identity, extra)
 //!                 (callers put what else decides a payload in kind or extra: oxprof-api
 //!                 adds its build's source fingerprint to the kind)
-//!                 identity = size, mtime, etag, xxh3 of the first and last 64 KiB
+//!                 identity = size, mtime, ctime, device, inode, etag, and a digest of
+//!                 blocks sampled across the file (see `identity`)
 //! ```
 //!
 //! * **Never stale:** an entry is found only under the identity of the file it was computed
-//!   from, and oxprof's own version is part of every key (with the caller's build
+//!   from (a write to a local file always changes its `ctime`, which users cannot set
+//!   back), and oxprof's own version is part of every key (with the caller's build
 //!   fingerprint), so an upgrade never reads an older layout or an older build's results
 //!   (and a layout change moves to a new `v<LAYOUT>` directory).
 //! * **Never torn:** entries are written to a unique temporary file and renamed into place
@@ -28,8 +30,10 @@
 //!
 //! No knowledge of profiles or analyses here: payloads are bytes.
 
+mod identity;
 mod owned;
 
+pub use identity::{FileIdentity, IDENTITY_BLOCK, SAMPLE_BLOCK, SAMPLE_BLOCKS, entry_key, sample_hash, sample_ranges};
 pub use owned::{CACHEDIR_TAG, MARKER, OpenError};
 
 use owned::{FileKind, MAGIC, file_kind, is_layout_name, is_ours, is_regular, open_regular, remove_if_ours};
@@ -38,7 +42,7 @@ use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
-use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_128};
+use xxhash_rust::xxh3::Xxh3;
 
 /// Bumped whenever the entry layout changes (entries of other layouts live in other
 /// directories and are never read).
@@ -46,46 +50,6 @@ pub const LAYOUT: u32 = 1;
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8;
 /// Default bound of a cache directory, in bytes.
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
-
-/// How much of each end of a file its identity hashes.
-pub const IDENTITY_BLOCK: u64 = 64 << 10;
-
-/// What identifies a profile file's contents, as cheaply as it can be read: a rewritten
-/// file differs in its size, its modification time, its version tag, or one of its ends.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FileIdentity {
-    /// Size in bytes.
-    pub size: u64,
-    /// Modification time, ns since the Unix epoch (0 when unknown).
-    pub modified_ns: u64,
-    /// The store's version tag (an object store's ETag), when it has one.
-    pub etag: Option<String>,
-    /// xxh3 of the first [`IDENTITY_BLOCK`] bytes and of the last ones.
-    pub ends_hash: u64,
-}
-
-impl FileIdentity {
-    /// An identity from a file's metadata and its two end blocks (`last` may overlap
-    /// `first`, or be empty for a small file).
-    pub fn new(size: u64, modified_ns: u64, etag: Option<String>, first: &[u8], last: &[u8]) -> FileIdentity {
-        let ends_hash = xxh3_64(first) ^ xxh3_64(last).rotate_left(1);
-        FileIdentity { size, modified_ns, etag, ends_hash }
-    }
-}
-
-/// The key of one entry: what was computed (`kind`, e.g. `"opstats"`), from which file,
-/// with which extra inputs (e.g. the host name a trace index embeds).
-pub fn entry_key(kind: &str, file: &FileIdentity, extra: &str) -> String {
-    let text = format!(
-        "oxprof {}\0{kind}\0{}\0{}\0{}\0{:x}\0{extra}",
-        env!("CARGO_PKG_VERSION"),
-        file.size,
-        file.modified_ns,
-        file.etag.as_deref().unwrap_or(""),
-        file.ends_hash
-    );
-    format!("{:032x}", xxh3_128(text.as_bytes()))
-}
 
 /// Why an entry was not written (the answer is unaffected).
 #[derive(Debug, thiserror::Error)]

@@ -2,12 +2,17 @@
 //! are never read, concurrent writers never expose a partial entry, the bound holds with
 //! least recently used entries going first, and a failed write is only an error value.
 
-use oxprof_diskcache::{DiskCache, FileIdentity, LAYOUT, entry_key};
+use oxprof_diskcache::{DiskCache, FileIdentity, LAYOUT, entry_key, sample_hash};
 use std::sync::atomic::Ordering;
 
 fn identity(byte: u8) -> FileIdentity {
     let block = vec![byte; 1024];
-    FileIdentity::new(10_000, 1_700_000_000_000_000_000, None, &block, &block)
+    FileIdentity {
+        size: 10_000,
+        modified_ns: 1_700_000_000_000_000_000,
+        sample_hash: sample_hash([&block[..], &block]),
+        ..FileIdentity::default()
+    }
 }
 
 #[test]
@@ -25,7 +30,7 @@ fn a_stored_payload_comes_back_and_keys_follow_the_file() {
     let mut touched = identity(1);
     touched.modified_ns += 1;
     assert_ne!(key, entry_key("opstats", &touched, ""));
-    assert_ne!(FileIdentity::new(10, 0, None, b"abc", b"xyz"), FileIdentity::new(10, 0, None, b"abc", b"xyw"));
+    assert_ne!(sample_hash([&b"abc"[..], b"xyz"]), sample_hash([&b"abc"[..], b"xyw"]));
 }
 
 #[test]

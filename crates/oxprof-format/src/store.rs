@@ -20,8 +20,10 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// What caches of results computed from a file are keyed by: a rewritten file differs in
-/// at least one of these.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// at least one of these. On a local file, every write changes the status-change time
+/// (`ctime`), which, unlike the modification time, no user can set back; a file replaced
+/// by another (a rename over it, a copy) is another inode.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct FileStat {
     /// Size in bytes.
     pub size: u64,
@@ -29,6 +31,13 @@ pub struct FileStat {
     pub modified_ns: u64,
     /// The store's version tag of the contents (an object store's ETag), if it has one.
     pub etag: Option<String>,
+    /// Status-change time (`ctime`), ns since the Unix epoch (0 when the store does not
+    /// know it: remote stores, non-Unix systems).
+    pub changed_ns: u64,
+    /// The device holding the file (0 when unknown).
+    pub device: u64,
+    /// The file's inode number on that device (0 when unknown).
+    pub inode: u64,
 }
 
 /// Where profiles live: runs and hosts under a location, and their bytes.
@@ -52,6 +61,13 @@ pub trait ProfileStore: Send + Sync {
     /// Bytes `range` of a file (fewer when the file ends first).
     fn read_range(&self, file: &Path, range: Range<u64>) -> Result<Vec<u8>, LoadError>;
 
+    /// Bytes of each of `ranges` of a file (each fewer when the file ends first), e.g. the
+    /// blocks a cache key samples. The default reads them one by one; a local store opens
+    /// the file once.
+    fn read_ranges(&self, file: &Path, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, LoadError> {
+        ranges.iter().map(|range| self.read_range(file, range.clone())).collect()
+    }
+
     /// A file decoded into the model within `limits`, decoding the lines of only the planes
     /// `lines_of` accepts. The default reads the file whole (refusing it first if its size
     /// is over budget) and imports it through the format seam; local stores map it instead.
@@ -74,6 +90,26 @@ pub trait ProfileStore: Send + Sync {
         let head = self.read_range(file, 0..SNIFF_BYTES as u64)?;
         crate::load::detect_or_name(file, &head)
     }
+}
+
+/// A local file's [`FileStat`]: with its inode, device and status-change time on Unix.
+fn local_stat(meta: &std::fs::Metadata) -> FileStat {
+    let since_epoch = |t: std::io::Result<std::time::SystemTime>| {
+        t.ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64)
+    };
+    let stat = FileStat { size: meta.len(), modified_ns: since_epoch(meta.modified()), ..FileStat::default() };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let changed_ns = u64::try_from(meta.ctime())
+            .ok()
+            .and_then(|s| s.checked_mul(1_000_000_000))
+            .and_then(|ns| ns.checked_add(u64::try_from(meta.ctime_nsec()).ok()?))
+            .unwrap_or(0);
+        FileStat { changed_ns, device: meta.dev(), inode: meta.ino(), ..stat }
+    }
+    #[cfg(not(unix))]
+    stat
 }
 
 /// A directory (or one file) on this machine.
@@ -104,18 +140,28 @@ impl ProfileStore for LocalStore {
 
     fn stat(&self, file: &Path) -> Result<FileStat, LoadError> {
         let meta = std::fs::metadata(file).map_err(|cause| LoadError::Io { path: file.to_path_buf(), cause })?;
-        let modified_ns =
-            meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
-        Ok(FileStat { size: meta.len(), modified_ns, etag: None })
+        Ok(local_stat(&meta))
     }
 
     fn read_range(&self, file: &Path, range: Range<u64>) -> Result<Vec<u8>, LoadError> {
+        Ok(self.read_ranges(file, std::slice::from_ref(&range))?.pop().unwrap_or_default())
+    }
+
+    fn read_ranges(&self, file: &Path, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, LoadError> {
         let io = |cause| LoadError::Io { path: file.to_path_buf(), cause };
         let mut f = File::open(file).map_err(io)?;
-        f.seek(SeekFrom::Start(range.start)).map_err(io)?;
-        let mut out = Vec::new();
-        f.take(range.end.saturating_sub(range.start)).read_to_end(&mut out).map_err(io)?;
-        Ok(out)
+        let size = f.metadata().map_err(io)?.len();
+        ranges
+            .iter()
+            .map(|range| {
+                f.seek(SeekFrom::Start(range.start)).map_err(io)?;
+                let len = range.end.saturating_sub(range.start);
+                // Sized up front: one read per range, not a growing buffer's several.
+                let mut out = Vec::with_capacity(len.min(size.saturating_sub(range.start)) as usize);
+                (&mut f).take(len).read_to_end(&mut out).map_err(io)?;
+                Ok(out)
+            })
+            .collect()
     }
 
     fn load(&self, file: &Path, limits: &LoadLimits, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, LoadError> {
@@ -149,7 +195,7 @@ mod tests {
                 path: file.to_path_buf(),
                 cause: std::io::Error::from(std::io::ErrorKind::NotFound),
             })?;
-            Ok(FileStat { size: bytes.len() as u64, modified_ns: 0, etag: Some(format!("v{version}")) })
+            Ok(FileStat { size: bytes.len() as u64, etag: Some(format!("v{version}")), ..FileStat::default() })
         }
         fn read_range(&self, file: &Path, range: Range<u64>) -> Result<Vec<u8>, LoadError> {
             let files = self.files.lock().unwrap();
@@ -200,5 +246,40 @@ mod tests {
         assert_eq!(store.read_range(&file, 0..1 << 20).unwrap(), bytes);
         assert_eq!(store.load(&file, &LoadLimits::default(), &|_| true).unwrap().planes.len(), 1);
         assert!(matches!(store.stat(&run.join("missing.xplane.pb")), Err(LoadError::Io { .. })));
+    }
+
+    /// A same-size edit with the modification time put back still changes the stat (its
+    /// status-change time), and so does a file replaced by a copy with its times.
+    #[cfg(unix)]
+    #[test]
+    fn a_rewrite_with_the_old_mtime_changes_the_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("vm.xplane.pb");
+        std::fs::write(&file, b"0123456789").unwrap();
+        let store = LocalStore::new(dir.path());
+        let before = store.stat(&file).unwrap();
+        assert!(before.changed_ns > 0 && before.inode > 0, "{before:?}");
+        let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+        // Rewritten until the clock moves on (file systems with coarse timestamps).
+        let mut after = before.clone();
+        for _ in 0..1000 {
+            let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+            std::os::unix::fs::FileExt::write_at(&f, b"X", 5).unwrap();
+            f.set_modified(mtime).unwrap();
+            drop(f);
+            after = store.stat(&file).unwrap();
+            if after != before {
+                break;
+            }
+        }
+        assert_eq!((after.size, after.modified_ns), (before.size, before.modified_ns), "size and mtime as before");
+        assert_ne!(after.changed_ns, before.changed_ns, "the status-change time moved");
+        // Another file in its place (a rename over it) is another inode.
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"0123456789").unwrap();
+        std::fs::File::options().write(true).open(&other).unwrap().set_modified(mtime).unwrap();
+        std::fs::rename(&other, &file).unwrap();
+        assert_ne!(store.stat(&file).unwrap().inode, before.inode);
+        assert_eq!(store.read_ranges(&file, &[0..2, 8..20, 30..40]).unwrap(), [&b"01"[..], b"89", b""]);
     }
 }

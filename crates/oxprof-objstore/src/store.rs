@@ -72,7 +72,7 @@ impl std::fmt::Debug for RemoteStore {
 
 fn stat_of(meta: &ObjectMeta) -> FileStat {
     let modified_ns = meta.last_modified.timestamp_nanos_opt().map_or(0, |ns| ns.max(0) as u64);
-    FileStat { size: meta.size, modified_ns, etag: meta.e_tag.clone() }
+    FileStat { size: meta.size, modified_ns, etag: meta.e_tag.clone(), ..FileStat::default() }
 }
 
 /// The object at `key` as listed (its name byte for byte: a `%` in it is not encoded again).
@@ -260,7 +260,12 @@ impl RemoteStore {
 
     fn cache_key(&self, key: &str, stat: &FileStat) -> Option<String> {
         let etag = stat.etag.clone()?;
-        let identity = FileIdentity { size: stat.size, modified_ns: stat.modified_ns, etag: Some(etag), ends_hash: 0 };
+        let identity = FileIdentity {
+            size: stat.size,
+            modified_ns: stat.modified_ns,
+            etag: Some(etag),
+            ..FileIdentity::default()
+        };
         Some(oxprof_diskcache::entry_key(OBJECT_ENTRY, &identity, &self.at.name_of(key)))
     }
 }
