@@ -19,7 +19,10 @@
 //!   (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink`): two writers of one name never
 //!   overwrite each other, the second gets [`CaptureError::FileExists`]. On any failure
 //!   (disk full, file too large, …) the temporary file is removed.
-//! - A run directory is removed when the session that claimed it ends with it empty.
+//! - A run directory is removed when the session that claimed it ends with it empty, and
+//!   so are the directories the claim created for it (the log directory and its missing
+//!   parents, `plugins`, `plugins/profile`), innermost first, each only if empty: a failed
+//!   capture leaves nothing behind, and never removes a directory it did not make.
 
 use crate::error::CaptureError;
 use crate::options::{default_session_id, repository_root};
@@ -59,36 +62,129 @@ pub fn validate_session_id(id: &str) -> Result<(), CaptureError> {
     Err(CaptureError::BadSessionId { session_id: shown, reason })
 }
 
+/// How many times a claim starts again when a directory it just found or made vanished
+/// (another capture that failed removed the empty directories it had made).
+const MAX_CLAIM_ATTEMPTS: u32 = 3;
+
 /// A run directory this process created (and so may write into): removed on drop when
-/// it is still empty, so a failed capture leaves no empty run behind.
+/// it is still empty, with the directories created for it, so a failed capture leaves
+/// nothing behind.
 #[derive(Debug)]
 pub(crate) struct RunDir {
     path: PathBuf,
     session_id: String,
+    /// The absolute log directory.
+    logdir: PathBuf,
+    /// Directories created for this run, outermost first.
+    created: std::sync::Mutex<Created>,
+}
+
+/// Directories this process created, outermost first: removed on drop, innermost first,
+/// each only if empty (stopping at the first that is not).
+#[derive(Debug, Default)]
+struct Created(Vec<PathBuf>);
+
+impl Created {
+    /// Creates `path` (a directory) if missing; whether it did.
+    fn dir(&mut self, path: &Path) -> std::io::Result<bool> {
+        match std::fs::create_dir(path) {
+            Ok(()) => {
+                self.0.push(path.to_path_buf());
+                Ok(true)
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates `path` and its missing parents (as `create_dir_all`, remembering each).
+    fn dir_all(&mut self, path: &Path) -> std::io::Result<()> {
+        let mut missing = Vec::new();
+        let mut at = path;
+        while !at.as_os_str().is_empty() && std::fs::symlink_metadata(at).is_err() {
+            missing.push(at);
+            let Some(parent) = at.parent() else { break };
+            at = parent;
+        }
+        for dir in missing.into_iter().rev() {
+            self.dir(dir)?;
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self) {
+        while let Some(dir) = self.0.pop() {
+            // `remove_dir` fails on a non-empty directory: exactly the check wanted.
+            if std::fs::remove_dir(&dir).is_err() {
+                self.0.clear();
+            }
+        }
+    }
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        self.remove();
+    }
 }
 
 impl RunDir {
-    /// Creates `<logdir>/plugins/profile/<session>` (see the module docs). `logdir` must
-    /// exist. `session_id`: the user's choice, or `None` for the time of `now`.
+    /// Creates `<logdir>/plugins/profile/<session>` (see the module docs), and `logdir`
+    /// first if it is missing. `session_id`: the user's choice, or `None` for the time of
+    /// `now`.
     pub(crate) fn claim(logdir: &Path, session_id: Option<&str>, now: SystemTime) -> Result<RunDir, CaptureError> {
         if let Some(id) = session_id {
             validate_session_id(id)?;
         }
-        ensure_real_dir(&logdir.join("plugins"))?;
-        let root = repository_root(logdir);
-        ensure_real_dir(&root)?;
-        if let Some(id) = session_id {
-            return create_run(&root, id)?
-                .ok_or_else(|| CaptureError::SessionExists { session_id: id.to_string(), path: root.join(id) });
-        }
-        let base = default_session_id(now);
-        for n in 1..=MAX_DEFAULT_ID_SUFFIX {
-            let id = if n == 1 { base.clone() } else { format!("{base}_{n}") };
-            if let Some(run) = create_run(&root, &id)? {
-                return Ok(run);
+        let mut attempt = 1;
+        loop {
+            match Self::claim_once(logdir, session_id, now) {
+                Err(CaptureError::Io { error, .. })
+                    if error.kind() == ErrorKind::NotFound && attempt < MAX_CLAIM_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                claimed => return claimed,
             }
         }
-        Err(CaptureError::SessionExists { path: root.join(&base), session_id: base })
+    }
+
+    fn claim_once(logdir: &Path, session_id: Option<&str>, now: SystemTime) -> Result<RunDir, CaptureError> {
+        // Dropped on any early return: what was created goes again.
+        let mut created = Created::default();
+        created.dir_all(logdir).map_err(|e| CaptureError::io(logdir, e))?;
+        let absolute = std::fs::canonicalize(logdir).map_err(|e| CaptureError::io(logdir, e))?;
+        // The log directory's created parts as their absolute names (real directories this
+        // claim made, so the last components of the canonical path).
+        let made = created.0.len();
+        created.0 = absolute.ancestors().take(made).map(Path::to_path_buf).collect();
+        created.0.reverse();
+        ensure_real_dir(&absolute.join("plugins"), &mut created)?;
+        let root = repository_root(&absolute);
+        ensure_real_dir(&root, &mut created)?;
+        let claimed = match session_id {
+            Some(id) => create_run(&root, id)?
+                .ok_or_else(|| CaptureError::SessionExists { session_id: id.to_string(), path: root.join(id) })?,
+            None => {
+                let base = default_session_id(now);
+                let mut claimed = None;
+                for n in 1..=MAX_DEFAULT_ID_SUFFIX {
+                    let id = if n == 1 { base.clone() } else { format!("{base}_{n}") };
+                    if let Some(run) = create_run(&root, &id)? {
+                        claimed = Some(run);
+                        break;
+                    }
+                }
+                claimed.ok_or_else(|| CaptureError::SessionExists { path: root.join(&base), session_id: base })?
+            }
+        };
+        let (path, session_id) = claimed;
+        Ok(RunDir { path, session_id, logdir: absolute, created: std::sync::Mutex::new(created) })
+    }
+
+    /// The absolute log directory.
+    pub(crate) fn logdir(&self) -> &Path {
+        &self.logdir
     }
 
     /// The directory.
@@ -101,35 +197,41 @@ impl RunDir {
         &self.session_id
     }
 
-    /// Removes the directory if it is empty (a no-op otherwise).
+    /// Removes the directory if it is empty (a no-op otherwise), and then the directories
+    /// created for it that are empty.
     pub(crate) fn remove_if_empty(&self) {
         // `remove_dir` fails on a non-empty directory: exactly the check wanted.
-        let _ = std::fs::remove_dir(&self.path);
+        if std::fs::remove_dir(&self.path).is_ok() {
+            self.created.lock().unwrap_or_else(|p| p.into_inner()).remove();
+        }
     }
 }
 
 impl Drop for RunDir {
     fn drop(&mut self) {
         self.remove_if_empty();
+        // A run with files keeps the directories made for it.
+        self.created.get_mut().unwrap_or_else(|p| p.into_inner()).0.clear();
     }
 }
 
-/// `mkdir root/id`: `None` when something is at that path already.
-fn create_run(root: &Path, id: &str) -> Result<Option<RunDir>, CaptureError> {
+/// `mkdir root/id`: `None` when something is at that path already; else the run's path
+/// and name.
+fn create_run(root: &Path, id: &str) -> Result<Option<(PathBuf, String)>, CaptureError> {
     let path = root.join(id);
     match std::fs::create_dir(&path) {
-        Ok(()) => Ok(Some(RunDir { path, session_id: id.to_string() })),
+        Ok(()) => Ok(Some((path, id.to_string()))),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(None),
         Err(e) => Err(CaptureError::io(path, e)),
     }
 }
 
-/// Creates `path` as a directory, or checks that what is there is a directory and not a
-/// symbolic link.
-fn ensure_real_dir(path: &Path) -> Result<(), CaptureError> {
-    match std::fs::create_dir(path) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+/// Creates `path` as a directory (remembered in `created`), or checks that what is there
+/// is a directory and not a symbolic link.
+fn ensure_real_dir(path: &Path, created: &mut Created) -> Result<(), CaptureError> {
+    match created.dir(path) {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
         Err(e) => return Err(CaptureError::io(path, e)),
     }
     let file_type = std::fs::symlink_metadata(path).map_err(|e| CaptureError::io(path, e))?.file_type();
@@ -220,6 +322,51 @@ mod tests {
         drop((a, b, first));
         assert!(!a_path.exists());
         assert!(first_path.join("h.xplane.pb").exists());
+    }
+
+    /// A claim that saves nothing leaves nothing: the run and every directory it created
+    /// (a missing log directory and its parents, `plugins`, `plugins/profile`) go, and
+    /// never a directory it did not create or one with something in it.
+    #[test]
+    fn a_run_that_saves_nothing_leaves_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let listing = |dir: &Path| {
+            let mut names: Vec<String> = walk(dir).into_iter().map(|p| p.display().to_string()).collect();
+            names.sort();
+            names
+        };
+        // A log directory (and its parent) that did not exist.
+        let logdir = tmp.path().join("new/logs");
+        drop(RunDir::claim(&logdir, Some("r"), SystemTime::now()).unwrap());
+        assert!(listing(tmp.path()).is_empty(), "{:?}", listing(tmp.path()));
+        // An existing, empty log directory stays; what was made in it goes.
+        std::fs::create_dir(tmp.path().join("mine")).unwrap();
+        let run = RunDir::claim(&tmp.path().join("mine"), None, SystemTime::now()).unwrap();
+        run.remove_if_empty();
+        drop(run);
+        assert_eq!(listing(tmp.path()), ["mine"]);
+        // Another run beside it keeps `plugins/profile`; a run with a file keeps everything.
+        let first = RunDir::claim(&logdir, Some("a"), SystemTime::now()).unwrap();
+        let second = RunDir::claim(&logdir, Some("b"), SystemTime::now()).unwrap();
+        drop(first);
+        assert!(second.path().is_dir() && logdir.join("plugins/profile").is_dir());
+        std::fs::write(second.path().join("h.xplane.pb"), b"x").unwrap();
+        drop(second);
+        assert!(logdir.join("plugins/profile/b/h.xplane.pb").is_file());
+        assert!(!logdir.join("plugins/profile/a").exists());
+    }
+
+    /// Every path under `dir`, relative to it.
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            if entry.file_type().unwrap().is_dir() {
+                out.extend(walk(&path).into_iter().map(|p| path.strip_prefix(dir).unwrap().join(p)));
+            }
+        }
+        out
     }
 
     #[cfg(unix)]

@@ -17,7 +17,8 @@
 //!
 //! The run directory is claimed when the session is made (see [`crate::files`]: never an
 //! existing run, never through a symbolic link), files are published without replacing
-//! anything, a worker whose save fails leaves no file, and a run left empty is removed.
+//! anything, a worker whose save fails leaves no file, and a run left empty is removed
+//! with the directories made for it.
 
 use crate::client::ProfilerClient;
 use crate::error::CaptureError;
@@ -212,9 +213,10 @@ impl CaptureSession {
         if addresses.is_empty() {
             return Err(CaptureError::BadOption("no worker address given".into()));
         }
-        std::fs::create_dir_all(logdir).map_err(|e| CaptureError::io(logdir, e))?;
-        let logdir = std::fs::canonicalize(logdir).map_err(|e| CaptureError::io(logdir, e))?;
-        let run_dir = RunDir::claim(&logdir, options.session_id.as_deref(), SystemTime::now())?;
+        // Creates the log directory if needed (removed again, with the rest, if the capture
+        // saves nothing).
+        let run_dir = RunDir::claim(logdir, options.session_id.as_deref(), SystemTime::now())?;
+        let logdir = run_dir.logdir().to_path_buf();
         Ok(CaptureSession { addresses, pinned, options, logdir, run_dir: Arc::new(run_dir) })
     }
 

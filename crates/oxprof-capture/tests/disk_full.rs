@@ -1,5 +1,6 @@
 //! A capture whose profile cannot be written (file size limit, full disk) fails with one
-//! clear message and leaves nothing behind: no `.part` file, no empty run directory.
+//! clear message and leaves nothing behind: no `.part` file, no empty run directory, no
+//! `plugins/profile` made for it.
 //!
 //! The file size limit (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored so writes fail with
 //! `EFBIG`) is set in a child process: this test binary runs itself again with
@@ -34,9 +35,9 @@ fn capture_fails_cleanly(logdir: &Path, expected: &str) {
     assert!(message.contains("cannot write") && message.contains("full"), "{message}");
     assert_eq!(message.matches(expected).count(), 1, "the cause once: {message}");
     assert_eq!(response.body["failed"][0]["kind"], "io");
-    // Only the (empty) repository root remains: no run directory, no temporary file.
-    let root = logdir.join("plugins/profile");
-    let left: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+    // Nothing remains: no run directory, no temporary file, and not the `plugins/profile`
+    // the capture made for its run.
+    let left: Vec<_> = std::fs::read_dir(logdir).unwrap().map(|e| e.unwrap().path()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 

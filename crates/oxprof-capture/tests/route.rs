@@ -91,7 +91,7 @@ fn failures_have_their_own_statuses() {
     let dead = free_port_address();
     let response = service.handle_blocking(&query(&[("service_addr", &dead)]));
     assert_eq!(response.body["failed"][0]["kind"], "refused", "{}", response.body);
-    assert!(!logdir.path().join("plugins/profile").read_dir().unwrap().any(|_| true), "no empty run is left");
+    assert!(!logdir.path().join("plugins").exists(), "no empty run is left, nor the directories made for it");
 }
 
 /// More captures than the limit are refused at once (429) while the others run, instead

@@ -78,7 +78,7 @@ fn a_dead_address_fails_fast_with_one_line_and_exit_code_2() {
     assert!(out.stderr.contains(&address) && out.stderr.contains("connection refused"), "{}", out.stderr);
     assert!(out.stderr.contains("start_server"), "the message says how to start a server: {}", out.stderr);
     assert!(out.took < Duration::from_secs(5), "took {:?}", out.took);
-    assert!(!logdir.path().join("plugins/profile").read_dir().unwrap().any(|_| true), "no empty run is left");
+    assert!(!logdir.path().join("plugins").exists(), "no empty run is left, nor the directories made for it");
 }
 
 #[test]

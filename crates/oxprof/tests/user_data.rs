@@ -1,6 +1,7 @@
 //! oxprof owns only what it wrote, end to end through the binary: a cache directory
 //! holding someone's files is refused (`cache clear`, `cache info`, and every command that
-//! would fill it), and `cache clear` removes only oxprof's entries.
+//! would fill it), `cache clear` removes only oxprof's entries, and a failed capture leaves
+//! no directory behind.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -147,4 +148,23 @@ fn cache_clear_removes_only_oxprofs_entries() {
     let expected =
         ["CACHEDIR.TAG", "OXPROF-CACHE.TAG", "v1", "v1/cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd.bin", "v1/notes.txt"];
     assert_eq!(left, expected.map(PathBuf::from));
+}
+
+/// A loopback address where nothing listens (a port bound and released).
+fn dead_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+#[test]
+fn a_failed_capture_leaves_no_directory_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let existing = tmp.path().join("existing");
+    std::fs::create_dir(&existing).unwrap();
+    let missing = tmp.path().join("missing/logs");
+    for logdir in [&existing, &missing] {
+        let out = oxprof(&["capture", &dead_address(), "--logdir", logdir.to_str().unwrap(), "--retries", "0"]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+    }
+    assert_eq!(snapshot(tmp.path()).into_keys().collect::<Vec<_>>(), [PathBuf::from("existing")]);
 }
