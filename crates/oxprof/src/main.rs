@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod output;
 mod sql;
 
 /// oxprof: a profiler for machine-learning workloads (XSpace / XProf profiles).
@@ -122,9 +123,14 @@ enum Command {
         /// Host name, or ALL_HOSTS (default: all hosts combined).
         #[arg(long)]
         host: Option<String>,
-        /// The file to write (default: standard output).
+        /// The file to write (default: standard output). An existing file is kept unless
+        /// --force.
         #[arg(long, short)]
         out: Option<PathBuf>,
+        /// Replace the --out file if it exists (a symbolic link there is replaced itself,
+        /// never written through).
+        #[arg(long, requires = "out")]
+        force: bool,
         #[command(flatten)]
         budget: InputBudget,
         #[command(flatten)]
@@ -141,8 +147,13 @@ enum Command {
         /// The format to write.
         #[arg(long, value_enum)]
         to: ConvertTo,
-        /// The file to write, or an object URL (s3://, gs://, az://) to upload it to.
+        /// The file to write (an existing file is kept unless --force), or an object URL
+        /// (s3://, gs://, az://) to upload it to.
         output: PathBuf,
+        /// Replace OUTPUT if it exists (a symbolic link there is replaced itself, never
+        /// written through).
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         budget: InputBudget,
     },
@@ -351,9 +362,15 @@ enum ConvertTo {
 
 /// Loads `input` (a file or an object URL) through the format seam and writes it to
 /// `output` as `to`; an output URL is written locally first, then uploaded whole.
-fn convert(input: &std::path::Path, to: ConvertTo, output: &std::path::Path, budget: &InputBudget) -> Result<()> {
+fn convert(
+    input: &std::path::Path,
+    to: ConvertTo,
+    output: &std::path::Path,
+    force: bool,
+    budget: &InputBudget,
+) -> Result<()> {
     let Some(url) = output.to_str().filter(|s| oxprof_objstore::is_url(s)) else {
-        return convert_to_file(input, to, output, budget);
+        return convert_to_file(input, to, output, force, budget);
     };
     let options = oxprof_objstore::RemoteOptions::default();
     // Credentials are checked before converting, not after.
@@ -362,45 +379,56 @@ fn convert(input: &std::path::Path, to: ConvertTo, output: &std::path::Path, bud
     // The same file name, so that `.gz` still means gzip.
     let name = url.trim_end_matches('/').rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("profile");
     let local = staging.path().join(name);
-    convert_to_file(input, to, &local, budget)?;
+    convert_to_file(input, to, &local, false, budget)?;
     let bytes = oxprof_objstore::upload_file(&local, url, &options)?;
     eprintln!("oxprof: uploaded {url} ({bytes} bytes)");
     Ok(())
 }
 
+/// Writes `input` converted to `to` as the local file `output` (see `output`: an existing
+/// file only with `force`, never through a link, never half written).
 fn convert_to_file(
     input: &std::path::Path,
     to: ConvertTo,
     output: &std::path::Path,
+    force: bool,
     budget: &InputBudget,
 ) -> Result<()> {
-    use std::io::Write;
+    // Refused before the input is read, not after.
+    output::check_target(output, force)?;
     let space = if input.to_str().is_some_and(oxprof_objstore::is_url) {
         let store = oxprof_objstore::open_store(input, &oxprof_objstore::RemoteOptions::default())?;
         store.load(input, &budget.limits(), &|_| true)?
     } else {
         oxprof_format::load_xspace_with(input, &budget.limits(), &|_| true)?
     };
-    let file = std::fs::File::create(output).with_context(|| format!("{}: cannot create", output.display()))?;
-    let mut out: Box<dyn Write> = if output.extension().is_some_and(|e| e == "gz") {
-        Box::new(flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::default()))
-    } else {
-        Box::new(std::io::BufWriter::new(file))
-    };
-    let what = match to {
+    let mut what = String::new();
+    output::write_file(output, force, |file| {
+        if output.extension().is_some_and(|e| e == "gz") {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            what = write_converted(&space, to, &mut gz)?;
+            gz.try_finish()?;
+        } else {
+            what = write_converted(&space, to, file)?;
+        }
+        Ok(())
+    })?;
+    eprintln!("oxprof: wrote {} ({what})", output.display());
+    Ok(())
+}
+
+/// Writes `space` as `to` into `out`; what was written, for the message.
+fn write_converted(space: &oxprof_format::XSpace, to: ConvertTo, out: &mut dyn std::io::Write) -> Result<String> {
+    Ok(match to {
         ConvertTo::Xspace => {
-            out.write_all(&oxprof_xspace::encode_xspace(&space))?;
+            out.write_all(&oxprof_xspace::encode_xspace(space))?;
             format!("{} events", space.event_count())
         }
         ConvertTo::ChromeJson => {
-            let summary = oxprof_kineto::export_chrome_json(&space, &mut out)?;
+            let summary = oxprof_kineto::export_chrome_json(space, out)?;
             format!("{} events, {} flow endpoints", summary.events, summary.flows)
         }
-    };
-    out.flush().with_context(|| format!("{}: cannot write", output.display()))?;
-    drop(out);
-    eprintln!("oxprof: wrote {} ({what})", output.display());
-    Ok(())
+    })
 }
 
 /// Dataset formats of `oxprof export`.
@@ -526,7 +554,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(if report.tripped { ExitCode::from(EXIT_GATE_TRIPPED) } else { ExitCode::SUCCESS })
         }
-        Command::Summary { path, run, host, out, budget, cache } => {
+        Command::Summary { path, run, host, out, force, budget, cache } => {
+            if let Some(out) = &out {
+                output::check_target(out, force)?;
+            }
             let side = oxprof_api::diff::SideRequest { path: &path, run: run.as_deref(), host: host.as_deref() };
             let read = oxprof_api::diff::ReadOptions {
                 profile: budget.limits(),
@@ -537,7 +568,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let text = summary.to_json() + "\n";
             match out {
                 Some(out) => {
-                    std::fs::write(&out, text).with_context(|| format!("cannot write {}", out.display()))?;
+                    output::write_file(&out, force, |file| Ok(file.write_all(text.as_bytes())?))?;
                     eprintln!("oxprof: wrote {} (summary of {})", out.display(), summary.source.label());
                 }
                 None => {
@@ -563,8 +594,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             export_parquet(&path, run.as_deref(), &dir, budget.limits())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Convert { input, to, output, budget } => {
-            convert(&input, to, &output, &budget)?;
+        Command::Convert { input, to, output, force, budget } => {
+            convert(&input, to, &output, force, &budget)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cache { action } => {

@@ -1,7 +1,8 @@
 //! oxprof owns only what it wrote, end to end through the binary: a cache directory
 //! holding someone's files is refused (`cache clear`, `cache info`, and every command that
-//! would fill it), `cache clear` removes only oxprof's entries, and a failed capture leaves
-//! no directory behind.
+//! would fill it), `cache clear` removes only oxprof's entries, output files are never
+//! overwritten without `--force` nor written through a symbolic link, and a failed capture
+//! leaves no directory behind.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -148,6 +149,66 @@ fn cache_clear_removes_only_oxprofs_entries() {
     let expected =
         ["CACHEDIR.TAG", "OXPROF-CACHE.TAG", "v1", "v1/cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd.bin", "v1/notes.txt"];
     assert_eq!(left, expected.map(PathBuf::from));
+}
+
+/// `convert` and `summary --out` refuse an existing file (before reading the profile) and
+/// a symbolic link unless `--force`, and with it replace the link itself, never its target.
+#[cfg(unix)]
+#[test]
+fn output_files_are_never_overwritten_or_written_through_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let precious = tmp.path().join("precious.txt");
+    std::fs::write(&precious, "keep me").unwrap();
+    const INPUT: &str = "testdata/profiles/jax_train/plugins/profile/2026_11_22_03_01_45/vm.xplane.pb.gz";
+    assert!(repo_root().join(INPUT).is_file());
+    /// A command's arguments writing to OUT.
+    type Args = fn(&str) -> Vec<String>;
+    let runs: [(&str, Args); 2] = [
+        ("convert", |out| ["convert", INPUT, "--to", "chrome-json", out].map(String::from).to_vec()),
+        ("summary", |out| ["summary", PROFILE, "--no-cache", "--out", out].map(String::from).to_vec()),
+    ];
+    for (name, args) in runs {
+        let run = |out: &Path, force: bool| {
+            let mut args = args(out.to_str().unwrap());
+            if force {
+                args.push("--force".into());
+            }
+            oxprof(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        // An existing file.
+        let existing = tmp.path().join(format!("{name}.json"));
+        std::fs::write(&existing, "old").unwrap();
+        let out = run(&existing, false);
+        assert_eq!(out.code, 2, "{name}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{name}: {}", out.stderr);
+        assert!(out.stderr.contains("exists; oxprof does not overwrite files (--force replaces it)"), "{}", out.stderr);
+        assert_eq!(std::fs::read_to_string(&existing).unwrap(), "old");
+        let out = run(&existing, true);
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        assert!(std::fs::read_to_string(&existing).unwrap().starts_with('{'), "{name}: replaced");
+        // A link to someone's file, and a dangling link.
+        let link = tmp.path().join(format!("{name}-link.json"));
+        std::os::unix::fs::symlink(&precious, &link).unwrap();
+        let dangling = tmp.path().join(format!("{name}-dangling.json"));
+        let nowhere = tmp.path().join(format!("{name}-nowhere"));
+        std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+        for path in [&link, &dangling] {
+            let out = run(path, false);
+            assert_eq!(out.code, 2, "{name}: {}", out.stderr);
+            assert!(std::fs::symlink_metadata(path).unwrap().file_type().is_symlink());
+        }
+        let out = run(&link, true);
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_file(), "{name}: the link itself replaced");
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me", "{name} wrote through a link");
+        assert!(!nowhere.exists(), "{name} wrote through a dangling link");
+        // A new file: written, and no temporary file left beside it.
+        let fresh = tmp.path().join(format!("{name}-new.json"));
+        assert_eq!(run(&fresh, false).code, 0);
+        assert!(fresh.is_file());
+    }
+    let names: Vec<String> = snapshot(tmp.path()).into_keys().map(|p| p.display().to_string()).collect();
+    assert!(names.iter().all(|n| !n.ends_with(".part")), "{names:?}");
 }
 
 /// A loopback address where nothing listens (a port bound and released).
