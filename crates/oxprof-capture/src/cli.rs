@@ -1,5 +1,6 @@
-//! `oxprof capture`: its arguments, a progress display on stderr, the summary on stdout,
-//! and the exit code (0 all workers captured, 1 some, 2 none or bad arguments).
+//! `oxprof capture`: its arguments, a progress display on stderr, the summary on stdout
+//! (or the writer the caller gives), and the exit code (0 all workers captured, 1 some, 2
+//! none or bad arguments).
 //!
 //! The user runs it: any target may be captured from (no [`crate::CapturePolicy`]), for
 //! up to [`crate::options::MAX_DURATION`] (1 h) after up to [`crate::options::MAX_DELAY`]
@@ -90,7 +91,13 @@ impl CaptureArgs {
 
 /// Runs `oxprof capture` and returns the process exit code.
 pub fn run(args: &CaptureArgs) -> u8 {
-    match run_inner(args) {
+    run_with(args, &mut std::io::stdout())
+}
+
+/// [`run`], with the summary written to `out` (the `oxprof` binary's standard output,
+/// which ends the process quietly when closed, or a buffer printed later).
+pub fn run_with(args: &CaptureArgs, out: &mut dyn Write) -> u8 {
+    match run_inner(args, out) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("oxprof: {e}");
@@ -99,7 +106,7 @@ pub fn run(args: &CaptureArgs) -> u8 {
     }
 }
 
-fn run_inner(args: &CaptureArgs) -> Result<u8, CaptureError> {
+fn run_inner(args: &CaptureArgs, out: &mut dyn Write) -> Result<u8, CaptureError> {
     let addresses = parse_address_list(&args.addresses.join(","))?;
     let session = CaptureSession::new(addresses, &args.logdir, args.options())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -138,7 +145,11 @@ fn run_inner(args: &CaptureArgs) -> Result<u8, CaptureError> {
         let _ = handle.join();
     }
     let report = report?;
-    print_report(&report, args.json);
+    if let Err(e) = print_report(&report, args.json, out) {
+        // The capture is saved; only its summary is lost.
+        eprintln!("oxprof: cannot write the capture's summary: {e}");
+        return Ok(EXIT_FAILED);
+    }
     Ok(if report.failed.is_empty() {
         EXIT_OK
     } else if report.captured.is_empty() {
@@ -148,39 +159,41 @@ fn run_inner(args: &CaptureArgs) -> Result<u8, CaptureError> {
     })
 }
 
-fn print_report(report: &CaptureReport, json: bool) {
+fn print_report(report: &CaptureReport, json: bool, out: &mut dyn Write) -> std::io::Result<()> {
     for failure in &report.failed {
         let attempts =
             if failure.attempts > 1 { format!(" after {} attempts", failure.attempts) } else { String::new() };
         eprintln!("oxprof: capture from {} failed{attempts}: {}", failure.address, failure.error);
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
-        return;
+        writeln!(out, "{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default())?;
+        return out.flush();
     }
     if report.captured.is_empty() {
-        return;
+        return Ok(());
     }
     let total = report.captured.len() + report.failed.len();
-    println!(
+    writeln!(
+        out,
         "Captured {} of {total} worker(s) in {:.1} s into {}",
         report.captured.len(),
         report.elapsed.as_secs_f64(),
         report.run_dir.display()
-    );
+    )?;
     for capture in &report.captured {
         let name = capture.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let how = match capture.source {
             XSpaceSource::Response => "",
             XSpaceSource::SharedFilesystem => " (written by the server on this machine)",
         };
-        println!("  {}  {name}  {}{how}", capture.address, human_bytes(capture.bytes));
+        writeln!(out, "  {}  {name}  {}{how}", capture.address, human_bytes(capture.bytes))?;
     }
     if !report.failed.is_empty() {
         let failed: Vec<&str> = report.failed.iter().map(|f| f.address.as_str()).collect();
-        println!("  missing: {} (see the errors above)", failed.join(", "));
+        writeln!(out, "  missing: {} (see the errors above)", failed.join(", "))?;
     }
-    println!("View it with: oxprof serve {}", shell_quote(&report.logdir.to_string_lossy()));
+    writeln!(out, "View it with: oxprof serve {}", shell_quote(&report.logdir.to_string_lossy()))?;
+    out.flush()
 }
 
 fn human_bytes(bytes: u64) -> String {

@@ -1,5 +1,6 @@
 //! The `oxprof` command: a thin shell over `oxprof-api`. Parses arguments, prints
-//! responses, maps failures to exit codes (2 = bad input).
+//! responses, maps failures to exit codes (2 = bad input; a closed standard output ends
+//! the process quietly, killed by `SIGPIPE`: see `stdout`).
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -8,6 +9,9 @@ use std::process::ExitCode;
 
 mod output;
 mod sql;
+mod stdout;
+
+use stdout::{out, outln};
 
 /// oxprof: a profiler for machine-learning workloads (XSpace / XProf profiles).
 #[derive(Debug, Parser)]
@@ -492,14 +496,21 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    let code = run_command(cli)?;
+    // What is still buffered: a closed pipe ends the process here, as at any write.
+    std::io::Write::flush(&mut stdout::stdout()).context("cannot write to stdout")?;
+    Ok(code)
+}
+
+fn run_command(cli: Cli) -> Result<ExitCode> {
     oxprof_objstore::set_no_sign_request(cli.no_sign_request);
     match cli.command {
         Command::Inspect { path, json, budget } => {
             let report = oxprof_api::inspect::inspect_with(&path, &budget.limits())?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print!("{}", oxprof_api::inspect::render_text(&report));
+                out!("{}", oxprof_api::inspect::render_text(&report))?;
             }
             let mut failed = false;
             for host in report.failures() {
@@ -547,8 +558,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 DiffFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
                 DiffFormat::Csv => oxprof_api::diff::csv::render(&report),
             };
-            use std::io::Write;
-            std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?;
+            out!("{text}").context("cannot write to stdout")?;
             for gate in report.gates.iter().filter(|g| g.tripped()) {
                 eprintln!("oxprof: gate {} tripped: {}", gate.gate, gate.reason);
             }
@@ -571,10 +581,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     output::write_file(&out, force, |file| Ok(file.write_all(text.as_bytes())?))?;
                     eprintln!("oxprof: wrote {} (summary of {})", out.display(), summary.source.label());
                 }
-                None => {
-                    use std::io::Write;
-                    std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?;
-                }
+                None => out!("{text}").context("cannot write to stdout")?,
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -606,20 +613,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             match action {
                 CacheAction::Info { .. } => {
                     let usage = disk.usage();
-                    println!("{}: {} entries, {:.1} MB", disk.dir().display(), usage.entries, mb(usage.bytes));
-                    println!(
+                    outln!("{}: {} entries, {:.1} MB", disk.dir().display(), usage.entries, mb(usage.bytes))?;
+                    outln!(
                         "this oxprof reads the entries of its build ({}) only; others age out, least recently used first",
                         oxprof_api::BUILD_FINGERPRINT
-                    );
+                    )?;
                 }
                 CacheAction::Clear { .. } => {
                     let removed = disk.clear()?;
-                    println!(
+                    outln!(
                         "{}: removed {} entries, {:.1} MB (only oxprof's entries: nothing else in it is touched)",
                         disk.dir().display(),
                         removed.entries,
                         mb(removed.bytes)
-                    );
+                    )?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -655,8 +662,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
                 let what = if demo { "the bundled demo".to_string() } else { server.root.display().to_string() };
-                println!("oxprof: serving {what} at {}", server.url());
-                println!("oxprof: press Ctrl-C to stop");
+                // A closed stdout ends the server here too (see `stdout`); other errors
+                // only lose the banner.
+                let _ = outln!("oxprof: serving {what} at {}", server.url());
+                let _ = outln!("oxprof: press Ctrl-C to stop");
             })
             .context("cannot serve")?;
             Ok(ExitCode::SUCCESS)
@@ -673,7 +682,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&session, &served, &request) {
                 // A binary body (graph_viewer type=pb) is written as is.
                 use std::io::Write;
-                std::io::stdout().write_all(&bytes?).context("cannot write to stdout")?;
+                stdout::stdout().write_all(&bytes?).context("cannot write to stdout")?;
                 return Ok(ExitCode::SUCCESS);
             }
             let is_trace = oxprof_api::registry::find(&request.tool)
@@ -682,7 +691,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 // A whole trace can be hundreds of MB: written while it is rendered.
                 use std::io::Write;
                 let body = oxprof_api::trace::body(&session, &served, &request.tool, &request, false)?;
-                let mut stdout = std::io::stdout().lock();
+                let mut stdout = stdout::stdout();
                 let notes = match body {
                     oxprof_api::trace::TraceBody::Rendered(response) => {
                         stdout.write_all(response.body.as_bytes()).context("cannot write to stdout")?;
@@ -705,28 +714,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let notes = report.notes();
             match format {
                 Format::Json => {
-                    println!("{}", report.xprof_body().text);
+                    outln!("{}", report.xprof_body().text)?;
                     print_notes(&notes);
                 }
                 Format::Report => {
-                    println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+                    outln!("{}", serde_json::to_string_pretty(&report.to_json())?)?;
                     print_notes(&notes);
                 }
                 Format::Csv => {
                     let csv = oxprof_api::data::xprof_csv(&*report);
-                    print!("{}", csv.with_context(|| no_table_message(&request.tool, "to write as CSV"))?);
+                    out!("{}", csv.with_context(|| no_table_message(&request.tool, "to write as CSV"))?)?;
                 }
                 Format::Md => {
                     let no_table = || no_table_message(&request.tool, "to show as Markdown");
                     let markdown = oxprof_api::markdown::report_markdown(&*report).with_context(no_table)?;
                     // oxprof's notes (e.g. why no steps were found) come before the tables.
                     for note in &notes {
-                        println!("> **Note:** {note}\n");
+                        outln!("> **Note:** {note}\n")?;
                     }
                     if markdown.is_empty() {
                         eprintln!("note: {}", no_table());
                     }
-                    print!("{markdown}");
+                    out!("{markdown}")?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -764,19 +773,24 @@ fn export_parquet(
 /// temporary directory and uploaded file by file (each whole or not at all).
 fn capture(args: &oxprof_capture::cli::CaptureArgs) -> Result<u8> {
     let Some(url) = args.logdir.to_str().filter(|s| oxprof_objstore::is_url(s)) else {
-        return Ok(oxprof_capture::cli::run(args));
+        return Ok(oxprof_capture::cli::run_with(args, &mut stdout::stdout()));
     };
     let options = oxprof_objstore::RemoteOptions::default();
     // Credentials are checked before tracing, not after.
     oxprof_objstore::RemoteStore::open(url, &options)?;
     let staging = tempfile::tempdir().context("cannot make a staging directory for the capture")?;
     let local = oxprof_capture::cli::CaptureArgs { logdir: staging.path().to_path_buf(), ..args.clone() };
-    let code = oxprof_capture::cli::run(&local);
+    // The report is printed once the capture is uploaded: a closed stdout, which ends the
+    // process, must not lose the capture.
+    let mut report = Vec::new();
+    let code = oxprof_capture::cli::run_with(&local, &mut report);
     if code == oxprof_capture::cli::EXIT_FAILED {
+        out!("{}", String::from_utf8_lossy(&report))?;
         return Ok(code);
     }
     let (files, bytes) = oxprof_objstore::upload_dir(staging.path(), url, &options)?;
     eprintln!("oxprof: uploaded {files} files ({bytes} bytes) to {url}; view them with: oxprof serve {url}");
+    out!("{}", String::from_utf8_lossy(&report))?;
     Ok(code)
 }
 

@@ -76,7 +76,7 @@ pub fn query(
     let (session, runs) = open(path, run, limits)?;
     let engine = Engine::new(session, runs, QueryLimits { hosts_at_once, ..QueryLimits::default() }).map_err(failed)?;
     let result = engine.query(sql).map_err(failed)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::stdout();
     oxprof_sql::output::write(&result, format.into(), &mut out).map_err(failed)?;
     out.flush().context("cannot write to stdout")
 }
@@ -108,7 +108,7 @@ pub fn repl(path: &Path, run: Option<&str>, hosts_at_once: usize, limits: oxprof
                 let started = std::time::Instant::now();
                 match engine.query(&sql) {
                     Ok(result) => {
-                        let mut out = std::io::stdout().lock();
+                        let mut out = crate::stdout::stdout();
                         oxprof_sql::output::write(&result, Format::Table, &mut out).map_err(failed)?;
                         eprintln!("{} rows in {:.3} s", result.row_count(), started.elapsed().as_secs_f64());
                     }

@@ -1,12 +1,14 @@
 //! oxprof owns only what it wrote, end to end through the binary: a cache directory
 //! holding someone's files is refused (`cache clear`, `cache info`, and every command that
 //! would fill it), `cache clear` removes only oxprof's entries, output files are never
-//! overwritten without `--force` nor written through a symbolic link, and a failed capture
-//! leaves no directory behind.
+//! overwritten without `--force` nor written through a symbolic link, a failed capture
+//! leaves no directory behind, and a closed standard output ends every command that writes
+//! to it quietly, killed by `SIGPIPE` (a shell's status 141) with no panic and no backtrace.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 fn repo_root() -> PathBuf {
@@ -30,6 +32,21 @@ fn command(args: &[&str], env: &[(&str, &Path)]) -> Command {
         command.env(name, value);
     }
     command
+}
+
+/// Waits for `child` at most `limit` (killed after: a hang is a failure).
+fn wait(mut child: Child, limit: Duration, what: &str) -> (ExitStatus, String) {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("oxprof {what} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 struct Output {
@@ -228,4 +245,115 @@ fn a_failed_capture_leaves_no_directory_behind() {
         assert_eq!(out.code, 2, "{}", out.stderr);
     }
     assert_eq!(snapshot(tmp.path()).into_keys().collect::<Vec<_>>(), [PathBuf::from("existing")]);
+}
+
+/// A pipe whose reading end is closed already: the first write to it fails with `EPIPE`.
+#[cfg(unix)]
+fn closed_pipe() -> Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors `pipe` writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just opened and are owned here.
+    let (read, write) = unsafe { (std::fs::File::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    Stdio::from(write)
+}
+
+/// Every command that writes to stdout, with its stdin.
+fn stdout_commands() -> Vec<(Vec<String>, &'static str)> {
+    let dead = dead_address();
+    let cache = concat!(env!("CARGO_TARGET_TMPDIR"), "/closed-stdout-cache");
+    let (slow, fast) = ("testdata/diff/slow_b32", "testdata/diff/fast_b32");
+    let mut commands: Vec<Vec<&str>> = vec![
+        vec!["inspect", PROFILE],
+        vec!["inspect", PROFILE, "--json"],
+        vec!["diff", slow, fast, "--no-cache"],
+        vec!["diff", slow, fast, "--no-cache", "--format", "json"],
+        vec!["diff", slow, fast, "--no-cache", "--format", "csv"],
+        vec!["summary", PROFILE, "--no-cache"],
+        vec!["query", "SELECT name FROM slice LIMIT 50000", PROFILE],
+        vec!["query", "SELECT name FROM slice LIMIT 50000", PROFILE, "--format", "csv"],
+        vec!["query", "SELECT name FROM slice LIMIT 50000", PROFILE, "--format", "json"],
+        vec!["query", "SELECT name FROM slice LIMIT 50000", PROFILE, "--format", "parquet"],
+        vec!["query", "--repl", PROFILE],
+        vec!["cache", "info", "--cache-dir", cache],
+        vec!["cache", "clear", "--cache-dir", cache],
+        vec!["serve", PROFILE, "--port", "0", "--no-cache"],
+        vec!["capture", &dead, "--retries", "0", "--json", "--logdir", concat!(env!("CARGO_TARGET_TMPDIR"), "/c")],
+        vec!["data", "trace_viewer@", PROFILE, "--no-cache"],
+        vec![
+            "data",
+            "graph_viewer",
+            PROFILE,
+            "--no-cache",
+            "--param",
+            "type=pb",
+            "--param",
+            "module_name=jit__normal(20)",
+        ],
+    ];
+    for format in ["json", "csv", "md", "report"] {
+        commands.push(vec!["data", "framework_op_stats", PROFILE, "--no-cache", "--format", format]);
+    }
+    commands
+        .into_iter()
+        .map(|args| {
+            let stdin = if args.contains(&"--repl") { "SELECT name FROM slice LIMIT 50000;\n" } else { "" };
+            (args.into_iter().map(String::from).collect(), stdin)
+        })
+        .collect()
+}
+
+/// Runs `args` with `stdout` and `stdin`, then checks the ending: killed by SIGPIPE, or
+/// (`may_finish`: all of the output fitted in the pipe before it was closed) exit 0; and
+/// never a panic, a backtrace or an error message about the pipe.
+#[cfg(unix)]
+fn check_quiet_end(args: &[String], stdin: &str, stdout: Stdio, read_one_line: bool) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = command(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[])
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    if read_one_line {
+        // A line, or its first 4 KiB (a JSON body is one long line).
+        let mut line = Vec::new();
+        BufReader::new(child.stdout.take().unwrap().take(4096)).read_until(b'\n', &mut line).unwrap();
+        assert!(!line.is_empty(), "{args:?} wrote nothing");
+    }
+    let (status, stderr) = wait(child, Duration::from_secs(120), &args.join(" "));
+    for bad in ["panicked", "backtrace", "Broken pipe", "broken pipe", "os error 32"] {
+        assert!(!stderr.contains(bad), "{args:?}: {bad:?} in {stderr}");
+    }
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{args:?} ended with {status:?}: {stderr}");
+}
+
+/// Standard output closed before the command writes: every command ends at its first
+/// write, killed by SIGPIPE, quietly.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let _ = oxprof(&["cache", "info", "--cache-dir", concat!(env!("CARGO_TARGET_TMPDIR"), "/closed-stdout-cache")]);
+    for (args, stdin) in stdout_commands() {
+        check_quiet_end(&args, stdin, closed_pipe(), false);
+    }
+}
+
+/// As `oxprof … | head -1`: one line read, then the pipe closed while the command still
+/// writes (outputs of more than a MB, far larger than a pipe's buffer).
+#[cfg(unix)]
+#[test]
+fn stdout_closed_after_one_line_ends_the_command_quietly() {
+    for args in [
+        vec!["data", "trace_viewer@", PROFILE, "--no-cache"],
+        vec!["query", "SELECT * FROM slice", PROFILE, "--format", "csv"],
+        vec!["query", "SELECT * FROM slice", PROFILE, "--format", "json"],
+    ] {
+        let args: Vec<String> = args.into_iter().map(String::from).collect();
+        check_quiet_end(&args, "", Stdio::piped(), true);
+    }
 }
