@@ -314,11 +314,11 @@ export function formatDuration(ps: number): string {
 // ---- tracks in sections ----------------------------------------------------------------
 
 /** Row height of one nesting depth (px). */
-export const ROW = 18;
+export const ROW = 17;
 /** Height of a section header (px). */
-export const HEADER = 22;
+export const HEADER = 20;
 /** Height of a host header (several hosts, px). */
-export const HOST_HEADER = 24;
+export const HOST_HEADER = 22;
 /** Height of the time ruler (px). */
 export const AXIS = 28;
 /** Gap below each track (px). */
@@ -343,15 +343,26 @@ export interface SectionRow {
   collapsed: boolean;
   /** Number of tracks (shown or not). */
   tracks: number;
-  /** Tracks the user hid (or pinned above), not shown here. */
+  /** Tracks the user hid, not shown. */
   hiddenTracks: number;
+  /** Tracks pinned to the top (shown there, not here). */
+  pinnedTracks: number;
+  /** Tracks the track filter leaves out. */
+  filteredTracks: number;
+  /** Activity of the section while collapsed: busy share of its threads per column of `range`. */
+  density?: { range: Span; bins: Float32Array };
 }
 
 export interface TrackRow {
   info: TrackInfo;
   pid: number;
   top: number;
+  /** Rows drawn: 1 when folded, else every nesting depth. */
   depths: number;
+  /** Nesting depths of its slices (drawn or not). */
+  fullDepths: number;
+  /** Folded to its outermost slices (the deeper ones as a strip). */
+  folded: boolean;
   slices: TrackSlices;
   hidden: number;
   inWindow: number;
@@ -381,6 +392,17 @@ export interface LayoutOptions {
   pinned?: readonly number[];
   /** Depths each track had before (so heights do not jump while panning). */
   minDepths?: ReadonlyMap<number, number>;
+  /** Only tracks whose name, or whose process's name, contains this text (any case). */
+  filter?: string;
+  /** Whether a track is folded to its outermost slices. */
+  folded?: (track: number) => boolean;
+}
+
+/** Whether a track passes the track filter: its name or its process's name or label holds `filter` (any case). */
+export function trackMatches(filter: string, section: SectionInfo, track: TrackInfo): boolean {
+  const f = filter.trim().toLowerCase();
+  if (!f) return true;
+  return track.name.toLowerCase().includes(f) || section.name.toLowerCase().includes(f) || (section.label ?? '').toLowerCase().includes(f);
 }
 
 /** The host of a section (the tracks' host for older servers). */
@@ -388,15 +410,18 @@ export function sectionHost(tracks: TraceTracks, section: SectionInfo): string {
   return section.host ?? tracks.host;
 }
 
-function trackRow(info: TrackInfo, pid: number, top: number, byId: Map<number, ColumnWindow['tracks'][number]>, minDepths: ReadonlyMap<number, number>): TrackRow {
+function trackRow(info: TrackInfo, pid: number, top: number, byId: Map<number, ColumnWindow['tracks'][number]>, minDepths: ReadonlyMap<number, number>, isFolded?: (track: number) => boolean): TrackRow {
   const wt = byId.get(info.id);
   const base = info.kind === 'counter' ? COUNTER_DEPTHS : 1;
-  const depths = Math.max(base, wt?.depths ?? 0, minDepths.get(info.id) ?? 0);
+  const fullDepths = Math.max(base, wt?.depths ?? 0, minDepths.get(info.id) ?? 0);
+  const folded = info.kind === 'thread' && fullDepths > 1 && !!isFolded?.(info.id);
   return {
     info,
     pid,
     top,
-    depths,
+    depths: folded ? 1 : fullDepths,
+    fullDepths,
+    folded,
     slices: wt?.slices ?? EMPTY_SLICES,
     hidden: wt?.hidden ?? 0,
     inWindow: wt?.in_window ?? 0,
@@ -417,6 +442,7 @@ export function layoutSections(tracks: TraceTracks, window: ColumnWindow | null,
   const hidden = options.hidden ?? new Set<number>();
   const pinned = new Set(options.pinned ?? []);
   const minDepths = options.minDepths ?? new Map<number, number>();
+  const filter = options.filter ?? '';
   const multiHost = (tracks.hosts?.length ?? 1) > 1;
   const hosts: HostRow[] = [];
   const sections: SectionRow[] = [];
@@ -425,6 +451,9 @@ export function layoutSections(tracks: TraceTracks, window: ColumnWindow | null,
   let currentHost: string | null = null;
   for (const section of tracks.sections) {
     const host = sectionHost(tracks, section);
+    const matching = section.tracks.filter((t) => trackMatches(filter, section, t));
+    // A filter hides the processes none of whose tracks match.
+    if (filter.trim() && matching.length === 0) continue;
     if (multiHost && host !== currentHost) {
       currentHost = host;
       hosts.push({ name: host, top: y, collapsed: collapsedHosts.has(host), sections: tracks.sections.filter((s) => sectionHost(tracks, s) === host).length });
@@ -432,13 +461,23 @@ export function layoutSections(tracks: TraceTracks, window: ColumnWindow | null,
     }
     if (multiHost && collapsedHosts.has(host)) continue;
     const isCollapsed = collapsed.has(section.pid);
-    const left = section.tracks.filter((t) => hidden.has(t.id) || pinned.has(t.id)).length;
-    sections.push({ pid: section.pid, host, name: section.name, label: section.label, top: y, collapsed: isCollapsed, tracks: section.tracks.length, hiddenTracks: left });
+    sections.push({
+      pid: section.pid,
+      host,
+      name: section.name,
+      label: section.label,
+      top: y,
+      collapsed: isCollapsed,
+      tracks: section.tracks.length,
+      hiddenTracks: section.tracks.filter((t) => hidden.has(t.id)).length,
+      pinnedTracks: section.tracks.filter((t) => pinned.has(t.id) && !hidden.has(t.id)).length,
+      filteredTracks: section.tracks.length - matching.length,
+    });
     y += HEADER;
     if (isCollapsed) continue;
-    for (const info of section.tracks) {
+    for (const info of matching) {
       if (hidden.has(info.id) || pinned.has(info.id)) continue;
-      const row = trackRow(info, section.pid, y, byId, minDepths);
+      const row = trackRow(info, section.pid, y, byId, minDepths, options.folded);
       rows.push(row);
       y += row.depths * ROW + TRACK_GAP;
     }
@@ -447,7 +486,7 @@ export function layoutSections(tracks: TraceTracks, window: ColumnWindow | null,
 }
 
 /** The pinned tracks, in pin order, from y = 0 (no headers). */
-export function layoutPinned(tracks: TraceTracks, window: ColumnWindow | null, pinned: readonly number[], minDepths: ReadonlyMap<number, number> = new Map()): Layout {
+export function layoutPinned(tracks: TraceTracks, window: ColumnWindow | null, pinned: readonly number[], minDepths: ReadonlyMap<number, number> = new Map(), folded?: (track: number) => boolean): Layout {
   const byId = new Map((window?.tracks ?? []).map((t) => [t.id, t]));
   const info = new Map(tracks.sections.flatMap((s) => s.tracks.map((t) => [t.id, { t, pid: s.pid }] as const)));
   const rows: TrackRow[] = [];
@@ -455,7 +494,7 @@ export function layoutPinned(tracks: TraceTracks, window: ColumnWindow | null, p
   for (const id of pinned) {
     const found = info.get(id);
     if (!found) continue;
-    const row = { ...trackRow(found.t, found.pid, y, byId, minDepths), pinned: true };
+    const row = { ...trackRow(found.t, found.pid, y, byId, minDepths, folded), pinned: true };
     rows.push(row);
     y += row.depths * ROW + TRACK_GAP;
   }
@@ -468,10 +507,10 @@ export function rowAt(rows: readonly TrackRow[], y: number): TrackRow | null {
   return null;
 }
 
-/** Thread tracks whose rows intersect the vertical band `[y0, y1]` (drag selection). */
+/** Tracks (threads and counters) whose rows intersect the vertical band `[y0, y1]` (area selection). */
 export function tracksInBand(rows: readonly TrackRow[], y0: number, y1: number): number[] {
   const [a, b] = y0 <= y1 ? [y0, y1] : [y1, y0];
-  return rows.filter((r) => r.info.kind === 'thread' && r.top <= b && r.top + r.depths * ROW >= a).map((r) => r.info.id);
+  return rows.filter((r) => r.top <= b && r.top + r.depths * ROW >= a).map((r) => r.info.id);
 }
 
 /**
@@ -484,10 +523,23 @@ export function visibleTrackIds(tracks: TraceTracks, options: LayoutOptions | Re
   const collapsedHosts = o.collapsedHosts ?? new Set<string>();
   const hidden = o.hidden ?? new Set<number>();
   const pinned = new Set(o.pinned ?? []);
+  const filter = o.filter ?? '';
   const shown = (s: SectionInfo) => !collapsed.has(s.pid) && !collapsedHosts.has(sectionHost(tracks, s));
-  const anyFolded = tracks.sections.some((s) => !shown(s)) || hidden.size > 0;
+  const anyFolded = tracks.sections.some((s) => !shown(s)) || hidden.size > 0 || filter.trim() !== '';
   if (!anyFolded) return null;
-  return tracks.sections.flatMap((s) => s.tracks.filter((t) => pinned.has(t.id) || (shown(s) && !hidden.has(t.id))).map((t) => t.id));
+  return tracks.sections.flatMap((s) => s.tracks.filter((t) => pinned.has(t.id) || (shown(s) && !hidden.has(t.id) && trackMatches(filter, s, t))).map((t) => t.id));
+}
+
+/** Thread track ids of the collapsed sections shown (their headers draw their activity), by section. */
+export function collapsedTrackIds(tracks: TraceTracks, options: LayoutOptions): Map<number, number[]> {
+  const out = new Map<number, number[]>();
+  const collapsedHosts = options.collapsedHosts ?? new Set<string>();
+  for (const s of tracks.sections) {
+    if (!options.collapsed?.has(s.pid) || collapsedHosts.has(sectionHost(tracks, s))) continue;
+    const ids = s.tracks.filter((t) => t.kind === 'thread' && trackMatches(options.filter ?? '', s, t)).map((t) => t.id);
+    if (ids.length) out.set(s.pid, ids);
+  }
+  return out;
 }
 
 /** The section of a track and its index in the track list. */

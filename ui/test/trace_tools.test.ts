@@ -105,8 +105,8 @@ describe('sections and tracks layout', () => {
     expect(rowAt(lay.rows, (ops?.top ?? 0) + 1)?.info.id).toBe(1);
     expect(rowAt(lay.rows, 0)).toBeNull();
     expect(rowAt(lay.rows, (steps?.top ?? 0) + ROW + 1)).toBeNull(); // in the gap
-    // Counters are not aggregated; the band reaches from the counter into python.
-    expect(tracksInBand(lay.rows, (counter?.top ?? 0) + 1, (python?.top ?? 0) + 1)).toEqual([1, 2, 3]);
+    // The band reaches from the counter into python (counters too: the Counters tab).
+    expect(tracksInBand(lay.rows, (counter?.top ?? 0) + 1, (python?.top ?? 0) + 1)).toEqual([0, 1, 2, 3]);
     expect(tracksInBand(lay.rows, (python?.top ?? 0) + 5, (ops?.top ?? 0) + 5)).toEqual([1, 2, 3]); // upward drag
   });
 });
@@ -196,8 +196,8 @@ describe('search navigation', () => {
 describe('view state in the URL', () => {
   const from = (v: Record<string, string>) => viewFromUrl((k) => v[k] ?? '');
   it('defaults to nothing selected and the select tool', () => {
-    expect(from({})).toEqual({ selected: null, range: null, timing: null, search: '', searchArgs: false, collapsed: new Set(), collapsedHosts: new Set(), hidden: new Set(), pinned: [], hosts: [], tool: 'select' });
-    expect(viewToUrl(from({}))).toEqual({ sel: null, range: null, range_tracks: null, timing: null, q: null, q_args: null, collapsed: null, collapsed_hosts: null, hidden_tracks: null, pinned: null, hosts: null, tool_mode: null });
+    expect(from({})).toEqual({ selected: null, range: null, timing: null, flags: [], trackFilter: '', areaTab: '', pivot: '', debugSql: '', search: '', searchArgs: false, collapsed: new Set(), collapsedHosts: new Set(), hidden: new Set(), pinned: [], trackFold: new Set(), hosts: [], tool: 'select' });
+    expect(viewToUrl(from({}))).toEqual({ sel: null, range: null, range_tracks: null, timing: null, flags: null, track_q: null, area_tab: null, pivot: null, debug_sql: null, q: null, q_args: null, collapsed: null, collapsed_hosts: null, hidden_tracks: null, pinned: null, track_fold: null, hosts: null, tool_mode: null });
   });
   it('round-trips selection, range, timing, search, folded, hidden and pinned tracks, hosts and tool', () => {
     const url = { sel: '17179869184', range: '100_200', range_tracks: '1,3', timing: '5_50', q: 'dot', q_args: '1', collapsed: '701,1', collapsed_hosts: 'a,b', hidden_tracks: '2,4', pinned: '9,3', hosts: 'b,a', tool_mode: 'timing' };
@@ -211,11 +211,11 @@ describe('view state in the URL', () => {
     expect(v.searchArgs).toBe(true);
     expect(v.pinned).toEqual([9, 3]); // pin order kept
     expect(v.hosts).toEqual(['b', 'a']);
-    expect(viewToUrl(v)).toEqual({ ...url, collapsed: '1,701' });
+    expect(viewToUrl(v)).toEqual({ ...url, collapsed: '1,701', flags: null, track_q: null, area_tab: null, pivot: null, debug_sql: null, track_fold: null });
   });
   it('ignores junk', () => {
     const v = from({ sel: 'x', range: '200_100', range_tracks: '1', timing: 'a_b', collapsed: 'x,2', tool_mode: 'lasso' });
-    expect(v).toEqual({ ...{ selected: null, range: null, timing: null, search: '', searchArgs: false, collapsed: new Set(), collapsedHosts: new Set(), hidden: new Set(), pinned: [], hosts: [], tool: 'select' }, collapsed: new Set([2]) });
+    expect(v).toEqual({ ...{ selected: null, range: null, timing: null, flags: [], trackFilter: '', areaTab: '', pivot: '', debugSql: '', search: '', searchArgs: false, collapsed: new Set(), collapsedHosts: new Set(), hidden: new Set(), pinned: [], trackFold: new Set(), hosts: [], tool: 'select' }, collapsed: new Set([2]) });
     expect(from({ range: '1_2' }).range).toBeNull(); // a range needs its tracks
   });
 });

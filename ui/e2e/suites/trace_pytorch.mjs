@@ -4,6 +4,7 @@
 // ProfilerStep markers, selecting a kernel by clicking it, following a CPU launch → GPU
 // kernel flow, search, and drag-select totals over the GPU streams.
 import { assert, assertEqual, startServer } from '../harness.mjs';
+import { clippedFromSql, dragArea, sameRows, slicesTab, waitSelfClipped } from '../area.mjs';
 
 const RUN = 'pytorch_a100_ddp';
 
@@ -148,28 +149,23 @@ export async function register(ctx) {
       await shot();
     });
 
-    await h.test('pytorch trace: drag-selecting the GPU streams totals kernels with self time, as the API does', async ({ page, shot }) => {
+    await h.test('pytorch trace: drag-selecting the GPU streams totals kernels clipped to the area, self times as SQL computes them', async ({ page, shot }) => {
       // The second step: one ProfilerStep of GPU work.
       const step = trackOf(mainThread.id).find((e) => nameOf(e) === 'ProfilerStep#5');
       await open(page, demo.url, { run: RUN, tool: 'trace_viewer', start_ps: String(step.ts_ps), end_ps: String(step.ts_ps + step.dur_ps) });
       const canvas = await page.locator('[data-role="trace-canvas"]').boundingBox();
       const rows = await Promise.all(streams.map((s) => page.locator(`[data-role="trace-labels"] [data-track="${s.id}"]`).boundingBox()));
-      await page.mouse.move(canvas.x + canvas.width * 0.1, rows[0].y + 4);
-      await page.mouse.down();
-      await page.mouse.move(canvas.x + canvas.width * 0.9, rows.at(-1).y + rows.at(-1).height - 4, { steps: 8 });
-      await page.mouse.up();
-      await page.waitForSelector('[data-role="trace-aggregate"]', { timeout: 20_000 });
+      await dragArea(page, canvas.x + canvas.width * 0.1, rows[0].y + 4, canvas.x + canvas.width * 0.9, rows.at(-1).y + rows.at(-1).height - 4);
       await waitReady(page);
       const chosen = urlParam(page, 'range_tracks').split(',').map(Number).sort((a, b) => a - b);
       assertEqual(chosen, streams.map((s) => s.id).sort((a, b) => a - b), 'the GPU streams chosen');
       const [start, end] = urlParam(page, 'range').split('_').map(Number);
-      const agg = await api('aggregate', { start_ps: start, end_ps: end, tracks: urlParam(page, 'range_tracks') });
-      assert(agg.rows.some((r) => r.name.startsWith('ncclKernel_AllReduce')), 'NCCL kernels in the totals');
-      const totals = page.locator('[data-role="aggregate-totals"]');
-      const sum = (k) => agg.rows.reduce((t, r) => t + r[k], 0);
-      assertEqual(Number((await totals.locator('[data-field="count"]').innerText()).replace(/,/g, '')), sum('count'), 'total count');
-      assertEqual(Number(await totals.locator('[data-field="total"]').getAttribute('data-ps')), sum('total_ps'), 'total duration');
-      assertEqual(Number(await totals.locator('[data-field="self"]').getAttribute('data-ps')), sum('self_ps'), 'total self time');
+      const plane = gpu.name.startsWith(`${tracks.host} `) ? gpu.name.slice(tracks.host.length + 1) : gpu.name;
+      const sql = await clippedFromSql(demo.url, RUN, tracks.host, streams.map((s) => [plane, s.name]), start, end);
+      assert([...sql.keys()].some((n) => n.startsWith('ncclKernel_AllReduce')), 'NCCL kernels in the totals');
+      await waitSelfClipped(page, ['all']);
+      const tab = await slicesTab(page);
+      sameRows(tab.rows, sql, ['count', 'wall', 'self'], 'the Slices tab = SQL over the same range');
       await shot();
     });
   } finally {

@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
+import { clippedFromTraceApi, dragArea, sameRows, slicesTab } from '../area.mjs';
 
 export async function register(ctx) {
   const { h, base, runs, open, waitReady, text, external } = ctx;
@@ -56,56 +57,72 @@ export async function register(ctx) {
     assertEqual(await shown(page), full, 'the whole trace by default');
     const win = await checkCounts(page, full);
     assert(win.total_hidden > 0, 'the whole jax_train trace merges events at this zoom');
-    assert((await text(page, '[data-role="trace-hidden"]')).includes('merged or hidden'), 'the hidden count is shown');
+    assert((await text(page, '[data-role="trace-hidden"]')).includes('merged at this zoom'), 'the hidden count is shown');
     // Windows are parsed off the main thread (the page's CSP allows the same-origin worker).
     assertEqual(await page.locator('[data-chart="trace"]').getAttribute('data-window-loader'), 'worker', 'window loader');
     await shot();
   });
 
-  await h.test('trace viewer: W/S/A/D change the window, kept in the URL', async ({ page, shot }) => {
+  /** Holds `key` for about `ms` (the view moves on every animation frame while it is down). */
+  const hold = async (page, key, ms) => {
+    await page.keyboard.down(key);
+    await page.waitForTimeout(ms);
+    await page.keyboard.up(key);
+    // The tap's minimum run, then the fetch.
+    await page.waitForTimeout(250);
+    await waitReady(page);
+  };
+
+  await h.test('trace viewer: W/S/A/D held zoom and pan smoothly, kept in the URL', async ({ page, shot }) => {
     await open(page, base, { run: traceRun, tool: 'trace_viewer' });
     await page.focus('[data-chart="trace"]');
-    await page.keyboard.press('w');
-    await waitReady(page);
+    await hold(page, 'w', 400);
     const z1 = urlSpan(page);
-    assert(z1.end - z1.start < (full.end - full.start) * 0.51 && z1.end > z1.start, `W zooms in: ${JSON.stringify(z1)}`);
+    assert(z1.end - z1.start < (full.end - full.start) * 0.8 && z1.end > z1.start, `W zooms in: ${JSON.stringify(z1)}`);
     assertEqual(await shown(page), z1, 'shown window = URL');
     await checkCounts(page, z1);
-    await page.keyboard.press('d');
-    await waitReady(page);
+    await hold(page, 'd', 300);
     const z2 = urlSpan(page);
-    assert(z2.start > z1.start && z2.end - z2.start === z1.end - z1.start, `D pans right: ${JSON.stringify(z2)}`);
-    await page.keyboard.press('w');
-    await waitReady(page);
+    assert(z2.start > z1.start && Math.abs(z2.end - z2.start - (z1.end - z1.start)) <= 1, `D pans right: ${JSON.stringify(z2)}`);
+    await hold(page, 'w', 300);
     const z3 = urlSpan(page);
     assert(z3.end - z3.start < z2.end - z2.start, `W zooms in again: ${JSON.stringify(z3)}`);
     await checkCounts(page, z3);
-    await page.keyboard.press('s');
-    await waitReady(page);
+    await hold(page, 's', 300);
     const z4 = urlSpan(page);
     assert(z4.end - z4.start > z3.end - z3.start, `S zooms out: ${JSON.stringify(z4)}`);
     await shot();
   });
 
-  await h.test('trace viewer: the mouse wheel zooms around the pointer', async ({ page, shot }) => {
+  await h.test('trace viewer: ctrl+wheel zooms around the pointer, the wheel alone scrolls the tracks', async ({ page, shot }) => {
     await open(page, base, { run: traceRun, tool: 'trace_viewer' });
     const box = await canvasBox(page);
     const before = await shown(page);
     const px = box.x + box.width * 0.25;
     const anchor = before.start + 0.25 * (before.end - before.start);
     await page.mouse.move(px, box.y + 40);
+    await page.keyboard.down('Control');
     await page.mouse.wheel(0, -300);
+    await page.keyboard.up('Control');
     await waitReady(page);
     const after = urlSpan(page);
     assertEqual(await shown(page), after, 'shown window = URL');
-    assert(after.end - after.start < (before.end - before.start) * 0.8, `wheel up zooms in: ${JSON.stringify(after)}`);
+    assert(after.end - after.start < (before.end - before.start) * 0.8, `ctrl+wheel up zooms in: ${JSON.stringify(after)}`);
     const anchorAfter = after.start + 0.25 * (after.end - after.start);
     assert(Math.abs(anchorAfter - anchor) <= (before.end - before.start) / box.width, 'the time under the pointer stays under it');
     await checkCounts(page, after);
+    // The wheel alone scrolls the tracks and leaves the time window alone.
+    const scroll = page.locator('[data-role="trace-scroll"]');
+    const top0 = await scroll.evaluate((el) => el.scrollTop);
+    await page.mouse.wheel(0, 200);
+    await page.waitForFunction((t) => document.querySelector('[data-role="trace-scroll"]').scrollTop > t, top0);
+    assertEqual(await shown(page), after, 'the wheel does not zoom');
+    await page.keyboard.down('Control');
     await page.mouse.wheel(0, 300);
+    await page.keyboard.up('Control');
     await waitReady(page);
     const out = await shown(page);
-    assert(out.end - out.start > after.end - after.start, 'wheel down zooms out');
+    assert(out.end - out.start > after.end - after.start, 'ctrl+wheel down zooms out');
     await shot();
   });
 
@@ -218,43 +235,32 @@ export async function register(ctx) {
     await shot();
   });
 
-  await h.test('trace viewer: drag-selecting shows the exact aggregate of the API', async ({ page, shot }) => {
+  await h.test('trace viewer: drag-selecting lists every slice of the area, wall times clipped to it', async ({ page, shot }) => {
     await open(page, base, { run: traceRun, tool: 'trace_viewer' });
     const canvas = await canvasBox(page);
     const labelsOf = await page.locator('[data-track][data-kind="thread"]').evaluateAll((els) => els.map((e) => ({ id: Number(e.dataset.track), top: e.getBoundingClientRect().top, bottom: e.getBoundingClientRect().bottom })));
     assert(labelsOf.length >= 3, 'three thread tracks');
     const y0 = labelsOf[0].top + 4;
     const y1 = labelsOf[Math.min(4, labelsOf.length - 1)].bottom - 4;
-    await page.mouse.move(canvas.x + canvas.width * 0.3, y0);
-    await page.mouse.down();
-    await page.mouse.move(canvas.x + canvas.width * 0.45, (y0 + y1) / 2, { steps: 5 });
-    await page.mouse.move(canvas.x + canvas.width * 0.6, y1, { steps: 5 });
-    await page.mouse.up();
-    await page.waitForSelector('[data-role="trace-aggregate"]', { timeout: 20_000 });
+    await dragArea(page, canvas.x + canvas.width * 0.3, y0, canvas.x + canvas.width * 0.6, y1);
     await waitReady(page);
     const [start, end] = urlParam(page, 'range').split('_').map(Number);
     const selTracks = urlParam(page, 'range_tracks');
     assertEqual(selTracks, labelsOf.slice(0, Math.min(5, labelsOf.length)).map((l) => l.id).join(','), 'the tracks under the drag');
-    const agg = await traceApi('aggregate', { run: traceRun, start_ps: start, end_ps: end, tracks: selTracks });
-    assert(agg.num_events > 0, 'the selection holds events');
-    const table = page.locator('[data-role="trace-aggregate"]');
-    assertEqual(await table.getAttribute('data-num-events'), String(agg.num_events), 'events aggregated');
-    const rows = await table.locator('tbody tr').evaluateAll((trs) =>
-      trs.map((tr) => {
-        const f = (k) => tr.querySelector(`[data-field="${k}"]`);
-        return [tr.dataset.aggName, Number(f('count').textContent.replace(/,/g, '')), Number(f('total').dataset.ps), Number(f('avg').dataset.ps), Number(f('min').dataset.ps), Number(f('max').dataset.ps)];
-      }),
-    );
-    assertEqual(rows, agg.rows.map((r) => [r.name, r.count, r.total_ps, r.avg_ps, r.min_ps, r.max_ps]), 'the aggregate table is the API aggregate');
-    // More events than the page drew: the aggregate is exact, not limited to the drawn slices.
+    const want = await clippedFromTraceApi(traceApi, { run: traceRun }, start, end, selTracks.split(',').map(Number));
+    assert(want.numEvents > 0, 'the selection holds events');
+    const tab = await slicesTab(page);
+    assertEqual(tab.summary.count, want.numEvents, 'every slice overlapping the area is counted');
+    sameRows(tab.rows, want.byName, ['count', 'wall'], 'slices clipped to the area (trace routes)');
+    // More events than the page drew: the selection is exact, not limited to the drawn slices.
     const win = await traceApi('window', { run: traceRun, start_ps: start, end_ps: end, width: Math.round(canvas.width * 0.3), tracks: selTracks });
-    assertEqual(agg.num_events, win.total_in_window, 'every event in the selection is aggregated');
+    assertEqual(want.numEvents, win.total_in_window, 'every event in the selection is counted');
     await shot();
-    // A reload restores the selection and its aggregate.
+    // A reload restores the selection and its tabs.
     await page.reload();
     await waitReady(page);
-    await page.waitForSelector('[data-role="trace-aggregate"]', { timeout: 20_000 });
-    assertEqual(await page.locator('[data-role="trace-aggregate"]').getAttribute('data-num-events'), String(agg.num_events), 'aggregate after reload');
+    await page.waitForSelector('[data-area-body="slices"][data-ready="true"]', { timeout: 20_000 });
+    assertEqual((await slicesTab(page)).summary.count, want.numEvents, 'the selection after a reload');
   });
 
   await h.test('trace viewer: search (substring, any case) finds an event outside the window and moves there', async ({ page, shot }) => {

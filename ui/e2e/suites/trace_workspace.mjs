@@ -7,6 +7,7 @@ import { mkdtempSync, copyFileSync, mkdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
+import { clippedFromTraceApi, dragArea, slicesTab } from '../area.mjs';
 
 export async function register(ctx) {
   const { h, base, runs, open, waitReady, text, repo } = ctx;
@@ -75,6 +76,9 @@ export async function register(ctx) {
     assert(Math.abs(w1 - w0 - 100) <= 2, `the name column grew by 100 px (${w0} → ${w1})`);
     assert((await canvasBox(page)).width < c0 - 90, 'the plot gave the room');
     const panel = page.locator('[data-role="trace-panel"]');
+    // Closed until something is selected: the toggle opens it.
+    assertEqual(await panel.isVisible(), false, 'no empty panel at first');
+    await page.click('[data-role="panel-toggle"]');
     const p0 = (await panel.boundingBox()).height;
     const ph = await page.locator('[data-role="panel-resizer"]').boundingBox();
     await page.mouse.move(ph.x + 200, ph.y + ph.height / 2);
@@ -219,30 +223,24 @@ export async function register(ctx) {
     await shot();
   });
 
-  await h.test('trace workspace: drag-select shows totals with self time and exports CSV', async ({ page, shot }) => {
+  await h.test('trace workspace: drag-select shows clipped totals with self time and exports CSV', async ({ page, shot }) => {
     await open(page, base, { run: traceRun, tool: 'trace_viewer' });
     const canvas = await canvasBox(page);
     const rows = await page.locator('[data-role="trace-labels"] [data-track][data-kind="thread"]').evaluateAll((els) => els.map((e) => ({ id: Number(e.dataset.track), top: e.getBoundingClientRect().top, bottom: e.getBoundingClientRect().bottom })));
-    await page.mouse.move(canvas.x + canvas.width * 0.2, rows[0].top + 4);
-    await page.mouse.down();
-    await page.mouse.move(canvas.x + canvas.width * 0.7, rows[Math.min(3, rows.length - 1)].bottom - 4, { steps: 8 });
-    await page.mouse.up();
-    await page.waitForSelector('[data-role="trace-aggregate"]', { timeout: 20_000 });
+    await dragArea(page, canvas.x + canvas.width * 0.2, rows[0].top + 4, canvas.x + canvas.width * 0.7, rows[Math.min(3, rows.length - 1)].bottom - 4);
     await waitReady(page);
     const [start, end] = urlParam(page, 'range').split('_').map(Number);
-    const agg = await traceApi('aggregate', { run: traceRun, start_ps: start, end_ps: end, tracks: urlParam(page, 'range_tracks') });
-    const totals = page.locator('[data-role="aggregate-totals"]');
-    const sum = (k) => agg.rows.reduce((t, r) => t + r[k], 0);
+    const want = await clippedFromTraceApi(traceApi, { run: traceRun }, start, end, urlParam(page, 'range_tracks').split(',').map(Number));
+    const totals = page.locator('[data-area-body="slices"] [data-role="aggregate-totals"]');
+    const sum = (k) => [...want.byName.values()].reduce((t, r) => t + r[k], 0);
     assertEqual(Number((await totals.locator('[data-field="count"]').innerText()).replace(/,/g, '')), sum('count'), 'total count');
-    assertEqual(Number(await totals.locator('[data-field="total"]').getAttribute('data-ps')), sum('total_ps'), 'total duration');
-    assertEqual(Number(await totals.locator('[data-field="self"]').getAttribute('data-ps')), sum('self_ps'), 'total self time');
-    const selfCells = await page.locator('[data-role="trace-aggregate"] tbody [data-field="self"]').evaluateAll((tds) => tds.map((td) => Number(td.dataset.ps)));
-    assertEqual(selfCells, agg.rows.map((r) => r.self_ps), 'self time per name');
-    assert((await text(page, '[data-role="trace-aggregate-summary"]')).includes('self'), 'the summary names the self time');
-    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-role="aggregate-csv"]')]);
+    assertEqual(Number(await totals.locator('[data-field="wall"]').getAttribute('data-ps')), sum('wall'), 'total wall time in the area');
+    assert((await text(page, '[data-role="slices-summary"]')).includes('self'), 'the summary names the self time');
+    const tab = await slicesTab(page);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-area-body="slices"] [data-role="aggregate-csv"]')]);
     const csv = ctx.parseCsv(readFileSync(await download.path(), 'utf8'));
-    assertEqual(csv[0], ['Name', 'Count', 'Total (ps)', 'Self (ps)', 'Average (ps)', 'Min (ps)', 'Max (ps)'], 'CSV header (raw picoseconds)');
-    assertEqual(csv.slice(1).map((r) => [r[0], Number(r[1]), Number(r[2]), Number(r[3])]), agg.rows.map((r) => [r.name, r.count, r.total_ps, r.self_ps]), 'CSV rows: raw values');
+    assertEqual(csv[0].slice(0, 3), ['Name', 'Count', 'Wall in range (ps)'], 'CSV header (raw picoseconds)');
+    assertEqual(csv.slice(1).map((r) => [r[0], Number(r[1]), Number(r[2])]).sort(), [...tab.rows.values()].map((r) => [r.name, r.count, r.wall]).sort(), 'CSV rows: raw values');
     await shot();
   });
 

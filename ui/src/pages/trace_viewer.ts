@@ -1,14 +1,17 @@
 // The trace viewer: a workspace over oxprof's level-of-detail trace API
-// (/oxprof/api/trace/*) that fills the window: a toolbar (tools, search, hosts, keys), a
-// time ruler that stays put, pinned tracks, the tracks scrolling inside the workspace, and
-// a docked, resizable panel (details of the selection, search results). One collapsible
-// section per process (and per host when several hosts are shown), one track per thread
-// (slices by depth) or counter. Keys: `?` lists them. The view is in the URL.
+// (/oxprof/api/trace/*) that fills the window: a toolbar (tools, search, track filter,
+// hosts, keys), an overview strip of the whole trace, a time ruler with named flags that
+// stays put, pinned tracks, the tracks scrolling inside the workspace, and a docked panel
+// (details of the selection, search results, flags) that opens when there is something to
+// show. One collapsible section per process (and per host when several hosts are shown;
+// a collapsed one draws its activity), one track per thread (slices by depth) or counter.
+// Keys: `?` lists them. The view is in the URL.
 //
 // This file wires the pieces: trace/model.ts (the view model: state, layouts, which window
 // to fetch), trace/draw.ts (canvas), trace/track_area.ts (a scrolling track list with its
-// sticky canvas), trace/toolbar.ts, trace/search.ts, trace/selection.ts (the panel's
-// Details), trace/input.ts (mouse and keys), trace/help.ts, trace/widgets.ts (tooltip,
+// sticky canvas), trace/toolbar.ts, trace/overview.ts, trace/panel.ts, trace/flags.ts,
+// trace/search.ts, trace/selection.ts (the panel's Details), trace/input.ts and
+// trace/navigation.ts (mouse and keys), trace/help.ts, trace/widgets.ts (tooltip,
 // resizers, hosts picker), trace/client.ts (requests).
 //
 // Performance: windows are fetched with half a view of margin on each side (parsed into
@@ -18,22 +21,32 @@
 
 import { h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
-import { type ColumnWindow, type EventRef, type Span, spanForMatch, spanFromView, spanToView, zoomSpan } from '../trace';
+import { type ColumnWindow, type EventRef, type Span, TimeScale, collapsedTrackIds, spanForMatch, spanFromView, spanToView, zoomSpan } from '../trace';
 import { TraceClient } from '../trace/client';
+import { addFlag, flagAt, renderFlagList } from '../trace/flags';
 import { HelpSheet } from '../trace/help';
+import { DEBUG_TRACK_ID, debugDetails, debugTrack } from '../trace/debug_track';
+import { runQuery } from '../sql';
 import { Input } from '../trace/input';
-import { TraceModel } from '../trace/model';
+import { type Loaded, TraceModel } from '../trace/model';
+import { Overview, activityDensity } from '../trace/overview';
+import { DockedPanel } from '../trace/panel';
 import { Renderer } from '../trace/render';
+import { resolveReveal, revealSpan } from '../trace/reveal';
 import { SearchController } from '../trace/search';
+import { SqlBridge } from '../trace/sql_bridge';
 import { Selection } from '../trace/selection';
 import { Toolbar } from '../trace/toolbar';
 import { TrackArea } from '../trace/track_area';
 import { STEP_KEYS, type TraceTool, viewFromUrl, viewToUrl } from '../trace/view';
 import { loadWindow, prepareWindowLoader, windowLoaderKind } from '../trace/window_loader';
 import { mountHostPicker, resizer, stepSpan, tooltipFor } from '../trace/widgets';
+import { REVEAL_KEYS, type RevealTarget, revealFromView } from '../timeline';
 
 const FETCH_DELAY_MS = 40;
 const URL_DELAY_MS = 150;
+/** Columns of the overview strip's density. */
+const OVERVIEW_BINS = 600;
 
 export function traceViewerPage(ctx: PageContext): HTMLElement {
   const view = viewFromUrl(ctx.view.get);
@@ -42,36 +55,56 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   prepareWindowLoader();
 
   // ---- widgets ------------------------------------------------------------------------------
+  /** Track ids in the order the name column lists them (shift+click picks a run of them). */
+  const labelOrder = () => [...model.pinned.rows, ...model.main.rows].map((r) => r.info.id);
+  const picking = {
+    pick: (id: number, how: 'only' | 'toggle' | 'range') => {
+      if (id === DEBUG_TRACK_ID) return;
+      model.pick(id, how, labelOrder().filter((x) => x !== DEBUG_TRACK_ID));
+      relayout();
+      showPicks();
+    },
+    picked: (id: number) => model.pickedTracks.has(id),
+    processOf: (id: number) => model.processLabel(id),
+    fold: (id: number) => change(() => model.toggleFold(id)),
+  };
   const area = new TrackArea('main', {
     toggleSection: (pid) => change(() => model.toggleSection(pid)),
     toggleHost: (host) => change(() => model.toggleHost(host)),
     pin: (id) => change(() => model.togglePin(id)),
     hide: (id) => change(() => model.hide(id)),
     unhideSection: (pid) => change(() => model.unhideSection(pid)),
+    ...picking,
   });
   const pinnedArea = new TrackArea('pinned', {
     toggleSection: () => undefined,
     toggleHost: () => undefined,
-    pin: (id) => change(() => model.togglePin(id)),
+    // The debug track's "Unpin" removes it.
+    pin: (id) =>
+      change(() => {
+        if (id !== DEBUG_TRACK_ID) return model.togglePin(id);
+        model.debug = null;
+        view.debugSql = '';
+      }),
     hide: (id) => change(() => model.hide(id)),
     unhideSection: () => undefined,
+    ...picking,
   });
   const areas = [pinnedArea, area];
-  const bar = new Toolbar((t) => setTool(t));
-  const rulerCanvas = h('canvas', { class: 'trace-ruler', 'data-role': 'trace-ruler', 'aria-hidden': 'true' });
+  const rulerCanvas = h('canvas', { class: 'trace-ruler', 'data-role': 'trace-ruler', 'aria-hidden': 'true', title: 'Click to drop a named flag here' });
   const rulerBase = h('div', { class: 'trace-ruler-base', 'data-role': 'trace-ruler-base' });
   const rulerRow = h('div', { class: 'trace-ruler-row' }, rulerBase, rulerCanvas);
-  const tab = (key: string, label: string, selected: boolean) =>
-    h('button', { type: 'button', role: 'tab', class: 'trace-tab', 'data-tab': key, 'aria-selected': String(selected), onclick: () => showTab(key === 'details' ? 'details' : 'results') }, label);
-  const detailsTab = tab('details', 'Details', true);
-  const resultsTab = tab('results', 'Search results', false);
-  const details = h('div', { class: 'trace-details', 'data-role': 'trace-details', role: 'tabpanel' });
-  const results = h('div', { class: 'trace-details hidden', 'data-role': 'trace-results', role: 'tabpanel' }, h('p', { class: 'muted' }, 'Search to list matching events.'));
-  const panel = h('section', { class: 'trace-panel', 'data-role': 'trace-panel', 'aria-label': 'Selection details' }, h('div', { class: 'trace-tabs', role: 'tablist' }, detailsTab, resultsTab), details, results);
-  const separator = (role: string, orientation: string, label: string) => h('div', { class: role === 'label-resizer' ? 'trace-label-handle' : 'trace-panel-handle', 'data-role': role, role: 'separator', 'aria-orientation': orientation, 'aria-label': label, tabindex: 0 });
-  const labelHandle = separator('label-resizer', 'vertical', 'Resize the track names');
-  const panelHandle = separator('panel-resizer', 'horizontal', 'Resize the details panel');
-  const timeline = h('div', { class: 'trace-timeline' }, rulerRow, pinnedArea.scroll, area.scroll, labelHandle);
+  const overview = new Overview({ span: () => model.span, bounds: () => model.bounds, setSpan: (s) => setSpan(s) }, () => requestDraw());
+  const foldAll = h('button', { type: 'button', class: 'link-button trace-fold-all', 'data-role': 'fold-all', onclick: () => change(() => model.foldAll(!allFolded())) });
+  const allFolded = () => [...model.main.rows, ...model.pinned.rows].every((r) => r.folded || r.fullDepths <= 1 || r.info.kind !== 'thread');
+  const showFoldAll = () => {
+    const folded = allFolded();
+    foldAll.textContent = folded ? 'Unfold all' : 'Fold all';
+    foldAll.title = folded ? 'Show every level of nested slices on every track' : 'Fold every track to its outermost slices: more tracks on the screen';
+  };
+  overview.label.prepend(foldAll);
+  const labelHandle = h('div', { class: 'trace-label-handle', 'data-role': 'label-resizer', role: 'separator', 'aria-orientation': 'vertical', 'aria-label': 'Resize the track names', tabindex: 0 });
+  const timeline = h('div', { class: 'trace-timeline' }, overview.element, rulerRow, pinnedArea.scroll, area.scroll, labelHandle);
   const tooltip = h('div', { class: 'trace-tooltip hidden', 'data-role': 'trace-tooltip', role: 'tooltip' });
   const workspace = h(
     'div',
@@ -82,19 +115,18 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       tabindex: 0,
       role: 'application',
       'aria-roledescription': 'trace viewer',
-      'aria-label': 'Trace: W/S zoom, A/D pan, 1-4 tools, f fit, 0 reset, m mark, [ ] previous/next slice, ? all keys',
+      'aria-label': 'Trace: wheel scrolls the tracks, ctrl+wheel zooms, shift+wheel pans; W/S zoom and A/D pan while held; 1-4 tools, f fit, 0 reset, m mark, [ ] previous/next slice, ? all keys',
     },
     timeline,
-    panelHandle,
-    panel,
-    tooltip,
   );
+  const panel = new DockedPanel(workspace, () => onResize());
+  workspace.append(panel.handle, panel.element, tooltip);
+  const bar = new Toolbar((t) => setTool(t), [panel.toggleButton]);
+  const details = panel.details;
   const help = new HelpSheet();
   bar.helpButton.addEventListener('click', () => help.toggle());
   const page = h('div', { class: 'page trace', 'data-page': 'trace_viewer', 'data-fill': 'viewport' }, bar.element, workspace, help.element);
   resizer(labelHandle, 'x', 'oxprof.trace.labels', 240, 120, 720, (px) => workspace.style.setProperty('--trace-label-w', `${px}px`), () => onResize());
-  const panelInitial = Math.round(Math.min(260, (window.innerHeight || 800) * 0.28));
-  resizer(panelHandle, 'y', 'oxprof.trace.panel', panelInitial, 80, 2000, (px) => workspace.style.setProperty('--trace-panel-h', `${px}px`), () => onResize(), true);
 
   const renderer = new Renderer(model, view, areas, { canvas: rulerCanvas, base: rulerBase });
   renderer.changed = () => requestDraw();
@@ -133,8 +165,20 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     }
   }
   const host = { save: saveView, redraw: () => requestDraw(), loading, jump };
-  const selection = new Selection(model, view, client, ctx, details, { ...host, showDetails: () => showTab('details') });
-  const search = new SearchController(model, view, client, bar, results, resultsTab, host);
+  const sqlBridge = new SqlBridge(ctx.state.run, () => model.tracks);
+  const selection = new Selection(model, view, client, ctx, details, {
+    ...host,
+    showDetails: () => panel.open('details'),
+    // Nothing selected: the panel closes (unless it shows something else).
+    cleared: () => {
+      if (panel.tab === 'details') panel.close();
+    },
+    // A debug track's row: its columns (and the way to its slice).
+    debugRow: (id) => (model.debug ? debugDetails(model.debug, id, (slice, host) => void openSliceFromSql(slice, host)) : null),
+  }, sqlBridge);
+  const search = new SearchController(model, view, client, bar, panel.results, (text) => panel.label('results', text), host);
+  bar.searchStatus.addEventListener('click', () => panel.open('results'));
+  bar.searchStatus.title = 'Show the results in the panel';
 
   // ---- layout and drawing -------------------------------------------------------------------
   function relayout(): void {
@@ -144,13 +188,22 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     pinnedArea.scroll.classList.toggle('hidden', model.pinned.rows.length === 0);
     pinnedArea.setLayout(model.pinned, width, model.pinned.height);
     area.setLayout(model.main, width, area.scroll.clientHeight);
-    rulerRow.style.paddingRight = `${Math.max(0, area.scroll.offsetWidth - area.scroll.clientWidth)}px`;
+    const gutter = `${Math.max(0, area.scroll.offsetWidth - area.scroll.clientWidth)}px`;
+    rulerRow.style.paddingRight = gutter;
+    overview.element.style.paddingRight = gutter;
+    workspace.dataset.tracksShown = String(model.main.rows.length + model.pinned.rows.length);
+    showFoldAll();
     if (reveal) revealEvent();
   }
 
-  /** Scrolls to the event to reveal (a jump), once its row is laid out. */
+  /** Scrolls to the event to reveal (a jump), once its row is laid out (unfolding its track when it is nested). */
   function revealEvent(): void {
     const r = reveal;
+    if (r && model.nestedInFold(r)) {
+      model.toggleFold(r.track);
+      saveView();
+      return relayout();
+    }
     const at = r ? model.eventY(r) : null;
     if (!at) return;
     (at.area === 'pinned' ? pinnedArea : area).reveal(at.y);
@@ -189,12 +242,63 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     requestDraw();
   }
 
-  function showTab(which: 'details' | 'results'): void {
-    detailsTab.setAttribute('aria-selected', String(which === 'details'));
-    resultsTab.setAttribute('aria-selected', String(which === 'results'));
-    details.classList.toggle('hidden', which !== 'details');
-    results.classList.toggle('hidden', which !== 'results');
+  // ---- flags ---------------------------------------------------------------------------------
+  function setFlags(next: typeof view.flags): void {
+    view.flags = next;
+    saveView();
+    showFlags();
+    requestDraw();
   }
+
+  function showFlags(): void {
+    panel.label('flags', view.flags.length ? `Flags (${view.flags.length})` : 'Flags');
+    renderFlagList(panel.flags, view.flags, {
+      origin: model.bounds.start,
+      span: model.span,
+      change: setFlags,
+      goTo: (f) => {
+        const len = model.span.end - model.span.start;
+        setSpan(zoomSpan({ start: f.ps - len / 2, end: f.ps + len / 2 }, f.ps, 1, model.bounds));
+      },
+      addHere: () => setFlags(addFlag(view.flags, (model.span.start + model.span.end) / 2)),
+    });
+  }
+
+  // A click on the ruler drops a flag there (or opens the one under the pointer).
+  rulerCanvas.addEventListener('click', (e) => {
+    if (!model.tracks) return;
+    const x = e.clientX - rulerCanvas.getBoundingClientRect().left;
+    const scale = new TimeScale(model.span, plotWidth());
+    const hit = flagAt(view.flags, x, (ps) => scale.toX(ps));
+    if (hit < 0) setFlags(addFlag(view.flags, scale.toPs(x)));
+    panel.open('flags');
+    const input = panel.flags.querySelectorAll<HTMLInputElement>('[data-role="flag-name"]')[hit < 0 ? view.flags.findIndex((f) => Math.abs(f.ps - scale.toPs(x)) < 1) : hit];
+    input?.focus();
+    input?.select();
+  });
+
+  // ---- picked tracks ------------------------------------------------------------------------
+  function showPicks(): void {
+    const ids = () => [...model.pickedTracks];
+    bar.showPicks(model.pickedTracks.size, {
+      pin: () => change(() => model.pinAll(labelOrder().filter((id) => model.pickedTracks.has(id)))),
+      unpin: () => change(() => model.unpinAll(ids())),
+      hide: () => change(() => model.hideAll(ids())),
+      clear: () => {
+        model.pickedTracks.clear();
+        relayout();
+        showPicks();
+      },
+    });
+  }
+
+  // ---- track filter -------------------------------------------------------------------------
+  bar.trackFilter.value = view.trackFilter;
+  let filterTimer: ReturnType<typeof setTimeout> | undefined;
+  bar.trackFilter.addEventListener('input', () => {
+    clearTimeout(filterTimer);
+    filterTimer = setTimeout(() => change(() => (view.trackFilter = bar.trackFilter.value)), 120);
+  });
 
   // ---- windows -------------------------------------------------------------------------------
   /**
@@ -227,6 +331,7 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       relayout();
       showCounts();
       draw();
+      void loading(fetchSummaries(want)).catch(() => undefined);
     } catch (e) {
       setError(e);
       inFlight = false;
@@ -235,6 +340,40 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     inFlight = false;
     if (model.needsFetch(plotWidth())) scheduleFetch(0);
     updateReady();
+  }
+
+  /**
+   * The activity of the collapsed sections over a fetched range (their headers draw it):
+   * one coarse window of their threads (a quarter of the columns), when the range or the
+   * sections changed.
+   */
+  let summaryKey = '';
+  async function fetchSummaries(want: Loaded): Promise<void> {
+    if (!model.tracks) return;
+    const groups = collapsedTrackIds(model.tracks, model.layoutOptions());
+    const ids = [...groups.values()].flat();
+    const key = `${want.range.start}_${want.range.end}_${want.width}_${ids.join(',')}`;
+    if (key === summaryKey) return;
+    summaryKey = key;
+    if (!ids.length) {
+      model.sectionDensity.clear();
+      return;
+    }
+    const bins = Math.max(16, Math.round(want.width / 4));
+    const w = await loadWindow(`${client.windowUrl(want.range.start, want.range.end, bins, ids.join(','))}&exact_limit=100`);
+    if (summaryKey !== key) return;
+    model.sectionDensity.clear();
+    for (const [pid, tracks] of groups) model.sectionDensity.set(pid, { range: want.range, bins: activityDensity(w, want.range, bins, tracks.length, new Set(tracks)) });
+    relayout();
+    requestDraw();
+  }
+
+  /** The overview strip's density: one coarse window of the whole trace. */
+  async function fetchOverview(): Promise<void> {
+    const b = model.bounds;
+    const w = await loadWindow(`${client.windowUrl(b.start, b.end, OVERVIEW_BINS)}&exact_limit=100`);
+    overview.density = activityDensity(w, b, OVERVIEW_BINS);
+    requestDraw();
   }
 
   function saveSpanSoon(): void {
@@ -268,6 +407,8 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
 
   /** Selects an event anywhere: unfolds its track, moves the view there (also vertically). */
   async function jump(e: EventRef): Promise<void> {
+    // The panel first: opening it shrinks the tracks, and the jump scrolls within what is left.
+    panel.open('details');
     if (model.bringIntoLayout(e.track)) change(() => undefined);
     reveal = { id: e.id, track: e.track };
     setSpan(spanForMatch(e, model.span, model.bounds));
@@ -288,7 +429,7 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     hover: (hit, x, y, ps) => {
       renderer.hover = hit?.id ?? null;
       renderer.hoverPs = ps;
-      tooltipFor(tooltip, hit ? { id: hit.id, row: hit.row, i: hit.i, names: model.data?.names ?? [], x, y } : null, selection.cache, client, () => renderer.hover);
+      tooltipFor(tooltip, hit ? { id: hit.id, row: hit.row, i: hit.i, names: model.names, x, y } : null, selection.cache, client, () => renderer.hover);
       requestDraw();
     },
     fit: () => {
@@ -313,13 +454,29 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       if (!workspace.isConnected) detach();
       return help.isOpen || !workspace.isConnected;
     },
+    scrollTracks: (dy) => {
+      const el = area.scroll;
+      el.scrollTop = dy === Infinity ? el.scrollHeight : dy === -Infinity ? 0 : el.scrollTop + dy;
+    },
+    pageHeight: () => area.scroll.clientHeight || 400,
+    clearPicks: () => {
+      if (!model.pickedTracks.size) return false;
+      model.pickedTracks.clear();
+      relayout();
+      showPicks();
+      return true;
+    },
   }, areas);
+  input.follow(rulerCanvas);
+  input.follow(overview.canvas);
+  renderer.overview = overview;
 
   async function neighbour(step: 1 | -1): Promise<void> {
     const e = model.event;
     if (!e || view.selected !== e.id) return;
     const next = await loading(model.neighbour(e, step, (start, end) => client.window(start, end, 2000, String(e.track), 50_000)));
     if (!next || view.selected !== e.id) return;
+    panel.open('details');
     reveal = { id: next.id, track: next.track };
     if (next.ts_ps < model.span.start || next.ts_ps + next.dur_ps > model.span.end) setSpan(spanForMatch(next, model.span, model.bounds));
     revealEvent();
@@ -343,8 +500,10 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     window.removeEventListener('resize', onResize);
     resizeObserver?.disconnect();
     renderer.stop();
+    overview.detach();
     clearTimeout(fetchTimer);
     clearTimeout(urlTimer);
+    clearTimeout(filterTimer);
   }
 
   // ---- hosts, steps -------------------------------------------------------------------------
@@ -356,10 +515,60 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   /** Opens a step (the overview's and pod viewer's links): the view and a timing mark on it. */
   async function openStep(step: { number?: string; name?: string }): Promise<void> {
     const s = await stepSpan(ctx, client, model, step);
-    if (s instanceof Error) return replaceChildren(details, h('p', { class: 'error', 'data-role': 'step-error' }, s.message));
+    if (s instanceof Error) {
+      panel.open('details');
+      return replaceChildren(details, h('p', { class: 'error', 'data-role': 'step-error' }, s.message));
+    }
     view.timing = { start: s.start_ps, end: s.end_ps };
     saveView();
     workspace.dataset.step = String(s.step);
+  }
+
+  /**
+   * Opens the slice a "Show in timeline" link names: zoomed to it, selected, every slice
+   * of its name highlighted by the search; the link's keys give way to the view's.
+   */
+  async function openReveal(target: RevealTarget): Promise<void> {
+    for (const k of Object.values(REVEAL_KEYS)) ctx.view.set(k, null);
+    const found = await loading(resolveReveal(target, model, client)).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+    if (found instanceof Error) {
+      panel.open('details');
+      workspace.dataset.reveal = 'missing';
+      return replaceChildren(details, h('p', { class: 'error', 'data-role': 'reveal-error' }, found.message));
+    }
+    workspace.dataset.reveal = String(found.id);
+    panel.open('details');
+    if (model.bringIntoLayout(found.track)) change(() => undefined);
+    reveal = { id: found.id, track: found.track };
+    setSpan(revealSpan(found, model.bounds));
+    bar.searchInput.value = found.name;
+    await Promise.all([search.run(found.name, false), selection.select(found.id)]);
+  }
+
+  /** An SQL slice (a debug row's `slice_id`) on this timeline. */
+  async function openSliceFromSql(slice: number, sliceHost: string): Promise<void> {
+    if (sliceHost && !client.multiHost && sliceHost !== client.host) {
+      panel.open('details');
+      return replaceChildren(details, h('p', { class: 'error' }, `That slice is on host ${sliceHost}: open its timeline from the SQL page.`));
+    }
+    await openReveal({ slice });
+  }
+
+  /** The debug track of `debug_sql`: the query's rows pinned at the top. */
+  async function loadDebugTrack(): Promise<void> {
+    if (!view.debugSql) return;
+    try {
+      const answer = await runQuery(ctx.state.run, view.debugSql, 10_000);
+      const d = debugTrack(view.debugSql, answer);
+      if (d instanceof Error) throw d;
+      model.debug = d;
+      workspace.dataset.debugRows = String(d.slices.count);
+      relayout();
+      requestDraw();
+    } catch (e) {
+      panel.open('details');
+      replaceChildren(details, h('p', { class: 'error', 'data-role': 'debug-error' }, `The debug track's query failed: ${e instanceof Error ? e.message : String(e)}`));
+    }
   }
 
   // ---- load ----------------------------------------------------------------------------------
@@ -375,13 +584,16 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
       relayout();
       showCounts();
       showTiming();
-      const restore: Promise<void>[] = [fetchWindow()];
+      showFlags();
+      const restore: Promise<void>[] = [fetchWindow(), loading(fetchOverview()).catch(() => undefined), loading(loadDebugTrack())];
       if (view.range) restore.push(selection.selectRange(view.range));
       else if (view.selected !== null) {
         reveal = { id: view.selected, track: Math.floor(view.selected / 2 ** 32) };
         restore.push(selection.select(view.selected));
       }
-      if (view.search) restore.push(search.run(view.search, view.searchArgs));
+      const target = revealFromView(ctx.view.get);
+      if (target) restore.push(openReveal(target));
+      else if (view.search) restore.push(search.run(view.search, view.searchArgs));
       await Promise.all(restore);
     } catch (e) {
       setError(e);

@@ -14,9 +14,9 @@ export class TraceClient {
     readonly hosts: readonly string[] = [],
   ) {}
 
-  /** Whether several hosts are merged. */
+  /** Whether several hosts are merged (`ALL_HOSTS`: every host of the run). */
   get multiHost(): boolean {
-    return this.hosts.length > 1;
+    return this.hosts.length > 1 || this.hosts.includes('ALL_HOSTS');
   }
 
   url(route: string, params: Record<string, string | undefined> = {}): string {
@@ -37,6 +37,11 @@ export class TraceClient {
     return getJson<TraceWindow>(exactLimit ? `${url}&exact_limit=${exactLimit}` : url);
   }
 
+  /** A window URL (see windowUrl, maybe with more parameters) as JSON, on the main thread. */
+  windowJson(url: string): Promise<TraceWindow> {
+    return getJson<TraceWindow>(url);
+  }
+
   event(id: number): Promise<TraceEvent> {
     return getJson<TraceEvent>(this.url('event', { id: String(id) }));
   }
@@ -45,8 +50,10 @@ export class TraceClient {
     return getJson<FlowResult>(this.url('flow', { id }));
   }
 
-  search(text: string, args: boolean, limit: number): Promise<SearchResult> {
-    return getJson<SearchResult>(this.url('search', { q: text, args: args ? '1' : undefined, limit: String(limit) }));
+  /** Names containing `text` in any case (argument values too with `args`), or with `prefix` names starting with it (case-sensitive). */
+  search(text: string, args: boolean, limit: number, prefix = false): Promise<SearchResult> {
+    const what = prefix ? { prefix: text.slice(0, 1000) } : { q: text, args: args ? '1' : undefined };
+    return getJson<SearchResult>(this.url('search', { ...what, limit: String(limit) }));
   }
 
   aggregate(start: number, end: number, tracks: readonly number[]): Promise<TraceAggregate> {

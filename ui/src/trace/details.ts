@@ -1,26 +1,28 @@
 // The trace viewer's docked panel contents: one event's details (times in readable units
 // with the exact values in titles, the track, the step, the flow's other ends as jump
-// buttons, links to the XLA tools, arguments), a drag selection's aggregate (sortable,
-// totals with self time, CSV export of the raw picoseconds) and the search results list.
-// Every profile string is set as text.
+// buttons, links to the XLA tools, arguments in readable units: bytes in KiB/MiB/GiB,
+// FLOPs and counts grouped, ids as they are) and the search results list. Every profile
+// string is set as text.
 
-import { downloadText } from '../components/table';
-import { toCsv } from '../datatable';
 import { h } from '../dom';
-import { exactMicros, formatCount, formatTime } from '../format';
-import {
-  type AggregateKey,
-  type EventRef,
-  type SearchResult,
-  type TraceAggregate,
-  type TraceEvent,
-  aggregateTotals,
-  sortAggregate,
-} from '../trace';
+import { exactMicros, formatBytes, formatCount, formatTime } from '../format';
+import type { EventRef, SearchResult, TraceEvent } from '../trace';
 
-/** A time in readable units, the exact value in the title and `data-ps`. */
-function timeCell(field: string, ps: number, text = formatTime(ps)): HTMLElement {
-  return h('td', { 'data-field': field, 'data-ps': ps, class: 'num', title: exactMicros(ps) }, text);
+/** Arguments that are identifiers: shown as recorded, never grouped in thousands. */
+const ID_ARG = /(^|_)(id|ids|correlation|correlation_id|stream|device|pid|tid|external_id|seq|sequence_number|program_id|run_id|step_num|group_id|flow)$/i;
+
+/**
+ * An argument's value for people: bytes (`bytes_accessed`, `*_bytes`, `memory`) in binary
+ * units, other large numbers (FLOPs, counts) with thousands separators, identifiers as
+ * they are; the exact value (when it differs) in `title`.
+ */
+export function argText(key: string, value: unknown): { text: string; title?: string } {
+  const raw = typeof value === 'string' ? value : JSON.stringify(value);
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : NaN;
+  if (!Number.isFinite(n) || ID_ARG.test(key)) return { text: raw };
+  if (/bytes|(^|_)memory($|_)|(^|_)size_in_bytes/i.test(key)) return { text: formatBytes(n), title: `${formatCount(n)} bytes` };
+  if (Number.isInteger(n) && Math.abs(n) >= 10_000) return { text: formatCount(n), title: raw };
+  return { text: raw };
 }
 
 export interface EventPanelOptions {
@@ -34,6 +36,8 @@ export interface EventPanelOptions {
   jump(e: EventRef): void;
   /** Where links to the XLA tools go (filled in later). */
   links: HTMLElement;
+  /** Shown after the arguments (the slices of the same name). */
+  extra?: HTMLElement;
 }
 
 /** The details of one event. */
@@ -98,115 +102,17 @@ export function eventPanel(ev: TraceEvent, o: EventPanelOptions): HTMLElement {
       ? h(
           'table',
           { class: 'props trace-args', 'data-role': 'trace-args' },
-          h('tbody', null, args.map(([k, v]) => h('tr', { 'data-arg': k }, h('th', { scope: 'row' }, k), h('td', null, typeof v === 'string' ? v : JSON.stringify(v))))),
+          h(
+            'tbody',
+            null,
+            args.map(([k, v]) => {
+              const shown = argText(k, v);
+              return h('tr', { 'data-arg': k }, h('th', { scope: 'row' }, k), h('td', { title: shown.title ?? null, 'data-raw': typeof v === 'string' ? v : JSON.stringify(v) }, shown.text));
+            }),
+          ),
         )
       : h('p', { class: 'muted', 'data-role': 'trace-no-args' }, 'No arguments.'),
-  );
-}
-
-export interface AggregatePanelOptions {
-  sort: { key: AggregateKey; desc: boolean };
-  onSort(key: AggregateKey): void;
-  onClear(): void;
-  /** CSV file name without extension. */
-  csvName: string;
-}
-
-const AGG_COLUMNS: [AggregateKey, string][] = [
-  ['name', 'Name'],
-  ['count', 'Count'],
-  ['total_ps', 'Total'],
-  ['self_ps', 'Self'],
-  ['avg_ps', 'Average'],
-  ['min_ps', 'Min'],
-  ['max_ps', 'Max'],
-];
-
-/** The CSV of an aggregate: raw values (picoseconds), rows as shown. */
-export function aggregateCsv(a: TraceAggregate, rows = a.rows): string {
-  const cols = AGG_COLUMNS.map(([key, label]) => ({ id: key, label: key === 'name' || key === 'count' ? label : `${label} (ps)` }));
-  return toCsv(
-    cols,
-    rows.map((r) => [r.name, r.count, r.total_ps, r.self_ps ?? null, r.avg_ps, r.min_ps, r.max_ps]),
-  );
-}
-
-/** A drag selection's aggregate: totals (with self time), the sortable table, CSV export. */
-export function aggregatePanel(a: TraceAggregate, o: AggregatePanelOptions): HTMLElement {
-  const rows = sortAggregate(a.rows, o.sort.key, o.sort.desc);
-  const totals = aggregateTotals(a.rows);
-  const head = (key: AggregateKey, label: string) =>
-    h(
-      'th',
-      {
-        'data-sort': key,
-        class: key === 'name' ? 'sortable' : 'sortable num',
-        tabindex: 0,
-        'aria-sort': o.sort.key === key ? (o.sort.desc ? 'descending' : 'ascending') : 'none',
-        onclick: () => o.onSort(key),
-        onkeydown: (e: Event) => {
-          if ((e as KeyboardEvent).key === 'Enter') o.onSort(key);
-        },
-      },
-      label + (o.sort.key === key ? (o.sort.desc ? ' ▼' : ' ▲') : ''),
-    );
-  const csv = h(
-    'button',
-    { type: 'button', class: 'button', 'data-role': 'aggregate-csv', title: 'Download the rows as CSV (durations in picoseconds)', onclick: () => downloadText(`${o.csvName}.csv`, aggregateCsv(a, rows)) },
-    'Export as CSV',
-  );
-  return h(
-    'div',
-    { class: 'trace-aggregate-panel' },
-    h(
-      'div',
-      { class: 'card-header' },
-      h(
-        'p',
-        { 'data-role': 'trace-aggregate-summary', class: 'trace-summary' },
-        `${formatCount(totals.count)} events of ${a.tracks.length} tracks in ${formatTime(a.end_ps - a.start_ps)}: total ${formatTime(totals.total_ps)}, self ${formatTime(totals.self_ps)} (every event in the selection, whatever the zoom).`,
-      ),
-      h('div', { class: 'spacer' }),
-      csv,
-      h('button', { type: 'button', class: 'button', 'data-role': 'aggregate-clear', onclick: () => o.onClear() }, 'Clear'),
-    ),
-    h(
-      'table',
-      { class: 'data-table trace-aggregate', 'data-role': 'trace-aggregate', 'data-num-events': a.num_events, 'data-start-ps': a.start_ps, 'data-end-ps': a.end_ps },
-      h('thead', null, h('tr', null, AGG_COLUMNS.map(([key, label]) => head(key, label)))),
-      h(
-        'tbody',
-        null,
-        rows.map((r) =>
-          h(
-            'tr',
-            { 'data-agg-name': r.name },
-            h('td', { 'data-field': 'name', class: 'trace-name-cell', title: r.name }, r.name),
-            h('td', { 'data-field': 'count', class: 'num' }, formatCount(r.count)),
-            timeCell('total', r.total_ps),
-            r.self_ps !== undefined ? timeCell('self', r.self_ps) : h('td', { 'data-field': 'self', class: 'num' }, ''),
-            timeCell('avg', r.avg_ps),
-            timeCell('min', r.min_ps),
-            timeCell('max', r.max_ps),
-          ),
-        ),
-      ),
-      h(
-        'tfoot',
-        null,
-        h(
-          'tr',
-          { 'data-role': 'aggregate-totals' },
-          h('th', { scope: 'row' }, 'Total'),
-          h('td', { class: 'num', 'data-field': 'count' }, formatCount(totals.count)),
-          timeCell('total', totals.total_ps),
-          timeCell('self', totals.self_ps),
-          h('td'),
-          h('td'),
-          h('td'),
-        ),
-      ),
-    ),
+    o.extra ?? null,
   );
 }
 

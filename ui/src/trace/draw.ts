@@ -35,6 +35,7 @@ export interface Theme {
   rangeStroke: string;
   timing: string;
   timingText: string;
+  flag: string;
 }
 
 const LIGHT: Theme = {
@@ -51,6 +52,7 @@ const LIGHT: Theme = {
   rangeStroke: 'rgba(26,115,232,0.8)',
   timing: '#1a66c9',
   timingText: '#ffffff',
+  flag: '#8e24aa',
 };
 
 /** The theme of `el` (its CSS variables `--trace-*`, with light defaults). */
@@ -71,6 +73,7 @@ export function readTheme(el: Element): Theme {
     rangeStroke: v('--trace-range-stroke', LIGHT.rangeStroke),
     timing: v('--accent', LIGHT.timing),
     timingText: LIGHT.timingText,
+    flag: v('--trace-flag', LIGHT.flag),
   };
 }
 
@@ -92,7 +95,7 @@ export function sizeCanvas(canvas: HTMLCanvasElement, width: number, height: num
 const FONT = '11px system-ui, sans-serif';
 
 /** Draws the ruler: ticks, labels, and at deep zoom the base time the labels count from. */
-export function drawRuler(canvas: HTMLCanvasElement, r: Ruler, scale: TimeScale, theme: Theme, marks: { timing: Span | null; hoverPs: number | null }): void {
+export function drawRuler(canvas: HTMLCanvasElement, r: Ruler, scale: TimeScale, theme: Theme, marks: { timing: Span | null; hoverPs: number | null; flags?: readonly { ps: number; name: string }[] }): void {
   const g = canvas.getContext('2d');
   if (!g) return;
   const dpr = window.devicePixelRatio || 1;
@@ -130,6 +133,25 @@ export function drawRuler(canvas: HTMLCanvasElement, r: Ruler, scale: TimeScale,
     g.fillStyle = theme.timingText;
     g.fillText(label, lx + 4, 14);
   }
+  // Flags: a pennant and the name at the top of the ruler.
+  for (const f of marks.flags ?? []) {
+    const x = Math.round(scale.toX(f.ps)) + 0.5;
+    if (x < -100 || x > width + 1) continue;
+    g.strokeStyle = theme.flag;
+    g.fillStyle = theme.flag;
+    g.beginPath();
+    g.moveTo(x, 0);
+    g.lineTo(x, height);
+    g.stroke();
+    g.beginPath();
+    g.moveTo(x, 1);
+    g.lineTo(x + 8, 4);
+    g.lineTo(x, 7);
+    g.closePath();
+    g.fill();
+    g.fillStyle = theme.text;
+    g.fillText(f.name, x + 10, 9, 140);
+  }
   if (marks.hoverPs !== null) {
     const x = Math.round(scale.toX(marks.hoverPs)) + 0.5;
     g.strokeStyle = theme.muted;
@@ -165,6 +187,8 @@ export interface AreaScene {
   drag: { x0: number; x1: number; y0: number; y1: number; kind: 'band' | 'span' } | null;
   /** The end of the data (counters' last sample holds until it). */
   dataEnd: number;
+  /** Times of the named flags (ps). */
+  flags?: readonly number[];
 }
 
 /** Draws track areas; caches colors and text widths per window. */
@@ -222,6 +246,24 @@ export class Painter {
     for (const host of layout.hosts) if (host.top + HOST_HEADER >= top && host.top <= bottom) g.fillRect(0, host.top, width, HOST_HEADER);
     g.fillStyle = theme.header;
     for (const s of layout.sections) if (s.top + HEADER >= top && s.top <= bottom) g.fillRect(0, s.top, width, HEADER);
+    // A collapsed section draws its threads' activity in its header (the share busy).
+    g.fillStyle = theme.timing;
+    g.globalAlpha = 0.5;
+    for (const s of layout.sections) {
+      const d = s.density;
+      if (!d || s.top + HEADER < top || s.top > bottom) continue;
+      const per = (d.range.end - d.range.start) / d.bins.length;
+      for (let b = 0; b < d.bins.length; b++) {
+        const v = d.bins[b] ?? 0;
+        if (v <= 0) continue;
+        const x0 = scale.toX(d.range.start + b * per);
+        const x1 = scale.toX(d.range.start + (b + 1) * per);
+        if (x1 < 0 || x0 > width) continue;
+        const hgt = Math.max(1, v * (HEADER - 4));
+        g.fillRect(x0, s.top + HEADER - 2 - hgt, Math.max(1, x1 - x0), hgt);
+      }
+    }
+    g.globalAlpha = 1;
 
     const selectedId = scene.selectedId;
     let selectedBox: [number, number, number] | null = null;
@@ -231,6 +273,8 @@ export class Painter {
     // color, which costs more than the rectangles themselves with thousands of slices.
     const rects: (number[] | undefined)[] = [];
     const labels: number[] = [];
+    /** Folded tracks' strips: y, then x0, x1 pairs, then NaN. */
+    const strips: number[] = [];
     for (const row of layout.rows) {
       const rowBottom = row.top + row.depths * ROW;
       if (rowBottom < top || row.top > bottom) continue;
@@ -244,6 +288,7 @@ export class Painter {
       // color of the run's first slice (a dense track is a few rectangles, not one per
       // pixel: canvases are rasterised in software without a GPU).
       const painted: number[] = [];
+      const strip: number[] = [];
       const runs: ([number, number, number, number] | undefined)[] = [];
       const flush = (depth: number) => {
         const run = runs[depth];
@@ -263,6 +308,13 @@ export class Painter {
         if (x1 < 0) continue;
         const x = Math.max(x0, -1);
         const w = Math.max(1, Math.min(x1, width + 1) - x);
+        if (row.folded && depth > 0) {
+          // A folded track: its deeper slices as one strip under the outermost ones.
+          const last = strip.length - 1;
+          if (last > 0 && x <= (strip[last] ?? 0) + 1) strip[last] = Math.max(strip[last] ?? 0, x + w);
+          else strip.push(x, x + w);
+          continue;
+        }
         const special = id === selectedId || id === scene.currentMatch || id === scene.hoverId || scene.matchIds.has(id);
         const edge = painted[depth] ?? -Infinity;
         if (x + w <= edge && !special) continue;
@@ -285,12 +337,23 @@ export class Painter {
         if (w > 24) labels.push(x, y, w, nameId);
       }
       runs.forEach((_, depth) => flush(depth));
+      if (strip.length) strips.push(row.top + ROW - 3, ...strip, NaN);
     }
     rects.forEach((r, nameId) => {
       if (!r) return;
       g.fillStyle = this.colors[nameId] ?? '#999';
       for (let k = 0; k < r.length; k += 3) g.fillRect(r[k] ?? 0, r[k + 1] ?? 0, r[k + 2] ?? 0, ROW - 2);
     });
+    g.fillStyle = theme.muted;
+    for (let k = 0; k < strips.length; ) {
+      const y = strips[k++] ?? 0;
+      while (k < strips.length && !Number.isNaN(strips[k])) {
+        const a = strips[k++] ?? 0;
+        const b = strips[k++] ?? 0;
+        g.fillRect(a, y, Math.max(1, b - a), 2);
+      }
+      k++;
+    }
     // Labels: black or white, whichever contrasts more with the slice (≥ 4.5:1).
     let labelColor = '';
     for (let k = 0; k < labels.length; k += 4) {
@@ -410,6 +473,19 @@ export class Painter {
         g.lineTo(Math.round(x) + 0.5, offset + height);
       }
       g.stroke();
+    }
+    if (scene.flags?.length) {
+      g.strokeStyle = theme.flag;
+      g.setLineDash([4, 3]);
+      g.beginPath();
+      for (const ps of scene.flags) {
+        const x = Math.round(scale.toX(ps)) + 0.5;
+        if (x < 0 || x > scale.width) continue;
+        g.moveTo(x, offset);
+        g.lineTo(x, offset + height);
+      }
+      g.stroke();
+      g.setLineDash([]);
     }
     const d = scene.drag;
     if (d) {

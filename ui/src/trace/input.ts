@@ -1,9 +1,13 @@
-// Mouse and keys of the trace viewer: the wheel zooms around the pointer (shift: pans),
-// the tools drag (select: a range of tracks; pan; zoom: an interval; timing: a mark),
-// clicks select, the pointer's slice gets a tooltip; W A S D, 1-4, f, 0, m, [ ], /, ? and
-// Escape act on the view. The page supplies the actions.
+// Mouse and keys of the trace viewer, Perfetto's navigation model: the wheel scrolls the
+// tracks (the browser's own scrolling), ctrl/⌘+wheel zooms at the pointer, shift+wheel (or
+// a sideways swipe) pans; W A S D zoom and pan smoothly while held, at the pointer
+// (./navigation.ts); PageUp / PageDown and the arrows scroll the tracks. The tools drag
+// (select: a range of tracks; pan; zoom: an interval; timing: a mark), clicks select, the
+// pointer's slice gets a tooltip; 1-4, f, 0, m, [ ], /, ? and Escape act on the view. The
+// page supplies the actions.
 
 import { ROW, type Span, TimeScale, type TrackRow, panSpan, rowAt, sliceAt, tracksInBand, zoomSpan } from '../trace';
+import { KeyNavigator, scrollStep } from './navigation';
 import type { TraceModel } from './model';
 import type { TrackArea } from './track_area';
 import { type TraceTool, TOOLS, type TraceView } from './view';
@@ -44,13 +48,29 @@ export interface InputActions {
   focus(): void;
   /** Whether keys are for someone else (a dialog is open). */
   busy(): boolean;
+  /** Scrolls the main track list by `dy` px (±Infinity: to the top or bottom). */
+  scrollTracks(dy: number): void;
+  /** The main track list's visible height (px). */
+  pageHeight(): number;
+  /** Clears the tracks picked in the name column; false when none was. */
+  clearPicks(): boolean;
+}
+
+/** Pixels of a wheel delta (lines and pages count as 16 px and a page). */
+function wheelPx(delta: number, mode: number, page: number): number {
+  return mode === 1 ? delta * 16 : mode === 2 ? delta * page : delta;
 }
 
 export class Input {
   drag: Drag | null = null;
+  /** The pointer's x over the plot (px), null when it is elsewhere: W and S zoom there. */
+  pointerX: number | null = null;
+  readonly keys: KeyNavigator;
   private readonly onMove = (e: MouseEvent) => this.move(e);
   private readonly onUp = (e: MouseEvent) => this.up(e);
   private readonly onKey = (e: KeyboardEvent) => this.key(e);
+  private readonly onKeyUp = (e: KeyboardEvent) => this.keys.release(keyOf(e));
+  private readonly onBlur = () => this.keys.stop();
 
   constructor(
     private readonly model: TraceModel,
@@ -58,16 +78,33 @@ export class Input {
     private readonly act: InputActions,
     areas: readonly TrackArea[],
   ) {
+    this.keys = new KeyNavigator({
+      span: () => model.span,
+      bounds: () => model.bounds,
+      setSpan: (s) => act.setSpan(s),
+      anchor: () => (this.pointerX === null ? null : this.scale().toPs(this.pointerX)),
+    });
     for (const a of areas) this.attach(a);
     window.addEventListener('mousemove', this.onMove);
     window.addEventListener('mouseup', this.onUp);
     document.addEventListener('keydown', this.onKey);
+    document.addEventListener('keyup', this.onKeyUp);
+    window.addEventListener('blur', this.onBlur);
   }
 
   detach(): void {
+    this.keys.stop();
     window.removeEventListener('mousemove', this.onMove);
     window.removeEventListener('mouseup', this.onUp);
     document.removeEventListener('keydown', this.onKey);
+    document.removeEventListener('keyup', this.onKeyUp);
+    window.removeEventListener('blur', this.onBlur);
+  }
+
+  /** Tracks the pointer over a plot-wide element (the ruler, the overview): W and S zoom there. */
+  follow(el: HTMLElement): void {
+    el.addEventListener('mousemove', (e) => (this.pointerX = e.clientX - el.getBoundingClientRect().left));
+    el.addEventListener('mouseleave', () => (this.pointerX = null));
   }
 
   private scale(): TimeScale {
@@ -88,13 +125,18 @@ export class Input {
     a.canvas.addEventListener(
       'wheel',
       (e) => {
-        e.preventDefault();
         const width = act.plotWidth();
-        if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
-          act.setSpan(panSpan(model.span, ((e.deltaX || e.deltaY) / width) * (model.span.end - model.span.start), model.bounds));
-        } else {
-          act.setSpan(zoomSpan(model.span, this.scale().toPs(a.point(e).x), Math.pow(1.0015, Math.max(-400, Math.min(400, e.deltaY))), model.bounds));
+        const dx = wheelPx(e.deltaX, e.deltaMode, width);
+        const dy = wheelPx(e.deltaY, e.deltaMode, act.pageHeight());
+        if (e.ctrlKey || e.metaKey) {
+          // Zoom at the pointer (a trackpad's pinch sends ctrl+wheel too); not the page's zoom.
+          e.preventDefault();
+          act.setSpan(zoomSpan(model.span, this.scale().toPs(a.point(e).x), Math.pow(1.0015, Math.max(-400, Math.min(400, dy))), model.bounds));
+        } else if (e.shiftKey || Math.abs(dx) > Math.abs(dy)) {
+          e.preventDefault();
+          act.setSpan(panSpan(model.span, ((e.shiftKey ? dy || dx : dx) / width) * (model.span.end - model.span.start), model.bounds));
         }
+        // Otherwise the browser scrolls the track list.
       },
       { passive: false },
     );
@@ -107,11 +149,15 @@ export class Input {
       if (this.view.tool === 'pan') a.canvas.style.cursor = 'grabbing';
     });
     a.canvas.addEventListener('mousemove', (e) => {
-      if (this.drag) return;
       const p = a.point(e);
+      this.pointerX = p.x;
+      if (this.drag) return;
       act.hover(this.sliceUnder(a, p), e.clientX, e.clientY, this.scale().toPs(p.x));
     });
-    a.canvas.addEventListener('mouseleave', () => act.hover(null, 0, 0, null));
+    a.canvas.addEventListener('mouseleave', () => {
+      this.pointerX = null;
+      act.hover(null, 0, 0, null);
+    });
   }
 
   private move(e: MouseEvent): void {
@@ -156,10 +202,17 @@ export class Input {
     const t = e.target as HTMLElement | null;
     if (t && (t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) return;
     if (e.ctrlKey || e.metaKey || e.altKey || !model.tracks) return;
-    const { span, bounds } = model;
-    const len = span.end - span.start;
-    const mid = (span.start + span.end) / 2;
+    const { bounds } = model;
     const key = keyOf(e);
+    if (KeyNavigator.handles(key)) {
+      this.keys.press(key);
+      return e.preventDefault();
+    }
+    const dy = scrollStep(key, act.pageHeight(), ROW);
+    if (dy !== 0) {
+      act.scrollTracks(dy);
+      return e.preventDefault();
+    }
     const toolIndex = ['1', '2', '3', '4'].indexOf(key);
     if (toolIndex >= 0) {
       const tool = TOOLS[toolIndex];
@@ -167,10 +220,6 @@ export class Input {
       return e.preventDefault();
     }
     const actions: Record<string, () => void> = {
-      w: () => act.setSpan(zoomSpan(span, mid, 0.5, bounds)),
-      s: () => act.setSpan(zoomSpan(span, mid, 2, bounds)),
-      a: () => act.setSpan(panSpan(span, -len / 4, bounds)),
-      d: () => act.setSpan(panSpan(span, len / 4, bounds)),
       f: () => act.fit(),
       '0': () => act.setSpan({ ...bounds }),
       m: () => act.mark(),
@@ -181,7 +230,8 @@ export class Input {
       escape: () => {
         if (view.timing) act.setTiming(null);
         else if (view.range) act.selectRange(null);
-        else act.select(null);
+        else if (view.selected !== null) act.select(null);
+        else act.clearPicks();
       },
     };
     const run = actions[key];

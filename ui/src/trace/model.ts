@@ -10,6 +10,7 @@ import {
   type Layout,
   type LayoutOptions,
   ROW,
+  TRACK_GAP,
   type SearchResult,
   type Span,
   type TraceAggregate,
@@ -30,6 +31,7 @@ import {
 import type { TraceWindow } from '../trace';
 import type { AggregateKey } from '../trace';
 import type { TraceView } from './view';
+import { DEBUG_TRACK_ID, type DebugTrack, shiftedSlices } from './debug_track';
 
 /** A fetched window: its range, bins and tracks. */
 export interface Loaded {
@@ -47,6 +49,9 @@ export interface SearchState {
 
 const EMPTY_LAYOUT: Layout = { hosts: [], sections: [], rows: [], height: 0 };
 
+/** Thread tracks above which tracks start folded (see TraceModel.foldByDefault). */
+export const FOLD_ABOVE = 30;
+
 export class TraceModel {
   tracks: TraceTracks | null = null;
   bounds: Span = { start: 0, end: 1 };
@@ -63,14 +68,47 @@ export class TraceModel {
   aggregate: TraceAggregate | null = null;
   aggSort: { key: AggregateKey; desc: boolean } = { key: 'total_ps', desc: true };
   search: SearchState;
+  /** Collapsed sections' activity (their headers draw it), by pid. */
+  readonly sectionDensity = new Map<number, { range: Span; bins: Float32Array }>();
+  /** Tracks picked in the name column (click, ctrl/⌘+click, shift+click) for pinning or hiding together. */
+  readonly pickedTracks = new Set<number>();
+  /** The last track picked (shift+click picks from it). */
+  pickAnchor: number | null = null;
+  /** An SQL query's rows as a track pinned at the top (`debug_sql=`). */
+  debug: DebugTrack | null = null;
+  /** The window's names, then the debug track's (one list for drawing). */
+  names: readonly string[] = [];
   private trackIndex = new Map<number, { info: TrackInfo; section: string; label: string; pid: number; host: string }>();
 
   constructor(readonly view: TraceView) {
     this.search = { text: view.search, args: view.searchArgs, result: null, index: -1 };
   }
 
+  /**
+   * Whether tracks start folded to their outermost slices: in traces of many tracks (more
+   * than FOLD_ABOVE threads), so that a screen shows dozens of them; a click unfolds one.
+   */
+  foldByDefault = false;
+
+  /** Whether a track is folded (its deeper slices drawn as a strip under the outermost). */
+  isFolded(id: number): boolean {
+    return this.foldByDefault !== this.view.trackFold.has(id);
+  }
+
+  toggleFold(id: number): void {
+    if (this.view.trackFold.has(id)) this.view.trackFold.delete(id);
+    else this.view.trackFold.add(id);
+  }
+
+  /** Folds (true) or unfolds every track. */
+  foldAll(fold: boolean): void {
+    this.view.trackFold.clear();
+    if (fold !== this.foldByDefault) for (const s of this.tracks?.sections ?? []) for (const t of s.tracks) this.view.trackFold.add(t.id);
+  }
+
   setTracks(tracks: TraceTracks): void {
     this.tracks = tracks;
+    this.foldByDefault = tracks.sections.reduce((n, s) => n + s.tracks.filter((t) => t.kind === 'thread').length, 0) > FOLD_ABOVE;
     this.bounds = { start: tracks.start_ps, end: Math.max(tracks.end_ps, tracks.start_ps + 1) };
     this.trackIndex.clear();
     for (const s of tracks.sections) {
@@ -78,6 +116,7 @@ export class TraceModel {
     }
     // Forget hidden or pinned ids this trace does not have.
     for (const id of [...this.view.hidden]) if (!this.trackIndex.has(id)) this.view.hidden.delete(id);
+    for (const id of [...this.view.trackFold]) if (!this.trackIndex.has(id)) this.view.trackFold.delete(id);
     this.view.pinned = this.view.pinned.filter((id) => this.trackIndex.has(id));
   }
 
@@ -87,15 +126,38 @@ export class TraceModel {
 
   layoutOptions(): LayoutOptions {
     const v = this.view;
-    return { collapsed: v.collapsed, collapsedHosts: v.collapsedHosts, hidden: v.hidden, pinned: v.pinned, minDepths: this.minDepths };
+    return { collapsed: v.collapsed, collapsedHosts: v.collapsedHosts, hidden: v.hidden, pinned: v.pinned, minDepths: this.minDepths, filter: v.trackFilter, folded: (id) => this.isFolded(id) };
   }
 
   /** Recomputes both layouts from the tracks and the window. */
   relayout(): void {
     if (!this.tracks) return;
     this.main = layoutSections(this.tracks, this.data, this.layoutOptions());
-    this.pinned = layoutPinned(this.tracks, this.data, this.view.pinned, this.minDepths);
-    for (const r of [...this.main.rows, ...this.pinned.rows]) this.minDepths.set(r.info.id, r.depths);
+    for (const s of this.main.sections) if (s.collapsed) s.density = this.sectionDensity.get(s.pid);
+    this.pinned = layoutPinned(this.tracks, this.data, this.view.pinned, this.minDepths, (id) => this.isFolded(id));
+    for (const r of [...this.main.rows, ...this.pinned.rows]) this.minDepths.set(r.info.id, r.fullDepths);
+    const windowNames = this.data?.names ?? [];
+    const d = this.debug;
+    this.names = d ? [...windowNames, ...d.names] : windowNames;
+    if (d) {
+      // The debug track first in the pinned area, its names after the window's.
+      const height = d.depths * ROW + TRACK_GAP;
+      for (const r of this.pinned.rows) r.top += height;
+      this.pinned.rows.unshift({
+        info: { id: DEBUG_TRACK_ID, kind: 'thread', name: d.label, num_events: d.slices.count },
+        pid: DEBUG_TRACK_ID,
+        top: 0,
+        depths: d.depths,
+        fullDepths: d.depths,
+        folded: false,
+        slices: shiftedSlices(d, windowNames.length),
+        hidden: 0,
+        inWindow: d.slices.count,
+        maxDur: d.maxDur,
+        pinned: true,
+      });
+      this.pinned.height = (this.pinned.height || 2) + height;
+    }
   }
 
   /** The `tracks` parameter: '' for all, 'none' when nothing is shown. */
@@ -156,6 +218,52 @@ export class TraceModel {
   hide(id: number): void {
     this.view.hidden.add(id);
     this.view.pinned = this.view.pinned.filter((x) => x !== id);
+    this.pickedTracks.delete(id);
+  }
+
+  /** Pins tracks (in order; those pinned stay where they are). */
+  pinAll(ids: Iterable<number>): void {
+    const v = this.view;
+    for (const id of ids) {
+      v.hidden.delete(id);
+      if (!v.pinned.includes(id)) v.pinned = [...v.pinned, id];
+    }
+  }
+
+  unpinAll(ids: Iterable<number>): void {
+    const drop = new Set(ids);
+    this.view.pinned = this.view.pinned.filter((x) => !drop.has(x));
+  }
+
+  hideAll(ids: Iterable<number>): void {
+    for (const id of [...ids]) this.hide(id);
+  }
+
+  /**
+   * Picks a track in the name column: alone (a click), added or removed (`toggle`:
+   * ctrl/⌘+click), or every track of `order` from the last one picked to it (`range`:
+   * shift+click).
+   */
+  pick(id: number, how: 'only' | 'toggle' | 'range', order: readonly number[]): void {
+    const picked = this.pickedTracks;
+    if (how === 'range' && this.pickAnchor !== null) {
+      const a = order.indexOf(this.pickAnchor);
+      const b = order.indexOf(id);
+      if (a >= 0 && b >= 0) {
+        for (let i = Math.min(a, b); i <= Math.max(a, b); i++) picked.add(order[i] ?? -1);
+        picked.delete(-1);
+        return;
+      }
+    }
+    if (how === 'toggle') {
+      if (picked.has(id)) picked.delete(id);
+      else picked.add(id);
+    } else {
+      const only = picked.size === 1 && picked.has(id);
+      picked.clear();
+      if (!only) picked.add(id);
+    }
+    this.pickAnchor = id;
   }
 
   unhideSection(pid: number): void {
@@ -178,6 +286,12 @@ export class TraceModel {
 
   info(track: number): TrackInfo | undefined {
     return this.trackIndex.get(track)?.info;
+  }
+
+  /** The process (section) label of a track: PyTorch's name when it has one. */
+  processLabel(track: number): string {
+    if (track === DEBUG_TRACK_ID) return 'SQL';
+    return this.trackIndex.get(track)?.label ?? '';
   }
 
   /** "process › track" of a track id. */
@@ -205,6 +319,14 @@ export class TraceModel {
     if (!found) return null;
     const i = sliceIndex(found.row.slices, e.id);
     return { y: found.row.top + (i < 0 ? 0 : (found.row.slices.depth[i] ?? 0)) * ROW, area: found.area };
+  }
+
+  /** Whether an event is a nested slice of a folded track (not drawn as itself). */
+  nestedInFold(e: { id: number; track: number }): boolean {
+    const found = this.rowOf(e.track);
+    if (!found?.row.folded) return false;
+    const i = sliceIndex(found.row.slices, e.id);
+    return i >= 0 && (found.row.slices.depth[i] ?? 0) > 0;
   }
 
   /** Flow arrows of an area. */

@@ -7,6 +7,7 @@ import { TimeScale } from '../trace';
 import { Painter, type Theme, drawRuler, readTheme, sizeCanvas } from './draw';
 import type { Drag } from './input';
 import type { TraceModel } from './model';
+import type { Overview } from './overview';
 import type { TrackArea } from './track_area';
 import type { TraceView } from './view';
 
@@ -25,6 +26,8 @@ export class Renderer {
   };
   /** Called when the theme changed (the page redraws). */
   changed: (() => void) | null = null;
+  /** The overview strip, drawn with the rest. */
+  overview: Overview | null = null;
 
   constructor(
     private readonly model: TraceModel,
@@ -44,17 +47,25 @@ export class Renderer {
   }
 
   draw(width: number, drag: Drag | null): void {
+    const t0 = performance.now();
+    this.drawAll(width, drag);
+    // The benchmark (scripts/bench-trace-ui.mjs) collects each frame's drawing time.
+    (window as { __oxprofFrameMs?: number[] }).__oxprofFrameMs?.push(performance.now() - t0);
+  }
+
+  private drawAll(width: number, drag: Drag | null): void {
     const { model, view, painter } = this;
     const scale = new TimeScale(model.span, width);
     const r = rulerOf(model.span, model.bounds.start, width);
     const rc = this.ruler.canvas;
     sizeCanvas(rc, width, 28);
-    drawRuler(rc, r, scale, this.theme, { timing: view.timing, hoverPs: this.hoverPs });
+    drawRuler(rc, r, scale, this.theme, { timing: view.timing, hoverPs: this.hoverPs, flags: view.flags });
+    this.overview?.draw(width, this.theme);
     this.ruler.base.textContent = r.base !== null ? `${r.baseLabel} +` : '';
     this.ruler.base.title = r.base !== null ? `Tick labels count from ${r.baseLabel} after the trace start` : '';
     rc.dataset.labels = r.ticks.map((t) => t.label).join('|');
     rc.dataset.base = r.baseLabel;
-    const names = model.data?.names ?? [];
+    const names = model.names;
     painter.setNames(names);
     const matchIds = new Set((model.search.result?.matches ?? []).map((m) => m.id));
     const matchNames = model.search.args ? new Set<number>() : model.matchingNames();
@@ -88,6 +99,7 @@ export class Renderer {
         timing: view.timing,
         drag: drag && drag.moved && drag.area === a ? { x0: drag.x0, x1: drag.x, y0: drag.y0, y1: drag.y, kind: view.tool === 'select' ? 'band' : 'span' } : null,
         dataEnd: model.data?.end_ps ?? model.span.end,
+        flags: view.flags.map((f) => f.ps),
       });
     }
   }

@@ -33,9 +33,9 @@ export class SearchController {
     private readonly view: TraceView,
     private readonly client: TraceClient,
     private readonly bar: Toolbar,
-    /** The results tab's panel and its tab button. */
+    /** The results tab's panel, and how to label its tab. */
     private readonly results: HTMLElement,
-    private readonly resultsTab: HTMLElement,
+    private readonly label: (text: string) => void,
     private readonly host: SearchHost,
   ) {
     const { searchInput, argsBox, prevButton, nextButton } = bar;
@@ -70,7 +70,7 @@ export class SearchController {
     if (!text.trim()) {
       delete bar.searchStatus.dataset.total;
       replaceChildren(this.results, h('p', { class: 'muted' }, 'Search to list matching events.'));
-      this.resultsTab.textContent = 'Search results';
+      this.label('Search results');
       return replaceChildren(bar.searchStatus);
     }
     replaceChildren(bar.searchStatus, 'searching…');
@@ -96,7 +96,7 @@ export class SearchController {
     else delete status.dataset.matchId;
     const pos = index >= 0 ? `${formatCount(index + 1)} of ` : '';
     replaceChildren(status, r.total === 0 ? 'no match' : `${pos}${formatCount(r.total)} match${r.total === 1 ? '' : 'es'}`);
-    this.resultsTab.textContent = `Search results (${formatCount(r.total)})`;
+    this.label(`Search results (${formatCount(r.total)})`);
     replaceChildren(
       this.results,
       searchList(r, { origin: this.model.bounds.start, current: index, trackLabel: (t) => this.model.trackLabel(t), jump: (i) => void this.goTo(i) }),

@@ -1,6 +1,8 @@
-// The trace viewer's toolbar: the mouse tools (the active one pressed and named), the
-// search box with its "args" switch, previous / next and its status, the hosts picker's
-// place, the timing mark and the keys button; and the status line under it.
+// The trace viewer's toolbar: the mouse tools (the active one pressed), the search box with
+// its "args" switch, previous / next and its status, the track filter, the hosts picker's
+// place, the timing mark, the panel and keys buttons (one line at 1440 px); and the status
+// line under it (the window shown, what is loaded, the active tool's help, the tracks
+// picked with their actions).
 
 import { h, replaceChildren } from '../dom';
 import { formatCount, formatTime, ruler as rulerOf } from '../format';
@@ -10,7 +12,7 @@ import { type TraceTool, TOOLS } from './view';
 
 export const TOOL_LABELS: Record<TraceTool, string> = { select: 'Select', pan: 'Pan', zoom: 'Zoom', timing: 'Timing' };
 export const TOOL_HELP: Record<TraceTool, string> = {
-  select: 'Select (1): click a slice for its details; drag to select many (totals with self time)',
+  select: 'Select (1): click a slice for its details; drag to select an area (slices, pivot, flows, counters)',
   pan: 'Pan (2): drag to pan; click a slice for its details',
   zoom: 'Zoom (3): drag an interval to zoom to it; click to zoom in (shift: out)',
   timing: 'Timing (4): drag to mark an interval and measure it',
@@ -33,11 +35,21 @@ export class Toolbar {
   readonly nextButton = h('button', { type: 'button', class: 'button', 'data-role': 'search-next', title: 'Next match (Enter)', 'aria-label': 'Next match' }, '▶');
   readonly helpButton = h('button', { type: 'button', class: 'button', 'data-role': 'trace-help-button', title: 'Keys (?)' }, '? Keys');
   readonly hostsHolder = h('span', { class: 'trace-hosts' });
+  readonly trackFilter = h('input', {
+    type: 'search',
+    placeholder: 'Filter tracks',
+    'data-role': 'track-filter',
+    'aria-label': 'Show only the tracks whose name or process contains this text',
+    title: 'Show only the tracks whose name (or whose process name) contains this text, any case',
+    class: 'trace-track-filter',
+  });
   readonly status = h('div', { class: 'trace-status', 'data-role': 'trace-status' });
   readonly hiddenBox = h('div', { class: 'trace-hidden', 'data-role': 'trace-hidden' });
+  /** The tracks picked in the name column and what to do with them. */
+  readonly pickBox = h('div', { class: 'trace-picked', 'data-role': 'track-picks' });
   readonly element: HTMLElement;
 
-  constructor(onTool: (t: TraceTool) => void) {
+  constructor(onTool: (t: TraceTool) => void, extra: HTMLElement[] = []) {
     this.toolButtons = TOOLS.map((t, i) =>
       h('button', { type: 'button', class: 'trace-tool', 'data-tool': t, title: TOOL_HELP[t], onclick: () => onTool(t) }, h('kbd', null, String(i + 1)), ` ${TOOL_LABELS[t]}`),
     );
@@ -45,7 +57,6 @@ export class Toolbar {
       'div',
       { class: 'trace-toolbar', 'data-role': 'trace-toolbar', role: 'toolbar', 'aria-label': 'Trace tools' },
       h('span', { class: 'trace-tools', role: 'group', 'aria-label': 'Mouse tool' }, this.toolButtons),
-      this.activeTool,
       h(
         'span',
         { class: 'trace-omnibox' },
@@ -55,12 +66,14 @@ export class Toolbar {
         this.nextButton,
         this.searchStatus,
       ),
+      this.trackFilter,
       this.hostsHolder,
       h('span', { class: 'spacer' }),
       this.timingBox,
+      extra,
       this.helpButton,
     );
-    this.element = h('div', { class: 'trace-bar' }, bar, h('div', { class: 'trace-statusbar' }, this.status, this.hiddenBox));
+    this.element = h('div', { class: 'trace-bar' }, bar, h('div', { class: 'trace-statusbar' }, this.status, this.hiddenBox, this.pickBox, h('span', { class: 'spacer' }), this.activeTool));
   }
 
   /** The status line: the window shown, and what the loaded window holds and merges. */
@@ -80,8 +93,9 @@ export class Toolbar {
       fetchWidth: String(loaded.width),
       fetchTracks: loaded.tracksKey,
     });
-    const loadedText = `${formatCount(data.total_in_window)} events loaded (view ± half)`;
-    replaceChildren(box, data.total_hidden ? `${loadedText}; ${formatCount(data.total_hidden)} merged or hidden at this zoom (zoom in to see them).` : `${loadedText}, all shown.`);
+    const loadedText = `${formatCount(data.total_in_window)} events loaded`;
+    replaceChildren(box, data.total_hidden ? `${loadedText}, ${formatCount(data.total_hidden)} merged at this zoom (zoom in to see them)` : `${loadedText}, all shown`);
+    box.title = 'Events of the view and half a view on each side';
     box.classList.toggle('has-hidden', data.total_hidden > 0);
   }
 
@@ -101,5 +115,21 @@ export class Toolbar {
   showTool(t: TraceTool): void {
     for (const b of this.toolButtons) b.setAttribute('aria-pressed', String(b.dataset.tool === t));
     replaceChildren(this.activeTool, `${TOOL_HELP[t]}.`);
+  }
+
+  /** The tracks picked and their actions (nothing when none is picked). */
+  showPicks(count: number, actions: { pin(): void; unpin(): void; hide(): void; clear(): void }): void {
+    const box = this.pickBox;
+    box.dataset.count = String(count);
+    if (!count) return replaceChildren(box);
+    const b = (role: string, label: string, run: () => void) => h('button', { type: 'button', class: 'button small', 'data-role': role, onclick: run }, label);
+    replaceChildren(
+      box,
+      `${formatCount(count)} track${count === 1 ? '' : 's'} picked: `,
+      b('picks-pin', 'Pin', actions.pin),
+      b('picks-unpin', 'Unpin', actions.unpin),
+      b('picks-hide', 'Hide', actions.hide),
+      b('picks-clear', 'Clear', actions.clear),
+    );
   }
 }

@@ -1,11 +1,14 @@
 // A track area of the trace viewer: a vertically scrolling box of track labels (host and
-// section headers as buttons, track names with pin / hide buttons, full names in tooltips)
-// beside a canvas that stays in view (sticky) and draws the rows under it. The main area
-// holds every shown track; a second, smaller one holds the pinned tracks above it.
+// section headers as buttons, track names with pin / hide buttons, full names in tooltips;
+// a click picks a track, ctrl/⌘+click and shift+click pick several) beside a canvas that
+// stays in view (sticky) and draws the rows under it. The main area holds every shown
+// track; a second, smaller one holds the pinned tracks above it, each named with its
+// process.
 
 import { formatCount } from '../format';
 import { h, replaceChildren } from '../dom';
 import { type Layout, HEADER, HOST_HEADER, ROW } from '../trace';
+import { DEBUG_TRACK_ID } from './debug_track';
 import { sizeCanvas } from './draw';
 
 export interface AreaCallbacks {
@@ -15,6 +18,14 @@ export interface AreaCallbacks {
   hide(track: number): void;
   /** Shows a section's hidden tracks again. */
   unhideSection(pid: number): void;
+  /** A track's name clicked: picked alone, added or removed (ctrl/⌘), or a run of them (shift). */
+  pick(track: number, how: 'only' | 'toggle' | 'range'): void;
+  /** Whether a track is picked. */
+  picked(track: number): boolean;
+  /** The process label of a track (pinned tracks show it). */
+  processOf(track: number): string;
+  /** Folds a track to its outermost slices, or unfolds it. */
+  fold(track: number): void;
 }
 
 export class TrackArea {
@@ -89,7 +100,7 @@ export class TrackArea {
       nodes.push(
         h(
           'div',
-          { class: 'trace-section', style: `top:${s.top}px;height:${HEADER}px`, 'data-section': s.pid, 'data-name': s.name, 'data-collapsed': String(s.collapsed), title },
+          { class: 'trace-section', style: `top:${s.top}px;height:${HEADER}px`, 'data-section': s.pid, 'data-name': s.name, 'data-collapsed': String(s.collapsed), 'data-density': s.density ? 'true' : null, title },
           h(
             'button',
             {
@@ -103,41 +114,73 @@ export class TrackArea {
             h('span', { 'data-role': 'section-name', class: 'trace-name' }, s.label ?? shortSectionName(s.name, s.host)),
             s.collapsed ? h('span', { class: 'muted trace-count' }, ` (${s.tracks})`) : null,
           ),
-          s.hiddenTracks && !s.collapsed
+          s.hiddenTracks
             ? h('button', { type: 'button', class: 'trace-chip', 'data-role': 'unhide', title: 'Show the hidden tracks of this process again', onclick: () => cb.unhideSection(s.pid) }, `${s.hiddenTracks} hidden`)
             : null,
+          s.pinnedTracks ? h('span', { class: 'trace-chip static', 'data-role': 'pinned-count', title: 'Tracks of this process pinned to the top' }, `${s.pinnedTracks} pinned`) : null,
+          s.filteredTracks ? h('span', { class: 'muted trace-count', 'data-role': 'filtered-count', title: 'Tracks the track filter leaves out' }, `${s.filteredTracks} filtered`) : null,
         ),
       );
     }
     for (const row of layout.rows) {
       const name = row.info.name || `(${row.info.kind} ${row.info.id})`;
+      const process = row.pinned ? cb.processOf(row.info.id) : '';
+      const picked = cb.picked(row.info.id);
       nodes.push(
         h(
           'div',
           {
-            class: 'trace-track-label',
+            class: picked ? 'trace-track-label picked' : 'trace-track-label',
             style: `top:${row.top}px;height:${row.depths * ROW}px`,
             'data-track': row.info.id,
+            'data-debug': row.info.id === DEBUG_TRACK_ID ? 'true' : null,
             'data-kind': row.info.kind,
             'data-depths': row.depths,
-            title: `${name}\n${formatCount(row.info.num_events)} events${row.hidden ? ` · ${formatCount(row.hidden)} merged at this zoom` : ''}`,
+            'data-folded': row.folded ? 'true' : null,
+            'data-picked': picked ? 'true' : null,
+            'aria-selected': picked ? 'true' : 'false',
+            title: `${process ? `${process} › ` : ''}${name}\n${formatCount(row.info.num_events)} events${row.hidden ? ` · ${formatCount(row.hidden)} merged at this zoom` : ''}\nClick to pick it (ctrl/⌘+click, shift+click: several), then pin or hide them together`,
+            onclick: (e: Event) => {
+              if ((e.target as HTMLElement).closest('button')) return;
+              const m = e as MouseEvent;
+              cb.pick(row.info.id, m.shiftKey ? 'range' : m.ctrlKey || m.metaKey ? 'toggle' : 'only');
+            },
           },
+          row.fullDepths > 1 && row.info.kind === 'thread' && row.info.id !== DEBUG_TRACK_ID
+            ? h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'trace-fold',
+                  'data-role': 'fold',
+                  'aria-expanded': String(!row.folded),
+                  'aria-label': `${row.folded ? 'Unfold' : 'Fold'} ${name}`,
+                  title: row.folded ? `Show its ${row.fullDepths} levels of nested slices` : 'Fold it to its outermost slices (the nested ones as a strip)',
+                  onclick: () => cb.fold(row.info.id),
+                },
+                row.folded ? '▸' : '▾',
+              )
+            : h('span', { class: 'trace-fold-space', 'aria-hidden': 'true' }),
+          process ? h('span', { class: 'trace-track-process muted', 'data-role': 'track-process' }, `${process} › `) : null,
           h('span', { class: 'trace-track-name trace-name' }, name),
+          row.folded ? h('span', { class: 'muted trace-levels' }, ` ${row.fullDepths} levels`) : null,
           row.hidden ? h('span', { class: 'trace-track-hidden', 'data-role': 'track-hidden' }, ` +${formatCount(row.hidden)}`) : null,
           h(
             'span',
             { class: 'trace-track-actions' },
-            h(
-              'button',
-              {
-                type: 'button',
-                'data-role': row.pinned ? 'unpin' : 'pin',
-                'aria-label': `${row.pinned ? 'Unpin' : 'Pin'} ${name}`,
-                title: row.pinned ? 'Unpin' : 'Pin to the top',
-                onclick: () => cb.pin(row.info.id),
-              },
-              row.pinned ? 'Unpin' : 'Pin',
-            ),
+            row.info.id === DEBUG_TRACK_ID
+              ? h('button', { type: 'button', 'data-role': 'debug-remove', 'aria-label': 'Remove the debug track', title: 'Remove the debug track', onclick: () => cb.pin(row.info.id) }, 'Remove')
+              : h(
+                  'button',
+                  {
+                    type: 'button',
+                    'data-role': row.pinned ? 'unpin' : 'pin',
+                    'aria-label': `${row.pinned ? 'Unpin' : 'Pin'} ${name}`,
+                    title: row.pinned ? 'Unpin' : 'Pin to the top',
+                    onclick: () => cb.pin(row.info.id),
+                  },
+                  row.pinned ? 'Unpin' : 'Pin',
+                ),
             row.pinned ? null : h('button', { type: 'button', 'data-role': 'hide', 'aria-label': `Hide ${name}`, title: 'Hide this track', onclick: () => cb.hide(row.info.id) }, 'Hide'),
           ),
         ),

@@ -129,7 +129,7 @@ export function tooltipFor(
   const top = hit.y + 16 + rect.height > vh ? hit.y - rect.height - 10 : hit.y + 16;
   tip.style.left = `${Math.max(4, left)}px`;
   tip.style.top = `${Math.max(4, top)}px`;
-  if (!cache.has(hit.id)) {
+  if (!cache.has(hit.id) && hit.id >= 0) {
     tooltipTimer = setTimeout(() => {
       void client
         .event(hit.id)
@@ -218,7 +218,7 @@ export async function linksOf(ev: TraceEvent, model: TraceModel, client: TraceCl
   box.dataset.node = node;
   replaceChildren(
     box,
-    h('a', { href: ctx.link('op_profile'), 'data-role': 'trace-link', 'data-link': 'op_profile' }, 'Open in op profile'),
+    h('a', { href: `${ctx.link('op_profile')}&${new URLSearchParams({ op_name: node }).toString()}`, 'data-role': 'trace-link', 'data-link': 'op_profile' }, `Open ${node} in the op profile`),
     ' · ',
     h('a', { href: graph, 'data-role': 'trace-link', 'data-link': 'graph_viewer' }, `Open ${node} of ${module} in the graph viewer`),
   );
@@ -235,7 +235,7 @@ export function mountHostPicker(ctx: PageContext, view: TraceView, holder: HTMLE
     .then((hosts) => {
       const real = hosts.filter((x) => x !== 'ALL_HOSTS');
       if (real.length < 2) return;
-      const shown = view.hosts.length ? view.hosts : [ctx.state.host || real[0] || ''];
+      const shown = view.hosts.includes('ALL_HOSTS') ? real : view.hosts.length ? view.hosts : [ctx.state.host || real[0] || ''];
       replaceChildren(
         holder,
         hostPicker(real, shown, (chosen) => {
