@@ -3,27 +3,8 @@
 
 import { type DataTable, cellValue, columnIndex } from './datatable';
 import { escapeHtml } from './dom';
-import { COMPUTE_GREEN, INPUT_RED, PALETTE } from './components/chart';
-
-/** Fixed colors of step-time categories (by column id): input wait red, device compute green. */
-const STEP_COLORS: Record<string, string> = {
-  deviceComputeTimeMs: COMPUTE_GREEN,
-  tcComputeTimeMs: COMPUTE_GREEN,
-  infeedTimeMs: INPUT_RED,
-  tcInfeedTimeMs: INPUT_RED,
-  scv0InfeedTimeMs: '#ff7f0e',
-  deviceToDeviceTimeMs: '#9467bd',
-  deviceCollectivesTimeMs: '#8c564b',
-  hostComputeTimeMs: '#1f77b4',
-  kernelLaunchTimeMs: '#e377c2',
-  outfeedTimeMs: '#bcbd22',
-  tcOutfeedTimeMs: '#bcbd22',
-  compileTimeMs: '#17becf',
-  otherTimeMs: '#7f7f7f',
-  tcIdleTimeMs: '#c7c7c7',
-  hostTransferTimeMs: '#aec7e8',
-  scv0ComputeTimeMs: '#98df8a',
-};
+import { formatWithUnit } from './format';
+import { OTHER_GREY, PALETTE, categoryColor } from './components/chart';
 
 export interface StepSeries {
   id: string;
@@ -63,7 +44,7 @@ export function stepGraph(table: DataTable): StepGraph {
     return {
       id,
       name: (column?.label || id).replace(/ \(in ms\)$/, ''),
-      color: STEP_COLORS[id] ?? PALETTE[i % PALETTE.length] ?? '#888',
+      color: categoryColor(id) ?? categoryColor(column?.label ?? '') ?? PALETTE[i % PALETTE.length] ?? '#888',
       values: rows.map((r) => Number(cellValue(r, index) ?? 0)),
     };
   });
@@ -137,6 +118,15 @@ export function pieSlices(pairs: [string, number][], limit = 10): PieSlice[] {
 }
 
 /** Where a pie sits and where its legend starts (fractions of the chart's width). */
+/** Pie slices with their colors: categories and "Other"/IDLE fixed, the rest the palette in turn. */
+export function pieColors(slices: readonly PieSlice[]): (PieSlice & { itemStyle: { color: string } })[] {
+  let next = 0;
+  return slices.map((s) => {
+    const fixed = s.name === 'Other' || s.name === 'IDLE' ? OTHER_GREY : categoryColor(s.name);
+    return { ...s, itemStyle: { color: fixed ?? PALETTE[next++ % PALETTE.length] ?? '#888' } };
+  });
+}
+
 export const PIE_LAYOUT = { centerX: 0.3, radius: 0.6, legendLeft: 0.6 };
 
 /**
@@ -153,7 +143,7 @@ export function pieOption(title: string, slices: PieSlice[], unit: string): Reco
       trigger: 'item',
       confine: true,
       formatter: (p: { name: string; value: number; percent: number }) =>
-        `${escapeHtml(p.name)}<br>${p.value.toLocaleString('en-US', { maximumFractionDigits: 3 })} ${escapeHtml(unit)} (${p.percent.toFixed(1)}%)`,
+        `${escapeHtml(p.name)}<br>${escapeHtml(formatWithUnit(p.value, unit))} (${p.percent.toFixed(1)}%)`,
     },
     legend: {
       type: 'scroll',
@@ -173,7 +163,9 @@ export function pieOption(title: string, slices: PieSlice[], unit: string): Reco
         minShowLabelAngle: 18,
         label: { show: true, position: 'inside', formatter: (p: { percent: number }) => `${p.percent.toFixed(p.percent >= 10 ? 0 : 1)}%`, fontSize: 11, color: '#000', textBorderColor: '#fff', textBorderWidth: 2 },
         labelLine: { show: false },
-        data: slices,
+        // "Other" and IDLE grey, known categories their color, the rest the palette in turn
+        // (never the grey): "Other" never looks like a slice.
+        data: pieColors(slices),
       },
     ],
   };

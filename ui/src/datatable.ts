@@ -110,7 +110,7 @@ export function rowMatches(row: CellValue[], columns: number[], query: string): 
  * How a column's numbers are shown: `us`, `ms` (times in those units) and `bytes`, `mib`
  * are shown in adaptive units (format.ts); CSV exports keep the raw values.
  */
-export type NumberFormat = 'plain' | 'fraction-percent' | 'percent' | 'integer' | 'us' | 'ms' | 'bytes' | 'mib';
+export type NumberFormat = 'plain' | 'fraction-percent' | 'percent' | 'integer' | 'id' | 'us' | 'ms' | 'bytes' | 'mib';
 
 const UNIT_IN_LABEL = /\s*\((?:in\s+)?(?:us|µs|μs|ms|bytes|MiB)\)\s*$/i;
 
@@ -123,6 +123,7 @@ export function autoFormat(column: Column): NumberFormat | null {
   if (/\((in\s+)?ms\)/i.test(label) || /(TimeMs|_ms|InMs)$/.test(id)) return 'ms';
   if (/\(MiB\)/.test(label) || /_mib$/i.test(id)) return 'mib';
   if (/bytes/i.test(label) || /bytes$/i.test(id)) return 'bytes';
+  if (/(^|_)(id|correlation|correlation_id|external_id|program_id|step_num|pid|tid)$/i.test(id) || /^(correlation|program id|id)$/i.test(label)) return 'id';
   if (/^(rank|occurrences|count|num_.*|.*_count)$/i.test(id) || /^#/.test(label)) return 'integer';
   return null;
 }
@@ -154,6 +155,9 @@ export function formatValue(value: CellValue, format: NumberFormat = 'plain'): s
       return `${formatNumber(value, 2)}%`;
     case 'integer':
       return formatNumber(value, 0);
+    case 'id':
+      // Identifiers (correlation ids, program ids) as recorded: no thousands separators.
+      return Number.isInteger(value) ? String(value) : formatNumber(value, 3);
     default:
       return formatNumber(value, 3);
   }

@@ -65,6 +65,23 @@ export function exactMicros(ps: number): string {
 
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
+/**
+ * A value in `unit` for people: times (`µs`, `us`, `ms`, `s`, `ns`, `ps`) adaptive, bytes
+ * (`B`, `bytes`, `MiB`) in binary units, anything else with thousands separators and at
+ * most three decimals followed by the unit.
+ */
+export function formatWithUnit(value: number, unit: string): string {
+  if (!Number.isFinite(value)) return String(value);
+  const u = unit.trim();
+  const time: Record<string, number> = { ps: 1, ns: 1e3, us: 1e6, 'µs': 1e6, 'μs': 1e6, ms: 1e9, s: 1e12 };
+  const scale = time[u];
+  if (scale !== undefined) return formatTime(value * scale);
+  if (u === 'B' || u === 'bytes') return formatBytes(value);
+  if (u === 'MiB') return formatMiB(value);
+  const text = groupThousands(trimZeros(value.toFixed(Math.abs(value) >= 100 ? 1 : 3)));
+  return u ? `${text} ${u}` : text;
+}
+
 /** Bytes in binary units with about four significant digits: `16 MiB`, `1.5 KiB`, `512 B`. */
 export function formatBytes(bytes: number, digits = 4): string {
   if (!Number.isFinite(bytes)) return String(bytes);

@@ -100,6 +100,42 @@ export const PALETTE = [
 
 export const INPUT_RED = '#d62728';
 export const COMPUTE_GREEN = '#2ca02c';
+/** "Other", "All others" and idle time: grey everywhere, never a palette color. */
+export const OTHER_GREY = '#8c8c8c';
+
+/**
+ * The one color of a step-time (or time-breakdown) category on every page — overview,
+ * input pipeline, pod viewer, PyTorch steps, pies — by its column id or its label:
+ * device compute green, input red, everything "other" grey.
+ */
+const CATEGORY_COLORS: [RegExp, string][] = [
+  [/^(device|tc)?compute$|^devicecompute|^tccompute|^kernel$|^kernels$/, COMPUTE_GREEN],
+  [/^scv0infeed/, '#ff7f0e'],
+  [/^(tc)?infeed$|^input$|^dataloader$/, INPUT_RED],
+  [/^devicetodevice|^memcpy/, '#9467bd'],
+  [/^memset/, '#c5b0d5'],
+  [/^devicecollective|^communication|^collective/, '#8c564b'],
+  [/^hostcompute|^cpuexec/, '#1f77b4'],
+  [/^kernellaunch|^runtime/, '#e377c2'],
+  [/^(tc)?outfeed$|^output$/, '#bcbd22'],
+  [/^compil/, '#17becf'],
+  [/^hosttransfer/, '#aec7e8'],
+  [/^scv0compute/, '#98df8a'],
+  [/^(tc)?idle|^deviceidle/, '#c7c7c7'],
+  [/^(all)?others?$|^allothers/, OTHER_GREY],
+];
+
+/** The category's color (see CATEGORY_COLORS), or null for a name that is not a category. */
+export function categoryColor(key: string): string | null {
+  const k = key
+    .toLowerCase()
+    .replace(/\(.*\)/g, '')
+    .replace(/[^a-z0-9]/g, '')
+    .replace(/(time)?(ms|us|inms|inus)?$/, '')
+    .replace(/time$/, '');
+  for (const [re, color] of CATEGORY_COLORS) if (re.test(k)) return color;
+  return null;
+}
 
 /** Disposes the charts inside `root` (before that part of the page is redrawn). */
 export function disposeChartsIn(root: Element): void {

@@ -51,6 +51,8 @@ export interface TableOptions {
   renderCell?: (columnId: string, value: CellValue, row: CellValue[]) => Node | string | null;
   /** Message when the table has no rows. */
   emptyText?: string;
+  /** A link on each row (e.g. "Show in timeline"): its href, or null for rows without one. Not exported, not a column. */
+  rowAction?: { label: string; title?: string; role?: string; href(row: CellValue[]): string | null };
 }
 
 /** Columns holding long names (ops, kernels): cut to one line, the whole name in a tooltip. */
@@ -100,6 +102,11 @@ export function visibleRange(scrollTop: number, viewHeight: number, rows: number
   const first = Math.max(0, Math.floor(scrollTop / rowPx) - overscan);
   const last = Math.min(rows, Math.ceil((scrollTop + Math.max(viewHeight, rowPx)) / rowPx) + overscan);
   return { first, last: Math.max(first, last) };
+}
+
+/** `1 row`, `2 rows`, `3,091 rows`. */
+export function rowsText(n: number): string {
+  return `${formatCount(n)} ${n === 1 ? 'row' : 'rows'}`;
 }
 
 /** Renders `table` as a sortable, filterable, exportable table card. */
@@ -190,7 +197,7 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
     const wide = column.type !== 'number' && WIDE.test(column.id);
     const format = formatOf(column);
     const text = custom ?? formatValue(value, format);
-    const exact = typeof value === 'number' && format !== 'plain' && format !== 'integer' && !custom ? `${String(value)} ${UNIT[format] ?? ''}`.trim() : null;
+    const exact = typeof value === 'number' && format !== 'plain' && format !== 'integer' && format !== 'id' && !custom ? `${String(value)} ${UNIT[format] ?? ''}`.trim() : null;
     return h(
       'td',
       {
@@ -202,11 +209,17 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
       wide ? h('span', { class: 'cell-text' }, text) : text,
     );
   };
+  const action = options.rowAction;
+  const actionCell = (row: CellValue[]) => {
+    if (!action) return null;
+    const href = action.href(row);
+    return h('td', { class: 'row-action' }, href ? h('a', { href, 'data-role': action.role ?? 'row-action', title: action.title ?? action.label }, action.label) : '');
+  };
   const rowOf = (rowIndex: number) => {
     const row = values[rowIndex] ?? [];
-    return h('tr', null, cols.map(({ column, index }) => cellOf(column, index, row)));
+    return h('tr', null, cols.map(({ column, index }) => cellOf(column, index, row)), actionCell(row));
   };
-  const spacer = (px: number, role: string) => h('tr', { class: 'spacer-row', 'data-role': role, 'aria-hidden': 'true' }, h('td', { colspan: cols.length, style: `height:${px}px;padding:0;border:0` }));
+  const spacer = (px: number, role: string) => h('tr', { class: 'spacer-row', 'data-role': role, 'aria-hidden': 'true' }, h('td', { colspan: cols.length + (action ? 1 : 0), style: `height:${px}px;padding:0;border:0` }));
 
   /** Fills the body: every row, or (virtualised) the rows in view between two spacers. */
   const fill = (force = false) => {
@@ -276,12 +289,13 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
             displayLabel(column, formatOf(column)) + arrow,
           );
         }),
+        action ? h('th', { class: 'row-action', scope: 'col' }, h('span', { class: 'visually-hidden' }, action.label)) : null,
       ),
     );
     tableEl.classList.toggle('virtual', rows.length > VIRTUAL_ABOVE);
     replaceChildren(tableEl, thead, tbody);
     fill(true);
-    count.textContent = rows.length === values.length ? `${formatCount(values.length)} rows` : `${formatCount(rows.length)} of ${formatCount(values.length)} rows`;
+    count.textContent = rows.length === values.length ? rowsText(values.length) : `${formatCount(rows.length)} of ${rowsText(values.length)}`;
     count.dataset.shown = String(rows.length);
     count.dataset.total = String(values.length);
     tableEl.dataset.rows = String(rows.length);

@@ -11,6 +11,7 @@ import { type PieSlice, pieOption, pieSlices } from '../charts';
 import { type DataTable, type NumberFormat, type Row, asTables, cellValue, columnIndex } from '../datatable';
 import { escapeHtml, h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
+import { timelineHref } from '../timeline';
 
 /** Columns XProf shows by default (the others behind "all columns"). */
 export const DEFAULT_COLUMNS = [
@@ -182,6 +183,15 @@ export function hloStatsPage(ctx: PageContext): HTMLElement {
           filterPlaceholder: 'Filter by HLO op name, text or framework op',
           defaultSort: { column: 'rank', direction: 'asc' },
           emptyText: 'No HLO ops in this profile (HLO stats need device ops).',
+          rowAction: {
+            label: 'Timeline',
+            role: 'show-in-timeline',
+            title: 'Show this op in the trace viewer (its longest run, every run highlighted)',
+            href: (row) => {
+              const op = row[columnIndex(filtered, 'hlo_op_name')];
+              return typeof op === 'string' && op ? timelineHref(ctx.state, { name: op, track: 'XLA Ops' }) : null;
+            },
+          },
           renderCell: (id, value, row) => {
             if (id === 'source_info' && typeof value === 'string') return sourceInfoNode(value);
             if (id === 'hlo_op_name' && typeof value === 'string' && value) {

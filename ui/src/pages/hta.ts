@@ -10,6 +10,8 @@ import { renderTable } from '../components/table';
 import type { Column, DataTable } from '../datatable';
 import { h } from '../dom';
 import type { PageContext } from '../page';
+import { type RevealTarget, timelineHref } from '../timeline';
+import type { CellValue } from '../datatable';
 
 type Json = Record<string, unknown>;
 
@@ -17,6 +19,32 @@ type Json = Record<string, unknown>;
 export function tableOf(columns: [string, string, 'number' | 'string'][], rows: unknown[][]): DataTable {
   const cols: Column[] = columns.map(([id, label, type]) => ({ id, label, type }));
   return { cols, rows: rows.map((r) => ({ c: r.map((v) => ({ v: v ?? null })) })) };
+}
+
+/**
+ * The host (profile file) of a rank: from the report's ranks when it names them, else the
+ * page's host (ALL_HOSTS: every host merged).
+ */
+function hostOfRank(ctx: PageContext, rank: unknown): string {
+  for (const key of ['ranks', 'hosts']) {
+    const hit = list(ctx.data, key).find((r) => r.rank === rank && typeof r.host === 'string');
+    if (hit) return hit.host as string;
+  }
+  return ctx.state.host || 'ALL_HOSTS';
+}
+
+/** A "Show in timeline" link per row: `target` of the row's values, on the row's rank's host (column `rank`). */
+function timelineAction(ctx: PageContext, ids: string[], target: (row: CellValue[]) => RevealTarget | null) {
+  const rank = ids.indexOf('rank');
+  return {
+    label: 'Timeline',
+    role: 'show-in-timeline',
+    title: 'Show it in the trace viewer of its rank',
+    href: (row: CellValue[]) => {
+      const t = target(row);
+      return t ? timelineHref(ctx.state, t, rank >= 0 ? hostOfRank(ctx, row[rank]) : undefined) : null;
+    },
+  };
 }
 
 function list(data: unknown, key: string): Json[] {
@@ -116,7 +144,13 @@ export function htaDistributedPage(ctx: PageContext): HTMLElement {
         ],
         ops.map((o) => [o.rank, o.name, o.calls, o.total_us, o.mean_us, o.min_us, o.max_us]),
       ),
-      { key: 'hta-comm', title: 'Communication kernels', csvName: 'hta_comm_kernels', emptyText: 'No communication kernels (nccl…, hccl…).' },
+      {
+        key: 'hta-comm',
+        title: 'Communication kernels',
+        csvName: 'hta_comm_kernels',
+        emptyText: 'No communication kernels (nccl…, hccl…).',
+        rowAction: timelineAction(ctx, ['rank', 'name'], (r) => (typeof r[1] === 'string' ? { name: r[1], track: 'stream' } : null)),
+      },
       ctx.view,
     ),
   );
@@ -134,7 +168,14 @@ export function htaDistributedPage(ctx: PageContext): HTMLElement {
         ],
         steps.map((s) => [s.step, s.ranks, s.slowest_rank, s.slowest_us, s.fastest_us, s.mean_us]),
       ),
-      { key: 'hta-steps', title: 'Slowest rank per step', csvName: 'hta_stragglers', emptyText: 'No ProfilerStep recorded by two or more ranks.' },
+      {
+        key: 'hta-steps',
+        title: 'Slowest rank per step',
+        csvName: 'hta_stragglers',
+        emptyText: 'No ProfilerStep recorded by two or more ranks.',
+        // The step on its slowest rank.
+        rowAction: timelineAction(ctx, ['step', 'ranks', 'rank'], (r) => (r[0] === null ? null : { name: `ProfilerStep#${String(r[0])}` })),
+      },
       ctx.view,
     ),
   );
@@ -203,7 +244,15 @@ export function htaGpuIdlePage(ctx: PageContext): HTMLElement {
         ],
         worst.map((l) => [l.rank, l.correlation, l.launch_name, l.kernel_name, l.cpu_duration, l.gpu_duration, l.launch_delay]),
       ),
-      { key: 'hta-worst', title: 'Longest launch delays', csvName: 'hta_worst_launches', defaultSort: { column: 'launch_delay', direction: 'desc' } },
+      {
+        key: 'hta-worst',
+        title: 'Longest launch delays',
+        csvName: 'hta_worst_launches',
+        defaultSort: { column: 'launch_delay', direction: 'desc' },
+        formats: { correlation: 'id' },
+        // The kernel of the launch, found by its correlation id on its rank.
+        rowAction: timelineAction(ctx, ['rank', 'correlation', 'launch_name', 'kernel_name'], (r) => (r[1] === null ? null : { corr: String(r[1]), name: typeof r[3] === 'string' ? r[3] : undefined })),
+      },
       ctx.view,
     ),
   );

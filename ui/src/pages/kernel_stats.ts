@@ -9,6 +9,7 @@ import { pieOption, pieSlices } from '../charts';
 import { asTables, cellValue, columnIndex } from '../datatable';
 import { h } from '../dom';
 import type { PageContext } from '../page';
+import { timelineHref } from '../timeline';
 import { pytorchKernelStatsPage } from './pytorch';
 
 export function kernelStatsPage(ctx: PageContext): HTMLElement {
@@ -27,7 +28,7 @@ export function kernelStatsPage(ctx: PageContext): HTMLElement {
       'Top kernels by total duration',
       h('div', { class: 'controls' }, h('div', { class: 'spacer' }), h('a', { class: 'button', href: ctx.csvUrl, 'data-role': 'server-csv', download: '' }, 'Export as CSV (server)')),
       slices.length
-        ? chartElement('top-kernels', pieOption('Total kernel duration (µs), top 10 kernels', slices, 'µs'), undefined, 400)
+        ? chartElement('top-kernels', pieOption('Total kernel duration, top 10 kernels', slices, 'µs'), undefined, 400)
         : h('p', { class: 'empty-chart', 'data-role': 'no-kernels' }, 'No GPU kernels in this profile (kernel stats need a GPU profile).'),
     ),
   );
@@ -43,6 +44,7 @@ export function kernelStatsPage(ctx: PageContext): HTMLElement {
         keyColumns: ['kernel_name', 'op_name', 'occurrences', 'total_duration_us', 'avg_duration_us', 'min_duration_us', 'max_duration_us', 'occupancy_pct'],
         filterPlaceholder: 'Filter by kernel or op name',
         emptyText: 'No GPU kernels in this profile.',
+        rowAction: { label: 'Timeline', title: 'Show this kernel in the trace viewer (its longest run, every run highlighted)', role: 'show-in-timeline', href: (row) => (typeof row[name] === 'string' && row[name] ? timelineHref(ctx.state, { name: row[name] as string, track: 'stream' }) : null) },
       },
       ctx.view,
     ),

@@ -31,6 +31,7 @@ import {
 } from '../components/xla';
 import { h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
+import { timelineHref } from '../timeline';
 
 /** XProf's op_profile response (proto JSON). */
 export interface OpProfile {
@@ -152,6 +153,24 @@ export function nodeAtPath(root: OpNode, path: string): OpNode[] | null {
     chain.push(node);
   }
   return chain;
+}
+
+/** The path of the first op named `name` (depth first, ops before groups), or '' when none. */
+export function pathOfOp(root: OpNode, name: string): string {
+  let found = '';
+  const walk = (node: OpNode, path: string): boolean => {
+    for (const c of node.children ?? []) {
+      const p = path ? `${path}${SEP}${c.name ?? ''}` : (c.name ?? '');
+      if (c.xla && (c.name === name || c.name === `${name} and its duplicate(s)`)) {
+        found = p;
+        return true;
+      }
+      if (walk(c, p)) return true;
+    }
+    return false;
+  };
+  walk(root, '');
+  return found;
 }
 
 /** What kind of node this is, as XProf's details card words it. */
@@ -417,6 +436,12 @@ export function opProfilePage(ctx: PageContext): HTMLElement {
     const graph = h('div', { class: 'op-graph-link', 'data-role': 'graph-link-box' });
     const opName = instructionName(x?.expression) || (x ? (node.name ?? '').replace(/ and its duplicate\(s\)$/, '') : '');
     if (x && opName) {
+      graph.append(
+        h('a', { class: 'button', href: timelineHref(ctx.state, { name: opName, track: 'XLA Ops' }), 'data-role': 'show-in-timeline', title: 'Show this op in the trace viewer (its longest run, every run highlighted)' }, 'Show in timeline'),
+        ' ',
+      );
+    }
+    if (x && opName) {
       const programModule = groupBy() === 'program' ? (chain[0]?.name ?? '') : '';
       const programId = x.programId && x.programId !== '0' ? x.programId : '';
       const module = /\(\d+\)$/.test(programModule) ? programModule : '';
@@ -488,6 +513,18 @@ export function opProfilePage(ctx: PageContext): HTMLElement {
     renderTree();
   });
 
+  // An op named by another page (`op_name`: the trace viewer's "Open in op profile") is
+  // selected once the tree is there.
+  const linked = view.get('op_name');
+  if (linked) {
+    view.set('op_name', null);
+    const root = rootFor(profiles[groupBy()] ?? null, groupBy(), excludeIdle());
+    const path = root ? pathOfOp(root, linked) : '';
+    if (path) {
+      selected = path;
+      view.set('op.sel', path);
+    }
+  }
   // A deep-linked selection opens its ancestors.
   if (selected) {
     const parts = selected.split(SEP);

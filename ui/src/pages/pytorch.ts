@@ -2,13 +2,15 @@
 // server sends each view's tables as DataTables named by their `name` property
 // (`crates/oxprof-analysis/src/pytorch/`); these pages chart and list them.
 
-import { chartElement, PALETTE } from '../components/chart';
+import { categoryColor, chartElement, PALETTE } from '../components/chart';
 import { card } from '../components/common';
 import { renderTable } from '../components/table';
 import { pieOption, pieSlices, stepGraphOption, type StepGraph } from '../charts';
 import { asTables, cellValue, columnIndex, type DataTable } from '../datatable';
 import { h } from '../dom';
 import type { PageContext } from '../page';
+import { type RevealTarget, timelineHref } from '../timeline';
+import type { CellValue } from '../datatable';
 
 const ROLE_IDS = ['kernel', 'memcpy', 'memset', 'communication', 'runtime', 'dataloader', 'cpu_exec', 'other'];
 
@@ -20,13 +22,28 @@ function titled(table: DataTable, fallback: string): string {
   return table.p?.title || fallback;
 }
 
+/** A "Show in timeline" link per row: the slice named by column `col` (maybe on a preferred track). */
+function timelineAction(ctx: PageContext, table: DataTable, col: string, target: (name: string) => RevealTarget = (name) => ({ name })) {
+  const i = columnIndex(table, col);
+  if (i < 0) return undefined;
+  return {
+    label: 'Timeline',
+    role: 'show-in-timeline',
+    title: 'Show it in the trace viewer (its longest occurrence, every occurrence highlighted)',
+    href: (row: CellValue[]) => {
+      const v = row[i];
+      return typeof v === 'string' && v && v !== 'Average' ? timelineHref(ctx.state, target(v)) : null;
+    },
+  };
+}
+
 /** The steps (not the Average row) as a stacked graph, in milliseconds. */
 function breakdownGraph(table: DataTable): StepGraph {
   const rows = (table.rows ?? []).filter((r) => cellValue(r, 0) !== 'Average');
   const cols = table.cols ?? [];
   const series = ROLE_IDS.map((id, i) => {
     const index = columnIndex(table, id);
-    return { id, name: cols[index]?.label ?? id, color: PALETTE[i % PALETTE.length] ?? '#888', values: rows.map((r) => Number(cellValue(r, index) ?? 0) / 1000) };
+    return { id, name: cols[index]?.label ?? id, color: categoryColor(id) ?? PALETTE[i % PALETTE.length] ?? '#888', values: rows.map((r) => Number(cellValue(r, index) ?? 0) / 1000) };
   }).filter((s) => s.values.some((v) => v > 0));
   return { steps: rows.map((r) => String(cellValue(r, 0))), series, tooltips: rows.map(() => '') };
 }
@@ -58,7 +75,17 @@ export function pytorchOverviewPage(ctx: PageContext): HTMLElement {
         'Step time breakdown',
         graph.series.length ? chartElement('pytorch-steps', stepGraphOption(graph, 'Step time (ms)'), undefined, 320) : h('p', { class: 'muted' }, 'Every step is empty.'),
       ),
-      renderTable(steps, { key: 'steps', title: titled(steps, 'Steps'), csvName: 'pytorch_steps', formats: Object.fromEntries([...ROLE_IDS, 'total'].map((id) => [id, 'us'])) }, ctx.view),
+      renderTable(
+        steps,
+        {
+          key: 'steps',
+          title: titled(steps, 'Steps'),
+          csvName: 'pytorch_steps',
+          formats: Object.fromEntries([...ROLE_IDS, 'total'].map((id) => [id, 'us'])),
+          rowAction: timelineAction(ctx, steps, steps.cols?.[0]?.id ?? 'step', (step) => ({ name: /^\d+$/.test(step) ? `ProfilerStep#${step}` : step })),
+        },
+        ctx.view,
+      ),
     );
   }
   if (gpus && (gpus.rows ?? []).length) {
@@ -100,14 +127,14 @@ export function pytorchOpStatsPage(ctx: PageContext): HTMLElement {
     page.append(
       card(
         useDevice ? 'Top operators by device self time' : 'Top operators by host self time',
-        slices.length ? chartElement('pytorch-ops', pieOption(`${useDevice ? 'Device' : 'Host'} self time (µs), top 10 operators`, slices, 'µs'), undefined, 380) : h('p', { class: 'muted' }, 'No operators.'),
+        slices.length ? chartElement('pytorch-ops', pieOption(`${useDevice ? 'Device' : 'Host'} self time, top 10 operators`, slices, 'µs'), undefined, 380) : h('p', { class: 'muted' }, 'No operators.'),
       ),
     );
   }
   const formats = { calls: 'integer', device_self_us: 'us', device_total_us: 'us', host_self_us: 'us', host_total_us: 'us', tc_self_ratio: 'fraction-percent', tc_total_ratio: 'fraction-percent' } as const;
   for (const table of asTables(ctx.data)) {
     const key = String(table.p?.name ?? 'ops');
-    page.append(renderTable(table, { key, title: titled(table, key), csvName: `pytorch_ops_${key}`, formats, filterColumns: ['name', 'input_shape', 'call_stack'], filterPlaceholder: 'Filter by operator name', emptyText: 'No operators in this trace.' }, ctx.view));
+    page.append(renderTable(table, { key, title: titled(table, key), csvName: `pytorch_ops_${key}`, formats, filterColumns: ['name', 'input_shape', 'call_stack'], filterPlaceholder: 'Filter by operator name', emptyText: 'No operators in this trace.', rowAction: timelineAction(ctx, table, 'name') }, ctx.view));
   }
   return page;
 }
@@ -124,7 +151,7 @@ export function pytorchKernelStatsPage(ctx: PageContext): HTMLElement {
       card(
         'Top kernels by total time',
         slices.length
-          ? chartElement('pytorch-kernels', pieOption('Total kernel time (µs), top 10 kernels', slices, 'µs'), undefined, 380)
+          ? chartElement('pytorch-kernels', pieOption('Total kernel time, top 10 kernels', slices, 'µs'), undefined, 380)
           : h('p', { class: 'empty-chart', 'data-role': 'no-kernels' }, 'No GPU kernels in this trace (a CPU-only run).'),
       ),
     );
@@ -132,7 +159,7 @@ export function pytorchKernelStatsPage(ctx: PageContext): HTMLElement {
   const formats = { calls: 'integer', registers_per_thread: 'integer', shared_memory: 'bytes', total_us: 'us', mean_us: 'us', max_us: 'us', min_us: 'us', mean_occupancy_pct: 'percent' } as const;
   for (const table of asTables(ctx.data)) {
     const key = String(table.p?.name ?? 'kernels');
-    page.append(renderTable(table, { key, title: titled(table, key), csvName: `pytorch_kernels_${key}`, formats, filterColumns: ['name', 'operator'], filterPlaceholder: 'Filter by kernel or operator', emptyText: 'No GPU kernels in this trace.' }, ctx.view));
+    page.append(renderTable(table, { key, title: titled(table, key), csvName: `pytorch_kernels_${key}`, formats, filterColumns: ['name', 'operator'], filterPlaceholder: 'Filter by kernel or operator', emptyText: 'No GPU kernels in this trace.', rowAction: timelineAction(ctx, table, 'name', (name) => ({ name, track: 'stream' })) }, ctx.view));
   }
   return page;
 }
@@ -203,7 +230,29 @@ export function pytorchMemoryPage(ctx: PageContext): HTMLElement {
     page.append(
       renderTable(
         table,
-        { key, title: titled(table, key), csvName: `pytorch_memory_${key}`, formats, filterColumns: ['device', 'operator', 'name'], filterPlaceholder: 'Filter by device or operator', emptyText: 'None.' },
+        {
+          key,
+          title: titled(table, key),
+          csvName: `pytorch_memory_${key}`,
+          formats,
+          filterColumns: ['device', 'operator', 'name'],
+          filterPlaceholder: 'Filter by device or operator',
+          emptyText: 'None.',
+          // An allocation: the operator that made it, its run nearest the allocation's time.
+          rowAction:
+            key === 'events'
+              ? {
+                  label: 'Timeline',
+                  role: 'show-in-timeline',
+                  title: 'Show the operator that allocated it, at that time, in the trace viewer',
+                  href: (row: CellValue[]) => {
+                    const op = row[columnIndex(table, 'operator')];
+                    const at = Number(row[columnIndex(table, 'allocation_us')]);
+                    return typeof op === 'string' && op ? timelineHref(ctx.state, { name: op, at: Number.isFinite(at) ? at * 1e6 : undefined }) : null;
+                  },
+                }
+              : timelineAction(ctx, table, 'name'),
+        },
         ctx.view,
       ),
     );
@@ -233,7 +282,7 @@ export function pytorchModulesPage(ctx: PageContext): HTMLElement {
   page.append(
     card(
       useDevice ? 'Top modules by device self time' : 'Top modules by host self time',
-      slices.length ? chartElement('pytorch-modules', pieOption(`${useDevice ? 'Device' : 'Host'} self time (µs), top 10 modules`, slices, 'µs'), undefined, 380) : h('p', { class: 'muted' }, 'Every module is empty.'),
+      slices.length ? chartElement('pytorch-modules', pieOption(`${useDevice ? 'Device' : 'Host'} self time, top 10 modules`, slices, 'µs'), undefined, 380) : h('p', { class: 'muted' }, 'Every module is empty.'),
     ),
   );
   const formats = { depth: 'integer', module_id: 'integer', occurrences: 'integer', operators: 'integer', host_total_us: 'us', host_self_us: 'us', device_total_us: 'us', device_self_us: 'us', mean_us: 'us' } as const;
