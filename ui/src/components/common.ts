@@ -8,15 +8,32 @@ export function card(title: string | null, ...children: (Node | string | null | 
   return h('section', { class: 'card' }, title ? h('h2', null, title) : null, ...children);
 }
 
-/** oxprof's own notes (why no steps were found, what was skipped...). */
-export function notesBox(notes: string[]): HTMLElement | null {
+/** oxprof's own notes (why no steps were found, what was skipped...), `code` spans shown as code and tool names as links. */
+export function notesBox(notes: string[], link?: (tool: string) => string): HTMLElement | null {
   if (!notes.length) return null;
   return h(
     'aside',
     { class: 'notes', 'data-role': 'notes', role: 'note' },
     h('strong', null, notes.length === 1 ? 'Note from oxprof' : 'Notes from oxprof'),
-    h('ul', null, notes.map((n) => h('li', null, n))),
+    h('ul', null, notes.map((n) => h('li', null, inlineText(n, link)))),
   );
+}
+
+/**
+ * Text with Markdown's inline code (`` `x` ``) as `<code>` (never the backticks) and tool
+ * names as links to those tools (in code spans too).
+ */
+export function inlineText(text: string, link?: (tool: string) => string): Node[] {
+  const nodes: Node[] = [];
+  const parts = text.split('`');
+  // An odd number of backticks: the last one is literal.
+  const paired = parts.length % 2 === 1 ? parts : [...parts.slice(0, -2), `${parts[parts.length - 2] ?? ''}\`${parts[parts.length - 1] ?? ''}`];
+  paired.forEach((part, i) => {
+    if (i % 2 === 0) nodes.push(...toolLinks(part, link));
+    else if (link && TOOL_NAME.test(part)) nodes.push(h('code', null, ...toolLinks(part, link)));
+    else nodes.push(h('code', null, part));
+  });
+  return nodes;
 }
 
 /** XProf's diagnostics that say a profile has no steps (oxprof's note says it once, with the fix). */
@@ -93,7 +110,11 @@ const XPROF_TEXT_TOOL_NAMES = [
   'kernel_stats', 'pod_viewer', 'trace_viewer', 'trace_viewer@', 'op_profile', 'hlo_op_profile', 'hlo_stats',
   'hlo_op_stats', 'roofline_model', 'memory_profile', 'memory_viewer', 'graph_viewer',
   'tf_data_bottleneck_analysis', 'perf_counters', 'inference_profile', 'megascale_stats', 'utilization_viewer',
+  // oxprof's own tools, which its notes name.
+  'pytorch_overview', 'pytorch_op_stats', 'pytorch_kernel_stats', 'pytorch_memory', 'pytorch_modules', 'hta_distributed', 'hta_gpu_idle',
+  'smart_suggestion', 'trace_viewer',
 ];
+const TOOL_NAME = new RegExp(`^(${XPROF_TEXT_TOOL_NAMES.map((n) => n.replace(/[@^]/g, '\\$&')).join('|')})$`);
 
 /** Plain text with XProf tool names (e.g. `input_pipeline_analyzer`) turned into links to those tools. */
 export function toolLinks(text: string, link?: (tool: string) => string): Node[] {

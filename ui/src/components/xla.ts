@@ -241,6 +241,33 @@ export async function fetchModuleList(run: string): Promise<string[]> {
     .filter((s) => s && s !== 'NO_MODULE');
 }
 
+/** A module's device time: its node in op profile's by-program tree (`name(program_id)`). */
+interface ProgramNode {
+  name?: string;
+  metrics?: { rawTime?: number | string };
+  children?: ProgramNode[];
+}
+
+/**
+ * The modules, costliest first: by their device time in op profile (the by-program tree
+ * names each program as the module list does); modules op profile does not list keep
+ * their order after the others. The order as given when op profile is not available.
+ */
+export async function costliestFirst(modules: readonly string[], opProfile: () => Promise<unknown>): Promise<string[]> {
+  let time = new Map<string, number>();
+  try {
+    const p = (await opProfile()) as { byProgramExcludeIdle?: ProgramNode; byProgram?: ProgramNode } | null;
+    const root = p?.byProgramExcludeIdle ?? p?.byProgram;
+    time = new Map((root?.children ?? []).map((c) => [c.name ?? '', Number(c.metrics?.rawTime ?? 0)]));
+  } catch {
+    return [...modules];
+  }
+  return modules
+    .map((m, i) => ({ m, i, t: time.get(m) ?? -1 }))
+    .sort((a, b) => b.t - a.t || a.i - b.i)
+    .map((x) => x.m);
+}
+
 /** The module of `programId` in a module list (`name(program_id)` entries). */
 export function moduleForProgram(modules: string[], programId: string): string {
   if (!programId) return '';
@@ -249,7 +276,8 @@ export function moduleForProgram(modules: string[], programId: string): string {
 
 /**
  * Fills an HLO module selector and picks the module to show: the one the URL names, else
- * the one running `programId`, else the first; a named module the run does not list is
+ * the one running `programId`, else the first (lists come costliest first: see
+ * costliestFirst); a named module the run does not list is
  * still offered. Returns the chosen module ('' when there is none).
  */
 export function fillModuleSelect(select: HTMLSelectElement, modules: string[], wanted: string, programId: string): string {

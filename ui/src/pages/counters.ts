@@ -191,8 +191,8 @@ export function suggestionBody(html: string): HTMLElement {
   return root;
 }
 
-/** The list of suggestions (also shown on the overview page). */
-export function suggestionsCard(data: unknown): HTMLElement {
+/** The list of suggestions (also shown on the overview page); `link` makes tool names links. */
+export function suggestionsCard(data: unknown, link?: (tool: string) => string): HTMLElement {
   const suggestions = suggestionsOf(data);
   return card(
     'Smart suggestions',
@@ -202,14 +202,22 @@ export function suggestionsCard(data: unknown): HTMLElement {
           { class: 'suggestions', 'data-role': 'suggestions' },
           ...suggestions.map((s) => h('li', { 'data-rule': s.ruleName ?? '' }, h('strong', {}, s.ruleName ?? ''), suggestionBody(s.suggestionText ?? ''))),
         )
-      : h('p', { 'data-role': 'no-suggestions' }, 'No suggestions: none of XProf’s rules found a bottleneck in this run.'),
+      : h(
+          'p',
+          { 'data-role': 'no-suggestions' },
+          // XProf's open rule set checks a few patterns (most of them TPU-only): no rule
+          // firing is not "no bottleneck" (an input-bound GPU run fires none).
+          'XProf’s rules made no suggestion. They check a few patterns, most of them TPU-only, so this does not mean there is no bottleneck: ',
+          link ? h('a', { href: link('input_pipeline_analyzer'), class: 'tool-link' }, 'the input pipeline analysis') : 'the input pipeline analysis',
+          ' and the step-time breakdown say where the time goes.',
+        ),
   );
 }
 
 /** `smart_suggestion`: XProf's rule-based advice for the run. */
 export function smartSuggestionPage(ctx: PageContext): HTMLElement {
   const page = h('div', { class: 'page smart-suggestion', 'data-page': 'smart_suggestion' });
-  page.append(suggestionsCard(ctx.data));
+  page.append(suggestionsCard(ctx.data, ctx.link));
   return page;
 }
 
@@ -222,7 +230,7 @@ export function smartSuggestionsSection(ctx: PageContext): HTMLElement {
   ctx.api
     .data(ctx.state.run, 'smart_suggestion', 'ALL_HOSTS')
     .then((data) => {
-      section.replaceChildren(suggestionsCard(data));
+      section.replaceChildren(suggestionsCard(data, ctx.link));
       section.dataset.state = 'ready';
     })
     .catch((err: unknown) => {

@@ -65,7 +65,7 @@ export function frameworkOpStatsPage(ctx: PageContext): HTMLElement {
       : h('div', { class: 'empty-chart', 'data-chart-empty': key }, h('h3', null, title), executor === 'Device' && !hasDevice ? 'No device ops in this profile.' : 'No data.');
     charts.append(h('div', { class: 'chart-cell' }, body));
   }
-  page.append(card('Total self-time (µs)', charts));
+  page.append(card('Total self-time', charts));
 
   const formats: Record<string, NumberFormat> = {};
   for (const c of table.cols ?? []) if (/percent$/i.test(c.id)) formats[c.id] = 'fraction-percent';

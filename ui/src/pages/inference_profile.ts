@@ -8,7 +8,14 @@ import { card, metric } from '../components/common';
 import { renderTable } from '../components/table';
 import { asTables, cellValue, columnIndex, type DataTable } from '../datatable';
 import { h } from '../dom';
+import { formatMillis } from '../format';
 import type { PageContext } from '../page';
+
+/** A latency in ms (XProf's text) in adaptive units. */
+function latencyText(ms: string | undefined): string {
+  const v = Number(ms);
+  return ms !== undefined && ms !== '' && Number.isFinite(v) ? formatMillis(v) : 'n/a';
+}
 
 const MODEL_KEY = 'model';
 
@@ -80,12 +87,12 @@ function modelSection(ctx: PageContext, model: string, tables: [DataTable, DataT
   const metrics = h('div', { class: 'metrics' });
   metrics.append(
     metric('Request throughput', `${requests.p?.throughput ?? ''} /s`, 'request-throughput'),
-    metric('Average request latency', `${requests.p?.averageLatencyMs ?? ''} ms`, 'request-latency'),
+    metric('Average request latency', latencyText(requests.p?.averageLatencyMs), 'request-latency'),
   );
   if (batches) {
     metrics.append(
       metric('Batch throughput', `${batches.p?.throughput ?? ''} /s`, 'batch-throughput'),
-      metric('Average batch latency', `${batches.p?.averageLatencyMs ?? ''} ms`, 'batch-latency'),
+      metric('Average batch latency', latencyText(batches.p?.averageLatencyMs), 'batch-latency'),
     );
   }
   const chart = latencyChart(requests);

@@ -8,7 +8,7 @@ import { pieOption, pieSlices, stepGraph, stepGraphOption } from '../charts';
 import { type DataTable, cellValue, findTableWithColumn } from '../datatable';
 import { h } from '../dom';
 import { type PageContext, notesSayNoSteps } from '../page';
-import { finiteText } from '../format';
+import { finiteText, formatMicros } from '../format';
 import { BREAKDOWN_FIELDS, sigmaSuffix } from './overview';
 
 /** Host-side input time categories (properties of the input-op table, in microseconds). */
@@ -108,13 +108,13 @@ export function inputPipelinePage(ctx: PageContext): HTMLElement {
       10,
     );
     if (slices.length) {
-      hostCard.append(chartElement('host-breakdown', pieOption('Input time on host by category (µs)', slices, 'µs'), undefined, 340));
+      hostCard.append(chartElement('host-breakdown', pieOption('Input time on host by category', slices, 'µs'), undefined, 340));
     } else {
       hostCard.append(h('p', { class: 'empty-chart' }, 'No input processing time was recorded on the host.'));
     }
     hostCard.append(
       renderProperties(
-        HOST_CATEGORIES.map(([label, key]) => [label, hp[key] !== undefined ? `${hp[key]} µs` : 'n/a']),
+        HOST_CATEGORIES.map(([label, key]) => [label, hp[key] !== undefined && Number.isFinite(Number(hp[key])) ? formatMicros(Number(hp[key])) : 'n/a']),
         'host-breakdown',
       ),
       renderTable(

@@ -11,6 +11,7 @@ import { card, metric } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
 import type { DataTable } from '../datatable';
 import { escapeHtml, h, replaceChildren } from '../dom';
+import { formatMillis } from '../format';
 import type { PageContext } from '../page';
 
 /** proto int64 fields arrive as strings. */
@@ -177,7 +178,7 @@ export function memoryTimeline(data: MemoryProfileData, memoryId: string): Timel
 export function eventDetails(point: TimelinePoint): [string, string][] {
   const m = point.snapshot.activityMetadata ?? {};
   const sign = m.memoryActivity === 'DEALLOCATION' ? -1 : 1;
-  const out: [string, string][] = [['Time', `${point.timeMs.toFixed(3)} ms`]];
+  const out: [string, string][] = [['Time', formatMillis(point.timeMs)]];
   out.push(['Event', (m.memoryActivity ?? '').toLowerCase()]);
   if (num(m.requestedBytes) > 0) out.push(['Requested size', humanBytes(sign * num(m.requestedBytes))]);
   out.push(['Allocation size', humanBytes(sign * num(m.allocationBytes))]);
@@ -412,7 +413,7 @@ export function memoryProfilePage(ctx: PageContext): HTMLElement {
           h('h3', null, 'At the peak'),
           renderProperties(
             [
-              ['Timestamp', `${summary.peakTimeMs.toFixed(1)} ms`],
+              ['Time of the peak', formatMillis(summary.peakTimeMs)],
               ['Stack reservation', humanBytes(summary.stack)],
               ['Heap allocation', humanBytes(summary.heap)],
               ['Free memory', humanBytes(summary.free)],

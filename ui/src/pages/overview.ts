@@ -7,7 +7,7 @@ import { renderProperties, renderTable } from '../components/table';
 import { stepGraph, stepGraphOption } from '../charts';
 import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../datatable';
 import { h } from '../dom';
-import { finiteText } from '../format';
+import { finiteText, formatMillis } from '../format';
 import { type PageContext, notesSayNoSteps } from '../page';
 import { tpuTrainingSummary } from './overview_tpu';
 import { smartSuggestionsSection } from './counters';
@@ -170,7 +170,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
   // Run environment.
   if (env) {
     const ep = env.p ?? {};
-    const props: [string, string][] = [
+    const props: [string, string | Node][] = [
       ['Number of hosts', ep.host_count ?? ''],
       ['Number of tasks', ep.task_count ?? ''],
       ['Device type', ep.device_type ?? ''],
@@ -178,7 +178,7 @@ export function overviewPage(ctx: PageContext): HTMLElement {
       // XProf's `is_training` looks for gradient ops in the XLA programs only: a profile
       // without XLA programs (TensorFlow without XLA) reads "false" even when framework op
       // stats (which looks at framework op names) says "Training". Say where it comes from.
-      ['Training', trainingText(ep.is_training)],
+      ['Training', trainingNode(ep.is_training, ctx)],
     ];
     page.append(
       card(
@@ -202,6 +202,21 @@ export function trainingText(isTraining: string | undefined): string {
   if (isTraining === 'true') return 'yes (gradient ops in the XLA programs)';
   if (isTraining === 'false') return 'not detected (no gradient ops in the XLA programs; framework op stats reads framework op names instead)';
   return isTraining ?? '';
+}
+
+/**
+ * The Training row: XProf's answer, and when it found no gradient ops in the XLA programs,
+ * not a flat "no" beside framework op stats' "Task: Training" but where to read the task.
+ */
+function trainingNode(isTraining: string | undefined, ctx: PageContext): Node {
+  if (isTraining !== 'false') return document.createTextNode(trainingText(isTraining));
+  return h(
+    'span',
+    { 'data-role': 'training-unknown' },
+    'not from the XLA programs (none has gradient ops); ',
+    h('a', { href: ctx.link('framework_op_stats'), class: 'tool-link' }, 'framework op stats'),
+    ' reads the task from the framework op names',
+  );
 }
 
 /** A click on a step's column opens that step in the trace viewer (`step_name`). */
@@ -231,7 +246,7 @@ function inferenceSection(table: DataTable, ctx: PageContext): HTMLElement[] {
   const total = columnIndex(table, 'totalTimeMs');
   const avgRow = (table.rows ?? []).find((r) => cellValue(r, 0) === 'Avg');
   const avg = avgRow ? Number(cellValue(avgRow, total) ?? 0) : NaN;
-  const ms = (v: unknown) => (Number.isFinite(Number(v)) ? `${Number(v).toFixed(3)} ms` : 'n/a');
+  const ms = (v: unknown) => (Number.isFinite(Number(v)) ? formatMillis(Number(v)) : 'n/a');
   const session = h(
     'div',
     { class: 'metrics' },
@@ -248,7 +263,7 @@ function inferenceSection(table: DataTable, ctx: PageContext): HTMLElement[] {
         h(
           'tr',
           { 'data-row': String(cellValue(r, 0) ?? '') },
-          (table.cols ?? []).map((c, i) => h('td', { 'data-col': c.id }, i === 0 ? String(cellValue(r, i) ?? '') : Number(cellValue(r, i) ?? 0).toFixed(3))),
+          (table.cols ?? []).map((c, i) => h('td', { 'data-col': c.id, 'data-value': String(cellValue(r, i) ?? ''), class: i === 0 ? null : 'num' }, i === 0 ? String(cellValue(r, i) ?? '') : ms(cellValue(r, i)))),
         ),
       ),
     ),
@@ -257,7 +272,7 @@ function inferenceSection(table: DataTable, ctx: PageContext): HTMLElement[] {
     card(
       'Inference session latency',
       session,
-      h('p', { class: 'description' }, 'Latency breakdown (ms) of the inference sessions at percentiles: host compute, device compute and host–device communication. ', h('a', { href: ctx.link('inference_profile'), 'data-role': 'inference-profile-link' }, 'Requests and batches in the inference profile')),
+      h('p', { class: 'description' }, 'Latency breakdown of the inference sessions at percentiles: host compute, device compute and host–device communication. ', h('a', { href: ctx.link('inference_profile'), 'data-role': 'inference-profile-link' }, 'Requests and batches in the inference profile')),
       breakdown,
     ),
     card('Inference session latency breakdown', inferenceChart(table)),

@@ -1,11 +1,11 @@
 // Pod viewer: a step slider, stacked columns of the step-time breakdown per worker (core),
 // a details card for the worker under the pointer, and the per-worker table.
 
-import { PALETTE, chartElement, disposeChartsIn } from '../components/chart';
+import { PALETTE, categoryColor, chartElement, disposeChartsIn } from '../components/chart';
 import { NO_STEP_DIAGNOSTIC, card, diagnosticsObjectBox } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
 import type { DataTable } from '../datatable';
-import { formatNumber } from '../datatable';
+import { formatMicros } from '../format';
 import { h, replaceChildren } from '../dom';
 import { type PageContext, notesSayNoSteps } from '../page';
 import { stepTraceLink } from './overview';
@@ -49,7 +49,6 @@ export function workersOf(step: PodStep | undefined): Worker[] {
   }));
 }
 
-const STEP_COLORS: Record<string, string> = { 'Device compute': '#2ca02c', Input: '#d62728' };
 
 export function podViewerPage(ctx: PageContext): HTMLElement {
   const data = (ctx.data ?? {}) as PodViewerData;
@@ -79,7 +78,7 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
   const showDetails = (worker: Worker | undefined) => {
     if (!worker) return;
     const s = worker.stats;
-    const breakdown = events.map(({ id, name }) => [name, `${formatNumber(Number(s.stepBreakdownUs?.[String(id)] ?? 0), 3)} µs`] as [string, string]);
+    const breakdown = events.map(({ id, name }) => [name, formatMicros(Number(s.stepBreakdownUs?.[String(id)] ?? 0))] as [string, string]);
     replaceChildren(
       details,
       h('h3', null, `Worker ${worker.core}`),
@@ -89,7 +88,7 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
           ['Chip', String(s.chipId ?? '')],
           ['Node', String(s.nodeId ?? '')],
           ['Step', String(s.stepNum ?? '')],
-          ['Total duration', `${formatNumber(Number(s.totalDurationUs ?? 0), 3)} µs`],
+          ['Total duration', formatMicros(Number(s.totalDurationUs ?? 0))],
           ['Bottleneck', s.bottleneck ?? ''],
           ...breakdown,
         ],
@@ -106,8 +105,8 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
     stepLink.setAttribute('href', stepTraceLink(ctx, String(step?.stepNum ?? index)));
     const option = {
       animation: false,
-      title: { text: 'Step-time breakdown per worker (µs)', left: 'center', textStyle: { fontSize: 14 } },
-      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true },
+      title: { text: 'Step-time breakdown per worker', left: 'center', textStyle: { fontSize: 14 } },
+      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true, valueFormatter: (v: number) => formatMicros(Number(v)) },
       legend: { type: 'scroll', bottom: 0 },
       grid: { left: 70, right: 24, top: 40, bottom: 80 },
       xAxis: { type: 'category', data: workers.map((w) => w.core), name: 'Worker (core id)', nameLocation: 'middle', nameGap: 28 },
@@ -117,7 +116,7 @@ export function podViewerPage(ctx: PageContext): HTMLElement {
         type: 'bar',
         stack: 'breakdown',
         barMaxWidth: 96,
-        itemStyle: { color: STEP_COLORS[name] ?? PALETTE[i % PALETTE.length] },
+        itemStyle: { color: categoryColor(name) ?? PALETTE[i % PALETTE.length] },
         data: workers.map((w) => Number(w.stats.stepBreakdownUs?.[String(id)] ?? 0)),
       })),
     };

@@ -10,6 +10,7 @@ import { renderDot } from '../components/dot_render';
 import { renderTable } from '../components/table';
 import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../datatable';
 import { h, replaceChildren } from '../dom';
+import { formatMicros } from '../format';
 import type { PageContext } from '../page';
 
 /** Role of an iterator in a call (`type` column): off the critical path, blocking, the bottleneck. */
@@ -233,7 +234,7 @@ export function tfDataPage(ctx: PageContext): HTMLElement {
         ? h(
             'div',
             { class: 'remark', 'data-role': 'tfd-bottleneck' },
-            h('strong', null, `Slowest pipeline: ${String(cellValue(first, col('host')) ?? '')} ${String(cellValue(first, col('input_pipeline')) ?? '')}, max latency ${Number(cellValue(first, col('max_latency')) ?? 0).toLocaleString('en-US')} us`),
+            h('strong', null, `Slowest pipeline: ${String(cellValue(first, col('host')) ?? '')} ${String(cellValue(first, col('input_pipeline')) ?? '')}, max latency ${formatMicros(Number(cellValue(first, col('max_latency')) ?? 0))}`),
             h('pre', { class: 'tfd-bottleneck-text' }, htmlText(String(cellValue(first, col('bottleneck')) ?? ''))),
             h('p', { 'data-role': 'tfd-suggestion' }, ...richText(String(cellValue(first, col('suggestion')) ?? ''))),
           )
