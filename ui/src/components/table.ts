@@ -210,16 +210,19 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
     );
   };
   const action = options.rowAction;
-  const actionCell = (row: CellValue[]) => {
-    if (!action) return null;
-    const href = action.href(row);
-    return h('td', { class: 'row-action' }, href ? h('a', { href, 'data-role': action.role ?? 'row-action', title: action.title ?? action.label }, action.label) : '');
-  };
   const rowOf = (rowIndex: number) => {
     const row = values[rowIndex] ?? [];
-    return h('tr', null, cols.map(({ column, index }) => cellOf(column, index, row)), actionCell(row));
+    const cells = cols.map(({ column, index }) => cellOf(column, index, row));
+    // The action inside the key cell, which stays in view however wide the table is.
+    const href = action?.href(row);
+    const first = cells[0];
+    if (action && href && first) {
+      const link = h('a', { href, class: 'row-action', 'data-role': action.role ?? 'row-action', title: action.title ?? action.label }, action.label);
+      first.replaceChildren(h('div', { class: 'key-cell' }, ...first.childNodes, link));
+    }
+    return h('tr', null, cells);
   };
-  const spacer = (px: number, role: string) => h('tr', { class: 'spacer-row', 'data-role': role, 'aria-hidden': 'true' }, h('td', { colspan: cols.length + (action ? 1 : 0), style: `height:${px}px;padding:0;border:0` }));
+  const spacer = (px: number, role: string) => h('tr', { class: 'spacer-row', 'data-role': role, 'aria-hidden': 'true' }, h('td', { colspan: cols.length, style: `height:${px}px;padding:0;border:0` }));
 
   /** Fills the body: every row, or (virtualised) the rows in view between two spacers. */
   const fill = (force = false) => {
@@ -289,7 +292,6 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
             displayLabel(column, formatOf(column)) + arrow,
           );
         }),
-        action ? h('th', { class: 'row-action', scope: 'col' }, h('span', { class: 'visually-hidden' }, action.label)) : null,
       ),
     );
     tableEl.classList.toggle('virtual', rows.length > VIRTUAL_ABOVE);
