@@ -7,6 +7,7 @@
 // against the API's answers.
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
+import { assertTime } from '../units.mjs';
 
 export async function register(ctx) {
   const { h, open, repo, api } = ctx;
@@ -25,7 +26,7 @@ export async function register(ctx) {
       await open(page, server.url, { run, tool: 'overview_page' });
       const value = page.locator('[data-metric="average_session_time"] [data-role="value"]');
       await value.waitFor();
-      assertEqual((await value.innerText()).trim(), `${Number(avg.c[4].v).toFixed(3)} ms`, 'average session time');
+      assertTime((await value.innerText()).trim(), Number(avg.c[4].v) * 1e9, 'average session time');
       const table = page.locator('[data-table="inference-latency"]');
       const labels = await table.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.row));
       assertEqual(labels, latency.rows.map((r) => r.c[0].v), 'one row per percentile');
@@ -34,7 +35,7 @@ export async function register(ctx) {
       }
       const p50 = latency.rows.find((r) => r.c[0].v === '50.0%');
       const shown = await table.locator('tr[data-row="50.0%"] td[data-col="hostTimeMs"]').innerText();
-      assertEqual(shown.trim(), Number(p50.c[1].v).toFixed(3), '50th percentile host compute');
+      assertTime(shown.trim(), Number(p50.c[1].v) * 1e9, '50th percentile host compute');
       await page.locator('[data-chart="inference-latency"]').waitFor();
       assert(await page.locator('[data-role="inference-profile-link"]').count(), 'link to the inference profile');
       assertEqual(consoleErrors.length, 0, `console errors: ${consoleErrors.join('; ')}`);
@@ -53,8 +54,8 @@ export async function register(ctx) {
       const requests = data[1];
       const batches = data[2];
       assertEqual((await page.locator('[data-metric="request-throughput"] [data-role="value"]').innerText()).trim(), `${requests.p.throughput} /s`, 'request throughput');
-      assertEqual((await page.locator('[data-metric="request-latency"] [data-role="value"]').innerText()).trim(), `${requests.p.averageLatencyMs} ms`, 'request latency');
-      assertEqual((await page.locator('[data-metric="batch-latency"] [data-role="value"]').innerText()).trim(), `${batches.p.averageLatencyMs} ms`, 'batch latency');
+      assertTime((await page.locator('[data-metric="request-latency"] [data-role="value"]').innerText()).trim(), Number(requests.p.averageLatencyMs) * 1e9, 'request latency');
+      assertTime((await page.locator('[data-metric="batch-latency"] [data-role="value"]').innerText()).trim(), Number(batches.p.averageLatencyMs) * 1e9, 'batch latency');
       await page.locator('[data-chart="inference-request-latency"]').waitFor();
       assertEqual(await page.locator('[data-table="requests"] [data-role="count"]').getAttribute('data-total'), String(requests.rows.length), 'request rows');
       assertEqual(await page.locator('[data-table="batches"] [data-role="count"]').getAttribute('data-total'), String(batches.rows.length), 'batch rows');

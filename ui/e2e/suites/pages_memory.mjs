@@ -11,6 +11,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
+import { assertTime } from '../units.mjs';
 
 // ---- the page's data shaping, re-done here from the API's JSON ----
 
@@ -82,10 +83,13 @@ export async function register(ctx) {
     const peak = a.profileSummary.peakStats;
     assertEqual(await metricValue(page, 'peak-usage'), humanBytes(num(peak.peakBytesInUse)), 'peak usage');
     const frag = Number(peak.fragmentation);
+    // The peak's time in adaptive units (was "2774.9 ms"; now "2.775 s").
+    const shownPeak = (await props(page, 'mp-peak'))['Time of the peak'];
+    assertTime(shownPeak, num(a.profileSummary.peakStatsTimePs), 'time of the peak');
     assertEqual(
       await props(page, 'mp-peak'),
       {
-        Timestamp: `${(num(a.profileSummary.peakStatsTimePs) / 1e9).toFixed(1)} ms`,
+        'Time of the peak': shownPeak,
         'Stack reservation': humanBytes(num(peak.stackReservedBytes)),
         'Heap allocation': humanBytes(num(peak.heapAllocatedBytes)),
         'Free memory': humanBytes(num(peak.freeMemoryBytes)),
@@ -114,7 +118,7 @@ export async function register(ctx) {
     const m = s.activityMetadata;
     const shown = await props(page, 'mp-event');
     const sign = m.memoryActivity === 'DEALLOCATION' ? -1 : 1;
-    assertEqual(shown.Time, `${(num(s.timeOffsetPs) / 1e9).toFixed(3)} ms`, 'hovered event time');
+    assertTime(shown.Time, num(s.timeOffsetPs), 'hovered event time');
     assertEqual(shown.Event, m.memoryActivity.toLowerCase(), 'allocation or deallocation');
     assertEqual(shown['Allocation size'], humanBytes(sign * num(m.allocationBytes)), 'allocation size');
     if (m.tfOpName) assertEqual(shown['TF op'], m.tfOpName, 'TF op');

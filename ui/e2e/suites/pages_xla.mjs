@@ -301,7 +301,12 @@ export async function register(ctx) {
       const module = 'jit_dot(49)';
       await h.test('xla pages: graph viewer on a GPU profile: module list, program id deep link, text view', async ({ page }) => {
         await open(page, srv.url, { run, tool: 'graph_viewer', host, program_id: '49', 'gv.view': 'short_txt', node_name: 'custom-call.1' });
-        assertEqual(await page.locator('[data-role="gv-module"] option').evaluateAll((os) => os.map((o) => o.value)), modules, 'modules');
+        // Every module, the costliest first (its device time in op profile).
+        const listed = await page.locator('[data-role="gv-module"] option').evaluateAll((os) => os.map((o) => o.value));
+        assertEqual([...listed].sort(), [...modules].sort(), 'modules');
+        const op = await api(srv.url, 'data', { run, tag: 'op_profile', host });
+        const time = new Map(((op.byProgramExcludeIdle ?? op.byProgram)?.children ?? []).map((c) => [c.name, Number(c.metrics?.rawTime ?? 0)]));
+        assert(listed.every((m, i) => i === 0 || (time.get(listed[i - 1]) ?? -1) >= (time.get(m) ?? -1)), `modules by device time: ${listed}`);
         assertEqual(await page.locator('[data-role="gv-module"]').inputValue(), module, 'program id resolved to its module');
         assertEqual(new URL(page.url()).searchParams.get('module_name'), module, 'module in the URL');
         assert((await text(page, '[data-role="gv-text-mark"]')).includes('custom-call.1 ='), 'op line marked in the text');

@@ -17,7 +17,7 @@ export async function register(ctx) {
     await page.locator('[data-role="sql-editor"]').fill(sql);
     await page.locator('[data-role="sql-run"]').click();
     await page.locator('[data-role="sql-status"]', { hasText: 'rows' }).waitFor();
-    const table = page.locator('[data-role="sql-results"] [data-table="q"]');
+    const table = page.locator('[data-role="sql-results"] [data-table="sql"]');
     assertEqual(await table.locator('[data-role="count"]').getAttribute('data-total'), '7', 'seven rows');
 
     // The same numbers as the API answers.
