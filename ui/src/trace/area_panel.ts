@@ -49,6 +49,14 @@ export interface AreaHost {
 
 type Sort = { col: number; desc: boolean };
 
+/**
+ * Traces above this many events get no SQL refinement of their Slices and pivot tables
+ * (self times stay those of the whole slices): SQL builds its slice table for a query, which
+ * on such traces takes seconds and more memory than its column cache keeps. A pivot by
+ * category or argument still asks SQL (nothing else can answer it).
+ */
+export const SQL_REFINE_MAX_EVENTS = 5_000_000;
+
 /** The columns of a stats table after its dimensions. */
 const STAT_COLUMNS = ['Count', 'Wall (in range)', 'Self (in range)', 'Avg wall', 'Min duration', 'Max duration'];
 
@@ -121,6 +129,8 @@ export class AreaSelection {
   private async fill(tab: AreaTab): Promise<void> {
     const body = this.body(tab);
     body.dataset.ready = 'false';
+    body.dataset.shown = 'false';
+    body.dataset.started = String(performance.now());
     replaceChildren(body, h('p', { class: 'muted' }, 'Computing…'));
     const started = performance.now();
     try {
@@ -132,6 +142,8 @@ export class AreaSelection {
       replaceChildren(body, h('p', { class: 'error', 'data-role': 'area-error' }, `Could not compute the ${TAB_LABELS[tab].toLowerCase()}: ${e instanceof Error ? e.message : String(e)}`));
     }
     body.dataset.ms = String(Math.round(performance.now() - started));
+    if (body.dataset.shown !== 'true') body.dataset.shownMs = body.dataset.ms;
+    body.dataset.shown = 'true';
     body.dataset.ready = 'true';
   }
 
@@ -156,6 +168,7 @@ export class AreaSelection {
     const rows = clippedSlices(agg, edges, this.range);
     this.renderStats(body, 'slices', ['Name'], rows, 'none', agg);
     // Self times clipped to the range: from SQL when every track has an SQL twin.
+    if (!this.refineWithSql()) return;
     const refs = await this.sql.refs(threads).catch(() => null);
     if (!refs) return;
     try {
@@ -197,7 +210,7 @@ export class AreaSelection {
     const edges = await this.edgeSlices();
     const rows = pivotFromTracks(per, edges, this.range, dims, names);
     this.renderStats(out, 'pivot', labels, rows, 'none', null);
-    if (!refs) return;
+    if (!refs || !this.refineWithSql()) return;
     try {
       const a = await runQuery(this.client.run, pivotSql(refs, this.range, dims), 10_000);
       if (a.truncated) return;
@@ -206,6 +219,10 @@ export class AreaSelection {
     } catch {
       // Self times stay those of the whole slices.
     }
+  }
+
+  private refineWithSql(): boolean {
+    return (this.model.tracks?.num_events ?? 0) <= SQL_REFINE_MAX_EVENTS;
   }
 
   private sqlNames(names: { track(id: number): string; process(id: number): string }) {
@@ -251,6 +268,8 @@ export class AreaSelection {
     this.dims = dims;
     this.host.saveTab('pivot', dims);
     body.dataset.ready = 'false';
+    body.dataset.shown = 'false';
+    body.dataset.started = String(performance.now());
     void this.host.loading(this.pivot(body)).catch((e: unknown) => replaceChildren(body, h('p', { class: 'error' }, String(e)))).finally(() => (body.dataset.ready = 'true'));
   }
 
@@ -258,6 +277,10 @@ export class AreaSelection {
 
   private renderStats(box: HTMLElement, key: string, dimLabels: string[], rows: SliceStats[], clipped: SelfClipped, agg: TraceAggregate | null, truncated = false): void {
     const selfClipped = clipped !== 'none';
+    // Shown (what a user waits for), maybe refined later (data-ready: nothing pending).
+    const tab = box.closest<HTMLElement>('[data-area-body]') ?? box;
+    if (tab.dataset.shown !== 'true') tab.dataset.shownMs = String(Math.round(performance.now() - Number(tab.dataset.started ?? performance.now())));
+    tab.dataset.shown = 'true';
     const sort = this.sorts.get(key) ?? { col: dimLabels.length + 1, desc: true };
     const n = dimLabels.length;
     const value = (r: SliceStats, c: number): number | string => {
