@@ -2,11 +2,14 @@
 // Benchmarks the trace viewer in a real browser: starts `oxprof serve` on a profile, opens
 // the trace viewer in Debian's chromium (playwright-core, the e2e harness's flags), and
 // reports the first-view load time (cold: the server decodes and indexes the profile; warm:
-// a reload; reopened: a new server whose persistent analysis cache holds the index), how fast it answers (a wheel zoom until the view is drawn with its window,
+// a reload; reopened: a new server whose persistent analysis cache holds the index), how fast it answers (a ctrl+wheel zoom until the view is drawn with its window,
 // a click until the details show, a search until its results arrive), the frame times
-// while panning with the mouse for a few seconds, and how fast the table pages render once
-// their data arrived (the input pipeline's step graph and table of the profile, and a
-// 10,000-row table).
+// while panning with the mouse and while W / S are held (the interval between frames, and
+// the time each frame's drawing takes: `frame_draw_ms`), an area selection's tabs (Slices,
+// Pivot, Flows, Counters: from the mouse-up or the tab click until shown), the pivot of
+// every slice of the busiest tracks (≥ 1 M slices when the trace has them), and how fast
+// the table pages render once their data arrived (the input pipeline's step graph and
+// table of the profile, and a 10,000-row table).
 //
 //   node scripts/bench-trace-ui.mjs [--profile DIR]... [--pan-seconds 5] [--load-only DIR]... [--no-pages] [--cache-mb N]
 //
@@ -133,7 +136,7 @@ const detailsShown = 'details';
 const searchDone = 'search';
 
 /** Wheel zooms, clicks on slices and searches on the trace viewer (ms). */
-async function interactions(page, serverUrl, run) {
+async function interactions(page, serverUrl, run, target, tracks) {
   const api = async (route, params) => (await fetch(new URL(`/oxprof/api/trace/${route}?${new URLSearchParams({ run, ...params })}`, serverUrl))).json();
   const canvas = page.locator('[data-role="trace-canvas"]');
   const out = { wheel_zoom_settle_ms: [], click_to_details_ms: [], search_results_ms: [] };
@@ -141,14 +144,14 @@ async function interactions(page, serverUrl, run) {
   for (const dy of [...Array(10).fill(-240), ...Array(10).fill(240)]) {
     const box = await canvas.boundingBox();
     await page.mouse.move(box.x + box.width * 0.66, box.y + 30);
+    // Ctrl+wheel zooms (the wheel alone scrolls the tracks).
+    await page.keyboard.down('Control');
     out.wheel_zoom_settle_ms.push(await timed(page, 'wheel', settled, () => page.mouse.wheel(0, dy)));
+    await page.keyboard.up('Control');
     await waitReady(page);
   }
   // Clicks: the longest slices of the first tracks in view, the middle of the trace zoomed 16×.
-  await page.focus('[data-chart="trace"]');
-  await page.keyboard.press('0');
-  for (let i = 0; i < 4; i++) await page.keyboard.press('w');
-  await waitReady(page);
+  await zoomMiddle(page, target, tracks, 16);
   const w = page.locator('[data-role="trace-window"]');
   const span = [Number(await w.getAttribute('data-start-ps')), Number(await w.getAttribute('data-end-ps'))];
   const hidden = page.locator('[data-role="trace-hidden"]');
@@ -220,6 +223,117 @@ async function pages(context, serverUrl, run) {
   return { steps, ...Object.fromEntries(Object.entries(times).map(([k, v]) => [k, stats(v)])) };
 }
 
+/** Opens the trace viewer on the middle 1/`factor` of the trace (a deep link) and waits until it is drawn. */
+async function zoomMiddle(page, target, tracks, factor) {
+  const len = (tracks.end_ps - tracks.start_ps) / factor;
+  const mid = (tracks.start_ps + tracks.end_ps) / 2;
+  const url = new URL(target);
+  url.searchParams.set('start_ps', String(Math.round(mid - len / 2)));
+  url.searchParams.set('end_ps', String(Math.round(mid + len / 2)));
+  await page.goto(url.toString());
+  await waitReady(page);
+}
+
+/** W then S held for two seconds each at the middle of the plot: frame intervals and each frame's drawing time (ms). */
+async function heldZoom(page) {
+  const box = await page.locator('[data-role="trace-canvas"]').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + 20);
+  await page.focus('[data-chart="trace"]');
+  await page.evaluate(() => {
+    const w = /** @type {any} */ (window);
+    w.__frames = [];
+    w.__oxprofFrameMs = [];
+    w.__stop = false;
+    const tick = (ts) => {
+      w.__frames.push(ts);
+      if (!w.__stop) requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  });
+  for (const key of ['w', 's']) {
+    await page.keyboard.down(key);
+    await page.waitForTimeout(2000);
+    await page.keyboard.up(key);
+  }
+  await page.waitForTimeout(300);
+  const [frames, drawn] = await page.evaluate(() => {
+    const w = /** @type {any} */ (window);
+    w.__stop = true;
+    const d = w.__oxprofFrameMs;
+    w.__oxprofFrameMs = undefined;
+    return [w.__frames, d];
+  });
+  await waitReady(page);
+  const gaps = frames.slice(1).map((f, i) => f - frames[i]);
+  return { seconds: 4, frame_interval_ms: stats(gaps), frame_draw_ms: stats(drawn) };
+}
+
+/** Time (ms) from `action` until `selector` is in the page. */
+async function until(page, selector, action) {
+  const t0 = await page.evaluate(() => performance.now());
+  await action();
+  const handle = await page.waitForFunction((sel) => (document.querySelector(sel) ? performance.now() : false), selector, { timeout: 120_000, polling: 'raf' });
+  return (await handle.jsonValue()) - t0;
+}
+
+/**
+ * An area selection over the tracks in view (the middle of the trace zoomed 16×, a third of
+ * the width): each tab from the mouse-up or the tab's click until shown (ms), and the
+ * slices it holds.
+ */
+async function areaSelection(page, target, tracks) {
+  await zoomMiddle(page, target, tracks, 16);
+  const canvas = await page.locator('[data-role="trace-canvas"]').boundingBox();
+  const y0 = canvas.y + 4;
+  const y1 = canvas.y + Math.min(canvas.height - 4, 400);
+  await page.mouse.move(canvas.x + canvas.width * 0.33, y0);
+  await page.mouse.down();
+  await page.mouse.move(canvas.x + canvas.width * 0.66, y1, { steps: 8 });
+  const out = {};
+  // Shown: the tab's table is in the page (its self times may be refined by SQL later:
+  // `*_refined_ms`, until nothing is pending).
+  out.slices_ms = round(await until(page, '[data-area-body="slices"][data-shown="true"]', () => page.mouse.up()));
+  out.slices = Number(await page.getAttribute('[data-role="slices-summary"]', 'data-count'));
+  await page.waitForSelector('[data-area-body="slices"][data-ready="true"]', { timeout: 300_000 });
+  out.slices_refined_ms = Number(await page.getAttribute('[data-area-body="slices"]', 'data-ms'));
+  for (const tab of ['pivot', 'flows', 'counters']) {
+    out[`${tab}_ms`] = round(await until(page, `[data-area-body="${tab}"][data-shown="true"]`, () => page.click(`[data-area-tab="${tab}"]`)));
+    await page.waitForSelector(`[data-area-body="${tab}"][data-ready="true"]`, { timeout: 300_000 });
+    if (tab === 'pivot') out.pivot_refined_ms = Number(await page.getAttribute('[data-area-body="pivot"]', 'data-ms'));
+  }
+  await waitReady(page);
+  return out;
+}
+
+/**
+ * The pivot (by name and process) of every slice of the busiest thread tracks over the whole
+ * trace, tracks added until 1 M slices (or all of them): ms from the selection's start to
+ * the table, and the slices it holds.
+ */
+async function pivotAll(page, target, tracks) {
+  const threads = tracks.sections.flatMap((s) => s.tracks.filter((t) => t.kind === 'thread')).sort((a, b) => b.num_events - a.num_events);
+  const chosen = [];
+  let n = 0;
+  for (const t of threads) {
+    if (n >= 1_000_000) break;
+    chosen.push(t.id);
+    n += t.num_events;
+  }
+  const url = new URL(target);
+  url.searchParams.set('range', `${tracks.start_ps}_${tracks.end_ps}`);
+  url.searchParams.set('range_tracks', chosen.join(','));
+  url.searchParams.set('area_tab', 'pivot');
+  url.searchParams.set('pivot', 'name,process');
+  await page.goto(url.toString());
+  await page.waitForSelector('[data-area-body="pivot"][data-shown="true"] [data-role="pivot-table"]', { timeout: 600_000 });
+  const body = page.locator('[data-area-body="pivot"]');
+  const rows = await body.locator('[data-role="pivot-table"]').getAttribute('data-rows');
+  const count = Number(await body.locator('[data-role="pivot-summary"]').getAttribute('data-count'));
+  const shown = Number(await body.getAttribute('data-shown-ms'));
+  await page.waitForSelector('[data-area-body="pivot"][data-ready="true"]', { timeout: 600_000 });
+  return { tracks: chosen.length, slices: count, groups: Number(rows), pivot_ms: shown, pivot_refined_ms: Number(await body.getAttribute('data-ms')) };
+}
+
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 try {
   for (const job of jobs) {
@@ -257,10 +371,9 @@ try {
       result.events = tracks.num_events;
       result.tracks = tracks.sections.reduce((n, s) => n + s.tracks.length, 0);
       if (job.pan) {
-        // Zoom in 16× around the middle (W four times), then pan with the pan tool.
+        // Zoom in 16× around the middle, then pan with the pan tool.
+        await zoomMiddle(page, target, tracks, 16);
         await page.focus('[data-chart="trace"]');
-        for (let i = 0; i < 4; i++) await page.keyboard.press('w');
-        await waitReady(page);
         await page.keyboard.press('2');
         const spanOf = async () => {
           const w = page.locator('[data-role="trace-window"]');
@@ -277,6 +390,7 @@ try {
         await page.evaluate(() => {
           const w = /** @type {any} */ (window);
           w.__frames = [];
+          w.__oxprofFrameMs = [];
           w.__stop = false;
           const tick = (ts) => {
             w.__frames.push(ts);
@@ -301,10 +415,12 @@ try {
           last = s1;
           if (++drags % 6 === 0) dir = -dir;
         }
-        const frames = await page.evaluate(() => {
+        const [frames, drawn] = await page.evaluate(() => {
           const w = /** @type {any} */ (window);
           w.__stop = true;
-          return w.__frames;
+          const d = w.__oxprofFrameMs;
+          w.__oxprofFrameMs = undefined;
+          return [w.__frames, d];
         });
         const gaps = frames.slice(1).map((f, i) => f - frames[i]);
         result.pan = {
@@ -313,14 +429,18 @@ try {
           fps: round(gaps.length / ((frames[frames.length - 1] - frames[0]) / 1000)),
           frame_ms: { p50: round(pct(gaps, 50)), p95: round(pct(gaps, 95)), max: round(Math.max(...gaps)) },
           frames_over_20ms: gaps.filter((g) => g > 20).length,
+          frame_draw_ms: stats(drawn),
           drags,
           windows_travelled: round(travelled / (e0 - s0)),
           window_requests: windows,
         };
         result.server_after_pan = procStats(server.child.pid);
+        result.zoom_keys = await heldZoom(page);
         // Answers to input, on the same page (zoomed in, then back).
         await page.keyboard.press('1');
-        result.interactions = await interactions(page, server.url, run);
+        result.interactions = await interactions(page, server.url, run, target, tracks);
+        result.area_selection = await areaSelection(page, target, tracks);
+        result.pivot_all = await pivotAll(page, target, tracks);
         if (withPages) {
           try {
             result.pages = await pages(page.context(), server.url, run);
