@@ -69,6 +69,30 @@ export async function register(ctx) {
       await shot();
     });
 
+    await h.test('pytorch pages (CPU trace): an allocation opens its operator at that time in the timeline', async ({ page }) => {
+      const data = await api(cpu.url, 'data', { run, tag: 'pytorch_memory', host });
+      const events = byName(data, 'events');
+      const col = (id) => events.cols.findIndex((c) => c.id === id);
+      await open(page, cpu.url, { run, tool: 'pytorch_memory', host });
+      const row = page.locator('[data-table="events"] tbody tr:not(.spacer-row)').first();
+      const op = await row.locator('[data-col="operator"]').getAttribute('data-value');
+      const at = Number(await row.locator('[data-col="allocation_us"]').getAttribute('data-value'));
+      assert(op && events.rows.some((r) => r.c[col('operator')]?.v === op), 'an allocation row with its operator');
+      await row.locator('[data-role="show-in-timeline"]').click();
+      await page.waitForFunction(() => document.querySelector('[data-chart="trace"]')?.dataset.reveal, null, { timeout: 60_000 });
+      await page.waitForFunction(() => document.querySelector('[data-chart="trace"]')?.dataset.ready === 'true', null, { timeout: 60_000 });
+      assertEqual(await page.locator('[data-role="event-title"]').innerText(), op, 'the allocating operator selected');
+      // Its run nearest the allocation (µs from the profiler's start: the trace's start here).
+      const start = Number(await page.locator('[data-role="trace-details"] [data-field="start"]').getAttribute('data-ps'));
+      const dur = Number(await page.locator('[data-role="trace-details"] [data-field="duration"]').getAttribute('data-ps'));
+      const tracks = await (await fetch(new URL(`/oxprof/api/trace/tracks?run=${encodeURIComponent(run)}&host=${host}`, cpu.url))).json();
+      const when = tracks.start_ps + at * 1e6;
+      const found = await (await fetch(new URL(`/oxprof/api/trace/search?run=${encodeURIComponent(run)}&host=${host}&prefix=${encodeURIComponent(op)}&limit=10000`, cpu.url))).json();
+      const dist = (m) => (when < m.ts_ps ? m.ts_ps - when : when > m.ts_ps + m.dur_ps ? when - m.ts_ps - m.dur_ps : 0);
+      const best = Math.min(...found.matches.filter((m) => m.name === op).map(dist));
+      assertEqual(dist({ ts_ps: start, dur_ps: dur }), best, 'the run nearest the allocation');
+    });
+
     await h.test('pytorch pages (CPU trace): memory says how to record it when a trace has none', async ({ page }) => {
       const ddp = runs.find((r) => r.includes('ddp'));
       if (!ddp) return;

@@ -111,11 +111,11 @@ export function htaDistributedPage(ctx: PageContext): HTMLElement {
       ['idle_time_us', 'Idle (µs)', 'number'],
       ['compute_time_us', 'Compute (µs)', 'number'],
       ['non_compute_time_us', 'Non-compute (µs)', 'number'],
-      ['idle_time_pctg', 'Idle %', 'number'],
-      ['compute_time_pctg', 'Compute %', 'number'],
-      ['non_compute_time_pctg', 'Non-compute %', 'number'],
+      ['idle_time_pctg', 'Idle share', 'number'],
+      ['compute_time_pctg', 'Compute share', 'number'],
+      ['non_compute_time_pctg', 'Non-compute share', 'number'],
       ['comm_time_us', 'Communication (µs)', 'number'],
-      ['comp_comm_overlap_pctg', 'Comm–comp overlap %', 'number'],
+      ['comp_comm_overlap_pctg', 'Comm–comp overlap', 'number'],
       ['comm_kernels', 'Comm kernels', 'number'],
       ['steps', 'Steps', 'number'],
       ['mean_step_us', 'Mean step (µs)', 'number'],
@@ -128,7 +128,20 @@ export function htaDistributedPage(ctx: PageContext): HTMLElement {
       return [r.rank, r.host, t.kernel_time_us, t.idle_time_us, t.compute_time_us, t.non_compute_time_us, t.idle_time_pctg, t.compute_time_pctg, t.non_compute_time_pctg, o.comm_time_us, o.comp_comm_overlap_pctg, r.comm_kernels, s.steps, s.mean_step_us, s.slowest_in];
     }),
   );
-  page.append(renderTable(rankTable, { key: 'hta-ranks', title: 'Ranks', csvName: 'hta_ranks', defaultSort: { column: 'rank', direction: 'asc' } }, ctx.view));
+  page.append(
+    renderTable(
+      rankTable,
+      {
+        key: 'hta-ranks',
+        title: 'Ranks',
+        csvName: 'hta_ranks',
+        defaultSort: { column: 'rank', direction: 'asc' },
+        // HTA's percentages (0-100) as percentages.
+        formats: { idle_time_pctg: 'percent', compute_time_pctg: 'percent', non_compute_time_pctg: 'percent', comp_comm_overlap_pctg: 'percent' },
+      },
+      ctx.view,
+    ),
+  );
   const ops = list(ctx.data, 'comm_ops');
   page.append(
     renderTable(
@@ -200,6 +213,8 @@ export function htaGpuIdlePage(ctx: PageContext): HTMLElement {
       ),
       {
         key: 'hta-idle',
+        // A share (0..1), shown as one: 99%, not 0.99.
+        formats: { idle_time_ratio: 'fraction-percent' },
         title: 'GPU idle time by cause',
         description: 'host_wait: the launch came after the previous kernel ended; kernel_wait: a gap under 30 µs between back-to-back kernels; other: the rest.',
         csvName: 'hta_idle_time',
