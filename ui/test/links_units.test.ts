@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultTool, pytorchToolNote, toolGroups } from '../src/app';
+import { defaultTool, pytorchToolNote, toolGroups } from '../src/tools';
 import { pieColors } from '../src/charts';
 import { inlineText } from '../src/components/common';
 import { OTHER_GREY, PALETTE, categoryColor } from '../src/components/chart';

@@ -21,9 +21,9 @@
 
 import { h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
-import { type ColumnWindow, type EventRef, type Span, TimeScale, collapsedTrackIds, spanForMatch, spanFromView, spanToView, zoomSpan } from '../trace';
+import { type ColumnWindow, type EventRef, type Span, collapsedTrackIds, spanForMatch, spanFromView, spanToView, zoomSpan } from '../trace';
 import { TraceClient } from '../trace/client';
-import { addFlag, flagAt, renderFlagList } from '../trace/flags';
+import { FlagsController } from '../trace/flags';
 import { HelpSheet } from '../trace/help';
 import { DEBUG_TRACK_ID, debugDetails, debugTrack } from '../trace/debug_track';
 import { runQuery } from '../sql';
@@ -242,40 +242,17 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
     requestDraw();
   }
 
-  // ---- flags ---------------------------------------------------------------------------------
-  function setFlags(next: typeof view.flags): void {
-    view.flags = next;
-    saveView();
-    showFlags();
-    requestDraw();
-  }
-
-  function showFlags(): void {
-    panel.label('flags', view.flags.length ? `Flags (${view.flags.length})` : 'Flags');
-    renderFlagList(panel.flags, view.flags, {
-      origin: model.bounds.start,
-      span: model.span,
-      change: setFlags,
-      goTo: (f) => {
-        const len = model.span.end - model.span.start;
-        setSpan(zoomSpan({ start: f.ps - len / 2, end: f.ps + len / 2 }, f.ps, 1, model.bounds));
-      },
-      addHere: () => setFlags(addFlag(view.flags, (model.span.start + model.span.end) / 2)),
-    });
-  }
-
-  // A click on the ruler drops a flag there (or opens the one under the pointer).
-  rulerCanvas.addEventListener('click', (e) => {
-    if (!model.tracks) return;
-    const x = e.clientX - rulerCanvas.getBoundingClientRect().left;
-    const scale = new TimeScale(model.span, plotWidth());
-    const hit = flagAt(view.flags, x, (ps) => scale.toX(ps));
-    if (hit < 0) setFlags(addFlag(view.flags, scale.toPs(x)));
-    panel.open('flags');
-    const input = panel.flags.querySelectorAll<HTMLInputElement>('[data-role="flag-name"]')[hit < 0 ? view.flags.findIndex((f) => Math.abs(f.ps - scale.toPs(x)) < 1) : hit];
-    input?.focus();
-    input?.select();
+  // ---- flags (trace/flags.ts) ----------------------------------------------------------------
+  const flags = new FlagsController(view, panel, rulerCanvas, {
+    span: () => model.span,
+    bounds: () => model.bounds,
+    active: () => !!model.tracks,
+    plotWidth,
+    setSpan: (sp) => setSpan(sp),
+    save: saveView,
+    redraw: () => requestDraw(),
   });
+  const showFlags = () => flags.show();
 
   // ---- picked tracks ------------------------------------------------------------------------
   function showPicks(): void {

@@ -5,31 +5,27 @@
 // is first shown; Slices answers from the trace routes at once and its self times are
 // refined by the SQL route when the run has SQL twins of the tracks (sql_bridge.ts).
 
-import { downloadText } from '../components/table';
-import { toCsv } from '../datatable';
 import { h, replaceChildren } from '../dom';
-import { exactMicros, formatCount, formatTime } from '../format';
+import { formatCount, formatTime } from '../format';
 import { type ColumnWindow, type EventRef, type Span, type TraceAggregate } from '../trace';
 import {
-  type CounterStats,
   type Dimension,
   type SliceStats,
   BASIC_DIMENSIONS,
   clippedSlices,
-  counterStats,
   dimensionLabel,
   edgeSlices,
   needsSql,
   pivotFromTracks,
   refineWithSql,
   type SelfClipped,
-  totals,
 } from './area';
 import type { TraceClient } from './client';
-import { formatNumber } from './draw';
 import type { TraceModel } from './model';
 import { type SqlBridge, pivotRows, pivotSql } from './sql_bridge';
 import { runQuery } from '../sql';
+import { type Sort, renderStatsTable } from './stats_table';
+import { countersTab, flowsTab } from './area_tabs';
 import { loadWindow } from './window_loader';
 
 export type AreaTab = 'slices' | 'pivot' | 'flows' | 'counters';
@@ -47,7 +43,6 @@ export interface AreaHost {
   csvName: string;
 }
 
-type Sort = { col: number; desc: boolean };
 
 /**
  * Traces above this many events get no SQL refinement of their Slices and pivot tables
@@ -57,8 +52,6 @@ type Sort = { col: number; desc: boolean };
  */
 export const SQL_REFINE_MAX_EVENTS = 5_000_000;
 
-/** The columns of a stats table after its dimensions. */
-const STAT_COLUMNS = ['Count', 'Wall (in range)', 'Self (in range)', 'Avg wall', 'Min duration', 'Max duration'];
 
 export class AreaSelection {
   readonly element: HTMLElement;
@@ -276,194 +269,30 @@ export class AreaSelection {
   // ---- a stats table ----------------------------------------------------------------------------
 
   private renderStats(box: HTMLElement, key: string, dimLabels: string[], rows: SliceStats[], clipped: SelfClipped, agg: TraceAggregate | null, truncated = false): void {
-    const selfClipped = clipped !== 'none';
-    // Shown (what a user waits for), maybe refined later (data-ready: nothing pending).
-    const tab = box.closest<HTMLElement>('[data-area-body]') ?? box;
-    if (tab.dataset.shown !== 'true') tab.dataset.shownMs = String(Math.round(performance.now() - Number(tab.dataset.started ?? performance.now())));
-    tab.dataset.shown = 'true';
-    const sort = this.sorts.get(key) ?? { col: dimLabels.length + 1, desc: true };
-    const n = dimLabels.length;
-    const value = (r: SliceStats, c: number): number | string => {
-      if (c < n) return r.keys[c] ?? '';
-      return [r.count, r.wall_ps, r.self_ps ?? -1, r.count ? r.wall_ps / r.count : 0, r.min_ps, r.max_ps][c - n] ?? 0;
-    };
-    const sorted = [...rows].sort((a, b) => {
-      const x = value(a, sort.col);
-      const y = value(b, sort.col);
-      const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0;
-      return sort.desc ? -c : c;
-    });
-    const t = totals(rows);
-    const headers = [...dimLabels, ...STAT_COLUMNS.map((c, i) => (i === 2 && !selfClipped ? 'Self (whole slices)' : c))];
-    const th = (label: string, c: number) =>
-      h(
-        'th',
-        {
-          class: c < n ? 'sortable' : 'sortable num',
-          'data-col': c,
-          tabindex: 0,
-          'aria-sort': sort.col === c ? (sort.desc ? 'descending' : 'ascending') : 'none',
-          title: c === n + 2 && !selfClipped ? 'Self time of the whole slices (clipped self times need the SQL route)' : undefined,
-          onclick: () => {
-            this.sorts.set(key, { col: c, desc: sort.col === c ? !sort.desc : c >= n });
-            this.renderStats(box, key, dimLabels, rows, clipped, agg, truncated);
-          },
-          onkeydown: (e: Event) => {
-            if ((e as KeyboardEvent).key === 'Enter') (e.target as HTMLElement).click();
-          },
-        },
-        label + (sort.col === c ? (sort.desc ? ' ▼' : ' ▲') : ''),
-      );
-    const time = (field: string, ps: number | null, note = '') => h('td', { class: note ? 'num whole' : 'num', 'data-field': field, 'data-ps': ps ?? '', title: ps === null ? null : `${exactMicros(ps)}${note}` }, ps === null ? '' : formatTime(ps));
-    const wholeNote = clipped === 'some' ? ' (of the whole slices: SQL names or holds these slices differently)' : '';
-    const csv = h(
-      'button',
-      {
-        type: 'button',
-        class: 'button',
-        'data-role': 'aggregate-csv',
-        title: 'Download the rows as CSV (times in picoseconds)',
-        onclick: () =>
-          downloadText(
-            `${this.host.csvName}_${key}.csv`,
-            toCsv(
-              [...dimLabels, 'Count', 'Wall in range (ps)', selfClipped ? 'Self in range (ps)' : 'Self of whole slices (ps)', 'Min duration (ps)', 'Max duration (ps)'].map((label) => ({ id: label, label })),
-              sorted.map((r) => [...r.keys, r.count, r.wall_ps, r.self_ps, r.min_ps, r.max_ps]),
-            ),
-          ),
+    renderStatsTable(box, {
+      key,
+      dimLabels,
+      rows,
+      clipped,
+      agg: agg !== null,
+      truncated,
+      sort: this.sorts.get(key),
+      csvName: this.host.csvName,
+      onSort: (sort) => {
+        this.sorts.set(key, sort);
+        this.renderStats(box, key, dimLabels, rows, clipped, agg, truncated);
       },
-      'Export as CSV',
-    );
-    const note = agg ? `${formatCount(t.count)} slices overlap the range: wall ${formatTime(t.wall_ps)} inside it${t.self_ps !== null ? `, self ${formatTime(t.self_ps)}${clipped === 'all' ? '' : clipped === 'some' ? ' (clipped where SQL has the same slices)' : ' (whole slices)'}` : ''}.` : `${formatCount(rows.length)} groups of ${formatCount(t.count)} slices.`;
-    replaceChildren(
-      box,
-      h('div', { class: 'card-header' }, h('p', { class: 'trace-summary', 'data-role': `${key}-summary`, 'data-count': t.count, 'data-wall-ps': t.wall_ps, 'data-self-ps': t.self_ps ?? '', 'data-self-clipped': clipped }, note), h('div', { class: 'spacer' }), csv),
-      truncated ? h('p', { class: 'muted' }, 'The first 10,000 groups (the SQL route\'s row limit).') : null,
-      h(
-        'table',
-        { class: 'data-table trace-aggregate', 'data-role': key === 'slices' ? 'trace-aggregate' : 'pivot-table', 'data-rows': rows.length },
-        h('thead', null, h('tr', null, headers.map((label, c) => th(label, c)))),
-        h(
-          'tbody',
-          null,
-          sorted.slice(0, 2000).map((r) =>
-            h(
-              'tr',
-              { 'data-agg-name': r.keys[0] ?? '', 'data-keys': r.keys.join(' › '), 'data-exact': r.exact ? 'true' : null },
-              r.keys.map((k, i) => h('td', { class: 'trace-name-cell', title: k, 'data-field': i === 0 ? 'name' : `key${i}` }, k)),
-              h('td', { class: 'num', 'data-field': 'count' }, formatCount(r.count)),
-              time('wall', r.wall_ps),
-              time('self', r.self_ps, r.exact ? '' : wholeNote),
-              time('avg', r.count ? r.wall_ps / r.count : 0),
-              time('min', r.min_ps),
-              time('max', r.max_ps),
-            ),
-          ),
-        ),
-        h(
-          'tfoot',
-          null,
-          h(
-            'tr',
-            { 'data-role': 'aggregate-totals' },
-            h('th', { scope: 'row', colspan: n }, 'Total'),
-            h('td', { class: 'num', 'data-field': 'count' }, formatCount(t.count)),
-            time('wall', t.wall_ps),
-            time('self', t.self_ps),
-            h('td'),
-            h('td'),
-            h('td'),
-          ),
-        ),
-      ),
-      sorted.length > 2000 ? h('p', { class: 'muted' }, `The first 2,000 of ${formatCount(sorted.length)} rows (all of them in the CSV).`) : null,
-    );
+    });
   }
 
-  // ---- Flows ----------------------------------------------------------------------------------
+  // ---- Flows and counters (area_tabs.ts) --------------------------------------------------------
 
-  private async flows(body: HTMLElement): Promise<void> {
-    const threads = this.threadTracks();
-    if (!threads.length) return void replaceChildren(body, h('p', { class: 'muted' }, 'No thread track in the selection.'));
-    const url = `${this.client.windowUrl(this.range.start, this.range.end, 16_384, threads.join(','))}&exact_limit=50000`;
-    const w = await this.client.windowJson(url);
-    const exact = w.tracks.every((t) => t.exact);
-    type Row = { name: string; leaving: number; arriving: number; through: number; first: EventRef };
-    const byName = new Map<string, Row>();
-    let n = 0;
-    for (const t of w.tracks) {
-      for (const e of t.events ?? []) {
-        if (!e.flow || e.ts_ps > this.range.end || e.ts_ps + e.dur_ps < this.range.start) continue;
-        n++;
-        const name = w.names[e.name] ?? '';
-        const row = byName.get(name) ?? { name, leaving: 0, arriving: 0, through: 0, first: { id: e.id, track: t.id, name, ts_ps: e.ts_ps, dur_ps: e.dur_ps } };
-        if (e.flow[1] === 'start') row.leaving++;
-        else if (e.flow[1] === 'end') row.arriving++;
-        else row.through++;
-        byName.set(name, row);
-      }
-    }
-    const rows = [...byName.values()].sort((a, b) => b.leaving + b.arriving + b.through - (a.leaving + a.arriving + a.through) || (a.name < b.name ? -1 : 1));
-    replaceChildren(
-      body,
-      h('p', { class: 'trace-summary', 'data-role': 'flows-summary', 'data-count': n }, n ? `${formatCount(n)} slices of the area are ends of flows${exact ? '' : ' (among the slices loaded at this zoom: select a shorter range to list them all)'}: click one to select it and draw its arrows.` : 'No flow starts or ends in the area.'),
-      rows.length
-        ? h(
-            'table',
-            { class: 'data-table', 'data-role': 'flows-table' },
-            h('thead', null, h('tr', null, h('th', null, 'Slice name'), h('th', { class: 'num' }, 'Flows leaving'), h('th', { class: 'num' }, 'Flows arriving'), h('th', { class: 'num' }, 'Passing through'), h('th', null, ''))),
-            h(
-              'tbody',
-              null,
-              rows.slice(0, 500).map((r) =>
-                h(
-                  'tr',
-                  { 'data-flow-name': r.name },
-                  h('td', { class: 'trace-name-cell', title: r.name }, r.name),
-                  h('td', { class: 'num' }, formatCount(r.leaving)),
-                  h('td', { class: 'num' }, formatCount(r.arriving)),
-                  h('td', { class: 'num' }, formatCount(r.through)),
-                  h('td', null, h('button', { type: 'button', class: 'link-button', 'data-role': 'flow-first', onclick: () => void this.host.jump(r.first) }, 'Select the first')),
-                ),
-              ),
-            ),
-          )
-        : null,
-    );
+  private flows(body: HTMLElement): Promise<void> {
+    return flowsTab(body, { client: this.client, range: this.range, tracks: this.threadTracks(), jump: (e) => void this.host.jump(e) });
   }
 
-  // ---- Counters -------------------------------------------------------------------------------
-
-  private async counters(body: HTMLElement): Promise<void> {
-    const ids = this.counterTracks();
-    if (!ids.length) return void replaceChildren(body, h('p', { class: 'muted', 'data-role': 'counters-none' }, 'No counter track in the selection: drag over a counter track to include it.'));
-    const w = await this.client.windowJson(`${this.client.windowUrl(this.range.start, this.range.end, 16_384, ids.join(','))}&exact_limit=50000`);
-    // The value in force at the range's start: the last sample before it.
-    const before = await this.client.windowJson(`${this.client.windowUrl(this.model.bounds.start, this.range.start, 1, ids.join(','))}`).catch(() => null);
-    const stats: CounterStats[] = [];
-    for (const t of w.tracks) {
-      const prior = before?.tracks.find((x) => x.id === t.id)?.samples ?? [];
-      const last = prior.length ? [prior[prior.length - 1] as [number, number]] : [];
-      const s = counterStats(t.id, [...last, ...(t.samples ?? [])], this.range);
-      if (s) stats.push(s);
-    }
-    const num = (v: number) => h('td', { class: 'num', title: String(v) }, formatNumber(v));
-    replaceChildren(
-      body,
-      h('p', { class: 'trace-summary', 'data-role': 'counters-summary' }, `${ids.length} counter${ids.length === 1 ? '' : 's'} over the range (time-weighted mean: each value holds until the next sample).`),
-      h(
-        'table',
-        { class: 'data-table', 'data-role': 'counters-table' },
-        h('thead', null, h('tr', null, ['Counter', 'Samples', 'First', 'Last', 'Min', 'Max', 'Mean', 'Change'].map((c, i) => h('th', { class: i ? 'num' : null }, c)))),
-        h(
-          'tbody',
-          null,
-          stats.map((s) =>
-            h('tr', { 'data-counter': s.track }, h('td', null, this.model.trackLabel(s.track)), h('td', { class: 'num' }, formatCount(s.samples)), num(s.first), num(s.last), num(s.min), num(s.max), num(s.mean), num(s.last - s.first)),
-          ),
-        ),
-      ),
-    );
+  private counters(body: HTMLElement): Promise<void> {
+    return countersTab(body, { client: this.client, range: this.range, tracks: this.counterTracks(), bounds: this.model.bounds, label: (id) => this.model.trackLabel(id) });
   }
 }
 

@@ -4,8 +4,9 @@
 
 import { h, replaceChildren } from '../dom';
 import { exactMicros, formatTime } from '../format';
-import type { Span } from '../trace';
-import { type Flag, MAX_FLAGS } from './view';
+import { type Span, TimeScale, zoomSpan } from '../trace';
+import type { DockedPanel } from './panel';
+import { type Flag, MAX_FLAGS, type TraceView } from './view';
 
 /** A flag at `ps` named after its place in the list (`Flag 3`), the list kept sorted by time. */
 export function addFlag(flags: readonly Flag[], ps: number, name?: string): Flag[] {
@@ -81,4 +82,66 @@ export function renderFlagList(box: HTMLElement, flags: readonly Flag[], o: Flag
       ? h('table', { class: 'data-table trace-flags', 'data-role': 'flag-list' }, h('thead', null, h('tr', null, h('th', null, 'Name'), h('th', { class: 'num' }, 'At (from the trace start)'), h('th', null, ''))), h('tbody', null, rows))
       : null,
   );
+}
+
+export interface FlagsHost {
+  span(): Span;
+  bounds(): Span;
+  /** Whether the trace is loaded (a click on the ruler needs it). */
+  active(): boolean;
+  plotWidth(): number;
+  setSpan(s: Span): void;
+  /** Writes the view to the URL. */
+  save(): void;
+  redraw(): void;
+}
+
+/** The flags of a trace viewer: a click on the ruler drops one (or opens the one there), the Flags tab lists them. */
+export class FlagsController {
+  constructor(
+    private readonly view: TraceView,
+    private readonly panel: DockedPanel,
+    ruler: HTMLCanvasElement,
+    private readonly host: FlagsHost,
+  ) {
+    ruler.addEventListener('click', (e) => {
+      if (!host.active()) return;
+      const x = e.clientX - ruler.getBoundingClientRect().left;
+      const scale = new TimeScale(host.span(), host.plotWidth());
+      const hit = flagAt(view.flags, x, (ps) => scale.toX(ps));
+      if (hit < 0) this.set(addFlag(view.flags, scale.toPs(x)));
+      panel.open('flags');
+      const at = hit < 0 ? view.flags.findIndex((f) => Math.abs(f.ps - scale.toPs(x)) < 1) : hit;
+      const input = panel.flags.querySelectorAll<HTMLInputElement>('[data-role="flag-name"]')[at];
+      input?.focus();
+      input?.select();
+    });
+  }
+
+  set(next: Flag[]): void {
+    this.view.flags = next;
+    this.host.save();
+    this.show();
+    this.host.redraw();
+  }
+
+  /** The Flags tab and its label. */
+  show(): void {
+    const { view, host } = this;
+    this.panel.label('flags', view.flags.length ? `Flags (${view.flags.length})` : 'Flags');
+    renderFlagList(this.panel.flags, view.flags, {
+      origin: host.bounds().start,
+      span: host.span(),
+      change: (f) => this.set(f),
+      goTo: (f) => {
+        const span = host.span();
+        const len = span.end - span.start;
+        host.setSpan(zoomSpan({ start: f.ps - len / 2, end: f.ps + len / 2 }, f.ps, 1, host.bounds()));
+      },
+      addHere: () => {
+        const span = host.span();
+        this.set(addFlag(view.flags, (span.start + span.end) / 2));
+      },
+    });
+  }
 }
