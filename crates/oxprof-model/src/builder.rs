@@ -24,15 +24,17 @@
 
 use crate::columns::{BlockedI64, EscapedI64, IdColumn, RowEnds};
 use crate::diagnostics::{DiagnosticKind, Diagnostics};
+use crate::key_index::KeyIndex;
 use crate::limits::{LimitExceeded, SharedBudget};
 use crate::model::{
     EventColumns, EventMetadata, EventMetadataId, META_MASK, RawValue, StatColumns, StatMetadata, StatMetadataId,
-    XLine, XPlane,
+    ThinSlice, XLine, XPlane,
 };
 use crate::schema::{HostEventType, StatType};
 use crate::strings::{StrId, StringTable};
 use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
+use std::sync::Arc;
 
 /// Metadata indexes are stored in 28 bits; a line's placeholders count down from the top.
 const MAX_METADATA: usize = (META_MASK as usize) / 2;
@@ -106,15 +108,25 @@ pub struct PlaneBuilder {
 impl PlaneBuilder {
     /// An empty plane.
     pub fn new(id: i64, name: impl Into<String>) -> Self {
+        Self::with_strings(id, name, Arc::new(StringTable::default()))
+    }
+
+    /// An empty plane whose string table starts as `strings`: an importer that interned
+    /// its input's strings in a table of its own hands it to the plane that needs most of
+    /// them, instead of the plane copying each string again. The importer may keep reading
+    /// the table (a clone of the `Arc`) while the plane is built: interning a string the
+    /// table holds finds it; a new string copies the table first, once, if it is still
+    /// shared. Ids of the table's strings are the plane's.
+    pub fn with_strings(id: i64, name: impl Into<String>, strings: Arc<StringTable>) -> Self {
         let plane = XPlane {
             id,
             name: name.into(),
             lines: Vec::new(),
-            strings: StringTable::default(),
+            strings,
             event_metadata: Vec::new(),
-            event_metadata_by_id: FxHashMap::default(),
+            event_metadata_by_id: KeyIndex::default(),
             stat_metadata: Vec::new(),
-            stat_metadata_by_id: FxHashMap::default(),
+            stat_metadata_by_id: KeyIndex::default(),
             metadata_stats: StatColumns::default(),
             plane_stats: StatColumns::default(),
             bytes: Vec::new(),
@@ -136,13 +148,13 @@ impl PlaneBuilder {
     /// Interns a string in the plane's table.
     #[inline]
     pub fn intern(&mut self, s: &str) -> StrId {
-        self.plane.strings.intern(s)
+        intern_in(&mut self.plane.strings, s)
     }
 
     /// Interns untrusted bytes that should be UTF-8 (see [`StatInput::Utf8`]).
     #[inline]
     pub fn intern_utf8(&mut self, bytes: &[u8]) -> StrId {
-        let (id, replaced) = self.plane.strings.intern_untrusted(bytes);
+        let (id, replaced) = Arc::make_mut(&mut self.plane.strings).intern_utf8(bytes);
         if replaced {
             self.diag.add(DiagnosticKind::InvalidUtf8, 1);
         }
@@ -222,8 +234,8 @@ impl PlaneBuilder {
             id: new.id,
             name: new.name,
             display_name: new.display_name,
-            metadata: new.metadata,
-            child_ids: new.child_ids,
+            metadata: new.metadata.into(),
+            child_ids: new.child_ids.into(),
             host_event_type,
             stats,
             key,
@@ -254,10 +266,7 @@ impl PlaneBuilder {
     /// added later is found when their drafts are added, not while they are built).
     pub fn metadata_ids(&self) -> MetadataIds {
         let plane = &self.plane;
-        MetadataIds {
-            events: IdLookup::new(plane.event_metadata_by_id.iter().map(|(&k, v)| (k, v.0))),
-            stats: IdLookup::new(plane.stat_metadata_by_id.iter().map(|(&k, v)| (k, v.0))),
-        }
+        MetadataIds { events: plane.event_metadata_by_id.clone(), stats: plane.stat_metadata_by_id.clone() }
     }
 
     /// Adds a line built by a [`LineBuilder`]: its strings become plane-wide and its
@@ -311,14 +320,14 @@ impl PlaneBuilder {
             StatInput::Double(d) => RawValue::Double(d),
             StatInput::Uint64(x) => RawValue::U64(x),
             StatInput::Int64(x) => RawValue::I64(x),
-            StatInput::Str(s) => RawValue::Str(self.plane.strings.intern(s)),
+            StatInput::Str(s) => RawValue::Str(intern_in(&mut self.plane.strings, s)),
             StatInput::Utf8(b) => RawValue::Str(self.intern_utf8(b)),
             StatInput::Bytes(b) => {
                 self.plane.bytes.push(b.into());
                 RawValue::Bytes((self.plane.bytes.len() - 1) as u32)
             }
             StatInput::Ref(id) => {
-                if i64::try_from(id).map_or(true, |id| !self.plane.stat_metadata_by_id.contains_key(&id)) {
+                if i64::try_from(id).map_or(true, |id| !self.plane.stat_metadata_by_id.contains(id)) {
                     self.diag.add(DiagnosticKind::DanglingRefValue, 1);
                 }
                 RawValue::Ref(id)
@@ -329,8 +338,8 @@ impl PlaneBuilder {
 
     /// Metadata index for a key, adding a placeholder entry if the plane lacks it.
     fn stat_metadata_or_placeholder(&mut self, key: i64, placeholders: &SharedBudget) -> Result<u32, BuildError> {
-        if let Some(m) = self.plane.stat_metadata_by_id.get(&key) {
-            return Ok(m.0);
+        if let Some(m) = self.plane.stat_metadata_by_id.get(key) {
+            return Ok(m);
         }
         placeholders.spend(1)?;
         self.diag.add(DiagnosticKind::UnknownStatMetadata, 1);
@@ -349,7 +358,7 @@ impl PlaneBuilder {
             placeholder: true,
         };
         plane.stat_metadata.push(entry);
-        plane.stat_metadata_by_id.insert(key, StatMetadataId(index));
+        plane.stat_metadata_by_id.insert_new(key, index);
         index
     }
 
@@ -360,14 +369,14 @@ impl PlaneBuilder {
             id: key,
             name: StrId::EMPTY,
             display_name: StrId::EMPTY,
-            metadata: Box::default(),
-            child_ids: Box::default(),
+            metadata: ThinSlice::default(),
+            child_ids: ThinSlice::default(),
             host_event_type: None,
             stats: 0..0,
             key,
             placeholder: true,
         });
-        plane.event_metadata_by_id.insert(key, EventMetadataId(index));
+        plane.event_metadata_by_id.insert_new(key, index);
         index
     }
 
@@ -398,7 +407,7 @@ impl PlaneBuilder {
         if let Some(strings) = strings
             && strings.len() > 1
         {
-            let remap: Vec<StrId> = strings.iter().map(|(_, s)| self.plane.strings.intern(s)).collect();
+            let remap: Vec<StrId> = strings.iter().map(|(_, s)| intern_in(&mut self.plane.strings, s)).collect();
             for row in 0..line.stats.len() {
                 if line.stats.is_str(row) {
                     let local = line.stats.value_bits(row) as usize;
@@ -409,8 +418,8 @@ impl PlaneBuilder {
         if !unknown_stats.is_empty() {
             let remap: Vec<u32> = unknown_stats
                 .iter()
-                .map(|&key| match self.plane.stat_metadata_by_id.get(&key) {
-                    Some(m) => m.0,
+                .map(|&key| match self.plane.stat_metadata_by_id.get(key) {
+                    Some(m) => m,
                     None => self.stat_placeholder(key),
                 })
                 .collect();
@@ -425,8 +434,8 @@ impl PlaneBuilder {
         if !unknown_events.is_empty() {
             let remap: Vec<u32> = unknown_events
                 .iter()
-                .map(|&key| match self.plane.event_metadata_by_id.get(&key) {
-                    Some(m) => m.0,
+                .map(|&key| match self.plane.event_metadata_by_id.get(key) {
+                    Some(m) => m,
                     None => self.event_placeholder(key),
                 })
                 .collect();
@@ -439,6 +448,19 @@ impl PlaneBuilder {
             return Err(BuildError::TooLarge("more metadata entries in one plane than oxprof supports"));
         }
         Ok(())
+    }
+}
+
+/// Interns `s` in a plane's table, copying the table only if it is shared with its
+/// importer and lacks `s`.
+#[inline]
+fn intern_in(strings: &mut Arc<StringTable>, s: &str) -> StrId {
+    if let Some(table) = Arc::get_mut(strings) {
+        return table.intern(s);
+    }
+    match strings.find(s) {
+        Some(id) => id,
+        None => Arc::make_mut(strings).intern(s),
     }
 }
 
@@ -457,17 +479,17 @@ pub(crate) struct Unsettled {
 }
 
 /// A plane's metadata table (event or stat) with its index by the input's keys.
-struct KeyedTable<'a, T, Id> {
+struct KeyedTable<'a, T> {
     entries: &'a mut Vec<T>,
-    by_key: &'a mut FxHashMap<i64, Id>,
+    by_key: &'a mut KeyIndex,
     in_file: &'a mut usize,
 }
 
-impl<T, Id: Copy> KeyedTable<'_, T, Id> {
+impl<T> KeyedTable<'_, T> {
     /// Adds `entry` under `key`. A placeholder (made when the key was referenced before it
     /// was defined) is replaced silently; a key defined twice keeps the last entry, in the
     /// first one's place, counted as [`DiagnosticKind::DuplicateMetadataKey`].
-    fn insert(
+    fn insert<Id>(
         self,
         key: i64,
         entry: T,
@@ -475,28 +497,25 @@ impl<T, Id: Copy> KeyedTable<'_, T, Id> {
         make_id: impl Fn(u32) -> Id,
         too_many: &'static str,
         diag: &mut Diagnostics,
-    ) -> Result<Id, BuildError>
-    where
-        Id: Into<usize>,
-    {
-        if let Some(&existing) = self.by_key.get(&key) {
-            let slot = &mut self.entries[existing.into()];
+    ) -> Result<Id, BuildError> {
+        if let Some(existing) = self.by_key.get(key) {
+            let slot = &mut self.entries[existing as usize];
             if is_placeholder(slot) {
                 *self.in_file += 1;
             } else {
                 diag.add(DiagnosticKind::DuplicateMetadataKey, 1);
             }
             *slot = entry;
-            return Ok(existing);
+            return Ok(make_id(existing));
         }
         if self.entries.len() >= MAX_METADATA {
             return Err(BuildError::TooLarge(too_many));
         }
-        let dense = make_id(self.entries.len() as u32);
-        self.by_key.insert(key, dense);
+        let dense = self.entries.len() as u32;
+        self.by_key.insert_new(key, dense);
         self.entries.push(entry);
         *self.in_file += 1;
-        Ok(dense)
+        Ok(make_id(dense))
     }
 }
 
@@ -518,8 +537,8 @@ impl LineDraft {
 /// build its lines.
 #[derive(Debug)]
 pub struct MetadataIds {
-    events: IdLookup,
-    stats: IdLookup,
+    events: KeyIndex,
+    stats: KeyIndex,
 }
 
 /// Builds one line: events and stats by the input's metadata keys, with line-local
@@ -635,7 +654,7 @@ impl<'a> LineBuilder<'a> {
             }
             StatInput::Utf8(b) => {
                 let strings = self.rest.strings.get_or_insert_with(StringTable::default);
-                let (id, replaced) = strings.intern_untrusted(b);
+                let (id, replaced) = strings.intern_utf8(b);
                 if replaced {
                     self.rest.diag.add(DiagnosticKind::InvalidUtf8, 1);
                 }
@@ -768,42 +787,6 @@ impl<'a> LineBuilder<'a> {
     }
 }
 
-/// Metadata key → dense index, for the per-event and per-stat lookups of a plane's lines.
-/// Inputs number metadata 1, 2, 3, …, so a plain table indexed by key is the usual case;
-/// sparse or negative keys fall back to a hash map.
-#[derive(Debug)]
-struct IdLookup {
-    dense: Vec<u32>,
-    sparse: FxHashMap<i64, u32>,
-}
-
-impl IdLookup {
-    const ABSENT: u32 = u32::MAX;
-
-    fn new(entries: impl ExactSizeIterator<Item = (i64, u32)> + Clone) -> Self {
-        let len = entries.len();
-        let max = entries.clone().map(|(id, _)| id).max().unwrap_or(-1);
-        let dense_fits = entries.clone().all(|(id, _)| id >= 0) && (max as u64) < 4 * len as u64 + 1024;
-        if !dense_fits {
-            return IdLookup { dense: Vec::new(), sparse: entries.collect() };
-        }
-        let mut dense = vec![Self::ABSENT; (max + 1) as usize];
-        for (id, index) in entries {
-            dense[id as usize] = index;
-        }
-        IdLookup { dense, sparse: FxHashMap::default() }
-    }
-
-    #[inline(always)]
-    fn get(&self, id: i64) -> Option<u32> {
-        match self.dense.get(id as usize) {
-            Some(&index) if index != Self::ABSENT => Some(index),
-            Some(_) => None,
-            None => self.sparse.get(&id).copied(),
-        }
-    }
-}
-
 /// The line-local index of `key` among the keys a line referenced that its plane lacks,
 /// adding it (paid from `placeholders`) on first sight; `None` when refused, with why in
 /// `refused`.
@@ -839,22 +822,6 @@ mod tests {
 
     fn unlimited() -> SharedBudget {
         SharedBudget::unlimited(Limit::MetadataEntries)
-    }
-
-    #[test]
-    fn id_lookup_is_dense_for_small_ids_and_falls_back_for_sparse_or_negative_ones() {
-        let dense = IdLookup::new([(1, 0), (2, 1), (7, 2)].into_iter());
-        assert!(!dense.dense.is_empty());
-        assert_eq!([0, 1, 2, 7, 8, -1].map(|id| dense.get(id)), [None, Some(0), Some(1), Some(2), None, None]);
-        for entries in [vec![(-5, 0), (3, 1)], vec![(1 << 40, 0), (3, 1)]] {
-            let sparse = IdLookup::new(entries.clone().into_iter());
-            assert!(sparse.dense.is_empty());
-            for (id, index) in entries {
-                assert_eq!(sparse.get(id), Some(index));
-            }
-            assert_eq!(sparse.get(4), None);
-        }
-        assert_eq!(IdLookup::new(std::iter::empty()).get(0), None);
     }
 
     /// Lines built in any order and added in input order give the same ids: local strings

@@ -24,6 +24,7 @@ mod columns;
 pub mod compare;
 mod diagnostics;
 mod input;
+mod key_index;
 pub mod limits;
 mod model;
 pub mod schema;
@@ -35,8 +36,8 @@ pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
 pub use input::{Incoming, KeepPages, ReleasePages};
 pub use limits::{Allowance, Limit, LimitExceeded, LoadLimits, SharedBudget};
 pub use model::{
-    Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, XLine,
-    XPlane, XSpace,
+    Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, ThinSlice,
+    XLine, XPlane, XSpace,
 };
 pub use sketch::{EventSketch, LineSketch, ModelBuilder, PlaneSketch, Value};
 pub use strings::{StrId, StringTable};

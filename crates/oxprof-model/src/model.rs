@@ -12,9 +12,10 @@
 use crate::builder::Unsettled;
 use crate::columns::{BlockedI64, EscapedI64, IdColumn, RowEnds};
 use crate::diagnostics::Diagnostics;
+use crate::key_index::KeyIndex;
 use crate::schema::{HostEventType, StatType};
 use crate::strings::{StrId, StringTable};
-use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// Dense index of an event metadata entry within its plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,9 +98,9 @@ pub struct EventMetadata {
     /// Display name (for HLO ops: the short op name); empty when unset.
     pub display_name: StrId,
     /// `XEventMetadata.metadata`: opaque serialized bytes.
-    pub metadata: Box<[u8]>,
+    pub metadata: ThinSlice<u8>,
     /// Ids (in the file's id space) of child event metadata, e.g. fused ops.
-    pub child_ids: Box<[i64]>,
+    pub child_ids: ThinSlice<i64>,
     /// The host event type its name resolves to, if any.
     pub host_event_type: Option<HostEventType>,
     pub(crate) stats: std::ops::Range<u32>,
@@ -119,6 +120,37 @@ impl EventMetadata {
     /// Whether the entry is a placeholder for an id that events used but the input lacked.
     pub fn is_placeholder(&self) -> bool {
         self.placeholder
+    }
+}
+
+/// A boxed slice in one pointer, for what most entries of a table leave empty (each event
+/// metadata entry has opaque bytes and child ids, and a trace may have millions of entries,
+/// almost none with either): empty without allocating, else a box of the boxed slice. Reads
+/// as a slice.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct ThinSlice<T>(Option<Box<Box<[T]>>>);
+
+impl<T> std::ops::Deref for ThinSlice<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        match &self.0 {
+            Some(items) => items,
+            None => &[],
+        }
+    }
+}
+
+impl<T> From<Box<[T]>> for ThinSlice<T> {
+    fn from(items: Box<[T]>) -> Self {
+        ThinSlice((!items.is_empty()).then(|| Box::new(items)))
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for ThinSlice<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -161,11 +193,13 @@ pub struct XPlane {
     pub name: String,
     /// Lines in file order.
     pub lines: Vec<XLine>,
-    pub(crate) strings: StringTable,
+    /// Shared only while an importer that gave the plane its table still reads it (see
+    /// [`crate::PlaneBuilder::with_strings`]).
+    pub(crate) strings: Arc<StringTable>,
     pub(crate) event_metadata: Vec<EventMetadata>,
-    pub(crate) event_metadata_by_id: FxHashMap<i64, EventMetadataId>,
+    pub(crate) event_metadata_by_id: KeyIndex,
     pub(crate) stat_metadata: Vec<StatMetadata>,
-    pub(crate) stat_metadata_by_id: FxHashMap<i64, StatMetadataId>,
+    pub(crate) stat_metadata_by_id: KeyIndex,
     /// Stats of event metadata (ranges in [`EventMetadata::stats`]).
     pub(crate) metadata_stats: StatColumns,
     /// Plane-level stats (all rows).
@@ -238,12 +272,12 @@ impl XPlane {
 
     /// Event metadata by the id used in the input (its map key).
     pub fn event_metadata_by_file_id(&self, id: i64) -> Option<EventMetadataId> {
-        self.event_metadata_by_id.get(&id).copied()
+        self.event_metadata_by_id.get(id).map(EventMetadataId)
     }
 
     /// Stat metadata by the id used in the input (its map key).
     pub fn stat_metadata_by_file_id(&self, id: i64) -> Option<StatMetadataId> {
-        self.stat_metadata_by_id.get(&id).copied()
+        self.stat_metadata_by_id.get(id).map(StatMetadataId)
     }
 
     /// The stat metadata of a stat type, if this plane defines it.
@@ -291,6 +325,8 @@ impl XPlane {
             + self.event_metadata.capacity() * std::mem::size_of::<EventMetadata>()
             + self.event_metadata.iter().map(|m| m.metadata.len() + m.child_ids.len() * 8).sum::<usize>()
             + self.stat_metadata.capacity() * std::mem::size_of::<StatMetadata>()
+            + self.event_metadata_by_id.heap_bytes()
+            + self.stat_metadata_by_id.heap_bytes()
             + self.metadata_stats.heap_bytes()
             + self.plane_stats.heap_bytes()
             + self.bytes.iter().map(|b| b.len()).sum::<usize>()
@@ -970,6 +1006,18 @@ impl std::fmt::Display for StatValue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every distinct name of a trace has an event metadata entry, every arg key a stat
+    /// metadata entry: their size is the model's size on traces of many names.
+    #[test]
+    fn metadata_entries_stay_small() {
+        assert_eq!(std::mem::size_of::<ThinSlice<i64>>(), 8);
+        assert!(std::mem::size_of::<EventMetadata>() <= 56, "{}", std::mem::size_of::<EventMetadata>());
+        assert!(std::mem::size_of::<StatMetadata>() <= 32, "{}", std::mem::size_of::<StatMetadata>());
+        let bytes = ThinSlice::from(Box::<[u8]>::from(&b"ab"[..]));
+        let none = ThinSlice::from(Box::<[u8]>::default());
+        assert_eq!((&bytes[..], &none[..], format!("{bytes:?}")), (&b"ab"[..], &b""[..], "[97, 98]".to_string()));
+    }
 
     #[test]
     fn stat_columns_round_trip_every_value_kind_at_its_edges() {

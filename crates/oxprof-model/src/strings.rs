@@ -12,6 +12,17 @@ pub struct StrId(pub(crate) u32);
 impl StrId {
     /// The empty string, present in every table.
     pub const EMPTY: StrId = StrId(0);
+
+    /// The id of the `index`-th string of a table (ids are dense, in order of interning; an
+    /// index the table lacks reads as "").
+    pub const fn new(index: u32) -> Self {
+        StrId(index)
+    }
+
+    /// Its position in its table.
+    pub const fn index(self) -> u32 {
+        self.0
+    }
 }
 
 /// An append-only set of strings.
@@ -71,76 +82,85 @@ impl StringTable {
         &text[start..ends[i] as usize]
     }
 
+    /// Strings are hashed as bytes, so that bytes not yet known to be UTF-8 are looked up
+    /// without validating them first.
+    #[inline]
+    fn hash(&self, bytes: &[u8]) -> u64 {
+        self.hasher.hash_one(bytes)
+    }
+
     /// Looks up a string without adding it.
     pub fn find(&self, s: &str) -> Option<StrId> {
-        let hash = self.hasher.hash_one(s);
-        self.index.find(hash, |&i| Self::slice(&self.text, &self.ends, i) == s).map(|&i| StrId(i))
+        self.find_bytes(self.hash(s.as_bytes()), s.as_bytes())
+    }
+
+    #[inline]
+    fn find_bytes(&self, hash: u64, bytes: &[u8]) -> Option<StrId> {
+        let (text, ends) = (&self.text, &self.ends);
+        self.index.find(hash, |&i| Self::slice(text, ends, i).as_bytes() == bytes).map(|&i| StrId(i))
     }
 
     /// Adds `s` if new; returns its id.
     pub fn intern(&mut self, s: &str) -> StrId {
-        let hash = self.hasher.hash_one(s);
-        let (text, ends) = (&self.text, &self.ends);
-        if let Some(&i) = self.index.find(hash, |&i| Self::slice(text, ends, i) == s) {
-            return StrId(i);
+        let hash = self.hash(s.as_bytes());
+        match self.find_bytes(hash, s.as_bytes()) {
+            Some(id) => id,
+            None => self.insert_new(hash, s),
         }
+    }
+
+    #[cold]
+    fn insert_new(&mut self, hash: u64, s: &str) -> StrId {
         let id = self.ends.len() as u32;
         self.text.push_str(s);
         self.ends.push(self.text.len() as u32);
         let (text, ends, hasher) = (&self.text, &self.ends, &self.hasher);
-        self.index.insert_unique(hash, id, |&i| hasher.hash_one(Self::slice(text, ends, i)));
+        self.index.insert_unique(hash, id, |&i| hasher.hash_one(Self::slice(text, ends, i).as_bytes()));
         StrId(id)
     }
 
-    /// Interns bytes that should be UTF-8 but may change while they are read (a mapped
-    /// file that another process rewrites): a string already present is found by comparing
-    /// bytes; a new one is copied first and the copy validated before it is stored, so the
-    /// table never holds invalid UTF-8 whatever happens to `bytes` meanwhile. Returns the
-    /// id and whether invalid sequences were replaced with U+FFFD.
-    pub(crate) fn intern_untrusted(&mut self, bytes: &[u8]) -> (StrId, bool) {
-        let Ok(s) = std::str::from_utf8(bytes) else {
-            // Copied first: `from_utf8_lossy` of `bytes` would validate and copy separately.
-            let copy = bytes.to_vec();
-            return (self.intern(&String::from_utf8_lossy(&copy)), true);
-        };
-        let hash = self.hasher.hash_one(s);
-        let StringTable { text, ends, index, hasher } = self;
-        let entry =
-            index.entry(hash, |&i| Self::slice(text, ends, i) == s, |&i| hasher.hash_one(Self::slice(text, ends, i)));
-        match entry {
-            hashbrown::hash_table::Entry::Occupied(found) => (StrId(*found.get()), false),
-            hashbrown::hash_table::Entry::Vacant(vacant) => {
-                // Most strings are short: copy them to the stack, not the heap.
-                let mut stack = [0u8; 1024];
-                let heap;
-                let copy: &[u8] = match stack.get_mut(..bytes.len()) {
-                    Some(buf) => {
-                        buf.copy_from_slice(bytes);
-                        buf
-                    }
-                    None => {
-                        heap = bytes.to_vec();
-                        &heap
-                    }
-                };
-                // If the bytes changed since they were hashed, the entry sits under a stale
-                // hash: a duplicate at worst, and the loader reports the file as changed.
-                let replaced = match std::str::from_utf8(copy) {
-                    Ok(valid) => {
-                        text.push_str(valid);
-                        false
-                    }
-                    Err(_) => {
-                        text.push_str(&String::from_utf8_lossy(copy));
-                        true
-                    }
-                };
-                let id = ends.len() as u32;
-                ends.push(text.len() as u32);
-                vacant.insert(id);
-                (StrId(id), replaced)
-            }
+    /// Interns bytes that should be UTF-8 but are untrusted, and may even change while
+    /// they are read (a mapped file that another process rewrites): a string already
+    /// present is found by comparing bytes, without validating them; a new one is copied
+    /// first and the copy validated before it is stored (invalid sequences replaced with
+    /// U+FFFD, and found again under the repaired text), so the table never holds invalid
+    /// UTF-8 whatever happens to `bytes` meanwhile. Returns the id and whether the bytes
+    /// were repaired.
+    #[inline]
+    pub fn intern_utf8(&mut self, bytes: &[u8]) -> (StrId, bool) {
+        let hash = self.hash(bytes);
+        match self.find_bytes(hash, bytes) {
+            Some(id) => (id, false),
+            None => self.insert_copied(hash, bytes),
         }
+    }
+
+    #[cold]
+    fn insert_copied(&mut self, hash: u64, bytes: &[u8]) -> (StrId, bool) {
+        // Most strings are short: copy them to the stack, not the heap.
+        let mut stack = [0u8; 1024];
+        let heap;
+        let copy: &[u8] = match stack.get_mut(..bytes.len()) {
+            Some(buf) => {
+                buf.copy_from_slice(bytes);
+                buf
+            }
+            None => {
+                heap = bytes.to_vec();
+                &heap
+            }
+        };
+        match std::str::from_utf8(copy) {
+            // If the bytes changed since they were hashed, the entry sits under a stale
+            // hash: a duplicate at worst, and the loader reports the file as changed.
+            Ok(valid) => (self.insert_new(hash, valid), false),
+            Err(_) => (self.intern(&String::from_utf8_lossy(copy)), true),
+        }
+    }
+
+    /// Bytes of text held (every distinct string once).
+    pub fn text_bytes(&self) -> usize {
+        self.text.len()
     }
 
     /// Approximate heap size in bytes.
@@ -177,14 +197,33 @@ mod tests {
     fn untrusted_bytes_intern_like_strings_and_replace_invalid_utf8() {
         let mut t = StringTable::default();
         let a = t.intern("alpha");
-        assert_eq!(t.intern_untrusted(b"alpha"), (a, false));
+        assert_eq!(t.intern_utf8(b"alpha"), (a, false));
         let long = "x".repeat(5_000);
-        let (b, replaced) = t.intern_untrusted(long.as_bytes());
+        let (b, replaced) = t.intern_utf8(long.as_bytes());
         assert!(!replaced);
         assert_eq!((t.get(b), t.find(&long)), (long.as_str(), Some(b)));
-        let (c, replaced) = t.intern_untrusted(b"bad \xff byte");
+        let (c, replaced) = t.intern_utf8(b"bad \xff byte");
         assert!(replaced);
         assert_eq!(t.get(c), "bad \u{fffd} byte");
-        assert_eq!(t.intern_untrusted(b"gamma").0, t.find("gamma").unwrap());
+        // The same bad bytes again: the repaired string, not a second copy.
+        assert_eq!(t.intern_utf8(b"bad \xff byte"), (c, true));
+        assert_eq!(t.intern_utf8(b"gamma").0, t.find("gamma").unwrap());
+    }
+
+    /// Every distinct string once in one buffer, ids in order of first sight, through the
+    /// index's growth.
+    #[test]
+    fn strings_are_kept_once_in_one_buffer_whatever_their_number() {
+        let mut t = StringTable::default();
+        let names: Vec<String> = (0..100_000).map(|n| format!("aten::op{n}")).collect();
+        for (n, name) in names.iter().enumerate() {
+            assert_eq!(t.intern_utf8(name.as_bytes()), (StrId(n as u32 + 1), false));
+        }
+        for (n, name) in names.iter().enumerate().rev() {
+            assert_eq!(t.intern(name), StrId(n as u32 + 1));
+            assert_eq!(t.get(StrId(n as u32 + 1)), name);
+        }
+        assert_eq!(t.len(), 100_001);
+        assert_eq!(t.text_bytes(), names.iter().map(String::len).sum::<usize>());
     }
 }
