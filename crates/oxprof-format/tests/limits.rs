@@ -110,6 +110,7 @@ fn real_profiles_pass_with_headroom() {
         planes: tenth(d.planes),
         lines: tenth(d.lines),
         metadata_entries: tenth(d.metadata_entries),
+        interned_bytes: tenth(d.interned_bytes),
     };
     let mut files = Vec::new();
     for root in [repo_root().join("testdata/profiles"), repo_root().join("../shared/testdata/external")] {

@@ -34,7 +34,7 @@ mod strings;
 pub use builder::{BuildError, LineBuilder, LineDraft, MetadataIds, NewEventMetadata, PlaneBuilder, StatInput};
 pub use diagnostics::{DiagnosticKind, Diagnostics, Severity};
 pub use input::{Incoming, KeepPages, ReleasePages};
-pub use limits::{Allowance, Limit, LimitExceeded, LoadLimits, SharedBudget};
+pub use limits::{Allowance, Limit, LimitExceeded, LoadLimits, STRING_ENTRY_BYTES, SharedBudget};
 pub use model::{
     Event, EventMetadata, EventMetadataId, IntValue, Stat, StatMetadata, StatMetadataId, StatValue, Stats, ThinSlice,
     XLine, XPlane, XSpace,

@@ -61,7 +61,21 @@ pub struct LoadLimits {
     /// that events and stats use but the file lacks) per MiB of the file. Default: 65,536
     /// plus one per 32 bytes.
     pub metadata_entries: Allowance,
+    /// Distinct strings a PyTorch trace may make its importer keep (event names,
+    /// categories, arg keys, string and JSON arg values, thread names): their bytes plus
+    /// [`STRING_ENTRY_BYTES`] each, per MiB of the (decompressed) file
+    /// (`--max-interned-bytes`). Default: 64 MiB plus a quarter of the file. Real traces
+    /// repeat a few thousand strings: the third-party ones spend at most 8% of their size
+    /// on them (files under 2 MB), under 1% from 8 MB up; a trace of millions of distinct
+    /// names costs several times its size in names, metadata and tables (on the
+    /// 385 MB trace of 3.8 M distinct names and arg keys that `scripts/gen-many-names-trace.py`
+    /// writes, 0.54× its size in strings alone).
+    pub interned_bytes: Allowance,
 }
+
+/// What each distinct string is charged against [`LoadLimits::interned_bytes`] besides its
+/// bytes: its end offset and its slot in the table's hash index.
+pub const STRING_ENTRY_BYTES: u64 = 16;
 
 impl Default for LoadLimits {
     fn default() -> Self {
@@ -73,6 +87,7 @@ impl Default for LoadLimits {
             planes: Allowance { base: 1_024, per_mib: 1_024 },
             lines: Allowance { base: 16_384, per_mib: 4_096 },
             metadata_entries: Allowance { base: 65_536, per_mib: 32_768 },
+            interned_bytes: Allowance { base: 64 * MIB, per_mib: MIB / 4 },
         }
     }
 }
@@ -87,12 +102,19 @@ impl LoadLimits {
             planes: Allowance::UNLIMITED,
             lines: Allowance::UNLIMITED,
             metadata_entries: Allowance::UNLIMITED,
+            interned_bytes: Allowance::UNLIMITED,
         }
     }
 
     /// The default limits with another `max_profile_bytes` (what `--max-profile-bytes` sets).
     pub fn with_max_profile_bytes(self, max_profile_bytes: u64) -> Self {
         LoadLimits { max_profile_bytes, ..self }
+    }
+
+    /// These limits with [`LoadLimits::interned_bytes`] set to `bytes` whatever the file's
+    /// size (what `--max-interned-bytes` sets).
+    pub fn with_max_interned_bytes(self, bytes: u64) -> Self {
+        LoadLimits { interned_bytes: Allowance { base: bytes, per_mib: 0 }, ..self }
     }
 
     /// How many bytes a gzip file of `compressed` bytes may inflate to, and which limit
@@ -125,6 +147,8 @@ pub enum Limit {
     Lines,
     /// More metadata entries than [`LoadLimits::metadata_entries`] allows.
     MetadataEntries,
+    /// More distinct strings than [`LoadLimits::interned_bytes`] allows.
+    InternedBytes,
 }
 
 impl Limit {
@@ -137,6 +161,7 @@ impl Limit {
             Limit::Planes => "LoadLimits::planes",
             Limit::Lines => "LoadLimits::lines",
             Limit::MetadataEntries => "LoadLimits::metadata_entries",
+            Limit::InternedBytes => "--max-interned-bytes",
         }
     }
 }
@@ -173,6 +198,10 @@ impl fmt::Display for LimitExceeded {
             Limit::MetadataEntries => {
                 write!(f, "holds more than {allowed} metadata entries, too many for its size ({raise})")
             }
+            Limit::InternedBytes => write!(
+                f,
+                "holds more than {allowed} bytes of distinct names, arg keys and string values, too many for its size ({raise})"
+            ),
         }
     }
 }
@@ -249,5 +278,20 @@ mod tests {
         let limits = LoadLimits::default();
         assert_eq!(limits.inflate_cap(1 << 20), (96 << 20, Limit::InflateRatio));
         assert_eq!(limits.inflate_cap(1 << 30), (2 << 30, Limit::InflatedBytes));
+    }
+
+    #[test]
+    fn the_interned_bytes_budget_scales_with_the_file_and_names_its_flag() {
+        let limits = LoadLimits::default();
+        assert_eq!(limits.interned_bytes.for_size(0), 64 << 20);
+        assert_eq!(limits.interned_bytes.for_size(400 << 20), 164 << 20);
+        let raised = limits.with_max_interned_bytes(1 << 30);
+        assert_eq!((raised.interned_bytes.for_size(0), raised.interned_bytes.for_size(400 << 20)), (1 << 30, 1 << 30));
+        let e = LimitExceeded { limit: Limit::InternedBytes, allowed: 171_966_464, at_least: 171_966_500 };
+        assert_eq!(
+            e.to_string(),
+            "holds more than 171,966,464 bytes of distinct names, arg keys and string values, too many for its size \
+             (--max-interned-bytes)"
+        );
     }
 }

@@ -314,11 +314,20 @@ struct InputBudget {
     /// file inflating past it, is refused with a message naming this flag.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "2GiB")]
     max_profile_bytes: u64,
+    /// Most memory a PyTorch trace's distinct names, arg keys and string values may take
+    /// (their bytes plus 16 per string; default 64MiB plus a quarter of the file): a trace
+    /// past it is refused with a message naming this flag.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    max_interned_bytes: Option<u64>,
 }
 
 impl InputBudget {
     fn limits(&self) -> oxprof_api::LoadLimits {
-        oxprof_api::LoadLimits::default().with_max_profile_bytes(self.max_profile_bytes)
+        let limits = oxprof_api::LoadLimits::default().with_max_profile_bytes(self.max_profile_bytes);
+        match self.max_interned_bytes {
+            Some(bytes) => limits.with_max_interned_bytes(bytes),
+            None => limits,
+        }
     }
 }
 
