@@ -94,7 +94,7 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
         }
     }
     for (key, value) in &c.top {
-        let name = c.keys.get(*key);
+        let name = c.strings.key_str(*key);
         // `deviceProperties` stays too (as JSON text): PyTorch analyses read the list as the
         // trace wrote it, whatever devices ran.
         if matches!(name, "ERROR" | "WARNING" | "computeProperties") {
@@ -144,7 +144,7 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
     }
 
     for (key, value) in &c.top {
-        let target = match c.keys.get(*key) {
+        let target = match c.strings.key_str(*key) {
             "ERROR" => &mut space.errors,
             "WARNING" => &mut space.warnings,
             "host_name" => &mut space.hostnames,
@@ -163,8 +163,8 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
 /// What every plane's build reads.
 struct Context {
     steps: Vec<Step>,
-    /// Per event kind, N when it is `ProfilerStep#N` (read once per event: a vector).
-    step_kinds: Vec<Option<i64>>,
+    /// Per event kind, N when it is `ProfilerStep#N`.
+    step_kinds: StepKinds,
     /// The origin of event times, ns since the Unix epoch.
     origin_ns: i128,
     metadata_allowed: u64,
@@ -199,22 +199,46 @@ fn close_open_events(c: &mut Collected, diag: &mut Diagnostics) {
 }
 
 /// Per event kind, N when it is named `ProfilerStep#N`.
-fn step_kinds(c: &Collected) -> Vec<Option<i64>> {
-    c.kinds
-        .iter()
-        .map(|k| {
-            if k.class.is_device() || k.row != Kind::Complete {
-                return None;
-            }
-            c.strings.get(k.name).strip_prefix("ProfilerStep#").and_then(|n| n.parse::<i64>().ok())
-        })
-        .collect()
+fn step_kinds(c: &Collected) -> StepKinds {
+    let mut out = StepKinds { marked: vec![0; c.kinds.len().div_ceil(64)], nums: FxHashMap::default() };
+    for (i, k) in c.kinds.iter().enumerate() {
+        if k.class.is_device() || k.row != Kind::Complete {
+            continue;
+        }
+        if let Some(n) = c.strings.get(k.name).strip_prefix("ProfilerStep#").and_then(|n| n.parse::<i64>().ok()) {
+            out.marked[i / 64] |= 1 << (i % 64);
+            out.nums.insert(i as u32, n);
+        }
+    }
+    out
+}
+
+/// Per event kind, N when it is `ProfilerStep#N`: read for every event, held for every
+/// kind (a trace may have millions), so a bit per kind and the few steps' numbers aside.
+struct StepKinds {
+    marked: Vec<u64>,
+    nums: FxHashMap<u32, i64>,
+}
+
+impl StepKinds {
+    #[inline]
+    fn get(&self, kind: u32) -> Option<i64> {
+        let bits = self.marked.get(kind as usize / 64)?;
+        if bits & (1 << (kind % 64)) == 0 {
+            return None;
+        }
+        self.nums.get(&kind).copied()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.nums.is_empty()
+    }
 }
 
 /// The host's `ProfilerStep#N` events, by start.
-fn steps(c: &Collected, step_kinds: &[Option<i64>]) -> Vec<Step> {
+fn steps(c: &Collected, step_kinds: &StepKinds) -> Vec<Step> {
     let mut out = Vec::new();
-    if step_kinds.iter().all(Option::is_none) {
+    if step_kinds.is_empty() {
         return out;
     }
     for line in &c.lines {
@@ -222,7 +246,7 @@ fn steps(c: &Collected, step_kinds: &[Option<i64>]) -> Vec<Step> {
             continue;
         }
         for e in &line.events {
-            if let Some(&Some(num)) = step_kinds.get(e.kind as usize) {
+            if let Some(num) = step_kinds.get(e.kind) {
                 out.push(Step { start: e.start, end: e.start.saturating_add(e.dur), num });
             }
         }
@@ -239,7 +263,7 @@ fn step_at(steps: &[Step], t: i64) -> Option<i64> {
 }
 
 fn top_i64(c: &Collected, key: &str) -> Option<i64> {
-    c.top.iter().find(|(k, _)| c.keys.get(*k) == key).and_then(|(_, v)| match v {
+    c.top.iter().find(|(k, _)| c.strings.key_str(*k) == key).and_then(|(_, v)| match v {
         TopValue::Scalar(v) => Arg::new(0, *v).as_i64(),
         TopValue::Compound { .. } => None,
     })
@@ -330,21 +354,24 @@ fn stream_line(c: &Collected, line: &RawLine, stream: i64) -> LineName {
 /// A device plane's stats: its `deviceProperties` entry and XProf's capability stats.
 fn device_stats(c: &Collected, device: i64) -> Vec<(u32, PlaneValue)> {
     let mut out = Vec::new();
-    let amd = c.top.iter().any(|(k, _)| matches!(c.keys.get(*k), "hip_runtime_version" | "roctracer_version"));
+    let amd = c.top.iter().any(|(k, _)| matches!(c.strings.key_str(*k), "hip_runtime_version" | "roctracer_version"));
     for (key, value) in &c.top {
-        if !matches!(c.keys.get(*key), "deviceProperties" | "computeProperties") {
+        if !matches!(c.strings.key_str(*key), "deviceProperties" | "computeProperties") {
             continue;
         }
         let TopValue::Compound { objects: Some(objects), .. } = value else { continue };
         let Some(props) = objects
             .iter()
-            .find(|o| o.iter().any(|(k, v)| c.keys.get(*k) == "id" && Arg::new(0, *v).as_i64() == Some(device)))
+            .find(|o| o.iter().any(|(k, v)| c.strings.key_str(*k) == "id" && Arg::new(0, *v).as_i64() == Some(device)))
         else {
             continue;
         };
         out.extend(props.iter().map(|&(k, v)| (k, PlaneValue::Arg(v))));
         let prop = |names: &[&str]| {
-            props.iter().find(|(k, _)| names.contains(&c.keys.get(*k))).and_then(|(_, v)| Arg::new(0, *v).as_i64())
+            props
+                .iter()
+                .find(|(k, _)| names.contains(&c.strings.key_str(*k)))
+                .and_then(|(_, v)| Arg::new(0, *v).as_i64())
         };
         for (stat, names) in [
             (keys::CORE_COUNT, &["numSms", "multiProcessorCount"][..]),
@@ -356,7 +383,7 @@ fn device_stats(c: &Collected, device: i64) -> Vec<(u32, PlaneValue)> {
                 out.push((stat, PlaneValue::Arg(ArgVal::I64(v))));
             }
         }
-        let name = props.iter().find(|(k, _)| c.keys.get(*k) == "name").and_then(|(_, v)| match v {
+        let name = props.iter().find(|(k, _)| c.strings.key_str(*k) == "name").and_then(|(_, v)| match v {
             ArgVal::Str(s) => Some(c.strings.get(*s)),
             _ => None,
         });
@@ -422,8 +449,8 @@ struct Prepared {
     builder: PlaneBuilder,
     ids: MetadataIds,
     is_host: bool,
-    /// Per event kind, the key of its event metadata (-1: unused on this plane).
-    kind_key: Vec<i64>,
+    /// Per event kind, the key of its event metadata (0: unused on this plane).
+    kind_key: Vec<u32>,
     threads: Vec<Thread>,
     row_count: usize,
 }
@@ -456,6 +483,9 @@ fn prepare_plane(
     let is_host = name == "/host:CPU";
     // The plane's threads, taken out of `c`: each is drafted (and freed) on its own.
     let own: Vec<(RawLine, LineName)> = lines.iter().map(|&li| c.lines[li].take()).zip(names).collect();
+    // The host plane keeps the first pass's string table (it names almost everything):
+    // one copy of each string, not two.
+    let shared = is_host.then(|| c.strings.share());
     let c: &Collected = c;
     // Sort each thread's events, lay them out in rows, bind its flows; a host thread's
     // launches in steps, in the order its events are drafted.
@@ -480,9 +510,9 @@ fn prepare_plane(
     }
 
     // Metadata, in order of first use.
-    let mut kind_key: Vec<i64> = vec![-1; c.kinds.len()];
+    let mut kind_key: Vec<u32> = vec![0; c.kinds.len()];
     let mut kinds_in_order: Vec<u32> = Vec::new();
-    let mut stat_used = vec![false; c.keys.len() + 1];
+    let mut stat_used = vec![false; c.strings.key_count() + 1];
     let mut stats_in_order: Vec<u32> = Vec::new();
     let use_stat = |k: u32, stat_used: &mut Vec<bool>, order: &mut Vec<u32>| {
         let k = k as usize;
@@ -501,8 +531,8 @@ fn prepare_plane(
         for row in rows {
             for &ei in row {
                 let e = &line.events[ei as usize];
-                if kind_key[e.kind as usize] < 0 {
-                    kind_key[e.kind as usize] = kinds_in_order.len() as i64 + 1;
+                if kind_key[e.kind as usize] == 0 {
+                    kind_key[e.kind as usize] = kinds_in_order.len() as u32 + 1;
                     kinds_in_order.push(e.kind);
                 }
                 for a in &line.args[e.args as usize..(e.args + e.nargs) as usize] {
@@ -516,7 +546,7 @@ fn prepare_plane(
                 if !ctx.steps.is_empty() {
                     use_stat(keys::GROUP_ID, &mut stat_used, &mut stats_in_order);
                 }
-                if ctx.step_kinds.get(e.kind as usize).is_some_and(Option::is_some) {
+                if ctx.step_kinds.get(e.kind).is_some() {
                     use_stat(keys::STEP_NUM, &mut stat_used, &mut stats_in_order);
                     use_stat(keys::IS_ROOT, &mut stat_used, &mut stats_in_order);
                 }
@@ -538,10 +568,13 @@ fn prepare_plane(
     }
 
     let unlimited = SharedBudget::unlimited(Limit::MetadataEntries);
-    let mut p = PlaneBuilder::new(id, name);
+    let mut p = match shared {
+        Some(strings) => PlaneBuilder::with_strings(id, name, strings),
+        None => PlaneBuilder::new(id, name),
+    };
     p.reserve(kinds_in_order.len(), stats_in_order.len(), row_count);
     for &k in &stats_in_order {
-        let n = p.intern(c.keys.get(k));
+        let n = p.intern(c.strings.key_str(k));
         p.add_stat_metadata(i64::from(k), i64::from(k), n, StrId::EMPTY).map_err(KinetoError::Build)?;
     }
     for (i, &kind) in kinds_in_order.iter().enumerate() {
@@ -725,7 +758,7 @@ fn draft_row(
         if let Some(g) = group {
             b.push_stat(ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
         }
-        if let Some(&Some(n)) = ctx.step_kinds.get(e.kind as usize) {
+        if let Some(n) = ctx.step_kinds.get(e.kind) {
             // XProf's step markers: a root event (`_r=1`) with its step number.
             b.push_stat(ids, i64::from(keys::STEP_NUM), StatInput::Int64(n)).map_err(KinetoError::Build)?;
             b.push_stat(ids, i64::from(keys::IS_ROOT), StatInput::Int64(1)).map_err(KinetoError::Build)?;
@@ -749,7 +782,8 @@ fn draft_row(
             b.push_stat(ids, i64::from(keys::FLOW), StatInput::Uint64(flows[fi].1)).map_err(KinetoError::Build)?;
             fi += 1;
         }
-        b.push_event(ids, kind_key[e.kind as usize], e.start - base_ps, e.dur).map_err(KinetoError::Build)?;
+        let key = i64::from(kind_key[e.kind as usize]);
+        b.push_event(ids, key, e.start - base_ps, e.dur).map_err(KinetoError::Build)?;
     }
     Ok(b.finish())
 }
@@ -759,7 +793,7 @@ fn draft_row(
 fn stats_at_most(c: &Collected, ctx: &Context, line: &RawLine, row: &Row<'_>, flows: &[(u32, u64)]) -> usize {
     let per_event = |ei: &u32| {
         let e = &line.events[*ei as usize];
-        let step = ctx.step_kinds.get(e.kind as usize).is_some_and(Option::is_some);
+        let step = ctx.step_kinds.get(e.kind).is_some();
         let details = matches!(c.kinds[e.kind as usize].class, Class::Kernel | Class::Memcpy);
         e.nargs as usize + usize::from(!ctx.steps.is_empty()) + 2 * usize::from(step) + usize::from(details)
     };

@@ -18,13 +18,15 @@
 pub(crate) mod split;
 
 use crate::KinetoError;
-use crate::intern::{Interner, Sid};
+use crate::intern::{Interner, Sid, State};
 use crate::json::{JsonError, Scanner, ValueRef};
 use crate::time::us_text_to_ps;
+use hashbrown::HashTable;
 use oxprof_model::Incoming;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{DiagnosticKind, Diagnostics, ReleasePages};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use std::hash::BuildHasher;
 
 /// Input consumed between two calls to [`ReleasePages::release`].
 const RELEASE_EVERY: usize = 4 << 20;
@@ -335,9 +337,9 @@ pub(crate) enum TopValue {
 
 /// Everything the first pass keeps.
 pub(crate) struct Collected {
+    /// Every string, with arg keys and stat names numbered apart (dense key ids, see
+    /// [`keys`]).
     pub(crate) strings: Interner,
-    /// Arg keys and stat names (dense ids, see [`keys`]).
-    pub(crate) keys: Interner,
     pub(crate) kinds: Vec<EventKind>,
     pub(crate) lines: Vec<RawLine>,
     pub(crate) thread_names: FxHashMap<(Ident, Ident), Sid>,
@@ -404,6 +406,11 @@ pub(crate) fn collect(
     if let Some(e) = r.limit_error {
         return Err(KinetoError::LimitExceeded(e));
     }
+    match r.out.strings.state() {
+        State::Within => {}
+        State::OverBudget => return Err(KinetoError::LimitExceeded(r.out.strings.exceeded())),
+        State::Full => r.too_large = r.too_large.or(Some("more than 4 GiB of distinct strings")),
+    }
     if let Some(what) = r.too_large {
         return Err(KinetoError::Build(oxprof_model::BuildError::TooLarge(what)));
     }
@@ -417,7 +424,7 @@ pub(crate) fn collect(
         line.args.shrink_to_fit();
         line.flows.shrink_to_fit();
     }
-    r.out.diag.add(DiagnosticKind::InvalidUtf8, r.out.strings.invalid_utf8 + r.out.keys.invalid_utf8);
+    r.out.diag.add(DiagnosticKind::InvalidUtf8, r.out.strings.invalid_utf8);
     // What follows the document (whitespace, or what a corrupt tail hid) still counts
     // towards the input's size.
     while sc.more() {}
@@ -460,7 +467,8 @@ struct Reader {
     vscratch: Vec<u8>,
     /// See [`key_id`] (0: empty slot; id 0 is the empty key, never cached).
     key_cache: [u32; 256],
-    kind_index: FxHashMap<EventKind, u32>,
+    /// Kind ids by kind (hashed from `out.kinds`: 4 bytes a kind, not a second copy).
+    kind_index: HashTable<u32>,
     /// Per name id: the kind last used with it.
     kind_by_name: Vec<u32>,
     line_index: FxHashMap<LineKey, u32>,
@@ -490,14 +498,9 @@ struct Reader {
 
 impl Reader {
     fn new(file_bytes: u64, limits: &LoadLimits) -> Self {
-        let mut keys = Interner::new();
-        for name in keys::NAMES {
-            keys.intern(name.as_bytes());
-        }
         Reader {
             out: Collected {
-                strings: Interner::new(),
-                keys,
+                strings: interner(Interner::allowance(limits, file_bytes)),
                 kinds: Vec::new(),
                 lines: Vec::new(),
                 thread_names: FxHashMap::default(),
@@ -514,7 +517,7 @@ impl Reader {
             kscratch: Vec::new(),
             vscratch: Vec::new(),
             key_cache: [0; 256],
-            kind_index: FxHashMap::default(),
+            kind_index: HashTable::new(),
             kind_by_name: Vec::new(),
             line_index: FxHashMap::default(),
             last_line: None,
@@ -549,7 +552,7 @@ impl Reader {
                             self.seen_trace_events = true;
                             self.events(sc, release)?;
                         } else {
-                            let k = self.out.keys.intern(key.bytes());
+                            let k = self.out.strings.key(key.bytes());
                             let v = self.top_value(sc)?;
                             self.out.top.push((k, v));
                         }
@@ -603,7 +606,7 @@ impl Reader {
             *released = at;
         }
         self.event(sc)?;
-        if self.limit_error.is_some() || self.too_large.is_some() {
+        if self.limit_error.is_some() || self.too_large.is_some() || self.out.strings.state() != State::Within {
             // A budget is exhausted: stop reading (the error is reported by `collect`).
             return Ok(false);
         }
@@ -701,7 +704,7 @@ impl Reader {
         }
         loop {
             let key = sc.key(&mut self.kscratch)?;
-            let k = key_id(&mut self.key_cache, &mut self.out.keys, key.bytes());
+            let k = key_id(&mut self.key_cache, &mut self.out.strings, key.bytes());
             let v = arg_value(sc.value(&mut self.vscratch)?, &mut self.out.strings);
             out.push(Arg::new(k, v));
             if !sc.next_member(b'}', &mut self.trailing)? {
@@ -890,7 +893,7 @@ impl Reader {
             let name = if single {
                 f.name
             } else {
-                let text = format!("{}.{}", self.out.strings.get(f.name), self.out.keys.get(a.key));
+                let text = format!("{}.{}", self.out.strings.get(f.name), self.out.strings.key_str(a.key));
                 self.out.strings.intern(text.as_bytes())
             };
             self.args.clear();
@@ -1020,15 +1023,16 @@ impl Reader {
 
     /// The id of a kind (new ones numbered in order of first use).
     fn kind_id(&mut self, k: EventKind) -> u32 {
-        match self.kind_index.get(&k) {
-            Some(&id) => id,
-            None => {
-                let id = self.out.kinds.len() as u32;
-                self.out.kinds.push(k);
-                self.kind_index.insert(k, id);
-                id
-            }
+        let hash = FxBuildHasher.hash_one(k);
+        let kinds = &self.out.kinds;
+        if let Some(&id) = self.kind_index.find(hash, |&id| kinds[id as usize] == k) {
+            return id;
         }
+        let id = kinds.len() as u32;
+        self.out.kinds.push(k);
+        let kinds = &self.out.kinds;
+        self.kind_index.insert_unique(hash, id, |&other| FxBuildHasher.hash_one(kinds[other as usize]));
+        id
     }
 
     /// The line an event goes to (created on first use, within the lines and planes
@@ -1092,16 +1096,30 @@ impl Reader {
 /// The id of an arg key. A trace uses a few dozen keys millions of times: a small
 /// direct-mapped cache (by length and end bytes) answers most without hashing.
 #[inline]
-fn key_id(cache: &mut [u32; 256], keys: &mut Interner, key: &[u8]) -> u32 {
+fn key_id(cache: &mut [u32; 256], strings: &mut Interner, key: &[u8]) -> u32 {
     let (first, last) = (key.first().copied().unwrap_or(0), key.last().copied().unwrap_or(0));
     let slot = (key.len().wrapping_mul(31) ^ usize::from(first).wrapping_mul(7) ^ usize::from(last)) & 255;
     let cached = cache[slot];
-    if cached != 0 && keys.get(cached).as_bytes() == key {
+    if cached != 0 && strings.key_str(cached).as_bytes() == key {
         return cached;
     }
-    let id = keys.intern(key);
+    let id = strings.key(key);
     cache[slot] = id;
     id
+}
+
+/// An empty table with the keys the importer gives meaning to numbered first ([`keys`]).
+pub(super) fn interner(allowed: u64) -> Interner {
+    let mut strings = Interner::new(allowed);
+    for name in keys::NAMES {
+        strings.key(name.as_bytes());
+    }
+    // The phases the model build gives instants and counters: the host plane reads this
+    // table, so that every string it names is already there.
+    strings.intern(b"i");
+    strings.intern(b"C");
+    debug_assert_eq!(strings.key_str(keys::TIME_SHIFT_NS), crate::TIME_SHIFT_STAT);
+    strings
 }
 
 fn num(id: Ident) -> Option<i64> {

@@ -600,3 +600,86 @@ fn concurrent_imports_in_halves_give_one_readers_model() {
         }
     });
 }
+
+/// A trace in which every event has a name and an arg key of its own, the worst case for
+/// interning (as `scripts/gen-many-names-trace.py` writes it, large): `n` such events on four
+/// threads, 1 µs apart, and a last one named `end`.
+fn many_names(n: usize) -> String {
+    let mut text = String::from("{\"schemaVersion\":1,\"traceEvents\":[\n");
+    for i in 0..n {
+        text.push_str(&format!(
+            "{{\"ph\":\"X\",\"name\":\"aten::op{i:07}\",\"pid\":1,\"tid\":{},\"ts\":{i},\"dur\":0.5,\"args\":{{\"k{i:07}\":{}}}}},\n",
+            i % 4,
+            i & 0xffff
+        ));
+    }
+    text.push_str(&format!("{{\"ph\":\"X\",\"name\":\"end\",\"pid\":1,\"tid\":0,\"ts\":{n},\"dur\":0.5}}\n]}}\n"));
+    text
+}
+
+/// What a trace's distinct strings cost against [`LoadLimits::interned_bytes`].
+fn interned_cost(text: &str) -> u64 {
+    let input = crate::collect::Input::Whole(text.as_bytes());
+    let split = crate::collect::split::Split::Never;
+    let (collected, _) = crate::collect::collect(input, &KeepPages, &LoadLimits::none(), split).unwrap();
+    collected.strings.cost()
+}
+
+/// Each event of a many-names trace keeps its own name and arg key (as before budgets).
+///
+/// ```text
+/// thread 0  |op0|           |op4|   |end|
+/// thread 1       |op1|
+/// thread 2            |op2|
+/// thread 3                 |op3|
+/// ```
+#[test]
+fn a_many_names_trace_keeps_every_name_and_arg_key() {
+    let d = dump(&import(&many_names(5)));
+    assert_eq!(
+        d,
+        [
+            "/host:CPU | 0 thread 0 @0: aten::op0000000[](0+500000){k0000000=0} aten::op0000004[](4000000+500000){k0000004=4} end[](5000000+500000){}",
+            "/host:CPU | 1 thread 1 @1000: aten::op0000001[](0+500000){k0000001=1}",
+            "/host:CPU | 2 thread 2 @2000: aten::op0000002[](0+500000){k0000002=2}",
+            "/host:CPU | 3 thread 3 @3000: aten::op0000003[](0+500000){k0000003=3}",
+        ]
+    );
+}
+
+/// Distinct names, arg keys and string values are charged against
+/// [`LoadLimits::interned_bytes`]: a many-names trace past the budget is one error naming
+/// the flag that raises it, whether one reader reads it or two side by side (each half
+/// alone within the budget, their union past it); within the budget, the model is the
+/// one an unlimited import builds.
+#[test]
+fn distinct_strings_are_within_the_interned_bytes_budget() {
+    let text = many_names(20_000);
+    let bytes = text.as_bytes();
+    let cost = interned_cost(&text);
+    // Names (15 bytes), keys (8) and their entries, for 20,000 events of 95 bytes.
+    assert!((20_000 * (23 + 32)..20_000 * (23 + 32) + 2_000).contains(&cost), "{cost}");
+    let middle = crate::collect::split::event_start_after(bytes, bytes.len() / 2);
+    assert!(middle.is_some());
+    let readers = [None, middle, Some(bytes.len() / 3), Some(bytes.len() / 2 + 1)];
+    let limits = |allowed: u64| LoadLimits::default().with_max_interned_bytes(allowed);
+    for at in readers {
+        match crate::import_kineto_split_at(bytes, &KeepPages, &limits(cost - 1), at) {
+            Err(KinetoError::LimitExceeded(e)) => {
+                assert_eq!((e.limit, e.allowed), (Limit::InternedBytes, cost - 1));
+                assert!(e.at_least > e.allowed, "{e:?}");
+                let message = e.to_string();
+                assert!(message.starts_with("holds more than ") && message.ends_with("(--max-interned-bytes)"));
+            }
+            other => panic!("second reader at {at:?}: {other:?}"),
+        }
+    }
+    let unlimited = crate::import_kineto_split_at(bytes, &KeepPages, &LoadLimits::none(), None).unwrap();
+    assert_eq!(unlimited.event_count(), 20_001);
+    for at in readers {
+        let space = crate::import_kineto_split_at(bytes, &KeepPages, &limits(cost), at).unwrap();
+        assert_eq!(oxprof_model::compare::first_difference(&space, &unlimited), None, "second reader at {at:?}");
+    }
+    // The default budget scales with the file: 64 MiB plus a quarter of it.
+    assert!(import_kineto(bytes, &KeepPages, &LoadLimits::default()).is_ok());
+}

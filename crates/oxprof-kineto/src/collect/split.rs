@@ -152,6 +152,7 @@ impl Reader {
     /// A reader for the second half: the same origin and budgets, nothing read yet.
     fn second_reader(&self) -> Reader {
         let mut r = Reader::new(0, &oxprof_model::LoadLimits::none());
+        r.out.strings = super::interner(self.out.strings.allowed());
         r.lines_allowed = self.lines_allowed;
         r.planes_allowed = self.planes_allowed;
         r.origin_set = true;
@@ -196,11 +197,14 @@ impl Reader {
     /// Appends what the second reader read, as if this reader had read it.
     fn merge(&mut self, mut b: Reader) {
         let deferred = b.deferred.take().map(|d| *d).unwrap_or_default();
+        // In the second reader's order of first sight: after the first half's, as one
+        // reader would have numbered them (the budget charged for the union).
         let strings: Vec<u32> = (0..b.out.strings.len() as u32)
             .map(|id| self.out.strings.intern(b.out.strings.get(id).as_bytes()))
             .collect();
-        let keys: Vec<u32> =
-            (0..b.out.keys.len() as u32).map(|id| self.out.keys.intern(b.out.keys.get(id).as_bytes())).collect();
+        let keys: Vec<u32> = (0..b.out.strings.key_count() as u32)
+            .map(|k| self.out.strings.key_of_string(strings[b.out.strings.key_string(k) as usize]))
+            .collect();
         let sid = |s: u32| strings[s as usize];
         let ident = |i: Ident| match i {
             Ident::Str(s) => Ident::Str(sid(s)),
@@ -313,7 +317,6 @@ impl Reader {
 
         self.out.diag.merge(&b.out.diag);
         self.out.strings.invalid_utf8 += b.out.strings.invalid_utf8;
-        self.out.keys.invalid_utf8 += b.out.keys.invalid_utf8;
         self.out.max_end = self.out.max_end.max(b.out.max_end);
         self.trailing += b.trailing;
         self.seen_events |= b.seen_events;
