@@ -7,8 +7,9 @@
 //! metadata server, which off the cloud is a long wait for a timeout. Such instance or
 //! workload credentials are used when asked for (`OXPROF_CLOUD_METADATA=1`).
 
-use crate::StoreError;
 use crate::location::{Cloud, Location};
+use crate::transport::GuardedConnector;
+use crate::{StoreError, StoreLimits};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
@@ -25,6 +26,9 @@ pub struct RemoteOptions {
     pub anonymous: bool,
     /// The on-disk cache of downloaded objects, keyed by URL and ETag (`--cache-dir`).
     pub disk_cache: Option<Arc<oxprof_diskcache::DiskCache>>,
+    /// Budgets of listings and answers, and where redirects may go (defaults, or the
+    /// environment's `OXPROF_OBJSTORE_*` variables).
+    pub limits: StoreLimits,
 }
 
 static NO_SIGN_REQUEST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -77,9 +81,12 @@ pub(crate) fn connect(at: &Location, options: &RemoteOptions) -> Result<Connecti
     let url = at.url.as_str();
     let anonymous = options.anonymous || NO_SIGN_REQUEST.load(std::sync::atomic::Ordering::Relaxed);
     let built = |e: object_store::Error| StoreError::BadUrl { url: at.root.clone(), reason: e.to_string() };
+    // Every request of the store (and of its credential providers) goes through it.
+    let transport = GuardedConnector::new(options.limits.clone());
     match at.cloud {
         Cloud::S3 => {
-            let mut builder = AmazonS3Builder::from_env().with_url(url).with_retry(retry());
+            let mut builder =
+                AmazonS3Builder::from_env().with_url(url).with_retry(retry()).with_http_connector(transport);
             builder = builder
                 .with_config(AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout), CONNECT_TIMEOUT)
                 .with_config(AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), REQUEST_TIMEOUT);
@@ -95,7 +102,8 @@ pub(crate) fn connect(at: &Location, options: &RemoteOptions) -> Result<Connecti
             Ok(Connection { store: Arc::new(builder.build().map_err(built)?), credentials })
         }
         Cloud::Gcs => {
-            let mut builder = GoogleCloudStorageBuilder::from_env().with_url(url).with_retry(retry());
+            let mut builder =
+                GoogleCloudStorageBuilder::from_env().with_url(url).with_retry(retry()).with_http_connector(transport);
             builder = builder
                 .with_config(GoogleConfigKey::Client(ClientConfigKey::ConnectTimeout), CONNECT_TIMEOUT)
                 .with_config(GoogleConfigKey::Client(ClientConfigKey::Timeout), REQUEST_TIMEOUT);
@@ -108,7 +116,8 @@ pub(crate) fn connect(at: &Location, options: &RemoteOptions) -> Result<Connecti
             Ok(Connection { store: Arc::new(builder.build().map_err(built)?), credentials })
         }
         Cloud::Azure => {
-            let mut builder = MicrosoftAzureBuilder::from_env().with_url(url).with_retry(retry());
+            let mut builder =
+                MicrosoftAzureBuilder::from_env().with_url(url).with_retry(retry()).with_http_connector(transport);
             builder = builder
                 .with_config(AzureConfigKey::Client(ClientConfigKey::ConnectTimeout), CONNECT_TIMEOUT)
                 .with_config(AzureConfigKey::Client(ClientConfigKey::Timeout), REQUEST_TIMEOUT);
@@ -125,6 +134,7 @@ pub(crate) fn connect(at: &Location, options: &RemoteOptions) -> Result<Connecti
             let builder = HttpBuilder::new()
                 .with_url(base)
                 .with_retry(retry())
+                .with_http_connector(transport)
                 .with_config(ClientConfigKey::ConnectTimeout, CONNECT_TIMEOUT)
                 .with_config(ClientConfigKey::Timeout, REQUEST_TIMEOUT)
                 .with_config(ClientConfigKey::AllowHttp, "true");

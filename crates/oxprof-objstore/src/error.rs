@@ -1,12 +1,15 @@
 //! Why an object store could not be opened, listed, read or written: one line naming the
 //! URL or object and what to do. Credentials never appear in a message, only the names of
-//! the variables and files they were looked for in.
+//! the variables and files they were looked for in; a secret in the URL itself (a password,
+//! a signature) is hidden by [`crate::redact`] when the message is written.
 
-/// What went wrong with an object store.
-#[derive(Debug, thiserror::Error)]
+use crate::limits::{ALLOW_REDIRECTS_VAR, MAX_LIST_MB_VAR};
+use crate::transport::Refused;
+
+/// What went wrong with an object store. Its message ([`std::fmt::Display`], and
+/// [`std::fmt::Debug`] too) never shows a URL's userinfo or credential parameters.
 pub enum StoreError {
     /// The URL is not one oxprof can open.
-    #[error("{url}: {reason}")]
     BadUrl {
         /// The URL as given.
         url: String,
@@ -14,9 +17,6 @@ pub enum StoreError {
         reason: String,
     },
     /// No credentials were found where the cloud's tools look for them.
-    #[error(
-        "{url}: no {cloud} credentials: tried {tried}; set one of them, or pass --no-sign-request for a public bucket"
-    )]
     NoCredentials {
         /// The URL.
         url: String,
@@ -26,9 +26,6 @@ pub enum StoreError {
         tried: String,
     },
     /// The store refused the credentials or the request (HTTP 401/403).
-    #[error(
-        "{url}: access denied ({status}) with credentials from {source_of_credentials}; check them, or the bucket's policy"
-    )]
     Denied {
         /// The object or prefix.
         url: String,
@@ -38,7 +35,6 @@ pub enum StoreError {
         source_of_credentials: String,
     },
     /// The object or bucket does not exist (HTTP 404).
-    #[error("{url}: not found ({status}); check the bucket and the path")]
     NotFound {
         /// The object or prefix.
         url: String,
@@ -46,14 +42,28 @@ pub enum StoreError {
         status: String,
     },
     /// The object was replaced while it was being read (its ETag changed).
-    #[error("{url}: the object was replaced while it was being read; try again")]
     Changed {
         /// The object.
         url: String,
     },
+    /// A budget of the store's answers was reached ([`crate::StoreLimits`]): a listing
+    /// with too many entries or levels, an answer too large.
+    Limit {
+        /// The object or prefix.
+        url: String,
+        /// Which limit, and what raises it.
+        what: String,
+    },
+    /// The server redirected to another origin than the request's, which oxprof does not
+    /// follow unless told to.
+    Redirect {
+        /// The object or prefix.
+        url: String,
+        /// The origin redirected to (`scheme://host[:port]`).
+        origin: String,
+    },
     /// A multi-file upload stopped at a file: what it had already written was deleted
     /// (`undone` says so, with counts, or which objects are left when some could not be).
-    #[error("{failed}; {undone}")]
     Upload {
         /// Why the file failed.
         failed: Box<StoreError>,
@@ -61,7 +71,6 @@ pub enum StoreError {
         undone: String,
     },
     /// Anything else the store or the network said, after retries.
-    #[error("{url}: {cause}")]
     Other {
         /// The object or prefix.
         url: String,
@@ -70,7 +79,45 @@ pub enum StoreError {
     },
 }
 
+impl std::error::Error for StoreError {}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::redact(&self.unredacted()))
+    }
+}
+
+impl std::fmt::Debug for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoreError({:?})", self.to_string())
+    }
+}
+
 impl StoreError {
+    /// The message as the fields make it, secrets and all (only ever shown redacted).
+    fn unredacted(&self) -> String {
+        match self {
+            StoreError::BadUrl { url, reason } => format!("{url}: {reason}"),
+            StoreError::NoCredentials { url, cloud, tried } => format!(
+                "{url}: no {cloud} credentials: tried {tried}; set one of them, or pass --no-sign-request for a public bucket"
+            ),
+            StoreError::Denied { url, status, source_of_credentials } => format!(
+                "{url}: access denied ({status}) with credentials from {source_of_credentials}; check them, or the bucket's policy"
+            ),
+            StoreError::NotFound { url, status } => {
+                format!("{url}: not found ({status}); check the bucket and the path")
+            }
+            StoreError::Changed { url } => format!("{url}: the object was replaced while it was being read; try again"),
+            StoreError::Limit { url, what } => format!("{url}: {what}"),
+            StoreError::Redirect { url, origin } => format!(
+                "{url}: the server redirected to {origin}, another origin, which oxprof does not follow; \
+                 if that server is trusted, add {origin} to {ALLOW_REDIRECTS_VAR} (comma-separated origins)"
+            ),
+            StoreError::Upload { failed, undone } => format!("{}; {undone}", failed.unredacted()),
+            StoreError::Other { url, cause } => format!("{url}: {cause}"),
+        }
+    }
+
     /// Classifies an `object_store` error about `url`.
     pub(crate) fn from_object_store(url: &str, credentials: &str, e: object_store::Error) -> StoreError {
         let url = url.to_string();
@@ -79,6 +126,23 @@ impl StoreError {
             status,
             source_of_credentials: credentials.to_string(),
         };
+        if let Some(refused) = refused_in(&e) {
+            return match refused {
+                Refused::Redirect { origin } => StoreError::Redirect { url, origin: origin.clone() },
+                Refused::TooLarge { limit } => StoreError::Limit {
+                    url,
+                    what: format!(
+                        "the server's answer to a listing or metadata request is larger than {}; name a narrower \
+                         logdir, or raise {MAX_LIST_MB_VAR} (MiB)",
+                        size_text(*limit)
+                    ),
+                },
+                Refused::RedirectLoop(n) => StoreError::Other {
+                    url,
+                    cause: format!("the server redirected more than {n} times in a row; check the URL"),
+                },
+            };
+        }
         match e {
             object_store::Error::NotFound { .. } => StoreError::NotFound { url, status: "404".into() },
             object_store::Error::PermissionDenied { .. } => denied("403".into()),
@@ -121,6 +185,8 @@ impl StoreError {
             | StoreError::Denied { url, .. }
             | StoreError::NotFound { url, .. }
             | StoreError::Changed { url }
+            | StoreError::Limit { url, .. }
+            | StoreError::Redirect { url, .. }
             | StoreError::Other { url, .. } => url,
             StoreError::Upload { failed, .. } => failed.url(),
         }
@@ -129,7 +195,8 @@ impl StoreError {
     /// The message without its leading URL (for errors that name the object themselves).
     pub fn reason(&self) -> String {
         let text = self.to_string();
-        text.strip_prefix(self.url()).and_then(|t| t.strip_prefix(": ")).map_or(text.clone(), str::to_string)
+        let url = crate::redact(self.url());
+        text.strip_prefix(url.as_ref()).and_then(|t| t.strip_prefix(": ")).map_or(text.clone(), str::to_string)
     }
 
     /// The error as an I/O error whose message is [`StoreError::reason`] (the seam's
@@ -147,6 +214,27 @@ impl StoreError {
             _ => std::io::ErrorKind::Other,
         }
     }
+}
+
+/// A byte count as a limit is written: whole MiB when it is some, else bytes.
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes & ((1 << 20) - 1) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// The transport's refusal in `error`'s chain of causes, if it ended there.
+fn refused_in(error: &object_store::Error) -> Option<&Refused> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if let Some(refused) = e.downcast_ref::<Refused>() {
+            return Some(refused);
+        }
+        cause = e.source();
+    }
+    None
 }
 
 /// What failed, in words a user can act on: the deepest cause in the error's chain

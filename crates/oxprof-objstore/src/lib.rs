@@ -6,6 +6,10 @@
 //!  location.rs  a URL → which cloud, its bucket and prefix (no IO)
 //!  connect.rs   an object_store client per cloud, credentials the cloud's standard way,
 //!               anonymous access, retries and timeouts
+//!  transport.rs the HTTP client under them: answers read no further than asked or allowed,
+//!               redirects within the origin
+//!  limits.rs    budgets of listings and answers, origins redirects may go to
+//!  redact.rs    secrets (URL userinfo, signatures, tokens) out of any text shown
 //!  runtime.rs   the one tokio runtime the blocking seam waits on (never a rayon thread's work)
 //!  store.rs     RemoteStore: one listing per refresh, stat, parallel ranged reads, ETag checks,
 //!               the on-disk object cache
@@ -22,14 +26,19 @@
 mod connect;
 mod error;
 pub mod layout;
+pub mod limits;
 pub mod location;
+mod redact;
 mod runtime;
 mod store;
+mod transport;
 pub mod upload;
 
 pub use connect::{RemoteOptions, set_no_sign_request};
 pub use error::StoreError;
+pub use limits::StoreLimits;
 pub use location::{Cloud, Location, is_url};
+pub use redact::{REDACTED, redact, redact_query};
 pub use store::RemoteStore;
 pub use upload::{upload_dir, upload_file};
 

@@ -14,9 +14,11 @@
 //!   URL, size and ETag (`--cache-dir`, bounded, least recently used out first).
 
 use crate::connect::{Connection, RemoteOptions, connect};
+use crate::limits::{MAX_DEPTH_VAR, MAX_LISTED_VAR};
 use crate::location::Location;
 use crate::runtime::{spawn, wait};
-use crate::{StoreError, layout};
+use crate::transport::ObjectBytes;
+use crate::{StoreError, StoreLimits, layout};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt};
@@ -47,8 +49,6 @@ const PARALLEL_GETS: usize = 8;
 fn tuned(name: &str, default: u64, max: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|v| (1..=max).contains(v)).unwrap_or(default)
 }
-/// Most objects one listing reads (a budget: a bucket of millions is not a logdir).
-const MAX_LISTED: usize = 2_000_000;
 /// Largest object kept in the on-disk cache.
 const MAX_CACHED_OBJECT: u64 = 4 << 30;
 /// The disk cache's entry kind for whole objects.
@@ -61,12 +61,13 @@ pub struct RemoteStore {
     store: Arc<dyn ObjectStore>,
     credentials: String,
     disk_cache: Option<Arc<DiskCache>>,
+    limits: StoreLimits,
     stats: Mutex<HashMap<String, (Instant, FileStat)>>,
 }
 
 impl std::fmt::Debug for RemoteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RemoteStore").field("root", &self.at.root).finish_non_exhaustive()
+        f.debug_struct("RemoteStore").field("root", &crate::redact(&self.at.root)).finish_non_exhaustive()
     }
 }
 
@@ -85,6 +86,24 @@ fn io_error(e: StoreError, _url: &str) -> std::io::Error {
     e.into_io()
 }
 
+/// A file's name as errors show it: its URL without secrets ([`crate::redact`]).
+fn shown(file: &Path) -> PathBuf {
+    PathBuf::from(crate::redact(&file.to_string_lossy()).into_owned())
+}
+
+/// Why a listing stopped short of the whole prefix.
+enum ListFailure {
+    Store(object_store::Error),
+    TooMany,
+    TooDeep,
+}
+
+impl From<object_store::Error> for ListFailure {
+    fn from(e: object_store::Error) -> Self {
+        ListFailure::Store(e)
+    }
+}
+
 impl RemoteStore {
     /// A store over the logdir at `url` (`s3://…`, `gs://…`, `az://…`, `http(s)://…`). Finds
     /// credentials but sends no request yet.
@@ -97,6 +116,7 @@ impl RemoteStore {
             store,
             credentials,
             disk_cache: options.disk_cache.clone(),
+            limits: options.limits.clone(),
             stats: Mutex::new(HashMap::new()),
         })
     }
@@ -113,8 +133,11 @@ impl RemoteStore {
     fn key(&self, file: &Path) -> Result<String, LoadError> {
         let name = file.to_str().unwrap_or_default();
         self.at.key_of(name).ok_or_else(|| LoadError::Io {
-            path: file.to_path_buf(),
-            cause: std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("not under {}", self.at.root)),
+            path: shown(file),
+            cause: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("not under {}", crate::redact(&self.at.root)),
+            ),
         })
     }
 
@@ -140,32 +163,42 @@ impl RemoteStore {
         let store = self.store.clone();
         let key = (!prefix.is_empty()).then(|| Key::from(prefix));
         let by_directory = self.at.cloud == crate::Cloud::Http;
+        let (max_listed, max_depth) = (self.limits.max_listed, self.limits.max_depth);
         let listed = wait(async move {
             if by_directory {
-                return walk_directories(store, key).await;
+                return walk_directories(store, key, max_listed, max_depth).await;
             }
             if by_ranges {
-                return list_key_ranges(store, key).await;
+                return list_key_ranges(store, key, max_listed).await;
             }
             let mut stream = store.list(key.as_ref());
             let mut out = Vec::new();
             while let Some(meta) = stream.next().await {
                 out.push(meta?);
-                if out.len() > MAX_LISTED {
-                    break;
+                if out.len() > max_listed {
+                    return Err(ListFailure::TooMany);
                 }
             }
-            Ok::<_, object_store::Error>(out)
+            Ok(out)
         });
         let url = self.at.name_of(prefix);
-        let listed = listed.map_err(|e| self.error(&url, e))?;
-        if listed.len() > MAX_LISTED {
-            return Err(StoreError::Other {
+        match listed {
+            Ok(listed) if listed.len() <= max_listed => Ok(listed),
+            Ok(_) | Err(ListFailure::TooMany) => Err(StoreError::Limit {
                 url,
-                cause: format!("more than {MAX_LISTED} objects under this prefix; name a narrower logdir"),
-            });
+                what: format!(
+                    "more than {max_listed} entries under this prefix; name a narrower logdir, or raise {MAX_LISTED_VAR}"
+                ),
+            }),
+            Err(ListFailure::TooDeep) => Err(StoreError::Limit {
+                url,
+                what: format!(
+                    "directories nested more than {max_depth} levels deep under this logdir; name a deeper \
+                     directory, or raise {MAX_DEPTH_VAR}"
+                ),
+            }),
+            Err(ListFailure::Store(e)) => Err(self.error(&url, e)),
         }
-        Ok(listed)
     }
 
     fn head(&self, key: &str) -> Result<FileStat, StoreError> {
@@ -191,7 +224,8 @@ impl RemoteStore {
     fn fetch(&self, key: &str, stat: &FileStat, range: Range<u64>) -> Result<Vec<u8>, StoreError> {
         let total = (range.end - range.start) as usize;
         let mut parts = self.stream(key, stat, range);
-        let mut bytes = Vec::with_capacity(total);
+        // Grown as bytes arrive: a size a server stated is no reason to reserve memory.
+        let mut bytes = Vec::with_capacity(total.min(CHUNK_BYTES as usize));
         parts.read_to_end(&mut bytes).map_err(|_| parts.take_error(&self.at.name_of(key)))?;
         if bytes.len() != total {
             // Shorter than its stated size: replaced by a smaller object mid-read.
@@ -248,12 +282,35 @@ impl RemoteStore {
                 }
             }
             drop(parts);
-            let options = GetOptions { if_match: etag, ..GetOptions::default() };
-            let whole = async { store.get_opts(&location, options).await?.bytes().await }.await;
-            let _ = tx.send(whole.map(|whole| {
-                let end = (range.end as usize).min(whole.len());
-                whole.slice((range.start as usize).min(end)..end)
-            }));
+            // Read as it arrives and no further than the range's end, whatever length the
+            // answer states or however long it goes on.
+            let mut extensions = http::Extensions::new();
+            extensions.insert(ObjectBytes(range.end));
+            let options = GetOptions { if_match: etag, extensions, ..GetOptions::default() };
+            let mut body = match store.get_opts(&location, options).await {
+                Ok(whole) => whole.into_stream(),
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            let mut at = 0u64;
+            while at < range.end {
+                let piece = match body.next().await {
+                    Some(Ok(piece)) => piece,
+                    Some(Err(e)) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                    None => return,
+                };
+                let (start, end) = (at, at + piece.len() as u64);
+                at = end;
+                let (from, to) = (range.start.max(start), range.end.min(end));
+                if from < to && tx.send(Ok(piece.slice((from - start) as usize..(to - start) as usize))).is_err() {
+                    return; // the reader gave up
+                }
+            }
         });
         Parts { parts: rx, current: bytes::Bytes::new(), error: None, credentials: self.credentials.clone() }
     }
@@ -325,11 +382,15 @@ const PARALLEL_LISTS: usize = 8;
 async fn list_key_ranges(
     store: Arc<dyn ObjectStore>,
     prefix: Option<Key>,
-) -> Result<Vec<ObjectMeta>, object_store::Error> {
+    max_listed: usize,
+) -> Result<Vec<ObjectMeta>, ListFailure> {
     // (exclusive start, inclusive end) of each range still to list.
     let mut pending: Vec<(Option<String>, Option<String>)> = vec![(None, None)];
     let mut out = Vec::new();
-    while !pending.is_empty() && out.len() <= MAX_LISTED {
+    while !pending.is_empty() {
+        if out.len() > max_listed {
+            return Err(ListFailure::TooMany);
+        }
         let pages: Vec<_> = futures::stream::iter(std::mem::take(&mut pending))
             .map(|(after, until)| {
                 let store = store.clone();
@@ -404,37 +465,49 @@ fn split_after(first: &str, last: &str, until: Option<String>) -> Vec<(Option<St
     parts
 }
 
-/// Directory levels a WebDAV walk descends (a logdir is `run/plugins/profile/session/file`).
-const MAX_DAV_DEPTH: usize = 12;
 /// PROPFINDs in flight during a walk.
 const PARALLEL_PROPFINDS: usize = 8;
 
 /// Every file under `prefix` on a WebDAV server, one `Depth: 1` PROPFIND per directory,
 /// several at once. Servers refuse `Depth: infinity` by default (Apache's mod_dav, nginx,
 /// WsgiDAV: it is a denial-of-service risk), which is what `object_store`'s recursive
-/// listing sends.
+/// listing sends. A hostile server cannot make it hold more than `max_listed` entries
+/// (files and directories, counted as each answer arrives) or descend more than
+/// `max_depth` levels; an answer's size is the transport's `max_list_bytes`. Entries that
+/// are not inside the directory listed are not followed.
 async fn walk_directories(
     store: Arc<dyn ObjectStore>,
     prefix: Option<Key>,
-) -> Result<Vec<ObjectMeta>, object_store::Error> {
+    max_listed: usize,
+    max_depth: usize,
+) -> Result<Vec<ObjectMeta>, ListFailure> {
     let mut out = Vec::new();
+    let mut entries = 0usize;
     let mut level = vec![prefix];
-    for _ in 0..MAX_DAV_DEPTH {
-        if level.is_empty() || out.len() > MAX_LISTED {
+    for depth in 0..=max_depth {
+        if level.is_empty() {
             break;
         }
-        let listings: Vec<_> = futures::stream::iter(level)
+        if depth == max_depth {
+            return Err(ListFailure::TooDeep);
+        }
+        let mut listings = futures::stream::iter(std::mem::take(&mut level))
             .map(|dir| {
                 let store = store.clone();
-                async move { store.list_with_delimiter(dir.as_ref()).await }
+                async move { store.list_with_delimiter(dir.as_ref()).await.map(|listing| (dir, listing)) }
             })
-            .buffer_unordered(PARALLEL_PROPFINDS)
-            .try_collect()
-            .await?;
-        level = Vec::new();
-        for listing in listings {
-            out.extend(listing.objects);
-            level.extend(listing.common_prefixes.into_iter().map(Some));
+            .buffer_unordered(PARALLEL_PROPFINDS);
+        while let Some(listed) = listings.next().await {
+            let (dir, listing) = listed?;
+            entries = entries.saturating_add(listing.objects.len() + listing.common_prefixes.len());
+            if entries > max_listed {
+                return Err(ListFailure::TooMany);
+            }
+            let inside = |key: &Key| {
+                dir.as_ref().is_none_or(|dir| key.prefix_match(dir).is_some_and(|mut rest| rest.next().is_some()))
+            };
+            out.extend(listing.objects.into_iter().filter(|meta| inside(&meta.location)));
+            level.extend(listing.common_prefixes.into_iter().filter(|key| inside(key)).map(Some));
         }
     }
     Ok(out)
@@ -448,7 +521,7 @@ impl ProfileStore for RemoteStore {
     fn discover(&self, at: Option<&Path>) -> Result<Discovery, DiscoveryError> {
         let at = at.unwrap_or(&self.root);
         let name = at.to_str().unwrap_or_default();
-        let fail = |e: StoreError| DiscoveryError::Io { path: at.to_path_buf(), cause: io_error(e, name) };
+        let fail = |e: StoreError| DiscoveryError::Io { path: shown(at), cause: io_error(e, name) };
         let prefix = self.at.key_of(name).ok_or_else(|| {
             fail(StoreError::BadUrl { url: name.to_string(), reason: format!("not under {}", self.at.root) })
         })?;
@@ -492,7 +565,7 @@ impl ProfileStore for RemoteStore {
     fn stat(&self, file: &Path) -> Result<FileStat, LoadError> {
         let key = self.key(file)?;
         let url = file.to_string_lossy();
-        self.fresh_stat(&key).map_err(|e| LoadError::Io { path: file.to_path_buf(), cause: io_error(e, &url) })
+        self.fresh_stat(&key).map_err(|e| LoadError::Io { path: shown(file), cause: io_error(e, &url) })
     }
 
     /// Decodes while the object downloads: parts come in order as their GETs complete,
@@ -501,16 +574,18 @@ impl ProfileStore for RemoteStore {
     /// objects are gathered first).
     fn load(&self, file: &Path, limits: &LoadLimits, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, LoadError> {
         let key = self.key(file)?;
+        // The decoders name the file in their errors: without secrets.
+        let named = shown(file);
         let url = file.to_string_lossy();
         let fail = |e: StoreError| match e {
-            StoreError::Changed { .. } => LoadError::FileChanged { path: file.to_path_buf() },
-            e => LoadError::Io { path: file.to_path_buf(), cause: io_error(e, &url) },
+            StoreError::Changed { .. } => LoadError::FileChanged { path: shown(file) },
+            e => LoadError::Io { path: shown(file), cause: io_error(e, &url) },
         };
         let stat = self.fresh_stat(&key).map_err(fail)?;
         if stat.size > limits.max_profile_bytes {
             let exceeded =
                 LimitExceeded { limit: Limit::ProfileBytes, allowed: limits.max_profile_bytes, at_least: stat.size };
-            return Err(LoadError::LimitExceeded { path: file.to_path_buf(), exceeded });
+            return Err(LoadError::LimitExceeded { path: shown(file), exceeded });
         }
         let cached = self
             .disk_cache
@@ -521,19 +596,19 @@ impl ProfileStore for RemoteStore {
             && let Some(bytes) = cache.get(entry)
             && bytes.len() as u64 == stat.size
         {
-            return oxprof_format::decode_bytes_lines_of(file, &bytes, limits, lines_of);
+            return oxprof_format::decode_bytes_lines_of(&named, &bytes, limits, lines_of);
         }
         if std::env::var_os("OXPROF_OBJSTORE_NO_OVERLAP").is_some() {
             // Download whole, then decode (benchmarks compare the two).
             let bytes = self.read_range(file, 0..stat.size)?;
-            return oxprof_format::decode_bytes_lines_of(file, &bytes, limits, lines_of);
+            return oxprof_format::decode_bytes_lines_of(&named, &bytes, limits, lines_of);
         }
         let mut parts = self.stream(&key, &stat, 0..stat.size);
         let mut head = vec![0u8; SNIFF_BYTES.min(stat.size as usize)];
-        let decoded = parts
-            .read_exact(&mut head)
-            .map_err(|cause| LoadError::Io { path: file.to_path_buf(), cause })
-            .and_then(|()| oxprof_format::decode_stream_lines_of(file, head, &mut parts, stat.size, limits, lines_of));
+        let decoded =
+            parts.read_exact(&mut head).map_err(|cause| LoadError::Io { path: shown(file), cause }).and_then(|()| {
+                oxprof_format::decode_stream_lines_of(&named, head, &mut parts, stat.size, limits, lines_of)
+            });
         let (space, raw) = match decoded {
             Ok(done) => done,
             // A download error shows as the decoder's I/O or gzip error: report the store's.
@@ -547,7 +622,7 @@ impl ProfileStore for RemoteStore {
         // conditional) a different object by now: replaced mid-read.
         if raw.len() as u64 != stat.size || self.stat(file)? != stat {
             self.forget(&key);
-            return Err(LoadError::FileChanged { path: file.to_path_buf() });
+            return Err(LoadError::FileChanged { path: shown(file) });
         }
         if let Some((cache, entry)) = cached {
             // Best effort: a full disk changes no answer.
@@ -560,8 +635,8 @@ impl ProfileStore for RemoteStore {
         let key = self.key(file)?;
         let url = file.to_string_lossy();
         let fail = |e: StoreError| match e {
-            StoreError::Changed { .. } => LoadError::FileChanged { path: file.to_path_buf() },
-            e => LoadError::Io { path: file.to_path_buf(), cause: io_error(e, &url) },
+            StoreError::Changed { .. } => LoadError::FileChanged { path: shown(file) },
+            e => LoadError::Io { path: shown(file), cause: io_error(e, &url) },
         };
         let stat = self.fresh_stat(&key).map_err(fail)?;
         let range = range.start.min(stat.size)..range.end.min(stat.size);
