@@ -132,8 +132,8 @@ impl StoreError {
                 Refused::TooLarge { limit } => StoreError::Limit {
                     url,
                     what: format!(
-                        "the server's answer to a listing or metadata request is larger than {}; name a narrower \
-                         logdir, or raise {MAX_LIST_MB_VAR} (MiB)",
+                        "the server's answer (a listing, an error or metadata, not an object's bytes) is larger \
+                         than {}; if the server is trusted and the logdir this large, raise {MAX_LIST_MB_VAR} (MiB)",
                         size_text(*limit)
                     ),
                 },

@@ -1,5 +1,5 @@
 //! A hostile HTTP/WebDAV server on 127.0.0.1 against [`RemoteStore`]: answers that lie
-//! about their length or never end, a PROPFIND that never ends, directory trees as wide or
+//! about their length or never end (an object's, an error's), a PROPFIND that never ends, directory trees as wide or
 //! as deep as a server cares to make them, redirects to another origin. Each case ends in a
 //! result or one line of error, with bounded memory and bounded bytes taken from the server.
 //!
@@ -443,18 +443,18 @@ fn a_206_that_goes_on_past_its_range_is_read_to_the_range() {
     assert!(server.sent() < size + SLACK, "the server sent {} MiB", server.sent() >> 20);
 }
 
-/// An object of 1 MiB whose GET answers without a length and never ends: 1 MiB is read (it
-/// is not a profile: one line says so).
+/// An error answer (403) without a length that never ends: read to the budget of answers
+/// that are not an object's bytes, then one line says so.
 #[test]
-fn a_body_without_length_that_never_ends_is_read_no_further_than_the_object() {
+fn an_error_body_without_length_that_never_ends_stops_at_its_budget() {
     let server = Server::start(move |request: &Request, _| match request.method.as_str() {
         "HEAD" => head_of(1 << 20),
-        _ => Reply::Endless { status: 200, headers: Vec::new(), body: Vec::new(), fill: vec![0; 64 << 10] },
+        _ => Reply::Endless { status: 403, headers: Vec::new(), body: Vec::new(), fill: vec![b'x'; 64 << 10] },
     });
     let outcome = in_child("load", &server.url("/logs/h.xplane.pb"), &[]);
     let message = one_line_error(&outcome);
-    assert!(message.contains("/logs/h.xplane.pb"), "{message}");
-    assert!(server.sent() < (1 << 20) + SLACK, "the server sent {} MiB", server.sent() >> 20);
+    assert!(message.contains("/logs/h.xplane.pb") && message.contains("larger than 16 MiB"), "{message}");
+    assert!(server.sent() < (16 << 20) + SLACK, "the server sent {} MiB", server.sent() >> 20);
 }
 
 /// A PROPFIND whose answer never ends: cut at the listing budget, one line naming it.
@@ -619,7 +619,7 @@ fn secrets_in_the_url_are_in_no_error() {
 
 /// Serves one case for a minute, for measuring a build of the CLI by hand:
 /// `OXPROF_HOSTILE_SERVE=<case> cargo test -p oxprof-objstore --test hostile -- --ignored --exact serve_for_a_while --nocapture`
-/// (cases: lying-length, long-206, endless-body, endless-propfind, wide, deep, redirect).
+/// (cases: lying-length, long-206, endless-error, endless-propfind, wide, deep, redirect).
 #[test]
 #[ignore]
 fn serve_for_a_while() {
@@ -634,7 +634,7 @@ fn serve_for_a_while() {
             headers: vec![header("Location", format!("http://127.0.0.1:{other_port}{}", request.path))],
             body: Vec::new(),
         },
-        (_, "HEAD") if case == "endless-body" => head_of(1 << 20),
+        (_, "HEAD") if case == "endless-error" => head_of(1 << 20),
         (_, "HEAD") => head_of(size),
         ("lying-length", "GET") => Reply::Endless {
             status: 200,
@@ -651,8 +651,8 @@ fn serve_for_a_while() {
             body: bytes.clone(),
             fill: vec![0; 64 << 10],
         },
-        ("endless-body", "GET") => {
-            Reply::Endless { status: 200, headers: Vec::new(), body: Vec::new(), fill: vec![0; 64 << 10] }
+        ("endless-error", "GET") => {
+            Reply::Endless { status: 403, headers: Vec::new(), body: Vec::new(), fill: vec![b'x'; 64 << 10] }
         }
         ("endless-propfind", "PROPFIND") => Reply::Endless {
             status: 207,
