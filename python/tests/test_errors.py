@@ -89,3 +89,21 @@ def test_serve_and_diff_fail_with_the_clis_lines(oxprof_bin, tmp_path):
     with pytest.raises(oxprof.ProfileNotFound) as caught:
         oxprof.diff(missing, fixture("jax_train"))
     assert str(caught.value) == cli_error(oxprof_bin, "diff", missing, fixture("jax_train"))
+
+
+def test_secrets_in_a_url_are_in_no_exception(oxprof_bin):
+    # A loopback port nothing listens on: the connection is refused, nothing leaves the
+    # machine.
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    url = f"http://alice:s3cret@127.0.0.1:{port}/logs/h.xplane.pb?sig=t0ken&X-Amz-Signature=f00"
+    with pytest.raises(oxprof.Error) as caught:
+        oxprof.open(url).tool("overview_page")
+    message = str(caught.value)
+    for secret in ("s3cret", "t0ken", "f00"):
+        assert secret not in message, message
+    assert f"127.0.0.1:{port}/logs/h.xplane.pb" in message
+    assert message == cli_error(oxprof_bin, "data", "overview_page", url)

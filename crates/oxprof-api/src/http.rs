@@ -33,6 +33,9 @@ pub use crate::catalog::{ServedRun, available_tools, available_tools_of_file, ho
 pub use crate::session::DEFAULT_CACHE_BYTES;
 pub use guard::{Guard, Request, TOKEN_HEADER};
 pub use oxprof_flight::CacheStats;
+/// Secrets (URL userinfo, signatures, tokens) out of any text a response, a log line or an
+/// exception carries: the one redaction function, owned by the crate that owns URLs.
+pub use oxprof_objstore::{redact, redact_query};
 pub use query::Query;
 
 use crate::ApiError;
@@ -199,8 +202,10 @@ impl HttpError {
         HttpError { status: 500, message: "internal error while answering this request (see the server log)".into() }
     }
 
+    /// The error body. Every error answered goes through here: no secret leaves in one,
+    /// however the message was made.
     fn response(&self) -> HttpResponse {
-        HttpResponse::json(self.status, &json!({"error": self.message, "status": self.status}))
+        HttpResponse::json(self.status, &json!({"error": redact(&self.message), "status": self.status}))
     }
 }
 
@@ -396,7 +401,8 @@ impl Service {
         let root = self.root();
         let canonical = root.canonicalize().ok();
         let name = root.file_name().or_else(|| canonical.as_deref().and_then(Path::file_name));
-        name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into())
+        // A URL's last part may carry its query string (`logs?sig=…`).
+        name.map(|n| redact(&n.to_string_lossy()).into_owned()).unwrap_or_else(|| ".".into())
     }
 
     /// Counters of the session's cache (every kind of entry together).
@@ -733,8 +739,13 @@ impl Service {
                     &json!({
                         "root": self.root_name(),
                         "runs": runs,
-                        "skipped": snapshot.skipped,
-                        "empty_reason": if snapshot.runs.is_empty() { snapshot.empty_reason.clone() } else { None },
+                        // Messages of failed listings, which may name a store's URL.
+                        "skipped": snapshot.skipped.iter().map(|s| redact(s)).collect::<Vec<_>>(),
+                        "empty_reason": if snapshot.runs.is_empty() {
+                            snapshot.empty_reason.as_deref().map(|r| redact(r).into_owned())
+                        } else {
+                            None
+                        },
                     }),
                 ))
             }

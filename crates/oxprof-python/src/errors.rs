@@ -38,8 +38,10 @@ pub(crate) fn one_line(error: &dyn std::error::Error) -> String {
 }
 
 /// An instance of `oxprof.errors.<class>` carrying `message` (a `RuntimeError` if that
-/// module cannot be imported, which only a broken installation does).
+/// module cannot be imported, which only a broken installation does). Every exception oxprof
+/// raises is made here: no secret of a URL (userinfo, signature, token) is in one.
 pub(crate) fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
+    let message = oxprof_api::http::redact(&message).into_owned();
     let made = py.import("oxprof.errors").and_then(|module| module.getattr(class)?.call1((message.clone(),)));
     match made {
         Ok(instance) => PyErr::from_value(instance),

@@ -310,6 +310,8 @@ async fn handle(State(state): State<AppState>, request: Request) -> Response {
             Body::Stream(_) => "streamed".to_string(),
             _ => format!("{} B", response.body.as_bytes().len()),
         };
+        // A request may carry a URL's secrets in its query (a store URL as a parameter).
+        let (path, query) = (oxprof_api::http::redact(&path), oxprof_api::http::redact_query(&query));
         eprintln!(
             "{method} {path}{sep}{query} {} {size} {:.1} ms",
             response.status,

@@ -498,7 +498,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("oxprof: {e:#}");
+            // Whatever made the error, a URL's secrets (userinfo, signatures) are not printed.
+            eprintln!("oxprof: {}", oxprof_objstore::redact(&format!("{e:#}")));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
