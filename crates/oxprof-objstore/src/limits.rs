@@ -1,5 +1,5 @@
 //! What a store's server may make oxprof do: how many entries and directory levels a
-//! listing may hold, how large an answer that is not an object's bytes may be, and which
+//! listing may hold, how long it may take, how large an answer that is not an object's bytes may be, and which
 //! other origins a redirect may lead to. Each has a default and an environment variable that
 //! changes it, which the error for that limit names. (Object bytes are held to
 //! `--max-profile-bytes` and to the ranges asked for, in `store.rs` and `transport.rs`.)
@@ -11,6 +11,10 @@ pub const DEFAULT_MAX_LISTED: usize = 1_000_000;
 /// Directory levels a WebDAV walk descends below the logdir (XProf's layout is
 /// `run/plugins/profile/session/file`).
 pub const DEFAULT_MAX_DEPTH: usize = 12;
+/// Seconds one listing (a WebDAV walk: one PROPFIND per directory) may take: a server
+/// that answers every PROPFIND with hundreds of fresh directories cannot keep a request
+/// walking for the minutes the entry budget alone would allow.
+pub const DEFAULT_MAX_LIST_SECONDS: u64 = 120;
 /// Largest answer that is not an object's bytes: a PROPFIND, a listing page, an error body,
 /// a token (a page of 1,000 S3 keys is ~0.3 MB; a PROPFIND of 30,000 entries ~16 MB).
 pub const DEFAULT_MAX_LIST_BYTES: u64 = 16 << 20;
@@ -19,6 +23,8 @@ pub const DEFAULT_MAX_LIST_BYTES: u64 = 16 << 20;
 pub const MAX_LISTED_VAR: &str = "OXPROF_OBJSTORE_MAX_LISTED";
 /// The variable that raises [`StoreLimits::max_depth`].
 pub const MAX_DEPTH_VAR: &str = "OXPROF_OBJSTORE_MAX_DEPTH";
+/// The variable that raises [`StoreLimits::max_list_seconds`].
+pub const MAX_LIST_SECONDS_VAR: &str = "OXPROF_OBJSTORE_MAX_LIST_SECONDS";
 /// The variable that raises [`StoreLimits::max_list_bytes`] (in MiB).
 pub const MAX_LIST_MB_VAR: &str = "OXPROF_OBJSTORE_MAX_LIST_MB";
 /// The variable naming origins redirects may lead to (comma-separated; `*`: any).
@@ -31,6 +37,8 @@ pub struct StoreLimits {
     pub max_listed: usize,
     /// Most directory levels a WebDAV walk descends ([`MAX_DEPTH_VAR`]).
     pub max_depth: usize,
+    /// Longest one listing may take, in seconds ([`MAX_LIST_SECONDS_VAR`]).
+    pub max_list_seconds: u64,
     /// Largest answer that is not an object's bytes, in bytes ([`MAX_LIST_MB_VAR`]).
     pub max_list_bytes: u64,
     /// Origins (`scheme://host[:port]`) a redirect may lead to besides the request's own
@@ -49,6 +57,7 @@ impl Default for StoreLimits {
         let mut limits = StoreLimits {
             max_listed: number(MAX_LISTED_VAR).map_or(DEFAULT_MAX_LISTED, |n| n as usize),
             max_depth: number(MAX_DEPTH_VAR).map_or(DEFAULT_MAX_DEPTH, |n| n as usize),
+            max_list_seconds: number(MAX_LIST_SECONDS_VAR).unwrap_or(DEFAULT_MAX_LIST_SECONDS),
             max_list_bytes: number(MAX_LIST_MB_VAR).map_or(DEFAULT_MAX_LIST_BYTES, |mb| mb.saturating_mul(1 << 20)),
             redirect_origins: Vec::new(),
             redirect_anywhere: false,
@@ -102,6 +111,7 @@ mod tests {
         let limits = StoreLimits {
             max_listed: 1,
             max_depth: 1,
+            max_list_seconds: 1,
             max_list_bytes: 1,
             redirect_origins: Vec::new(),
             redirect_anywhere: false,

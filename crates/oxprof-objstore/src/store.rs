@@ -14,7 +14,7 @@
 //!   URL, size and ETag (`--cache-dir`, bounded, least recently used out first).
 
 use crate::connect::{Connection, RemoteOptions, connect};
-use crate::limits::{MAX_DEPTH_VAR, MAX_LISTED_VAR};
+use crate::limits::{MAX_DEPTH_VAR, MAX_LIST_SECONDS_VAR, MAX_LISTED_VAR};
 use crate::location::Location;
 use crate::runtime::{spawn, wait};
 use crate::transport::ObjectBytes;
@@ -96,6 +96,7 @@ enum ListFailure {
     Store(object_store::Error),
     TooMany,
     TooDeep,
+    TooSlow,
 }
 
 impl From<object_store::Error> for ListFailure {
@@ -164,7 +165,8 @@ impl RemoteStore {
         let key = (!prefix.is_empty()).then(|| Key::from(prefix));
         let by_directory = self.at.cloud == crate::Cloud::Http;
         let (max_listed, max_depth) = (self.limits.max_listed, self.limits.max_depth);
-        let listed = wait(async move {
+        let max_seconds = self.limits.max_list_seconds;
+        let listing = async move {
             if by_directory {
                 return walk_directories(store, key, max_listed, max_depth).await;
             }
@@ -180,6 +182,10 @@ impl RemoteStore {
                 }
             }
             Ok(out)
+        };
+        // Dropping the listing at the deadline cancels its requests in flight.
+        let listed = wait(async move {
+            tokio::time::timeout(Duration::from_secs(max_seconds), listing).await.unwrap_or(Err(ListFailure::TooSlow))
         });
         let url = self.at.name_of(prefix);
         match listed {
@@ -195,6 +201,13 @@ impl RemoteStore {
                 what: format!(
                     "directories nested more than {max_depth} levels deep under this logdir; name a deeper \
                      directory, or raise {MAX_DEPTH_VAR}"
+                ),
+            }),
+            Err(ListFailure::TooSlow) => Err(StoreError::Limit {
+                url,
+                what: format!(
+                    "listing took more than {max_seconds} s (a WebDAV walk lists each directory in turn); \
+                     name a narrower logdir, or raise {MAX_LIST_SECONDS_VAR}"
                 ),
             }),
             Err(ListFailure::Store(e)) => Err(self.error(&url, e)),

@@ -494,6 +494,27 @@ fn a_wide_fan_out_stops_at_the_entry_budget() {
     assert!(server.requests() < 1 + 300 + 20_000 / 300 + 16, "{} PROPFINDs", server.requests());
 }
 
+/// The same fan-out under the default entry budget (a million entries, thousands of
+/// PROPFINDs): the walk ends at its time budget instead of outliving the request.
+#[test]
+fn a_wide_fan_out_under_the_default_entry_budget_ends_at_the_time_budget() {
+    let server = Server::start(move |request: &Request, _| match request.method.as_str() {
+        "PROPFIND" => {
+            let dir = request.path.trim_end_matches('/').to_string();
+            let mut entries = vec![(format!("{dir}/"), true)];
+            entries.extend((0..300).map(|i| (format!("{dir}/d{i}/"), true)));
+            dav(multistatus(&entries))
+        }
+        _ => not_found(),
+    });
+    let outcome = in_child("discover", &server.url("/logs"), &[("OXPROF_OBJSTORE_MAX_LIST_SECONDS", "2")]);
+    let message = one_line_error(&outcome);
+    assert!(
+        message.contains("listing took more than 2 s") && message.contains("OXPROF_OBJSTORE_MAX_LIST_SECONDS"),
+        "{message}"
+    );
+}
+
 /// Each directory holds one more, without end: the walk stops at the depth budget instead of
 /// answering as if the tree ended there.
 #[test]
