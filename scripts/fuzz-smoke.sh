@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Bounded fuzz smoke test of the XSpace decoder (fuzz/fuzz_targets/decode_xspace.rs) or,
 # with FUZZ_TARGET=import_kineto, of the PyTorch trace importer
-# (fuzz/fuzz_targets/import_kineto.rs).
+# (fuzz/fuzz_targets/import_kineto.rs), or, with FUZZ_TARGET=sql_query, of the SQL engine
+# (fuzz/fuzz_targets/sql_query.rs; its build brings DataFusion: long, so CI runs the
+# grammar-based scripts/sql-fuzz-smoke.py instead).
 #
 #   scripts/fuzz-smoke.sh            # 60 s of fuzzing
 #   FUZZ_SECONDS=600 scripts/fuzz-smoke.sh
@@ -22,7 +24,10 @@
 # (small ones seed, larger ones are imported once each), a few odd traces written here,
 # and a dictionary of JSON tokens (fuzz/import_kineto.dict).
 #
-# Env: FUZZ_TARGET (decode_xspace or import_kineto), FUZZ_SECONDS (default 60), FUZZ_SANITIZER (default none),
+# sql_query's corpus: every statement of testdata/sql/*.sql, the views' examples and a few
+# hostile statements written here, with a dictionary of SQL tokens (fuzz/sql_query.dict).
+#
+# Env: FUZZ_TARGET (decode_xspace, import_kineto or sql_query), FUZZ_SECONDS (default 60), FUZZ_SANITIZER (default none),
 #      FUZZ_SEED_MAX_BYTES (default 65536: larger decompressed profiles are decoded once
 #      each instead of seeding the corpus).
 set -euo pipefail
@@ -157,10 +162,29 @@ seed_file() { # $1 = file, $2 = corpus name
         large=$((large + 1))
     fi
 }
+seed_sql() {
+    local n=0 statement
+    for f in "$root"/testdata/sql/*.sql; do
+        # One statement per `;`, comments dropped.
+        while IFS= read -r -d ';' statement; do
+            statement="$(printf '%s' "$statement" | grep -v '^[[:space:]]*--' | tr '\n' ' ')"
+            [[ -n "${statement// /}" ]] || continue
+            printf '%s' "$statement" >"$corpus/seed-sql-$n"
+            n=$((n + 1))
+        done <"$f"
+    done
+    printf '%s' "SELECT * FROM top_ops_per_step WHERE rank <= 3 ORDER BY step, rank" >"$corpus/seed-sql-view"
+    printf '%s' "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 100) SELECT count(*) FROM t" >"$corpus/seed-sql-recursive"
+    printf '%s' "SELECT length(repeat('x', 1000) || lpad(name, 20, '.')) FROM slice LIMIT 3" >"$corpus/seed-sql-strings"
+    printf '%s' "WITH a AS (SELECT 1 AS x), b AS (SELECT x FROM a UNION ALL SELECT x FROM a) SELECT count(*) FROM b" >"$corpus/seed-sql-cte"
+}
 if [[ "$target" == decode_xspace ]]; then
     seed_synthetic
     seed_dir="$root/testdata/profiles"
     pattern='*.xplane.pb.gz'
+elif [[ "$target" == sql_query ]]; then
+    seed_sql
+    seed_dir=""
 else
     seed_kineto
     for f in "$root"/crates/oxprof-kineto/tests/data/*.json; do
@@ -169,7 +193,7 @@ else
     seed_dir="$root/testdata/kineto"
     pattern='*.json.gz'
 fi
-if [[ -d "$seed_dir" ]]; then
+if [[ -n "$seed_dir" && -d "$seed_dir" ]]; then
     while IFS= read -r -d '' gz; do
         name="testdata-$(printf '%s' "${gz#"$root/testdata/"}" | tr '/' '_')"
         seed_file "$gz" "${name%.gz}"

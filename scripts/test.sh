@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs everything CI runs: formatting, lints, all Rust tests (including live captures from
-# a real JAX program), the web UI's checks and browser tests, and a bounded fuzz smoke run.
+# a real JAX program), the web UI's checks and browser tests, and bounded fuzz smoke runs.
 # Works on a fresh machine with the Rust toolchain, Python 3.11 with pip and Node 20 with
 # npm; installs the rest itself (a JAX venv in .venv-test, Debian's chromium, maturin and
 # zig from PyPI for the wheel).
@@ -90,5 +90,12 @@ if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   bash scripts/fuzz-smoke.sh
   step "fuzz smoke: PyTorch trace importer (${FUZZ_SECONDS:-60} s)"
   FUZZ_TARGET=import_kineto bash scripts/fuzz-smoke.sh
+  # Hostile SQL from a grammar against oxprof serve and oxprof query under an RSS watchdog.
+  # The release binary when there is one (the numbers), else cargo test's debug one:
+  # building a release DataFusion here would cost more than the smoke itself.
+  oxprof_bin=target/release/oxprof
+  [ -x "$oxprof_bin" ] || oxprof_bin=target/debug/oxprof
+  step "fuzz smoke: SQL grammar against $oxprof_bin (${FUZZ_SECONDS:-60} s)"
+  python3 scripts/sql-fuzz-smoke.py --bin "$oxprof_bin" --seconds "${FUZZ_SECONDS:-60}"
 fi
 step "all checks passed"

@@ -437,6 +437,15 @@ impl Service {
         response
     }
 
+    /// `error` as this service answers errors (JSON body, security headers), for answers
+    /// made outside [`Service::handle_request`]: the server's to a request line too long
+    /// to parse.
+    pub fn error_answer(&self, error: HttpError) -> HttpResponse {
+        let mut response = self.error_response(error);
+        add_security_headers(&mut response, &self.csp, self.options.frame_ancestors.is_empty());
+        response
+    }
+
     /// An error as JSON, with the root's absolute path taken out of its message.
     fn error_response(&self, error: HttpError) -> HttpResponse {
         HttpError { message: self.catalog().redact(&error.message), ..error }.response()
@@ -727,6 +736,7 @@ impl Service {
                     "root": self.root_name(),
                     "demo": self.options.demo,
                     "cache": cache_json(&self.cache_stats()),
+                    "memory": memory_json(&self.session),
                     "files": file_counts_json(&self.session.file_counts()),
                     "tools": registry::to_json(),
                 }),
@@ -864,6 +874,24 @@ fn cache_json(stats: &CacheStats) -> Value {
         "computations": stats.computations,
         "evictions": stats.evictions,
     })
+}
+
+/// Memory held for the session outside its cache (`sql`: the SQL engine's queries), by name.
+fn memory_json(session: &Session) -> Value {
+    let accounts: serde_json::Map<String, Value> = session
+        .memory_accounts()
+        .into_iter()
+        .map(|a| {
+            let value = json!({
+                "bytes": a.bytes,
+                "limit_bytes": a.limit_bytes,
+                "peak_bytes": a.peak_bytes,
+                "active": a.active,
+            });
+            (a.name.to_string(), value)
+        })
+        .collect();
+    Value::Object(accounts)
 }
 
 fn file_counts_json(counts: &crate::session::FileCounts) -> Value {

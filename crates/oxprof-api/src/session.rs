@@ -101,6 +101,8 @@ enum CacheKey {
     /// A PyTorch trace read for the PyTorch views (`crate::pytorch`) and the HTA tools
     /// (`crate::hta`), from one load of the file.
     PyTorch(FileId),
+    /// A value another crate keeps under the session's bound ([`Session::keep`]).
+    Kept(String),
 }
 
 enum Cached {
@@ -108,6 +110,8 @@ enum Cached {
     Analysis(Arc<HostAnalysis>),
     Trace(Arc<HostTraceData>),
     PyTorch(Arc<PytorchFile>),
+    /// See [`Session::keep`]: any value, with the bytes it holds.
+    Kept(Arc<dyn std::any::Any + Send + Sync>, usize),
 }
 
 /// One PyTorch trace as both tool families read it: switching between a PyTorch view and an
@@ -133,6 +137,7 @@ impl Weighted for Cached {
             Cached::Analysis(a) => analysis_bytes(a),
             Cached::Trace(t) => t.heap_bytes(),
             Cached::PyTorch(p) => p.parsed.heap_bytes() + p.hta.trace.heap_bytes() + p.hta.parts.heap_bytes(),
+            Cached::Kept(_, bytes) => *bytes,
         }
     }
 }
@@ -240,6 +245,30 @@ pub struct Session {
     gate: Gate,
     cache: FlightCache<CacheKey, Cached, SharedError>,
     counts: std::sync::Mutex<FileCounts>,
+    /// See [`Session::memory_accounts`].
+    accounts: std::sync::Mutex<Vec<std::sync::Weak<dyn MemoryAccount>>>,
+}
+
+/// Memory something holds for a session outside its cache, within a limit of its own
+/// (the SQL engine's working memory of queries running).
+pub trait MemoryAccount: Send + Sync {
+    /// What it is, what it holds and its limit.
+    fn stats(&self) -> MemoryAccountStats;
+}
+
+/// One [`MemoryAccount`]'s use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryAccountStats {
+    /// What it is (`sql`).
+    pub name: &'static str,
+    /// Bytes held now.
+    pub bytes: usize,
+    /// Its limit.
+    pub limit_bytes: usize,
+    /// The most it held at once.
+    pub peak_bytes: usize,
+    /// Things it is doing now (queries running).
+    pub active: usize,
 }
 
 impl Session {
@@ -254,6 +283,7 @@ impl Session {
             gate: Gate { free: std::sync::Mutex::new(max_concurrent_loads()), opened: std::sync::Condvar::new() },
             cache: FlightCache::new(options.cache_bytes),
             counts: Default::default(),
+            accounts: Default::default(),
         })
     }
 
@@ -322,7 +352,7 @@ impl Session {
             (CacheKey::Trace(_), false) => counts.traces_found += 1,
             (CacheKey::PyTorch(_), true) => counts.pytorch_computed += 1,
             (CacheKey::PyTorch(_), false) => counts.pytorch_found += 1,
-            (CacheKey::Response(_), _) => {}
+            (CacheKey::Response(_) | CacheKey::Kept(_), _) => {}
         }
     }
 
@@ -412,6 +442,52 @@ impl Session {
             Cached::Response(rendered) => Some(rendered.clone()),
             _ => None,
         }
+    }
+
+    // ---- Values other crates keep under the session's one bound -------------------------
+    // Added for the SQL engine (`oxprof-sql`), whose built table columns must count in
+    // `--cache-mb` like every other cache of the process; kept small and generic so the
+    // session stays the one owner of cached memory.
+
+    /// Keeps `value` (holding about `bytes`) under `key` with the session's other entries,
+    /// least recently used first out. `key` should include [`Session::file_key`] of every
+    /// file the value was computed from, so a rewritten file is never answered from it. A
+    /// value already kept or being computed under `key` is left as it is.
+    pub fn keep<T: std::any::Any + Send + Sync>(&self, key: String, value: Arc<T>, bytes: usize) {
+        if let Lookup::Compute(claim) = self.cache.lookup(&CacheKey::Kept(key), false) {
+            // Keeping a finished value cannot fail; the result is the value just kept.
+            let _ = claim.fulfil(Ok(Cached::Kept(value, bytes)));
+        }
+    }
+
+    /// The value kept under `key` by [`Session::keep`], if it is still there and a `T`.
+    pub fn kept<T: std::any::Any + Send + Sync>(&self, key: &str) -> Option<Arc<T>> {
+        match &*self.cache.peek(&CacheKey::Kept(key.to_string()))? {
+            Cached::Kept(value, _) => value.clone().downcast::<T>().ok(),
+            _ => None,
+        }
+    }
+
+    /// `file`'s identity for cache keys: its name in the store and its size, modification
+    /// time and version tag now (`None` when it cannot be read).
+    pub fn file_key(&self, file: &HostFile) -> Option<String> {
+        let stat = self.store.stat(&file.path).ok()?;
+        let etag = stat.etag.as_deref().unwrap_or("");
+        Some(format!("{}\0{}\0{}\0{etag}", file.path.display(), stat.size, stat.modified_ns))
+    }
+
+    /// Memory held for the session outside its cache, by whoever registered it with
+    /// [`Session::add_memory_account`] (the SQL engine's query memory), for monitoring.
+    pub fn memory_accounts(&self) -> Vec<MemoryAccountStats> {
+        let accounts = self.accounts.lock().unwrap_or_else(|p| p.into_inner());
+        accounts.iter().filter_map(|a| a.upgrade()).map(|a| a.stats()).collect()
+    }
+
+    /// Reports `account` in [`Session::memory_accounts`] while it lives (it is held weakly).
+    pub fn add_memory_account(&self, account: std::sync::Weak<dyn MemoryAccount>) {
+        let mut accounts = self.accounts.lock().unwrap_or_else(|p| p.into_inner());
+        accounts.retain(|a| a.strong_count() > 0);
+        accounts.push(account);
     }
 
     /// `file`'s OpStats analysis from `space`, its model the caller already decoded (with

@@ -6,6 +6,7 @@ mod assets;
 mod demo;
 #[cfg(feature = "sql")]
 mod query;
+mod too_long;
 
 use axum::Router;
 use axum::body::Body as AxumBody;
@@ -178,6 +179,8 @@ async fn start_with(
     };
     #[cfg(feature = "sql")]
     let service = with_sql_routes(service);
+    // Requests hyper refuses itself (a URL past 64 KiB) get the service's headers too.
+    let listener = too_long::Listener::new(listener, &service);
     let service = Arc::new(service);
     let state = AppState { service, log_requests: options.log_requests, in_flight: Default::default() };
     // The fastest gzip level: a trace body of a few MB compresses ~4× faster than at the

@@ -1,35 +1,35 @@
 //! `/oxprof/api/query` and `/oxprof/api/query/schema`: SQL over the served runs, answered
 //! by `oxprof-sql` (read-only statements, within the time, row and memory limits below).
 //!
-//! GET, like every read-only route: `?sql=...&run=...&max_rows=...`. The engine of a run
-//! reads through the service's own session (its store — local or object store —, input
-//! budgets, decode gate and persistent cache), keeps the built tables for the next
-//! query within [`TABLE_CACHE`], and is kept while the run's files are unchanged. A
-//! repeated query's response comes from the session's response cache.
+//! GET, like every read-only route: `?sql=...&run=...&max_rows=...`. One engine serves
+//! every run of the service's session and reads through it (its store — local or object
+//! store —, input budgets, decode gate and persistent cache); the tables it builds are
+//! kept in the session's cache (`--cache-mb`), and its queries' working memory, all
+//! queries together, within [`QUERY_MEMORY`] (both in `/oxprof/api/info`). A repeated
+//! query's response comes from the session's response cache.
 
 use oxprof_api::ApiError;
 use oxprof_api::http::{HttpError, HttpResponse, Query, Service};
 use oxprof_api::session::Rendered;
 use oxprof_sql::{Engine, QueryLimits, QueryResult};
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Wall time after which a query is cancelled.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Rows a response carries at most (`max_rows` may ask for fewer).
 pub const MAX_ROWS: usize = 10_000;
-/// Memory a query's operators may hold.
+/// Memory the queries running at once may hold together (their operators' and the strings
+/// their functions build).
 pub const QUERY_MEMORY: usize = 1 << 30;
-/// Built tables (only the columns queries read) kept between queries, per engine.
-pub const TABLE_CACHE: usize = 512 << 20;
-/// Longest SQL accepted.
-pub const MAX_SQL_BYTES: usize = 64 << 10;
+/// Longest SQL accepted (a URL of about this length is the most the server reads).
+pub const MAX_SQL_BYTES: usize = oxprof_sql::MAX_SQL_BYTES;
 
-/// The engines of the runs queried so far (the last few), by run fingerprint.
+/// The session's engine, started by the first query.
 #[derive(Default)]
 pub struct QueryRoute {
-    engines: Mutex<Vec<(String, Arc<Engine>)>>,
+    engine: OnceLock<Result<Arc<Engine>, String>>,
 }
 
 impl QueryRoute {
@@ -38,29 +38,18 @@ impl QueryRoute {
         QueryRoute::default()
     }
 
-    fn engine(&self, service: &Service, q: &Query) -> Result<Arc<Engine>, HttpError> {
-        let run = service.resolve_run(q)?;
-        let key = service.session().fingerprint(&run);
-        let mut engines = self.engines.lock().map_err(|_| HttpError {
-            status: 500,
-            message: "the query engines are unavailable (a query panicked)".into(),
-        })?;
-        if let Some((_, e)) = engines.iter().find(|(k, _)| *k == key) {
-            return Ok(e.clone());
-        }
-        let limits = QueryLimits {
-            max_rows: Some(MAX_ROWS),
-            timeout: Some(QUERY_TIMEOUT),
-            memory_bytes: QUERY_MEMORY,
-            cache_bytes: TABLE_CACHE,
-            ..QueryLimits::default()
-        };
-        let engine = Arc::new(Engine::new(service.shared_session(), vec![run], limits).map_err(internal)?);
-        if engines.len() >= 2 {
-            engines.remove(0);
-        }
-        engines.push((key, engine.clone()));
-        Ok(engine)
+    fn engine(&self, service: &Service) -> Result<Arc<Engine>, HttpError> {
+        let started = self.engine.get_or_init(|| {
+            let limits = QueryLimits {
+                max_rows: Some(MAX_ROWS),
+                timeout: Some(QUERY_TIMEOUT),
+                memory_bytes: QUERY_MEMORY,
+                max_sql_bytes: MAX_SQL_BYTES,
+                ..QueryLimits::default()
+            };
+            Engine::new(service.shared_session(), Vec::new(), limits).map(Arc::new).map_err(|e| e.to_string())
+        });
+        started.clone().map_err(|message| HttpError { status: 500, message })
     }
 
     /// `/oxprof/api/query?sql=...`.
@@ -81,13 +70,12 @@ impl QueryRoute {
         let run = service.resolve_run(q)?;
         let key = format!("query\0{}\0{max_rows}\0{sql}", service.session().fingerprint(&run));
         let rendered = service.session().response(key, false, || {
-            let engine =
-                self.engine(service, q).map_err(|e| ApiError::Http { status: e.status, message: e.message })?;
+            let engine = self.engine(service).map_err(|e| ApiError::Http { status: e.status, message: e.message })?;
             let started = std::time::Instant::now();
-            let result = engine.query(sql).map_err(|e| {
-                let status = if e.is_bad_request() { 400 } else { 500 };
-                ApiError::Http { status, message: e.to_string() }
-            })?;
+            // Profile errors answer as `/data` does (413, 422, …), the query's own as 400.
+            let result = engine
+                .query_runs(sql, std::slice::from_ref(&run))
+                .map_err(|e| ApiError::Http { status: e.http_status(), message: e.to_string() })?;
             let body = serde_json::to_vec(&result_json(&result, max_rows, started.elapsed())).unwrap_or_default();
             Ok(Rendered { content_type: "application/json", body: body.into(), notes: Vec::new() })
         })?;
@@ -116,11 +104,8 @@ impl QueryRoute {
     }
 }
 
-fn internal(e: oxprof_sql::SqlError) -> HttpError {
-    HttpError { status: 500, message: e.to_string() }
-}
-
-/// A result as `{columns: [{name, type}], rows: [[…]], row_count, truncated, elapsed_ms}`.
+/// A result as `{columns: [{name, type}], rows: [[…]], row_count, truncated, warnings,
+/// elapsed_ms}` (`warnings`: hosts left out because their profile could not be read).
 fn result_json(result: &QueryResult, max_rows: usize, elapsed: Duration) -> Value {
     let columns: Vec<Value> =
         result.schema.fields().iter().map(|f| json!({"name": f.name(), "type": type_name(f.data_type())})).collect();
@@ -150,6 +135,7 @@ fn result_json(result: &QueryResult, max_rows: usize, elapsed: Duration) -> Valu
         "row_count": rows.len(),
         "rows": rows,
         "truncated": truncated,
+        "warnings": result.warnings,
         "elapsed_ms": elapsed.as_secs_f64() * 1e3,
     })
 }

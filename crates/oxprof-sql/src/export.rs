@@ -112,7 +112,7 @@ fn export_host(session: &Session, run: &ServedRun, file: &HostFile, dir: &Path) 
     let started = std::time::Instant::now();
     let space = {
         let _admission = session.admit();
-        session.load(file, &|_| true).map_err(|e| SqlError::Profile(e.to_string()))?
+        session.load(file, &|_| true).map_err(SqlError::profile)?
     };
     if std::env::var_os("OXPROF_EXPORT_TIMES").is_some() {
         eprintln!("export decode: {:.3} s", started.elapsed().as_secs_f64());
@@ -214,7 +214,7 @@ fn write_tool_tables(
     key: HostKey<'_>,
     partition: &dyn Fn(&TableDef) -> PathBuf,
 ) -> Result<ExportSummary, SqlError> {
-    session.host_analysis_of_decoded(file, space).map_err(|e| SqlError::Profile(e.to_string()))?;
+    session.host_analysis_of_decoded(file, space).map_err(SqlError::profile)?;
     let mut summary = ExportSummary::default();
     for def in TABLES.iter() {
         let Source::Tool { tool, table } = def.source else { continue };

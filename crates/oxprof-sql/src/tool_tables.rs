@@ -31,7 +31,7 @@ pub fn build(
         host: Some(key.host.to_string()),
         params: Default::default(),
     };
-    let report = compute(session, run, &request, false).map_err(|e| SqlError::Profile(e.to_string()))?;
+    let report = compute(session, run, &request, false).map_err(SqlError::profile)?;
     let Some(found) = report.tables().into_iter().find(|t| t.name == table) else { return Ok(None) };
     let converted = oxprof_arrow::record_batch(&found).map_err(|e| SqlError::Internal(e.to_string()))?;
     let batch = cross_arrow_versions(&converted.batch)?;

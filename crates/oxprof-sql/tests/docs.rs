@@ -62,7 +62,7 @@ fn pages() -> Vec<(String, String)> {
         pages.push((format!("{}.md", def.name), markdown_page(def, &tool)));
         index.push_str(&format!("| [`{0}`]({0}.md) | {1} |\n", def.name, def.doc));
     }
-    index.push_str("\nViews: [views.md](views.md).\n");
+    index.push_str("\nViews: [views.md](views.md). Limits and errors: [limits.md](limits.md).\n");
     let mut views =
         String::from("# Views\n\nNamed queries, registered (with the tables they read) when a query names them.\n");
     for v in oxprof_sql::views::VIEWS {

@@ -185,6 +185,13 @@ enum Command {
         /// file whatever the host count; more overlap decoding on multi-host runs.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
         hosts_at_once: u16,
+        /// Cancel a query running longer than this many seconds (default: no limit).
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        timeout: Option<u64>,
+        /// Memory queries may hold for sorts, joins, aggregations and the strings their
+        /// functions build (e.g. 8GiB); a query needing more is cancelled with a message.
+        #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4GiB")]
+        sql_memory: u64,
         #[command(flatten)]
         budget: InputBudget,
     },
@@ -596,14 +603,18 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Capture(args) => Ok(ExitCode::from(capture(&args)?)),
-        Command::Query { sql, path, run, format, repl, hosts_at_once, budget } => {
-            let hosts_at_once = usize::from(hosts_at_once);
+        Command::Query { sql, path, run, format, repl, hosts_at_once, timeout, sql_memory, budget } => {
+            let sql_budget = sql::Budget {
+                hosts_at_once: usize::from(hosts_at_once),
+                timeout: timeout.map(std::time::Duration::from_secs),
+                memory_bytes: usize::try_from(sql_memory).unwrap_or(usize::MAX),
+            };
             if repl {
                 let path = path.or_else(|| sql.map(PathBuf::from)).context("--repl needs a PATH")?;
-                sql::repl(&path, run.as_deref(), hosts_at_once, budget.limits())?;
+                sql::repl(&path, run.as_deref(), sql_budget, budget.limits())?;
             } else {
                 let (Some(sql), Some(path)) = (sql, path) else { anyhow::bail!("give the SQL and a PATH") };
-                sql::query(&sql, &path, run.as_deref(), format, hosts_at_once, budget.limits())?;
+                sql::query(&sql, &path, run.as_deref(), format, sql_budget, budget.limits())?;
             }
             Ok(ExitCode::SUCCESS)
         }

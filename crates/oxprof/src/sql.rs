@@ -59,9 +59,43 @@ fn open(
     Ok((session, runs))
 }
 
-/// Why a query failed, as the CLI's one line (exit 2 either way).
+/// Why a query failed, as the CLI's one line (exit 2 either way), naming the flag that
+/// raises the limit it hit.
 fn failed(error: SqlError) -> anyhow::Error {
-    anyhow::anyhow!(error)
+    match error {
+        SqlError::Memory(_) => anyhow::anyhow!("{error} (--sql-memory)"),
+        SqlError::TimedOut(_) => anyhow::anyhow!("{error} (--timeout)"),
+        error => anyhow::anyhow!(error),
+    }
+}
+
+/// What `oxprof query` may spend.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Host files a scan decodes at once (`--hosts-at-once`).
+    pub hosts_at_once: usize,
+    /// Wall time after which a query is cancelled (`--timeout`; none by default).
+    pub timeout: Option<std::time::Duration>,
+    /// Memory queries may hold for their operators and the strings they build (`--sql-memory`).
+    pub memory_bytes: usize,
+}
+
+impl Budget {
+    fn limits(&self) -> QueryLimits {
+        QueryLimits {
+            hosts_at_once: self.hosts_at_once,
+            timeout: self.timeout,
+            memory_bytes: self.memory_bytes,
+            ..QueryLimits::default()
+        }
+    }
+}
+
+/// Hosts a query left out (their profile could not be read), one line each on stderr.
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("oxprof: warning: {w}");
+    }
 }
 
 /// `oxprof query SQL PATH`.
@@ -70,23 +104,23 @@ pub fn query(
     path: &Path,
     run: Option<&str>,
     format: QueryFormat,
-    hosts_at_once: usize,
+    budget: Budget,
     limits: oxprof_api::LoadLimits,
 ) -> Result<()> {
     let (session, runs) = open(path, run, limits)?;
-    let engine = Engine::new(session, runs, QueryLimits { hosts_at_once, ..QueryLimits::default() }).map_err(failed)?;
+    let engine = Engine::new(session, runs, budget.limits()).map_err(failed)?;
     let result = engine.query(sql).map_err(failed)?;
+    warn(&result.warnings);
     let mut out = crate::stdout::stdout();
     oxprof_sql::output::write(&result, format.into(), &mut out).map_err(failed)?;
     out.flush().context("cannot write to stdout")
 }
 
 /// `oxprof query --repl PATH`: statements ended by `;`, answered as tables, until EOF.
-pub fn repl(path: &Path, run: Option<&str>, hosts_at_once: usize, limits: oxprof_api::LoadLimits) -> Result<()> {
+pub fn repl(path: &Path, run: Option<&str>, budget: Budget, limits: oxprof_api::LoadLimits) -> Result<()> {
     let (session, runs) = open(path, run, limits)?;
     let hosts: usize = runs.iter().map(|r| r.hosts.len()).sum();
-    let limits = QueryLimits { cache_bytes: 1 << 30, hosts_at_once, ..QueryLimits::default() };
-    let engine = Engine::new(session, runs, limits).map_err(failed)?;
+    let engine = Engine::new(session, runs, budget.limits()).map_err(failed)?;
     let tables: Vec<&str> = oxprof_sql::schema::TABLES.iter().map(|t| t.name).collect();
     eprintln!(
         "oxprof SQL (schema {}) over {} run(s), {hosts} host(s). Tables: {}. End statements with ';', Ctrl-D quits.",
@@ -108,6 +142,7 @@ pub fn repl(path: &Path, run: Option<&str>, hosts_at_once: usize, limits: oxprof
                 let started = std::time::Instant::now();
                 match engine.query(&sql) {
                     Ok(result) => {
+                        warn(&result.warnings);
                         let mut out = crate::stdout::stdout();
                         oxprof_sql::output::write(&result, Format::Table, &mut out).map_err(failed)?;
                         eprintln!("{} rows in {:.3} s", result.row_count(), started.elapsed().as_secs_f64());
