@@ -57,7 +57,9 @@ cd "$fuzz_dir"
 
 # (b) build
 log "building $target (sanitizer: $sanitizer)"
-cargo fuzz build --sanitizer "$sanitizer" "$target"
+features=()
+[[ "$target" == sql_query ]] && features=(--features sql) # DataFusion only for this target
+cargo fuzz build --sanitizer "$sanitizer" "${features[@]}" "$target"
 
 # (c) seed corpus
 mkdir -p "$corpus" "$artifacts"
@@ -205,11 +207,11 @@ log "corpus: $(find "$corpus" -type f | wc -l) files; testdata: $seeded seeded,"
 # Runs the fuzz binary; on failure names the reproducers and exits with its status.
 fuzz() {
     local status=0
-    cargo fuzz run --sanitizer "$sanitizer" "$target" "$@" || status=$?
+    cargo fuzz run --sanitizer "$sanitizer" "${features[@]}" "$target" "$@" || status=$?
     if ((status != 0)); then
         log "FAILED (exit $status): crash, timeout or out-of-memory. Reproducers:"
         find "$artifacts" -type f -newer "$work/.start" -print >&2 || true
-        log "reproduce: (cd fuzz && cargo fuzz run --sanitizer $sanitizer $target <file>)"
+        log "reproduce: (cd fuzz && cargo fuzz run --sanitizer $sanitizer ${features[*]} $target <file>)"
         exit "$status"
     fi
 }

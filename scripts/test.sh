@@ -9,6 +9,7 @@
 #   SKIP_UI=1         skip the web UI's checks
 #   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
 #   SKIP_OBJSTORE=1   skip the object-store tests against real S3/Azure servers
+#   SKIP_LOAD=1       skip the 64-client load test of a release server (scripts/load-serve.py)
 #   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/test-sql-readers.sh; ~6 min, venv cached)
 #   OXPROF_FREE_DISK=1 delete each step's build products once no later step needs them
 #                     (.ci/run sets it: the CI disk is shared, and a full one failed a run)
@@ -76,9 +77,22 @@ fi
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then
   step "Python wheel: build (release), install into a fresh venv, pytest, example notebook"
   bash scripts/test-python.sh
-  # The release build behind the wheel (the wheel itself stays in target/wheels).
-  free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test
 fi
+
+# Hostile input against a release server (the wheel's build: no second release build), or
+# cargo test's debug binary when the wheel was skipped.
+oxprof_bin=target/x86_64-unknown-linux-gnu/release/oxprof
+[ -x "$oxprof_bin" ] || oxprof_bin=target/debug/oxprof
+if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
+  step "fuzz smoke: SQL grammar against $oxprof_bin under an RSS watchdog (${FUZZ_SECONDS:-60} s)"
+  python3 scripts/sql-fuzz-smoke.py --bin "$oxprof_bin" --seconds "${FUZZ_SECONDS:-60}"
+fi
+if [ "${SKIP_LOAD:-0}" != "1" ]; then
+  step "load: 64 clients for 60 s, SQL and a hostile object store mixed in, --cache-mb 64 ($oxprof_bin)"
+  python3 scripts/load-serve.py --bin "$oxprof_bin" --clients 64 --seconds 60 --cache-mb 64
+fi
+# The release build behind the wheel (the wheel itself stays in target/wheels).
+free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test
 
 if [ "${SKIP_SQL_READERS:-0}" != "1" ]; then
   step "SQL: DuckDB and Spark read oxprof's Parquet export; the Spark pod script equals oxprof query"
@@ -90,12 +104,5 @@ if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   bash scripts/fuzz-smoke.sh
   step "fuzz smoke: PyTorch trace importer (${FUZZ_SECONDS:-60} s)"
   FUZZ_TARGET=import_kineto bash scripts/fuzz-smoke.sh
-  # Hostile SQL from a grammar against oxprof serve and oxprof query under an RSS watchdog.
-  # The release binary when there is one (the numbers), else cargo test's debug one:
-  # building a release DataFusion here would cost more than the smoke itself.
-  oxprof_bin=target/release/oxprof
-  [ -x "$oxprof_bin" ] || oxprof_bin=target/debug/oxprof
-  step "fuzz smoke: SQL grammar against $oxprof_bin (${FUZZ_SECONDS:-60} s)"
-  python3 scripts/sql-fuzz-smoke.py --bin "$oxprof_bin" --seconds "${FUZZ_SECONDS:-60}"
 fi
 step "all checks passed"
