@@ -15,7 +15,6 @@ pub mod jsoncmp;
 pub mod model_tracker;
 pub mod op_stats;
 pub mod pytorch;
-pub mod report;
 #[cfg(test)]
 mod test_support;
 pub mod tf_op;

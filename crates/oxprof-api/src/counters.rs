@@ -7,7 +7,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::tools::dcn_perfetto::{MEGASCALE_PLANE_NAME, dcn_perfetto_trace, gzipped};
 use oxprof_analysis::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
 use oxprof_analysis::tools::event_time_fraction::{

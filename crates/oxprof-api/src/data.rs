@@ -10,7 +10,7 @@ use crate::catalog::ServedRun;
 use crate::registry::{self, Computation};
 use crate::session::{Session, SessionOptions};
 use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
-use oxprof_analysis::report::{Report, Table, XprofBody};
+use oxprof_report::{Report, Table, XprofBody};
 use oxprof_format::HostFile;
 use oxprof_model::LoadLimits;
 use serde_json::Value;

@@ -15,7 +15,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, DataResponse, with_notes};
 use crate::session::Session;
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::tools::graph_viewer::{self, TextKind};
 use oxprof_analysis::tools::memory_viewer::{self, MemoryViewerOptions};
 use oxprof_hlo::{

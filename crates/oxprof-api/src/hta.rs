@@ -16,7 +16,7 @@ use crate::session::{HtaRank, Session};
 use oxprof_analysis::hta::distributed::HtaDistributed;
 use oxprof_analysis::hta::gpu_idle::HtaGpuIdle;
 use oxprof_analysis::hta::parts::{RankParts, RankView, filter_applies};
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use rayon::prelude::*;
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@ use oxprof_analysis::inference::{
     HostInferenceStats, InferenceStats, combine, inference_latency, profile::InferenceProfile,
 };
 use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::tools::overview_page::OverviewPage;
 use std::sync::Arc;
 

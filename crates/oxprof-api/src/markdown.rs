@@ -1,12 +1,12 @@
 //! Markdown for people (`oxprof data TOOL --format md`), from a report's typed tables
-//! (`oxprof_analysis::report::Report::tables`) rendered by [`crate::table`]: XProf's
+//! (`oxprof_report::Report::tables`) rendered by [`crate::table`]: XProf's
 //! DataTables with their properties for the DataTable tools, oxprof's own summaries for
 //! the tools whose XProf body is a proto message (`op_profile`: the costliest ops;
 //! `memory_profile`: each allocator's peak and what was live at it; `pod_viewer`: each
 //! step on each core).
 
 use crate::table::tables_to_markdown;
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 
 /// A report as Markdown: `None` when its output has no tables at all (the trace viewer's
 /// events, the graph viewer's text), `Some("")` when its tables have nothing to show.

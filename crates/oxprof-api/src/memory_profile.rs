@@ -10,7 +10,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::tools::memory_profile::{MemoryProfile, memory_profile};
 use oxprof_format::HostFile;
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, TPU_PLANE_PREFIX};

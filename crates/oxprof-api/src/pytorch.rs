@@ -16,7 +16,7 @@ use oxprof_analysis::pytorch::{
     kernels::PytorchKernelStats, memory::PytorchMemory, modules::PytorchModules, operators::PytorchOpStats,
     overview::PytorchOverview,
 };
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 
 /// Which view.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 //! computation, the golden tests) reads it from here.
 //!
 //! Adding a tool is one analysis module (a typed report implementing
-//! `oxprof_analysis::report::Report`), one row in [`TOOLS`] (its computation) and one UI
+//! `oxprof_report::Report`), one row in [`TOOLS`] (its computation) and one UI
 //! page (`ui/src/pages/`, registered under the row's `page`); `tests/registry.rs` fails
 //! when a row is missing from any of those places. XProf's bodies, CSV and Markdown all
 //! come from the report the row computes.
@@ -14,7 +14,7 @@ use crate::data::DataRequest;
 use crate::session::Session;
 use oxprof_analysis::op_stats::OpStats;
 use oxprof_analysis::op_stats::convert::StepSelection;
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
     kernel_stats::KernelStats, op_profile, pod_viewer::PodViewer, roofline_model::RooflineModel,

@@ -1,7 +1,7 @@
 //! Tables for people: a report's typed [`Table`]s as GitHub-flavoured Markdown (CSV like
 //! XProf's `/data_csv` is `oxprof_wire::csv`).
 
-use oxprof_analysis::report::Table;
+use oxprof_report::Table;
 use oxprof_wire::datatable::CellValue;
 
 /// XProf's HTML in text (links in advice, line breaks) as Markdown: `<a href="U" …>T</a>`
@@ -114,7 +114,7 @@ pub fn tables_to_markdown(tables: &[Table]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_analysis::report::{ColumnKind, NumberFormat};
+    use oxprof_report::{ColumnKind, NumberFormat};
 
     #[test]
     fn renders_facts_then_rows() {

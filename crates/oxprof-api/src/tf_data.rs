@@ -11,7 +11,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
 use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;

@@ -16,7 +16,7 @@ use crate::persist::{Persisted, TRACE_INDEX_ENTRY, TRACE_JSON_ENTRY, TRACE_VIEW_
 use crate::persist::{decode_trace_json, write_trace_json};
 use crate::session::Session;
 use oxprof_analysis::grouping::{EventGroups, group_events};
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::trace::aggregate as agg;
 use oxprof_analysis::trace::lod::{self, LodHost, LodRequest, SearchQuery};
 use oxprof_analysis::trace::multi;

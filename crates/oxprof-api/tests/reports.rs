@@ -1,9 +1,9 @@
-//! Every tool's typed report (`oxprof_analysis::report::Report`) on the refkit profiles:
+//! Every tool's typed report (`oxprof_report::Report`) on the refkit profiles:
 //! its serde form reloads into the same report (XProf's body byte for byte from the
 //! reloaded one), it has tables for people, and XProf's CSV comes from it byte for byte
 //! wherever XProf recorded one.
 
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use oxprof_analysis::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
     kernel_stats::KernelStats, memory_profile::MemoryProfile, op_profile::OpProfile, overview_page::OverviewPage,

@@ -1,4 +1,4 @@
-//! A report's named tables (`oxprof_analysis::report::Table`) as Apache Arrow record
+//! A report's named tables (`oxprof_report::Table`) as Apache Arrow record
 //! batches: the one place that decides how oxprof's typed cells become columnar data, for
 //! Python's DataFrames now and SQL later.
 //!
@@ -27,7 +27,7 @@
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
-use oxprof_analysis::report::{ColumnKind, NumberFormat, Table};
+use oxprof_report::{ColumnKind, NumberFormat, Table};
 use oxprof_wire::datatable::CellValue;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 
 use crate::errors::{one_line, raise};
 use arrow_pyarrow::ToPyArrow;
-use oxprof_analysis::report::Report;
+use oxprof_report::Report;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 

@@ -9,7 +9,7 @@ use super::parts::{RankView, filter_summary, parts_of, sorted, views};
 use super::stragglers::{RankSteps, StepSpread, stragglers_of};
 use super::temporal::TemporalBreakdown;
 use super::trace::{FilterSummary, ProfilerStep, RankTrace};
-use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
+use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

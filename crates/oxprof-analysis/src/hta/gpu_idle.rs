@@ -8,7 +8,7 @@ use super::launch_stats::{Launch, LaunchSummary};
 use super::parts::{RankView, filter_summary, parts_of, sorted, views};
 use super::queue_length::QueueLengthSummary;
 use super::trace::{FilterSummary, RankTrace};
-use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
+use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! of `inference_stats_sampler.cc`.
 
 use super::{BatchDetail, InferenceStats, PerModelInferenceStats, RequestDetail};
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::cxx_printf::printf_fixed;
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;

@@ -15,7 +15,7 @@
 //! (its `profiler_start_ts`), sizes bytes, unrounded.
 
 use super::parse::{MemRecord, Parsed};
-use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
+use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};

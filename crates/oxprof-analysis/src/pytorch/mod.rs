@@ -1,6 +1,6 @@
 //! PyTorch analyses with torch-tb-profiler 0.4.3's numbers, on runs imported from Kineto
 //! JSON by `oxprof-kineto`: one module per tool, each a typed report implementing
-//! [`crate::report::Report`].
+//! [`oxprof_report::Report`].
 //!
 //! * [`parse`]: the run read once as torch-tb-profiler's `RunProfileData` reads it (operator
 //!   trees, runtimes and the device activity they launched, steps, role ranges);
@@ -24,7 +24,7 @@ mod ranges;
 #[cfg(test)]
 mod tests;
 
-use crate::report::{Table, XprofBody};
+use oxprof_report::{Table, XprofBody};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 
 pub use parse::{Parsed, is_pytorch, parse};
@@ -38,9 +38,9 @@ pub(crate) fn tables_body(tables: &[Table]) -> XprofBody {
         let mut dt = DataTable::new();
         for c in &t.columns {
             let ty = match c.kind {
-                crate::report::ColumnKind::Integer | crate::report::ColumnKind::Number => ColumnType::Number,
-                crate::report::ColumnKind::Text => ColumnType::String,
-                crate::report::ColumnKind::Boolean => ColumnType::Boolean,
+                oxprof_report::ColumnKind::Integer | oxprof_report::ColumnKind::Number => ColumnType::Number,
+                oxprof_report::ColumnKind::Text => ColumnType::String,
+                oxprof_report::ColumnKind::Boolean => ColumnType::Boolean,
             };
             dt.column(&c.name, ty, &c.label);
         }

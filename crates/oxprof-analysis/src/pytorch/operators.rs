@@ -7,7 +7,7 @@
 
 use super::parse::Parsed;
 use super::us;
-use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
+use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,7 @@
 
 use super::parse::{DeviceProps, NodeKind, Parsed, ROLES, Ty};
 use super::ranges::{self, Range};
-use crate::report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
+use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -7,7 +7,7 @@ use super::modules::PytorchModules;
 use super::operators::PytorchOpStats;
 use super::overview::PytorchOverview;
 use super::parse;
-use crate::report::Report;
+use oxprof_report::Report;
 use oxprof_model::{ModelBuilder, Value, XSpace};
 
 const US: i64 = 1_000_000;

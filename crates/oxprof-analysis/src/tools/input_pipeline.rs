@@ -7,7 +7,7 @@ use crate::op_stats::{
     CoreDetails, GenericStepBreakdown, HardwareType, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics,
     PerCoreStepInfo, StepBreakdown,
 };
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::step_breakdown::{
     DEFAULT_GPU_LOCAL_CORE_ID, IDLE, SPARSE_CORE_INDEX_START, Stat, StepSummary, anchor_element,
     diagnostics_data_table, event_type, f64_to_u64, pico_to_micro, pico_to_milli, populate_step_diagnostics,
@@ -65,13 +65,13 @@ pub struct PerTpuStepDetails {
     /// Maximum TensorCore infeed over cores.
     pub tc_infeed_time_ms: f64,
     /// Infeed % of step time, average over cores.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub infeed_percent_average: f64,
     /// Infeed %, minimum over cores.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub infeed_percent_minimum: f64,
     /// Infeed %, maximum over cores.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub infeed_percent_maximum: f64,
     /// Core with the largest infeed.
     pub coreid_max_infeed_time: u32,

@@ -3,7 +3,7 @@
 //! as `GenerateKernelStatsDataTable` (`xprof/convert/xplane_to_kernel_stats_db.cc`) renders it.
 
 use crate::op_stats::{KernelReport, KernelStatsDb, OpStats};
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;
 use serde::{Deserialize, Serialize};

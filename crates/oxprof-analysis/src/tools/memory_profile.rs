@@ -25,7 +25,7 @@
 //!   iteration order).
 
 use crate::grouping::{EventGroups, group_events, is_xspace_grouped};
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
 use oxprof_model::{StatValue, XPlane, XSpace};
 use oxprof_wire::datatable::CellValue;
@@ -54,7 +54,7 @@ pub struct AggregationStats {
     /// `bytes_available`.
     pub free_memory_bytes: i64,
     /// `fragmentation` as the allocator reported it.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub fragmentation: f64,
     /// `peak_bytes_in_use`.
     pub peak_bytes_in_use: i64,
@@ -850,7 +850,7 @@ impl Report for MemoryProfile {
     /// Per allocator: its peak (when, how much, fragmentation) and the allocations live at
     /// the peak, largest first (one empty table when there is no allocator).
     fn tables(&self) -> Vec<Table> {
-        use crate::report::{ColumnKind::*, NumberFormat::*};
+        use oxprof_report::{ColumnKind::*, NumberFormat::*};
         const MIB: f64 = 1024.0 * 1024.0;
         if self.allocators.is_empty() {
             return vec![Table::new("allocators")];

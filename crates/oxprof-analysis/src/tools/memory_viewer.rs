@@ -30,7 +30,7 @@ use oxprof_hlo::{
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use serde_json::Value;
 
@@ -349,7 +349,7 @@ impl Report for PreprocessResult {
 
     /// The module's peak: its figures, and the buffers live at it, largest first.
     fn tables(&self) -> Vec<Table> {
-        use crate::report::{ColumnKind::*, NumberFormat::*};
+        use oxprof_report::{ColumnKind::*, NumberFormat::*};
         let mut table = Table::new("peak_buffers")
             .fact("module_name", self.module_name.as_str())
             .fact("peak_heap_mib", format!("{:.2}", self.peak_heap_mib))

@@ -11,7 +11,7 @@ use crate::op_stats::op_metrics_db::{
     total_time_ps,
 };
 use crate::op_stats::{HardwareType, MemoryOperationType, OpMetrics, OpStats, SourceInfo, TpuCoreType};
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     MEMORY_SPACE_HBM, MEMORY_SPACE_ON_CHIP, giga_bytes_per_second_per_core,
     giga_flops_per_second_per_core_normalized_on_dvfs, giga_to_gibi, pico_to_nano, safe_divide, tera_to_giga,
@@ -194,7 +194,7 @@ impl Report for OpProfile {
     /// then the XLA ops, most time first, with the FLOP rate and HBM bandwidth
     /// utilizations XProf shows.
     fn tables(&self) -> Vec<Table> {
-        use crate::report::{ColumnKind::*, NumberFormat::*};
+        use oxprof_report::{ColumnKind::*, NumberFormat::*};
         let total = self.tree.metrics.raw_time;
         let mut groups = Table::new("groups");
         let mut ops = Table::new("ops");

@@ -7,7 +7,7 @@ use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_
 use crate::op_stats::{
     HostDependentJobInfo, KernelStatsDb, OpStats, OpStatsDiagnostics, PrecisionStats, RunEnvironment,
 };
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::input_pipeline::{
     BottleneckAnalysis, InputPipelineAnalysis, StepTimeBreakdown, compute_bottleneck_analysis,
     convert_op_stats_to_input_pipeline_analysis, input_pipeline_analysis_table,

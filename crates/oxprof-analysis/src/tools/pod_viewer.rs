@@ -8,7 +8,7 @@
 //! sub-messages (`summary`, `topology`) left out, 64-bit integers as strings.
 
 use crate::op_stats::{OpStats, StepBreakdown, StepInfoResult};
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::pico_to_micro;
 use crate::tools::step_breakdown::event_type;
 use oxprof_wire::datatable::CellValue;
@@ -230,7 +230,7 @@ impl Report for PodViewer {
 
     /// One row per (step, core): step time, bottleneck and the breakdown.
     fn tables(&self) -> Vec<Table> {
-        use crate::report::{ColumnKind, NumberFormat};
+        use oxprof_report::{ColumnKind, NumberFormat};
         let mut table = Table::new("steps")
             .fact("device_type", self.device_type.as_str())
             .rows_described("step × core rows", Some(ROWS_SHOWN))

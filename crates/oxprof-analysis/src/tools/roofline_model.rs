@@ -6,7 +6,7 @@
 
 use crate::op_stats::op_metrics_db::combine_memory_accessed_breakdown;
 use crate::op_stats::{HardwareType, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics, PerfEnv, SourceInfo};
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::hlo_stats::source_info_formatted_text;
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, dma_stall_fraction, execution_times, giga_to_gibi, pico_to_micro,

@@ -194,16 +194,16 @@ impl Stat<f64> {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct StepSummary {
     /// Average.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub average: f64,
     /// Sample standard deviation.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub standard_deviation: f64,
     /// Minimum.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub minimum: f64,
     /// Maximum.
-    #[serde(with = "crate::report::non_finite_f64")]
+    #[serde(with = "oxprof_report::non_finite_f64")]
     pub maximum: f64,
 }
 

@@ -54,7 +54,7 @@
 //! uses a fixed order: hosts by name, pipelines in order of their first root call,
 //! iterators by id; equal durations keep file order.
 
-use crate::report::{Report, Table, XprofBody, json_of};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tf_op::{TfOpCategory, iterator_name, parse_tf_op_fullname};
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType};
 use oxprof_model::{StatValue, XPlane, XSpace};

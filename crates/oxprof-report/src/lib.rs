@@ -1,8 +1,16 @@
 //! The seam between a tool's analysis and its readers. Each tool computes a typed report
-//! (a `Serialize + Deserialize` struct of its module in `crate::tools`) that implements
-//! [`Report`]: it renders XProf's body (through `oxprof_wire`'s dialects), serializes
-//! itself for scripts, diffs and queries, and lists named [`Table`]s of typed cells for
-//! people (Markdown) and SQL. Nothing above this seam reads XProf's JSON to learn a number.
+//! (a `Serialize + Deserialize` struct of its family's crate: `oxprof-xprof`,
+//! `oxprof-trace`, `oxprof-pytorch`) that implements [`Report`]: it renders XProf's body
+//! (through `oxprof_wire`'s dialects), serializes itself for scripts, diffs and queries,
+//! and lists named [`Table`]s of typed cells for people (Markdown) and SQL. Nothing above
+//! this seam reads XProf's JSON to learn a number.
+//!
+//! This crate is small on purpose: what only reads reports (Arrow, diffs, Python, the
+//! front-ends) depends on it rather than on the analyses. [`Body`] is the one shape of an
+//! answer's bytes (text, bytes or a stream, with its content type).
+
+// Library code must not panic on bad input: no unwrap/expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 use oxprof_wire::datatable::{CellValue, ColumnType, DataTable};
 use serde::Serialize;
@@ -21,6 +29,79 @@ impl XprofBody {
     /// An `application/json` body.
     pub fn json(text: String) -> XprofBody {
         XprofBody { content_type: "application/json", text }
+    }
+}
+
+/// What an answer sends: its content type and its bytes, whole (text or binary) or written
+/// by a stream into a sink (a large trace body, never held whole in memory).
+///
+/// Every tool's answer has this one shape, so a front-end (CLI, HTTP, Python) writes any
+/// of them the same way instead of dispatching on the kind of body.
+pub enum Body {
+    /// Text (JSON, CSV, HTML, protobuf text).
+    Text {
+        /// MIME type.
+        content_type: &'static str,
+        /// The text.
+        text: String,
+    },
+    /// Binary bytes (a serialized protobuf, a gzipped trace).
+    Bytes {
+        /// MIME type.
+        content_type: &'static str,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// Bytes written into a sink in pieces, once (an error is the sink's, or the client
+    /// went away).
+    Stream {
+        /// MIME type.
+        content_type: &'static str,
+        /// Writes the body.
+        write: BodyWriter,
+    },
+}
+
+/// Writes a [`Body::Stream`] into a sink.
+pub type BodyWriter = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>;
+
+impl Body {
+    /// Its MIME type.
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            Body::Text { content_type, .. } | Body::Bytes { content_type, .. } | Body::Stream { content_type, .. } => {
+                content_type
+            }
+        }
+    }
+
+    /// Writes the body into `sink`, whatever its kind.
+    pub fn write_to(self, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match self {
+            Body::Text { text, .. } => sink.write_all(text.as_bytes()),
+            Body::Bytes { bytes, .. } => sink.write_all(&bytes),
+            Body::Stream { write, .. } => write(sink),
+        }
+    }
+}
+
+impl From<XprofBody> for Body {
+    fn from(body: XprofBody) -> Body {
+        Body::Text { content_type: body.content_type, text: body.text }
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Text { content_type, text } => {
+                f.debug_struct("Text").field("content_type", content_type).field("len", &text.len()).finish()
+            }
+            Body::Bytes { content_type, bytes } => {
+                f.debug_struct("Bytes").field("content_type", content_type).field("len", &bytes.len()).finish()
+            }
+            Body::Stream { content_type, .. } => f.debug_struct("Stream").field("content_type", content_type).finish(),
+        }
     }
 }
 
@@ -246,6 +327,7 @@ pub mod non_finite_f64 {
 mod tests {
     use super::*;
     use serde::Deserialize;
+    use std::io::Write as _;
 
     #[test]
     fn cells_read_as_their_column_says() {
@@ -270,6 +352,22 @@ mod tests {
         assert_eq!(table.facts, [("a".to_string(), "1".to_string()), ("b".to_string(), "2".to_string())]);
         assert_eq!((table.columns[1].name.as_str(), table.columns[1].label.as_str()), ("s", ""));
         assert_eq!(table.rows, [vec![CellValue::Number(1.5), CellValue::Text("x".into())]]);
+    }
+
+    #[test]
+    fn every_body_writes_its_bytes() {
+        let bodies = [
+            Body::from(XprofBody::json("{}".into())),
+            Body::Bytes { content_type: "application/octet-stream", bytes: b"{}".to_vec() },
+            Body::Stream { content_type: "text/plain", write: Box::new(|sink| sink.write_all(b"{}")) },
+        ];
+        let types: Vec<&str> = bodies.iter().map(Body::content_type).collect();
+        assert_eq!(types, ["application/json", "application/octet-stream", "text/plain"]);
+        for body in bodies {
+            let mut out = Vec::new();
+            body.write_to(&mut out).unwrap();
+            assert_eq!(out, b"{}");
+        }
     }
 
     #[test]
