@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // Whatever prost (the reference protobuf decoder) accepts must decode identically, and
     // round-trip through the encoder.
-    if let Err(diff) = oxprof_xspace::testing::crosscheck(data) {
+    if let Err(diff) = oxprof_testkit::crosscheck(data) {
         panic!("oxprof and prost disagree: {diff}");
     }
 });

@@ -76,7 +76,7 @@ fn is_profiler_step(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     #[test]
     fn an_inference_run_is_not_told_to_mark_training_steps() {

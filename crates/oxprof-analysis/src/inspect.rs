@@ -142,7 +142,7 @@ fn summarize_plane(plane: &XPlane) -> PlaneSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     #[test]
     fn counts_planes_lines_events_and_stats_in_use() {

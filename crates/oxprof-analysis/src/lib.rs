@@ -11,12 +11,9 @@ pub mod hlo_lookup;
 pub mod hta;
 pub mod inference;
 pub mod inspect;
-pub mod jsoncmp;
 pub mod model_tracker;
 pub mod op_stats;
 pub mod pytorch;
-#[cfg(test)]
-mod test_support;
 pub mod tf_op;
 pub mod tools;
 pub mod trace;

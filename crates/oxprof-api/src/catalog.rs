@@ -502,7 +502,7 @@ mod tests {
 
     #[test]
     fn available_tools_follow_the_planes() {
-        use oxprof_xspace::testing::{Value, XSpaceBuilder};
+        use oxprof_testkit::{Value, XSpaceBuilder};
         let decode = |b: XSpaceBuilder| oxprof_xspace::decode_xspace(&b.to_bytes()).unwrap();
         let base =
             ["trace_viewer@", "overview_page", "input_pipeline_analyzer", "framework_op_stats", "memory_profile"];

@@ -10,7 +10,7 @@
 //! saved summaries in place of runs, their budgets, and the HTTP route. Third-party pairs
 //! (`../shared/testdata/external/`) are checked when that folder is present.
 
-mod common;
+use oxprof_testkit::golden as common;
 
 use oxprof_api::diff::{ReadOptions, SideRequest, diff_paths, read_summary, summarize};
 use oxprof_api::http::{HttpResponse, NoAssets, Service, ServiceOptions};

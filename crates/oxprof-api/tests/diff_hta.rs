@@ -40,7 +40,7 @@
 //!   profile; the goldens are over every iteration, which covers every event of these
 //!   traces.
 
-mod common;
+use oxprof_testkit::golden as common;
 
 use oxprof_api::diff::{ReadOptions, SideRequest, diff_paths};
 use oxprof_diff::names::{NameKind, normalize};

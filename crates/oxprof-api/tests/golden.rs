@@ -7,11 +7,11 @@
 //! differences per failing case.
 
 use common::{Tally, cases, external_dir, load_expected_json as load_expected, repo_root};
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 
-mod common;
+use oxprof_testkit::golden as common;
 
 const TOOLS: &[&str] = &["overview_page", "input_pipeline_analyzer", "framework_op_stats", "pod_viewer"];
 

@@ -15,7 +15,7 @@ use oxprof_api::data::{DataRequest, data};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-mod common;
+use oxprof_testkit::golden as common;
 
 /// Request parameters as `(name, value)`.
 type Params = &'static [(&'static str, &'static str)];

@@ -16,11 +16,11 @@
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases.
 
 use common::{Case, cases, external_dir, load_expected_json as load_expected, read_text, repo_root};
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 
-mod common;
+use oxprof_testkit::golden as common;
 
 const TOOLS: &[&str] = &["perf_counters", "utilization_viewer", "megascale_stats", "smart_suggestion"];
 

@@ -7,7 +7,7 @@
 //! differences per failing case.
 
 use common::{external_dir, external_outputs_dir, repo_root};
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use oxprof_api::hlo_tools::graph_viewer_proto_bytes;
 use serde_json::Value;
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-mod common;
+use oxprof_testkit::golden as common;
 
 /// Cases that do not match XProf yet, as `(variant, case prefix)` where the variant is
 /// `memory_viewer` or the graph viewer type; each with its reason. The test fails if one

@@ -5,13 +5,13 @@
 //! finds no requests).
 
 use common::{ALL_HOSTS, cases, load_expected_json as load_expected, repo_root};
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use oxprof_model::{ModelBuilder, XSpace};
 use serde_json::Value;
 use std::path::PathBuf;
 
-mod common;
+use oxprof_testkit::golden as common;
 
 /// The serving profiles: `tf_serving` (real, `scripts/gen-inference-profile.sh`) and
 /// `tpu_synthetic` (two hosts written by [`synthetic_tpu_host`]).

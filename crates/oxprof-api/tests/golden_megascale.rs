@@ -11,11 +11,11 @@
 //! bytes must be one of XProf's rows' bytes.
 
 use common::{load_expected_json as load_expected, read_text, repo_root};
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 
-mod common;
+use oxprof_testkit::golden as common;
 
 const TOOLS: &[&str] = &["megascale_stats", "perf_counters", "utilization_viewer", "smart_suggestion"];
 /// The runs and their host selections: `megascale` (three hosts with DCN collectives) and

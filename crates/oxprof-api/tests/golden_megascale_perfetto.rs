@@ -20,7 +20,7 @@ use prost::Message;
 use std::collections::HashMap as FxHashMap;
 use std::io::Read;
 
-mod common;
+use oxprof_testkit::golden as common;
 
 const RUNS: &[(&str, &[&str])] = &[
     ("megascale", &["host0", "host1", "host2"]),

@@ -7,13 +7,13 @@
 //! differences per failing case.
 
 use common::{ALL_HOSTS, Case, external_dir, read_text};
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::ApiError;
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-mod common;
+use oxprof_testkit::golden as common;
 
 /// The cases of this tool: XProf reads one XSpace for `memory_profile`, so third-party
 /// cases are per host only; refkit bodies must be byte-identical.

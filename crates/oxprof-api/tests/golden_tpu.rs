@@ -9,13 +9,13 @@
 //! differences per failing case.
 
 use common::{ALL_HOSTS, Tally, load_expected_json as load_expected, repo_root};
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-mod common;
+use oxprof_testkit::golden as common;
 
 /// Request parameters of a variant.
 type Params = &'static [(&'static str, &'static str)];

@@ -4,7 +4,7 @@
 //! (`testdata/profiles/*/xprof_out`); parameter checks, path confinement (`..`, absolute
 //! paths, symlinks, encoded separators), status codes, security headers, caching.
 
-use oxprof_analysis::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use oxprof_api::http::{Asset, Assets, HttpResponse, NoAssets, Service, ServiceOptions};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! oxprof serve /tmp/bombs   # then /data?run=bombs&tag=overview_page&host=<bomb>
 //! ```
 
-use oxprof_xspace::testing::bombs;
+use oxprof_testkit::bombs;
 use std::path::PathBuf;
 
 fn main() -> std::io::Result<()> {

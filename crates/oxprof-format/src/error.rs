@@ -122,7 +122,7 @@ mod tests {
     use super::*;
     use oxprof_model::Limit;
     use oxprof_xspace::WireError;
-    use oxprof_xspace::testing::error_chain as chain;
+    use oxprof_testkit::error_chain as chain;
 
     fn assert_says_its_cause_once(e: &dyn std::error::Error) {
         let segments = chain(e);

@@ -206,7 +206,7 @@ mod tests {
     }
 
     fn tiny_space_bytes() -> Vec<u8> {
-        oxprof_xspace::testing::XSpaceBuilder::new()
+        oxprof_testkit::XSpaceBuilder::new()
             .plane("/host:CPU", |p| {
                 p.line(1, "thread", 0, |l| {
                     l.event("op", 0, 10);

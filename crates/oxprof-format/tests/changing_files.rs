@@ -5,7 +5,7 @@
 #![cfg(target_os = "linux")]
 
 use oxprof_format::LoadError;
-use oxprof_xspace::testing::XSpaceBuilder;
+use oxprof_testkit::XSpaceBuilder;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One plane of ~600 KB (many events with a stat each), as a one-plane XSpace.

@@ -3,7 +3,7 @@
 //! and every real profile passes with room to spare.
 
 use oxprof_format::{Allowance, DecodeError, KeepPages, Limit, LoadError, LoadLimits};
-use oxprof_xspace::testing::bombs;
+use oxprof_testkit::bombs;
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {

@@ -22,7 +22,7 @@ impl Read for Trickle<'_> {
 /// /host:CPU  thread  [matmul 0..10) [relu 10..15)
 /// ```
 fn profile() -> Vec<u8> {
-    oxprof_xspace::testing::XSpaceBuilder::new()
+    oxprof_testkit::XSpaceBuilder::new()
         .plane("/host:CPU", |p| {
             p.line(1, "thread", 0, |l| {
                 l.event("matmul", 0, 10);

@@ -1,6 +1,6 @@
 //! HLO modules of the committed refkit fixtures against XProf's own reading of them.
 
-use oxprof_xspace::testing::fixtures::{committed_profiles as fixture_profiles, repo_root};
+use oxprof_testkit::fixtures::{committed_profiles as fixture_profiles, repo_root};
 
 /// HLO modules decode, and their program ids and names are those XProf lists
 /// (`program_id_to_name_map` of its OpStats).

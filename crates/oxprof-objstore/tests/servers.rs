@@ -61,7 +61,7 @@ fn put(client: &Arc<dyn ObjectStore>, root: &str, rel: &str, bytes: Vec<u8>) {
 /// /host:CPU  thread  [op 0..10)
 /// ```
 fn profile(op: &str) -> Vec<u8> {
-    oxprof_xspace::testing::XSpaceBuilder::new()
+    oxprof_testkit::XSpaceBuilder::new()
         .plane("/host:CPU", |p| {
             p.line(1, "thread", 0, |l| {
                 l.event(op, 0, 10);

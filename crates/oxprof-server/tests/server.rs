@@ -209,7 +209,7 @@ fn a_missing_path_is_a_clear_error() {
 /// while it is sent (chunked), with the same bytes as the one-shot computation.
 #[test]
 fn a_large_trace_body_is_streamed() {
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
     let logdir = tempfile::tempdir().unwrap();
     let dest = logdir.path().join("plugins/profile/big/vm.xplane.pb");
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();

@@ -6,7 +6,7 @@
 //! built in memory so the benchmark still runs.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use oxprof_xspace::testing::XSpaceBuilder;
+use oxprof_testkit::XSpaceBuilder;
 use std::path::PathBuf;
 
 fn profile_bytes() -> (String, Vec<u8>) {

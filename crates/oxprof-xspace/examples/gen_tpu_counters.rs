@@ -13,7 +13,7 @@
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use oxprof_xspace::testing::XSpaceBuilder;
+use oxprof_testkit::XSpaceBuilder;
 use std::io::Write;
 use std::path::PathBuf;
 

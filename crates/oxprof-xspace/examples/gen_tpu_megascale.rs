@@ -26,7 +26,7 @@
 //! `OUT_DIR/megascale-mixed/…/{host0,host1}.xplane.pb.gz` where host1 has no `MegaScale:`
 //! TraceMes, and `OUT_DIR/megascale-perfetto/…/host0.xplane.pb.gz`: see [`perfetto_space`]).
 
-use oxprof_xspace::testing::{PlaneBuilder, Value, XSpaceBuilder};
+use oxprof_testkit::{PlaneBuilder, Value, XSpaceBuilder};
 use prost::Message;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -29,7 +29,7 @@
 //!             0..80+20c+5h  100..600 (holds add.5)     620..880+j   900..1002+10c  1050..1120
 //! ```
 
-use oxprof_xspace::testing::{PlaneBuilder, Value, XSpaceBuilder};
+use oxprof_testkit::{PlaneBuilder, Value, XSpaceBuilder};
 use prost::Message;
 use std::io::Write;
 use std::path::{Path, PathBuf};

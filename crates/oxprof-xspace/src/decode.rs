@@ -666,7 +666,6 @@ mod tests {
 
     /// A map entry whose value field occurs twice is one value merged from both, as
     /// protobuf reads it: later scalars win, repeated fields (stats, child ids) append.
-    #[cfg(feature = "crosscheck")]
     #[test]
     fn a_map_value_given_twice_is_merged_as_protobuf_merges_it() {
         let stat_value_a =
@@ -688,7 +687,7 @@ mod tests {
         let plane = [field_bytes(2, b"/host:CPU"), field_bytes(5, &stat_entry), field_bytes(4, &event_entry)].concat();
         let bytes = field_bytes(1, &plane);
 
-        assert_eq!(crate::testing::crosscheck(&bytes), Ok(true));
+        assert_eq!(oxprof_testkit::crosscheck(&bytes), Ok(true));
         let space = super::decode_xspace(&bytes).unwrap();
         let plane = &space.planes[0];
         let stat = &plane.stat_metadata()[0];

@@ -46,7 +46,7 @@ pub enum DecodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::error_chain as chain;
+    use oxprof_testkit::error_chain as chain;
     use oxprof_model::Limit;
 
     #[test]

@@ -5,8 +5,9 @@
 //!   (lines in parallel, consumed input handed back through [`ReleasePages`](oxprof_model::ReleasePages), within
 //!   [`oxprof_model::LoadLimits`]).
 //! * [`encode_xspace`]: model → bytes (a hand-written protobuf writer).
-//! * [`testing`]: an `XSpaceBuilder` that writes real bytes for tests, hostile inputs, and
-//!   (feature `crosscheck`) the comparison of the decoder with prost.
+//!
+//! Tests build XSpace bytes with `oxprof-testkit`'s `XSpaceBuilder` (the model's builder
+//! written by [`encode_xspace`]) and compare this decoder with prost there (`crosscheck`).
 //!
 //! Invariant: no protobuf wire type leaves this crate, and no file system is touched here
 //! (files are `oxprof-format`'s). Odd input is repaired and counted in the model's
@@ -15,20 +16,10 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-#[cfg(feature = "crosscheck")]
-mod crosscheck;
 mod decode;
 mod encode;
 mod error;
-pub mod testing;
 mod wire;
-
-/// prost types generated from the vendored `xplane.proto` (to cross-check, never to read).
-#[cfg(feature = "crosscheck")]
-#[allow(missing_docs, clippy::all)]
-mod pb {
-    include!(concat!(env!("OUT_DIR"), "/tensorflow.profiler.rs"));
-}
 
 pub use decode::{decode_xspace, decode_xspace_lines_of, decode_xspace_with, decode_xspace_within};
 pub use encode::encode_xspace;

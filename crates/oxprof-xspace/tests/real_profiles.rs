@@ -4,10 +4,10 @@
 //! mutations of real profiles check that bad input never panics and that whatever prost
 //! accepts decodes identically.
 
-use oxprof_xspace::testing::crosscheck;
+use oxprof_testkit::crosscheck;
 use std::path::PathBuf;
 
-use oxprof_xspace::testing::fixtures::{committed_profiles as fixture_profiles, files_with_suffix, repo_root};
+use oxprof_testkit::fixtures::{committed_profiles as fixture_profiles, files_with_suffix, repo_root};
 
 fn external_profiles() -> Option<Vec<PathBuf>> {
     let dir = std::env::var_os("OXPROF_EXTERNAL_TESTDATA")

@@ -33,7 +33,7 @@ fn the_server_lists_every_tool() {
 
 #[test]
 fn xprofs_run_tools_rules_cover_every_listed_tool() {
-    use oxprof_xspace::testing::{Value, XSpaceBuilder};
+    use oxprof_testkit::{Value, XSpaceBuilder};
     // A profile with every feature XProf's `GetAvailableToolNames` looks at.
     let everything = oxprof_xspace::decode_xspace(
         &XSpaceBuilder::new()

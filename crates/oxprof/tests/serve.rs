@@ -126,7 +126,7 @@ fn refkit(name: &str) -> PathBuf {
 /// A plain (memory-mapped, ≥ 1 MiB) profile: the case where a file truncated while it is
 /// read used to kill the server (SIGBUS).
 fn write_plain_profile(path: &Path) {
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
     let space = XSpaceBuilder::new().plane("/host:CPU", |p| {
         for line in 0..4 {
             p.line(line, &format!("thread {line}"), 0, |l| {
@@ -280,7 +280,7 @@ fn soak_random_requests_hostile_parameters_and_changing_files() {
     write_plain_profile(&profile("c", "big"));
     // Bombs: a gzip file inflating to 1 GiB, a million empty lines, oversized compressed strings.
     {
-        use oxprof_xspace::testing::bombs;
+        use oxprof_testkit::bombs;
         let gz = profile("d", "gzip").with_extension("pb.gz");
         std::fs::create_dir_all(gz.parent().unwrap()).unwrap();
         bombs::gzip_of_zeros(1 << 30, std::fs::File::create(&gz).unwrap()).unwrap();

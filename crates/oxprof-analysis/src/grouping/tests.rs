@@ -4,15 +4,15 @@
 
 use super::reference::reference_group;
 use super::*;
-use crate::test_support::load_xspace;
-use crate::test_support::repo_root;
+use oxprof_testkit::files::load_xspace;
+use oxprof_testkit::files::repo_root;
 use oxprof_xspace::decode_xspace;
-use oxprof_xspace::testing::{LineBuilder, PlaneBuilder, Value, XSpaceBuilder};
+use oxprof_testkit::{LineBuilder, PlaneBuilder, Value, XSpaceBuilder};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn external_dir() -> Option<PathBuf> {
-    let dir = crate::test_support::external_path();
+    let dir = oxprof_testkit::files::external_path();
     dir.is_dir().then_some(dir)
 }
 
@@ -881,7 +881,7 @@ fn xprof_step_names(path: &Path) -> Option<BTreeSet<String>> {
     if !path.exists() {
         return None;
     }
-    let json = crate::test_support::read_json(path);
+    let json = oxprof_testkit::files::read_json(path);
     let mut names = BTreeSet::new();
     for step in json["step_db"]["step_sequence"].as_array().into_iter().flatten() {
         for info in step["step_info_per_core"].as_object().into_iter().flat_map(|o| o.values()) {

@@ -1,7 +1,7 @@
 //! The HLO module map against XProf's reference OpStats of the external profiles, through
 //! the analyses' seams (device op metrics, kernel statistics).
 
-use crate::jsoncmp::{CmpOptions, compare};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use crate::op_stats::device_op_metrics::testutil::{external_cases, external_root, load, reference};
 use crate::op_stats::device_op_metrics::{HloInstruction as HloInstructionView, HloModuleLookup, device_op_metrics_db};
 use crate::op_stats::kernel_stats::kernel_stats_db;
@@ -146,7 +146,7 @@ fn record(program_id: u64, view: &dyn HloInstructionView) -> Value {
 }
 
 fn read_gz_json(path: &std::path::Path) -> Value {
-    crate::test_support::read_json(path)
+    oxprof_testkit::files::read_json(path)
 }
 
 /// Every instruction of every HLO module of the external profiles, and of hand-written
@@ -188,7 +188,7 @@ fn every_instruction_matches_xprof() {
                 None => continue,
             }
         };
-        let space = crate::test_support::load_xspace(&path).unwrap();
+        let space = oxprof_testkit::files::load_xspace(&path).unwrap();
         let map = HloModuleMap::from_modules(hlo_modules(&space).0, CostAnalysis::Gpu);
         let expected = read_gz_json(&dir.join(format!("{name}.json.gz")));
         let expected = expected.as_array().unwrap();
@@ -250,7 +250,7 @@ fn perf_hlo_lookup() {
     }
     let large = crate::op_stats::device_op_metrics::testutil::repo_root().join("../refdata/jax_large/plugins/profile");
     for run in std::fs::read_dir(large).into_iter().flatten().flatten() {
-        let space = crate::test_support::load_xspace(&run.path().join("vm.xplane.pb")).unwrap();
+        let space = oxprof_testkit::files::load_xspace(&run.path().join("vm.xplane.pb")).unwrap();
         let before = peak_rss_kb();
         let start = std::time::Instant::now();
         let modules = hlo_modules(&space).0;

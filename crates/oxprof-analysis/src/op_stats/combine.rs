@@ -395,7 +395,7 @@ mod reference_tests {
         // XProf's host order: the session's files sorted by name.
         let hosts: Vec<OpStats> = ["34.83.195.179_6003.xplane.pb", "34.83.195.180_6003.xplane.pb"]
             .iter()
-            .map(|f| host_op_stats(&crate::test_support::load_xspace(&folder.join(f)).unwrap()))
+            .map(|f| host_op_stats(&oxprof_testkit::files::load_xspace(&folder.join(f)).unwrap()))
             .collect();
         let combined = combine_hosts_op_stats(&hosts);
         let expected =

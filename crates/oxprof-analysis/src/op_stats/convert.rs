@@ -191,8 +191,9 @@ pub fn combine_hosts<H: std::borrow::Borrow<HostAnalysis>>(hosts: &[H], steps: S
 #[cfg(test)]
 mod tpu_reference_tests {
     use super::*;
-    use crate::jsoncmp::{CmpOptions, compare};
-    use crate::test_support::{load_op_stats, load_xspace, repo_root};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
+    use crate::op_stats::load_op_stats;
+    use oxprof_testkit::files::{load_xspace, repo_root};
 
     fn check(run: &str, hosts: &[&str]) {
         let dir = repo_root().join("testdata/tpu-synthetic").join(run);
@@ -244,7 +245,7 @@ mod tpu_reference_tests {
 #[cfg(test)]
 mod early_host_ops_tests {
     use super::*;
-    use crate::test_support::{load_xspace, repo_root};
+    use oxprof_testkit::files::{load_xspace, repo_root};
 
     /// The host op database built beside the grouping (no eager events possible) is the one
     /// built after it; profiles with `EagerExecute` events keep waiting for the grouping.

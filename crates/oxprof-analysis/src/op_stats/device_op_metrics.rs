@@ -1066,7 +1066,7 @@ pub fn precision_stats(step_event_spans: impl IntoIterator<Item = (i32, u64)>) -
 /// Helpers shared by the reference tests of the device-side OpStats modules.
 #[cfg(test)]
 pub(crate) mod testutil {
-    pub(crate) use crate::test_support::{external_root, repo_root};
+    pub(crate) use oxprof_testkit::files::{external_root, repo_root};
     use oxprof_model::XSpace;
     use serde_json::Value;
     use std::path::{Path, PathBuf};
@@ -1144,16 +1144,16 @@ pub(crate) mod testutil {
     /// XProf's OpStats JSON as a value, read through oxprof's types (so fields oxprof's
     /// OpStats lacks are dropped).
     pub(crate) fn reference(path: &Path) -> Value {
-        serde_json::to_value(crate::test_support::load_op_stats(path)).unwrap()
+        serde_json::to_value(crate::op_stats::load_op_stats(path)).unwrap()
     }
 
     /// The raw reference JSON (all of XProf's fields).
     pub(crate) fn raw_reference(path: &Path) -> Value {
-        crate::test_support::read_json(path)
+        oxprof_testkit::files::read_json(path)
     }
 
     pub(crate) fn load(case: &RefCase) -> XSpace {
-        crate::test_support::load_xspace(&case.xspace).unwrap()
+        oxprof_testkit::files::load_xspace(&case.xspace).unwrap()
     }
 }
 
@@ -1161,8 +1161,8 @@ pub(crate) mod testutil {
 mod tests {
     use super::testutil::*;
     use super::*;
-    use crate::jsoncmp::{CmpOptions, compare};
-    use oxprof_xspace::testing::{Value as V, XSpaceBuilder};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
+    use oxprof_testkit::{Value as V, XSpaceBuilder};
     use serde_json::{Value, json};
 
     fn decode(builder: XSpaceBuilder) -> XSpace {
@@ -1194,7 +1194,7 @@ mod tests {
             p.event_metadata_stat("root", "program_id", 7u64);
             p.event_metadata_stat("root", "symbol_id", 0u64);
             p.line(1, "XLA Ops", 0, |l| {
-                let dev = |l: &mut oxprof_xspace::testing::LineBuilder<'_>, n: &str, b: u64, d: u64, own: i64| {
+                let dev = |l: &mut oxprof_testkit::LineBuilder<'_>, n: &str, b: u64, d: u64, own: i64| {
                     l.event(n, b as i64, own).stat("device_offset_ps", b).stat("device_duration_ps", d);
                 };
                 dev(l, "fusion", 0, 400, 401);
@@ -1506,7 +1506,7 @@ mod tests {
             files.extend(external_cases(&root).into_iter().map(|c| c.xspace));
         }
         for file in files {
-            let space = crate::test_support::load_xspace(&file).unwrap();
+            let space = oxprof_testkit::files::load_xspace(&file).unwrap();
             let before = peak_rss_kb();
             let start = std::time::Instant::now();
             let groups = EventGroups::from_file_stats(&space);
@@ -1594,7 +1594,7 @@ mod tests {
     /// searched for among all planes, which took minutes at this size.
     #[test]
     fn many_empty_gpu_planes_convert_in_linear_time() {
-        let bytes = oxprof_xspace::testing::bombs::empty_planes(100_000);
+        let bytes = oxprof_testkit::bombs::empty_planes(100_000);
         let space = oxprof_xspace::decode_xspace_within(
             &bytes,
             &oxprof_model::KeepPages,

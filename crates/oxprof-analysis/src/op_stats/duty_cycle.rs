@@ -301,7 +301,7 @@ pub fn tpu_duty_cycle<'a>(device_planes: impl IntoIterator<Item = &'a XPlane>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_xspace::testing::{Value, XSpaceBuilder};
+    use oxprof_testkit::{Value, XSpaceBuilder};
 
     fn span(begin: u64, end: u64) -> Timespan {
         Timespan::from_end_points(begin, end)

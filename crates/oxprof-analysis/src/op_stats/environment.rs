@@ -427,7 +427,7 @@ pub fn diagnostics(space: &XSpace) -> Option<OpStatsDiagnostics> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_xspace::testing::{Value, XSpaceBuilder};
+    use oxprof_testkit::{Value, XSpaceBuilder};
 
     fn space(builder: XSpaceBuilder) -> XSpace {
         oxprof_xspace::decode_xspace(&builder.to_bytes()).unwrap()
@@ -605,7 +605,7 @@ mod tests {
     /// Every environment field against XProf's OpStats for every reference profile.
     #[test]
     fn environment_matches_xprof() {
-        use crate::jsoncmp::{CmpOptions, compare};
+        use oxprof_testkit::jsoncmp::{CmpOptions, compare};
         use crate::op_stats::device_op_metrics::testutil::*;
         use serde_json::{Value, json};
         let mut cases = refkit_cases();

@@ -372,7 +372,7 @@ mod tests {
     use crate::op_stats::op_metrics_db::IDLE;
     use crate::op_stats::types::OpMetrics;
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     fn db_of(bytes: &[u8]) -> OpMetricsDb {
         let space = decode_xspace(bytes).unwrap();
@@ -552,10 +552,10 @@ mod tests {
 pub(crate) mod reference_tests {
     //! `host_op_metrics_db` against XProf's own OpStats.
     use super::*;
-    use crate::jsoncmp::{CmpOptions, compare};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::op_metrics_db::combine_op_metrics_dbs;
     use crate::op_stats::types::OpStats;
-    pub(crate) use crate::test_support::{external_path as external_root, repo_root};
+    pub(crate) use oxprof_testkit::files::{external_path as external_root, repo_root};
     use std::path::{Path, PathBuf};
 
     /// The refkit profiles: name, xplane path, XProf's OpStats.
@@ -592,7 +592,7 @@ pub(crate) mod reference_tests {
     /// XProf's OpStats of an external profile (`testdata/external-opstats/<name>.op_stats.json.gz`).
     pub(crate) fn external_op_stats(name: &str) -> OpStats {
         let path = repo_root().join(format!("testdata/external-opstats/{name}.op_stats.json.gz"));
-        crate::test_support::load_op_stats(&path)
+        crate::op_stats::load_op_stats(&path)
     }
 
     /// Differences between XProf's database and ours, with `is_eager`-only differences
@@ -619,7 +619,7 @@ pub(crate) mod reference_tests {
     }
 
     fn ours(path: &Path) -> OpMetricsDb {
-        let space = crate::test_support::load_xspace(path).unwrap();
+        let space = oxprof_testkit::files::load_xspace(path).unwrap();
         let groups = crate::grouping::group_events(&space);
         match find_host_plane(&space) {
             Some(index) => host_op_metrics_db(&space, index, &groups),
@@ -716,7 +716,7 @@ pub(crate) mod reference_tests {
             eprintln!("SKIP: /work/refdata/jax_large not found");
             return;
         };
-        let space = crate::test_support::load_xspace(&path).unwrap();
+        let space = oxprof_testkit::files::load_xspace(&path).unwrap();
         let groups = crate::grouping::group_events(&space);
         let rss_before = rss_kib();
         let index = find_host_plane(&space).unwrap();
@@ -746,7 +746,7 @@ pub(crate) mod reference_tests {
     #[test]
     #[ignore]
     fn synthetic_3m_host_ops() {
-        use oxprof_xspace::testing::XSpaceBuilder;
+        use oxprof_testkit::XSpaceBuilder;
         const PAIRS: i64 = 1_500_000;
         let bytes = XSpaceBuilder::new()
             .plane("/host:CPU", |p| {

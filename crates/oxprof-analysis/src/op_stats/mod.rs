@@ -17,3 +17,10 @@ pub mod tf_functions;
 pub mod types;
 
 pub use types::*;
+
+/// XProf's OpStats JSON read through oxprof's types (fields oxprof does not model are
+/// dropped), for tests that compare with it.
+#[cfg(test)]
+pub(crate) fn load_op_stats(path: &std::path::Path) -> OpStats {
+    oxprof_testkit::files::read_json_as(path)
+}

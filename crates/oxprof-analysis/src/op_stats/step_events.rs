@@ -796,18 +796,18 @@ mod tests {
     use crate::op_stats::event_span::{StepDetails, to_non_overlapped_step_events};
     use oxprof_model::schema::is_xspace_grouped;
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     /// Threads scanned in pieces (down to one event) give the step events of one scan, on
     /// every committed refkit profile and the external ones when present.
     #[test]
     fn pieces_join_to_the_whole_scan() {
         let mut files = Vec::new();
-        collect_profiles(&crate::test_support::repo_root().join("testdata/profiles"), &mut files);
-        collect_profiles(&crate::test_support::external_path(), &mut files);
+        collect_profiles(&oxprof_testkit::files::repo_root().join("testdata/profiles"), &mut files);
+        collect_profiles(&oxprof_testkit::files::external_path(), &mut files);
         assert!(files.len() >= 5, "refkit profiles missing: {files:?}");
         for file in files {
-            let space = crate::test_support::load_xspace(&file).unwrap();
+            let space = oxprof_testkit::files::load_xspace(&file).unwrap();
             let groups = crate::grouping::group_events(&space);
             let Some(host) = space.planes.iter().position(|p| p.name == "/host:CPU") else { continue };
             let whole = host_plane_step_events_in_pieces(&space, host, &groups, None, usize::MAX);

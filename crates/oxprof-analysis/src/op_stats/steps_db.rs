@@ -346,9 +346,10 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod reference_tests {
     use super::*;
-    use crate::jsoncmp::{CmpOptions, CmpReport, compare};
+    use oxprof_testkit::jsoncmp::{CmpOptions, CmpReport, compare};
     use crate::op_stats::step_events::NoTpuOpMetrics;
-    pub(crate) use crate::test_support::{external_root, load_op_stats as xprof_op_stats, repo_root};
+    pub(crate) use crate::op_stats::load_op_stats as xprof_op_stats;
+    pub(crate) use oxprof_testkit::files::{external_root, repo_root};
     use std::path::{Path, PathBuf};
 
     /// Compares two serializable values as XProf's proto JSON.
@@ -364,7 +365,7 @@ pub(crate) mod reference_tests {
     }
 
     fn external(root: &Path, file: &str) -> XSpace {
-        crate::test_support::load_xspace(&root.join(file)).unwrap()
+        oxprof_testkit::files::load_xspace(&root.join(file)).unwrap()
     }
 
     /// The 2020 TensorFlow profile on 8 V100 (already grouped, with its own `Steps` lines).
@@ -441,7 +442,7 @@ pub(crate) mod reference_tests {
             let dir = repo_root().join("testdata/profiles").join(name);
             let expected = xprof_op_stats(&dir.join("xprof_out/op_stats.json"));
             let file = find_xplane(&dir).unwrap_or_else(|| panic!("no xplane under {}", dir.display()));
-            let space = crate::test_support::load_xspace(&file).unwrap();
+            let space = oxprof_testkit::files::load_xspace(&file).unwrap();
             let groups = crate::grouping::group_events(&space);
             if !expected.step_db.step_sequence.is_empty() && !is_xspace_grouped(&space) && !groups.computed() {
                 eprintln!("PENDING (needs the real grouping): step_db of {name} not checked");
@@ -503,11 +504,11 @@ pub(crate) mod reference_tests {
     #[test]
     #[ignore = "performance measurement; run alone in release mode"]
     fn perf_step_db() {
-        use oxprof_xspace::testing::XSpaceBuilder;
+        use oxprof_testkit::XSpaceBuilder;
         use std::time::Instant;
         let large = repo_root().join("../refdata/jax_large/plugins/profile");
         if let Some(file) = find_xplane(&large) {
-            let space = crate::test_support::load_xspace(&file).unwrap();
+            let space = oxprof_testkit::files::load_xspace(&file).unwrap();
             let (rss, t) = (reset_peak_rss_kb(), Instant::now());
             let groups = crate::grouping::group_events(&space);
             let t_groups = t.elapsed();

@@ -183,13 +183,13 @@ pub fn tf_function_db(space: &XSpace, plane_index: usize) -> TfFunctionDb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsoncmp::{CmpOptions, compare};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::host_op_metrics::find_host_plane;
     use crate::op_stats::host_op_metrics::reference_tests::{
         EXTERNAL_SINGLE_HOST, external_op_stats, external_root, refkit_profiles,
     };
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     // t(ps)  0    10        50  60     100
     // main   |------------ f (traced) ----|         self 100 − 40 − 10 = 50
@@ -249,7 +249,7 @@ mod tests {
     fn refkit_tf_function_db_matches_xprof() {
         let mut failures = Vec::new();
         for (name, xplane, expected) in refkit_profiles() {
-            let space = crate::test_support::load_xspace(&xplane).unwrap();
+            let space = oxprof_testkit::files::load_xspace(&xplane).unwrap();
             let ours = find_host_plane(&space).map(|i| tf_function_db(&space, i)).unwrap_or_default();
             check(&name, &expected.tf_function_db, &ours, &mut failures);
         }
@@ -270,7 +270,7 @@ mod tests {
                 eprintln!("SKIP: {} not found", path.display());
                 continue;
             }
-            let space = crate::test_support::load_xspace(&path).unwrap();
+            let space = oxprof_testkit::files::load_xspace(&path).unwrap();
             let ours = find_host_plane(&space).map(|i| tf_function_db(&space, i)).unwrap_or_default();
             check(name, &external_op_stats(name).tf_function_db, &ours, &mut failures);
         }

@@ -273,7 +273,7 @@ pub fn tf_stats_data_table(records: &[TfStatsRecord], device_type: &str) -> Data
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsoncmp::{CmpOptions, compare};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::OpMetrics;
     use crate::op_stats::{HardwareType, KernelReport};
     use golden::{external_cases, load_op_stats, read_json, refkit_cases};
@@ -508,7 +508,8 @@ mod tests {
 /// tests in this directory).
 #[cfg(test)]
 pub(crate) mod golden {
-    pub(crate) use crate::test_support::{load_op_stats, read_json, read_text, repo_root};
+    pub(crate) use crate::op_stats::load_op_stats;
+    pub(crate) use oxprof_testkit::files::{read_json, read_text, repo_root};
     use std::path::PathBuf;
 
     /// One profile: XProf's OpStats and the folder of XProf's outputs computed from it.

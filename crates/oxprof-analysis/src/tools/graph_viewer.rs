@@ -451,7 +451,7 @@ mod tests {
     use super::*;
     use oxprof_hlo::HloComputation;
 
-    use crate::test_support::{f32_shape as f32s, hlo_instr as instr};
+    use oxprof_testkit::hlo::{f32_shape as f32s, hlo_instr as instr};
 
     /// `main` calls `fused` through a fusion; the fused computation prints first.
     fn module() -> (HloModule, ModuleExtras) {

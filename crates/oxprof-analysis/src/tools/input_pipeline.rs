@@ -1922,7 +1922,7 @@ fn recommendation_table(result: &InputPipelineAnalysis) -> DataTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsoncmp::{CmpOptions, compare};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::{RunEnvironment, StepInfoResult};
 
     const MS: u64 = 1_000_000_000;

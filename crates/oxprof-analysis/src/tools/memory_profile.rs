@@ -1037,7 +1037,7 @@ fn write_stats(out: &mut String, s: &AggregationStats) {
 mod tests {
     use super::*;
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     #[test]
     fn data_type_names() {

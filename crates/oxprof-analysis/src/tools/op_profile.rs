@@ -864,7 +864,7 @@ mod tests {
     use crate::tools::{hlo_stats, kernel_stats, roofline_model};
     use oxprof_hlo::{CostAnalysis, HloModuleMap};
     use oxprof_hlo::{HloComputation, HloInstruction, HloModule};
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     #[test]
     fn proto_json_text_prints_like_protobuf() {
@@ -877,10 +877,10 @@ mod tests {
         );
     }
 
-    use crate::test_support::f32_shape as f32s;
+    use oxprof_testkit::hlo::f32_shape as f32s;
 
     fn instr(name: &str, opcode: &str, id: i64, operands: &[i64]) -> HloInstruction {
-        crate::test_support::hlo_instr(name, opcode, id, operands, f32s(&[256]))
+        oxprof_testkit::hlo::hlo_instr(name, opcode, id, operands, f32s(&[256]))
     }
 
     fn param(name: &str, id: i64, number: i64) -> HloInstruction {

@@ -471,7 +471,7 @@ mod proto {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsoncmp::{CmpOptions, compare};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::{CoreDetails, GenericStepBreakdown, PerCoreStepInfo};
     use crate::tools::framework_op_stats::golden::{Case, external_cases, load_op_stats, read_json, refkit_cases};
 

@@ -939,7 +939,7 @@ impl Report for CombinedTfDataStats {
 mod tests {
     use super::*;
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     /// One pipeline `Root ← Prefetch ← Map ← Range`, two calls (times in µs):
     ///

@@ -238,7 +238,7 @@ mod tests {
     use crate::grouping::group_events;
     use crate::trace::{EventRef, TraceIndex};
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     // One thread (line 7) and a second one (line 9); ns after the line start (1 µs):
     //

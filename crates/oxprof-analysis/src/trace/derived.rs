@@ -603,7 +603,7 @@ mod tests {
     use crate::trace::index::view_in;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     /// (tid, name, ts ns after 1 µs, dur ns) of the GPU plane's complete events.
     fn gpu_events(bytes: Vec<u8>) -> Vec<(u64, String, f64, f64)> {

@@ -321,7 +321,7 @@ mod tests {
     use crate::trace::TraceIndex;
     use oxprof_model::XSpace;
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     // Two hosts, one thread each; host b starts 1 µs later on the shared clock.
     //

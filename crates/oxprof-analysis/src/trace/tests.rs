@@ -6,7 +6,7 @@ use super::*;
 use crate::grouping::group_events;
 use oxprof_model::XSpace;
 use oxprof_xspace::decode_xspace;
-use oxprof_xspace::testing::XSpaceBuilder;
+use oxprof_testkit::XSpaceBuilder;
 
 fn space(bytes: Vec<u8>) -> XSpace {
     decode_xspace(&bytes).unwrap()

@@ -288,7 +288,7 @@ mod tests {
     use crate::trace::TraceIndex;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     #[test]
     fn offload_names() {

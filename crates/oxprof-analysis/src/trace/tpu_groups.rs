@@ -114,7 +114,7 @@ mod tests {
     use crate::trace::TraceIndex;
     use crate::trace::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
     use oxprof_xspace::decode_xspace;
-    use oxprof_xspace::testing::XSpaceBuilder;
+    use oxprof_testkit::XSpaceBuilder;
 
     // A TPU plane without host: each module event is its own group (0, 1, 2), ns:
     //

@@ -1,8 +1,8 @@
 //! Decodes bytes with both oxprof's decoder and prost (the reference protobuf
 //! implementation, through types generated from the vendored `xplane.proto`) and checks
 //! that they agree on every field. Used by tests over real profiles and random mutations,
-//! and by the fuzz target; built with the `crosscheck` feature only (prost is needed
-//! nowhere else).
+//! and by the fuzz target (prost is needed nowhere else: `oxprof-xspace` reads and writes
+//! the format by hand).
 
 use crate::pb;
 use prost::Message;
@@ -23,11 +23,11 @@ pub fn crosscheck(bytes: &[u8]) -> Result<bool, String> {
         // oxprof) skip such a field as unknown: no common ground to compare on.
         return Ok(false);
     }
-    let ours = match crate::decode_xspace(bytes) {
+    let ours = match oxprof_xspace::decode_xspace(bytes) {
         Ok(space) => space,
         // Our decoder calls an empty buffer or one with no XSpace field an error, where
         // protobuf sees an empty message.
-        Err(crate::DecodeError::Empty | crate::DecodeError::NotAnXSpace(_))
+        Err(oxprof_xspace::DecodeError::Empty | oxprof_xspace::DecodeError::NotAnXSpace(_))
             if reference.planes.is_empty()
                 && reference.errors.is_empty()
                 && reference.warnings.is_empty()
@@ -36,15 +36,15 @@ pub fn crosscheck(bytes: &[u8]) -> Result<bool, String> {
             return Ok(true);
         }
         // A budget against hostile input is not a disagreement about the format.
-        Err(crate::DecodeError::LimitExceeded(_)) => return Ok(false),
+        Err(oxprof_xspace::DecodeError::LimitExceeded(_)) => return Ok(false),
         Err(e) => return Err(format!("prost decodes it but oxprof fails: {e}")),
     };
     crosscheck_space(&reference, &ours)?;
     // The encoder writes back what the decoder read (without budgets: written back, the
     // same content can take fewer bytes than the budgets of the original's size allow).
-    let again = crate::encode_xspace(&ours);
+    let again = oxprof_xspace::encode_xspace(&ours);
     let limits = oxprof_model::LoadLimits::none();
-    let again = crate::decode_xspace_within(&again, &oxprof_model::KeepPages, &|_| true, &limits)
+    let again = oxprof_xspace::decode_xspace_within(&again, &oxprof_model::KeepPages, &|_| true, &limits)
         .map_err(|e| format!("the encoded model does not decode: {e}"))?;
     if let Some(diff) = oxprof_model::compare::first_difference(&ours, &again) {
         return Err(format!("decode -> encode -> decode differs: {diff}"));
@@ -55,27 +55,61 @@ pub fn crosscheck(bytes: &[u8]) -> Result<bool, String> {
 /// Whether a plane carries an `event_metadata`/`stat_metadata` field (4/5) with a wire
 /// type other than length-delimited.
 fn has_mistyped_map_field(bytes: &[u8]) -> bool {
-    use crate::wire::{Reader, WireType};
-    let mut top = Reader::new(bytes, 0);
-    while !top.is_empty() {
-        let Ok((field, wt)) = top.tag() else { return false };
-        if field == 1 && wt == WireType::Len {
-            let Ok((plane, base)) = top.len_delimited() else { return false };
-            let mut r = Reader::new(plane, base);
-            while !r.is_empty() {
-                let Ok((f, w)) = r.tag() else { break };
-                if (f == 4 || f == 5) && w != WireType::Len {
+    let mut top = Fields(bytes);
+    while let Some((field, wire_type, value)) = top.next_field() {
+        if field == 1 && wire_type == LEN {
+            let mut plane = Fields(value);
+            while let Some((f, w, _)) = plane.next_field() {
+                if (f == 4 || f == 5) && w != LEN {
                     return true;
                 }
-                if r.skip(f, w).is_err() {
-                    break;
-                }
             }
-        } else if top.skip(field, wt).is_err() {
-            return false;
         }
     }
     false
+}
+
+/// The length-delimited wire type.
+const LEN: u8 = 2;
+
+/// The fields of one protobuf message, as (number, wire type, payload of a
+/// length-delimited field); stops at the first malformed or group field.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = self.0.split_first()?;
+            self.0 = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    fn next_field(&mut self) -> Option<(u64, u8, &'a [u8])> {
+        let key = self.varint()?;
+        let (field, wire_type) = (key >> 3, (key & 7) as u8);
+        let skip = match wire_type {
+            0 => {
+                self.varint()?;
+                0
+            }
+            1 => 8,
+            LEN => usize::try_from(self.varint()?).ok()?,
+            5 => 4,
+            _ => return None,
+        };
+        if skip > self.0.len() {
+            return None;
+        }
+        let (value, rest) = self.0.split_at(skip);
+        self.0 = rest;
+        Some((field, wire_type, value))
+    }
 }
 
 fn check<T: PartialEq + std::fmt::Debug>(what: &dyn Fn() -> String, expected: T, actual: T) -> Result<(), String> {

@@ -1,10 +1,10 @@
 //! Building XSpace files in tests: the model's name-level builder
 //! ([`oxprof_model::ModelBuilder`], exact timestamps) written out by the encoder, so tests
-//! exercise the same decoder as real profiles; hostile inputs ([`bombs`]); and (feature
-//! `crosscheck`) a field-by-field comparison of the decoder with prost.
+//! exercise the same decoder as real profiles; hostile inputs ([`bombs`]); the committed
+//! profiles ([`fixtures`]).
 //!
 //! ```
-//! use oxprof_xspace::testing::XSpaceBuilder;
+//! use oxprof_testkit::XSpaceBuilder;
 //! // python  |-- train 0 --------|
 //! //            |- matmul -|
 //! let bytes = XSpaceBuilder::new()
@@ -21,9 +21,6 @@
 
 pub use oxprof_model::{EventSketch as EventBuilder, LineSketch as LineBuilder, PlaneSketch as PlaneBuilder, Value};
 use oxprof_model::{ModelBuilder, XSpace};
-
-#[cfg(feature = "crosscheck")]
-pub use crate::crosscheck::crosscheck;
 
 /// Builds an XSpace and writes it as protobuf bytes.
 #[derive(Debug, Default)]
@@ -68,11 +65,11 @@ impl XSpaceBuilder {
 
     /// The serialized XSpace.
     pub fn to_bytes(&self) -> Vec<u8> {
-        crate::encode_xspace(self.model.space())
+        oxprof_xspace::encode_xspace(self.model.space())
     }
 }
 
-/// Hostile inputs for tests of [`crate::LoadLimits`]: bytes that cost far more to decode
+/// Hostile inputs for tests of [`oxprof_model::LoadLimits`]: bytes that cost far more to decode
 /// than their size, written as raw protobuf (the builder would take too long for millions
 /// of items). Each is valid protobuf, so only the limits stop it.
 pub mod bombs {
@@ -217,10 +214,7 @@ pub mod fixtures {
     use std::io::Read;
     use std::path::{Path, PathBuf};
 
-    /// The repository root (this crate lives in `crates/oxprof-xspace`).
-    pub fn repo_root() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-    }
+    pub use crate::files::repo_root;
 
     /// Every file under `dir` whose name ends with `suffix`, in sorted order, recursively.
     pub fn files_with_suffix(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {

@@ -3,9 +3,6 @@
 //! on. Third-party profiles are read in place from `../shared/testdata/external/` and
 //! skipped when absent.
 
-// Each test binary uses a part of this module.
-#![allow(dead_code)]
-
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -16,9 +13,7 @@ pub const ALL_HOSTS: &str = "ALL_HOSTS";
 /// The refkit profiles committed under `testdata/profiles/` (host `vm`).
 pub const REFKIT_PROFILES: [&str; 5] = ["tf_keras_fit", "tf_custom_loop", "jax_train", "tf_memory", "tf_memory_nobfc"];
 
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use crate::files::repo_root;
 
 /// Third-party profiles (`OXPROF_EXTERNAL_TESTDATA` or `../shared/testdata/external`).
 pub fn external_dir() -> Option<PathBuf> {
@@ -38,9 +33,13 @@ pub fn external_outputs_dir() -> Option<PathBuf> {
 
 /// One profile (file or run directory), a host selection, and XProf's outputs for it.
 pub struct Case {
+    /// `profile/host`.
     pub name: String,
+    /// The profile file or run directory.
     pub input: PathBuf,
+    /// The host selection.
     pub host: &'static str,
+    /// XProf's outputs for it.
     pub expected: PathBuf,
     /// A committed refkit profile (XProf's outputs recorded by oxprof's own refkit run).
     pub refkit: bool,
@@ -149,7 +148,14 @@ pub struct Tally {
     show: usize,
 }
 
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally::new()
+    }
+}
+
 impl Tally {
+    /// No case yet.
     pub fn new() -> Tally {
         let show = std::env::var("OXPROF_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
         Tally { passed: 0, gaps: 0, failures: Vec::new(), show }
@@ -162,7 +168,7 @@ impl Tally {
 
     /// One comparison with XProf; a known gap that matches now is a failure too (so the
     /// list of gaps stays true).
-    pub fn record(&mut self, label: &str, report: &oxprof_analysis::jsoncmp::CmpReport, known_gap: bool) {
+    pub fn record(&mut self, label: &str, report: &crate::jsoncmp::CmpReport, known_gap: bool) {
         match (report.is_match(), known_gap) {
             (true, false) => self.passed += 1,
             (true, true) => self.failures.push(format!("{label}: matches XProf now; remove it from KNOWN_GAPS")),
