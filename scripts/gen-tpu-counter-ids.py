@@ -1,4 +1,4 @@
-"""Writes crates/oxprof-analysis/src/tools/tpu_counter_ids_v6e.rs (or _v7x.rs): the TPU v6e
+"""Writes crates/oxprof-xprof/src/tools/tpu_counter_ids_v6e.rs (or _v7x.rs): the TPU v6e
 (v7x) performance counter ids that XProf's utilization viewer reads (TensorCore, SparseCore,
 ICI and HBM counters; on v7x also the power manager's throttle counters), from XProf's
 `xprof/utils/tpu_counter_ids_v6e.h` (`tpu_counter_ids_v7x.h`) (openxla/xprof; ids are
@@ -46,7 +46,7 @@ def main():
          f'pub(crate) const TPU_{gen.upper()}_COUNTERS: &[(&str, u64)] = &[']
   out += [f'    ("{n}", {i}),' for n, i in pairs]
   out.append('];')
-  path = f'crates/oxprof-analysis/src/tools/tpu_counter_ids_{gen}.rs'
+  path = f'crates/oxprof-xprof/src/tools/tpu_counter_ids_{gen}.rs'
   open(path, 'w').write('\n'.join(out) + '\n')
   print(f'{path}: {len(pairs)} counters')
 

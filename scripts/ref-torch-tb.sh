@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Golden outputs of torch-tb-profiler 0.4.3's own Python backend (RunProfileData: its event
 # parser, operator tree, overall/GPU-metrics/tensor-core/kernel parsers, memory parser and
-# memory view; no TensorBoard, no browser) for oxprof's PyTorch analyses (crates/oxprof-analysis/src/pytorch/). Writes one
+# memory view; no TensorBoard, no browser) for oxprof's PyTorch analyses (crates/oxprof-pytorch/src/). Writes one
 # JSON per trace under testdata/torch-tb/ (see its README.md); the Rust golden tests
 # (crates/oxprof-api/tests/golden_torch_tb.rs) compare oxprof's numbers with them.
 #

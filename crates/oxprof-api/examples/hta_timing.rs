@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p oxprof-api --example hta_timing -- bench-data/kineto_large.pt.trace.json
 //! ```
-use oxprof_analysis::hta::{
+use oxprof_pytorch::hta::{
     comm_ops, distributed::HtaDistributed, gpu_idle::HtaGpuIdle, idle_time, launch_stats, overlap, queue_length,
     temporal, trace::RankTrace,
 };
@@ -25,18 +25,18 @@ fn main() {
     };
     println!("load (import)         {:8.3} s  {} events", t.elapsed().as_secs_f64(), space.event_count());
     let t = Instant::now();
-    let parsed = oxprof_analysis::pytorch::parse(&space);
+    let parsed = oxprof_pytorch::parse(&space);
     println!("PyTorch parse         {:8.3} s", t.elapsed().as_secs_f64());
     let t = Instant::now();
     let trace = RankTrace::from_space(&space, "rank0", 0);
     println!("HTA rows              {:8.3} s  {} rows", t.elapsed().as_secs_f64(), trace.events.len());
     let t = Instant::now();
-    let parts = oxprof_analysis::hta::parts::RankParts::of_rank(&trace);
+    let parts = oxprof_pytorch::hta::parts::RankParts::of_rank(&trace);
     println!("HTA parts (parallel)  {:8.3} s  filtered {}", t.elapsed().as_secs_f64(), parts.filtered);
     let t = Instant::now();
     drop(space);
     println!("drop model            {:8.3} s", t.elapsed().as_secs_f64());
-    use oxprof_analysis::pytorch::{kernels, modules, operators, overview};
+    use oxprof_pytorch::{kernels, modules, operators, overview};
     let t = Instant::now();
     let _ = overview::PytorchOverview::from_parsed(&parsed);
     println!("pytorch_overview      {:8.3} s", t.elapsed().as_secs_f64());

@@ -7,8 +7,8 @@
 //! PARTS=1 …   also times the parts of OpStats one by one
 //! TRACE=1 …   the trace_viewer path instead: grouping and trace index side by side
 //! ```
-use oxprof_analysis::grouping::EventGroups;
-use oxprof_analysis::op_stats::{convert, environment, host_op_metrics, step_events, steps_db, tf_functions};
+use oxprof_grouping::EventGroups;
+use oxprof_xprof::op_stats::{convert, environment, host_op_metrics, step_events, steps_db, tf_functions};
 use oxprof_model::XSpace;
 use std::time::{Duration, Instant};
 
@@ -65,36 +65,36 @@ fn main() {
     };
     if std::env::var_os("TRACE").is_some() {
         let (groups, index) = if std::env::var("TRACE").is_ok_and(|v| v == "seq") {
-            let groups = phase("group", || oxprof_analysis::grouping::group_events(&space));
-            let index = phase("index", || oxprof_analysis::trace::TraceIndex::build(&space, "host"));
+            let groups = phase("group", || oxprof_grouping::group_events(&space));
+            let index = phase("index", || oxprof_trace::TraceIndex::build(&space, "host"));
             (groups, index)
         } else {
             phase("group+index", || {
                 rayon::join(
-                    || oxprof_analysis::grouping::group_events(&space),
-                    || oxprof_analysis::trace::TraceIndex::build(&space, "host"),
+                    || oxprof_grouping::group_events(&space),
+                    || oxprof_trace::TraceIndex::build(&space, "host"),
                 )
             })
         };
         println!("({} trace events)", index.num_events);
-        let req = oxprof_analysis::trace::xprof::parse_request(|k| (k == "resolution").then(|| "8000".to_string()))
+        let req = oxprof_trace::xprof::parse_request(|k| (k == "resolution").then(|| "8000".to_string()))
             .unwrap_or_default();
         let json = phase("render", || {
-            let host = oxprof_analysis::trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
-            oxprof_analysis::trace::xprof::trace_viewer_json(&[host], &req)
+            let host = oxprof_trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
+            oxprof_trace::xprof::trace_viewer_json(&[host], &req)
         });
         println!("({} bytes of trace JSON)", json.map_or(0, |j| j.len()));
         phase("drop", move || drop((groups, index, space)));
         return;
     }
-    let groups = phase("group", || oxprof_analysis::grouping::group_events(&space));
+    let groups = phase("group", || oxprof_grouping::group_events(&space));
     let op_stats = phase("op_stats", || convert::op_stats_from_groups(&space, &groups));
     if std::env::var_os("PARTS").is_some() {
         op_stats_parts(&space, &groups);
     }
-    phase("inference", || oxprof_analysis::inference::host_inference_stats(&space, &groups, 0));
-    let page = phase("overview", || oxprof_analysis::tools::overview_page::overview_page(&op_stats));
-    let index = phase("trace_index", || oxprof_analysis::trace::TraceIndex::build(&space, "host"));
+    phase("inference", || oxprof_xprof::inference::host_inference_stats(&space, &groups, 0));
+    let page = phase("overview", || oxprof_xprof::tools::overview_page::overview_page(&op_stats));
+    let index = phase("trace_index", || oxprof_trace::TraceIndex::build(&space, "host"));
     println!("({} bytes of overview JSON, {} trace events)", page.to_string().len(), index.num_events);
     phase("drop", move || drop((groups, index, space)));
 }

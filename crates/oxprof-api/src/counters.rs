@@ -8,15 +8,15 @@ use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_report::Report;
-use oxprof_analysis::tools::dcn_perfetto::{MEGASCALE_PLANE_NAME, dcn_perfetto_trace, gzipped};
-use oxprof_analysis::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
-use oxprof_analysis::tools::event_time_fraction::{
+use oxprof_xprof::tools::dcn_perfetto::{MEGASCALE_PLANE_NAME, dcn_perfetto_trace, gzipped};
+use oxprof_xprof::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
+use oxprof_xprof::tools::event_time_fraction::{
     EventTimeFractions, barrier_cores_report, host_event_time_fractions,
 };
-use oxprof_analysis::tools::megascale::{MegascaleStats, has_megascale_events};
-use oxprof_analysis::tools::perf_counters::PerfCounters;
-use oxprof_analysis::tools::smart_suggestion::{BARRIER_CORES, mentions_barrier_cores};
-use oxprof_analysis::tools::utilization_viewer::UtilizationViewer;
+use oxprof_xprof::tools::megascale::{MegascaleStats, has_megascale_events};
+use oxprof_xprof::tools::perf_counters::PerfCounters;
+use oxprof_xprof::tools::smart_suggestion::{BARRIER_CORES, mentions_barrier_cores};
+use oxprof_xprof::tools::utilization_viewer::UtilizationViewer;
 use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 
 /// [`crate::registry::Compute`] of `perf_counters`: the counter events of every selected

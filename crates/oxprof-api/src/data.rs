@@ -9,7 +9,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::registry::{self, Computation};
 use crate::session::{Session, SessionOptions};
-use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
+use oxprof_xprof::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
 use oxprof_report::{Report, Table, XprofBody};
 use oxprof_format::HostFile;
 use oxprof_model::LoadLimits;
@@ -196,7 +196,7 @@ fn op_stats_report(
     let analyses = session.host_analyses(&files, refresh)?;
     let op_stats = combine_hosts(&analyses, steps);
     let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
-    notes.extend(oxprof_analysis::tools::hlo_stats::device_tool_notes(&request.tool, &op_stats));
+    notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(&request.tool, &op_stats));
     Ok(with_notes(report(&op_stats, &request.params), notes))
 }
 

@@ -16,8 +16,8 @@ use crate::catalog::ServedRun;
 use crate::data::{DataRequest, DataResponse, with_notes};
 use crate::session::Session;
 use oxprof_report::Report;
-use oxprof_analysis::tools::graph_viewer::{self, TextKind};
-use oxprof_analysis::tools::memory_viewer::{self, MemoryViewerOptions};
+use oxprof_xprof::tools::graph_viewer::{self, TextKind};
+use oxprof_xprof::tools::memory_viewer::{self, MemoryViewerOptions};
 use oxprof_hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };

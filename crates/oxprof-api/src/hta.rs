@@ -1,8 +1,8 @@
 //! The HTA tools (`hta_distributed`, `hta_gpu_idle`): Holistic Trace Analysis' numbers on
 //! a PyTorch run, each rank one host (file) of the run (shape in
-//! `oxprof_analysis::hta`). Every selected host is loaded whole (host threads and GPU
+//! `oxprof_pytorch::hta`). Every selected host is loaded whole (host threads and GPU
 //! streams) once per session, reduced to HTA's compact event rows and what both tools
-//! derive from each rank alone (`oxprof_analysis::hta::parts`), together with the PyTorch
+//! derive from each rank alone (`oxprof_pytorch::hta::parts`), together with the PyTorch
 //! views' parse (`Session::host_hta`), and its model dropped; a request assembles the kept
 //! parts of the selected ranks.
 //!
@@ -13,9 +13,9 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::{HtaRank, Session};
-use oxprof_analysis::hta::distributed::HtaDistributed;
-use oxprof_analysis::hta::gpu_idle::HtaGpuIdle;
-use oxprof_analysis::hta::parts::{RankParts, RankView, filter_applies};
+use oxprof_pytorch::hta::distributed::HtaDistributed;
+use oxprof_pytorch::hta::gpu_idle::HtaGpuIdle;
+use oxprof_pytorch::hta::parts::{RankParts, RankView, filter_applies};
 use oxprof_report::Report;
 use rayon::prelude::*;
 use std::sync::Arc;

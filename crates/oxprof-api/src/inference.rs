@@ -7,12 +7,12 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_analysis::inference::{
+use oxprof_xprof::inference::{
     HostInferenceStats, InferenceStats, combine, inference_latency, profile::InferenceProfile,
 };
-use oxprof_analysis::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
+use oxprof_xprof::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
 use oxprof_report::Report;
-use oxprof_analysis::tools::overview_page::OverviewPage;
+use oxprof_xprof::tools::overview_page::OverviewPage;
 use std::sync::Arc;
 
 /// The selected hosts' inference statistics, combined and regrouped by model.
@@ -69,7 +69,7 @@ pub(crate) fn overview(
     let op_stats = combine_hosts(&analyses, StepSelection::DropIncomplete);
     let mut notes: Vec<String> =
         analyses.iter().zip(&files).flat_map(|(a, f)| a.advice.iter().map(|n| format!("{}: {n}", f.host))).collect();
-    notes.extend(oxprof_analysis::tools::hlo_stats::device_tool_notes(&request.tool, &op_stats));
+    notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(&request.tool, &op_stats));
     let mut page = OverviewPage::from_op_stats(&op_stats);
     if !op_stats.run_environment.is_training {
         page.inference_latency = inference_latency(&combined(&analyses));

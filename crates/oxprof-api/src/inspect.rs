@@ -2,7 +2,7 @@
 //! summarised. A host that fails to load is reported in place; the others still are.
 
 use crate::ApiError;
-use oxprof_analysis::inspect::{SpaceSummary, summarize_space};
+use oxprof_xprof::inspect::{SpaceSummary, summarize_space};
 use oxprof_format::ProfileStore;
 use oxprof_model::LoadLimits;
 use serde::Serialize;

@@ -18,13 +18,13 @@ pub fn report_markdown(report: &dyn Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_analysis::op_stats::HardwareType;
-    use oxprof_analysis::tools::memory_profile::{
+    use oxprof_xprof::op_stats::HardwareType;
+    use oxprof_xprof::tools::memory_profile::{
         ActiveAllocation, ActivitySerde, AggregationStats, AllocatorSerde, MemoryActivity, MemoryProfile,
         MemoryProfileSerde, ProfileSummary, SnapshotSerde,
     };
-    use oxprof_analysis::tools::op_profile::{Grouping, Node, NodeMetrics, OpProfile, XlaInstruction};
-    use oxprof_analysis::tools::pod_viewer::{GenericStepTimeUs, PodCoreStep, PodStep, PodViewer};
+    use oxprof_xprof::tools::op_profile::{Grouping, Node, NodeMetrics, OpProfile, XlaInstruction};
+    use oxprof_xprof::tools::pod_viewer::{GenericStepTimeUs, PodCoreStep, PodStep, PodViewer};
 
     fn node(name: &str, raw_time: f64, children: Vec<Node>) -> Node {
         Node {

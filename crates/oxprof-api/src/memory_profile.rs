@@ -11,12 +11,12 @@ use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_report::Report;
-use oxprof_analysis::tools::memory_profile::{MemoryProfile, memory_profile};
+use oxprof_xprof::tools::memory_profile::{MemoryProfile, memory_profile};
 use oxprof_format::HostFile;
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, TPU_PLANE_PREFIX};
 
 /// [`crate::registry::Compute`] of `memory_profile`: the host's
-/// [`oxprof_analysis::tools::memory_profile::MemoryProfile`], or XProf's empty body for a
+/// [`oxprof_xprof::tools::memory_profile::MemoryProfile`], or XProf's empty body for a
 /// host without a `/host:CPU` plane.
 pub(crate) fn compute(
     session: &Session,

@@ -3,9 +3,9 @@
 //! too), and a host's OpStats analysis encoded so that a reloaded one gives byte-identical
 //! answers (JSON with exact float round trips).
 
-use oxprof_analysis::inference::HostInferenceStats;
-use oxprof_analysis::op_stats::convert::HostAnalysis;
-use oxprof_analysis::op_stats::types::OpStats;
+use oxprof_xprof::inference::HostInferenceStats;
+use oxprof_xprof::op_stats::convert::HostAnalysis;
+use oxprof_xprof::op_stats::types::OpStats;
 use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_format::ProfileStore;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! The PyTorch tools (`pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`,
 //! `pytorch_memory`, `pytorch_modules`): torch-tb-profiler's overview, operator, kernel, memory and module views of one worker's trace, computed
-//! by `oxprof_analysis::pytorch` from the whole imported trace (host and GPU planes).
+//! by `oxprof_pytorch` from the whole imported trace (host and GPU planes).
 //!
 //! The parsed trace is kept by the session (`Session::host_pytorch`): the first view reads
 //! the file, the others answer from memory.
@@ -12,7 +12,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_analysis::pytorch::{
+use oxprof_pytorch::{
     kernels::PytorchKernelStats, memory::PytorchMemory, modules::PytorchModules, operators::PytorchOpStats,
     overview::PytorchOverview,
 };

@@ -12,10 +12,10 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::DataRequest;
 use crate::session::Session;
-use oxprof_analysis::op_stats::OpStats;
-use oxprof_analysis::op_stats::convert::StepSelection;
+use oxprof_xprof::op_stats::OpStats;
+use oxprof_xprof::op_stats::convert::StepSelection;
 use oxprof_report::Report;
-use oxprof_analysis::tools::{
+use oxprof_xprof::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
     kernel_stats::KernelStats, op_profile, pod_viewer::PodViewer, roofline_model::RooflineModel,
 };
@@ -652,7 +652,7 @@ impl Features {
                 .planes_with_prefix(TPU_PLANE_PREFIX)
                 .any(|p| p.lines.iter().any(|line| line.events(p).any(|e| e.stat(StatType::CounterValue).is_some()))),
             host_plane: first_host.plane(HOST_THREADS_PLANE_NAME).is_some(),
-            pytorch: oxprof_analysis::pytorch::is_pytorch(first_host),
+            pytorch: oxprof_pytorch::is_pytorch(first_host),
         }
     }
 

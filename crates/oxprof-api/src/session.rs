@@ -29,7 +29,7 @@ use crate::ApiError;
 use crate::catalog::{Catalog, ServedRun};
 use crate::persist::{self, Persisted};
 use crate::trace::HostTraceData;
-use oxprof_analysis::op_stats::convert::HostAnalysis;
+use oxprof_xprof::op_stats::convert::HostAnalysis;
 use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
 use oxprof_format::{HostFile, LocalStore, ProfileStore};
@@ -117,7 +117,7 @@ enum Cached {
 /// One PyTorch trace as both tool families read it: switching between a PyTorch view and an
 /// HTA tool on a run answers from memory instead of reading a multi-GB file again.
 struct PytorchFile {
-    parsed: Arc<oxprof_analysis::pytorch::Parsed>,
+    parsed: Arc<oxprof_pytorch::Parsed>,
     hta: Arc<HtaRank>,
 }
 
@@ -125,9 +125,9 @@ struct PytorchFile {
 pub struct HtaRank {
     /// HTA's rows, rank `-1` when the trace names none (the caller numbers those); read
     /// again only by a selection whose step filter differs from `parts`'.
-    pub trace: oxprof_analysis::hta::trace::RankTrace,
+    pub trace: oxprof_pytorch::hta::trace::RankTrace,
     /// What both HTA tools derive from this rank alone, filtered as the rank's own steps say.
-    pub parts: oxprof_analysis::hta::parts::RankParts,
+    pub parts: oxprof_pytorch::hta::parts::RankParts,
 }
 
 impl Weighted for Cached {
@@ -496,7 +496,7 @@ impl Session {
     /// and the tool tables from one decode).
     pub fn host_analysis_of_decoded(&self, file: &HostFile, space: &XSpace) -> Result<Arc<HostAnalysis>, ApiError> {
         let entries = self.file_entries(&[file], false, CacheKey::Analysis, |file| {
-            let analysis = oxprof_analysis::op_stats::convert::xspace_to_op_stats(space);
+            let analysis = oxprof_xprof::op_stats::convert::xspace_to_op_stats(space);
             self.persisted(file, persist::ANALYSIS_ENTRY, "").write(|| persist::encode_analysis(&analysis));
             Ok(Cached::Analysis(Arc::new(analysis)))
         })?;
@@ -519,12 +519,12 @@ impl Session {
                 // decode, and no second model beside the one the cache holds.
                 self.counts.lock().unwrap_or_else(|p| p.into_inner()).analyses_from_trace += 1;
                 let analysis =
-                    oxprof_analysis::op_stats::convert::xspace_to_op_stats_grouped(&trace.space, &trace.groups);
+                    oxprof_xprof::op_stats::convert::xspace_to_op_stats_grouped(&trace.space, &trace.groups);
                 persisted.write(|| persist::encode_analysis(&analysis));
                 return Ok(Cached::Analysis(Arc::new(analysis)));
             }
             let space = self.load(file, &|_| true)?;
-            let analysis = oxprof_analysis::op_stats::convert::xspace_to_op_stats(&space);
+            let analysis = oxprof_xprof::op_stats::convert::xspace_to_op_stats(&space);
             if files.len() == 1 {
                 // Unmapping ~100 MB of tables takes a while: not on the request's path.
                 rayon::spawn(move || drop(space));
@@ -564,7 +564,7 @@ impl Session {
         &self,
         files: &[&HostFile],
         refresh: bool,
-    ) -> Result<Vec<Arc<oxprof_analysis::pytorch::Parsed>>, ApiError> {
+    ) -> Result<Vec<Arc<oxprof_pytorch::Parsed>>, ApiError> {
         Ok(self.pytorch_files(files, refresh)?.into_iter().map(|f| f.parsed.clone()).collect())
     }
 
@@ -585,10 +585,10 @@ impl Session {
             let space = self.load(file, &|_| true)?;
             // HTA's rows and what its tools derive from them, beside the PyTorch parse.
             let (parsed, hta) = rayon::join(
-                || oxprof_analysis::pytorch::parse(&space),
+                || oxprof_pytorch::parse(&space),
                 || {
-                    let trace = oxprof_analysis::hta::trace::RankTrace::from_space(&space, &file.host, -1);
-                    let parts = oxprof_analysis::hta::parts::RankParts::of_rank(&trace);
+                    let trace = oxprof_pytorch::hta::trace::RankTrace::from_space(&space, &file.host, -1);
+                    let parts = oxprof_pytorch::hta::parts::RankParts::of_rank(&trace);
                     Arc::new(HtaRank { trace, parts })
                 },
             );

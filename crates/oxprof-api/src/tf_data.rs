@@ -1,6 +1,6 @@
 //! The `tf_data_bottleneck_analysis` tool: tf.data input pipelines of the selected hosts,
 //! their slowest calls and bottleneck iterators, as the old TensorBoard profiler served it
-//! (three DataTables; shape in `oxprof_analysis::tools::tf_data`). XProf 2.24 no longer
+//! (three DataTables; shape in `oxprof_xprof::tools::tf_data`). XProf 2.24 no longer
 //! serves this tool.
 //!
 //! Host selection: the old tool read all hosts (no host or `ALL_HOSTS`); `host=h` reads
@@ -12,12 +12,12 @@ use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use oxprof_report::Report;
-use oxprof_analysis::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
+use oxprof_xprof::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
 use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
 
 /// [`crate::registry::Compute`] of `tf_data_bottleneck_analysis`: the selected hosts'
-/// [`oxprof_analysis::tools::tf_data::CombinedTfDataStats`].
+/// [`oxprof_xprof::tools::tf_data::CombinedTfDataStats`].
 pub(crate) fn compute(
     session: &Session,
     run: &ServedRun,

@@ -15,13 +15,13 @@ use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts
 use crate::persist::{Persisted, TRACE_INDEX_ENTRY, TRACE_JSON_ENTRY, TRACE_VIEW_ENTRY};
 use crate::persist::{decode_trace_json, write_trace_json};
 use crate::session::Session;
-use oxprof_analysis::grouping::{EventGroups, group_events};
+use oxprof_grouping::{EventGroups, group_events};
 use oxprof_report::Report;
-use oxprof_analysis::trace::aggregate as agg;
-use oxprof_analysis::trace::lod::{self, LodHost, LodRequest, SearchQuery};
-use oxprof_analysis::trace::multi;
-use oxprof_analysis::trace::xprof::{self as tv, HostTrace};
-use oxprof_analysis::trace::{TraceIndex, read_index_from, write_index_to};
+use oxprof_trace::aggregate as agg;
+use oxprof_trace::lod::{self, LodHost, LodRequest, SearchQuery};
+use oxprof_trace::multi;
+use oxprof_trace::xprof::{self as tv, HostTrace};
+use oxprof_trace::{TraceIndex, read_index_from, write_index_to};
 use oxprof_diskcache::DiskCache;
 use oxprof_format::{HostFile, LocalStore, load_xspace};
 use oxprof_model::XSpace;
@@ -205,7 +205,7 @@ pub fn body(
     let hosts = session.host_traces(&files, refresh)?;
     let mut notes = Vec::new();
     let total: usize = hosts.iter().map(|h| h.index.num_events).sum();
-    if tool == "trace_viewer@" && total >= oxprof_analysis::trace::DISABLE_STREAMING_THRESHOLD {
+    if tool == "trace_viewer@" && total >= oxprof_trace::DISABLE_STREAMING_THRESHOLD {
         notes.push(format!(
             "{total} events: downsampled as XProf does; oxprof's /oxprof/api/trace routes browse every event"
         ));

@@ -251,7 +251,7 @@ fn damaged_or_oversized_entries_are_misses_never_answers() {
 fn same_size_profiles(middle_ps: i64) -> (Vec<u8>, Vec<u8>) {
     const EVENTS: i64 = 40_000;
     let build = |middle: i64| {
-        oxprof_xspace::testing::XSpaceBuilder::new()
+        oxprof_testkit::XSpaceBuilder::new()
             .hostname("vm")
             .plane("/host:CPU", |p| {
                 p.line(1, "main", 0, |l| {

@@ -58,7 +58,7 @@ fn is_known_difference(stem: &str, case: &str) -> bool {
 /// nothing else changed: the same printer re-prints XProf's own values).
 fn with_maps_in_key_order(expected: &[u8]) -> Option<Vec<u8>> {
     let value: serde_json::Value = serde_json::from_slice(expected).ok()?;
-    Some(oxprof_analysis::tools::pod_viewer::pod_viewer_text(&value).into_bytes())
+    Some(oxprof_xprof::tools::pod_viewer::pod_viewer_text(&value).into_bytes())
 }
 
 /// XProf's raw body (`<stem>.json`, or gzipped `<stem>.json.gz`), or `None` if XProf

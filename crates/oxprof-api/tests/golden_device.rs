@@ -148,8 +148,8 @@ fn peak_rss_kb() -> u64 {
 #[test]
 #[ignore]
 fn perf_device_tools_on_a_large_profile() {
-    use oxprof_analysis::op_stats::convert::{StepSelection, combine_hosts};
-    use oxprof_analysis::tools::{hlo_stats, kernel_stats, op_profile, roofline_model};
+    use oxprof_xprof::op_stats::convert::{StepSelection, combine_hosts};
+    use oxprof_xprof::tools::{hlo_stats, kernel_stats, op_profile, roofline_model};
     use oxprof_api::data::{open_run, select_hosts};
     let dir = PathBuf::from("/work/refdata/jax_large");
     if !dir.is_dir() {
@@ -185,7 +185,7 @@ fn perf_device_tools_on_a_large_profile() {
 
     // That profile is CPU-only: also a synthetic device database of 100 000 ops (50
     // programs, 20 categories, duplicates, 4 fused children each).
-    use oxprof_analysis::op_stats::{OpMetrics, OpMetricsDb, OpStats, PerfEnv};
+    use oxprof_xprof::op_stats::{OpMetrics, OpMetricsDb, OpStats, PerfEnv};
     let child =
         |i: usize| OpMetrics { name: format!("c.{i}"), occurrences: 1, flops_v2: i as f64, ..Default::default() };
     let metrics_db: Vec<OpMetrics> = (0..100_000usize)

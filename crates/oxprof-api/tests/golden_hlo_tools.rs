@@ -315,7 +315,7 @@ fn graph_viewer_pb_equals_xprof() {
                     continue;
                 }
             };
-            let text = |b: &[u8]| oxprof_analysis::tools::graph_viewer::proto_text(b).unwrap_or_default();
+            let text = |b: &[u8]| oxprof_xprof::tools::graph_viewer::proto_text(b).unwrap_or_default();
             let same = expected == actual;
             byte_equal += usize::from(same);
             let matched = same || (expected.len() == actual.len() && text(&expected) == text(&actual));

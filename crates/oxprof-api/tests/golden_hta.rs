@@ -6,12 +6,12 @@
 //!
 //! Ranks are the files' positions, as the recorder numbers them.
 
-use oxprof_analysis::hta::idle_time::idle_time_breakdown;
-use oxprof_analysis::hta::launch_stats::launches;
-use oxprof_analysis::hta::overlap::comm_comp_overlap;
-use oxprof_analysis::hta::queue_length::queue_length_summary;
-use oxprof_analysis::hta::temporal::temporal_breakdown;
-use oxprof_analysis::hta::trace::{RankTrace, filter_incomplete_steps};
+use oxprof_pytorch::hta::idle_time::idle_time_breakdown;
+use oxprof_pytorch::hta::launch_stats::launches;
+use oxprof_pytorch::hta::overlap::comm_comp_overlap;
+use oxprof_pytorch::hta::queue_length::queue_length_summary;
+use oxprof_pytorch::hta::temporal::temporal_breakdown;
+use oxprof_pytorch::hta::trace::{RankTrace, filter_incomplete_steps};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -422,7 +422,7 @@ fn one_parse_serves_every_pytorch_and_hta_tool() {
     let counts = service.handle("GET", "/oxprof/api/info", "").body_json().unwrap()["files"].clone();
     assert_eq!(counts["hta_parts_recomputed"], 1, "{counts}");
     assert_eq!(counts["pytorch_computed"], 3, "{counts}");
-    let whole = oxprof_analysis::hta::distributed::HtaDistributed::compute(
+    let whole = oxprof_pytorch::hta::distributed::HtaDistributed::compute(
         ["rank0", "rank1", "rank2"]
             .iter()
             .enumerate()

@@ -13,7 +13,7 @@
 //! 1e-6 relative.
 
 use common::{external_dir, repo_root};
-use oxprof_analysis::tools::dcn_perfetto::proto::{DebugAnnotation, Trace, TrackEventType};
+use oxprof_xprof::tools::dcn_perfetto::proto::{DebugAnnotation, Trace, TrackEventType};
 use oxprof_api::data::{DataRequest, open_run};
 use oxprof_api::hlo_tools::binary_output;
 use prost::Message;

@@ -142,7 +142,7 @@ fn rss_kb() -> (u64, u64) {
 #[test]
 #[ignore]
 fn memory_profile_performance() {
-    use oxprof_analysis::tools::{memory_profile::memory_profile, tf_data::tf_data_bottleneck_analysis};
+    use oxprof_xprof::tools::{memory_profile::memory_profile, tf_data::tf_data_bottleneck_analysis};
     let mut files = vec![PathBuf::from("/work/refdata/tf_memory/plugins/profile/2026_11_22_03_01_48/vm.xplane.pb")];
     if let Some(ext) = external_dir() {
         files.push(ext.join("openxla-xprof/demo/plugins/profile/GPU-multi-worker/34.83.195.179_6003.xplane.pb"));

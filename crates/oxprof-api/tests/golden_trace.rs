@@ -456,10 +456,10 @@ fn disk_cache_is_validated() {
     // Without a cache nothing is written or read.
     assert!(!oxprof_api::trace::load_host(&host, None).unwrap().index_from_cache);
     // The index's own header refuses another state of the profile file (size, mtime).
-    let index_bytes = oxprof_analysis::trace::write_index(&fresh.index, (10, 20));
+    let index_bytes = oxprof_trace::write_index(&fresh.index, (10, 20));
     assert_eq!(
-        oxprof_analysis::trace::read_index(&index_bytes, (1, 2)).unwrap_err(),
-        oxprof_analysis::trace::CacheError::Stale
+        oxprof_trace::read_index(&index_bytes, (1, 2)).unwrap_err(),
+        oxprof_trace::CacheError::Stale
     );
 }
 
@@ -491,39 +491,39 @@ fn measure_large_profile() {
     let t0 = std::time::Instant::now();
     let space = oxprof_format::load_xspace(&path).unwrap();
     let t1 = std::time::Instant::now();
-    let groups = oxprof_analysis::grouping::group_events(&space);
+    let groups = oxprof_grouping::group_events(&space);
     let t2 = std::time::Instant::now();
-    let index = oxprof_analysis::trace::TraceIndex::build(&space, "vm");
+    let index = oxprof_trace::TraceIndex::build(&space, "vm");
     let t3 = std::time::Instant::now();
-    let host = oxprof_analysis::trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
-    let req = oxprof_analysis::trace::xprof::TraceViewRequest { resolution: 8000.0, ..Default::default() };
-    let body = oxprof_analysis::trace::xprof::trace_viewer_json(&[host], &req).unwrap();
+    let host = oxprof_trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
+    let req = oxprof_trace::xprof::TraceViewRequest { resolution: 8000.0, ..Default::default() };
+    let body = oxprof_trace::xprof::trace_viewer_json(&[host], &req).unwrap();
     let t4 = std::time::Instant::now();
     if let Some(out) = std::env::var_os("OXPROF_TRACE_OUT") {
         std::fs::write(&out, &body).unwrap();
-        let zoom = oxprof_analysis::trace::xprof::TraceViewRequest {
+        let zoom = oxprof_trace::xprof::TraceViewRequest {
             resolution: 8000.0,
             start_time_ms: 3000.0,
             end_time_ms: 3100.0,
             ..Default::default()
         };
-        let zoomed = oxprof_analysis::trace::xprof::trace_viewer_json(&[host], &zoom).unwrap();
+        let zoomed = oxprof_trace::xprof::trace_viewer_json(&[host], &zoom).unwrap();
         std::fs::write(PathBuf::from(out).with_extension("zoom.json"), zoomed).unwrap();
     }
-    let lod_host = oxprof_analysis::trace::lod::LodHost { space: &space, groups: &groups, index: &index };
-    let full = oxprof_analysis::trace::lod::window(&lod_host, &Default::default());
+    let lod_host = oxprof_trace::lod::LodHost { space: &space, groups: &groups, index: &index };
+    let full = oxprof_trace::lod::window(&lod_host, &Default::default());
     let t5 = std::time::Instant::now();
     let mid = (index.min_ps + index.max_ps) / 2;
-    let zoom = oxprof_analysis::trace::lod::window(
+    let zoom = oxprof_trace::lod::window(
         &lod_host,
-        &oxprof_analysis::trace::lod::LodRequest {
+        &oxprof_trace::lod::LodRequest {
             start_ps: Some(mid),
             end_ps: Some(mid + 50_000_000_000),
             ..Default::default()
         },
     );
     let t6 = std::time::Instant::now();
-    let index_bytes = oxprof_analysis::trace::write_index(&index, (0, 0)).len();
+    let index_bytes = oxprof_trace::write_index(&index, (0, 0)).len();
     println!(
         "events {} | load {:?} group {:?} index {:?} ({} B serialized) trace_viewer@ {:?} ({} B) | LOD full {:?} ({} items, {} hidden) zoom 50ms {:?} ({} items)",
         index.num_events,

@@ -4,7 +4,7 @@
 //! wherever XProf recorded one.
 
 use oxprof_report::Report;
-use oxprof_analysis::tools::{
+use oxprof_xprof::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
     kernel_stats::KernelStats, memory_profile::MemoryProfile, op_profile::OpProfile, overview_page::OverviewPage,
     pod_viewer::PodViewer, roofline_model::RooflineModel, tf_data::CombinedTfDataStats,

@@ -2,8 +2,8 @@
 //! profile (those that still decode) go through grouping, OpStats and every tool; random
 //! byte changes to real HLO modules go through the HLO tools.
 
-use oxprof_analysis::op_stats::convert::{StepSelection, combine_hosts, xspace_to_op_stats};
-use oxprof_analysis::tools;
+use oxprof_xprof::op_stats::convert::{StepSelection, combine_hosts, xspace_to_op_stats};
+use oxprof_xprof::tools;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -71,12 +71,12 @@ fn mutated_profiles_never_panic_in_any_tool() {
             // The trace (index, XProf's JSON, one LOD window) on every tenth mutation: it
             // is the slowest part in a debug build.
             if i % 10 == 0 {
-                let groups = oxprof_analysis::grouping::group_events(&space);
-                let index = oxprof_analysis::trace::TraceIndex::build_grouped(&space, "vm", &groups);
-                let host = oxprof_analysis::trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
-                let _ = oxprof_analysis::trace::xprof::trace_viewer_json(&[host], &Default::default());
-                let lod = oxprof_analysis::trace::lod::LodHost { space: &space, groups: &groups, index: &index };
-                let _ = oxprof_analysis::trace::lod::window(&lod, &Default::default());
+                let groups = oxprof_grouping::group_events(&space);
+                let index = oxprof_trace::TraceIndex::build_grouped(&space, "vm", &groups);
+                let host = oxprof_trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
+                let _ = oxprof_trace::xprof::trace_viewer_json(&[host], &Default::default());
+                let lod = oxprof_trace::lod::LodHost { space: &space, groups: &groups, index: &index };
+                let _ = oxprof_trace::lod::window(&lod, &Default::default());
             }
         });
         assert!(result.is_ok(), "mutation {i} of {name} panicked in the analysis");

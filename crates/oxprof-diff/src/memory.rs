@@ -10,7 +10,7 @@
 //! [`DiffOptions::fragmentation_min_delta`] (0.01).
 
 use crate::{Change, DiffOptions};
-use oxprof_analysis::tools::memory_profile::{MemoryProfile, ProfileSummary};
+use oxprof_xprof::tools::memory_profile::{MemoryProfile, ProfileSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -114,7 +114,7 @@ fn finite(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_analysis::tools::memory_profile::{AggregationStats, PerAllocatorProfile};
+    use oxprof_xprof::tools::memory_profile::{AggregationStats, PerAllocatorProfile};
 
     fn run(host: &str, allocators: &[(&str, i64, f64)]) -> BTreeMap<String, MemoryProfile> {
         let mut profile = MemoryProfile::default();

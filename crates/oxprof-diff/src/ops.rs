@@ -456,7 +456,7 @@ fn op_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_analysis::tools::kernel_stats::{KernelStats, KernelStatsRow};
+    use oxprof_xprof::tools::kernel_stats::{KernelStats, KernelStatsRow};
 
     fn kernels(rows: &[(&str, &str, u32, f64)]) -> RunReports {
         let kernels = rows

@@ -11,8 +11,8 @@
 //! When both sides have them, the comparison takes steps and framework ops from them
 //! instead ([`crate::steps::compare_pytorch`], [`crate::ops`]).
 
-use oxprof_analysis::pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
-use oxprof_analysis::tools::{
+use oxprof_pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
+use oxprof_xprof::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats,
     memory_profile::MemoryProfile, overview_page::OverviewPage,
 };

@@ -20,11 +20,11 @@
 
 use crate::stats::{TwoSampleTest, welch};
 use crate::{Change, DiffOptions};
-use oxprof_analysis::pytorch::overview::{Breakdown, PytorchOverview};
-use oxprof_analysis::tools::input_pipeline::{
+use oxprof_pytorch::overview::{Breakdown, PytorchOverview};
+use oxprof_xprof::tools::input_pipeline::{
     Bottleneck, InputPipelineAnalysis, PerGenericStepDetails, PerTpuStepDetails, StepDetails, tpu_step_time_ms,
 };
-use oxprof_analysis::tools::overview_page::OverviewPage;
+use oxprof_xprof::tools::overview_page::OverviewPage;
 use serde::{Deserialize, Serialize};
 
 /// One compared quantity with per-step samples.

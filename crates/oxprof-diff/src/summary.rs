@@ -223,7 +223,7 @@ fn count_containers(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_analysis::tools::kernel_stats::{KernelStats, KernelStatsRow};
+    use oxprof_xprof::tools::kernel_stats::{KernelStats, KernelStatsRow};
 
     fn summary() -> Summary {
         let reports = RunReports {

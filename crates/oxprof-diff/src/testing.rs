@@ -2,12 +2,12 @@
 //! op and kernel tables, allocator summaries.
 
 use crate::{RunReports, Source};
-use oxprof_analysis::tools::framework_op_stats::{FrameworkOpStats, TfStatsRecord};
-use oxprof_analysis::tools::input_pipeline::{PerGenericStepDetails, StepDetails};
-use oxprof_analysis::tools::kernel_stats::{KernelStats, KernelStatsRow};
-use oxprof_analysis::tools::memory_profile::{AggregationStats, MemoryProfile, PerAllocatorProfile, ProfileSummary};
-use oxprof_analysis::tools::op_record::{ExecutionTimes, RooflineMetrics};
-use oxprof_analysis::tools::overview_page::OverviewPage;
+use oxprof_xprof::tools::framework_op_stats::{FrameworkOpStats, TfStatsRecord};
+use oxprof_xprof::tools::input_pipeline::{PerGenericStepDetails, StepDetails};
+use oxprof_xprof::tools::kernel_stats::{KernelStats, KernelStatsRow};
+use oxprof_xprof::tools::memory_profile::{AggregationStats, MemoryProfile, PerAllocatorProfile, ProfileSummary};
+use oxprof_xprof::tools::op_record::{ExecutionTimes, RooflineMetrics};
+use oxprof_xprof::tools::overview_page::OverviewPage;
 use std::collections::BTreeMap;
 
 /// An overview of CPU/GPU steps: step `i` takes `step_times[i]` ms, `input_ms[i]` of them
@@ -118,8 +118,8 @@ pub fn run(
 /// DataLoader, and `operators` are (name, calls, host self µs = host total, device self µs
 /// = device total).
 pub fn pytorch_run(kernel_ms: &[f64], operators: &[(&str, u64, f64, f64)]) -> RunReports {
-    use oxprof_analysis::pytorch::operators::{OpRow, PytorchOpStats};
-    use oxprof_analysis::pytorch::overview::{Breakdown, PytorchOverview, Step};
+    use oxprof_pytorch::operators::{OpRow, PytorchOpStats};
+    use oxprof_pytorch::overview::{Breakdown, PytorchOverview, Step};
     let mut start = 0.0;
     let steps: Vec<Step> = kernel_ms
         .iter()

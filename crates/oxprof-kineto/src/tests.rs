@@ -93,7 +93,7 @@ fn a_small_gpu_trace_maps_like_an_xprof_gpu_profile() {
             "pid=1",
             "process_name=python3",
             "schemaVersion=1",
-            // Kept whole for the PyTorch analyses (`oxprof_analysis::pytorch`).
+            // Kept whole for the PyTorch analyses (`oxprof_pytorch`).
             "deviceProperties=[{\"id\": 0, \"name\": \"NVIDIA A100\", \"numSms\": 108,\n      \"totalGlobalMem\": 42, \"computeMajor\": 8, \"computeMinor\": 0}]",
             "baseTimeNanoseconds=1700000000000000000",
             "displayTimeUnit=ms"

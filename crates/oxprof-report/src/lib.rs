@@ -327,7 +327,6 @@ pub mod non_finite_f64 {
 mod tests {
     use super::*;
     use serde::Deserialize;
-    use std::io::Write as _;
 
     #[test]
     fn cells_read_as_their_column_says() {

@@ -773,7 +773,7 @@ fn args(
 
 /// `memory_events`: `memory_profile`'s snapshots of every allocator.
 fn memory_events(space: &XSpace, key: HostKey<'_>, p: &Projection) -> Result<Vec<RecordBatch>, ArrowError> {
-    use oxprof_analysis::tools::memory_profile::{MemoryActivity, memory_profile};
+    use oxprof_xprof::tools::memory_profile::{MemoryActivity, memory_profile};
     let Some(profile) = memory_profile(space) else { return Ok(Vec::new()) };
     let mut allocator = StringBuilder::new();
     let mut text =

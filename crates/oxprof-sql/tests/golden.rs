@@ -142,7 +142,7 @@ fn memory_events_are_memory_profile_snapshots() {
     let (session, engine) = engine(&path);
     let run = &engine.runs()[0];
     let space = session.load(&run.hosts[0], &|_| true).unwrap();
-    let profile = oxprof_analysis::tools::memory_profile::memory_profile(&space).unwrap();
+    let profile = oxprof_xprof::tools::memory_profile::memory_profile(&space).unwrap();
     let expected: usize = profile.allocators.values().map(|a| a.snapshots.len()).sum();
     assert!(expected > 0);
     let got = engine.query("SELECT count(*) FROM memory_events").unwrap();

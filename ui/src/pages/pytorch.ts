@@ -1,6 +1,6 @@
 // PyTorch (Kineto) traces: torch-tb-profiler's overview, operator, kernel, memory and module views. The
 // server sends each view's tables as DataTables named by their `name` property
-// (`crates/oxprof-analysis/src/pytorch/`); these pages chart and list them.
+// (`crates/oxprof-pytorch/src/`); these pages chart and list them.
 
 import { categoryColor, chartElement, PALETTE } from '../components/chart';
 import { card } from '../components/common';

@@ -35,9 +35,9 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, local_session, select_hosts};
 use crate::session::{Session, SessionOptions};
-use oxprof_analysis::op_stats::convert::{StepSelection, combine_hosts};
-use oxprof_analysis::pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
-use oxprof_analysis::tools::{
+use oxprof_xprof::op_stats::convert::{StepSelection, combine_hosts};
+use oxprof_pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
+use oxprof_xprof::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats, overview_page::OverviewPage,
 };
 use oxprof_diff::summary::{Summary, SummaryLimits};
