@@ -7,17 +7,16 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
+use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 use oxprof_report::Report;
-use oxprof_xprof::tools::dcn_perfetto::{MEGASCALE_PLANE_NAME, dcn_perfetto_trace, gzipped};
+use oxprof_wire::perfetto::gzipped;
+use oxprof_xprof::tools::dcn_perfetto::{MEGASCALE_PLANE_NAME, dcn_perfetto_trace};
 use oxprof_xprof::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
-use oxprof_xprof::tools::event_time_fraction::{
-    EventTimeFractions, barrier_cores_report, host_event_time_fractions,
-};
+use oxprof_xprof::tools::event_time_fraction::{EventTimeFractions, barrier_cores_report, host_event_time_fractions};
 use oxprof_xprof::tools::megascale::{MegascaleStats, has_megascale_events};
 use oxprof_xprof::tools::perf_counters::PerfCounters;
 use oxprof_xprof::tools::smart_suggestion::{BARRIER_CORES, mentions_barrier_cores};
 use oxprof_xprof::tools::utilization_viewer::UtilizationViewer;
-use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 
 /// [`crate::registry::Compute`] of `perf_counters`: the counter events of every selected
 /// host, host after host (`host=ALL_HOSTS` or none: every host, in the run's order).

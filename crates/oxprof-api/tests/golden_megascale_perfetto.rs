@@ -13,9 +13,9 @@
 //! 1e-6 relative.
 
 use common::{external_dir, repo_root};
-use oxprof_xprof::tools::dcn_perfetto::proto::{DebugAnnotation, Trace, TrackEventType};
 use oxprof_api::data::{DataRequest, open_run};
 use oxprof_api::hlo_tools::binary_output;
+use oxprof_wire::perfetto::{DebugAnnotation, Trace, TrackEventType};
 use prost::Message;
 use std::collections::HashMap as FxHashMap;
 use std::io::Read;

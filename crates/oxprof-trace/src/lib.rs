@@ -42,7 +42,7 @@ pub use index::{
     BuildOptions, DeviceInfo, EventRef, FlowEntry, HOST_THREADS_DEVICE_ID, LAYER_RESOLUTIONS_PS, ResourceInfo,
     TraceIndex, TrackInfo, TrackKind,
 };
-pub use numfmt::{format_g6, stdlib_hash_bytes};
+pub use numfmt::stdlib_hash_bytes;
 pub use visibility::DISABLE_STREAMING_THRESHOLD;
 
 /// Pid offset between hosts in a merged multi-host trace (XProf's `kMaxDevicesPerHost`).

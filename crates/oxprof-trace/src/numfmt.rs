@@ -1,18 +1,5 @@
-//! Number and hash formats XProf's trace JSON depends on: `absl::StrCat`'s six-digit
-//! doubles (`%g`), and libstdc++'s `std::hash<std::string_view>` (the fingerprints that
-//! order the `stackFrames` ids).
-
-/// `%g` with 6 significant digits, as `absl::StrCat(double)` prints (e.g. `0.03193`,
-/// `14.2083`, `1.79533e+12`).
-pub fn format_g6(value: f64) -> String {
-    if value.is_nan() {
-        "nan".to_string()
-    } else if value.is_infinite() {
-        if value > 0.0 { "inf".to_string() } else { "-inf".to_string() }
-    } else {
-        oxprof_wire::cxx_printf::format_g(value, 6)
-    }
-}
+//! The hash XProf's trace JSON depends on: libstdc++'s `std::hash<std::string_view>` (the
+//! fingerprints that order the `stackFrames` ids).
 
 /// libstdc++'s `std::_Hash_bytes(ptr, len, 0xc70f6907)` on 64-bit targets (the value of
 /// `std::hash<std::string_view>`), a MurmurHash2 variant.
@@ -43,18 +30,6 @@ pub fn stdlib_hash_bytes(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn g6_matches_printf() {
-        assert_eq!(format_g6(0.03193), "0.03193");
-        assert_eq!(format_g6(14.2083), "14.2083");
-        assert_eq!(format_g6(61.330_712), "61.3307");
-        assert_eq!(format_g6(1_795_325_752_204.891), "1.79533e+12");
-        assert_eq!(format_g6(0.000_012_345_6), "1.23456e-05");
-        assert_eq!(format_g6(100_000.0), "100000");
-        assert_eq!(format_g6(1_000_000.0), "1e+06");
-        assert_eq!(format_g6(0.0), "0");
-    }
 
     #[test]
     fn stdlib_hash_is_stable() {

@@ -15,15 +15,15 @@ use super::index::{
     TrackKind, context_type_name, has_async_flows, is_internal_stat_name, order_class, partition_positions,
     truncate_long_name, view_in,
 };
-use super::numfmt::{format_g6, stdlib_hash_bytes};
+use super::numfmt::stdlib_hash_bytes;
 use super::tpu_groups::{ShownGroups, shown_groups};
 use super::visibility::{DISABLE_STREAMING_THRESHOLD, Visibility};
 use oxprof_grouping::EventGroups;
 use oxprof_model::schema::TPU_PLANE_PREFIX;
 use oxprof_model::{StatValue, XSpace};
+use oxprof_wire::trace_events::{self, Arg, Event, Header, LegacyEvent, LegacyTraceWriter, TraceViewerWriter};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::fmt::Write as _;
 
 /// One host's data for a request.
 #[derive(Clone, Copy)]
@@ -249,143 +249,6 @@ fn search(host: &HostTrace<'_>, prefix: &str, req: &TraceViewRequest) -> Selecti
     Selection { tracks, full_args: false }
 }
 
-/// Bytes [`json_escape`] may rewrite: controls, `"`, `\\`, `<`, `>`, `&`, and 0xe2 (the
-/// first byte of U+2028/U+2029); every other byte is copied as it is.
-const ESCAPE_CANDIDATE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table[b'<' as usize] = true;
-    table[b'>' as usize] = true;
-    table[b'&' as usize] = true;
-    table[0xe2] = true;
-    table
-};
-
-/// XProf's `JsonEscape`.
-pub(crate) fn json_escape(out: &mut String, raw: &str) {
-    out.push('"');
-    let bytes = raw.as_bytes();
-    let mut i = 0;
-    let mut start = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        if !ESCAPE_CANDIDATE[usize::from(c)] {
-            i += 1;
-            continue;
-        }
-        let replacement: Option<&str> = match c {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            0x08 => Some("\\b"),
-            0x0c => Some("\\f"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            b'<' => Some("\\u003c"),
-            b'>' => Some("\\u003e"),
-            b'&' => Some("\\u0026"),
-            _ => None,
-        };
-        if let Some(r) = replacement {
-            out.push_str(&raw[start..i]);
-            out.push_str(r);
-            i += 1;
-            start = i;
-        } else if c < 0x20 {
-            out.push_str(&raw[start..i]);
-            let _ = write!(out, "\\u{:04x}", c);
-            i += 1;
-            start = i;
-        } else if c == 0xe2
-            && i + 2 < bytes.len()
-            && bytes[i + 1] == 0x80
-            && (bytes[i + 2] == 0xa8 || bytes[i + 2] == 0xa9)
-        {
-            out.push_str(&raw[start..i]);
-            out.push_str(if bytes[i + 2] == 0xa8 { "\\u2028" } else { "\\u2029" });
-            i += 3;
-            start = i;
-        } else {
-            i += 1;
-        }
-    }
-    out.push_str(&raw[start..]);
-    out.push('"');
-}
-
-/// Picoseconds as XProf's microsecond doubles (`ps / 1e6`; shortest round-trip digits).
-///
-/// Below 10^15 ps the exact quotient has at most 15 significant digits; every such decimal
-/// round-trips through a double and no shorter decimal maps to the same double (distinct
-/// ≤15-digit decimals give distinct doubles), so the shortest digits are the exact
-/// quotient's: integer part, then the six fraction digits without trailing zeros. That is
-/// written with integer arithmetic; larger values take the float formatter.
-fn push_micros(out: &mut String, ps: u64) {
-    const EXACT_LIMIT: u64 = 1_000_000_000_000_000;
-    if ps < EXACT_LIMIT {
-        let (whole, frac) = (ps / 1_000_000, ps % 1_000_000);
-        let _ = write!(out, "{whole}");
-        if frac != 0 {
-            let mut digits = *b".000000";
-            let mut rest = frac;
-            for slot in digits[1..].iter_mut().rev() {
-                *slot = b'0' + (rest % 10) as u8;
-                rest /= 10;
-            }
-            let len = digits.iter().rposition(|&d| d != b'0').map_or(1, |i| i + 1);
-            out.push_str(std::str::from_utf8(&digits[..len]).unwrap_or_default());
-        }
-        return;
-    }
-    let v = ps as f64 / 1e6;
-    let _ = write!(out, "{v}");
-}
-
-/// `IsPerfCounterBasedStats`.
-fn is_perf_counter_stat(name: &str) -> bool {
-    name.ends_with("(util %)") || name.ends_with(" (MB/sec)")
-}
-
-fn push_double(out: &mut String, name: &str, v: f64) {
-    if v.is_finite() {
-        if is_perf_counter_stat(name) {
-            let _ = write!(out, "{v:.2}");
-        } else {
-            let _ = write!(out, "{v}");
-        }
-    } else if v.is_nan() {
-        out.push_str("\"NaN\"");
-    } else if v > 0.0 {
-        out.push_str("\"Infinity\"");
-    } else {
-        out.push_str("\"-Infinity\"");
-    }
-}
-
-const IEEE_LIMIT: u64 = 1 << 53;
-
-fn push_i64(out: &mut String, v: i64) {
-    if v.unsigned_abs() > IEEE_LIMIT {
-        let _ = write!(out, "\"{v}\"");
-    } else {
-        let _ = write!(out, "{v}");
-    }
-}
-
-fn push_u64(out: &mut String, v: u64) {
-    if v > IEEE_LIMIT {
-        let _ = write!(out, "\"{v}\"");
-    } else {
-        let _ = write!(out, "{v}");
-    }
-}
-
 /// One argument of an event (`TraceEventArguments.Argument`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ArgValue {
@@ -393,6 +256,32 @@ pub(crate) enum ArgValue {
     Uint(u64),
     Double(f64),
     Str(String),
+}
+
+impl ArgValue {
+    /// The argument as the wire writer takes it.
+    fn as_arg(&self) -> Arg<'_> {
+        match self {
+            ArgValue::Int(x) => Arg::Int(*x),
+            ArgValue::Uint(x) => Arg::Uint(*x),
+            ArgValue::Double(x) => Arg::Double(*x),
+            ArgValue::Str(s) => Arg::Str(s),
+        }
+    }
+}
+
+/// A flow of the index as the wire writer takes it.
+fn wire_flow(f: Flow) -> trace_events::Flow<'static> {
+    trace_events::Flow {
+        id: f.id,
+        category: context_type_name(f.category),
+        entry: match f.entry {
+            FlowEntry::Start => trace_events::FlowEntry::Start,
+            FlowEntry::Mid => trace_events::FlowEntry::Mid,
+            FlowEntry::End => trace_events::FlowEntry::End,
+        },
+        is_async: f.is_async,
+    }
 }
 
 /// The arguments XProf builds for an event (`ConvertXStatsToTraceEventArguments`):
@@ -473,43 +362,8 @@ fn is_stack_frame_arg(name: &str, value: &ArgValue) -> bool {
     matches!(value, ArgValue::Str(s) if s.len() > 16) && (name == "long_name" || name == "hlo_text")
 }
 
-/// Text is handed to the sink in pieces of about this size, so that a large body is
-/// never held in memory whole.
-const SPILL_BYTES: usize = 1 << 20;
-
-/// Text built in a buffer and handed to a sink in pieces ([`SPILL_BYTES`]).
-struct Spill<'s> {
-    sink: &'s mut dyn std::io::Write,
-    error: Option<std::io::Error>,
-}
-
-impl Spill<'_> {
-    /// Hands `out` to the sink once it is large (everything when `all`); after a failure
-    /// (the client went away) the text is dropped and the error kept for the end.
-    fn spill(&mut self, out: &mut String, all: bool) {
-        if out.len() < SPILL_BYTES && !all {
-            return;
-        }
-        if self.error.is_none()
-            && let Err(e) = self.sink.write_all(out.as_bytes())
-        {
-            self.error = Some(e);
-        }
-        out.clear();
-    }
-
-    fn finish(mut self, out: &mut String) -> std::io::Result<()> {
-        self.spill(out, true);
-        match self.error {
-            Some(e) => Err(e),
-            None => self.sink.flush(),
-        }
-    }
-}
-
-/// Writes the JSON of the selected events of several hosts.
-struct JsonWriter<'a> {
-    out: String,
+/// Hands the selected events of several hosts to the wire writer.
+struct EventSource<'a> {
     hosts: &'a [HostTrace<'a>],
     /// Stack frame ids by fingerprint.
     frame_ids: BTreeMap<u64, u64>,
@@ -517,158 +371,65 @@ struct JsonWriter<'a> {
     shown_groups: Vec<ShownGroups>,
 }
 
-impl JsonWriter<'_> {
-    fn write_event(&mut self, host: usize, pid: u32, ti: u32, pos: u32, full_args: bool) {
+impl EventSource<'_> {
+    fn write_event(&self, w: &mut TraceViewerWriter<'_>, host: usize, pid: u32, ti: u32, pos: u32, full_args: bool) {
         let h = self.hosts[host];
         let Some(t) = h.index.tracks.get(ti as usize) else { return };
         let Some(v) = view_in(h.space, t, pos) else { return };
-        let name = v.name(h.groups);
-        let flow: Option<Flow> = t.flow_at(pos);
-        let serial = t.serial_at(pos);
-        let out = &mut self.out;
-        let async_flow = flow.filter(|f| f.is_async);
-        let _ = write!(out, "{{\"pid\":{pid}");
-        if async_flow.is_none() {
-            let _ = write!(out, ",\"tid\":{}", t.resource_id().unwrap_or(0));
-        }
-        out.push_str(",\"name\":");
-        json_escape(out, name);
-        out.push_str(",\"ts\":");
-        push_micros(out, v.ts);
-        if let Some(f) = async_flow {
-            let _ = write!(out, ",\"id\":{},\"cat\":\"{}\"", f.id, context_type_name(f.category));
-            out.push_str(if f.entry == FlowEntry::End { ",\"ph\":\"e\"" } else { ",\"ph\":\"b\"" });
-        } else {
-            out.push_str(",\"dur\":");
-            push_micros(out, v.dur.max(1));
-            if let Some(f) = flow {
-                let _ = write!(out, ",\"bind_id\":{}", f.id);
-                let cat = context_type_name(f.category);
-                if !cat.is_empty() {
-                    let _ = write!(out, ",\"cat\":\"{cat}\"");
-                }
-                out.push_str(match f.entry {
-                    FlowEntry::Start => ",\"flow_out\":true",
-                    FlowEntry::Mid => ",\"flow_in\":true,\"flow_out\":true",
-                    FlowEntry::End => ",\"flow_in\":true",
-                });
-            }
-            out.push_str(",\"ph\":\"X\"");
-        }
         let shown = match v.event {
             Some(e) => self.shown_groups.get(host).and_then(|s| s.get(v.plane_index, v.line_index, e.index())),
             None => None,
         };
-        let group = shown.or_else(|| v.group_id(h.groups));
-        let mut sep = "";
-        out.push_str(",\"args\":{");
-        if let Some(g) = group {
-            let _ = write!(out, "\"group_id\":{g}");
-            sep = ",";
-        }
+        // Event details: every argument, the first interned stack frame found by its id.
         let mut stack_frame = None;
+        let mut args: Vec<(String, ArgValue)> = Vec::new();
         if full_args {
             for (name, value) in event_args_with(h.space, Some(h.groups), t, pos) {
-                if is_stack_frame_arg(&name, &value)
-                    && let ArgValue::Str(s) = &value
-                {
-                    let fp = stdlib_hash_bytes(format!("@@{s}").as_bytes());
-                    if stack_frame.is_none() {
-                        stack_frame = self.frame_ids.get(&fp).copied();
-                        continue;
-                    }
-                    out.push_str(sep);
-                    sep = ",";
-                    json_escape(out, &name);
-                    out.push(':');
-                    json_escape(out, &format!("@@{s}"));
-                    continue;
-                }
-                out.push_str(sep);
-                sep = ",";
-                json_escape(out, &name);
-                out.push(':');
                 match value {
-                    ArgValue::Int(x) => push_i64(out, x),
-                    ArgValue::Uint(x) => push_u64(out, x),
-                    ArgValue::Double(x) => push_double(out, &name, x),
-                    ArgValue::Str(s) => json_escape(out, &s),
+                    ArgValue::Str(s) if is_stack_frame_arg(&name, &value) => {
+                        let frame = format!("@@{s}");
+                        if stack_frame.is_none() {
+                            stack_frame = self.frame_ids.get(&stdlib_hash_bytes(frame.as_bytes())).copied();
+                            continue;
+                        }
+                        args.push((name, ArgValue::Str(frame)));
+                    }
+                    value => args.push((name, value)),
                 }
             }
-        } else {
-            let _ = write!(out, "{sep}\"uid\":{serial}");
         }
-        out.push('}');
-        if let Some(sf) = stack_frame {
-            let _ = write!(out, ",\"sf\":{sf}");
-        }
-        if serial > 0 {
-            let _ = write!(out, ",\"z\":{serial}");
-        }
-        out.push('}');
-        if let Some(f) = async_flow
-            && f.entry == FlowEntry::Mid
-        {
-            let _ = write!(out, ",{{\"pid\":{pid},\"name\":");
-            json_escape(out, name);
-            out.push_str(",\"ts\":");
-            push_micros(out, v.ts.wrapping_add(v.dur));
-            let _ = write!(out, ",\"id\":{},\"cat\":\"{}\",\"ph\":\"e\"", f.id, context_type_name(f.category));
-            if serial > 0 {
-                let _ = write!(out, ",\"z\":{serial}");
-            }
-            out.push('}');
-        }
+        let args: Vec<(&str, Arg<'_>)> = args.iter().map(|(name, value)| (name.as_str(), value.as_arg())).collect();
+        w.event(&Event {
+            pid,
+            tid: t.resource_id().unwrap_or(0),
+            name: v.name(h.groups),
+            ts_ps: v.ts,
+            dur_ps: v.dur,
+            flow: t.flow_at(pos).map(wire_flow),
+            group_id: shown.or_else(|| v.group_id(h.groups)),
+            args: full_args.then_some(&args[..]),
+            stack_frame,
+            serial: u64::from(t.serial_at(pos)),
+        });
     }
 
     /// A counter series (`AddCounterEvent`): the samples of one counter track.
-    fn write_counter(&mut self, host: usize, pid: u32, ti: u32, positions: &[u32]) -> usize {
+    fn write_counter(&self, w: &mut TraceViewerWriter<'_>, host: usize, pid: u32, ti: u32, positions: &[u32]) {
         let h = self.hosts[host];
-        let Some(t) = h.index.tracks.get(ti as usize) else { return 0 };
-        let name = t.counter_name().unwrap_or("");
+        let Some(t) = h.index.tracks.get(ti as usize) else { return };
         let first_args = positions.first().map(|&p| event_args(h.space, t, p)).unwrap_or_default();
-        let out = &mut self.out;
-        let _ = write!(out, "{{\"pid\":{pid},\"name\":\"{name}\",\"ph\":\"C\"");
-        if let Some((arg, _)) = first_args.first() {
-            let _ = write!(out, ",\"event_stats\":\"{arg}\"");
-        }
-        out.push_str(",\"entries\":[");
-        let mut first = true;
+        w.begin_counter(pid, t.counter_name().unwrap_or(""), first_args.first().map(|(arg, _)| arg.as_str()));
         for &pos in positions {
             let args = event_args(h.space, t, pos);
             if args.is_empty() {
                 continue;
             }
             let Some(v) = view_in(h.space, t, pos) else { continue };
-            if !first {
-                self.out.push(',');
-            }
-            first = false;
-            self.out.push('[');
-            push_micros(&mut self.out, v.ts);
-            for (name, value) in args {
-                self.out.push(',');
-                match value {
-                    ArgValue::Int(x) => {
-                        let _ = write!(self.out, "{x}");
-                    }
-                    ArgValue::Uint(x) => {
-                        let _ = write!(self.out, "{x}");
-                    }
-                    ArgValue::Double(x) => {
-                        if is_perf_counter_stat(&name) {
-                            let _ = write!(self.out, "{x:.2}");
-                        } else {
-                            let _ = write!(self.out, "{x}");
-                        }
-                    }
-                    ArgValue::Str(s) => json_escape(&mut self.out, &s),
-                }
-            }
-            self.out.push(']');
+            let values: Vec<(&str, Arg<'_>)> =
+                args.iter().map(|(name, value)| (name.as_str(), value.as_arg())).collect();
+            w.counter_sample(v.ts, &values);
         }
-        self.out.push_str("]}");
-        positions.len()
+        w.end_counter(positions.len());
     }
 }
 
@@ -735,7 +496,6 @@ fn render(
     req: &TraceViewRequest,
     sink: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let mut spill = Spill { sink, error: None };
     let details_mode = selections.iter().any(|s| s.full_args);
     // Stack frames: the whole name table, or (event details) only the event's own.
     let mut frames: BTreeMap<u64, String> = BTreeMap::new();
@@ -761,39 +521,24 @@ fn render(
         }
     }
     let frame_ids: BTreeMap<u64, u64> = frames.keys().enumerate().map(|(i, &fp)| (fp, i as u64 + 1)).collect();
+    let stack_frames: Vec<(u64, &str)> = frames
+        .iter()
+        .map(|(fp, name)| (frame_ids.get(fp).copied().unwrap_or(0), name.strip_prefix("@@").unwrap_or(name)))
+        .collect();
     let is_tpu = hosts.iter().any(|h| h.index.devices.iter().any(|d| is_tpu_core_device(&d.name)));
     let returned: usize = selections.iter().map(|s| s.tracks.iter().map(|(_, p)| p.len()).sum::<usize>()).sum();
     let min_ps = hosts.iter().map(|h| h.index.min_ps).min().unwrap_or(0);
     let max_ps = hosts.iter().map(|h| h.index.max_ps).max().unwrap_or(0);
-
-    let shown_groups = hosts.iter().map(|h| shown_groups(h.space, h.groups)).collect();
-    let capacity = (256 + returned * 160).min(2 * SPILL_BYTES);
-    let mut w = JsonWriter { out: String::with_capacity(capacity), hosts, frame_ids, shown_groups };
-    let out = &mut w.out;
-    out.push_str("{\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true}, \"codeLink\":\"\",");
-    out.push_str("\"useNewBackend\": false,");
-    if req.mpmd_pipeline_view {
-        out.push_str("\"mpmdPipelineView\": true,");
-    }
-    let _ = write!(out, "\"details\":[{{\"name\":\"mpmd_pipeline_view\",\"value\":{}}}", req.mpmd_pipeline_view);
-    if is_tpu {
-        let _ = write!(out, ",{{\"name\":\"full_dma\",\"value\":{}}}", req.full_dma);
-    }
-    out.push_str("],");
-    let _ = write!(out, "\"returnedEventsSize\":{returned},\"filteredByVisibility\":true,");
-    let _ = write!(out, "\"fullTimespan\":[{},{}],", format_g6(min_ps as f64 / 1e9), format_g6(max_ps as f64 / 1e9));
-    out.push_str("\"stackFrames\":{");
-    for (i, (fp, name)) in frames.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let id = w.frame_ids.get(fp).copied().unwrap_or(0);
-        let _ = write!(out, "\"{id}\":{{\"name\":");
-        json_escape(out, name.strip_prefix("@@").unwrap_or(name));
-        out.push('}');
-    }
-    out.push_str("},");
-    out.push_str("\"traceEvents\":[");
+    let header = Header {
+        mpmd_pipeline_view: req.mpmd_pipeline_view,
+        full_dma: is_tpu.then_some(req.full_dma),
+        returned_events: returned,
+        full_span_ps: (min_ps, max_ps),
+        stack_frames: &stack_frames,
+    };
+    let mut w = TraceViewerWriter::new(sink, &header, 256 + returned * 160);
+    let source =
+        EventSource { hosts, frame_ids, shown_groups: hosts.iter().map(|h| shown_groups(h.space, h.groups)).collect() };
     // Metadata events: every device of every host, by merged pid.
     let mut devices: Vec<(u32, usize, usize)> = Vec::new();
     for (hi, h) in hosts.iter().enumerate() {
@@ -803,34 +548,11 @@ fn render(
         }
     }
     devices.sort_unstable();
-    let mut first = true;
     for &(pid, hi, di) in &devices {
         let d = &hosts[hi].index.devices[di];
-        let out = &mut w.out;
-        if !first {
-            out.push(',');
-        }
-        first = false;
-        out.push_str("{\"args\":{\"name\":");
-        json_escape(out, &d.name);
-        let _ = write!(
-            out,
-            "}},\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"thread_count\":{}}}",
-            d.resources.len()
-        );
-        let _ = write!(
-            out,
-            ",{{\"args\":{{\"sort_index\":{pid}}},\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{pid}}}"
-        );
+        w.process(pid, &d.name, d.resources.len());
         for r in &d.resources {
-            out.push_str(",{\"args\":{\"name\":");
-            json_escape(out, &r.name);
-            let _ = write!(out, "}},\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{}}}", r.resource_id);
-            let _ = write!(
-                out,
-                ",{{\"args\":{{\"sort_index\":{0}}},\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{0}}}",
-                r.resource_id
-            );
+            w.thread(pid, r.resource_id, &r.name);
         }
     }
     // Events, by merged pid, counters first, then threads.
@@ -844,29 +566,17 @@ fn render(
         }
     }
     order.sort_unstable();
-    let mut counters = 0usize;
     for (pid, class, _, hi, k) in order {
         let (ti, positions) = &selections[hi].tracks[k];
         if class == 0 {
-            if !first {
-                w.out.push(',');
-            }
-            first = false;
-            counters += w.write_counter(hi, pid, *ti, positions);
-            spill.spill(&mut w.out, false);
+            source.write_counter(&mut w, hi, pid, *ti, positions);
             continue;
         }
         for &pos in positions {
-            if !first {
-                w.out.push(',');
-            }
-            first = false;
-            w.write_event(hi, pid, *ti, pos, selections[hi].full_args);
-            spill.spill(&mut w.out, false);
+            source.write_event(&mut w, hi, pid, *ti, pos, selections[hi].full_args);
         }
     }
-    let _ = write!(w.out, "], \"showCounterMessage\": \"\" ,\"totalCounterEvents\":{counters}}}");
-    spill.finish(&mut w.out)
+    w.finish()
 }
 
 /// Parses XProf's request parameters (`start_time_ms`, `end_time_ms`, `resolution`,
@@ -908,30 +618,14 @@ pub fn legacy_trace_json(host: &HostTrace<'_>) -> String {
 /// [`legacy_trace_json`] written to `sink` in pieces of about a megabyte.
 pub fn write_legacy_trace_json(host: &HostTrace<'_>, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
     const MAX_EVENTS: usize = 5_000_000;
-    let mut spill = Spill { sink, error: None };
     let index = host.index;
-    let mut out =
-        String::from("{\"displayTimeUnit\":\"ns\",\"metadata\":{\"highres-ticks\":true},\n\"traceEvents\":[\n");
+    let mut w = LegacyTraceWriter::new(sink);
     for d in &index.devices {
-        let pid = d.device_id;
-        out.push_str("{\"args\": {\"name\": ");
         // The legacy trace names processes by plane only.
         let plane_name = d.name.strip_prefix(index.hostname.as_str()).map_or(d.name.as_str(), str::trim_start);
-        json_escape(&mut out, plane_name);
-        let _ = writeln!(out, "}}, \"name\": \"process_name\", \"ph\": \"M\", \"pid\": {pid}}},");
-        let _ = writeln!(
-            out,
-            "{{\"args\": {{\"sort_index\": {pid}}}, \"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": {pid}}},"
-        );
+        w.process(d.device_id, plane_name);
         for r in &d.resources {
-            let tid = r.resource_id;
-            out.push_str("{\"args\": {\"name\": ");
-            json_escape(&mut out, &r.name);
-            let _ = writeln!(out, "}}, \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": {pid}, \"tid\": {tid}}},");
-            let _ = writeln!(
-                out,
-                "{{\"args\": {{\"sort_index\": {tid}}}, \"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": {pid}, \"tid\": {tid}}},"
-            );
+            w.thread(d.device_id, r.resource_id, &r.name);
         }
     }
     // The cap keeps the earliest events by timestamp.
@@ -954,20 +648,9 @@ pub fn write_legacy_trace_json(host: &HostTrace<'_>, sink: &mut dyn std::io::Wri
     for (_, ti, pos) in all {
         let t = &index.tracks[ti as usize];
         let Some(v) = view_in(host.space, t, pos) else { continue };
-        let mut args: Vec<(String, String)> = event_args_with(host.space, Some(host.groups), t, pos)
-            .into_iter()
-            .map(|(k, v)| {
-                let s = match v {
-                    ArgValue::Int(x) => x.to_string(),
-                    ArgValue::Uint(x) => x.to_string(),
-                    ArgValue::Double(x) => format_g6(x),
-                    ArgValue::Str(s) => s,
-                };
-                (k, s)
-            })
-            .collect();
+        let mut args = event_args_with(host.space, Some(host.groups), t, pos);
         if let Some(g) = v.group_id(host.groups) {
-            args.push(("group_id".to_string(), g.to_string()));
+            args.push(("group_id".to_string(), ArgValue::Int(g)));
         }
         // The flow stat as `XFlow::ToStatValue` (direction, id, category).
         if let Some(f) = t.flow_at(pos) {
@@ -977,64 +660,20 @@ pub fn write_legacy_trace_json(host: &HostTrace<'_>, sink: &mut dyn std::io::Wri
                 FlowEntry::Mid => 3,
             };
             let encoded = direction | (f.id << 2) | (u64::from(f.category) << 58);
-            args.push(("flow".to_string(), encoded.to_string()));
+            args.push(("flow".to_string(), ArgValue::Uint(encoded)));
         }
         // XProf's args are a map: a later stat of the same name (event stats come after
         // metadata stats) replaces an earlier one.
-        let args: Vec<(String, String)> = args.into_iter().collect::<BTreeMap<String, String>>().into_iter().collect();
-        out.push('{');
-        if !args.is_empty() {
-            out.push_str("\"args\": {");
-            for (i, (k, val)) in args.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                json_escape(&mut out, k);
-                out.push_str(": ");
-                json_escape(&mut out, val);
-            }
-            out.push_str("}, ");
-        }
-        if v.dur > 0 {
-            out.push_str("\"dur\": ");
-            push_micros(&mut out, v.dur);
-            out.push_str(", ");
-        }
-        out.push_str("\"name\": ");
-        json_escape(&mut out, v.name(host.groups));
-        out.push_str(if v.dur > 0 { ", \"ph\": \"X\"" } else { ", \"ph\": \"i\"" });
-        let _ = write!(out, ", \"pid\": {}", t.device_id);
-        if v.dur == 0 {
-            out.push_str(", \"s\": \"t\"");
-        }
-        let _ = write!(out, ", \"tid\": {}, \"ts\": ", t.resource_id().unwrap_or(0));
-        push_micros(&mut out, v.ts);
-        out.push_str("},\n");
-        spill.spill(&mut out, false);
+        let args: BTreeMap<String, ArgValue> = args.into_iter().collect();
+        let args: Vec<(&str, Arg<'_>)> = args.iter().map(|(k, value)| (k.as_str(), value.as_arg())).collect();
+        w.event(&LegacyEvent {
+            pid: t.device_id,
+            tid: t.resource_id().unwrap_or(0),
+            name: v.name(host.groups),
+            ts_ps: v.ts,
+            dur_ps: v.dur,
+            args: &args,
+        });
     }
-    out.push_str("{}]}\n");
-    spill.finish(&mut out)
-}
-
-#[cfg(test)]
-mod micros_tests {
-    use super::push_micros;
-
-    /// The integer fast path writes the same digits as the float formatter.
-    #[test]
-    fn micros_match_float_display() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut samples = vec![0, 1, 10, 999_999, 1_000_000, 1_000_001, 123_456_789, 999_999_999_999_999];
-        for _ in 0..200_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            samples.push((seed % 1_000_000_000_000_000) >> (seed % 40));
-        }
-        for ps in samples {
-            let mut fast = String::new();
-            push_micros(&mut fast, ps);
-            assert_eq!(fast, format!("{}", ps as f64 / 1e6), "ps = {ps}");
-        }
-    }
+    w.finish()
 }

@@ -5,27 +5,47 @@
 use std::fmt::Write as _;
 
 /// Appends `text` as a quoted JSON string, writing the characters `as_unicode` accepts as
-/// `\uXXXX` escapes.
+/// `\uXXXX` escapes. Runs of characters written as they are are copied whole (most text
+/// has nothing to escape).
 pub(crate) fn write_escaped(out: &mut String, text: &str, as_unicode: impl Fn(char) -> bool) {
     out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if as_unicode(c) => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
+    let bytes = text.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        let (c, len) = match bytes[i] {
+            b if b < 0x80 => (char::from(b), 1),
+            _ => match text[i..].chars().next() {
+                Some(c) => (c, c.len_utf8()),
+                None => break,
+            },
+        };
+        let named = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{8}' => "\\b",
+            '\u{c}' => "\\f",
+            c if as_unicode(c) => "",
+            _ => {
+                i += len;
+                continue;
             }
-            c => out.push(c),
+        };
+        out.push_str(&text[start..i]);
+        if named.is_empty() {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push_str(named);
         }
+        i += len;
+        start = i;
     }
+    out.push_str(&text[start..]);
     out.push('"');
 }
 

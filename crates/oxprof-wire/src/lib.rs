@@ -11,6 +11,8 @@
 //! | [`gviz_api`] | Python's `gviz_api.DataTable.ToJSon()`: the old TensorBoard tools |
 //! | [`cxx_printf`] | C's `printf` (`%g`, `%.Nf`), absl's `StrCat(double)` and `CEscape`, tsl's `FormatDouble` |
 //! | [`csv`] | XProf's `/data_csv` (Python's `csv` over the JSON body) |
+//! | [`trace_events`] | the trace viewer's JSON (`JsonEventWriter`, `JsonEscape`) and the legacy one's (Python's `json`) |
+//! | [`perfetto`] | Perfetto's trace protos (prost), gzipped as `GzipOutputStream` writes them |
 //!
 //! [`datatable`] is the Google DataTable (columns, rows, properties) most tools fill.
 
@@ -23,5 +25,7 @@ pub mod datatable;
 pub mod gviz_api;
 mod json_string;
 pub mod nlohmann;
+pub mod perfetto;
 pub mod protobuf_json;
 pub mod python_json;
+pub mod trace_events;

@@ -5,7 +5,8 @@
 //!
 //! A body is a `serde_json::Value` shaped like the message, printed against a [`Message`]
 //! schema that gives the field order (a tool declares the schema of its proto); or, for
-//! bodies written field by field, [`format_double`] and [`write_string`].
+//! large bodies, written field by field in field-number order with [`write_message`]
+//! (no `Value` tree built first).
 
 use crate::cxx_printf::format_g;
 use serde_json::Value;
@@ -129,6 +130,130 @@ pub fn write_string(out: &mut String, text: &str) {
     });
 }
 
+/// Writes one message into `out`: `build` adds its fields in field-number order (as
+/// protobuf's printer with `always_print_fields_with_no_presence` writes every field).
+pub fn write_message(out: &mut String, build: impl FnOnce(&mut MessageWriter<'_>)) {
+    out.push('{');
+    let mut message = MessageWriter { out, first: true };
+    build(&mut message);
+    message.out.push('}');
+}
+
+/// The fields of one message being written ([`write_message`]): each method writes one
+/// field, named by its JSON name, the way protobuf's printer writes its type.
+#[derive(Debug)]
+pub struct MessageWriter<'a> {
+    out: &'a mut String,
+    first: bool,
+}
+
+impl MessageWriter<'_> {
+    fn key(&mut self, name: &str) {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+        write_string(self.out, name);
+        self.out.push(':');
+    }
+
+    /// An `int64` (a quoted string).
+    pub fn int64(&mut self, name: &str, value: i64) -> &mut Self {
+        self.key(name);
+        let _ = write!(self.out, "\"{value}\"");
+        self
+    }
+
+    /// A `uint64` (a quoted string).
+    pub fn uint64(&mut self, name: &str, value: u64) -> &mut Self {
+        self.key(name);
+        let _ = write!(self.out, "\"{value}\"");
+        self
+    }
+
+    /// An `int32` (a number).
+    pub fn int32(&mut self, name: &str, value: i32) -> &mut Self {
+        self.key(name);
+        let _ = write!(self.out, "{value}");
+        self
+    }
+
+    /// A `double` ([`format_double`]).
+    pub fn double(&mut self, name: &str, value: f64) -> &mut Self {
+        self.key(name);
+        self.out.push_str(&format_double(value));
+        self
+    }
+
+    /// A `string`, or an enum by its value's name.
+    pub fn string(&mut self, name: &str, value: &str) -> &mut Self {
+        self.key(name);
+        write_string(self.out, value);
+        self
+    }
+
+    /// A `repeated string`.
+    pub fn strings<'s>(&mut self, name: &str, values: impl IntoIterator<Item = &'s str>) -> &mut Self {
+        self.key(name);
+        self.out.push('[');
+        for (index, value) in values.into_iter().enumerate() {
+            if index > 0 {
+                self.out.push(',');
+            }
+            write_string(self.out, value);
+        }
+        self.out.push(']');
+        self
+    }
+
+    /// A message field, its fields added by `build`.
+    pub fn message(&mut self, name: &str, build: impl FnOnce(&mut MessageWriter<'_>)) -> &mut Self {
+        self.key(name);
+        write_message(self.out, build);
+        self
+    }
+
+    /// A `repeated` message field: one message per item, its fields added by `build`.
+    pub fn messages<T>(
+        &mut self,
+        name: &str,
+        items: impl IntoIterator<Item = T>,
+        mut build: impl FnMut(&mut MessageWriter<'_>, T),
+    ) -> &mut Self {
+        self.key(name);
+        self.out.push('[');
+        for (index, item) in items.into_iter().enumerate() {
+            if index > 0 {
+                self.out.push(',');
+            }
+            write_message(self.out, |m| build(m, item));
+        }
+        self.out.push(']');
+        self
+    }
+
+    /// A `map<string, Message>` in the entries' order, each value's fields added by `build`.
+    pub fn message_map<'k, T>(
+        &mut self,
+        name: &str,
+        entries: impl IntoIterator<Item = (&'k str, T)>,
+        mut build: impl FnMut(&mut MessageWriter<'_>, T),
+    ) -> &mut Self {
+        self.key(name);
+        self.out.push('{');
+        for (index, (key, value)) in entries.into_iter().enumerate() {
+            if index > 0 {
+                self.out.push(',');
+            }
+            write_string(self.out, key);
+            self.out.push(':');
+            write_message(self.out, |m| build(m, value));
+        }
+        self.out.push('}');
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +287,28 @@ mod tests {
     static OUTER: Message = Message {
         fields: &[("name", Field::Scalar), ("inner", Field::Message(&INNER)), ("byId", Field::IntKeyMap(Some(&INNER)))],
     };
+
+    #[test]
+    fn messages_are_written_field_by_field() {
+        let mut out = String::new();
+        write_message(&mut out, |m| {
+            m.message_map("byId", [("a<", 1), ("b", 2)], |m, n| {
+                m.int64("n", n).double("half", n as f64 / 2.0);
+            })
+            .int32("count", 2)
+            .strings("names", ["x", "\u{1}"])
+            .messages("items", [u64::MAX], |m, v| {
+                m.uint64("v", v).string("kind", "ALLOCATION");
+            });
+        });
+        assert_eq!(
+            out,
+            concat!(
+                r#"{"byId":{"a\u003c":{"n":"1","half":0.5},"b":{"n":"2","half":1}},"count":2,"#,
+                r#""names":["x","\u0001"],"items":[{"v":"18446744073709551615","kind":"ALLOCATION"}]}"#
+            )
+        );
+    }
 
     #[test]
     fn fields_in_schema_order_and_maps_by_key() {

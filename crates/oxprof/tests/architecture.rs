@@ -1,5 +1,6 @@
 //! ARCHITECTURE.md stays a true map: its crate table lists every crate with exactly the
-//! oxprof dependencies its Cargo.toml declares, and every file path it names exists.
+//! oxprof dependencies its Cargo.toml declares, and every file path it names exists; and
+//! the analyses write no bytes themselves (that is `oxprof-wire`'s job).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -71,4 +72,121 @@ fn every_path_it_names_exists() {
         }
     }
     assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+}
+
+/// The crates of the analyses: they compute typed reports; the bytes of bodies are
+/// `oxprof-wire`'s.
+const ANALYSIS_CRATES: [&str; 5] =
+    ["oxprof-report", "oxprof-grouping", "oxprof-xprof", "oxprof-trace", "oxprof-pytorch"];
+
+/// Every crate a manifest's `[dependencies]` names.
+fn all_dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut section = String::new();
+    let mut out = BTreeSet::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line.to_string();
+        } else if section == "[dependencies]"
+            && let Some(name) = line.split(['.', ' ', '=']).next().filter(|n| !n.is_empty() && !n.starts_with('#'))
+        {
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+/// The lines of `text` outside `#[cfg(test)]` items (a `mod x;` declaration, or an item
+/// up to its balanced closing brace), with their line numbers.
+fn production_lines(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].trim_start().starts_with("#[cfg(test)]") {
+            out.push((i + 1, lines[i]));
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < lines.len() && lines[j].trim_start().starts_with("#[") {
+            j += 1;
+        }
+        let mut depth = 0i64;
+        let mut opened = false;
+        while j < lines.len() {
+            depth += lines[j].matches('{').count() as i64 - lines[j].matches('}').count() as i64;
+            opened |= lines[j].contains('{');
+            if (opened && depth <= 0) || (!opened && lines[j].trim_end().ends_with(';')) {
+                break;
+            }
+            j += 1;
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// The `.rs` files under `dir`, recursively, but test-only files (`tests.rs`, `test_*.rs`).
+fn production_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            production_files(&path, out);
+        } else if name.ends_with(".rs") && name != "tests.rs" && !name.starts_with("test_") {
+            out.push(path);
+        }
+    }
+}
+
+/// "Bytes are written only by oxprof-wire": the analysis crates depend on no compression
+/// library, encode no protobuf (prost only reads protos that stats carry), and write no
+/// JSON by hand (no quoted key, no object opened on a key, no `\u` escape in their code).
+#[test]
+fn only_oxprof_wire_writes_bytes() {
+    const WRITING: [(&str, &str); 9] = [
+        ("\\\":", "a JSON key written by hand"),
+        ("{\\\"", "a JSON object written by hand"),
+        ("\\\\u", "a JSON \\u escape written by hand"),
+        ("encode_to_vec", "protobuf encoding"),
+        (".encode(", "protobuf encoding"),
+        ("encode_length_delimited", "protobuf encoding"),
+        ("GzBuilder", "gzip"),
+        ("GzEncoder", "gzip"),
+        ("ZlibEncoder", "zlib"),
+    ];
+    let mut found = Vec::new();
+    for krate in ANALYSIS_CRATES {
+        let dir = repo_root().join("crates").join(krate);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        for library in ["flate2", "zstd", "miniz_oxide"] {
+            if all_dependencies(&manifest).contains(library) {
+                found.push(format!("{krate} depends on {library}"));
+            }
+        }
+        let mut files = Vec::new();
+        production_files(&dir.join("src"), &mut files);
+        assert!(!files.is_empty(), "no sources under {}", dir.display());
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (number, line) in production_lines(&text) {
+                for (pattern, what) in WRITING {
+                    if line.contains(pattern) {
+                        let shown = file.strip_prefix(repo_root()).unwrap_or(&file).display().to_string();
+                        found.push(format!("{shown}:{number}: {what}: {}", line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "analysis crates write bytes themselves (move it to oxprof-wire):\n{}", found.join("\n"));
+}
+
+#[test]
+fn test_code_is_told_apart() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests;\nfn b() {}\n#[cfg(test)]\n#[allow(x)]\nmod t {\n    fn c() {\n    }\n}\nfn d() {}\n";
+    let kept: Vec<usize> = production_lines(text).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(kept, [1, 4, 11]);
 }

@@ -25,11 +25,11 @@
 //!   iteration order).
 
 use oxprof_grouping::{EventGroups, group_events, is_xspace_grouped};
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
 use oxprof_model::{StatValue, XPlane, XSpace};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
-use oxprof_wire::protobuf_json::{self, write_string as write_proto_json_string};
+use oxprof_wire::protobuf_json::{self, MessageWriter};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -911,133 +911,84 @@ impl Report for MemoryProfile {
 }
 
 // ---------------------------------------------------------------------------------------
-// Proto JSON, byte for byte as `MessageToJsonString(always_print_fields_with_no_presence)`.
+// Proto JSON, byte for byte as `MessageToJsonString(always_print_fields_with_no_presence)`,
+// written field by field by `oxprof_wire::protobuf_json`.
 
 impl MemoryProfile {
     /// The proto JSON XProf's server returns (fields in proto order, int64 as strings,
     /// doubles as protobuf prints them).
     pub fn to_json_string(&self) -> String {
         let mut out = String::with_capacity(4096);
-        out.push_str("{\"memoryProfilePerAllocator\":{");
-        for (i, (id, allocator)) in self.allocators.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            write_proto_json_string(&mut out, id);
-            out.push(':');
-            self.write_allocator(&mut out, allocator);
-        }
-        let _ = write!(out, "}},\"numHosts\":{},\"memoryIds\":[", self.num_hosts);
-        for (i, id) in self.memory_ids.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            write_proto_json_string(&mut out, id);
-        }
-        let _ = write!(out, "],\"version\":{},\"hloModules\":[", self.version);
-        for (i, m) in self.hlo_modules.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str("{\"name\":");
-            write_proto_json_string(&mut out, &m.name);
-            let _ = write!(
-                out,
-                ",\"startTimePs\":\"{}\",\"endTimePs\":\"{}\",\"id\":\"{}\",\"planeName\":",
-                m.start_time_ps, m.end_time_ps, m.id
-            );
-            write_proto_json_string(&mut out, &m.plane_name);
-            out.push('}');
-        }
-        out.push_str("]}");
+        protobuf_json::write_message(&mut out, |m| {
+            m.message_map(
+                "memoryProfilePerAllocator",
+                self.allocators.iter().map(|(id, a)| (id.as_str(), a)),
+                |m, a| self.write_allocator(m, a),
+            )
+            .int32("numHosts", self.num_hosts)
+            .strings("memoryIds", self.memory_ids.iter().map(String::as_str))
+            .int32("version", self.version)
+            .messages("hloModules", &self.hlo_modules, |m, module| {
+                m.string("name", &module.name)
+                    .int64("startTimePs", module.start_time_ps)
+                    .int64("endTimePs", module.end_time_ps)
+                    .int64("id", module.id)
+                    .string("planeName", &module.plane_name);
+            });
+        });
         out
     }
 
-    fn write_allocator(&self, out: &mut String, a: &PerAllocatorProfile) {
-        out.push_str("{\"memoryProfileSnapshots\":[");
-        self.write_snapshots(out, &a.snapshots);
+    fn write_allocator(&self, m: &mut MessageWriter<'_>, a: &PerAllocatorProfile) {
         let s = &a.summary;
-        let _ = write!(
-            out,
-            "],\"profileSummary\":{{\"peakBytesUsageLifetime\":\"{}\",\"peakStats\":",
-            s.peak_bytes_usage_lifetime
-        );
-        write_stats(out, &s.peak_stats);
-        let _ = write!(
-            out,
-            ",\"peakStatsTimePs\":\"{}\",\"memoryCapacity\":\"{}\"}},\"activeAllocations\":[",
-            s.peak_stats_time_ps, s.memory_capacity
-        );
-        for (i, row) in a.active_allocations.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let _ = write!(
-                out,
-                "{{\"snapshotIndex\":\"{}\",\"specialIndex\":\"{}\",\"numOccurrences\":\"{}\"}}",
-                row.snapshot_index, row.special_index, row.num_occurrences
-            );
-        }
-        out.push_str("],\"specialAllocations\":[");
-        for (i, m) in a.special_allocations.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            self.write_metadata(out, m);
-        }
-        out.push_str("],\"sampledTimelineSnapshots\":[");
-        self.write_snapshots(out, &a.sampled_timeline);
-        out.push_str("]}");
+        m.messages("memoryProfileSnapshots", &a.snapshots, |m, snapshot| self.write_snapshot(m, snapshot))
+            .message("profileSummary", |m| {
+                m.int64("peakBytesUsageLifetime", s.peak_bytes_usage_lifetime)
+                    .message("peakStats", |m| write_stats(m, &s.peak_stats))
+                    .int64("peakStatsTimePs", s.peak_stats_time_ps)
+                    .int64("memoryCapacity", s.memory_capacity);
+            })
+            .messages("activeAllocations", &a.active_allocations, |m, row| {
+                m.int64("snapshotIndex", row.snapshot_index)
+                    .int64("specialIndex", row.special_index)
+                    .int64("numOccurrences", row.num_occurrences);
+            })
+            .messages("specialAllocations", &a.special_allocations, |m, metadata| self.write_metadata(m, metadata))
+            .messages("sampledTimelineSnapshots", &a.sampled_timeline, |m, snapshot| self.write_snapshot(m, snapshot));
     }
 
-    fn write_snapshots(&self, out: &mut String, snapshots: &[Snapshot]) {
-        for (i, s) in snapshots.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let _ = write!(out, "{{\"timeOffsetPs\":\"{}\",\"aggregationStats\":", s.time_offset_ps);
-            write_stats(out, &s.stats);
-            out.push_str(",\"activityMetadata\":");
-            self.write_metadata(out, &s.metadata);
-            out.push('}');
-        }
+    fn write_snapshot(&self, m: &mut MessageWriter<'_>, s: &Snapshot) {
+        m.int64("timeOffsetPs", s.time_offset_ps)
+            .message("aggregationStats", |m| write_stats(m, &s.stats))
+            .message("activityMetadata", |m| self.write_metadata(m, &s.metadata));
     }
 
-    fn write_metadata(&self, out: &mut String, m: &ActivityMetadata) {
-        let _ = write!(
-            out,
-            "{{\"memoryActivity\":\"{}\",\"requestedBytes\":\"{}\",\"allocationBytes\":\"{}\",\"address\":\"{}\",\"tfOpName\":",
-            m.activity.as_str(),
-            m.requested_bytes,
-            m.allocation_bytes,
-            m.address
-        );
-        write_proto_json_string(out, self.str(m.tf_op_name));
-        let _ = write!(out, ",\"stepId\":\"{}\",\"regionType\":", m.step_id);
-        write_proto_json_string(out, self.str(m.region_type));
-        out.push_str(",\"dataType\":");
-        write_proto_json_string(out, self.str(m.data_type));
-        out.push_str(",\"tensorShape\":");
-        write_proto_json_string(out, self.str(m.tensor_shape));
-        out.push('}');
+    fn write_metadata(&self, m: &mut MessageWriter<'_>, metadata: &ActivityMetadata) {
+        m.string("memoryActivity", metadata.activity.as_str())
+            .int64("requestedBytes", metadata.requested_bytes)
+            .int64("allocationBytes", metadata.allocation_bytes)
+            .uint64("address", metadata.address)
+            .string("tfOpName", self.str(metadata.tf_op_name))
+            .int64("stepId", metadata.step_id)
+            .string("regionType", self.str(metadata.region_type))
+            .string("dataType", self.str(metadata.data_type))
+            .string("tensorShape", self.str(metadata.tensor_shape));
     }
 }
 
-fn write_stats(out: &mut String, s: &AggregationStats) {
-    let _ = write!(
-        out,
-        "{{\"stackReservedBytes\":\"{}\",\"heapAllocatedBytes\":\"{}\",\"freeMemoryBytes\":\"{}\",\"fragmentation\":",
-        s.stack_reserved_bytes, s.heap_allocated_bytes, s.free_memory_bytes
-    );
-    out.push_str(&protobuf_json::format_double(s.fragmentation));
-    let _ = write!(out, ",\"peakBytesInUse\":\"{}\"}}", s.peak_bytes_in_use);
+fn write_stats(m: &mut MessageWriter<'_>, s: &AggregationStats) {
+    m.int64("stackReservedBytes", s.stack_reserved_bytes)
+        .int64("heapAllocatedBytes", s.heap_allocated_bytes)
+        .int64("freeMemoryBytes", s.free_memory_bytes)
+        .double("fragmentation", s.fragmentation)
+        .int64("peakBytesInUse", s.peak_bytes_in_use);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_xspace::decode_xspace;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     #[test]
     fn data_type_names() {
