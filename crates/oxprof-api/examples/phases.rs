@@ -8,8 +8,8 @@
 //! TRACE=1 …   the trace_viewer path instead: grouping and trace index side by side
 //! ```
 use oxprof_grouping::EventGroups;
-use oxprof_xprof::op_stats::{convert, environment, host_op_metrics, step_events, steps_db, tf_functions};
 use oxprof_model::XSpace;
+use oxprof_xprof::op_stats::{convert, environment, host_op_metrics, step_events, steps_db, tf_functions};
 use std::time::{Duration, Instant};
 
 /// A `/proc/self/status` field in KB (0 when unknown).
@@ -77,8 +77,8 @@ fn main() {
             })
         };
         println!("({} trace events)", index.num_events);
-        let req = oxprof_trace::xprof::parse_request(|k| (k == "resolution").then(|| "8000".to_string()))
-            .unwrap_or_default();
+        let req =
+            oxprof_trace::xprof::parse_request(|k| (k == "resolution").then(|| "8000".to_string())).unwrap_or_default();
         let json = phase("render", || {
             let host = oxprof_trace::xprof::HostTrace { space: &space, groups: &groups, index: &index };
             oxprof_trace::xprof::trace_viewer_json(&[host], &req)

@@ -15,12 +15,12 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, DataResponse, with_notes};
 use crate::session::Session;
-use oxprof_report::Report;
-use oxprof_xprof::tools::graph_viewer::{self, TextKind};
-use oxprof_xprof::tools::memory_viewer::{self, MemoryViewerOptions};
 use oxprof_hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };
+use oxprof_report::Report;
+use oxprof_xprof::tools::graph_viewer::{self, TextKind};
+use oxprof_xprof::tools::memory_viewer::{self, MemoryViewerOptions};
 
 /// Suffix of XProf's per-module files in a run directory.
 pub const HLO_PROTO_SUFFIX: &str = ".hlo_proto.pb";

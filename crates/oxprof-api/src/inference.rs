@@ -7,11 +7,11 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
+use oxprof_report::Report;
 use oxprof_xprof::inference::{
     HostInferenceStats, InferenceStats, combine, inference_latency, profile::InferenceProfile,
 };
 use oxprof_xprof::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
-use oxprof_report::Report;
 use oxprof_xprof::tools::overview_page::OverviewPage;
 use std::sync::Arc;
 

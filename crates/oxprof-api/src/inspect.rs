@@ -2,9 +2,9 @@
 //! summarised. A host that fails to load is reported in place; the others still are.
 
 use crate::ApiError;
-use oxprof_xprof::inspect::{SpaceSummary, summarize_space};
 use oxprof_format::ProfileStore;
 use oxprof_model::LoadLimits;
+use oxprof_xprof::inspect::{SpaceSummary, summarize_space};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;

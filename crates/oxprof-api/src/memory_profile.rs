@@ -10,10 +10,10 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
 use crate::session::Session;
-use oxprof_report::Report;
-use oxprof_xprof::tools::memory_profile::{MemoryProfile, memory_profile};
 use oxprof_format::HostFile;
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, TPU_PLANE_PREFIX};
+use oxprof_report::Report;
+use oxprof_xprof::tools::memory_profile::{MemoryProfile, memory_profile};
 
 /// [`crate::registry::Compute`] of `memory_profile`: the host's
 /// [`oxprof_xprof::tools::memory_profile::MemoryProfile`], or XProf's empty body for a

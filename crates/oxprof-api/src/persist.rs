@@ -3,11 +3,11 @@
 //! too), and a host's OpStats analysis encoded so that a reloaded one gives byte-identical
 //! answers (JSON with exact float round trips).
 
+use oxprof_diskcache::{DiskCache, FileIdentity};
+use oxprof_format::ProfileStore;
 use oxprof_xprof::inference::HostInferenceStats;
 use oxprof_xprof::op_stats::convert::HostAnalysis;
 use oxprof_xprof::op_stats::types::OpStats;
-use oxprof_diskcache::{DiskCache, FileIdentity};
-use oxprof_format::ProfileStore;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

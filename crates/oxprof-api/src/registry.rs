@@ -12,16 +12,16 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::DataRequest;
 use crate::session::Session;
-use oxprof_xprof::op_stats::OpStats;
-use oxprof_xprof::op_stats::convert::StepSelection;
-use oxprof_report::Report;
-use oxprof_xprof::tools::{
-    framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
-    kernel_stats::KernelStats, op_profile, pod_viewer::PodViewer, roofline_model::RooflineModel,
-};
 use oxprof_model::XSpace;
 use oxprof_model::schema::{
     GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
+};
+use oxprof_report::Report;
+use oxprof_xprof::op_stats::OpStats;
+use oxprof_xprof::op_stats::convert::StepSelection;
+use oxprof_xprof::tools::{
+    framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
+    kernel_stats::KernelStats, op_profile, pod_viewer::PodViewer, roofline_model::RooflineModel,
 };
 use serde::Serialize;
 use serde_json::Value;

@@ -29,11 +29,11 @@ use crate::ApiError;
 use crate::catalog::{Catalog, ServedRun};
 use crate::persist::{self, Persisted};
 use crate::trace::HostTraceData;
-use oxprof_xprof::op_stats::convert::HostAnalysis;
 use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
 use oxprof_format::{HostFile, LocalStore, ProfileStore};
 use oxprof_model::{LoadLimits, XSpace};
+use oxprof_xprof::op_stats::convert::HostAnalysis;
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -518,8 +518,7 @@ impl Session {
                 // The trace viewer's model and grouping are the ones OpStats needs: no second
                 // decode, and no second model beside the one the cache holds.
                 self.counts.lock().unwrap_or_else(|p| p.into_inner()).analyses_from_trace += 1;
-                let analysis =
-                    oxprof_xprof::op_stats::convert::xspace_to_op_stats_grouped(&trace.space, &trace.groups);
+                let analysis = oxprof_xprof::op_stats::convert::xspace_to_op_stats_grouped(&trace.space, &trace.groups);
                 persisted.write(|| persist::encode_analysis(&analysis));
                 return Ok(Cached::Analysis(Arc::new(analysis)));
             }

@@ -11,9 +11,9 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
+use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use oxprof_report::Report;
 use oxprof_xprof::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
-use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use rayon::prelude::*;
 
 /// [`crate::registry::Compute`] of `tf_data_bottleneck_analysis`: the selected hosts'

@@ -7,8 +7,8 @@
 //! differences per failing case.
 
 use common::{Tally, cases, external_dir, load_expected_json as load_expected, repo_root};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 
 use oxprof_testkit::golden as common;

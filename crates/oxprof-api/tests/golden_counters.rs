@@ -16,8 +16,8 @@
 //! `OXPROF_GOLDEN_FILTER=substring` limits the cases.
 
 use common::{Case, cases, external_dir, load_expected_json as load_expected, read_text, repo_root};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 
 use oxprof_testkit::golden as common;

@@ -8,8 +8,8 @@
 //! differences per failing case.
 
 use common::{Tally, cases, external_dir, load_expected_json as load_expected, repo_root};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_wire::csv::datatable_to_csv;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -148,9 +148,9 @@ fn peak_rss_kb() -> u64 {
 #[test]
 #[ignore]
 fn perf_device_tools_on_a_large_profile() {
+    use oxprof_api::data::{open_run, select_hosts};
     use oxprof_xprof::op_stats::convert::{StepSelection, combine_hosts};
     use oxprof_xprof::tools::{hlo_stats, kernel_stats, op_profile, roofline_model};
-    use oxprof_api::data::{open_run, select_hosts};
     let dir = PathBuf::from("/work/refdata/jax_large");
     if !dir.is_dir() {
         eprintln!("SKIP: {} absent", dir.display());

@@ -7,9 +7,9 @@
 //! differences per failing case.
 
 use common::{external_dir, external_outputs_dir, repo_root};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use oxprof_api::hlo_tools::graph_viewer_proto_bytes;
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;

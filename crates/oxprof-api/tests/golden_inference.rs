@@ -5,9 +5,9 @@
 //! finds no requests).
 
 use common::{ALL_HOSTS, cases, load_expected_json as load_expected, repo_root};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use oxprof_model::{ModelBuilder, XSpace};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 use std::path::PathBuf;
 

@@ -11,8 +11,8 @@
 //! bytes must be one of XProf's rows' bytes.
 
 use common::{load_expected_json as load_expected, read_text, repo_root};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 
 use oxprof_testkit::golden as common;

@@ -7,9 +7,9 @@
 //! differences per failing case.
 
 use common::{ALL_HOSTS, Case, external_dir, read_text};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::ApiError;
 use oxprof_api::data::{DataRequest, data};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

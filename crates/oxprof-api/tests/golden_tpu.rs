@@ -9,8 +9,8 @@
 //! differences per failing case.
 
 use common::{ALL_HOSTS, Tally, load_expected_json as load_expected, repo_root};
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -457,10 +457,7 @@ fn disk_cache_is_validated() {
     assert!(!oxprof_api::trace::load_host(&host, None).unwrap().index_from_cache);
     // The index's own header refuses another state of the profile file (size, mtime).
     let index_bytes = oxprof_trace::write_index(&fresh.index, (10, 20));
-    assert_eq!(
-        oxprof_trace::read_index(&index_bytes, (1, 2)).unwrap_err(),
-        oxprof_trace::CacheError::Stale
-    );
+    assert_eq!(oxprof_trace::read_index(&index_bytes, (1, 2)).unwrap_err(), oxprof_trace::CacheError::Stale);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

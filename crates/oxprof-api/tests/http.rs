@@ -4,9 +4,9 @@
 //! (`testdata/profiles/*/xprof_out`); parameter checks, path confinement (`..`, absolute
 //! paths, symlinks, encoded separators), status codes, security headers, caching.
 
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use oxprof_api::data::{DataRequest, data};
 use oxprof_api::http::{Asset, Assets, HttpResponse, NoAssets, Service, ServiceOptions};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -3,13 +3,13 @@
 //! reloaded one), it has tables for people, and XProf's CSV comes from it byte for byte
 //! wherever XProf recorded one.
 
+use oxprof_api::data::{DataRequest, compute, one_shot_session, xprof_csv};
 use oxprof_report::Report;
 use oxprof_xprof::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
     kernel_stats::KernelStats, memory_profile::MemoryProfile, op_profile::OpProfile, overview_page::OverviewPage,
     pod_viewer::PodViewer, roofline_model::RooflineModel, tf_data::CombinedTfDataStats,
 };
-use oxprof_api::data::{DataRequest, compute, one_shot_session, xprof_csv};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::PathBuf;

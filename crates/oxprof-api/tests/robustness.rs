@@ -121,8 +121,7 @@ fn mutated_hlo_modules_never_panic_in_the_hlo_tools() {
     let run = logdir.path().join("plugins/profile/r");
     std::fs::create_dir_all(&run).unwrap();
     // Discovery needs a host file; the side-car module is what the HLO tools read.
-    std::fs::write(run.join("vm.xplane.pb"), oxprof_testkit::XSpaceBuilder::new().hostname("vm").to_bytes())
-        .unwrap();
+    std::fs::write(run.join("vm.xplane.pb"), oxprof_testkit::XSpaceBuilder::new().hostname("vm").to_bytes()).unwrap();
     let mut rng = Rng(0x0b1e_55ed_4a11_0c8d);
     let (mut decodable, mut answered) = (0, 0);
     for i in 0..count {

@@ -121,8 +121,8 @@ impl LoadError {
 mod tests {
     use super::*;
     use oxprof_model::Limit;
-    use oxprof_xspace::WireError;
     use oxprof_testkit::error_chain as chain;
+    use oxprof_xspace::WireError;
 
     fn assert_says_its_cause_once(e: &dyn std::error::Error) {
         let segments = chain(e);

@@ -6,8 +6,8 @@ use super::reference::reference_group;
 use super::*;
 use oxprof_testkit::files::load_xspace;
 use oxprof_testkit::files::repo_root;
-use oxprof_xspace::decode_xspace;
 use oxprof_testkit::{LineBuilder, PlaneBuilder, Value, XSpaceBuilder};
+use oxprof_xspace::decode_xspace;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

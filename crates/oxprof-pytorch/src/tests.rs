@@ -7,8 +7,8 @@ use super::modules::PytorchModules;
 use super::operators::PytorchOpStats;
 use super::overview::PytorchOverview;
 use super::parse;
-use oxprof_report::Report;
 use oxprof_model::{ModelBuilder, Value, XSpace};
+use oxprof_report::Report;
 
 const US: i64 = 1_000_000;
 

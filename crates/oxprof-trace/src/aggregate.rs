@@ -235,10 +235,10 @@ pub fn self_time(host: &LodHost<'_>, track: u32, pos: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_grouping::group_events;
     use crate::{EventRef, TraceIndex};
-    use oxprof_xspace::decode_xspace;
+    use oxprof_grouping::group_events;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     // One thread (line 7) and a second one (line 9); ns after the line start (1 µs):
     //

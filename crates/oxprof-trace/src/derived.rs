@@ -598,12 +598,12 @@ fn derive_stream(plane: &XPlane, li: usize, hlo: &HloModuleMap, names: &mut Deri
 
 #[cfg(test)]
 mod tests {
-    use oxprof_grouping::group_events;
     use crate::TraceIndex;
     use crate::index::view_in;
     use crate::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_xspace::decode_xspace;
+    use oxprof_grouping::group_events;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     /// (tid, name, ts ns after 1 µs, dur ns) of the GPU plane's complete events.
     fn gpu_events(bytes: Vec<u8>) -> Vec<(u64, String, f64, f64)> {

@@ -317,11 +317,11 @@ pub fn step_named(h: &Hosts<'_>, name: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_grouping::group_events;
     use crate::TraceIndex;
+    use oxprof_grouping::group_events;
     use oxprof_model::XSpace;
-    use oxprof_xspace::decode_xspace;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     // Two hosts, one thread each; host b starts 1 µs later on the shared clock.
     //

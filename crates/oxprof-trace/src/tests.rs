@@ -5,8 +5,8 @@ use super::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
 use super::*;
 use oxprof_grouping::group_events;
 use oxprof_model::XSpace;
-use oxprof_xspace::decode_xspace;
 use oxprof_testkit::XSpaceBuilder;
+use oxprof_xspace::decode_xspace;
 
 fn space(bytes: Vec<u8>) -> XSpace {
     decode_xspace(&bytes).unwrap()

@@ -10,8 +10,8 @@
 use super::derived::{
     Builders, DerivedEvent, DerivedLine, DerivedNames, DerivedPlane, NAME_SCOPE, OffloadArgs, SOURCE, TF_OP, TfOpCache,
 };
-use oxprof_grouping::cxx_sort::introsort;
 use oxprof_grouping::EventGroups;
+use oxprof_grouping::cxx_sort::introsort;
 use oxprof_model::XPlane;
 use oxprof_model::schema::{StatType, THREAD_ID_DERIVED_MIN, TPU_PLANE_PREFIX};
 use rustc_hash::FxHashMap;
@@ -284,11 +284,11 @@ fn offload_instruction_name(op_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::offload_instruction_name;
-    use oxprof_grouping::group_events;
     use crate::TraceIndex;
     use crate::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_xspace::decode_xspace;
+    use oxprof_grouping::group_events;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     #[test]
     fn offload_names() {
@@ -374,10 +374,7 @@ mod tests {
         for (a, b) in index.tracks.iter().zip(&cached.tracks) {
             assert_eq!(a.derived_groups, b.derived_groups);
             for pos in 0..a.len() as u32 {
-                assert_eq!(
-                    crate::xprof::event_args(&space, a, pos),
-                    crate::xprof::event_args(&space, b, pos)
-                );
+                assert_eq!(crate::xprof::event_args(&space, a, pos), crate::xprof::event_args(&space, b, pos));
             }
         }
     }
@@ -421,8 +418,7 @@ mod tests {
             start_time.elapsed()
         );
         let start_time = std::time::Instant::now();
-        let index =
-            TraceIndex::build_with_groups(&space, "h", crate::BuildOptions { preprocess: true }, Some(&groups));
+        let index = TraceIndex::build_with_groups(&space, "h", crate::BuildOptions { preprocess: true }, Some(&groups));
         eprintln!("index: {} events in {:?}", index.num_events, start_time.elapsed());
     }
 

@@ -110,11 +110,11 @@ pub(crate) fn shown_groups(space: &XSpace, groups: &EventGroups) -> ShownGroups 
 
 #[cfg(test)]
 mod tests {
-    use oxprof_grouping::group_events;
     use crate::TraceIndex;
     use crate::xprof::{HostTrace, TraceViewRequest, trace_viewer_json};
-    use oxprof_xspace::decode_xspace;
+    use oxprof_grouping::group_events;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     // A TPU plane without host: each module event is its own group (0, 1, 2), ns:
     //

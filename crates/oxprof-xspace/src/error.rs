@@ -46,8 +46,8 @@ pub enum DecodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_testkit::error_chain as chain;
     use oxprof_model::Limit;
+    use oxprof_testkit::error_chain as chain;
 
     #[test]
     fn every_error_says_its_cause_once() {

@@ -35,16 +35,16 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::data::{ALL_HOSTS, local_session, select_hosts};
 use crate::session::{Session, SessionOptions};
-use oxprof_xprof::op_stats::convert::{StepSelection, combine_hosts};
-use oxprof_pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
-use oxprof_xprof::tools::{
-    framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats, overview_page::OverviewPage,
-};
 use oxprof_diff::summary::{Summary, SummaryLimits};
 use oxprof_diff::{DiffOptions, RunDiff, RunReports, Source};
 use oxprof_diskcache::DiskCache;
 use oxprof_format::{Format, HostFile};
 use oxprof_model::LoadLimits;
+use oxprof_pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
+use oxprof_xprof::op_stats::convert::{StepSelection, combine_hosts};
+use oxprof_xprof::tools::{
+    framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats, overview_page::OverviewPage,
+};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;

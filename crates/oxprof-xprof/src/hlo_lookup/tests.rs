@@ -1,12 +1,12 @@
 //! The HLO module map against XProf's reference OpStats of the external profiles, through
 //! the analyses' seams (device op metrics, kernel statistics).
 
-use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use crate::op_stats::device_op_metrics::testutil::{external_cases, external_root, load, reference};
 use crate::op_stats::device_op_metrics::{HloInstruction as HloInstructionView, HloModuleLookup, device_op_metrics_db};
 use crate::op_stats::kernel_stats::kernel_stats_db;
 use crate::op_stats::types::OpMetricsDb;
 use oxprof_hlo::{CostAnalysis, HloModuleMap, hlo_modules};
+use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 
 /// Sorts `metrics_db` arrays (and their children's) by (module id, name).

@@ -9,9 +9,9 @@
 //! and GPU a request is its latency, batching figures and idle time.
 
 use super::{BatchDetail, BatchingParameters, HostInferenceStats, ModelIdDatabase, RequestDetail};
-use oxprof_grouping::{EventGroups, GroupMetadata};
 use crate::op_stats::event_span::{EventType, EventTypeSpan, Timespan, to_non_overlapped_events};
 use crate::op_stats::step_events::tensor_core_id;
+use oxprof_grouping::{EventGroups, GroupMetadata};
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType, XLA_MODULE_LINE_NAME};
 use oxprof_model::{Event, XPlane, XSpace};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

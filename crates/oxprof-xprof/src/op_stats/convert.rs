@@ -11,8 +11,8 @@
 
 use super::types::{HardwareType, OpMetricsDb, OpStats, StepDatabaseResult};
 use super::{combine, device_op_metrics, environment, host_op_metrics, kernel_stats, steps_db, tf_functions};
-use oxprof_grouping::{EventGroups, group_events_beside};
 use crate::model_tracker::ModelTracker;
+use oxprof_grouping::{EventGroups, group_events_beside};
 use oxprof_hlo::{decode_hlo_proto, hlo_proto_bytes};
 use oxprof_model::XSpace;
 
@@ -191,9 +191,9 @@ pub fn combine_hosts<H: std::borrow::Borrow<HostAnalysis>>(hosts: &[H], steps: S
 #[cfg(test)]
 mod tpu_reference_tests {
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::load_op_stats;
     use oxprof_testkit::files::{load_xspace, repo_root};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 
     fn check(run: &str, hosts: &[&str]) {
         let dir = repo_root().join("testdata/tpu-synthetic").join(run);

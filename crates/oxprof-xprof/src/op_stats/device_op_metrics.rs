@@ -1066,8 +1066,8 @@ pub fn precision_stats(step_event_spans: impl IntoIterator<Item = (i32, u64)>) -
 /// Helpers shared by the reference tests of the device-side OpStats modules.
 #[cfg(test)]
 pub(crate) mod testutil {
-    pub(crate) use oxprof_testkit::files::{external_root, repo_root};
     use oxprof_model::XSpace;
+    pub(crate) use oxprof_testkit::files::{external_root, repo_root};
     use serde_json::Value;
     use std::path::{Path, PathBuf};
 

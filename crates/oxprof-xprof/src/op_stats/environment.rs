@@ -605,8 +605,8 @@ mod tests {
     /// Every environment field against XProf's OpStats for every reference profile.
     #[test]
     fn environment_matches_xprof() {
-        use oxprof_testkit::jsoncmp::{CmpOptions, compare};
         use crate::op_stats::device_op_metrics::testutil::*;
+        use oxprof_testkit::jsoncmp::{CmpOptions, compare};
         use serde_json::{Value, json};
         let mut cases = refkit_cases();
         if let Some(root) = external_root() {

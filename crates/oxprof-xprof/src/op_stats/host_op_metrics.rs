@@ -371,8 +371,8 @@ mod tests {
     use super::*;
     use crate::op_stats::op_metrics_db::IDLE;
     use crate::op_stats::types::OpMetrics;
-    use oxprof_xspace::decode_xspace;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     fn db_of(bytes: &[u8]) -> OpMetricsDb {
         let space = decode_xspace(bytes).unwrap();
@@ -552,10 +552,10 @@ mod tests {
 pub(crate) mod reference_tests {
     //! `host_op_metrics_db` against XProf's own OpStats.
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::op_metrics_db::combine_op_metrics_dbs;
     use crate::op_stats::types::OpStats;
     pub(crate) use oxprof_testkit::files::{external_path as external_root, repo_root};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use std::path::{Path, PathBuf};
 
     /// The refkit profiles: name, xplane path, XProf's OpStats.

@@ -384,10 +384,10 @@ pub fn kernel_stats_db<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::device_op_metrics::testutil::*;
     use crate::op_stats::environment::device_planes;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 
     #[test]
     fn launch_params() {

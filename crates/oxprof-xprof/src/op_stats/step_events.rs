@@ -795,8 +795,8 @@ mod tests {
     use super::*;
     use crate::op_stats::event_span::{StepDetails, to_non_overlapped_step_events};
     use oxprof_model::schema::is_xspace_grouped;
-    use oxprof_xspace::decode_xspace;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     /// Threads scanned in pieces (down to one event) give the step events of one scan, on
     /// every committed refkit profile and the external ones when present.

@@ -346,10 +346,10 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod reference_tests {
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, CmpReport, compare};
-    use crate::op_stats::step_events::NoTpuOpMetrics;
     pub(crate) use crate::op_stats::load_op_stats as xprof_op_stats;
+    use crate::op_stats::step_events::NoTpuOpMetrics;
     pub(crate) use oxprof_testkit::files::{external_root, repo_root};
+    use oxprof_testkit::jsoncmp::{CmpOptions, CmpReport, compare};
     use std::path::{Path, PathBuf};
 
     /// Compares two serializable values as XProf's proto JSON.

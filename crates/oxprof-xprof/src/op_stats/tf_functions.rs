@@ -183,13 +183,13 @@ pub fn tf_function_db(space: &XSpace, plane_index: usize) -> TfFunctionDb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::host_op_metrics::find_host_plane;
     use crate::op_stats::host_op_metrics::reference_tests::{
         EXTERNAL_SINGLE_HOST, external_op_stats, external_root, refkit_profiles,
     };
-    use oxprof_xspace::decode_xspace;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
+    use oxprof_xspace::decode_xspace;
 
     // t(ps)  0    10        50  60     100
     // main   |------------ f (traced) ----|         self 100 − 40 − 10 = 50

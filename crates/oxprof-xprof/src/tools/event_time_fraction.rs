@@ -15,9 +15,9 @@
 //!          (dropped: first)  210 / 1840 = 11.4%      270 / 1880 = 14.4%  (dropped: last)
 //! ```
 
-use oxprof_grouping::{EventGroups, group_events, is_xspace_grouped};
 use crate::op_stats::step_events::{NoTpuOpMetrics, device_plane_step_events};
 use crate::tools::smart_suggestion::{BARRIER_CORES, SmartSuggestion, SmartSuggestionReport};
+use oxprof_grouping::{EventGroups, group_events, is_xspace_grouped};
 use oxprof_model::schema::StatType;
 use oxprof_model::{StatValue, XSpace};
 use std::collections::BTreeMap;

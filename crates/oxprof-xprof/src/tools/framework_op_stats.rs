@@ -7,11 +7,11 @@
 use crate::model_tracker::ModelTracker;
 use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_db;
 use crate::op_stats::{KernelStatsDb, OpMetricsDb, OpStats, PerfEnv, RunEnvironment};
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, execution_times, pico_to_micro, roofline_metrics, safe_divide,
     sorted_op_metrics_db,
 };
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;
 use serde::{Deserialize, Serialize};
@@ -273,10 +273,10 @@ pub fn tf_stats_data_table(records: &[TfStatsRecord], device_type: &str) -> Data
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::OpMetrics;
     use crate::op_stats::{HardwareType, KernelReport};
     use golden::{external_cases, load_op_stats, read_json, refkit_cases};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 
     fn op(name: &str, category: &str, provenance: &str, self_time_ps: u64, occurrences: u32) -> OpMetrics {
         OpMetrics {

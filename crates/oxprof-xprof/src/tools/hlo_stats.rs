@@ -4,11 +4,11 @@
 //! `xprof/convert/op_stats_to_hlo_stats.cc`.
 
 use crate::op_stats::{OpMetrics, OpStats, PerfEnv, SourceInfo, TpuCoreType};
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, dma_stall_fraction, execution_times, pico_to_micro,
     roofline_metrics, sorted_op_metrics_db,
 };
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;
 use serde::{Deserialize, Serialize};

@@ -7,12 +7,12 @@ use crate::op_stats::{
     CoreDetails, GenericStepBreakdown, HardwareType, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics,
     PerCoreStepInfo, StepBreakdown,
 };
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::step_breakdown::{
     DEFAULT_GPU_LOCAL_CORE_ID, IDLE, SPARSE_CORE_INDEX_START, Stat, StepSummary, anchor_element,
     diagnostics_data_table, event_type, f64_to_u64, pico_to_micro, pico_to_milli, populate_step_diagnostics,
     safe_divide, sorted_op_metrics_db, x86_div,
 };
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::cxx_printf::{one_digit, printf_fixed, three_digits, two_digits};
 use oxprof_wire::datatable::{ColumnType, DataTable};
 use oxprof_wire::nlohmann;
@@ -1922,8 +1922,8 @@ fn recommendation_table(result: &InputPipelineAnalysis) -> DataTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::{RunEnvironment, StepInfoResult};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 
     const MS: u64 = 1_000_000_000;
 

@@ -4,9 +4,9 @@
 //! `HasDcnCollectiveStatsInXSpace`: a `MegaScale:` event on `/host:CPU`. The rows come from
 //! the slack analysis over TPU send/recv ops and their HLO (`dcn_slack.rs`).
 
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_model::XSpace;
 use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;
 use serde::{Deserialize, Serialize};

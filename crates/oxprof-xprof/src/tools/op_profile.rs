@@ -4,18 +4,18 @@
 //! and without IDLE ([`OpProfile`]) → XProf's `op_profile.Profile` proto JSON. Port of
 //! `xprof/convert/op_stats_to_op_profile.cc` and `op_profile_builder.cc`.
 
-use oxprof_grouping::cxx_sort::partial_sort;
 use crate::op_stats::hardware::parse_hardware_type;
 use crate::op_stats::op_metrics_db::{
     children_time_ps, combine_memory_accessed_breakdown, combine_op_metrics, is_idle_op, parse_provenance,
     total_time_ps,
 };
 use crate::op_stats::{HardwareType, MemoryOperationType, OpMetrics, OpStats, SourceInfo, TpuCoreType};
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::{
     MEMORY_SPACE_HBM, MEMORY_SPACE_ON_CHIP, giga_bytes_per_second_per_core,
     giga_flops_per_second_per_core_normalized_on_dvfs, giga_to_gibi, pico_to_nano, safe_divide, tera_to_giga,
 };
+use oxprof_grouping::cxx_sort::partial_sort;
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use oxprof_wire::protobuf_json;
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,6 @@ use crate::op_stats::op_metrics_db::create_tf_metrics_db_from_device_op_metrics_
 use crate::op_stats::{
     HostDependentJobInfo, KernelStatsDb, OpStats, OpStatsDiagnostics, PrecisionStats, RunEnvironment,
 };
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::input_pipeline::{
     BottleneckAnalysis, InputPipelineAnalysis, StepTimeBreakdown, compute_bottleneck_analysis,
     convert_op_stats_to_input_pipeline_analysis, input_pipeline_analysis_table,
@@ -16,6 +15,7 @@ use crate::tools::step_breakdown::{
     diagnostics_data_table, idle_time_ratio, is_idle_op, pico_to_nano, populate_overview_diagnostics, safe_divide,
     sorted_op_metrics_db,
 };
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::cxx_printf::{one_digit, printf_fixed, six_digits, two_digits};
 use oxprof_wire::datatable::{ColumnType, DataTable};
 use oxprof_wire::nlohmann;

@@ -4,9 +4,9 @@
 //! and sample id), the counter's lower-cased name, its value (shown in hex), description
 //! and counter sets. Hosts are appended in the order given; planes and lines in file order.
 
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_model::XSpace;
 use oxprof_model::schema::{GPU_PLANE_PREFIX, StatType, TPU_PLANE_PREFIX};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;
 use serde::{Deserialize, Serialize};

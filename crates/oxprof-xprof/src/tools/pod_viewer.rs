@@ -8,9 +8,9 @@
 //! sub-messages (`summary`, `topology`) left out, 64-bit integers as strings.
 
 use crate::op_stats::{OpStats, StepBreakdown, StepInfoResult};
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::op_record::pico_to_micro;
 use crate::tools::step_breakdown::event_type;
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use oxprof_wire::protobuf_json;
 use serde::{Deserialize, Serialize};
@@ -471,9 +471,9 @@ mod proto {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::{CoreDetails, GenericStepBreakdown, PerCoreStepInfo};
     use crate::tools::framework_op_stats::golden::{Case, external_cases, load_op_stats, read_json, refkit_cases};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 
     /// A TPU core's step (categories, no event types): infeed is input, outfeed output,
     /// all-reduce collectives, IDLE all others, the other categories device compute.

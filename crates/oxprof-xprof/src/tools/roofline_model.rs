@@ -6,13 +6,13 @@
 
 use crate::op_stats::op_metrics_db::combine_memory_accessed_breakdown;
 use crate::op_stats::{HardwareType, OpMetrics, OpMetricsDb, OpStats, OpStatsDiagnostics, PerfEnv, SourceInfo};
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::hlo_stats::source_info_formatted_text;
 use crate::tools::op_record::{
     ExecutionTimes, RankAndFraction, RooflineMetrics, dma_stall_fraction, execution_times, giga_to_gibi, pico_to_micro,
     roofline_metrics, safe_divide, sorted_op_metrics_db, tera_to_giga,
 };
 use crate::tools::step_breakdown::{diagnostics_data_table, populate_step_diagnostics};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::cxx_printf::six_digits;
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;

@@ -4,8 +4,8 @@
 //! `RegisterAllRulesFor3P`), which needs `barrier-cores` events; a run without any gets no
 //! suggestion. The rule and its event-time-fraction analysis are in `event_time_fraction.rs`.
 
-use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_model::XSpace;
+use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use oxprof_wire::protobuf_json::{self, Field};
 use serde::{Deserialize, Serialize};

@@ -313,9 +313,9 @@ pub fn idle_time_ratio(db: &OpMetricsDb) -> f64 {
 /// XProf's own OpStats and outputs, for golden tests of the tools.
 #[cfg(test)]
 pub(crate) mod reference {
-    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use crate::op_stats::OpStats;
     use oxprof_testkit::files::{read_text, repo_root};
+    use oxprof_testkit::jsoncmp::{CmpOptions, compare};
     use serde_json::Value;
     use std::path::PathBuf;
 

@@ -54,10 +54,10 @@
 //! uses a fixed order: hosts by name, pipelines in order of their first root call,
 //! iterators by id; equal durations keep file order.
 
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_grouping::tf_op::{TfOpCategory, iterator_name, parse_tf_op_fullname};
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType};
 use oxprof_model::{StatValue, XPlane, XSpace};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::gviz_api;
 use serde::{Deserialize, Serialize};
@@ -938,8 +938,8 @@ impl Report for CombinedTfDataStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_xspace::decode_xspace;
     use oxprof_testkit::XSpaceBuilder;
+    use oxprof_xspace::decode_xspace;
 
     /// One pipeline `Root ← Prefetch ← Map ← Range`, two calls (times in µs):
     ///

@@ -6,11 +6,11 @@
 //! and the SparseCores, per core (v7x has two dies, each a TensorCore, its HBM and two
 //! SparseCores). Planes of other TPU generations are skipped as XProf does.
 
-use oxprof_report::{Report, Table, XprofBody, json_of};
 use crate::tools::tpu_counter_ids_v6e::TPU_V6E_COUNTERS;
 use crate::tools::tpu_counter_ids_v7x::TPU_V7X_COUNTERS;
 use oxprof_model::schema::{StatType, TPU_PLANE_PREFIX};
 use oxprof_model::{StatValue, XPlane, XSpace};
+use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{ColumnType, DataTable};
 use oxprof_wire::nlohmann;
 use serde::{Deserialize, Serialize};
