@@ -192,8 +192,11 @@ impl EventGroups {
     }
 }
 
-/// XProf's `IsXSpaceGrouped`: every host and device plane defines a `group_id` stat.
-pub fn is_xspace_grouped(space: &XSpace) -> bool {
+/// Every host and device plane defines a `group_id` stat: the file carries its own grouping
+/// everywhere grouping reads, so its stats are taken as they are and nothing is regrouped.
+/// Stricter than XProf's `IsXSpaceGrouped` (any plane at all:
+/// [`oxprof_model::schema::is_xspace_grouped`]), which decides whether XProf preprocesses.
+pub fn every_plane_grouped(space: &XSpace) -> bool {
     space
         .planes
         .iter()
@@ -205,7 +208,7 @@ pub fn is_xspace_grouped(space: &XSpace) -> bool {
 /// own grouping (its `is_eager` stats), or an event is named `EagerExecute` (only below one
 /// is an event eager). When false, what reads `is_eager` need not wait for the grouping.
 pub fn may_have_eager_events(space: &XSpace) -> bool {
-    is_xspace_grouped(space)
+    every_plane_grouped(space)
         || space.planes.iter().any(|p| {
             p.event_metadata()
                 .iter()
@@ -235,7 +238,7 @@ pub fn group_events(space: &XSpace) -> EventGroups {
 /// context edges, root processing), and `side` runs beside them. For work that does not
 /// need the groups (e.g. the host op database when no event can be eager).
 pub fn group_events_beside<T: Send>(space: &XSpace, side: impl FnOnce() -> T + Send) -> (EventGroups, T) {
-    if is_xspace_grouped(space) {
+    if every_plane_grouped(space) {
         return rayon::join(|| EventGroups::from_file_stats(space), side);
     }
     if has_loop_ops(space) {

@@ -8,7 +8,7 @@ use super::forest::{NodeType, node_type};
 use super::kinds::{EventKind, PlaneKinds, RawValue, Span, StatKind};
 use super::preprocess::{ContextId, PlaneMutators, is_tpu_parent_line, sorted_line_order, span_at, threadpool_regions};
 use super::tables::NO_GROUP;
-use super::{GroupMetadata, has_loop_ops, is_xspace_grouped};
+use super::{GroupMetadata, every_plane_grouped, has_loop_ops};
 use oxprof_model::XSpace;
 use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
@@ -52,7 +52,7 @@ type Iteration = (i64, usize, Vec<usize>);
 
 /// Full-forest grouping of a non-TPU XSpace (None when it is grouped or has loop ops).
 pub(crate) fn reference_group(space: &XSpace) -> Option<Reference> {
-    if is_xspace_grouped(space) || has_loop_ops(space) {
+    if every_plane_grouped(space) || has_loop_ops(space) {
         return None;
     }
     let mut nodes: Vec<Node> = Vec::new();

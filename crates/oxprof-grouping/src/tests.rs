@@ -516,6 +516,23 @@ fn already_grouped_reports_file_stats() {
     assert_eq!(groups.group_id(1, 0, 0), Some(3));
 }
 
+// XProf's IsXSpaceGrouped is "any plane defines group_id"; grouping's own test is "every host
+// and device plane does": a file grouped on its host only is grouped for XProf, not here.
+#[test]
+fn xprof_grouped_is_any_plane_every_plane_grouped_is_all() {
+    let space = build(
+        XSpaceBuilder::new()
+            .plane("/host:CPU", |p| {
+                p.line(0, "main", 0, |l| ev(l, "train", 0, 100, &[("group_id", i(7))]));
+            })
+            .plane("/device:GPU:0", |p| {
+                p.line(0, "stream", 0, |l| ev(l, "k", 0, 1, &[]));
+            }),
+    );
+    assert!(oxprof_model::schema::is_xspace_grouped(&space));
+    assert!(!every_plane_grouped(&space));
+}
+
 // Nested roots: the inner root of the same level is grouped with the outer one; a root of
 // another level gets its own group first (higher levels first), and is a child group.
 // main |train _r=1------------------------|   |train _r=1--|

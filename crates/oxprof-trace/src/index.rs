@@ -697,13 +697,13 @@ impl TraceIndex {
 
     /// Builds the index of one host's XSpace (tracks in parallel).
     pub fn build(space: &XSpace, hostname: &str) -> TraceIndex {
-        let preprocess = !oxprof_grouping::is_xspace_grouped(space);
+        let preprocess = !oxprof_grouping::every_plane_grouped(space);
         Self::build_with(space, hostname, BuildOptions { preprocess })
     }
 
     /// [`TraceIndex::build`] given the XSpace's step grouping (see [`TraceIndex::uses_groups`]).
     pub fn build_grouped(space: &XSpace, hostname: &str, groups: &EventGroups) -> TraceIndex {
-        let preprocess = !oxprof_grouping::is_xspace_grouped(space);
+        let preprocess = !oxprof_grouping::every_plane_grouped(space);
         Self::build_with_groups(space, hostname, BuildOptions { preprocess }, Some(groups))
     }
 

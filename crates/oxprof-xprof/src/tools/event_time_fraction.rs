@@ -17,7 +17,7 @@
 
 use crate::op_stats::step_events::{NoTpuOpMetrics, device_plane_step_events};
 use crate::tools::smart_suggestion::{BARRIER_CORES, SmartSuggestion, SmartSuggestionReport};
-use oxprof_grouping::{EventGroups, group_events, is_xspace_grouped};
+use oxprof_grouping::{EventGroups, every_plane_grouped, group_events};
 use oxprof_model::schema::StatType;
 use oxprof_model::{StatValue, XSpace};
 use std::collections::BTreeMap;
@@ -77,7 +77,7 @@ pub fn host_event_time_fractions(space: &XSpace, hostname: &str, target: &str) -
         return out;
     }
     let groups: EventGroups = group_events(space);
-    let pregrouped = is_xspace_grouped(space);
+    let pregrouped = every_plane_grouped(space);
     // step id -> plane name -> fraction (double sums of float portions, as XProf's map).
     let mut fractions: BTreeMap<i64, BTreeMap<&str, f64>> = BTreeMap::new();
     let mut step_durations: BTreeMap<i64, u64> = BTreeMap::new();

@@ -24,7 +24,7 @@
 //!   earliest snapshot represents the merged row (XProf's choice depends on a hash map's
 //!   iteration order).
 
-use oxprof_grouping::{EventGroups, group_events, is_xspace_grouped};
+use oxprof_grouping::{EventGroups, every_plane_grouped, group_events};
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, StatType, TPU_PLANE_PREFIX};
 use oxprof_model::{StatValue, XPlane, XSpace};
 use oxprof_report::{Report, Table, XprofBody, json_of};
@@ -369,7 +369,7 @@ pub fn memory_profile(space: &XSpace) -> Option<MemoryProfile> {
             .lines
             .iter()
             .any(|l| l.events(plane).any(|e| kinds.get(e.metadata_id().index()).is_some_and(Option::is_some)));
-    let groups = (has_events && !is_xspace_grouped(space)).then(|| group_events(space));
+    let groups = (has_events && !every_plane_grouped(space)).then(|| group_events(space));
     Some(memory_profile_with_groups(space, groups.as_ref(), MAX_NUM_SNAPSHOTS))
 }
 
