@@ -54,6 +54,58 @@ fn the_crate_table_matches_the_manifests() {
     assert_eq!(documented, crates, "ARCHITECTURE.md's crate table and crates/ differ");
 }
 
+/// The crate table's rows, in order: each crate and the oxprof crates it depends on.
+fn crate_rows(doc: &str) -> Vec<(String, Vec<String>)> {
+    doc.lines()
+        .filter(|l| l.starts_with("| `oxprof"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let deps = if cells[3] == "—" { Vec::new() } else { cells[3].split(", ").map(str::to_string).collect() };
+            (cells[1].trim_matches('`').to_string(), deps)
+        })
+        .collect()
+}
+
+/// "Dependencies point down this list, never up": every crate depends only on crates in
+/// rows above its own (with the table checked against the manifests above, this checks the
+/// manifests).
+#[test]
+fn dependencies_point_down_the_table() {
+    let rows = crate_rows(&architecture());
+    let mut above = BTreeSet::new();
+    let mut upward = Vec::new();
+    for (krate, deps) in rows {
+        for dep in deps {
+            if !above.contains(&format!("oxprof-{dep}")) {
+                upward.push(format!("{krate} -> oxprof-{dep}"));
+            }
+        }
+        above.insert(krate);
+    }
+    assert!(upward.is_empty(), "dependencies that point up ARCHITECTURE.md's crate table: {upward:?}");
+}
+
+/// Test helpers are never shipped: no crate has `oxprof-testkit` as a normal or build
+/// dependency, and the testkit is not published.
+#[test]
+fn the_testkit_is_only_a_dev_dependency() {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(repo_root().join("crates")).unwrap().flatten() {
+        let Ok(manifest) = std::fs::read_to_string(entry.path().join("Cargo.toml")) else { continue };
+        let mut section = String::new();
+        for line in manifest.lines().map(str::trim) {
+            if line.starts_with('[') {
+                section = line.to_string();
+            } else if line.starts_with("oxprof-testkit") && section != "[dev-dependencies]" {
+                found.push(format!("{} ({section})", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "oxprof-testkit outside [dev-dependencies]: {found:?}");
+    let testkit = std::fs::read_to_string(repo_root().join("crates/oxprof-testkit/Cargo.toml")).unwrap();
+    assert!(testkit.lines().any(|l| l.replace(' ', "") == "publish=false"), "oxprof-testkit must not be published");
+}
+
 #[test]
 fn every_path_it_names_exists() {
     let doc = architecture();
