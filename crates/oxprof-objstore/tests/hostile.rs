@@ -204,7 +204,7 @@ fn header(name: &str, value: impl ToString) -> (String, String) {
 /// /host:CPU  thread  [op 0..10)
 /// ```
 fn profile() -> Vec<u8> {
-    oxprof_xspace::testing::XSpaceBuilder::new()
+    oxprof_testkit::XSpaceBuilder::new()
         .plane("/host:CPU", |p| {
             p.line(1, "thread", 0, |l| {
                 l.event("op", 0, 10);
