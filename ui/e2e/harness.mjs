@@ -2,7 +2,7 @@
 // through playwright-core, runs named tests with console-error tracking and screenshots,
 // and prints "N passed, N failed".
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -68,6 +68,33 @@ export function startServer(bin, path, extra = []) {
   });
 }
 
+
+/**
+ * The UI build the servers serve: OXPROF_E2E_DEV_DIST's (or OXPROF_UI_DIR's) directory,
+ * else the ui/dist embedded in the binary when it was built.
+ */
+export function expectedUiDir(ui) {
+  const dir = process.env.OXPROF_E2E_DEV_DIST || process.env.OXPROF_UI_DIR;
+  return dir ? resolvePath(dir) : join(ui, 'dist');
+}
+
+/**
+ * Throws unless the server at `base` serves the UI build in `dist` byte for byte: an
+ * oxprof binary built before the UI changed serves its own, older UI, and every test of
+ * the newer UI would then fail for no reason of its own.
+ */
+export async function checkServedUi(base, dist) {
+  // (Not index.html: the server adds its token to it.)
+  for (const file of ['assets/index.js', 'assets/index.css']) {
+    const r = await fetch(new URL(`/${file}`, base));
+    const served = Buffer.from(await r.arrayBuffer());
+    if (!r.ok || !served.equals(readFileSync(join(dist, file)))) {
+      throw new Error(
+        `the server serves a UI other than ${dist} (${file} differs): rebuild oxprof (cargo build -p oxprof) or set OXPROF_E2E_DEV_DIST=${dist}`,
+      );
+    }
+  }
+}
 
 function stopChild(child) {
   return new Promise((resolve) => {

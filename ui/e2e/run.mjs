@@ -8,6 +8,8 @@
 // use its GPU-multi-worker profile when present), OXPROF_E2E_ARTIFACTS (screenshots,
 // default ui/e2e-artifacts), OXPROF_PYTHON_VENV (default <repo>/.venv-test: a venv with
 // jax for the live capture test, skipped without it unless OXPROF_REQUIRE_LIVE=1).
+// The servers must serve the UI under test (ui/dist as the binary embedded it, or the build
+// in OXPROF_E2E_DEV_DIST): checked first, the run stops with one error otherwise.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
@@ -15,7 +17,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Harness, assert, assertEqual, startServer } from './harness.mjs';
+import { Harness, assert, assertEqual, checkServedUi, expectedUiDir, startServer } from './harness.mjs';
 
 const ui = fileURLToPath(new URL('..', import.meta.url));
 const repo = resolve(ui, '..');
@@ -237,6 +239,8 @@ try {
   const main = await startServer(bin, logdir);
   servers.push(main);
   const base = main.url;
+  // Tests of a UI the server does not serve would fail by the dozen, each for no reason of its own.
+  await checkServedUi(base, expectedUiDir(ui));
   const runs = await api(base, 'runs');
   assert(runs.length > 0, `runs found in ${logdir}`);
   const pick = (part) => runs.find((r) => r.includes(part)) || runs[0];
