@@ -10,6 +10,7 @@
 #   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
 #   SKIP_OBJSTORE=1   skip the object-store tests against real S3/Azure servers
 #   SKIP_LOAD=1       skip the 64-client load test of a release server (scripts/load-serve.py)
+#   SKIP_DOCS=1       skip building the manual and checking its links (scripts/check-docs.sh)
 #   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/test-sql-readers.sh; ~6 min, venv cached)
 #   OXPROF_FREE_DISK=1 delete each step's build products once no later step needs them
 #                     (.ci/run sets it: the CI disk is shared, and a full one failed a run)
@@ -25,6 +26,11 @@ free_disk() {
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+if [ "${SKIP_DOCS:-0}" != "1" ]; then
+  step "manual: mdbook build (warnings as errors) and offline link check (tools cached)"
+  bash scripts/check-docs.sh
+fi
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
