@@ -6,9 +6,9 @@
 # Tools are installed once and cached, so warm runs install nothing:
 #   ~/.cache/oxprof-ci/mdbook-$MDBOOK_VERSION/bin/mdbook   (cargo install, no default features)
 #   ~/.cache/oxprof-ci/linkchecker-$LINKCHECKER_VERSION/   (a venv)
-# Cost on the 2-core CI machine (2026-11-29): installing mdbook cold 185 s of CPU (15 min wall
-# at load 14-24 from other builds), the venv 7 s of CPU (2 min wall, downloads); a warm run
-# 4 s of CPU (10-20 s wall under load).
+# Cost on the 2-core CI machine (2026-11-29): installing mdbook cold 4 min 18 s wall, 160 s of
+# CPU at load 4-6 (15 min at load 14-24 from other builds), the venv 7 s of CPU (2 min wall,
+# downloads); a warm run 4 s of CPU (7 s wall at load 4, 20 s at load 19).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
