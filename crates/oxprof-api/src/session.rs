@@ -476,6 +476,18 @@ impl Session {
         Some(format!("{}\0{}\0{}\0{etag}", file.path.display(), stat.size, stat.modified_ns))
     }
 
+    /// Takes `bytes` of the session's one bound (`--cache-mb`) for memory held outside the
+    /// cache (the SQL engine's query working memory), evicting cached values to make room;
+    /// false when the bound cannot hold them. Give them back with [`Session::release_memory`].
+    pub fn try_reserve_memory(&self, bytes: usize) -> bool {
+        self.cache.try_reserve(bytes)
+    }
+
+    /// Gives back `bytes` taken by [`Session::try_reserve_memory`].
+    pub fn release_memory(&self, bytes: usize) {
+        self.cache.release(bytes)
+    }
+
     /// Memory held for the session outside its cache, by whoever registered it with
     /// [`Session::add_memory_account`] (the SQL engine's query memory), for monitoring.
     pub fn memory_accounts(&self) -> Vec<MemoryAccountStats> {

@@ -61,6 +61,9 @@ pub struct CacheStats {
     pub in_flight: usize,
     /// Bytes charged to finished entries.
     pub bytes: usize,
+    /// Bytes of the bound taken by [`FlightCache::try_reserve`] for memory held outside the
+    /// cache (a SQL query's working memory), not yet released.
+    pub reserved_bytes: usize,
     /// The bound in bytes.
     pub limit_bytes: usize,
     /// Lookups answered by a finished entry or by joining a flight.
@@ -91,6 +94,7 @@ enum Slot<V, E> {
 struct State<K, V, E> {
     entries: HashMap<K, Slot<V, E>>,
     total_bytes: usize,
+    reserved_bytes: usize,
     clock: u64,
     hits: u64,
     computations: u64,
@@ -135,6 +139,7 @@ impl<K: Hash + Eq + Clone, V: Weighted, E: Clone + From<Abandoned>> FlightCache<
             state: Mutex::new(State {
                 entries: HashMap::new(),
                 total_bytes: 0,
+                reserved_bytes: 0,
                 clock: 0,
                 hits: 0,
                 computations: 0,
@@ -223,6 +228,50 @@ impl<K: Hash + Eq + Clone, V: Weighted, E: Clone + From<Abandoned>> FlightCache<
         state.evictions += dropped;
     }
 
+    /// Takes `bytes` of the bound for memory held outside the cache (so that one bound
+    /// covers the process: the cache's values and, say, a query's working memory),
+    /// evicting least recently used values to make room. False, taking nothing, when the
+    /// bound cannot hold them even with every finished value evicted.
+    pub fn try_reserve(&self, bytes: usize) -> bool {
+        let mut state = lock(&self.state);
+        let fits = |state: &State<K, V, E>| {
+            state.total_bytes.saturating_add(state.reserved_bytes).saturating_add(bytes) <= self.limit_bytes
+        };
+        while !fits(&state) {
+            if !Self::evict_least_recent(&mut *state, None) {
+                return false;
+            }
+        }
+        state.reserved_bytes += bytes;
+        true
+    }
+
+    /// Gives back `bytes` taken by [`FlightCache::try_reserve`].
+    pub fn release(&self, bytes: usize) {
+        let mut state = lock(&self.state);
+        state.reserved_bytes = state.reserved_bytes.saturating_sub(bytes);
+    }
+
+    /// Drops the least recently used finished entry (other than `spare`); false when there
+    /// is none.
+    fn evict_least_recent(state: &mut State<K, V, E>, spare: Option<&K>) -> bool {
+        let victim = state
+            .entries
+            .iter()
+            .filter_map(|(k, s)| match s {
+                Slot::Ready { last_used, .. } if Some(k) != spare => Some((k, *last_used)),
+                _ => None,
+            })
+            .min_by_key(|(_, last_used)| *last_used)
+            .map(|(k, _)| k.clone());
+        let Some(victim) = victim else { return false };
+        if let Some(Slot::Ready { bytes, .. }) = state.entries.remove(&victim) {
+            state.total_bytes -= bytes;
+            state.evictions += 1;
+        }
+        true
+    }
+
     /// Current counters.
     pub fn stats(&self) -> CacheStats {
         let state = lock(&self.state);
@@ -230,6 +279,7 @@ impl<K: Hash + Eq + Clone, V: Weighted, E: Clone + From<Abandoned>> FlightCache<
             entries: state.entries.len(),
             in_flight: state.entries.values().filter(|s| matches!(s, Slot::Pending(_))).count(),
             bytes: state.total_bytes,
+            reserved_bytes: state.reserved_bytes,
             limit_bytes: self.limit_bytes,
             hits: state.hits,
             computations: state.computations,
@@ -255,22 +305,12 @@ impl<K: Hash + Eq + Clone, V: Weighted, E: Clone + From<Abandoned>> FlightCache<
         let now = state.clock;
         state.entries.insert(key.clone(), Slot::Ready { value, bytes, last_used: now });
         state.total_bytes += bytes;
-        while state.total_bytes > self.limit_bytes {
-            // The least recently used finished entry other than this one; this one fits
-            // alone, so the loop ends before it would be the only candidate left.
-            let victim = state
-                .entries
-                .iter()
-                .filter_map(|(k, s)| match s {
-                    Slot::Ready { last_used, .. } if k != key => Some((k, *last_used)),
-                    _ => None,
-                })
-                .min_by_key(|(_, last_used)| *last_used)
-                .map(|(k, _)| k.clone());
-            let Some(victim) = victim else { break };
-            if let Some(Slot::Ready { bytes, .. }) = state.entries.remove(&victim) {
-                state.total_bytes -= bytes;
-                state.evictions += 1;
+        // Reserved memory counts against the bound too: values make room for it, never
+        // the other way round (this one stays even when reservations alone fill the bound).
+        while state.total_bytes + state.reserved_bytes > self.limit_bytes {
+            // The least recently used finished entry other than this one.
+            if !Self::evict_least_recent(&mut *state, Some(key)) {
+                break;
             }
         }
     }
@@ -362,6 +402,27 @@ mod tests {
 
     fn key(k: &str) -> String {
         k.to_string()
+    }
+
+    #[test]
+    fn reservations_share_the_bound_with_values() {
+        let cache = Cache::new(100);
+        cache.get_or_compute(&key("a"), false, || Ok(vec![0; 40])).unwrap();
+        cache.get_or_compute(&key("b"), false, || Ok(vec![0; 40])).unwrap();
+        // 30 more fit only once the least recently used value ("a") is gone.
+        assert!(cache.try_reserve(30));
+        assert!(cache.peek(&key("a")).is_none() && cache.peek(&key("b")).is_some());
+        assert_eq!((cache.stats().bytes, cache.stats().reserved_bytes), (40, 30));
+        // Nothing can make room for more than the bound.
+        assert!(!cache.try_reserve(71));
+        assert_eq!(cache.stats().reserved_bytes, 30);
+        // A new value makes room for itself from other values, not from reservations.
+        cache.get_or_compute(&key("c"), false, || Ok(vec![0; 60])).unwrap();
+        assert!(cache.peek(&key("b")).is_none() && cache.peek(&key("c")).is_some());
+        assert_eq!((cache.stats().bytes, cache.stats().reserved_bytes), (60, 30));
+        cache.release(30);
+        assert_eq!(cache.stats().reserved_bytes, 0);
+        assert!(cache.try_reserve(40));
     }
 
     #[test]

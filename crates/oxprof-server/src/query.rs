@@ -21,7 +21,8 @@ pub const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Rows a response carries at most (`max_rows` may ask for fewer).
 pub const MAX_ROWS: usize = 10_000;
 /// Memory the queries running at once may hold together (their operators' and the strings
-/// their functions build).
+/// their functions build); also charged to the session's bound (`--cache-mb`), which evicts
+/// cached analyses to make room and refuses past it.
 pub const QUERY_MEMORY: usize = 1 << 30;
 /// Longest SQL accepted (a URL of about this length is the most the server reads).
 pub const MAX_SQL_BYTES: usize = oxprof_sql::MAX_SQL_BYTES;
@@ -45,6 +46,7 @@ impl QueryRoute {
                 timeout: Some(QUERY_TIMEOUT),
                 memory_bytes: QUERY_MEMORY,
                 max_sql_bytes: MAX_SQL_BYTES,
+                within_session_bound: true,
                 ..QueryLimits::default()
             };
             Engine::new(service.shared_session(), Vec::new(), limits).map(Arc::new).map_err(|e| e.to_string())

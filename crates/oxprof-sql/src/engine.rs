@@ -88,6 +88,9 @@ pub struct QueryLimits {
     /// Largest string a function may build from constants alone (it is copied into every
     /// row of a batch).
     pub max_constant_bytes: usize,
+    /// Also charge query memory to the session's one bound (`--cache-mb`), which evicts
+    /// cached values to make room and refuses past it (the server: one bound per process).
+    pub within_session_bound: bool,
 }
 
 /// Longest SQL accepted by default (the server's URL limit is about the same).
@@ -104,6 +107,7 @@ impl Default for QueryLimits {
             shape: ShapeLimits::default(),
             max_value_bytes: 64 << 20,
             max_constant_bytes: 16 << 10,
+            within_session_bound: false,
         }
     }
 }
@@ -213,7 +217,11 @@ impl Engine {
             .enable_time()
             .build()
             .map_err(|e| SqlError::Internal(format!("cannot start the query runtime: {e}")))?;
-        let pool = Arc::new(SqlPool::new(limits.memory_bytes));
+        let mut pool = SqlPool::new(limits.memory_bytes);
+        if limits.within_session_bound {
+            pool = pool.sharing(session.clone());
+        }
+        let pool = Arc::new(pool);
         // No spilling: a query past its memory fails with one line instead of writing the
         // rest to the temporary directory (a disk budget nobody set).
         let env = RuntimeEnvBuilder::new()

@@ -562,7 +562,12 @@ impl BoundedAggregate {
     }
 
     fn accumulate(&self, inner: Box<dyn Accumulator>) -> Box<dyn Accumulator> {
-        Box::new(BoundedAccumulator { inner, name: self.inner.name().to_string(), budget: self.budget.0.clone() })
+        Box::new(BoundedAccumulator {
+            inner,
+            name: self.inner.name().to_string(),
+            budget: self.budget.0.clone(),
+            taken_in: 0,
+        })
     }
 }
 
@@ -684,13 +689,21 @@ struct BoundedAccumulator {
     inner: Box<dyn Accumulator>,
     name: String,
     budget: Arc<QueryBudget>,
+    /// Bytes of the values taken in so far: an accumulator that keeps slices of its input
+    /// (`array_agg`) does not count the string bytes they share in its own `size()`.
+    taken_in: usize,
 }
 
 impl BoundedAccumulator {
+    fn take_in(&mut self, arrays: &[ArrayRef]) {
+        let bytes: usize = arrays.iter().map(|a| a.to_data().get_slice_memory_size().unwrap_or(0)).sum();
+        self.taken_in = self.taken_in.saturating_add(bytes);
+    }
+
     fn checked(&self) -> Result<()> {
         self.budget.check()?;
         let cap = self.budget.max_value_bytes;
-        if self.inner.size() > cap {
+        if self.inner.size().max(self.taken_in) > cap {
             return Err(too_large(format!(
                 "{}() of one group passed {}, the most one value may hold; group by more columns or aggregate \
                  fewer rows",
@@ -704,6 +717,8 @@ impl BoundedAccumulator {
 
 impl Accumulator for BoundedAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.take_in(values);
+        self.checked()?;
         self.inner.update_batch(values)?;
         self.checked()
     }
@@ -721,6 +736,8 @@ impl Accumulator for BoundedAccumulator {
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        self.take_in(states);
+        self.checked()?;
         self.inner.merge_batch(states)?;
         self.checked()
     }
