@@ -176,7 +176,8 @@ fn served_routes_and_the_request_log_carry_no_secret_of_a_url() {
     let addr: SocketAddr = loop {
         let mut line = String::new();
         assert!(stdout.read_line(&mut line).unwrap() > 0, "oxprof serve did not print its URL");
-        if let Some(at) = line.find("http://")
+        // "serving LOGDIR at http://ADDR/": the server's own address is the last URL.
+        if let Some(at) = line.rfind("http://")
             && let Some(end) = line[at + 7..].find('/')
         {
             break line[at + 7..at + 7 + end].parse().unwrap();

@@ -292,9 +292,15 @@ impl Drop for Served {
     }
 }
 
+/// Form encoding, as browsers send a query (a space is `+`): a 2,500-term UNION stays
+/// under the server's URL limit, as in the attack.
 fn encode(text: &str) -> String {
     text.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| match b {
+            b' ' => "+".to_string(),
+            _ if b.is_ascii_alphanumeric() => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
         .collect()
 }
 
@@ -320,7 +326,7 @@ fn hostile_queries_are_one_line_400s_through_the_route_and_the_cli() {
     let cases = [
         (union(2_500), "UNION/INTERSECT/EXCEPT terms"),
         (union(3_000), "UNION/INTERSECT/EXCEPT terms"),
-        (format!("SELECT 1{}", "+1".repeat(20_000)), "nested too deeply"),
+        (format!("SELECT 1{}", "+1".repeat(12_000)), "nested too deeply"),
         (doubling(20), "too large to plan"),
         (
             "SELECT sum(length(lpad(CAST(value AS VARCHAR), 1000000000))) FROM range(8)".to_string(),
@@ -329,18 +335,20 @@ fn hostile_queries_are_one_line_400s_through_the_route_and_the_cli() {
         ("SELECT length(repeat('x', 2147483647))".to_string(), "repeat() would build"),
         (
             "SELECT length(string_agg(repeat(CAST(value AS VARCHAR), 1000000), ',')) FROM range(100)".to_string(),
-            "string_agg()",
+            // The server's --cache-mb 64 refuses the strings before they are aggregated.
+            "string_agg()|--cache-mb",
         ),
     ];
     for (sql, says) in &cases {
         let (status, answer) = server.query(sql);
         assert_eq!(status, 400, "{says}: {answer}");
         let error = answer["error"].as_str().unwrap_or_default();
-        assert!(error.contains(says) && !error.contains('\n'), "{says}: {error}");
+        let says_it = |text: &str| says.split('|').any(|s| text.contains(s));
+        assert!(says_it(error) && !error.contains('\n'), "{says}: {error}");
         assert!(server.alive(), "{says}: the server died");
         let cli = oxprof(&["query", sql, JAX]);
         assert_eq!(cli.code, 2, "{says}: {}", cli.stderr);
-        assert!(cli.stderr.contains(says) && cli.stderr.lines().count() == 1, "{says}: {}", cli.stderr);
+        assert!(says_it(&cli.stderr) && cli.stderr.lines().count() == 1, "{says}: {}", cli.stderr);
     }
     // A query within the limits still answers.
     let (status, answer) = server.query(&format!("SELECT count(*) AS n FROM ({})", union(400)));
