@@ -475,10 +475,9 @@ fn an_endless_propfind_stops_at_the_listing_budget() {
     assert!(server.sent() < (16 << 20) + SLACK, "the server sent {} MiB", server.sent() >> 20);
 }
 
-/// Every directory holds 300 more: the walk stops at the entry budget.
-#[test]
-fn a_wide_fan_out_stops_at_the_entry_budget() {
-    let server = Server::start(move |request: &Request, _| match request.method.as_str() {
+/// A WebDAV server whose every directory holds 300 more.
+fn fan_out_server() -> Server {
+    Server::start(move |request: &Request, _| match request.method.as_str() {
         "PROPFIND" => {
             let dir = request.path.trim_end_matches('/').to_string();
             let mut entries = vec![(format!("{dir}/"), true)];
@@ -486,7 +485,13 @@ fn a_wide_fan_out_stops_at_the_entry_budget() {
             dav(multistatus(&entries))
         }
         _ => not_found(),
-    });
+    })
+}
+
+/// Every directory holds 300 more: the walk stops at the entry budget.
+#[test]
+fn a_wide_fan_out_stops_at_the_entry_budget() {
+    let server = fan_out_server();
     let outcome = in_child("discover", &server.url("/logs"), &[("OXPROF_OBJSTORE_MAX_LISTED", "20000")]);
     let message = one_line_error(&outcome);
     assert!(message.contains("more than 20000 entries") && message.contains("OXPROF_OBJSTORE_MAX_LISTED"), "{message}");
@@ -498,15 +503,7 @@ fn a_wide_fan_out_stops_at_the_entry_budget() {
 /// PROPFINDs): the walk ends at its time budget instead of outliving the request.
 #[test]
 fn a_wide_fan_out_under_the_default_entry_budget_ends_at_the_time_budget() {
-    let server = Server::start(move |request: &Request, _| match request.method.as_str() {
-        "PROPFIND" => {
-            let dir = request.path.trim_end_matches('/').to_string();
-            let mut entries = vec![(format!("{dir}/"), true)];
-            entries.extend((0..300).map(|i| (format!("{dir}/d{i}/"), true)));
-            dav(multistatus(&entries))
-        }
-        _ => not_found(),
-    });
+    let server = fan_out_server();
     let outcome = in_child("discover", &server.url("/logs"), &[("OXPROF_OBJSTORE_MAX_LIST_SECONDS", "2")]);
     let message = one_line_error(&outcome);
     assert!(
