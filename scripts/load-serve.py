@@ -28,6 +28,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -229,6 +230,10 @@ def main():
     dog.stop()
     store.terminate()
     store.wait(10)
+    server_log.seek(0)
+    server_tail = server_log.read()[-3000:]
+    server_log.close()
+    shutil.rmtree(tmp, ignore_errors=True)  # the directory this script made, nothing else
 
     def pct(xs, p):
         xs = sorted(xs)
@@ -261,9 +266,7 @@ def main():
     ok = (alive and not dog.killed and stuck == 0 and not problems and exit_status == 0
           and dog.peak_mb <= cap_mb)
     if not ok:
-        server_log.seek(0)
-        tail = server_log.read()[-3000:]
-        print("load-serve: FAILED\n--- server log (tail) ---\n" + tail, file=sys.stderr)
+        print("load-serve: FAILED\n--- server log (tail) ---\n" + server_tail, file=sys.stderr)
     return 0 if ok else 1
 
 
