@@ -73,7 +73,10 @@ fn has_mistyped_map_field(bytes: &[u8]) -> bool {
 const LEN: u8 = 2;
 
 /// The fields of one protobuf message, as (number, wire type, payload of a
-/// length-delimited field); stops at the first malformed or group field.
+/// length-delimited field; empty for others). A group is skipped to its end tag, as prost
+/// skips it. A field whose payload is malformed or cut short is returned with an empty
+/// payload and ends the walk (its key is what matters here: prost reads a map field's
+/// entry whatever its wire type).
 struct Fields<'a>(&'a [u8]);
 
 impl<'a> Fields<'a> {
@@ -90,25 +93,42 @@ impl<'a> Fields<'a> {
         None
     }
 
-    fn next_field(&mut self) -> Option<(u64, u8, &'a [u8])> {
-        let key = self.varint()?;
-        let (field, wire_type) = (key >> 3, (key & 7) as u8);
-        let skip = match wire_type {
-            0 => {
-                self.varint()?;
-                0
-            }
+    /// Skips one field's payload of `wire_type` (a group up to its end tag); `None` when
+    /// it is malformed or cut short.
+    fn skip(&mut self, field: u64, wire_type: u8) -> Option<&'a [u8]> {
+        let size = match wire_type {
+            0 => self.varint().map(|_| 0)?,
             1 => 8,
             LEN => usize::try_from(self.varint()?).ok()?,
             5 => 4,
+            3 => loop {
+                let key = self.varint()?;
+                let (inner, inner_type) = (key >> 3, (key & 7) as u8);
+                if inner_type == 4 {
+                    return (inner == field).then_some(&[]);
+                }
+                self.skip(inner, inner_type)?;
+            },
             _ => return None,
         };
-        if skip > self.0.len() {
+        if size > self.0.len() {
             return None;
         }
-        let (value, rest) = self.0.split_at(skip);
+        let (value, rest) = self.0.split_at(size);
         self.0 = rest;
-        Some((field, wire_type, value))
+        Some(value)
+    }
+
+    fn next_field(&mut self) -> Option<(u64, u8, &'a [u8])> {
+        let key = self.varint()?;
+        let (field, wire_type) = (key >> 3, (key & 7) as u8);
+        match self.skip(field, wire_type) {
+            Some(value) => Some((field, wire_type, value)),
+            None => {
+                self.0 = &[];
+                Some((field, wire_type, &[]))
+            }
+        }
     }
 }
 
