@@ -294,6 +294,14 @@ impl Engine {
         }
         match outcome? {
             Err(SqlError::Cancelled) => Err(SqlError::TimedOut(self.limits.timeout.unwrap_or_default())),
+            // DataFusion's own phrasing (e.g. an operator that could not spill after our
+            // pool refused it) does not say which limit: name it.
+            Err(SqlError::Memory(m)) if !m.contains("memory limit of") && !m.contains("--cache-mb") => {
+                Err(SqlError::Memory(format!(
+                    "{m}, past the SQL memory limit of {}",
+                    crate::budget::human_bytes(self.limits.memory_bytes as u64)
+                )))
+            }
             other => other,
         }
     }
