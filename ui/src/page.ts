@@ -32,9 +32,20 @@ export type Page = (ctx: PageContext) => HTMLElement;
  */
 const TOOL_TITLES = new Map<string, string>();
 
-/** Remembers titles the server sent (`{name, title}` rows of the registry). */
-export function learnToolTitles(tools: { name: string; title: string }[]): void {
-  for (const t of tools) TOOL_TITLES.set(t.name, t.title);
+/** The page showing each tool: the registry's `page` column, learned with the titles. */
+const TOOL_PAGES = new Map<string, string>();
+
+/** Remembers titles (and pages) the server sent (`{name, title, page}` rows of the registry). */
+export function learnToolTitles(tools: { name: string; title: string; page?: string }[]): void {
+  for (const t of tools) {
+    TOOL_TITLES.set(t.name, t.title);
+    if (t.page) TOOL_PAGES.set(t.name, t.page);
+  }
+}
+
+/** The page showing `tool`, as the server's registry says (a tool not seen yet: its own name). */
+export function pageIdOf(tool: string): string {
+  return TOOL_PAGES.get(tool) ?? tool;
 }
 
 export function toolName(tool: string): string {

@@ -5,8 +5,10 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
+use crate::request::Answer;
+use crate::request::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
+use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
 use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 use oxprof_report::Report;
 use oxprof_wire::perfetto::gzipped;
@@ -63,15 +65,6 @@ pub(crate) fn megascale_stats(
 ) -> Result<Box<dyn Report>, ApiError> {
     let host = megascale_host(request)?;
     let files = select_hosts(run, Some(host))?;
-    if wants_perfetto(request) {
-        // The trace is binary: HTTP and the CLI take it from [`megascale_perfetto`] (through
-        // `hlo_tools::binary_output`) before they come here.
-        return Err(ApiError::NotYetAvailable {
-            tool: format!(
-                "megascale_stats {host} (perfetto=true: a binary body; oxprof_api::counters::megascale_perfetto serves it)"
-            ),
-        });
-    }
     // XProf stops at the first selected host without DCN events and answers the empty
     // table (a host alone: its own; ALL_HOSTS: empty if any host has none).
     for file in &files {
@@ -114,8 +107,23 @@ pub(crate) fn megascale_stats(
 }
 
 /// XProf's server reads `perfetto` as a bool (`.lower() == 'true'`).
-pub(crate) fn wants_perfetto(request: &DataRequest) -> bool {
-    request.tool == "megascale_stats" && request.params.get("perfetto").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+fn wants_perfetto(request: &DataRequest) -> bool {
+    request.params.get("perfetto").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The row computation of `megascale_stats`: the DCN slack table ([`megascale_stats`]),
+/// or with `perfetto=true` XProf's gzipped Perfetto trace ([`megascale_perfetto`], a
+/// binary body).
+pub(crate) fn megascale_answer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<Answer, ApiError> {
+    if wants_perfetto(request) {
+        return Ok(Answer::bytes(megascale_perfetto(session, run, request)?));
+    }
+    Ok(Answer::Report(megascale_stats(session, run, request, refresh)?))
 }
 
 /// `megascale_stats` with `perfetto=true`: XProf's Perfetto trace of one host's TPU ops and
@@ -198,3 +206,79 @@ pub(crate) fn utilization_viewer(
     }
     Ok(with_notes(Box::new(report), notes))
 }
+
+/// This family's rows of the registry (`megascale_stats`, `perf_counters`, `utilization_viewer`, `smart_suggestion`).
+pub(crate) const ROWS: &[Tool] = &[
+    Tool {
+        name: ToolId::MEGASCALE_STATS.name(),
+        aliases: &[],
+        title: "Megascale stats",
+        summary: "DCN collectives across slices: slack, stalls and bandwidth per rendezvous",
+        family: Family::XSpace,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::WithMegascale,
+        offered: Offered::AsXprof,
+        page: "megascale_stats",
+        content_type: JSON,
+        compute: Some(Computation::Answer(megascale_answer)),
+        reference: Reference::Xprof,
+        menu: Some(19),
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::PERF_COUNTERS.name(),
+        aliases: &[],
+        title: "Perf counters",
+        summary: "TPU/GPU performance counter values per chip and sample",
+        family: Family::XSpace,
+        hosts: Hosts::Each,
+        listed: Listed::WithCounters,
+        offered: Offered::AsXprof,
+        page: "perf_counters",
+        content_type: JSON,
+        compute: Some(Computation::Custom(perf_counters)),
+        reference: Reference::Xprof,
+        menu: Some(12),
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::UTILIZATION_VIEWER.name(),
+        aliases: &[],
+        title: "Utilization viewer",
+        summary: "TPU v6e unit utilization from counters: scalar, vector, MXU, XLU, HBM, ICI, SparseCore",
+        family: Family::XSpace,
+        hosts: Hosts::Each,
+        listed: Listed::WithCounters,
+        offered: Offered::AsXprof,
+        page: "utilization_viewer",
+        content_type: JSON,
+        compute: Some(Computation::Custom(utilization_viewer)),
+        reference: Reference::Xprof,
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::SMART_SUGGESTION.name(),
+        aliases: &[],
+        title: "Smart suggestions",
+        summary: "XProf's rule-based advice on the run's bottleneck",
+        family: Family::XSpace,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Never,
+        offered: Offered::Always,
+        page: "smart_suggestion",
+        content_type: JSON,
+        compute: Some(Computation::Custom(smart_suggestion)),
+        reference: Reference::Xprof,
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+];

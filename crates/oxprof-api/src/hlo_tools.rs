@@ -13,8 +13,10 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, DataResponse, with_notes};
+use crate::request::Answer;
+use crate::request::{DataRequest, DataResponse, with_notes};
 use crate::session::Session;
+use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
 use oxprof_hlo::{
     BufferAssignment, HloModule, decode_buffer_assignment, decode_hlo_proto, decode_module_extras, hlo_proto_bytes,
 };
@@ -140,8 +142,13 @@ fn param<'a>(request: &'a DataRequest, name: &str) -> Option<&'a str> {
 }
 
 /// Which module a request names: `module_name`, else `program_id` (substring of a module
-/// name), else — for `graph_viewer` — the module holding `node_name`.
-fn requested_module<'s>(set: &'s ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<&'s str, ApiError> {
+/// name), else — with `by_node` (`graph_viewer`) — the module holding `node_name`.
+fn requested_module<'s>(
+    set: &'s ModuleSet,
+    run: &ServedRun,
+    request: &DataRequest,
+    by_node: bool,
+) -> Result<&'s str, ApiError> {
     if let Some(name) = param(request, "module_name") {
         return set.names().into_iter().find(|n| *n == name).ok_or_else(|| ApiError::BadParameter {
             name: "module_name".into(),
@@ -154,9 +161,7 @@ fn requested_module<'s>(set: &'s ModuleSet, run: &ServedRun, request: &DataReque
             reason: format!("HLO proto file containing program ID {program_id} not found in run {:?}", run.name),
         });
     }
-    if request.tool == "graph_viewer"
-        && let Some(node) = param(request, "node_name")
-    {
+    if by_node && let Some(node) = param(request, "node_name") {
         for name in set.names() {
             let Ok(loaded) = load_module(set, run, name) else { continue };
             let holds = loaded
@@ -176,29 +181,45 @@ fn requested_module<'s>(set: &'s ModuleSet, run: &ServedRun, request: &DataReque
     Err(ApiError::BadParameter { name: "module_name".into(), reason: "Can not load hlo proto from options.".into() })
 }
 
-/// [`crate::registry::Compute`] of `memory_viewer` ([`memory_viewer::PreprocessResult`]),
-/// `graph_viewer` and `module_list` (their text as it is).
-pub(crate) fn compute(
+/// [`crate::registry::Compute`] of `module_list`: the run's module names, comma-separated.
+pub(crate) fn module_list(
+    session: &Session,
+    run: &ServedRun,
+    _request: &DataRequest,
+    _refresh: bool,
+) -> Result<Box<dyn Report>, ApiError> {
+    let set = module_set(session, run)?;
+    Ok(DataResponse { content_type: "text/plain", body: set.names().join(","), json: None, notes: Vec::new() }
+        .into_report())
+}
+
+/// [`crate::registry::Compute`] of `memory_viewer` ([`memory_viewer::PreprocessResult`]).
+pub(crate) fn memory_viewer(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     _refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let tool = request.tool.as_str();
-    let set = module_set(session, run)?;
-    match tool {
-        "module_list" => {
-            Ok(DataResponse { content_type: "text/plain", body: set.names().join(","), json: None, notes: Vec::new() }
-                .into_report())
-        }
-        "memory_viewer" => memory_viewer_report(&set, run, request),
-        "graph_viewer" => Ok(graph_viewer_data(&set, run, request)?.into_report()),
-        other => Err(ApiError::UnknownTool(other.to_string())),
+    memory_viewer_report(&module_set(session, run)?, run, request)
+}
+
+/// The row computation of `graph_viewer`: the module's text or graph, or with `type=pb`
+/// the module's `xla.HloProto` bytes (a binary body).
+pub(crate) fn graph_viewer(
+    session: &Session,
+    run: &ServedRun,
+    request: &DataRequest,
+    _refresh: bool,
+) -> Result<Answer, ApiError> {
+    if request.params.get("type").is_some_and(|t| t == "pb") {
+        return Ok(Answer::bytes(graph_viewer_proto_bytes(session, run, request)?));
     }
+    let set = module_set(session, run)?;
+    Ok(Answer::Report(graph_viewer_data(&set, run, request)?.into_report()))
 }
 
 fn memory_viewer_report(set: &ModuleSet, run: &ServedRun, request: &DataRequest) -> Result<Box<dyn Report>, ApiError> {
-    let name = requested_module(set, run, request)?;
+    let name = requested_module(set, run, request, false)?;
     let loaded = load_module(set, run, name)?;
     // `memory_space` that is not a number reads as 0, as in XProf.
     let memory_color = param(request, "memory_space").and_then(|v| v.parse::<i32>().ok()).unwrap_or(0);
@@ -236,7 +257,7 @@ fn graph_viewer_data(set: &ModuleSet, run: &ServedRun, request: &DataRequest) ->
             reason: "Graph viewer must provide a type option.".into(),
         });
     };
-    let name = requested_module(set, run, request)?;
+    let name = requested_module(set, run, request, true)?;
     let loaded = load_module(set, run, name)?;
     let text_kind = match kind {
         "short_txt" => TextKind::Short,
@@ -346,18 +367,6 @@ fn graph_data(loaded: &LoadedModule, request: &DataRequest, kind: &str) -> Resul
     Ok(DataResponse { content_type: "text/html", body: graph_viewer::graph_html(&dot), json: None, notes: Vec::new() })
 }
 
-/// The binary outputs among the tools (`graph_viewer` with `type=pb`, `megascale_stats`
-/// with `perfetto=true`), which a
-/// [`DataResponse`]'s text body cannot carry: `None` for every other request, which
-/// [`crate::data::data`] answers. Callers serving bodies (HTTP, CLI) ask here first.
-pub fn binary_output(session: &Session, run: &ServedRun, request: &DataRequest) -> Option<Result<Vec<u8>, ApiError>> {
-    if crate::counters::wants_perfetto(request) {
-        return Some(crate::counters::megascale_perfetto(session, run, request));
-    }
-    let is_pb = request.tool == "graph_viewer" && request.params.get("type").is_some_and(|t| t == "pb");
-    is_pb.then(|| graph_viewer_proto_bytes(session, run, request))
-}
-
 /// `graph_viewer` with `type=pb`: the module's `xla.HloProto` bytes, as stored in the run
 /// (XProf re-serializes the parsed proto: the same bytes up to the order of map entries,
 /// which its C++ serializer does not fix). Empty for a run without HLO (`NO_MODULE`).
@@ -367,6 +376,64 @@ pub fn graph_viewer_proto_bytes(
     request: &DataRequest,
 ) -> Result<Vec<u8>, ApiError> {
     let set = module_set(session, run)?;
-    let name = requested_module(&set, run, request)?;
+    let name = requested_module(&set, run, request, true)?;
     Ok(load_module(&set, run, name)?.bytes)
 }
+
+/// This family's rows of the registry (`memory_viewer`, `graph_viewer`, `module_list`).
+pub(crate) const ROWS: &[Tool] = &[
+    Tool {
+        name: ToolId::MEMORY_VIEWER.name(),
+        aliases: &[],
+        title: "Memory viewer",
+        summary: "an HLO module's buffers over its program order (module_name=...)",
+        family: Family::Hlo,
+        hosts: Hosts::Each,
+        listed: Listed::WithHlo,
+        offered: Offered::AsXprof,
+        page: "memory_viewer",
+        content_type: JSON,
+        compute: Some(Computation::Custom(memory_viewer)),
+        reference: Reference::Xprof,
+        menu: Some(10),
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::GRAPH_VIEWER.name(),
+        aliases: &[],
+        title: "Graph viewer",
+        summary: "an HLO module as text or as a graph around one op (module_name=..., type=...)",
+        family: Family::Hlo,
+        hosts: Hosts::Each,
+        listed: Listed::WithHlo,
+        offered: Offered::AsXprof,
+        page: "graph_viewer",
+        content_type: "text/plain",
+        compute: Some(Computation::Answer(graph_viewer)),
+        reference: Reference::Xprof,
+        menu: Some(3),
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::MODULE_LIST.name(),
+        aliases: &[],
+        title: "HLO module list",
+        summary: "the run's HLO module names, comma-separated",
+        family: Family::Hlo,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::No,
+        page: "generic",
+        content_type: "text/plain",
+        compute: Some(Computation::Custom(module_list)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hlo_tools.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+];

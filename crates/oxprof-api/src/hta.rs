@@ -3,7 +3,7 @@
 //! `oxprof_pytorch::hta`). Every selected host is loaded whole (host threads and GPU
 //! streams) once per session, reduced to HTA's compact event rows and what both tools
 //! derive from each rank alone (`oxprof_pytorch::hta::parts`), together with the PyTorch
-//! views' parse (`Session::host_hta`), and its model dropped; a request assembles the kept
+//! views' parse (`crate::pytorch::host_hta`), and its model dropped; a request assembles the kept
 //! parts of the selected ranks.
 //!
 //! Ranks are `distributedInfo.rank` of each trace; a trace without one takes its
@@ -11,8 +11,10 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, select_hosts, with_notes};
-use crate::session::{HtaRank, Session};
+use crate::pytorch::{HtaRank, host_hta};
+use crate::request::{DataRequest, select_hosts, with_notes};
+use crate::session::Session;
+use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
 use oxprof_pytorch::hta::distributed::HtaDistributed;
 use oxprof_pytorch::hta::gpu_idle::HtaGpuIdle;
 use oxprof_pytorch::hta::parts::{RankParts, RankView, filter_applies};
@@ -49,7 +51,7 @@ impl Selection {
 
 fn select(session: &Session, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Selection, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let ranks = session.host_hta(&files, refresh)?;
+    let ranks = host_hta(session, &files, refresh)?;
     let mut notes = Vec::new();
     let unnamed: Vec<&str> = ranks.iter().filter(|t| t.trace.rank < 0).map(|t| t.trace.host.as_str()).collect();
     if !unnamed.is_empty() && ranks.len() > 1 {
@@ -73,7 +75,8 @@ fn select(session: &Session, run: &ServedRun, request: &DataRequest, refresh: bo
         .par_iter()
         .map(|r| (r.parts.filtered != applied).then(|| RankParts::compute(&r.trace, applied)))
         .collect();
-    session.count_hta_parts_recomputed(recomputed.iter().filter(|p| p.is_some()).count() as u64);
+    let n = recomputed.iter().filter(|p| p.is_some()).count() as u64;
+    session.count_with(|c| c.hta_parts_recomputed += n);
     Ok(Selection { ranks, numbers, recomputed, notes })
 }
 
@@ -100,3 +103,43 @@ pub(crate) fn compute_gpu_idle(
     let report = HtaGpuIdle::from_parts(&selection.views());
     Ok(with_notes(Box::new(report), selection.notes))
 }
+
+/// This family's rows of the registry (`hta_distributed`, `hta_gpu_idle`).
+pub(crate) const ROWS: &[Tool] = &[
+    Tool {
+        name: ToolId::HTA_DISTRIBUTED.name(),
+        aliases: &[],
+        title: "Distributed (HTA)",
+        summary: "per rank of a PyTorch run: idle/compute/non-compute GPU time, comm-comp overlap, comm kernels, stragglers",
+        family: Family::Hta,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "hta_distributed",
+        content_type: JSON,
+        compute: Some(Computation::Custom(compute_distributed)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hta.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::HTA_GPU_IDLE.name(),
+        aliases: &[],
+        title: "GPU idle time and launches (HTA)",
+        summary: "GPU idle time by cause (host wait, kernel wait, other), kernel launch delays, queue length per stream",
+        family: Family::Hta,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "hta_gpu_idle",
+        content_type: JSON,
+        compute: Some(Computation::Custom(compute_gpu_idle)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_hta.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+];

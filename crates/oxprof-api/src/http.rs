@@ -29,8 +29,9 @@ mod diff;
 mod guard;
 mod query;
 
-pub use crate::catalog::{ServedRun, available_tools, available_tools_of_file, hosts_for_tool, order_tools};
+pub use crate::catalog::ServedRun;
 pub use crate::session::DEFAULT_CACHE_BYTES;
+pub use crate::tool_lists::{available_tools, available_tools_of_file, hosts_for_tool, order_tools};
 pub use guard::{Guard, Request, TOKEN_HEADER};
 pub use oxprof_flight::CacheStats;
 /// Secrets (URL userinfo, signatures, tokens) out of any text a response, a log line or an
@@ -40,9 +41,9 @@ pub use query::Query;
 
 use crate::ApiError;
 use crate::catalog::{self, Catalog};
-use crate::data::{ALL_HOSTS, BodyWriter, DataRequest};
 use crate::registry::{self, Family};
-use crate::session::{Rendered, Session, SessionOptions};
+use crate::request::{ALL_HOSTS, BodyWriter, DataRequest};
+use crate::session::{Rendered, Served, Session, SessionOptions};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -286,10 +287,7 @@ impl ServiceOptions {
     }
 }
 
-/// `trace_viewer@`'s resolution when the request names none: XProf's server default
-/// (`profile_plugin.py`), so that a bare request does not render every event of a
-/// profile (hundreds of MB of JSON).
-pub const DEFAULT_TRACE_RESOLUTION: &str = "8000";
+pub use crate::registry::DEFAULT_TRACE_RESOLUTION;
 
 /// Answers `/capture_profile` (wired by whoever provides capturing; see [`Service::with_capture`]).
 pub type CaptureHandler = dyn Fn(&Query) -> HttpResponse + Send + Sync;
@@ -583,7 +581,8 @@ impl Service {
         if !files.is_empty() {
             return Ok(HttpResponse::bytes(200, "text/plain", files.join(",").into_bytes()));
         }
-        let request = DataRequest { run: None, tool: "module_list".into(), host: None, params: BTreeMap::new() };
+        let tool = oxprof_report::ToolId::MODULE_LIST.name().into();
+        let request = DataRequest { run: None, tool, host: None, params: BTreeMap::new() };
         let computed = self.computed(&run, &request, false)?;
         Ok(HttpResponse::new(200, "text/plain", Body::Shared(computed.body.clone())))
     }
@@ -625,8 +624,8 @@ impl Service {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let mut params = params;
-        if base_tool == "trace_viewer@" {
-            params.entry("resolution".into()).or_insert_with(|| DEFAULT_TRACE_RESOLUTION.into());
+        for (name, value) in row.defaults {
+            params.entry(name.to_string()).or_insert_with(|| value.to_string());
         }
         let refresh = !q.bool_arg("use_saved_result", true);
         let request = DataRequest { run: None, tool: base_tool.to_string(), host: host.map(str::to_string), params };
@@ -647,56 +646,33 @@ impl Service {
         key
     }
 
-    /// A data request's result, from the cache or computed once for all concurrent callers.
-    fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Rendered>, HttpError> {
+    /// A data request's answer ([`crate::answer::answer`]): a whole body from the cache
+    /// or computed once for all concurrent callers, or a large body written while it is
+    /// sent.
+    fn answered(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Served, HttpError> {
         let key = self.data_key(run, request);
         let session = &self.session;
-        Ok(session.response(key, refresh, || {
-            if let Some(bytes) = crate::hlo_tools::binary_output(session, run, request) {
-                return Ok(Rendered {
-                    content_type: "application/octet-stream",
-                    body: bytes?.into(),
-                    notes: Vec::new(),
-                });
-            }
-            let report = crate::data::compute(session, run, request, refresh)?;
-            let body = report.xprof_body();
-            Ok(Rendered { content_type: body.content_type, body: body.text.into_bytes().into(), notes: report.notes() })
-        })?)
+        Ok(session.answered(key, refresh, || crate::answer::answer(session, run, request, refresh))?)
+    }
+
+    /// A data request's whole body (a streamed one is refused).
+    fn computed(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Arc<Rendered>, HttpError> {
+        match self.answered(run, request, refresh)? {
+            Served::Kept(rendered) => Ok(rendered),
+            Served::Streamed { .. } => Err(HttpError::bad_request("this body is too large to read whole")),
+        }
     }
 
     fn data_route(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let (run, request, refresh) = self.data_request(q)?;
-        if is_trace(&request.tool) {
-            return self.trace_data(&run, &request, refresh);
-        }
-        let computed = self.computed(&run, &request, refresh)?;
-        Ok(HttpResponse::new(200, computed.content_type, Body::Shared(computed.body.clone())))
-    }
-
-    /// A trace body: kept in the cache when small, written while it is sent when large
-    /// (a whole trace can be hundreds of megabytes of JSON).
-    fn trace_data(&self, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<HttpResponse, HttpError> {
-        let key = self.data_key(run, request);
-        if !refresh && let Some(kept) = self.session.cached_response(&key) {
-            return Ok(HttpResponse::new(200, kept.content_type, Body::Shared(kept.body.clone())));
-        }
-        match crate::trace::body(&self.session, run, &request.tool, request, refresh)? {
-            crate::trace::TraceBody::Streamed { writer, .. } => Ok(HttpResponse::new(
-                200,
-                "application/json",
-                Body::Stream(Arc::new(std::sync::Mutex::new(Some(writer)))),
-            )),
-            crate::trace::TraceBody::Rendered(response) => {
-                let rendered = Rendered {
-                    content_type: response.content_type,
-                    body: response.body.into_bytes().into(),
-                    notes: response.notes,
-                };
-                let kept = self.session.response(key, true, || Ok(rendered))?;
-                Ok(HttpResponse::new(200, kept.content_type, Body::Shared(kept.body.clone())))
+        Ok(match self.answered(&run, &request, refresh)? {
+            Served::Kept(kept) => HttpResponse::new(200, kept.content_type, Body::Shared(kept.body.clone())),
+            Served::Streamed { body, .. } => {
+                let content_type = body.content_type();
+                let writer = BodyWriter::new(move |sink| body.write_to(sink));
+                HttpResponse::new(200, content_type, Body::Stream(Arc::new(std::sync::Mutex::new(Some(writer)))))
             }
-        }
+        })
     }
 
     fn data_csv(&self, q: &Query) -> Result<HttpResponse, HttpError> {
@@ -769,23 +745,12 @@ impl Service {
             }
             "/notes" => {
                 let (run, request, refresh) = self.data_request(q)?;
-                if is_trace(&request.tool) {
-                    // Without rendering (and keeping) what may be a very large body.
-                    let (notes, bytes) =
-                        match crate::trace::body(&self.session, &run, &request.tool, &request, refresh)? {
-                            crate::trace::TraceBody::Rendered(r) => (r.notes, Some(r.body.len())),
-                            crate::trace::TraceBody::Streamed { notes, .. } => (notes, None),
-                        };
-                    return Ok(HttpResponse::json(
-                        200,
-                        &json!({"notes": notes, "content_type": "application/json", "bytes": bytes}),
-                    ));
-                }
-                let computed = self.computed(&run, &request, refresh)?;
-                Ok(HttpResponse::json(
-                    200,
-                    &json!({"notes": computed.notes, "content_type": computed.content_type, "bytes": computed.body.len()}),
-                ))
+                // A streamed body (a large trace) is not rendered (nor kept) to count it.
+                let (notes, content_type, bytes) = match self.answered(&run, &request, refresh)? {
+                    Served::Kept(kept) => (kept.notes.clone(), kept.content_type, Some(kept.body.len())),
+                    Served::Streamed { body, notes } => (notes, body.content_type(), None),
+                };
+                Ok(HttpResponse::json(200, &json!({"notes": notes, "content_type": content_type, "bytes": bytes})))
             }
             "/diff" => self.diff_route(q),
             // The trace viewer's level-of-detail routes (crate::trace::route).

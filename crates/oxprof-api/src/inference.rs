@@ -5,13 +5,15 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, select_hosts, with_notes};
+use crate::op_stats::op_stats_of;
+use crate::request::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
+use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
 use oxprof_report::Report;
 use oxprof_xprof::inference::{
     HostInferenceStats, InferenceStats, combine, inference_latency, profile::InferenceProfile,
 };
-use oxprof_xprof::op_stats::convert::{HostAnalysis, StepSelection, combine_hosts};
+use oxprof_xprof::op_stats::convert::{HostAnalysis, StepSelection};
 use oxprof_xprof::tools::overview_page::OverviewPage;
 use std::sync::Arc;
 
@@ -41,7 +43,7 @@ pub(crate) fn compute(
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let analyses = session.host_analyses(&files, refresh)?;
+    let analyses = crate::op_stats::host_analyses(session, &files, refresh)?;
     let param = |name: &str| request.params.get(name).map_or("", String::as_str);
     let profile = InferenceProfile::new(combined(&analyses), param("request_column"), param("batch_column"));
     let mut notes = Vec::new();
@@ -64,15 +66,51 @@ pub(crate) fn overview(
     request: &DataRequest,
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let files = select_hosts(run, request.host.as_deref())?;
-    let analyses = session.host_analyses(&files, refresh)?;
-    let op_stats = combine_hosts(&analyses, StepSelection::DropIncomplete);
-    let mut notes: Vec<String> =
-        analyses.iter().zip(&files).flat_map(|(a, f)| a.advice.iter().map(|n| format!("{}: {n}", f.host))).collect();
-    notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(&request.tool, &op_stats));
+    let (op_stats, notes, analyses) = op_stats_of(session, run, request, refresh, StepSelection::DropIncomplete, None)?;
     let mut page = OverviewPage::from_op_stats(&op_stats);
     if !op_stats.run_environment.is_training {
         page.inference_latency = inference_latency(&combined(&analyses));
     }
     Ok(with_notes(Box::new(page), notes))
 }
+
+/// This family's rows of the registry (`overview_page`, `inference_profile`).
+pub(crate) const ROWS: &[Tool] = &[
+    Tool {
+        name: ToolId::OVERVIEW_PAGE.name(),
+        aliases: &[],
+        title: "Overview",
+        summary: "step time and its breakdown, top ops, run environment and recommendations",
+        family: Family::OpStats,
+        hosts: Hosts::AllOnly,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "overview_page",
+        content_type: JSON,
+        // The OpStats path plus the inference latency table (`crate::inference`).
+        compute: Some(Computation::Custom(overview)),
+        reference: Reference::Xprof,
+        menu: Some(0),
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::INFERENCE_PROFILE.name(),
+        aliases: &[],
+        title: "Inference profile",
+        summary: "requests and batches of inference (serving) runs: latency percentiles, batching, breakdown",
+        family: Family::OpStats,
+        hosts: Hosts::EachAndAll,
+        listed: Listed::Never,
+        offered: Offered::Always,
+        page: "inference_profile",
+        content_type: JSON,
+        compute: Some(Computation::Custom(compute)),
+        reference: Reference::Xprof,
+        menu: Some(18),
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+];

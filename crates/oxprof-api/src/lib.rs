@@ -5,6 +5,7 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod answer;
 pub mod catalog;
 pub mod counters;
 pub mod data;
@@ -17,12 +18,16 @@ mod inference;
 pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
+pub mod op_stats;
 mod persist;
 pub mod pytorch;
 pub mod registry;
+pub mod request;
 pub mod session;
 pub mod table;
 pub mod tf_data;
+pub mod tool;
+pub mod tool_lists;
 pub mod trace;
 
 pub use error::ApiError;

@@ -8,8 +8,9 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
+use crate::request::{ALL_HOSTS, DataRequest, DataResponse, select_hosts, with_notes};
 use crate::session::Session;
+use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
 use oxprof_format::HostFile;
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, HostEventType, TPU_PLANE_PREFIX};
 use oxprof_report::Report;
@@ -83,3 +84,23 @@ pub fn allocator_profile(session: &Session, file: &HostFile) -> Result<Option<Me
     let space = session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME || plane.starts_with(TPU_PLANE_PREFIX))?;
     Ok(memory_profile(&space).filter(|profile| !profile.allocators.is_empty()))
 }
+
+/// This family's rows of the registry (`memory_profile`).
+pub(crate) const ROWS: &[Tool] = &[Tool {
+    name: ToolId::MEMORY_PROFILE.name(),
+    aliases: &[],
+    title: "Memory profile",
+    summary: "allocator memory over time, its peak and what was live at it (one host)",
+    family: Family::MemoryProfile,
+    hosts: Hosts::Each,
+    listed: Listed::Always,
+    offered: Offered::AsXprof,
+    page: "memory_profile",
+    content_type: JSON,
+    compute: Some(Computation::Custom(compute)),
+    reference: Reference::Xprof,
+    menu: Some(9),
+    device: None,
+    defaults: &[],
+    superseded_by: None,
+}];

@@ -2,21 +2,88 @@
 //! `pytorch_memory`, `pytorch_modules`): torch-tb-profiler's overview, operator, kernel, memory and module views of one worker's trace, computed
 //! by `oxprof_pytorch` from the whole imported trace (host and GPU planes).
 //!
-//! The parsed trace is kept by the session (`Session::host_pytorch`): the first view reads
-//! the file, the others answer from memory.
+//! The parsed trace is kept by the session ([`PytorchFile`], this family's per-host
+//! artifact, read with HTA's rows from one load): the first view reads the file, the others
+//! (and the HTA tools) answer from memory.
 //!
 //! Host selection: one trace per worker/rank; with several selected (`ALL_HOSTS`, or no
 //! host on a run of several ranks) the first is shown and a note names the others.
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, select_hosts, with_notes};
-use crate::session::Session;
+use crate::request::{DataRequest, select_hosts, with_notes};
+use crate::session::{FileCounts, HostArtifact, Session};
+use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
+use oxprof_format::HostFile;
 use oxprof_pytorch::{
     kernels::PytorchKernelStats, memory::PytorchMemory, modules::PytorchModules, operators::PytorchOpStats,
     overview::PytorchOverview,
 };
 use oxprof_report::Report;
+use std::sync::Arc;
+
+/// One PyTorch trace as both tool families read it: switching between a PyTorch view and an
+/// HTA tool on a run answers from memory instead of reading a multi-GB file again.
+pub struct PytorchFile {
+    parsed: Arc<oxprof_pytorch::Parsed>,
+    hta: Arc<HtaRank>,
+}
+
+/// One rank as the HTA tools read it, from one load with the PyTorch parse.
+pub struct HtaRank {
+    /// HTA's rows, rank `-1` when the trace names none (the caller numbers those); read
+    /// again only by a selection whose step filter differs from `parts`'.
+    pub trace: oxprof_pytorch::hta::trace::RankTrace,
+    /// What both HTA tools derive from this rank alone, filtered as the rank's own steps say.
+    pub parts: oxprof_pytorch::hta::parts::RankParts,
+}
+
+impl HostArtifact for PytorchFile {
+    fn compute(session: &Session, file: &HostFile) -> Result<PytorchFile, ApiError> {
+        let space = session.load(file, &|_| true)?;
+        // HTA's rows and what its tools derive from them, beside the PyTorch parse.
+        let (parsed, hta) = rayon::join(
+            || oxprof_pytorch::parse(&space),
+            || {
+                let trace = oxprof_pytorch::hta::trace::RankTrace::from_space(&space, &file.host, -1);
+                let parts = oxprof_pytorch::hta::parts::RankParts::of_rank(&trace);
+                Arc::new(HtaRank { trace, parts })
+            },
+        );
+        // Unmapping the model takes a while: not on the request's path.
+        rayon::spawn(move || drop(space));
+        Ok(PytorchFile { parsed: Arc::new(parsed), hta })
+    }
+
+    fn weight(&self) -> usize {
+        self.parsed.heap_bytes() + self.hta.trace.heap_bytes() + self.hta.parts.heap_bytes()
+    }
+
+    fn count(counts: &mut FileCounts, computed: bool) {
+        if computed {
+            counts.pytorch_computed += 1;
+        } else {
+            counts.pytorch_found += 1;
+        }
+    }
+}
+
+/// Each host's PyTorch trace as the PyTorch views read it (parsed once per file, with
+/// HTA's rows, and kept, so every view after the first answers without reading the file).
+pub fn host_pytorch(
+    session: &Session,
+    files: &[&HostFile],
+    refresh: bool,
+) -> Result<Vec<Arc<oxprof_pytorch::Parsed>>, ApiError> {
+    Ok(session.host_artifacts::<PytorchFile>(files, refresh)?.into_iter().map(|f| f.parsed.clone()).collect())
+}
+
+/// Each host's events as HTA holds them (rank −1 when the trace names none) and what
+/// the HTA tools derive from them, read with [`host_pytorch`]'s parse from the same load
+/// and kept.
+pub fn host_hta(session: &Session, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HtaRank>>, ApiError> {
+    Ok(session.host_artifacts::<PytorchFile>(files, refresh)?.into_iter().map(|f| f.hta.clone()).collect())
+}
 
 /// Which view.
 #[derive(Debug, Clone, Copy)]
@@ -47,7 +114,7 @@ fn compute(
             file.host
         ));
     }
-    let parsed = session.host_pytorch(&[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
+    let parsed = host_pytorch(session, &[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
     if !parsed.is_pytorch() {
         notes.push(format!(
             "{}: not a PyTorch profiler trace; these views read Kineto traces (*.pt.trace.json[.gz])",
@@ -113,3 +180,98 @@ pub(crate) fn modules(
 ) -> Result<Box<dyn Report>, ApiError> {
     compute(s, run, r, refresh, View::Modules)
 }
+
+/// This family's rows of the registry (`pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`, `pytorch_memory`, `pytorch_modules`).
+pub(crate) const ROWS: &[Tool] = &[
+    Tool {
+        name: ToolId::PYTORCH_OVERVIEW.name(),
+        aliases: &[],
+        title: "PyTorch overview",
+        summary: "PyTorch step time by Kernel/Memcpy/Memset/Runtime/DataLoader/CPU Exec/Other, GPU summary and recommendations (torch-tb-profiler's overview)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_overview",
+        content_type: JSON,
+        compute: Some(Computation::Custom(overview)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::PYTORCH_OP_STATS.name(),
+        aliases: &[],
+        title: "PyTorch operators",
+        summary: "PyTorch operators by name, input shapes and call stack: calls, host and device self/total time, Tensor Cores (torch-tb-profiler's operator view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_op_stats",
+        content_type: JSON,
+        compute: Some(Computation::Custom(operators)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::PYTORCH_KERNEL_STATS.name(),
+        aliases: &[],
+        title: "PyTorch GPU kernels",
+        summary: "GPU kernels by name and launching operator: calls, time, blocks per SM, occupancy, Tensor Cores (torch-tb-profiler's kernel view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        // The kernel stats page shows either body.
+        page: "kernel_stats",
+        content_type: JSON,
+        compute: Some(Computation::Custom(kernels)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::PYTORCH_MEMORY.name(),
+        aliases: &[],
+        title: "PyTorch memory",
+        summary: "PyTorch allocated/reserved memory over time per device, peak, allocation events with operator and lifetime, memory by operator (torch-tb-profiler's memory view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_memory",
+        content_type: JSON,
+        compute: Some(Computation::Custom(memory)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::PYTORCH_MODULES.name(),
+        aliases: &[],
+        title: "PyTorch modules",
+        summary: "the nn.Module hierarchy with calls, operators, host and device total/self time per module (torch-tb-profiler's module view)",
+        family: Family::PyTorch,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::PyTorch,
+        page: "pytorch_modules",
+        content_type: JSON,
+        compute: Some(Computation::Custom(modules)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_torch_tb.rs"),
+        menu: None,
+        device: None,
+        defaults: &[],
+        superseded_by: None,
+    },
+];

@@ -4,11 +4,15 @@
 //! ```text
 //!  Session ── catalog: runs and hosts under the root (confined, rescanned at most every 2 s)
 //!          └─ cache (one FlightCache, one LRU, one bound: --cache-mb)
-//!               Response(key)  rendered bodies          ─┐ a response's computation may
-//!               Analysis(file) a host's OpStats          ├ wait for the file-level entries
-//!               Trace(file)    decoded model + index      │ below it; those wait for nothing
-//!               PyTorch(file)  torch-tb-profiler's parse ─┘ and HTA's rank rows and parts, read together
+//!               Response(key)        rendered bodies       ─┐ a response's computation may
+//!               Artifact(type, file) one per tool family: ─┘ wait for the file-level
+//!                 a host's OpStats, its trace index, its       entries below it; those
+//!                 PyTorch parse with HTA's rows                wait for nothing
 //! ```
+//!
+//! The session knows no tool family: each family's per-host artifact implements
+//! [`HostArtifact`] (how it is computed, what it weighs, which counter it bumps) in the
+//! family's module, and is kept here by its type.
 //!
 //! Profiles are reached through the session's [`ProfileStore`] (a local directory today),
 //! never by path. Entries of a file are keyed by its name in the store and its identity,
@@ -28,13 +32,14 @@
 use crate::ApiError;
 use crate::catalog::{Catalog, ServedRun};
 use crate::persist::{self, Persisted};
-use crate::trace::HostTraceData;
+use crate::request::Answer;
 use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
 use oxprof_format::{HostFile, LocalStore, ProfileStore};
 use oxprof_model::{LoadLimits, XSpace};
-use oxprof_xprof::op_stats::convert::HostAnalysis;
+use oxprof_report::Body;
 use rayon::prelude::*;
+use std::any::{Any, TypeId};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -86,6 +91,20 @@ pub struct Rendered {
     pub notes: Vec<String>,
 }
 
+/// A front-end's answer from [`Session::answered`].
+#[derive(Debug)]
+pub enum Served {
+    /// A whole body, kept in the cache.
+    Kept(Arc<Rendered>),
+    /// A body written while it is sent (never kept), with oxprof's notes.
+    Streamed {
+        /// The body.
+        body: Body,
+        /// oxprof's notes for users.
+        notes: Vec<String>,
+    },
+}
+
 /// Identity of a file's contents as far as caching goes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FileId {
@@ -96,70 +115,43 @@ pub(crate) struct FileId {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum CacheKey {
     Response(String),
-    Analysis(FileId),
-    Trace(FileId),
-    /// A PyTorch trace read for the PyTorch views (`crate::pytorch`) and the HTA tools
-    /// (`crate::hta`), from one load of the file.
-    PyTorch(FileId),
+    /// A [`HostArtifact`] of one file, by its type.
+    Artifact(TypeId, FileId),
     /// A value another crate keeps under the session's bound ([`Session::keep`]).
     Kept(String),
 }
 
 enum Cached {
     Response(Arc<Rendered>),
-    Analysis(Arc<HostAnalysis>),
-    Trace(Arc<HostTraceData>),
-    PyTorch(Arc<PytorchFile>),
+    /// A [`HostArtifact`], with its weight.
+    Artifact(Arc<dyn Any + Send + Sync>, usize),
     /// See [`Session::keep`]: any value, with the bytes it holds.
     Kept(Arc<dyn std::any::Any + Send + Sync>, usize),
-}
-
-/// One PyTorch trace as both tool families read it: switching between a PyTorch view and an
-/// HTA tool on a run answers from memory instead of reading a multi-GB file again.
-struct PytorchFile {
-    parsed: Arc<oxprof_pytorch::Parsed>,
-    hta: Arc<HtaRank>,
-}
-
-/// One rank as the HTA tools read it, from one load with the PyTorch parse.
-pub struct HtaRank {
-    /// HTA's rows, rank `-1` when the trace names none (the caller numbers those); read
-    /// again only by a selection whose step filter differs from `parts`'.
-    pub trace: oxprof_pytorch::hta::trace::RankTrace,
-    /// What both HTA tools derive from this rank alone, filtered as the rank's own steps say.
-    pub parts: oxprof_pytorch::hta::parts::RankParts,
 }
 
 impl Weighted for Cached {
     fn weight(&self) -> usize {
         match self {
             Cached::Response(r) => r.body.len() + r.notes.iter().map(String::len).sum::<usize>() + 64,
-            Cached::Analysis(a) => analysis_bytes(a),
-            Cached::Trace(t) => t.heap_bytes(),
-            Cached::PyTorch(p) => p.parsed.heap_bytes() + p.hta.trace.heap_bytes() + p.hta.parts.heap_bytes(),
+            Cached::Artifact(_, bytes) => *bytes,
             Cached::Kept(_, bytes) => *bytes,
         }
     }
 }
 
-/// An OpStats analysis' size: its JSON size, a close proxy for its heap size.
-fn analysis_bytes(analysis: &HostAnalysis) -> usize {
-    /// Counts bytes written and keeps none.
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Serializing plain data into a counter cannot fail; a failure would only
-    // undercharge this entry.
-    let _ = serde_json::to_writer(&mut count, &analysis.op_stats);
-    count.0 + analysis.advice.iter().map(String::len).sum::<usize>() + 256
+/// What a tool family computes from one host's file and the session keeps (the OpStats
+/// analysis, the trace index, the PyTorch parse): one type per family, implemented in the
+/// family's module, kept by its type under the session's one bound.
+pub trait HostArtifact: Send + Sync + Sized + 'static {
+    /// Computes it for `file`. Runs on the pool, under the request's admission: it must
+    /// not wait for other entries (it may peek at them: [`Session::host_artifact_in_memory`]).
+    fn compute(session: &Session, file: &HostFile) -> Result<Self, ApiError>;
+
+    /// The heap bytes it holds (its charge against `--cache-mb`).
+    fn weight(&self) -> usize;
+
+    /// Counts one computation (`computed`) or one find in the session's counters.
+    fn count(counts: &mut FileCounts, computed: bool);
 }
 
 /// The error handed to every waiter of a failed flight.
@@ -343,17 +335,9 @@ impl Session {
         *self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn count(&self, key: &CacheKey, computed: bool) {
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        match (key, computed) {
-            (CacheKey::Analysis(_), true) => counts.analyses_computed += 1,
-            (CacheKey::Analysis(_), false) => counts.analyses_found += 1,
-            (CacheKey::Trace(_), true) => counts.traces_computed += 1,
-            (CacheKey::Trace(_), false) => counts.traces_found += 1,
-            (CacheKey::PyTorch(_), true) => counts.pytorch_computed += 1,
-            (CacheKey::PyTorch(_), false) => counts.pytorch_found += 1,
-            (CacheKey::Response(_) | CacheKey::Kept(_), _) => {}
-        }
+    /// Updates the session's counters (a family's artifact counts what it did).
+    pub(crate) fn count_with(&self, update: impl FnOnce(&mut FileCounts)) {
+        update(&mut self.counts.lock().unwrap_or_else(|p| p.into_inner()));
     }
 
     /// Loads one host's file within the session's input budgets, decoding the lines of the
@@ -411,22 +395,64 @@ impl Session {
         }
     }
 
+    /// A request's answer for a front-end that sends bodies (HTTP): a whole body is kept
+    /// under `key` and computed once (on this thread) for every concurrent caller; a
+    /// streamed one (a large trace) is written once for this caller and never kept, and
+    /// callers that waited for it compute their own. Call it only on a request's own
+    /// thread, never inside the pool.
+    pub fn answered(
+        &self,
+        key: String,
+        refresh: bool,
+        answer: impl FnOnce() -> Result<Answer, ApiError>,
+    ) -> Result<Served, ApiError> {
+        let kept = |entry: Arc<Cached>| match &*entry {
+            Cached::Response(rendered) => Ok(Served::Kept(rendered.clone())),
+            _ => Err(ApiError::Panicked),
+        };
+        let claim = match self.cache.lookup(&CacheKey::Response(key), refresh) {
+            Lookup::Hit(entry) => return kept(entry),
+            Lookup::Wait(waiter) => {
+                debug_assert_off_pool();
+                match waiter.wait() {
+                    Ok(entry) => return kept(entry),
+                    // The caller it waited for streamed its answer (nothing was kept).
+                    Err(SharedError(e)) if matches!(*e, ApiError::Abandoned(_)) => None,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Lookup::Compute(claim) => Some(claim),
+        };
+        let computed =
+            catch_unwind(AssertUnwindSafe(|| answer().map(Answer::into_body))).unwrap_or(Err(ApiError::Panicked));
+        let rendered = match computed {
+            Ok((body @ Body::Stream { .. }, notes)) => return Ok(Served::Streamed { body, notes }),
+            Ok((Body::Text { content_type, text }, notes)) => {
+                Ok(Rendered { content_type, body: text.into_bytes().into(), notes })
+            }
+            Ok((Body::Bytes { content_type, bytes }, notes)) => {
+                Ok(Rendered { content_type, body: bytes.into(), notes })
+            }
+            Err(e) => Err(e),
+        };
+        match claim {
+            Some(claim) => kept(claim.fulfil(rendered.map(|r| Cached::Response(Arc::new(r))).map_err(shared))?),
+            None => Ok(Served::Kept(Arc::new(rendered?))),
+        }
+    }
+
     /// Whether the session has a persistent cache (`--cache-dir`; not with `--no-cache`).
     pub(crate) fn has_disk_cache(&self) -> bool {
         self.disk_cache.is_some()
     }
 
-    /// Whether `file`'s trace data (model + index) is in memory now (never computes or waits).
-    pub(crate) fn has_trace(&self, file: &HostFile) -> bool {
-        self.trace_in_memory(file).is_some()
-    }
-
-    /// `file`'s trace data (model, grouping, index) if it is in memory now, for the file as
-    /// it is now (never computes or waits).
-    fn trace_in_memory(&self, file: &HostFile) -> Option<Arc<HostTraceData>> {
+    /// `file`'s artifact of type `A` if it is in memory now, for the file as it is now
+    /// (never computes or waits).
+    pub fn host_artifact_in_memory<A: HostArtifact>(&self, file: &HostFile) -> Option<Arc<A>> {
         let identity = self.identity(&file.path)?;
-        match &*self.cache.peek(&CacheKey::Trace(FileId { path: file.path.clone(), identity }))? {
-            Cached::Trace(trace) => Some(trace.clone()),
+        let key = CacheKey::Artifact(TypeId::of::<A>(), FileId { path: file.path.clone(), identity });
+        match &*self.cache.peek(&key)? {
+            Cached::Artifact(value, _) => value.clone().downcast::<A>().ok(),
             _ => None,
         }
     }
@@ -502,115 +528,28 @@ impl Session {
         accounts.push(account);
     }
 
-    /// `file`'s OpStats analysis from `space`, its model the caller already decoded (with
-    /// every line), kept like [`Session::host_analyses`]' so the tools that follow find it
-    /// instead of decoding the file a second time (`oxprof export` builds the model tables
-    /// and the tool tables from one decode).
-    pub fn host_analysis_of_decoded(&self, file: &HostFile, space: &XSpace) -> Result<Arc<HostAnalysis>, ApiError> {
-        let entries = self.file_entries(&[file], false, CacheKey::Analysis, |file| {
-            let analysis = oxprof_xprof::op_stats::convert::xspace_to_op_stats(space);
-            self.persisted(file, persist::ANALYSIS_ENTRY, "").write(|| persist::encode_analysis(&analysis));
-            Ok(Cached::Analysis(Arc::new(analysis)))
-        })?;
-        match entries.first().map(|e| &**e) {
-            Some(Cached::Analysis(a)) => Ok(a.clone()),
-            _ => Err(ApiError::Panicked),
-        }
+    /// Each file's artifact of type `A` (computed once per file and kept).
+    pub fn host_artifacts<A: HostArtifact>(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<A>>, ApiError> {
+        self.host_artifacts_with(files, refresh, |file| A::compute(self, file))
     }
 
-    /// Each host's OpStats analysis (loaded and converted once per file and kept).
-    pub fn host_analyses(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostAnalysis>>, ApiError> {
-        let entries = self.file_entries(files, refresh, CacheKey::Analysis, |file| {
-            let persisted = self.persisted(file, persist::ANALYSIS_ENTRY, "");
-            if let Some(analysis) = persisted.read().and_then(|bytes| persist::decode_analysis(&bytes)) {
-                self.counts.lock().unwrap_or_else(|p| p.into_inner()).analyses_from_disk += 1;
-                return Ok(Cached::Analysis(Arc::new(analysis)));
-            }
-            if let Some(trace) = self.trace_in_memory(file) {
-                // The trace viewer's model and grouping are the ones OpStats needs: no second
-                // decode, and no second model beside the one the cache holds.
-                self.counts.lock().unwrap_or_else(|p| p.into_inner()).analyses_from_trace += 1;
-                let analysis = oxprof_xprof::op_stats::convert::xspace_to_op_stats_grouped(&trace.space, &trace.groups);
-                persisted.write(|| persist::encode_analysis(&analysis));
-                return Ok(Cached::Analysis(Arc::new(analysis)));
-            }
-            let space = self.load(file, &|_| true)?;
-            let analysis = oxprof_xprof::op_stats::convert::xspace_to_op_stats(&space);
-            if files.len() == 1 {
-                // Unmapping ~100 MB of tables takes a while: not on the request's path.
-                rayon::spawn(move || drop(space));
-            } else {
-                // The next host is decoded next: its model must not meet this one in memory.
-                drop(space);
-            }
-            persisted.write(|| persist::encode_analysis(&analysis));
-            Ok(Cached::Analysis(Arc::new(analysis)))
-        })?;
-        entries
-            .into_iter()
-            .map(|e| match &*e {
-                Cached::Analysis(a) => Ok(a.clone()),
-                _ => Err(ApiError::Panicked),
-            })
-            .collect()
-    }
-
-    /// Each host's decoded model, grouping and trace index (built once per file and kept).
-    pub fn host_traces(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostTraceData>>, ApiError> {
-        let entries = self.file_entries(files, refresh, CacheKey::Trace, |file| {
-            Ok(Cached::Trace(Arc::new(crate::trace::load_host_with(self, file)?)))
-        })?;
-        entries
-            .into_iter()
-            .map(|e| match &*e {
-                Cached::Trace(t) => Ok(t.clone()),
-                _ => Err(ApiError::Panicked),
-            })
-            .collect()
-    }
-
-    /// Each host's PyTorch trace as the PyTorch views read it (parsed once per file, with
-    /// HTA's rows, and kept, so every view after the first answers without reading the file).
-    pub fn host_pytorch(
+    /// [`Session::host_artifacts`], computing what is missing with `compute` instead of
+    /// [`HostArtifact::compute`] (e.g. from a model the caller already decoded).
+    pub fn host_artifacts_with<A: HostArtifact>(
         &self,
         files: &[&HostFile],
         refresh: bool,
-    ) -> Result<Vec<Arc<oxprof_pytorch::Parsed>>, ApiError> {
-        Ok(self.pytorch_files(files, refresh)?.into_iter().map(|f| f.parsed.clone()).collect())
-    }
-
-    /// Each host's events as HTA holds them (rank −1 when the trace names none) and what
-    /// the HTA tools derive from them, read with [`Session::host_pytorch`]'s parse from the
-    /// same load and kept.
-    pub fn host_hta(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HtaRank>>, ApiError> {
-        Ok(self.pytorch_files(files, refresh)?.into_iter().map(|f| f.hta.clone()).collect())
-    }
-
-    /// Counts HTA rank parts computed for a request (see [`FileCounts::hta_parts_recomputed`]).
-    pub(crate) fn count_hta_parts_recomputed(&self, n: u64) {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner()).hta_parts_recomputed += n;
-    }
-
-    fn pytorch_files(&self, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<PytorchFile>>, ApiError> {
-        let entries = self.file_entries(files, refresh, CacheKey::PyTorch, |file| {
-            let space = self.load(file, &|_| true)?;
-            // HTA's rows and what its tools derive from them, beside the PyTorch parse.
-            let (parsed, hta) = rayon::join(
-                || oxprof_pytorch::parse(&space),
-                || {
-                    let trace = oxprof_pytorch::hta::trace::RankTrace::from_space(&space, &file.host, -1);
-                    let parts = oxprof_pytorch::hta::parts::RankParts::of_rank(&trace);
-                    Arc::new(HtaRank { trace, parts })
-                },
-            );
-            // Unmapping the model takes a while: not on the request's path.
-            rayon::spawn(move || drop(space));
-            Ok(Cached::PyTorch(Arc::new(PytorchFile { parsed: Arc::new(parsed), hta })))
+        compute: impl Fn(&HostFile) -> Result<A, ApiError> + Sync,
+    ) -> Result<Vec<Arc<A>>, ApiError> {
+        let entries = self.file_entries(files, refresh, TypeId::of::<A>(), A::count, |file| {
+            let artifact = compute(file)?;
+            let weight = artifact.weight();
+            Ok(Cached::Artifact(Arc::new(artifact), weight))
         })?;
         entries
             .into_iter()
             .map(|e| match &*e {
-                Cached::PyTorch(p) => Ok(p.clone()),
+                Cached::Artifact(value, _) => value.clone().downcast::<A>().map_err(|_| ApiError::Panicked),
                 _ => Err(ApiError::Panicked),
             })
             .collect()
@@ -624,7 +563,8 @@ impl Session {
         &self,
         files: &[&HostFile],
         refresh: bool,
-        key_of: fn(FileId) -> CacheKey,
+        artifact: TypeId,
+        count: fn(&mut FileCounts, bool),
         compute: impl Fn(&HostFile) -> Result<Cached, ApiError> + Sync,
     ) -> Result<Vec<Arc<Cached>>, ApiError> {
         let mut found: Vec<Option<Result<Arc<Cached>, SharedError>>> = Vec::with_capacity(files.len());
@@ -639,9 +579,8 @@ impl Session {
             };
             sizes[i] = identity.size;
             let id = FileId { path: file.path.clone(), identity };
-            let key = key_of(id);
-            let lookup = self.cache.lookup(&key, refresh);
-            self.count(&key, matches!(lookup, Lookup::Compute(_)));
+            let lookup = self.cache.lookup(&CacheKey::Artifact(artifact, id), refresh);
+            self.count_with(|counts| count(counts, matches!(lookup, Lookup::Compute(_))));
             match lookup {
                 Lookup::Hit(entry) => found[i] = Some(Ok(entry)),
                 Lookup::Wait(waiter) => waiters.push((i, waiter)),

@@ -9,8 +9,9 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{DataRequest, select_hosts, with_notes};
+use crate::request::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
+use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
 use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 use oxprof_report::Report;
 use oxprof_xprof::tools::tf_data::{TfDataStats, combine, host_tf_data_stats};
@@ -63,3 +64,23 @@ pub(crate) fn compute(
     }
     Ok(with_notes(Box::new(combined), notes))
 }
+
+/// This family's rows of the registry (`tf_data_bottleneck_analysis`).
+pub(crate) const ROWS: &[Tool] = &[Tool {
+    name: ToolId::TF_DATA_BOTTLENECK_ANALYSIS.name(),
+    aliases: &[],
+    title: "tf.data bottleneck analysis",
+    summary: "tf.data input pipelines, their slowest iterators and advice",
+    family: Family::TfData,
+    hosts: Hosts::Each,
+    listed: Listed::Never,
+    offered: Offered::Always,
+    page: "tf_data_bottleneck_analysis",
+    content_type: JSON,
+    compute: Some(Computation::Custom(compute)),
+    reference: Reference::Own("crates/oxprof-api/tests/tf_data.rs"),
+    menu: None,
+    device: None,
+    defaults: &[],
+    superseded_by: None,
+}];

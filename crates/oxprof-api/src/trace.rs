@@ -11,15 +11,19 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{ALL_HOSTS, BodyWriter, DataRequest, DataResponse, select_hosts};
 use crate::persist::{Persisted, TRACE_INDEX_ENTRY, TRACE_JSON_ENTRY, TRACE_VIEW_ENTRY};
 use crate::persist::{decode_trace_json, write_trace_json};
-use crate::session::Session;
+use crate::request::Answer;
+use crate::request::{ALL_HOSTS, DataRequest, select_hosts};
+use crate::session::{FileCounts, HostArtifact, Session};
+use crate::tool::{
+    Computation, DEFAULT_TRACE_RESOLUTION, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId,
+};
 use oxprof_diskcache::DiskCache;
 use oxprof_format::{HostFile, LocalStore, load_xspace};
 use oxprof_grouping::{EventGroups, group_events};
 use oxprof_model::XSpace;
-use oxprof_report::Report;
+use oxprof_report::{Body, BodyWriter};
 use oxprof_trace::aggregate as agg;
 use oxprof_trace::lod::{self, LodHost, LodRequest, SearchQuery};
 use oxprof_trace::multi;
@@ -28,9 +32,6 @@ use oxprof_trace::{TraceIndex, read_index_from, write_index_to};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Tools answered here (XProf's names).
-pub const TOOLS: &[&str] = &["trace_viewer", "trace_viewer@"];
 
 /// One host's decoded profile, grouping and trace index.
 pub struct HostTraceData {
@@ -71,11 +72,35 @@ pub fn load_host(file: &HostFile, disk_cache: Option<&DiskCache>) -> Result<Host
     Ok(index_host(file, space, Persisted::new(disk_cache, &store, &file.path, TRACE_INDEX_ENTRY, &file.host)))
 }
 
-/// [`load_host`] through a session (its store, input budgets and persistent cache); the
-/// session's cache keeps the result ([`Session::host_traces`]).
-pub(crate) fn load_host_with(session: &Session, file: &HostFile) -> Result<HostTraceData, ApiError> {
-    let space = session.load(file, &|_| true)?;
-    Ok(index_host(file, space, session.persisted(file, TRACE_INDEX_ENTRY, &file.host)))
+/// The trace family's per-host artifact: [`load_host`] through a session (its store,
+/// input budgets and persistent cache), kept by the session's cache.
+impl HostArtifact for HostTraceData {
+    fn compute(session: &Session, file: &HostFile) -> Result<HostTraceData, ApiError> {
+        let space = session.load(file, &|_| true)?;
+        Ok(index_host(file, space, session.persisted(file, TRACE_INDEX_ENTRY, &file.host)))
+    }
+
+    fn weight(&self) -> usize {
+        self.heap_bytes()
+    }
+
+    fn count(counts: &mut FileCounts, computed: bool) {
+        if computed {
+            counts.traces_computed += 1;
+        } else {
+            counts.traces_found += 1;
+        }
+    }
+}
+
+/// Each host's decoded model, grouping and trace index (built once per file and kept).
+pub fn host_traces(session: &Session, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HostTraceData>>, ApiError> {
+    session.host_artifacts(files, refresh)
+}
+
+/// Whether `file`'s trace data (model + index) is in memory now (never computes or waits).
+fn has_trace(session: &Session, file: &HostFile) -> bool {
+    session.host_artifact_in_memory::<HostTraceData>(file).is_some()
 }
 
 fn index_host(file: &HostFile, space: XSpace, persisted: Persisted<'_>) -> HostTraceData {
@@ -127,61 +152,41 @@ fn trace_hosts<'a>(run: &'a ServedRun, request: &DataRequest) -> Result<Vec<&'a 
 }
 
 /// Bodies of more events than this are written while they are sent
-/// ([`TraceBody::Streamed`]) rather than built in memory and kept (~160 bytes per event).
+/// (a [`Body::Stream`]) rather than built in memory and kept (~160 bytes per event).
 pub const STREAM_EVENTS: usize = 100_000;
 
-/// A trace body: rendered (small enough to keep), or written while it is sent.
-pub enum TraceBody {
-    /// The whole response.
-    Rendered(DataResponse),
-    /// A JSON body too large to hold, and oxprof's notes.
-    Streamed {
-        /// Writes the body.
-        writer: BodyWriter,
-        /// oxprof's notes for users.
-        notes: Vec<String>,
-    },
-}
-
-/// [`crate::registry::Compute`] of the trace tools: XProf's trace JSON as it is (the
-/// typed access to a trace is oxprof's level-of-detail API, [`route`]).
-pub(crate) fn compute(
+/// The row computation of `trace_viewer@`, XProf's streaming trace JSON (see
+/// [`answer`]).
+pub(crate) fn answer_streaming(
     session: &Session,
     run: &ServedRun,
     request: &DataRequest,
     refresh: bool,
-) -> Result<Box<dyn Report>, ApiError> {
-    Ok(data(session, run, &request.tool, request, refresh)?.into_report())
+) -> Result<Answer, ApiError> {
+    answer(session, run, request, refresh, false)
 }
 
-/// Answers a data request for one of [`TOOLS`] with the whole body in memory.
-pub fn data(
+/// The row computation of `trace_viewer`, XProf's legacy trace JSON of one host (see
+/// [`answer`]).
+pub(crate) fn answer_legacy(
     session: &Session,
     run: &ServedRun,
-    tool: &str,
     request: &DataRequest,
     refresh: bool,
-) -> Result<DataResponse, ApiError> {
-    match body(session, run, tool, request, refresh)? {
-        TraceBody::Rendered(response) => Ok(response),
-        TraceBody::Streamed { writer, notes } => Ok(DataResponse {
-            content_type: "application/json",
-            body: String::from_utf8(writer.into_bytes()).unwrap_or_default(),
-            json: None,
-            notes,
-        }),
-    }
+) -> Result<Answer, ApiError> {
+    answer(session, run, request, refresh, true)
 }
 
-/// Answers a data request for one of [`TOOLS`]: bodies of more than [`STREAM_EVENTS`]
-/// events are left to a [`BodyWriter`] that renders them in pieces while they are sent.
-pub fn body(
+/// XProf's trace JSON as it is (the typed access to a trace is oxprof's level-of-detail
+/// API, [`route`]): bodies of more than [`STREAM_EVENTS`] events are a [`Body::Stream`]
+/// that renders them in pieces while they are sent; smaller ones are whole.
+fn answer(
     session: &Session,
     run: &ServedRun,
-    tool: &str,
     request: &DataRequest,
     refresh: bool,
-) -> Result<TraceBody, ApiError> {
+    legacy: bool,
+) -> Result<Answer, ApiError> {
     let files = trace_hosts(run, request)?;
     let params = &request.params;
     let req = tv::parse_request(|k| params.get(k).cloned()).map_err(|e| bad("trace_viewer_options", e))?;
@@ -189,9 +194,9 @@ pub fn body(
     // cache: a later process answers it without decoding the profile (this one renders it
     // from memory when it holds the trace).
     let slot = match files.as_slice() {
-        [file] if tool == "trace_viewer@" && session.has_disk_cache() => {
+        [file] if !legacy && session.has_disk_cache() => {
             let key: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            Some((session.persisted(file, TRACE_JSON_ENTRY, &key.join("&")), session.has_trace(file)))
+            Some((session.persisted(file, TRACE_JSON_ENTRY, &key.join("&")), has_trace(session, file)))
         }
         _ => None,
     };
@@ -200,29 +205,26 @@ pub fn body(
         && let Some((notes, body)) = slot.read().and_then(decode_trace_json)
     {
         session.count_trace_view_from_disk();
-        return Ok(TraceBody::Rendered(DataResponse { content_type: "application/json", body, json: None, notes }));
+        return Ok(whole(body, notes));
     }
-    let hosts = session.host_traces(&files, refresh)?;
+    let hosts = host_traces(session, &files, refresh)?;
     let mut notes = Vec::new();
     let total: usize = hosts.iter().map(|h| h.index.num_events).sum();
-    if tool == "trace_viewer@" && total >= oxprof_trace::DISABLE_STREAMING_THRESHOLD {
+    if !legacy && total >= oxprof_trace::DISABLE_STREAMING_THRESHOLD {
         notes.push(format!(
             "{total} events: downsampled as XProf does; oxprof's /oxprof/api/trace routes browse every event"
         ));
     }
-    let rendered = |body: String, notes: Vec<String>| {
-        Ok(TraceBody::Rendered(DataResponse { content_type: "application/json", body, json: None, notes }))
-    };
-    if tool == "trace_viewer" {
+    if legacy {
         let Some(first) = hosts.first().cloned() else { return Err(bad("host", "no host selected")) };
         if hosts.len() > 1 {
             notes.insert(0, "trace_viewer shows one host; showing the first (use trace_viewer@ for several)".into());
         }
         if first.index.num_events <= STREAM_EVENTS {
-            return rendered(tv::legacy_trace_json(&first.xprof()), notes);
+            return Ok(whole(tv::legacy_trace_json(&first.xprof()), notes));
         }
         let writer = BodyWriter::new(move |sink| tv::write_legacy_trace_json(&first.xprof(), sink));
-        return Ok(TraceBody::Streamed { writer, notes });
+        return Ok(streamed(writer, notes));
     }
     let views: Vec<HostTrace<'_>> = hosts.iter().map(|h| h.xprof()).collect();
     let view = tv::trace_view(&views, &req).map_err(|e| bad("event_name", e.to_string()))?;
@@ -234,14 +236,24 @@ pub fn body(
         if let Some((slot, _)) = slot.filter(|(slot, _)| refresh || !slot.exists()) {
             slot.write_streamed(|out| write_trace_json(&notes, &body, out));
         }
-        return rendered(body, notes);
+        return Ok(whole(body, notes));
     }
     drop(views);
     let writer = BodyWriter::new(move |sink| {
         let views: Vec<HostTrace<'_>> = hosts.iter().map(|h| h.xprof()).collect();
         view.write(&views, &req, sink)
     });
-    Ok(TraceBody::Streamed { writer, notes })
+    Ok(streamed(writer, notes))
+}
+
+/// A whole trace JSON body.
+fn whole(text: String, notes: Vec<String>) -> Answer {
+    Answer::Body { body: Body::Text { content_type: "application/json", text }, notes }
+}
+
+/// A trace JSON body written while it is sent.
+fn streamed(write: BodyWriter, notes: Vec<String>) -> Answer {
+    Answer::Body { body: Body::Stream { content_type: "application/json", write }, notes }
 }
 
 // ---- oxprof's level-of-detail API ------------------------------------------------------
@@ -275,7 +287,7 @@ pub fn view_hosts(
     if files.is_empty() {
         return Err(bad("hosts", "the run has no hosts"));
     }
-    session.host_traces(&files, false)
+    host_traces(session, &files, false)
 }
 
 fn with_hosts<R>(data: &[Arc<HostTraceData>], f: impl FnOnce(&multi::Hosts<'_>) -> R) -> R {
@@ -286,7 +298,7 @@ fn one_host(session: &Session, run: &ServedRun, host: Option<&str>) -> Result<Ar
     let host = host.filter(|h| !h.is_empty() && *h != ALL_HOSTS);
     let files = select_hosts(run, host)?;
     let file = files.first().ok_or_else(|| bad("host", "the run has no hosts"))?;
-    session.host_traces(&[file], false)?.pop().ok_or_else(|| bad("host", "the run has no hosts"))
+    host_traces(session, &[file], false)?.pop().ok_or_else(|| bad("host", "the run has no hosts"))
 }
 
 fn num<T: std::str::FromStr>(params: &BTreeMap<String, String>, key: &str) -> Result<Option<T>, ApiError> {
@@ -508,7 +520,7 @@ pub fn route(
         format!("{sub}?{}", params.join("&"))
     };
     // (A file's identity costs two range reads: only looked up when it may be used.)
-    if let Some(file) = opening.filter(|file| !session.has_trace(file))
+    if let Some(file) = opening.filter(|file| !has_trace(session, file))
         && let Some(body) = session
             .persisted(file, TRACE_VIEW_ENTRY, &view_key(&params))
             .read()
@@ -569,3 +581,43 @@ pub fn route(
         }
     }
 }
+
+/// This family's rows of the registry (`trace_viewer_streaming`, `trace_viewer`).
+pub(crate) const ROWS: &[Tool] = &[
+    Tool {
+        name: ToolId::TRACE_VIEWER_STREAMING.name(),
+        aliases: &[],
+        title: "Trace viewer",
+        summary: "every event of the run on a timeline (XProf's streaming trace JSON; oxprof's LOD API browses all events)",
+        family: Family::Trace,
+        hosts: Hosts::Each,
+        listed: Listed::Always,
+        offered: Offered::AsXprof,
+        page: "trace_viewer",
+        content_type: JSON,
+        compute: Some(Computation::Answer(answer_streaming)),
+        reference: Reference::Xprof,
+        menu: Some(2),
+        device: None,
+        defaults: &[("resolution", DEFAULT_TRACE_RESOLUTION)],
+        superseded_by: None,
+    },
+    Tool {
+        name: ToolId::TRACE_VIEWER.name(),
+        aliases: &[],
+        title: "Trace viewer (legacy JSON)",
+        summary: "XProf's older whole-trace JSON of one host (up to 5 million events)",
+        family: Family::Trace,
+        hosts: Hosts::Each,
+        listed: Listed::Never,
+        offered: Offered::No,
+        page: "trace_viewer",
+        content_type: JSON,
+        compute: Some(Computation::Answer(answer_legacy)),
+        reference: Reference::Own("crates/oxprof-api/tests/golden_trace.rs"),
+        menu: Some(1),
+        device: None,
+        defaults: &[],
+        superseded_by: Some(ToolId::TRACE_VIEWER_STREAMING),
+    },
+];

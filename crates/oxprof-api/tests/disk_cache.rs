@@ -156,8 +156,8 @@ fn trace_viewer_json(session: &oxprof_api::session::Session, params: &[(&str, &s
     let mut request = DataRequest { tool: "trace_viewer@".to_string(), ..Default::default() };
     request.params.insert("resolution".into(), "8000".into());
     request.params.extend(params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let response = oxprof_api::trace::data(session, &run, "trace_viewer@", &request, false).unwrap();
-    (response.body, response.notes)
+    let (body, notes) = oxprof_api::answer::answer(session, &run, &request, false).unwrap().into_body();
+    (String::from_utf8(body.into_bytes()).unwrap(), notes)
 }
 
 #[test]

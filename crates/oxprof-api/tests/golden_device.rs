@@ -159,7 +159,7 @@ fn perf_device_tools_on_a_large_profile() {
     let start = std::time::Instant::now();
     let (session, run) = open_run(&dir, None).unwrap();
     let files = select_hosts(&run, None).unwrap();
-    let analyses = session.host_analyses(&files, false).unwrap();
+    let analyses = oxprof_api::op_stats::host_analyses(&session, &files, false).unwrap();
     let op_stats = combine_hosts(&analyses, StepSelection::All);
     let rss_op_stats = peak_rss_kb();
     eprintln!(

@@ -106,7 +106,7 @@ fn synthetic_run_has_three_rendezvous_per_host() {
 }
 
 /// `perfetto=true` (XProf's Perfetto trace of the DCN collectives) is a binary body, served
-/// by `hlo_tools::binary_output` (`golden_megascale_perfetto.rs`), not the table.
+/// whole by the answer path (`golden_megascale_perfetto.rs`), not a report.
 #[test]
 fn perfetto_trace_is_not_a_text_body() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");

@@ -14,13 +14,23 @@
 
 use common::{external_dir, repo_root};
 use oxprof_api::data::{DataRequest, open_run};
-use oxprof_api::hlo_tools::binary_output;
 use oxprof_wire::perfetto::{DebugAnnotation, Trace, TrackEventType};
 use prost::Message;
 use std::collections::HashMap as FxHashMap;
 use std::io::Read;
 
 use oxprof_testkit::golden as common;
+
+/// The request's body through the one answer path, which must be binary.
+fn binary_body(
+    session: &oxprof_api::session::Session,
+    served: &oxprof_api::catalog::ServedRun,
+    request: &DataRequest,
+) -> Vec<u8> {
+    let answer = oxprof_api::answer::answer(session, served, request, false).unwrap();
+    assert!(answer.is_binary(), "a binary body");
+    answer.into_body().0.into_bytes()
+}
 
 const RUNS: &[(&str, &[&str])] = &[
     ("megascale", &["host0", "host1", "host2"]),
@@ -225,7 +235,7 @@ fn perfetto_trace_equals_xprof_per_host() {
             let label = format!("{run}/{host}");
             let xprof = std::fs::read(dir.join("xprof_out").join(host).join("megascale_stats.perfetto.gz"))
                 .unwrap_or_else(|e| panic!("{label}: no XProf trace ({e}); run scripts/gen-tpu-synthetic.sh"));
-            let ours = binary_output(&session, &served, &request(host)).expect("a binary body").unwrap();
+            let ours = binary_body(&session, &served, &request(host));
             assert_eq!(&ours[..2], &[0x1f, 0x8b], "{label}: gzip, as XProf sends it");
             let expected = flatten(&Trace::decode(&gunzip(&xprof)[..]).unwrap()).unwrap();
             let actual = match flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()) {
@@ -277,7 +287,7 @@ fn perfetto_trace_equals_xprof_on_real_profiles() {
             continue;
         }
         let (session, served) = open_run(&input, None).unwrap();
-        let ours = binary_output(&session, &served, &request(host)).expect("a binary body").unwrap();
+        let ours = binary_body(&session, &served, &request(host));
         let xprof = std::fs::read(kept.join(name).join("megascale_stats.perfetto.gz")).unwrap();
         let expected = flatten(&Trace::decode(&gunzip(&xprof)[..]).unwrap()).unwrap();
         let actual = flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()).unwrap();
@@ -293,7 +303,7 @@ fn all_hosts_answers_the_combined_table_as_xprof_does() {
     for &run in MULTI_HOST_RUNS {
         let dir = repo_root().join("testdata/tpu-synthetic").join(run);
         let (session, served) = open_run(&dir, None).unwrap();
-        let ours = binary_output(&session, &served, &request("ALL_HOSTS")).expect("a binary body").unwrap();
+        let ours = binary_body(&session, &served, &request("ALL_HOSTS"));
         let xprof = std::fs::read(dir.join("xprof_out/ALL_HOSTS/megascale_stats.perfetto.json")).unwrap();
         let rows = |body: &[u8]| {
             let v: serde_json::Value = serde_json::from_slice(body).unwrap();
@@ -311,7 +321,7 @@ fn all_hosts_answers_the_combined_table_as_xprof_does() {
 fn host_trace_has_tpu_tracks_and_runs() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
     let (session, served) = open_run(&dir, None).unwrap();
-    let ours = binary_output(&session, &served, &request("host0")).unwrap().unwrap();
+    let ours = binary_body(&session, &served, &request("host0"));
     let flat = flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()).unwrap();
     let tpu0 = ["2. TPUs", "2. TPUs / /device:TPU:0", "2. TPUs / /device:TPU:0 / 1. Steps"];
     assert_eq!(&flat.tracks[..3], &tpu0.map(String::from), "{:?}", flat.tracks);
@@ -326,7 +336,7 @@ fn host_trace_has_tpu_tracks_and_runs() {
 fn megascale_run_has_flows_folds_and_counters() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale-perfetto");
     let (session, served) = open_run(&dir, None).unwrap();
-    let ours = binary_output(&session, &served, &request("host0")).unwrap().unwrap();
+    let ours = binary_body(&session, &served, &request("host0"));
     let flat = flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()).unwrap();
     for track in ["1. Global Counters / Megascale", "2. TPUs / /device:TPU:1 / Megascale / rv_1 (100002)"] {
         assert!(flat.tracks.iter().any(|t| t == track), "{track}: {:?}", flat.tracks);
@@ -337,7 +347,7 @@ fn megascale_run_has_flows_folds_and_counters() {
     assert_eq!(has("send-done.1 SliceBegin args=[\"flow_in=[flow<"), 4);
     let mut all = request("host0");
     all.params.insert("group_tiny_events".into(), "false".into());
-    let ours = binary_output(&session, &served, &all).unwrap().unwrap();
+    let ours = binary_body(&session, &served, &all);
     let flat = flatten(&Trace::decode(&gunzip(&ours)[..]).unwrap()).unwrap();
     assert!(flat.events.iter().all(|(t, _)| !t.contains("hidden")));
     assert_eq!(flat.events.iter().filter(|(t, _)| t.contains(" fusion.1 ")).count(), 4);
@@ -351,6 +361,7 @@ fn only_perfetto_requests_are_binary() {
     let (session, served) = open_run(&dir, None).unwrap();
     let mut plain = request("host0");
     plain.params.insert("perfetto".into(), "false".into());
-    assert!(binary_output(&session, &served, &plain).is_none());
-    assert!(binary_output(&session, &served, &request("")).unwrap().is_err());
+    let answer = |request: &DataRequest| oxprof_api::answer::answer(&session, &served, request, false);
+    assert!(!answer(&plain).unwrap().is_binary());
+    assert!(answer(&request("")).is_err());
 }

@@ -169,7 +169,7 @@ fn other_tools_are_served_as_oxprof_data_computes_them() {
     // the route answers the same.
     let service = service(&profiles());
     let (name, run) = ("jax_train", "jax_train/2026_11_22_03_01_45");
-    let registered = oxprof_api::registry::TOOLS.iter().filter(|t| t.available()).map(|t| t.name);
+    let registered = oxprof_api::registry::tools().iter().filter(|t| t.available()).map(|t| t.name);
     for tool in registered.filter(|t| !GOLDEN_TOOLS.contains(t)) {
         let response = get(&service, &format!("/data?run={}&tag={}&host=vm", enc(run), enc(tool)));
         let request = DataRequest { tool: tool.to_string(), host: Some("vm".into()), ..Default::default() };

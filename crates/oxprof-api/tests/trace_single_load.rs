@@ -16,7 +16,7 @@ fn concurrent_first_requests_share_one_load() {
     let session = oxprof_api::session::Session::open_local(&file, Default::default()).unwrap();
     let run = session.run(None).unwrap();
     let host = run.hosts.first().unwrap().clone();
-    let host_data = |host| session.host_traces(&[host], false).unwrap().pop().unwrap();
+    let host_data = |host| oxprof_api::trace::host_traces(&session, &[host], false).unwrap().pop().unwrap();
 
     const CALLERS: usize = 4;
     let barrier = Barrier::new(CALLERS);
@@ -59,7 +59,7 @@ fn opstats_after_the_trace_reuse_its_model() {
 
     let session = oxprof_api::session::Session::open_local(&fixture, Default::default()).unwrap();
     let run = session.run(None).unwrap();
-    session.host_traces(&[&run.hosts[0]], false).unwrap();
+    oxprof_api::trace::host_traces(&session, &[&run.hosts[0]], false).unwrap();
     let answered: Vec<String> = tools.iter().map(|tool| body(&session, tool)).collect();
     assert_eq!(answered, expected);
     let counts = session.file_counts();

@@ -3,7 +3,7 @@
 //! column and one row per row.
 
 use oxprof_api::data::{DataRequest, compute, one_shot_session};
-use oxprof_api::registry::{Family, TOOLS};
+use oxprof_api::registry::{Family, tools};
 use std::path::PathBuf;
 
 const PROFILES: &[&str] = &["tf_keras_fit", "tf_custom_loop", "jax_train", "tf_memory", "tf_memory_nobfc"];
@@ -17,7 +17,7 @@ fn every_fixture_table_converts_without_widening() {
         let session = one_shot_session(&path).unwrap();
         let run = session.run(None).unwrap();
         // The trace viewer's output is events, not tables.
-        for tool in TOOLS.iter().filter(|t| t.available() && t.family != Family::Trace) {
+        for tool in tools().iter().filter(|t| t.available() && t.family != Family::Trace) {
             let request = DataRequest { tool: tool.name.into(), ..Default::default() };
             // Tools this profile cannot answer (no HLO, no device) are other tests' business.
             let Ok(report) = compute(&session, &run, &request, false) else { continue };

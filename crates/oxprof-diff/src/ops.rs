@@ -35,6 +35,7 @@
 
 use crate::names::{NameKind, normalize};
 use crate::{Change, DiffOptions, RunReports, one_side_note};
+use oxprof_report::ToolId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -84,10 +85,11 @@ impl OpKind {
     /// The tool whose report this kind comes from.
     pub fn tool(self) -> &'static str {
         match self {
-            OpKind::FrameworkOp => "framework_op_stats",
-            OpKind::Kernel => "kernel_stats",
-            OpKind::HloOp => "hlo_stats",
+            OpKind::FrameworkOp => ToolId::FRAMEWORK_OP_STATS,
+            OpKind::Kernel => ToolId::KERNEL_STATS,
+            OpKind::HloOp => ToolId::HLO_STATS,
         }
+        .name()
     }
 }
 
@@ -351,7 +353,7 @@ pub fn compare_all(a: &RunReports, b: &RunReports, options: &DiffOptions) -> (Ve
             (Some(ta), Some(tb)) => diffs.push(compare(kind, basis, ta, tb, pytorch, options)),
             (None, None) => {}
             (ta, tb) => {
-                let tool = if pytorch { "pytorch_op_stats" } else { kind.tool() };
+                let tool = if pytorch { ToolId::PYTORCH_OP_STATS.name() } else { kind.tool() };
                 notes.push(one_side_note(&format!("{} ({tool})", kind.plural()), ta.is_some(), tb.is_some()))
             }
         }

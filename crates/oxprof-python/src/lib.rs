@@ -29,7 +29,7 @@ use pyo3::types::PyDict;
 #[pyfunction]
 fn tools(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     let mut out = Vec::new();
-    for tool in oxprof_api::registry::TOOLS.iter().filter(|t| t.available()) {
+    for tool in oxprof_api::registry::tools().iter().filter(|t| t.available()) {
         let dict = PyDict::new(py);
         dict.set_item("name", tool.name)?;
         dict.set_item("aliases", tool.aliases.to_vec())?;

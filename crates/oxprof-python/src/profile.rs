@@ -7,9 +7,10 @@
 use crate::cache;
 use crate::errors::{api_error, raise};
 use crate::report::{NativeReport, Output};
-use oxprof_api::data::{self, DataRequest};
+use oxprof_api::answer;
+use oxprof_api::data::DataRequest;
 use oxprof_api::session::{Session, SessionOptions};
-use oxprof_api::{ApiError, DiskCache, LoadLimits, hlo_tools, registry};
+use oxprof_api::{ApiError, DiskCache, LoadLimits, registry};
 use oxprof_format::DiscoveryError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -100,10 +101,11 @@ impl NativeProfile {
         let session = &self.session;
         let computed = py.detach(|| -> Result<(String, Output), ApiError> {
             let served = session.run(request.run.as_deref())?;
-            if let Some(bytes) = hlo_tools::binary_output(session, &served, &request) {
-                return Ok((served.name, Output::Binary(bytes?)));
+            let answer = answer::answer(session, &served, &request, false)?;
+            if answer.is_binary() {
+                return Ok((served.name, Output::Binary(answer.into_body().0.into_bytes())));
             }
-            let report = data::compute(session, &served, &request, false)?;
+            let report = answer.into_report()?;
             Ok((served.name, Output::Report(report)))
         });
         let (run, output) = computed.map_err(|e| api_error(py, e))?;

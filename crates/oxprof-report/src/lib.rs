@@ -12,9 +12,12 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod tool_id;
+
 use oxprof_wire::datatable::{CellValue, ColumnType, DataTable};
 use serde::Serialize;
 use serde_json::Value;
+pub use tool_id::ToolId;
 
 /// A body as XProf's server sends it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +65,37 @@ pub enum Body {
     },
 }
 
-/// Writes a [`Body::Stream`] into a sink.
-pub type BodyWriter = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>;
+/// Writes a [`Body::Stream`] into a sink: a closure that owns what it reads (e.g. `Arc`s
+/// of decoded profiles), for bodies too large to build in memory.
+pub struct BodyWriter(Box<WriteBody>);
+
+type WriteBody = dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send;
+
+impl BodyWriter {
+    /// A body written by `write`.
+    pub fn new(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static) -> Self {
+        BodyWriter(Box::new(write))
+    }
+
+    /// Writes the body to `sink` (an error: the sink failed, e.g. the client went away).
+    pub fn write_to(self, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+        (self.0)(sink)
+    }
+
+    /// The whole body in memory (tests, reports of a streamed body).
+    pub fn into_bytes(self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing into memory cannot fail.
+        let _ = self.write_to(&mut out);
+        out
+    }
+}
+
+impl std::fmt::Debug for BodyWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodyWriter")
+    }
+}
 
 impl Body {
     /// Its MIME type.
@@ -75,12 +107,21 @@ impl Body {
         }
     }
 
+    /// The whole body in memory (a stream is written into it).
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Body::Text { text, .. } => text.into_bytes(),
+            Body::Bytes { bytes, .. } => bytes,
+            Body::Stream { write, .. } => write.into_bytes(),
+        }
+    }
+
     /// Writes the body into `sink`, whatever its kind.
     pub fn write_to(self, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
         match self {
             Body::Text { text, .. } => sink.write_all(text.as_bytes()),
             Body::Bytes { bytes, .. } => sink.write_all(&bytes),
-            Body::Stream { write, .. } => write(sink),
+            Body::Stream { write, .. } => write.write_to(sink),
         }
     }
 }
@@ -358,7 +399,7 @@ mod tests {
         let bodies = [
             Body::from(XprofBody::json("{}".into())),
             Body::Bytes { content_type: "application/octet-stream", bytes: b"{}".to_vec() },
-            Body::Stream { content_type: "text/plain", write: Box::new(|sink| sink.write_all(b"{}")) },
+            Body::Stream { content_type: "text/plain", write: BodyWriter::new(|sink| sink.write_all(b"{}")) },
         ];
         let types: Vec<&str> = bodies.iter().map(Body::content_type).collect();
         assert_eq!(types, ["application/json", "application/octet-stream", "text/plain"]);

@@ -214,7 +214,7 @@ fn write_tool_tables(
     key: HostKey<'_>,
     partition: &dyn Fn(&TableDef) -> PathBuf,
 ) -> Result<ExportSummary, SqlError> {
-    session.host_analysis_of_decoded(file, space).map_err(SqlError::profile)?;
+    oxprof_api::op_stats::host_analysis_of_decoded(session, file, space).map_err(SqlError::profile)?;
     let mut summary = ExportSummary::default();
     for def in TABLES.iter() {
         let Source::Tool { tool, table } = def.source else { continue };

@@ -482,7 +482,7 @@ fn parse_tool(name: &str) -> Result<String, String> {
 /// The tool argument's long help: every tool of the registry with what it shows.
 fn tools_help() -> String {
     let mut help = String::from("The tool (XProf's name):\n");
-    for tool in oxprof_api::registry::TOOLS.iter().filter(|t| t.available()) {
+    for tool in oxprof_api::registry::tools().iter().filter(|t| t.available()) {
         help.push_str(&format!("  {:<28} {}: {}\n", tool.name, tool.title, tool.summary));
     }
     help
@@ -700,44 +700,30 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             };
             let session = oxprof_api::data::local_session(&path, options)?;
             let served = session.run(request.run.as_deref())?;
-            if let Some(bytes) = oxprof_api::hlo_tools::binary_output(&session, &served, &request) {
-                // A binary body (graph_viewer type=pb) is written as is.
+            let answer = oxprof_api::answer::answer(&session, &served, &request, false)?;
+            let binary = answer.is_binary();
+            if format == Format::Json || binary {
+                // Written as it is (a large trace while it is rendered; a binary body
+                // without a line end).
                 use std::io::Write;
-                stdout::stdout().write_all(&bytes?).context("cannot write to stdout")?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let is_trace = oxprof_api::registry::find(&request.tool)
-                .is_some_and(|t| t.family == oxprof_api::registry::Family::Trace);
-            if is_trace && format == Format::Json {
-                // A whole trace can be hundreds of MB: written while it is rendered.
-                use std::io::Write;
-                let body = oxprof_api::trace::body(&session, &served, &request.tool, &request, false)?;
+                let (body, notes) = answer.into_body();
                 let mut stdout = stdout::stdout();
-                let notes = match body {
-                    oxprof_api::trace::TraceBody::Rendered(response) => {
-                        stdout.write_all(response.body.as_bytes()).context("cannot write to stdout")?;
-                        response.notes
-                    }
-                    oxprof_api::trace::TraceBody::Streamed { writer, notes } => {
-                        writer.write_to(&mut stdout).context("cannot write to stdout")?;
-                        notes
-                    }
-                };
-                writeln!(stdout).context("cannot write to stdout")?;
+                body.write_to(&mut stdout).context("cannot write to stdout")?;
+                if !binary {
+                    writeln!(stdout).context("cannot write to stdout")?;
+                }
                 print_notes(&notes);
                 return Ok(ExitCode::SUCCESS);
             }
-            if is_trace && matches!(format, Format::Csv | Format::Md) {
+            if answer.report().is_none() && matches!(format, Format::Csv | Format::Md) {
                 // Events, not tables: said without rendering a whole trace.
                 anyhow::bail!(no_table_message(&request.tool, "to show as a table"));
             }
-            let report = oxprof_api::data::compute(&session, &served, &request, false)?;
+            let report = answer.into_report()?;
             let notes = report.notes();
             match format {
-                Format::Json => {
-                    outln!("{}", report.xprof_body().text)?;
-                    print_notes(&notes);
-                }
+                // Written above, as it is.
+                Format::Json => {}
                 Format::Report => {
                     outln!("{}", serde_json::to_string_pretty(&report.to_json())?)?;
                     print_notes(&notes);

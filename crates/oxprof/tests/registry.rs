@@ -1,10 +1,10 @@
-//! Every tool of the registry (`oxprof_api::registry::TOOLS`) reaches every place that
+//! Every tool of the registry (`oxprof_api::registry::tools()`) reaches every place that
 //! lists tools: the CLI's help and parser, `/oxprof/api/info`, XProf's `/run_tools` rules,
 //! the golden tests' expected outputs, and the web UI's pages. Adding a row without the
 //! rest fails here.
 
 use oxprof_api::http::{NoAssets, Service, ServiceOptions};
-use oxprof_api::registry::{Listed, Offered, Reference, TOOLS};
+use oxprof_api::registry::{Listed, Offered, Reference, tools};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ fn repo_root() -> PathBuf {
 fn the_cli_knows_every_tool() {
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_oxprof")).args(["data", "--help"]).output().unwrap();
     let help = String::from_utf8(help.stdout).unwrap();
-    for tool in TOOLS.iter().filter(|t| t.available()) {
+    for tool in tools().iter().filter(|t| t.available()) {
         assert!(help.contains(tool.name) && help.contains(tool.title), "`oxprof data --help` lacks {}", tool.name);
     }
 }
@@ -26,7 +26,7 @@ fn the_server_lists_every_tool() {
     let service = Service::new(ServiceOptions::new(repo_root().join("testdata/profiles")), Arc::new(NoAssets)).unwrap();
     let info = service.handle("GET", "/oxprof/api/info", "").body_json().unwrap();
     let listed: Vec<&str> = info["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    for tool in TOOLS {
+    for tool in tools() {
         assert!(listed.contains(&tool.name), "/oxprof/api/info lacks {}", tool.name);
     }
 }
@@ -53,7 +53,7 @@ fn xprofs_run_tools_rules_cover_every_listed_tool() {
     )
     .unwrap();
     let listed = oxprof_api::http::available_tools(&everything);
-    for tool in TOOLS.iter().filter(|t| t.listed != Listed::Never) {
+    for tool in tools().iter().filter(|t| t.listed != Listed::Never) {
         assert!(listed.contains(&tool.name), "/run_tools never lists {}", tool.name);
     }
 }
@@ -66,7 +66,7 @@ fn every_computed_tool_has_expected_outputs() {
         let Ok(outputs) = std::fs::read_dir(profile.path().join("xprof_out")) else { continue };
         recorded.extend(outputs.flatten().map(|f| f.file_name().to_string_lossy().into_owned()));
     }
-    for tool in TOOLS.iter().filter(|t| t.available()) {
+    for tool in tools().iter().filter(|t| t.available()) {
         match tool.reference {
             Reference::Xprof => {
                 let prefix = format!("{}.", tool.name);
@@ -89,7 +89,7 @@ fn every_computed_tool_has_expected_outputs() {
 #[test]
 fn the_ui_has_a_page_for_every_offered_tool() {
     let pages = std::fs::read_to_string(repo_root().join("ui/src/pages/index.ts")).unwrap();
-    for tool in TOOLS.iter().filter(|t| t.offered != Offered::No) {
+    for tool in tools().iter().filter(|t| t.offered != Offered::No) {
         let key = if tool.page.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             format!("  {}:", tool.page)
         } else {

@@ -1,6 +1,6 @@
 // Which page shows which tool; tools without a dedicated page get the generic one.
 
-import type { Page } from '../page';
+import { pageIdOf, type Page } from '../page';
 import { megascaleStatsPage, perfCountersPage, smartSuggestionPage, utilizationViewerPage } from './counters';
 import { frameworkOpStatsPage } from './framework_op_stats';
 import { genericPage, noDataPage } from './generic';
@@ -21,6 +21,7 @@ import { rooflinePage } from './roofline';
 import { tfDataPage } from './tf_data';
 import { traceViewerPage } from './trace_viewer';
 
+/** Pages by the registry's `page` id (XProf's legacy tool names kept for old links). */
 const PAGES: Record<string, Page> = {
   overview_page: overviewPage,
   input_pipeline_analyzer: inputPipelinePage,
@@ -40,6 +41,7 @@ const PAGES: Record<string, Page> = {
   pytorch_op_stats: pytorchOpStatsPage,
   pytorch_memory: pytorchMemoryPage,
   pytorch_modules: pytorchModulesPage,
+  // Before the registry's rows are learned (tests that open a page directly).
   pytorch_kernel_stats: kernelStatsPage,
   hta_distributed: htaDistributedPage,
   hta_gpu_idle: htaGpuIdlePage,
@@ -66,8 +68,10 @@ export function toolNeedsNoData(tool: string): boolean {
   return NO_DATA_TOOLS.has(tool);
 }
 
+/** The page of `tool`, by the registry's `page` column (legacy names and the query page by their own). */
 export function pageFor(tool: string): Page {
-  if (SELF_LOADING[tool]) return SELF_LOADING[tool];
+  const id = pageIdOf(tool);
+  if (SELF_LOADING[id]) return SELF_LOADING[id];
   if (NO_DATA_TOOLS.has(tool)) return noDataPage;
-  return PAGES[tool] ?? genericPage;
+  return PAGES[id] ?? genericPage;
 }

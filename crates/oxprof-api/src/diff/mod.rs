@@ -33,7 +33,8 @@ pub mod markdown;
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::data::{ALL_HOSTS, local_session, select_hosts};
+use crate::data::local_session;
+use crate::request::{ALL_HOSTS, select_hosts};
 use crate::session::{Session, SessionOptions};
 use oxprof_diff::summary::{Summary, SummaryLimits};
 use oxprof_diff::{DiffOptions, RunDiff, RunReports, Source};
@@ -101,7 +102,7 @@ pub fn run_reports(
     refresh: bool,
 ) -> Result<RunReports, ApiError> {
     let files = select_hosts(run, selection(host))?;
-    let analyses = session.host_analyses(&files, refresh)?;
+    let analyses = crate::op_stats::host_analyses(session, &files, refresh)?;
     let all_steps = combine_hosts(&analyses, StepSelection::All);
     let xprof_steps = combine_hosts(&analyses, StepSelection::DropIncomplete);
     let ((overview, framework), (kernels, hlo)) = rayon::join(
@@ -140,7 +141,8 @@ fn pytorch_reports(session: &Session, files: &[&HostFile], refresh: bool) -> Res
     if !is_kineto {
         return Ok((None, None, Vec::new()));
     }
-    let parsed = session.host_pytorch(&[*first], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
+    let parsed =
+        crate::pytorch::host_pytorch(session, &[*first], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
     if !parsed.is_pytorch() {
         return Ok((None, None, Vec::new()));
     }

@@ -296,18 +296,29 @@ pub fn hlo_stats_data_table(records: &[HloStatsRecord]) -> DataTable {
     table
 }
 
-/// The device tools (`kernel_stats`, `op_profile`, `hlo_stats`, `roofline_model`).
-pub const DEVICE_TOOLS: &[&str] = &["kernel_stats", "op_profile", "hlo_stats", "roofline_model"];
+/// What a device tool shows (a registry column): its notes depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceTool {
+    /// The device's kernels (`kernel_stats`).
+    Kernels,
+    /// The device's XLA ops, named from the HLO protos (`op_profile`, `hlo_stats`,
+    /// `roofline_model`).
+    XlaOps,
+}
 
 /// oxprof's notes for users on a device tool's output that XProf leaves unexplained: a
 /// profile without GPU/TPU, or device kernels without XLA ops (no HLO protos in the
 /// profile, or TensorFlow without XLA), which leaves the HLO-based tools with only IDLE.
-pub fn device_tool_notes(tool: &str, op_stats: &OpStats) -> Vec<String> {
+///
+/// `tool` names the tool in the notes; `device` is what it shows (`None`: not a device
+/// tool, no notes).
+pub fn device_tool_notes(tool: &str, device: Option<DeviceTool>, op_stats: &OpStats) -> Vec<String> {
     use crate::op_stats::HardwareType;
     use crate::op_stats::op_metrics_db::is_idle_op;
-    if !DEVICE_TOOLS.contains(&tool) {
+    let Some(device) = device else {
         return Vec::new();
-    }
+    };
     let hardware = op_stats.run_environment.hardware_type;
     if !matches!(hardware, HardwareType::Gpu | HardwareType::Tpu) {
         return vec![format!(
@@ -317,7 +328,7 @@ pub fn device_tool_notes(tool: &str, op_stats: &OpStats) -> Vec<String> {
     let db = &op_stats.device_op_metrics_db;
     let has_xla_ops = db.metrics_db.iter().any(|op| !is_idle_op(op) && op.hlo_module_id != 0);
     let has_kernels = !op_stats.kernel_stats_db.reports.is_empty();
-    if tool != "kernel_stats" && !has_xla_ops && has_kernels {
+    if device == DeviceTool::XlaOps && !has_xla_ops && has_kernels {
         return vec![format!(
             "{tool}: the device ran {} kernel report(s) but no XLA op could be named: the profile carries no HLO \
              protos for them (or the program ran without XLA), so XProf skips their kernels here and shows only \
@@ -327,7 +338,7 @@ pub fn device_tool_notes(tool: &str, op_stats: &OpStats) -> Vec<String> {
     }
     let unnamed =
         db.metrics_db.iter().filter(|op| !is_idle_op(op) && op.hlo_module_id != 0 && op.long_name.is_empty()).count();
-    if tool != "kernel_stats" && unnamed > 0 {
+    if device == DeviceTool::XlaOps && unnamed > 0 {
         return vec![format!(
             "{tool}: {unnamed} XLA op(s) have no HLO text (their module's HLO proto is missing), so their category, \
              FLOPs and bytes are unknown and their rates show as 0."

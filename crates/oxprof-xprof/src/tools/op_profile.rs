@@ -1042,7 +1042,7 @@ mod tests {
         assert_eq!(roofline.records.len(), 2 * 5);
         assert_eq!(roofline.records[0].hlo_name, "Program");
         assert!(roofline.records[0].include_infeed_outfeed && !roofline.records[5].include_infeed_outfeed);
-        assert!(hlo_stats::device_tool_notes("op_profile", &op_stats).is_empty());
+        assert!(hlo_stats::device_tool_notes("op_profile", Some(hlo_stats::DeviceTool::XlaOps), &op_stats).is_empty());
     }
 
     #[test]
@@ -1053,10 +1053,12 @@ mod tests {
         assert_eq!(profile.tree.name, "IDLE", "a root with the IDLE op only is replaced by it, as in XProf");
         assert!(profile.tree_exclude_idle.children.is_empty());
         assert!(hlo_stats::hlo_stats_records(&op_stats).is_empty());
-        let notes = hlo_stats::device_tool_notes("hlo_stats", &op_stats);
+        let notes = hlo_stats::device_tool_notes("hlo_stats", Some(hlo_stats::DeviceTool::XlaOps), &op_stats);
         assert_eq!(notes.len(), 1);
         assert!(notes[0].contains("no HLO"), "{notes:?}");
-        assert!(hlo_stats::device_tool_notes("kernel_stats", &op_stats).is_empty());
+        assert!(
+            hlo_stats::device_tool_notes("kernel_stats", Some(hlo_stats::DeviceTool::Kernels), &op_stats).is_empty()
+        );
     }
 
     #[test]
@@ -1077,7 +1079,7 @@ mod tests {
         assert_eq!(kernel_stats::kernel_stats(&cpu), read("kernel_stats.json"));
         assert_eq!(hlo_stats::hlo_stats(&cpu), read("hlo_stats.json"));
         assert_eq!(roofline_model::roofline_model(&cpu), read("roofline_model.json"));
-        assert_eq!(hlo_stats::device_tool_notes("roofline_model", &cpu).len(), 1);
+        assert_eq!(hlo_stats::device_tool_notes("roofline_model", Some(hlo_stats::DeviceTool::XlaOps), &cpu).len(), 1);
     }
 
     /// A fusion's fused instructions (TPU OpStats carry them, nested ones too) hang below
