@@ -58,6 +58,9 @@ fi
 step "synthetic TPU profiles: testdata/tpu-synthetic is what its generators write"
 bash scripts/gen-tpu-synthetic.sh --check
 
+step "explain's evaluation set: testdata/explain is what its generator writes"
+python3 scripts/gen-explain-evalset.py --check
+
 step "Perfetto traces (megascale_stats perfetto=true) read with Perfetto's schema (venv cached)"
 bash scripts/check-perfetto-trace.sh
 

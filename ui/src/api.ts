@@ -112,6 +112,28 @@ export interface Api {
   capture?(params: Params): Promise<CaptureReply>;
   /** `/oxprof/api/diff` (JSON): the comparison of two runs (absent in tests that do not need it). */
   diff?(params: Params): Promise<unknown>;
+  /** `/oxprof/api/explain` (JSON, schema `oxprof.explain/1`): what bounds a run (absent in tests that do not need it). */
+  explain?(run: string, host: string): Promise<Explanation>;
+}
+
+/** One finding of `oxprof explain` (the fields the UI shows). */
+export interface Finding {
+  id: string;
+  title: string;
+  severity: 'info' | 'warning' | 'critical';
+  time_at_stake_ms: number;
+  percent_of_step: number;
+  evidence: string[];
+  suggestion: string;
+  see: string;
+}
+
+/** `oxprof explain`'s answer (the fields the UI shows). */
+export interface Explanation {
+  schema: string;
+  bound_by: string | null;
+  findings: Finding[];
+  checked: string[];
 }
 
 /** XProf's `/config`. */
@@ -188,6 +210,7 @@ export const serverApi: Api = {
     buildUrl(`${PROFILE_PREFIX}/data_csv`, { run, tag: tool, host, ...params }),
   config: () => getJson<ProfileConfig>(`${PROFILE_PREFIX}/config`),
   diff: (params) => getJson<unknown>(buildUrl('/oxprof/api/diff', params)),
+  explain: (run, host) => getJson<Explanation>(buildUrl('/oxprof/api/explain', { run, host })),
   capture: async (params) => {
     const url = buildUrl(`${PROFILE_PREFIX}/capture_profile`, params);
     let response: Response;

@@ -28,9 +28,8 @@ pub fn answer(session: &Session, run: &ServedRun, request: &DataRequest, refresh
     };
     match computation {
         Computation::OpStats { steps, report } => {
-            let (op_stats, notes, _) =
-                crate::op_stats::op_stats_of(session, run, request, refresh, steps, tool.device)?;
-            Ok(Answer::Report(with_notes(report(&op_stats, &request.params), notes)))
+            let combined = crate::op_stats::op_stats_of(session, run, request, refresh, steps, tool.device)?;
+            Ok(Answer::Report(with_notes(report(&combined.op_stats, &request.params), combined.notes)))
         }
         Computation::Custom(compute) => Ok(Answer::Report(compute(session, run, request, refresh)?)),
         Computation::Answer(answer) => answer(session, run, request, refresh),

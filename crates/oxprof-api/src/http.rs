@@ -509,6 +509,17 @@ impl Service {
         Ok(HttpResponse::python_json(&json!(names)))
     }
 
+    /// The run a request names and its host selection (`host`, `ALL_HOSTS` or none: every
+    /// host), both checked, for routes the binary adds ([`Service::with_route`]).
+    pub fn run_and_host(&self, q: &Query) -> Result<(ServedRun, Option<String>), HttpError> {
+        let run = self.run_of(q)?;
+        let host = q.get_nonempty("host").filter(|h| *h != ALL_HOSTS);
+        if let Some(host) = host {
+            query::check_plain_name("host", host)?;
+        }
+        Ok((run, host.map(str::to_string)))
+    }
+
     /// The run a request names (`run`, optionally within `session_path` / `run_path`).
     fn run_of(&self, q: &Query) -> Result<ServedRun, HttpError> {
         let name = q.get_nonempty("run");

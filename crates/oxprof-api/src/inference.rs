@@ -66,12 +66,12 @@ pub(crate) fn overview(
     request: &DataRequest,
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
-    let (op_stats, notes, analyses) = op_stats_of(session, run, request, refresh, StepSelection::DropIncomplete, None)?;
-    let mut page = OverviewPage::from_op_stats(&op_stats);
-    if !op_stats.run_environment.is_training {
-        page.inference_latency = inference_latency(&combined(&analyses));
+    let all = op_stats_of(session, run, request, refresh, StepSelection::DropIncomplete, None)?;
+    let mut page = OverviewPage::from_op_stats(&all.op_stats);
+    if !all.op_stats.run_environment.is_training {
+        page.inference_latency = inference_latency(&combined(&all.analyses));
     }
-    Ok(with_notes(Box::new(page), notes))
+    Ok(with_notes(Box::new(page), all.notes))
 }
 
 /// This family's rows of the registry (`overview_page`, `inference_profile`).

@@ -112,6 +112,29 @@ pub fn host_analysis_of_decoded(
     analyses.into_iter().next().ok_or(ApiError::Panicked)
 }
 
+/// The selected hosts' OpStats combined with `steps`, and their analyses: the typed entry
+/// point beside the rows (comparisons and `oxprof explain` read OpStats directly).
+pub fn combined_op_stats(
+    session: &Session,
+    run: &ServedRun,
+    host: Option<&str>,
+    steps: StepSelection,
+) -> Result<(OpStats, Vec<Arc<HostAnalysis>>), ApiError> {
+    let files = select_hosts(run, host)?;
+    let analyses = host_analyses(session, &files, false)?;
+    Ok((combine_hosts(&analyses, steps), analyses))
+}
+
+/// The OpStats of the selected hosts combined, with oxprof's notes and the hosts' analyses.
+pub(crate) struct Combined {
+    /// The combined OpStats.
+    pub op_stats: OpStats,
+    /// Notes on the hosts and on the device tools.
+    pub notes: Vec<String>,
+    /// Each selected host's analysis.
+    pub analyses: Vec<Arc<HostAnalysis>>,
+}
+
 /// The OpStats the OpStats tools read: each host's analysis (kept by the session),
 /// combined with the step database the tool reads, and oxprof's notes on the hosts and on
 /// the device tools; and the analyses themselves.
@@ -122,13 +145,13 @@ pub(crate) fn op_stats_of(
     refresh: bool,
     steps: StepSelection,
     device: Option<DeviceTool>,
-) -> Result<(OpStats, Vec<String>, Vec<Arc<HostAnalysis>>), ApiError> {
+) -> Result<Combined, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
     let analyses = host_analyses(session, &files, refresh)?;
     let op_stats = combine_hosts(&analyses, steps);
     let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
     notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(&request.tool, device, &op_stats));
-    Ok((op_stats, notes, analyses))
+    Ok(Combined { op_stats, notes, analyses })
 }
 
 fn host_notes(host: &str, analysis: &HostAnalysis) -> Vec<String> {

@@ -179,6 +179,7 @@ async fn start_with(
     };
     #[cfg(feature = "sql")]
     let service = with_sql_routes(service);
+    let service = with_explain_route(service);
     // Requests hyper refuses itself (a URL past 64 KiB) get the service's headers too.
     let listener = too_long::Listener::new(listener, &service);
     let service = Arc::new(service);
@@ -401,6 +402,21 @@ fn capture_logdir(root: &std::path::Path, demo: bool) -> Option<PathBuf> {
         name.ends_with(".xplane.pb") || name.ends_with(".xplane.pb.gz")
     });
     (!is_run).then(|| root.to_path_buf())
+}
+
+/// `/oxprof/api/explain?run=&host=`: what bounds a run (`oxprof explain`'s JSON, schema
+/// `oxprof.explain/1`), from the service's session (its cached analyses).
+fn with_explain_route(service: Service) -> Service {
+    service.with_route(
+        "/explain",
+        Box::new(|service, q| {
+            let (run, host) = service.run_and_host(q)?;
+            let explanation = oxprof_explain::explain(service.session(), &run, host.as_deref())?;
+            // Plain data: serializing it cannot fail (a non-finite number becomes null).
+            let value = serde_json::to_value(&explanation).unwrap_or_default();
+            Ok(HttpResponse::json(200, &value))
+        }),
+    )
 }
 
 /// SQL over the served runs (`/oxprof/api/query`, `/query/schema`), read through the

@@ -249,3 +249,25 @@ fn a_large_trace_body_is_streamed() {
     assert!(default.text() == oxprof_api::data::data(logdir.path(), &at_8000).unwrap().body);
     rt.block_on(server.shutdown()).unwrap();
 }
+
+/// `/oxprof/api/explain`: the explanation `oxprof explain --format json` prints, for a run
+/// and host the request names; a bad host name is a 400 and an unknown run a 404.
+#[test]
+fn the_explain_route_answers_as_the_cli() {
+    let rt = runtime();
+    let dir = repo_root().join("testdata/profiles/tf_custom_loop");
+    let server = rt.block_on(start(options(Some(dir.clone())))).unwrap();
+    let addr = server.addr;
+    let reply = request(addr, "GET", "/oxprof/api/explain", true);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let json = reply.json();
+    assert_eq!(json["schema"], "oxprof.explain/1");
+    assert_eq!(json["findings"][0]["id"], "input_bound");
+    let session = oxprof_api::data::one_shot_session(&dir).unwrap();
+    let run = session.run(None).unwrap();
+    let cli = serde_json::to_value(oxprof_explain::explain(&session, &run, None).unwrap()).unwrap();
+    assert_eq!(json, cli);
+    assert_eq!(request(addr, "GET", "/oxprof/api/explain?host=..%2Fx", true).status, 400);
+    assert_eq!(request(addr, "GET", "/oxprof/api/explain?run=no_such_run", true).status, 404);
+    rt.block_on(server.shutdown()).unwrap();
+}

@@ -62,6 +62,34 @@ enum Command {
         #[command(flatten)]
         cache: AnalysisCacheArgs,
     },
+    /// Say what bounds a run, in one screen: the step time and its breakdown, each detector's
+    /// finding ranked by the time it costs (with evidence and the next action), the top ops
+    /// and the memory peak. Works on XSpace runs (TensorFlow, JAX) and PyTorch traces.
+    ///
+    /// Exit code 0, or 1 when a finding is at or above --fail-on; 2 on bad input.
+    Explain {
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too).
+        path: PathBuf,
+        /// Run name (default: the newest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// One host (default: every host of the run).
+        #[arg(long)]
+        host: Option<String>,
+        /// Markdown for people, or JSON (schema `oxprof.explain/1`, see the manual) for scripts and agents.
+        #[arg(long, value_enum, default_value_t = ExplainFormat::Md)]
+        format: ExplainFormat,
+        /// Most bytes of Markdown to print (sections past it are counted, not printed).
+        #[arg(long, default_value_t = 16 * 1024)]
+        budget: usize,
+        /// Exit with 1 when a finding is at least this severe.
+        #[arg(long, value_enum)]
+        fail_on: Option<FailOn>,
+        #[command(flatten)]
+        input: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
     /// Compare two runs: step time and its breakdown (with a noise test), framework ops,
     /// GPU kernels, HLO ops, memory and the input pipeline; gates for CI.
     ///
@@ -359,6 +387,26 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// Output formats of `oxprof data`.
+/// `oxprof explain`'s output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ExplainFormat {
+    /// One screen of Markdown.
+    Md,
+    /// The explanation as JSON (schema `oxprof.explain/1`).
+    Json,
+}
+
+/// A finding severity for `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    /// Any finding.
+    Info,
+    /// A warning or worse.
+    Warning,
+    /// A critical finding.
+    Critical,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     /// The body XProf's server returns.
@@ -690,6 +738,29 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             })
             .context("cannot serve")?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { path, run, host, format, budget, fail_on, input, cache } => {
+            let options = oxprof_api::session::SessionOptions {
+                limits: input.limits(),
+                disk_cache: cache.open(),
+                ..oxprof_api::session::SessionOptions::one_shot()
+            };
+            let session = oxprof_api::data::local_session(&path, options)?;
+            let served = session.run(run.as_deref())?;
+            let explanation = oxprof_explain::explain(&session, &served, host.as_deref())?;
+            match format {
+                ExplainFormat::Md => out!("{}", oxprof_explain::render_markdown(&explanation, budget))?,
+                ExplainFormat::Json => outln!("{}", serde_json::to_string_pretty(&explanation)?)?,
+            }
+            let failed = fail_on.is_some_and(|at| {
+                let at = match at {
+                    FailOn::Info => oxprof_explain::Severity::Info,
+                    FailOn::Warning => oxprof_explain::Severity::Warning,
+                    FailOn::Critical => oxprof_explain::Severity::Critical,
+                };
+                explanation.findings.iter().any(|f| f.severity >= at)
+            });
+            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Data { tool, path, run, host, params, format, budget, cache } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };

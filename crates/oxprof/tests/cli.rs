@@ -460,3 +460,25 @@ fn processes_share_the_persistent_analysis_cache() {
     assert!(cleared.stdout.contains("removed 1 entries"), "{}", cleared.stdout);
     assert!(oxprof(&["cache", "info", "--cache-dir", cache]).stdout.contains(": 0 entries"));
 }
+
+/// `oxprof explain`: the JSON names its schema and ranks the findings; `--fail-on` sets
+/// the exit code; the Markdown leads with what bounds the run.
+#[test]
+fn explain_names_the_bottleneck_and_gates_on_severity() {
+    let input_bound = "testdata/profiles/tf_custom_loop";
+    let out = oxprof(&["explain", input_bound, "--format", "json", "--no-cache"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["schema"], "oxprof.explain/1");
+    assert_eq!(json["bound_by"], "input");
+    assert_eq!(json["findings"][0]["id"], "input_bound");
+    assert_eq!(json["findings"][0]["severity"], "critical");
+    let md = oxprof(&["explain", input_bound, "--no-cache"]);
+    assert!(md.stdout.contains("**Bound by input**"), "{}", md.stdout);
+    assert_eq!(oxprof(&["explain", input_bound, "--fail-on", "warning", "--no-cache"]).code, 1);
+    let healthy = oxprof(&["explain", "testdata/profiles/jax_train", "--fail-on", "warning", "--no-cache"]);
+    assert_eq!(healthy.code, 0, "{}", healthy.stdout);
+    let missing = oxprof(&["explain", "testdata/no/such/dir"]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert_eq!(missing.stderr.lines().count(), 1, "{}", missing.stderr);
+}

@@ -11,6 +11,7 @@ import { finiteText, formatMillis } from '../format';
 import { type PageContext, notesSayNoSteps } from '../page';
 import { tpuTrainingSummary } from './overview_tpu';
 import { smartSuggestionsSection } from './counters';
+import { findingsCard } from '../components/findings';
 
 /** ` (σ S<unit>)` after an average, or nothing when XProf's σ is not a number (`-nan`). */
 export function sigmaSuffix(sdv: string | undefined, unit: string): string {
@@ -65,6 +66,8 @@ export function overviewPage(ctx: PageContext): HTMLElement {
   const page = h('div', { class: 'page overview', 'data-page': 'overview_page' });
   const diag = diagnosticsBox(diagnostics, noStepsNoted ? NO_STEP_DIAGNOSTIC : undefined);
   if (diag) page.append(diag);
+  const findings = findingsCard(ctx);
+  if (findings) page.append(findings);
 
   // Performance summary.
   const metrics = h('div', { class: 'metrics' });

@@ -2,6 +2,7 @@
 // server sends each view's tables as DataTables named by their `name` property
 // (`crates/oxprof-pytorch/src/`); these pages chart and list them.
 
+import { findingsCard } from '../components/findings';
 import { categoryColor, chartElement, PALETTE } from '../components/chart';
 import { card } from '../components/common';
 import { renderTable } from '../components/table';
@@ -65,6 +66,8 @@ function recommendation(text: string): HTMLElement {
 
 export function pytorchOverviewPage(ctx: PageContext): HTMLElement {
   const page = h('div', { class: 'page pytorch-overview', 'data-page': 'pytorch_overview' });
+  const findings = findingsCard(ctx);
+  if (findings) page.append(findings);
   const steps = named(ctx, 'step_breakdown');
   const gpus = named(ctx, 'gpus');
   const recs = named(ctx, 'recommendations');

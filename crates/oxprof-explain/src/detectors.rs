@@ -1,0 +1,317 @@
+//! The bottleneck detectors, as registered checks: each has an id and a title and reads a
+//! run's [`Facts`], answering a [`Finding`] (severity, the time at stake per step, the
+//! evidence, what to do next, the command that shows more) or nothing.
+//!
+//! Thresholds are shares of the average step: a finding costs at least [`NOTICE`] of it
+//! to be raised at all, and becomes critical past [`BOUNDS`].
+
+use crate::facts::{Category, Facts, OpFact};
+use crate::{Finding, Severity};
+
+/// A registered check.
+#[derive(Debug, Clone, Copy)]
+pub struct Detector {
+    /// Its id (the findings' `id`).
+    pub id: &'static str,
+    /// What it looks for.
+    pub title: &'static str,
+    /// The check.
+    pub check: fn(&Facts) -> Option<Finding>,
+}
+
+/// Every detector, in the order they run (findings are ranked afterwards).
+pub const DETECTORS: &[Detector] = &[
+    Detector { id: "input_bound", title: "steps wait for input", check: input_bound },
+    Detector { id: "host_bound", title: "the host keeps the device waiting", check: host_bound },
+    Detector { id: "launch_overhead", title: "many tiny kernels: launch overhead", check: launch_overhead },
+    Detector { id: "sync_points", title: "host-device synchronizations in the step", check: sync_points },
+    Detector { id: "communication", title: "communication not hidden behind compute", check: communication },
+    Detector { id: "compilation", title: "compiling inside steps", check: compilation },
+    Detector { id: "idle", title: "time no one can account for", check: idle },
+    Detector { id: "stragglers", title: "one host or rank slower than the others", check: stragglers },
+    Detector { id: "memory_near_capacity", title: "memory peak near capacity", check: memory_near_capacity },
+    Detector { id: "tensor_cores_unused", title: "Tensor Cores left unused", check: tensor_cores_unused },
+];
+
+/// The least share of the step worth a finding.
+pub const NOTICE: f64 = 10.0;
+/// The share past which a cause bounds the run.
+pub const BOUNDS: f64 = 40.0;
+
+fn severity(percent: f64) -> Severity {
+    if percent >= BOUNDS { Severity::Critical } else { Severity::Warning }
+}
+
+fn ms(value: f64) -> String {
+    if value >= 100.0 { format!("{value:.0} ms") } else { format!("{value:.2} ms") }
+}
+
+fn op_line(op: &OpFact) -> String {
+    format!("{} ({}, {} calls, {} per step)", op.name, op.side, op.calls, ms(op.self_ms_per_step))
+}
+
+/// A finding for one category's share of the step, when it is at least `notice` percent
+/// (evidence starts with the share; the caller adds the rest).
+fn category_finding(facts: &Facts, id: &'static str, category: Category, notice: f64, title: &str) -> Option<Finding> {
+    let share = facts.share(category);
+    if share.percent < notice {
+        return None;
+    }
+    Some(Finding {
+        id,
+        title: title.to_string(),
+        severity: severity(share.percent),
+        time_at_stake_ms: share.ms,
+        percent_of_step: share.percent,
+        evidence: vec![format!(
+            "{} of the {} step is {} ({:.1}%)",
+            ms(share.ms),
+            ms(facts.step_time_ms),
+            category.label(),
+            share.percent
+        )],
+        suggestion: String::new(),
+        see: String::new(),
+    })
+}
+
+fn input_bound(facts: &Facts) -> Option<Finding> {
+    let mut finding = category_finding(facts, "input_bound", Category::Input, NOTICE, "Steps wait for input")?;
+    finding.evidence.extend(facts.input_ops.iter().take(3).map(|op| format!("input op {}", op_line(op))));
+    let (suggestion, see) = if facts.kind == "pytorch" {
+        (
+            "feed the GPU faster: DataLoader(num_workers>0, pin_memory=True, persistent_workers=True, prefetch_factor), \
+             move decoding/augmentation off the training process, or cache preprocessed data",
+            "oxprof data pytorch_overview PATH --format md",
+        )
+    } else {
+        (
+            "overlap input with compute: dataset.prefetch(tf.data.AUTOTUNE), map(num_parallel_calls=AUTOTUNE), \
+             cache() after expensive steps, and read the input ops table for the slowest stage",
+            "oxprof data input_pipeline_analyzer PATH --format md",
+        )
+    };
+    finding.suggestion = suggestion.into();
+    finding.see = see.into();
+    Some(finding)
+}
+
+fn host_bound(facts: &Facts) -> Option<Finding> {
+    // Without a device, the host's work is the compute (counted as such).
+    facts.device.as_ref()?;
+    let mut finding =
+        category_finding(facts, "host_bound", Category::Host, NOTICE, "The host keeps the device waiting")?;
+    finding.evidence.extend(
+        facts.top_ops.iter().filter(|op| op.side == "host").take(3).map(|op| format!("host op {}", op_line(op))),
+    );
+    let device = facts.share(Category::DeviceCompute).percent;
+    finding.evidence.push(format!("device compute is {device:.1}% of the step"));
+    finding.suggestion = "do less on the host per step: compile the step (tf.function(jit_compile=True), jax.jit, \
+                          torch.compile or CUDA graphs), fuse small ops, and move Python work out of the loop"
+        .into();
+    finding.see = if facts.kind == "pytorch" {
+        "oxprof data pytorch_op_stats PATH --format md"
+    } else {
+        "oxprof data framework_op_stats PATH --format md"
+    }
+    .into();
+    Some(finding)
+}
+
+fn launch_overhead(facts: &Facts) -> Option<Finding> {
+    let launches = facts.launches.as_ref()?;
+    let runtime = facts.share(Category::KernelLaunch);
+    let tiny = launches.mean_kernel_us < 20.0 && launches.kernels_per_step >= 200.0;
+    if runtime.percent < NOTICE && !tiny {
+        return None;
+    }
+    let stake = runtime.ms.max(0.0);
+    Some(Finding {
+        id: "launch_overhead",
+        title: "Many tiny kernels: the step pays their launch overhead".into(),
+        severity: severity(runtime.percent),
+        time_at_stake_ms: stake,
+        percent_of_step: runtime.percent,
+        evidence: vec![
+            format!(
+                "{:.0} kernels per step, {:.1} µs each on average",
+                launches.kernels_per_step, launches.mean_kernel_us
+            ),
+            format!("the CUDA runtime's calls take {} per step ({:.1}%)", ms(runtime.ms), runtime.percent),
+        ],
+        suggestion: "launch fewer, larger kernels: torch.compile (mode=\"reduce-overhead\" adds CUDA graphs), fused \
+                     optimizers (foreach/fused=True), larger batches"
+            .into(),
+        see: "oxprof data pytorch_kernel_stats PATH --format md".into(),
+    })
+}
+
+fn sync_points(facts: &Facts) -> Option<Finding> {
+    // The GPU work a synchronization waits for is the host's to lose only with a GPU.
+    facts.device.as_ref()?;
+    // `aten::item` runs `aten::_local_scalar_dense` inside it: counted once.
+    let has_item = facts.sync_ops.iter().any(|op| op.name == "aten::item");
+    let outer = |op: &&OpFact| !(has_item && op.name == "aten::_local_scalar_dense");
+    let total: f64 = facts.sync_ops.iter().filter(outer).map(|op| op.self_ms_per_step).sum();
+    let percent = if facts.step_time_ms > 0.0 { 100.0 * total / facts.step_time_ms } else { 0.0 };
+    let calls_per_step: f64 =
+        facts.sync_ops.iter().filter(outer).map(|op| op.calls as f64).sum::<f64>() / facts.steps.max(1) as f64;
+    if facts.sync_ops.is_empty() || (percent < NOTICE / 2.0 && calls_per_step < 1.0) {
+        return None;
+    }
+    let mut evidence: Vec<String> = facts.sync_ops.iter().take(3).map(op_line).collect();
+    evidence.push(format!("{calls_per_step:.1} synchronizing calls per step, {} per step in them", ms(total)));
+    Some(Finding {
+        id: "sync_points",
+        title: "The step synchronizes the host with the GPU".into(),
+        severity: if percent >= NOTICE { severity(percent) } else { Severity::Info },
+        time_at_stake_ms: total,
+        percent_of_step: percent,
+        evidence,
+        suggestion: "keep values on the GPU inside the step: avoid .item(), .cpu(), printing or logging tensors, and \
+                     data-dependent shapes (nonzero, masked_select); log every N steps instead"
+            .into(),
+        see: "oxprof data pytorch_op_stats PATH --format md".into(),
+    })
+}
+
+fn communication(facts: &Facts) -> Option<Finding> {
+    let mut finding = category_finding(
+        facts,
+        "communication",
+        Category::Communication,
+        15.0,
+        "Communication is not hidden behind compute",
+    )?;
+    finding.suggestion = "overlap collectives with compute (DDP bucket sizes, gradient accumulation, FSDP prefetch; \
+                          XLA's async collectives), and check the interconnect's bandwidth"
+        .into();
+    finding.see = if facts.kind == "pytorch" {
+        "oxprof data hta_distributed PATH --format md"
+    } else {
+        "oxprof data overview_page PATH --format md"
+    }
+    .into();
+    Some(finding)
+}
+
+fn compilation(facts: &Facts) -> Option<Finding> {
+    let mut finding = category_finding(
+        facts,
+        "compilation",
+        Category::Compilation,
+        5.0,
+        "Steps compile (recompilation inside the loop)",
+    )?;
+    finding.suggestion = "keep shapes and Python values fixed between steps (pad batches, mark static arguments) so \
+                          the step compiles once"
+        .into();
+    finding.see = "oxprof data input_pipeline_analyzer PATH --format md".into();
+    Some(finding)
+}
+
+fn idle(facts: &Facts) -> Option<Finding> {
+    let mut finding = category_finding(facts, "idle", Category::Idle, 20.0, "Much of the step is idle or unaccounted")?;
+    finding.suggestion = "look at the trace around a slow step for gaps: host work the profiler did not trace, waits \
+                          on other hosts, or Python between steps"
+        .into();
+    finding.see = "oxprof serve PATH (trace viewer)".into();
+    Some(finding)
+}
+
+fn stragglers(facts: &Facts) -> Option<Finding> {
+    if facts.per_host.len() < 2 {
+        return None;
+    }
+    let mut times: Vec<f64> = facts.per_host.iter().map(|h| h.step_time_ms).filter(|t| *t > 0.0).collect();
+    if times.len() < 2 {
+        return None;
+    }
+    times.sort_by(f64::total_cmp);
+    // The lower median: with two hosts, the faster one.
+    let median = times[(times.len() - 1) / 2];
+    let slowest = facts.per_host.iter().max_by(|a, b| a.step_time_ms.total_cmp(&b.step_time_ms))?;
+    let excess = slowest.step_time_ms - median;
+    if median <= 0.0 || slowest.step_time_ms < 1.2 * median {
+        return None;
+    }
+    let percent = 100.0 * excess / slowest.step_time_ms;
+    Some(Finding {
+        id: "stragglers",
+        title: format!("{} is a straggler", slowest.host),
+        severity: severity(percent),
+        time_at_stake_ms: excess,
+        percent_of_step: percent,
+        evidence: vec![
+            format!("{} takes {} per step; the median host {}", slowest.host, ms(slowest.step_time_ms), ms(median)),
+            format!(
+                "hosts: {}",
+                facts
+                    .per_host
+                    .iter()
+                    .map(|h| format!("{} {}", h.host, ms(h.step_time_ms)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ],
+        suggestion: "the others wait for it at every collective: compare its input pipeline and host with theirs \
+                     (uneven data shards, a busy or throttled machine)"
+            .into(),
+        see: format!("oxprof explain PATH --host {}", slowest.host),
+    })
+}
+
+fn memory_near_capacity(facts: &Facts) -> Option<Finding> {
+    let peak = facts.memory.iter().filter(|m| m.capacity_bytes > 0).max_by(|a, b| {
+        (a.peak_bytes as f64 / a.capacity_bytes as f64).total_cmp(&(b.peak_bytes as f64 / b.capacity_bytes as f64))
+    })?;
+    let percent = 100.0 * peak.peak_bytes as f64 / peak.capacity_bytes as f64;
+    if percent < 90.0 {
+        return None;
+    }
+    let mut evidence = vec![format!(
+        "{}: peak {:.1} MiB of {:.1} MiB ({percent:.1}%)",
+        peak.name,
+        peak.peak_bytes as f64 / 1048576.0,
+        peak.capacity_bytes as f64 / 1048576.0
+    )];
+    if let Some(f) = peak.fragmentation.filter(|f| *f > 0.0) {
+        evidence.push(format!("fragmentation at the peak {:.0}%", 100.0 * f));
+    }
+    Some(Finding {
+        id: "memory_near_capacity",
+        title: "Memory peak near capacity".into(),
+        severity: Severity::Warning,
+        time_at_stake_ms: 0.0,
+        percent_of_step: 0.0,
+        evidence,
+        suggestion: "a larger batch or model will not fit: free tensors earlier, use mixed precision, rematerialize \
+                     activations, or shard"
+            .into(),
+        see: "oxprof data memory_profile PATH --format md".into(),
+    })
+}
+
+fn tensor_cores_unused(facts: &Facts) -> Option<Finding> {
+    let tc = facts.tensor_cores.as_ref()?;
+    if tc.eligible_ratio < 0.3 || tc.used_ratio >= 0.5 * tc.eligible_ratio {
+        return None;
+    }
+    let compute = facts.share(Category::DeviceCompute);
+    let stake = compute.ms * (tc.eligible_ratio - tc.used_ratio).max(0.0) / 2.0;
+    Some(Finding {
+        id: "tensor_cores_unused",
+        title: "Tensor Cores left unused".into(),
+        severity: Severity::Info,
+        time_at_stake_ms: stake,
+        percent_of_step: if facts.step_time_ms > 0.0 { 100.0 * stake / facts.step_time_ms } else { 0.0 },
+        evidence: vec![format!(
+            "{:.0}% of kernel time is in ops that could use Tensor Cores, {:.0}% used them",
+            100.0 * tc.eligible_ratio,
+            100.0 * tc.used_ratio
+        )],
+        suggestion:
+            "use mixed precision (torch.autocast with bf16/fp16) or TF32 (torch.backends.cuda.matmul.allow_tf32)".into(),
+        see: "oxprof data pytorch_kernel_stats PATH --format md".into(),
+    })
+}
