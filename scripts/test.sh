@@ -7,11 +7,11 @@
 #   FUZZ_SECONDS=60   length of each fuzz smoke run (0 skips them)
 #   SKIP_LIVE=1       skip the live-capture tests (no Python venv)
 #   SKIP_UI=1         skip the web UI's checks
-#   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/test-python.sh)
+#   SKIP_PYTHON=1     skip the Python wheel's build and tests (scripts/ci/test-python.sh)
 #   SKIP_OBJSTORE=1   skip the object-store tests against real S3/Azure servers
-#   SKIP_LOAD=1       skip the 64-client load test of a release server (scripts/load-serve.py)
-#   SKIP_DOCS=1       skip building the manual and checking its links (scripts/check-docs.sh)
-#   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/test-sql-readers.sh; ~6 min, venv cached)
+#   SKIP_LOAD=1       skip the 64-client load test of a release server (scripts/ci/load-serve.py)
+#   SKIP_DOCS=1       skip building the manual and checking its links (scripts/ci/check-docs.sh)
+#   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/ci/test-sql-readers.sh; ~6 min, venv cached)
 #   OXPROF_FREE_DISK=1 delete each step's build products once no later step needs them
 #                     (.ci/run sets it: the CI disk is shared, and a full one failed a run)
 set -euo pipefail
@@ -29,7 +29,7 @@ cargo fmt --all -- --check
 
 if [ "${SKIP_DOCS:-0}" != "1" ]; then
   step "manual: mdbook build (warnings as errors) and offline link check (tools cached)"
-  bash scripts/check-docs.sh
+  bash scripts/ci/check-docs.sh
 fi
 
 step "cargo clippy -D warnings"
@@ -37,7 +37,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 if [ "${SKIP_LIVE:-0}" != "1" ]; then
   step "python venv with JAX for the live-capture tests"
-  bash scripts/setup-python.sh
+  bash scripts/ci/setup-python.sh
   export OXPROF_REQUIRE_LIVE=1
 fi
 
@@ -56,20 +56,20 @@ for line in sys.stdin:
 fi
 
 step "synthetic TPU profiles: testdata/tpu-synthetic is what its generators write"
-bash scripts/gen-tpu-synthetic.sh --check
+bash scripts/gen/tpu-synthetic.sh --check
 
 step "explain's evaluation set: testdata/explain is what its generator writes"
 python3 scripts/gen-explain-evalset.py --check
 
 step "Perfetto traces (megascale_stats perfetto=true) read with Perfetto's schema (venv cached)"
-bash scripts/check-perfetto-trace.sh
+bash scripts/ci/check-perfetto-trace.sh
 
 step "PyTorch views' goldens: torch-tb-profiler 0.4.3 reproduces testdata/torch-tb (venv cached)"
-bash scripts/ref-torch-tb.sh --check
+bash scripts/ref/torch-tb.sh --check
 
 if [ "${SKIP_OBJSTORE:-0}" != "1" ]; then
   step "object-store logdirs against real servers (SeaweedFS S3, Azurite, HTTP)"
-  bash scripts/test-objstore.sh
+  bash scripts/ci/test-objstore.sh
 fi
 
 step "model check of the single-flight cache (loom)"
@@ -80,12 +80,12 @@ free_disk "${CARGO_TARGET_DIR:-target}/loom"
 
 if [ "${SKIP_UI:-0}" != "1" ]; then
   step "web UI"
-  bash scripts/test-ui.sh
+  bash scripts/ci/test-ui.sh
 fi
 
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then
   step "Python wheel: build (release), install into a fresh venv, pytest, example notebook"
-  bash scripts/test-python.sh
+  bash scripts/ci/test-python.sh
 fi
 
 # Hostile input against a release server (the wheel's build: no second release build), or
@@ -94,24 +94,24 @@ oxprof_bin=target/x86_64-unknown-linux-gnu/release/oxprof
 [ -x "$oxprof_bin" ] || oxprof_bin=target/debug/oxprof
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   step "fuzz smoke: SQL grammar against $oxprof_bin under an RSS watchdog (${FUZZ_SECONDS:-60} s)"
-  python3 scripts/sql-fuzz-smoke.py --bin "$oxprof_bin" --seconds "${FUZZ_SECONDS:-60}"
+  python3 scripts/ci/sql-fuzz-smoke.py --bin "$oxprof_bin" --seconds "${FUZZ_SECONDS:-60}"
 fi
 if [ "${SKIP_LOAD:-0}" != "1" ]; then
   step "load: 64 clients for 60 s, SQL and a hostile object store mixed in, --cache-mb 64 ($oxprof_bin)"
-  python3 scripts/load-serve.py --bin "$oxprof_bin" --clients 64 --seconds 60 --cache-mb 64
+  python3 scripts/ci/load-serve.py --bin "$oxprof_bin" --clients 64 --seconds 60 --cache-mb 64
 fi
 # The release build behind the wheel (the wheel itself stays in target/wheels).
 free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test
 
 if [ "${SKIP_SQL_READERS:-0}" != "1" ]; then
   step "SQL: DuckDB and Spark read oxprof's Parquet export; the Spark pod script equals oxprof query"
-  bash scripts/test-sql-readers.sh
+  bash scripts/ci/test-sql-readers.sh
 fi
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   step "fuzz smoke: XSpace decoder (${FUZZ_SECONDS:-60} s)"
-  bash scripts/fuzz-smoke.sh
+  bash scripts/ci/fuzz-smoke.sh
   step "fuzz smoke: PyTorch trace importer (${FUZZ_SECONDS:-60} s)"
-  FUZZ_TARGET=import_kineto bash scripts/fuzz-smoke.sh
+  FUZZ_TARGET=import_kineto bash scripts/ci/fuzz-smoke.sh
 fi
 step "all checks passed"

@@ -1,7 +1,7 @@
 """Benchmark (not a test): loading a PyTorch (Kineto) trace into pandas DataFrames from
 Python, oxprof against Holistic Trace Analysis' loader (PyPI traceinsight 0.6.1), on the
 same trace files. Each measurement is a fresh process; the ways are interleaved, run
-after run. scripts/bench-python-hta.sh runs it with the two venvs.
+after run. scripts/bench/python-hta.sh runs it with the two venvs.
 
     python bench_hta.py --oxprof-python PY --hta-python PY [--runs N] TRACE...
 

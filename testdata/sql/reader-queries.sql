@@ -1,5 +1,5 @@
 -- Queries answered identically by `oxprof query`, DuckDB and Spark SQL over
--- `oxprof export --to parquet` (scripts/check-sql-readers.py). One statement per
+-- `oxprof export --to parquet` (scripts/ci/check-sql-readers.py). One statement per
 -- `-- name:` block; every query orders its rows fully.
 
 -- name: slice_counts

@@ -173,13 +173,13 @@ function freePort() {
 }
 
 /**
- * Starts scripts/live/jax_train_server.py (a JAX training loop with the profiler server on)
+ * Starts scripts/live/jax-train-server.py (a JAX training loop with the profiler server on)
  * and resolves once it prints READY (as crates/oxprof/tests/capture.rs does). Its stdin is
  * held open: closing it (stop) ends the program.
  */
 async function startJaxWorker(python) {
   const port = await freePort();
-  const script = join(repo, 'scripts/live/jax_train_server.py');
+  const script = join(repo, 'scripts/live/jax-train-server.py');
   const child = spawn(python, [script, '--port', String(port), '--seconds', '300'], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, JAX_PLATFORMS: 'cpu', TF_CPP_MIN_LOG_LEVEL: '2' },
@@ -765,9 +765,9 @@ try {
       }
     } else if (process.env.OXPROF_REQUIRE_LIVE === '1') {
       h.results.push({ name: liveName, ok: false, error: new Error(`no venv at ${venv}`) });
-      console.log(`FAIL ${liveName}: OXPROF_REQUIRE_LIVE=1 but ${python} is missing (run scripts/setup-python.sh)`);
+      console.log(`FAIL ${liveName}: OXPROF_REQUIRE_LIVE=1 but ${python} is missing (run scripts/ci/setup-python.sh)`);
     } else {
-      h.skip(liveName, `no Python venv at ${venv} (run scripts/setup-python.sh)`);
+      h.skip(liveName, `no Python venv at ${venv} (run scripts/ci/setup-python.sh)`);
     }
   } finally {
     rmSync(captureDir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 //! Cold cost of `oxprof diff` (issue 16's budget: two 85 MB JAX profiles ≤ 1 s, against a
 //! saved summary ≤ 0.5 s): both sides loaded, analysed and compared, as the CLI does, with
 //! nothing kept between iterations. The profile comes from `OXPROF_BENCH_PROFILE`, else
-//! `bench-data/jax_large.xplane.pb` (`scripts/gen-large-profile.sh`: 85 MB, 3 M events),
+//! `bench-data/jax_large.xplane.pb` (`scripts/gen/large-profile.sh`: 85 MB, 3 M events),
 //! else the committed `testdata/diff/fast_b32`; it is compared with itself (two sessions:
 //! both sides decode) and with its summary (written once, before the clock starts).
 

@@ -1,6 +1,6 @@
 //! Cold-start cost of an OpStats tool: load, group, convert and render, as `oxprof data`
 //! does for one request. The profile comes from `OXPROF_BENCH_PROFILE`, else
-//! `bench-data/jax_large.xplane.pb` (`scripts/gen-large-profile.sh`: 85 MB, 3 M events),
+//! `bench-data/jax_large.xplane.pb` (`scripts/gen/large-profile.sh`: 85 MB, 3 M events),
 //! else the committed `tf_custom_loop` fixture.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -1,8 +1,8 @@
 //! Trace viewer costs: `trace_viewer@` with default parameters from a cold start (load,
 //! group, index, render), the LOD API's first full view (cold) and later zooms, search and
 //! details (warm). The profile comes from `OXPROF_BENCH_PROFILE`, else
-//! `bench-data/jax_large.xplane.pb` (`scripts/gen-large-profile.sh`), else the committed
-//! `jax_train` fixture. A ≥ 50 M-event profile: `scripts/gen-synthetic-trace.sh`.
+//! `bench-data/jax_large.xplane.pb` (`scripts/gen/large-profile.sh`), else the committed
+//! `jax_train` fixture. A ≥ 50 M-event profile: `scripts/gen/synthetic-trace.sh`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use oxprof_api::data::{DataRequest, data};

@@ -1,5 +1,6 @@
 //! Times each HTA analysis on one PyTorch trace once it is loaded: a development aid for
-//! the numbers in README.md (not a test; `scripts/bench-hta.sh` runs it beside HTA).
+//! the numbers in the manual's benchmarks (not a test; run it beside
+//! `scripts/bench/time-hta.py`, HTA's own timing).
 //!
 //! ```text
 //! cargo run --release -p oxprof-api --example hta_timing -- bench-data/kineto_large.pt.trace.json

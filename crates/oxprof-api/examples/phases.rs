@@ -1,6 +1,6 @@
 //! Prints the time and peak memory of each phase behind `overview_page` and the trace
 //! index on one profile: a development aid for performance work, not a benchmark (see
-//! `scripts/compare-tools.sh` and `cargo bench` for those).
+//! `scripts/bench/compare-tools.sh` and `cargo bench` for those).
 //!
 //! ```text
 //! cargo run --release -p oxprof-api --example phases -- bench-data/jax_large.xplane.pb

@@ -1,7 +1,7 @@
 //! Times switching between the PyTorch and HTA tools on one run in-process (the HTTP
 //! service without sockets): the first tool is cold (the trace is read), every other tool's
 //! first request should answer from the session. A development aid for the numbers in
-//! README.md; `scripts/torch/bench_switch.py` measures the same through `oxprof serve`.
+//! README.md; `scripts/bench/torch-switch.py` measures the same through `oxprof serve`.
 //!
 //! ```text
 //! cargo run --release -p oxprof-api --example torch_switch -- TRACE [TOOL,TOOL,...]

@@ -1,5 +1,5 @@
 //! Comparing real runs (`oxprof_api::diff`, `GET /oxprof/api/diff`) on the committed pairs
-//! of `testdata/diff/` (TensorFlow on CPU, 30 steps each, `scripts/gen-diff-pairs.sh`):
+//! of `testdata/diff/` (TensorFlow on CPU, 30 steps each, `scripts/gen/diff-pairs.sh`):
 //!
 //! * `slow_b32` → `fast_b32`: an input-bound pipeline fixed; the input share must drop
 //!   beyond noise and the step time with it;

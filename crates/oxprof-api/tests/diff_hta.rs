@@ -1,7 +1,7 @@
 //! Parity of `oxprof diff` with HTA's `TraceDiff` (PyPI `traceinsight` 0.6.1) on pairs of
 //! PyTorch traces, for what both compute. The goldens in `testdata/diff/hta/` are HTA's own
 //! `compare_traces` and `ops_diff` outputs over every iteration of each side, recorded by
-//! `scripts/record-hta-diff.sh` (which builds HTA's venv):
+//! `scripts/ref/hta-diff.sh` (which builds HTA's venv):
 //!
 //! * `hta_sampled_rank0_vs_rank1`: HTA's 2-rank GPU traces (`tests/data/trace_filter`,
 //!   read in place from `../shared/testdata/external/`; skipped when absent);

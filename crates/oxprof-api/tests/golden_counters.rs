@@ -2,7 +2,7 @@
 //! `perf_counters`, `utilization_viewer`, `megascale_stats` and `smart_suggestion` on every committed refkit
 //! profile, every third-party profile (read in place, skipped when absent; among them the
 //! MI355X capture with its `/device:CUSTOM:Megascale Trace` plane) and the synthetic TPU
-//! profiles of `testdata/tpu-synthetic/` (`scripts/gen-tpu-synthetic.sh`), for each host
+//! profiles of `testdata/tpu-synthetic/` (`scripts/gen/tpu-synthetic.sh`), for each host
 //! and `ALL_HOSTS`: the JSON equals XProf's within 1e-6 relative, and the bytes are XProf's.
 //!
 //! One known difference: on TPU planes XProf 2.24.2 replaces a counter's description and

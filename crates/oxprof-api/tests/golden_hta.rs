@@ -1,5 +1,5 @@
 //! The HTA tools against Holistic Trace Analysis' own numbers: `testdata/hta/<run>.json`,
-//! recorded by `scripts/ref-hta.sh` (HTA 0.6.1 on HTA's and TraceLens' GPU traces under
+//! recorded by `scripts/ref/hta.sh` (HTA 0.6.1 on HTA's and TraceLens' GPU traces under
 //! `../shared/testdata/external/`, skipped when absent, and on `testdata/kineto/`). Every
 //! number within 1e-6 relative. Where HTA fails on a trace, what oxprof gives instead is
 //! checked here (see `htas_failures`).

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use oxprof_testkit::golden as common;
 
-/// The serving profiles: `tf_serving` (real, `scripts/gen-inference-profile.sh`) and
+/// The serving profiles: `tf_serving` (real, `scripts/gen/inference-profile.sh`) and
 /// `tpu_synthetic` (two hosts written by [`synthetic_tpu_host`]).
 const INFERENCE_PROFILES: &[(&str, &[&str])] = &[("tf_serving", &["vm"]), ("tpu_synthetic", &["tpuhost0", "tpuhost1"])];
 
@@ -73,7 +73,7 @@ fn synthetic_tpu_host(host: usize) -> XSpace {
 
 /// The committed synthetic files are what [`synthetic_tpu_host`] writes
 /// (`OXPROF_REGEN_TESTDATA=1` rewrites them; then run XProf on them:
-/// `scripts/gen-inference-profile.sh --tpu-outputs`).
+/// `scripts/gen/inference-profile.sh --tpu-outputs`).
 #[test]
 fn synthetic_tpu_files_are_what_the_builder_writes() {
     use std::io::{Read, Write};

@@ -1,7 +1,7 @@
 //! Parity with XProf 2.24.2's `megascale_stats` (DCN collective slack analysis) on profiles
 //! that have DCN collectives: the synthetic multi-slice TPU run of
 //! `testdata/tpu-synthetic/megascale/` and `megascale-mixed/` (one host without
-//! `MegaScale:` events), and `megascale-perfetto/` (no `MegaScale:` events: the empty table) (`scripts/gen-tpu-synthetic.sh`), for each host and `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
+//! `MegaScale:` events), and `megascale-perfetto/` (no `MegaScale:` events: the empty table) (`scripts/gen/tpu-synthetic.sh`), for each host and `ALL_HOSTS`. The other tools recorded with it are compared too: `smart_suggestion`, whose
 //! `BarrierCoresRule` fires on the run's `barrier-cores` ops (13.6% of host0's step time,
 //! 22.9% over all three hosts, naming host2 a straggler), and `perf_counters` and
 //! `utilization_viewer` (empty here).

@@ -1,6 +1,6 @@
 //! Parity with XProf 2.24.2's `megascale_stats` with `perfetto=true` on the synthetic
 //! megascale runs (`testdata/tpu-synthetic/megascale/`, `megascale-mixed/`; recorded by
-//! `scripts/gen-tpu-synthetic.sh` through `scripts/tpu_synthetic_perfetto_ref.py`): each
+//! `scripts/gen/tpu-synthetic.sh` through `scripts/ref/xprof-tpu-perfetto.py`): each
 //! host's gzipped Perfetto trace, and for `ALL_HOSTS` the combined slack table XProf sends
 //! instead.
 //!
@@ -234,7 +234,7 @@ fn perfetto_trace_equals_xprof_per_host() {
         for &host in hosts {
             let label = format!("{run}/{host}");
             let xprof = std::fs::read(dir.join("xprof_out").join(host).join("megascale_stats.perfetto.gz"))
-                .unwrap_or_else(|e| panic!("{label}: no XProf trace ({e}); run scripts/gen-tpu-synthetic.sh"));
+                .unwrap_or_else(|e| panic!("{label}: no XProf trace ({e}); run scripts/gen/tpu-synthetic.sh"));
             let ours = binary_body(&session, &served, &request(host));
             assert_eq!(&ours[..2], &[0x1f, 0x8b], "{label}: gzip, as XProf sends it");
             let expected = flatten(&Trace::decode(&gunzip(&xprof)[..]).unwrap()).unwrap();

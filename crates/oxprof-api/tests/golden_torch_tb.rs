@@ -1,6 +1,6 @@
 //! `pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`, `pytorch_memory` and `pytorch_modules`
 //! against torch-tb-profiler
-//! 0.4.3's own backend: `scripts/ref-torch-tb.sh` ran its `RunProfileData` on each trace
+//! 0.4.3's own backend: `scripts/ref/torch-tb.sh` ran its `RunProfileData` on each trace
 //! and wrote what its views show to `testdata/torch-tb/*.json` (see the README there).
 //! Every number must agree within 1e-6 relative. Traces from `../shared/testdata/external`
 //! are skipped when absent; traces torch-tb-profiler cannot read (`reference_error`) are

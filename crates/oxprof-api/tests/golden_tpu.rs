@@ -1,5 +1,5 @@
 //! Parity with XProf 2.24.2 on the synthetic TPU training profiles of
-//! `testdata/tpu-synthetic/` (`scripts/gen-tpu-synthetic.sh`): TPU per-core step analysis,
+//! `testdata/tpu-synthetic/` (`scripts/gen/tpu-synthetic.sh`): TPU per-core step analysis,
 //! the TPU training overview, the TPU input pipeline analyzer, the pod viewer and the
 //! device op tools (op profile, HLO stats, roofline model, kernel stats), for each host and
 //! for all hosts (numbers within 1e-6 relative; numbers inside strings at their printed

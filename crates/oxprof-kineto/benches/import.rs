@@ -3,7 +3,7 @@
 //!
 //! The trace comes from `OXPROF_BENCH_KINETO` (a `.json` or `.json.gz` file), else
 //! `bench-data/kineto_large.pt.trace.json` at the workspace root (made by
-//! `scripts/gen-large-kineto-trace.sh`), else the kineto resnet50 sample under
+//! `scripts/gen/large-kineto-trace.sh`), else the kineto resnet50 sample under
 //! `../shared/testdata/external`. Without any, the benchmark says so and measures nothing.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -37,7 +37,7 @@ fn trace_bytes() -> Option<(String, Vec<u8>)> {
 
 fn import(c: &mut Criterion) {
     let Some((name, bytes)) = trace_bytes() else {
-        eprintln!("no trace to benchmark: set OXPROF_BENCH_KINETO or run scripts/gen-large-kineto-trace.sh");
+        eprintln!("no trace to benchmark: set OXPROF_BENCH_KINETO or run scripts/gen/large-kineto-trace.sh");
         return;
     };
     let mut group = c.benchmark_group("import_kineto");

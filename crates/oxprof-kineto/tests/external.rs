@@ -1,5 +1,5 @@
 //! Every third-party PyTorch trace under `../shared/testdata/external` imports with as many
-//! events as a plain JSON count finds (`scripts/count-trace-events.py` wrote
+//! events as a plain JSON count finds (`scripts/dev/count-trace-events.py` wrote
 //! `testdata/external-counts/kineto.json`), and with only the diagnostics explained below
 //! (each one is what the file really holds). Skips when the folder is absent.
 

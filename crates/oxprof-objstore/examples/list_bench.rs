@@ -1,5 +1,5 @@
 //! Listing speed: a logdir's runs discovered through [`RemoteStore`] (one listing), `N`
-//! times, printing seconds and runs per call. Used by `scripts/bench-objstore.sh` to put
+//! times, printing seconds and runs per call. Used by `scripts/bench/objstore.sh` to put
 //! the listing beside the server's `/runs`.
 //!
 //! ```text

@@ -1,5 +1,5 @@
 //! Read-path throughput: one object read whole through [`RemoteStore`] (parallel ranged
-//! GETs), `N` times, printing MB/s per read. Used by `scripts/bench-objstore.sh`.
+//! GETs), `N` times, printing MB/s per read. Used by `scripts/bench/objstore.sh`.
 //!
 //! ```text
 //! cargo run --release -p oxprof-objstore --example read_bench -- s3://bucket/key [N] [load]

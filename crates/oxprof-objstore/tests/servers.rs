@@ -1,7 +1,7 @@
 //! Against real object-store servers on 127.0.0.1, started by
-//! `scripts/objstore-servers.sh` (SeaweedFS's S3 gateway, Azurite) whose `env` file sets
+//! `scripts/ci/objstore-servers.sh` (SeaweedFS's S3 gateway, Azurite) whose `env` file sets
 //! `OXPROF_TEST_S3_ENDPOINT`, the `AWS_*` variables and `OXPROF_TEST_AZURE_*`. Without them
-//! each test says so and passes: `scripts/test-objstore.sh` runs them with the servers.
+//! each test says so and passes: `scripts/ci/test-objstore.sh` runs them with the servers.
 
 use object_store::ObjectStoreExt;
 use object_store::aws::AmazonS3Builder;
@@ -30,7 +30,7 @@ fn fresh_prefix() -> String {
 /// The bucket's own client (object_store, talking to the real server) and a fresh prefix.
 fn s3() -> Option<(Arc<dyn ObjectStore>, String)> {
     let Ok(bucket) = std::env::var("OXPROF_TEST_S3_BUCKET") else {
-        eprintln!("skipped: no S3 server (run scripts/test-objstore.sh)");
+        eprintln!("skipped: no S3 server (run scripts/ci/test-objstore.sh)");
         return None;
     };
     let client = AmazonS3Builder::from_env().with_bucket_name(&bucket).with_allow_http(true).build().unwrap();
@@ -39,7 +39,7 @@ fn s3() -> Option<(Arc<dyn ObjectStore>, String)> {
 
 fn azure() -> Option<(Arc<dyn ObjectStore>, String)> {
     let Ok(container) = std::env::var("OXPROF_TEST_AZURE_CONTAINER") else {
-        eprintln!("skipped: no Azurite server (run scripts/test-objstore.sh)");
+        eprintln!("skipped: no Azurite server (run scripts/ci/test-objstore.sh)");
         return None;
     };
     let client = MicrosoftAzureBuilder::from_env().with_container_name(&container).build().unwrap();

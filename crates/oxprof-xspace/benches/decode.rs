@@ -1,7 +1,7 @@
 //! Decode and encode throughput (MB/s) on a large real profile.
 //!
 //! The profile comes from `OXPROF_BENCH_PROFILE`, else `bench-data/jax_large.xplane.pb`
-//! at the workspace root (made by `scripts/gen-large-profile.sh`: an 85 MB JAX profile from
+//! at the workspace root (made by `scripts/gen/large-profile.sh`: an 85 MB JAX profile from
 //! `../shared/refkit/gen_jax_large.py`). Without either, a synthetic 3 M-event profile is
 //! built in memory so the benchmark still runs.
 
@@ -17,7 +17,7 @@ fn profile_bytes() -> (String, Vec<u8>) {
     if let Ok(bytes) = std::fs::read(&path) {
         return (path.display().to_string(), bytes);
     }
-    eprintln!("{} not found: benchmarking a synthetic profile (run scripts/gen-large-profile.sh)", path.display());
+    eprintln!("{} not found: benchmarking a synthetic profile (run scripts/gen/large-profile.sh)", path.display());
     let bytes = XSpaceBuilder::new()
         .plane("/host:CPU", |p| {
             for t in 0..4 {

@@ -1,6 +1,8 @@
-//! ARCHITECTURE.md stays a true map: its crate table lists every crate with exactly the
-//! oxprof dependencies its Cargo.toml declares, and every file path it names exists; and
-//! the analyses write no bytes themselves (that is `oxprof-wire`'s job).
+//! ARCHITECTURE.md stays a short, true map: its crate table lists every crate with exactly
+//! the oxprof dependencies its Cargo.toml declares, its command list is the CLI's, every file
+//! path it (and the manual's detail page) names exists, and it stays short, as README.md
+//! does; the analyses write no bytes themselves (that is `oxprof-wire`'s job); and
+//! `scripts/README.md` lists every script, as `docs/benchmarks.md` is what its script writes.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -106,14 +108,13 @@ fn the_testkit_is_only_a_dev_dependency() {
     assert!(testkit.lines().any(|l| l.replace(' ', "") == "publish=false"), "oxprof-testkit must not be published");
 }
 
-#[test]
-fn every_path_it_names_exists() {
-    let doc = architecture();
+/// The repository paths quoted in `doc` (in backticks) that do not exist.
+fn missing_paths(doc: &str) -> Vec<String> {
     let mut missing = Vec::new();
     for quoted in doc.split('`').skip(1).step_by(2) {
         let looks_like_path = quoted.contains('/')
             && !quoted.contains(' ')
-            && [".rs", ".ts", ".md", ".sh"].iter().any(|ext| quoted.ends_with(ext));
+            && [".rs", ".ts", ".md", ".sh", ".py", ".mjs"].iter().any(|ext| quoted.ends_with(ext));
         // A glob names the files of its directory.
         let path = match quoted.rfind('*') {
             Some(_) => quoted.rsplit_once('/').map_or(quoted, |(dir, _)| dir),
@@ -123,7 +124,118 @@ fn every_path_it_names_exists() {
             missing.push(quoted.to_string());
         }
     }
+    missing
+}
+
+#[test]
+fn every_path_it_names_exists() {
+    let missing = missing_paths(&architecture());
     assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+    let detail = std::fs::read_to_string(repo_root().join("docs/reference/internals.md")).unwrap();
+    let missing = missing_paths(&detail);
+    assert!(missing.is_empty(), "docs/reference/internals.md names paths that do not exist: {missing:?}");
+}
+
+/// The front doors stay short: the detail lives in the manual (`docs/`).
+#[test]
+fn the_front_doors_stay_short() {
+    for (file, most) in [("ARCHITECTURE.md", 200), ("README.md", 250)] {
+        let lines = std::fs::read_to_string(repo_root().join(file)).unwrap().lines().count();
+        assert!(lines <= most, "{file} has {lines} lines, at most {most}: move detail into the manual (docs/)");
+    }
+}
+
+/// The subcommands `oxprof --help` lists (without clap's `help`).
+fn cli_subcommands() -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxprof")).arg("--help").output().unwrap();
+    assert!(out.status.success(), "oxprof --help failed");
+    let help = String::from_utf8(out.stdout).unwrap();
+    help.lines()
+        .skip_while(|l| l.trim() != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first cells of the table under `## Commands` in ARCHITECTURE.md.
+fn documented_commands(doc: &str) -> BTreeSet<String> {
+    doc.lines()
+        .skip_while(|l| l.trim() != "## Commands")
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|row| row.split('|').nth(1))
+        .map(|cell| cell.trim().trim_matches('`').to_string())
+        .collect()
+}
+
+#[test]
+fn the_command_list_is_the_clis() {
+    let documented = documented_commands(&architecture());
+    assert!(!documented.is_empty(), "ARCHITECTURE.md has no command list under `## Commands`");
+    assert_eq!(documented, cli_subcommands(), "ARCHITECTURE.md's command list and `oxprof --help` differ");
+}
+
+/// The files under `dir`, as paths relative to `base` (Python's byte-code caches left out).
+fn files_under(base: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if entry.file_name() != "__pycache__" {
+                files_under(base, &path, out);
+            }
+        } else if path.extension().is_none_or(|ext| ext != "pyc") {
+            out.insert(path.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// The scripts `scripts/README.md` lists: the first quoted path of each list item, before
+/// its `## Old names` section.
+fn indexed_scripts(index: &str) -> BTreeSet<String> {
+    index
+        .lines()
+        .take_while(|l| !l.starts_with("## Old names"))
+        .filter_map(|l| l.strip_prefix("- `"))
+        .filter_map(|rest| rest.split_once('`'))
+        .map(|(path, _)| path.to_string())
+        .collect()
+}
+
+/// `scripts/README.md` is the index of `scripts/`: every file there is listed, and every
+/// listed path exists.
+#[test]
+fn the_scripts_index_lists_every_script() {
+    let dir = repo_root().join("scripts");
+    let mut files = BTreeSet::new();
+    files_under(&dir, &dir, &mut files);
+    files.remove("README.md");
+    let listed = indexed_scripts(&std::fs::read_to_string(dir.join("README.md")).unwrap());
+    let unlisted: Vec<_> = files.difference(&listed).collect();
+    let missing: Vec<_> = listed.difference(&files).collect();
+    assert!(
+        unlisted.is_empty(),
+        "scripts missing from scripts/README.md (one line each, with its purpose): {unlisted:?}"
+    );
+    assert!(missing.is_empty(), "scripts/README.md lists paths that do not exist under scripts/: {missing:?}");
+}
+
+/// `docs/benchmarks.md` is what `scripts/bench/write-benchmarks-page.py` writes from the
+/// committed results (skipped without python3).
+#[test]
+fn the_benchmarks_page_is_generated() {
+    let script = repo_root().join("scripts/bench/write-benchmarks-page.py");
+    let out = match std::process::Command::new("python3").arg(&script).arg("--check").output() {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: no python3 ({e})");
+            return;
+        }
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// The crates of the analyses: they compute typed reports; the bytes of bodies are
@@ -241,4 +353,15 @@ fn test_code_is_told_apart() {
     let text = "fn a() {}\n#[cfg(test)]\nmod tests;\nfn b() {}\n#[cfg(test)]\n#[allow(x)]\nmod t {\n    fn c() {\n    }\n}\nfn d() {}\n";
     let kept: Vec<usize> = production_lines(text).into_iter().map(|(n, _)| n).collect();
     assert_eq!(kept, [1, 4, 11]);
+}
+
+#[test]
+fn indexes_and_command_tables_are_read() {
+    let index = "# x\n- `ci/a.sh`: one\n- `b.py`: two `c.sh`\n  - `not/indented.sh`\n## Old names\n- `old.sh`: gone\n";
+    let listed: Vec<_> = indexed_scripts(index).into_iter().collect();
+    assert_eq!(listed, ["b.py", "ci/a.sh"]);
+    let doc =
+        "## Commands\n\n| command | what |\n| --- | --- |\n| `data` | x |\n| `serve` | y |\n\n## Next\n| `no` | z |\n";
+    let commands: Vec<_> = documented_commands(doc).into_iter().collect();
+    assert_eq!(commands, ["data", "serve"]);
 }

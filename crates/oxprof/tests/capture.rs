@@ -1,7 +1,7 @@
 //! `oxprof capture` end to end. Without Python: a dead address, a port that is not a
 //! profiler server, bad arguments. With a real JAX (CPU) training loop running
-//! `jax.profiler.start_server(port)` (scripts/live/jax_train_server.py, in the venv that
-//! scripts/setup-python.sh makes): one worker whose overview page shows the loop's steps,
+//! `jax.profiler.start_server(port)` (scripts/live/jax-train-server.py, in the venv that
+//! scripts/ci/setup-python.sh makes): one worker whose overview page shows the loop's steps,
 //! two workers at once (one run, two hosts, ALL_HOSTS overview and pod viewer), a live
 //! worker next to a dead one (partial success), and a capture shorter than one step.
 //!
@@ -179,12 +179,12 @@ fn live_python(test: &str) -> Option<PathBuf> {
         return Some(python);
     }
     let required = std::env::var("OXPROF_REQUIRE_LIVE").is_ok_and(|v| v == "1");
-    assert!(!required, "OXPROF_REQUIRE_LIVE=1 but {} is missing: run scripts/setup-python.sh", python.display());
-    eprintln!("SKIP {test}: no Python venv at {} (run scripts/setup-python.sh)", venv.display());
+    assert!(!required, "OXPROF_REQUIRE_LIVE=1 but {} is missing: run scripts/ci/setup-python.sh", python.display());
+    eprintln!("SKIP {test}: no Python venv at {} (run scripts/ci/setup-python.sh)", venv.display());
     None
 }
 
-/// A running `scripts/live/jax_train_server.py`; killed on drop.
+/// A running `scripts/live/jax-train-server.py`; killed on drop.
 struct JaxWorker {
     child: Child,
     address: String,
@@ -196,7 +196,7 @@ impl JaxWorker {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().port()
         };
-        let script = repo_root().join("scripts/live/jax_train_server.py");
+        let script = repo_root().join("scripts/live/jax-train-server.py");
         let mut child = Command::new(python)
             .arg(&script)
             .args(["--port", &port.to_string()])

@@ -1,6 +1,6 @@
 // The Overview page's TPU training variant on the synthetic TPU training run
 // (testdata/tpu-synthetic/training: 2 hosts × 4 TensorCores, made by
-// scripts/gen-tpu-synthetic.sh), against a real `oxprof serve` of its own: every component
+// scripts/gen/tpu-synthetic.sh), against a real `oxprof serve` of its own: every component
 // XProf's overview documents for TPU training is named on the page (FLOPS utilization,
 // TPU duty cycle, memory bandwidth utilization, program goodput efficiency, device compute
 // precisions, the step-time graph stacked by TPU categories such as TensorCore idle and
