@@ -59,7 +59,7 @@ step "synthetic TPU profiles: testdata/tpu-synthetic is what its generators writ
 bash scripts/gen/tpu-synthetic.sh --check
 
 step "explain's evaluation set: testdata/explain is what its generator writes"
-python3 scripts/gen-explain-evalset.py --check
+python3 scripts/gen/explain-evalset.py --check
 
 step "Perfetto traces (megascale_stats perfetto=true) read with Perfetto's schema (venv cached)"
 bash scripts/ci/check-perfetto-trace.sh

@@ -354,7 +354,7 @@ mod tests {
     /// `/runs` of a remote root within the rescan interval lists once, however many
     /// callers (at once or one after another), and an unknown run asks no new listing
     /// then; a local root is rescanned on every call. (The real S3 server's count of LIST
-    /// requests, and new runs after the interval: `scripts/test-objstore.sh`.)
+    /// requests, and new runs after the interval: `scripts/ci/test-objstore.sh`.)
     #[test]
     fn remote_roots_are_listed_at_most_once_per_rescan_interval() {
         let dir = tempfile::tempdir().unwrap();

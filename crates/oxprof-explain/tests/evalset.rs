@@ -1,5 +1,5 @@
 //! The evaluation set (`testdata/explain/cases.json`, written by
-//! `scripts/gen-explain-evalset.py`): on every run with a planted bottleneck `explain` names
+//! `scripts/gen/explain-evalset.py`): on every run with a planted bottleneck `explain` names
 //! that cause first; on every healthy run it raises no warning. Also: the Markdown stays
 //! within its budget and says what it left out.
 

@@ -602,7 +602,7 @@ fn concurrent_imports_in_halves_give_one_readers_model() {
 }
 
 /// A trace in which every event has a name and an arg key of its own, the worst case for
-/// interning (as `scripts/gen-many-names-trace.py` writes it, large): `n` such events on four
+/// interning (as `scripts/gen/many-names-trace.py` writes it, large): `n` such events on four
 /// threads, 1 µs apart, and a last one named `end`.
 fn many_names(n: usize) -> String {
     let mut text = String::from("{\"schemaVersion\":1,\"traceEvents\":[\n");

@@ -68,7 +68,7 @@ pub struct LoadLimits {
     /// repeat a few thousand strings: the third-party ones spend at most 8% of their size
     /// on them (files under 2 MB), under 1% from 8 MB up; a trace of millions of distinct
     /// names costs several times its size in names, metadata and tables (on the
-    /// 385 MB trace of 3.8 M distinct names and arg keys that `scripts/gen-many-names-trace.py`
+    /// 385 MB trace of 3.8 M distinct names and arg keys that `scripts/gen/many-names-trace.py`
     /// writes, 0.54× its size in strings alone).
     pub interned_bytes: Allowance,
 }

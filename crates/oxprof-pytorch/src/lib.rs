@@ -12,7 +12,7 @@
 //! * [`modules`]: the `nn.Module` hierarchy with host and device time per module.
 //!
 //! Golden tests against torch-tb-profiler's own backend: `crates/oxprof-api/tests/golden_torch_tb.rs`
-//! with the files `scripts/ref-torch-tb.sh` writes under `testdata/torch-tb/`.
+//! with the files `scripts/ref/torch-tb.sh` writes under `testdata/torch-tb/`.
 //!
 //! [`hta`] holds Holistic Trace Analysis' analyses of the same runs. Pure functions of the
 //! model: no IO.

@@ -49,7 +49,7 @@ export class Renderer {
   draw(width: number, drag: Drag | null): void {
     const t0 = performance.now();
     this.drawAll(width, drag);
-    // The benchmark (scripts/bench-trace-ui.mjs) collects each frame's drawing time.
+    // The benchmark (scripts/bench/trace-ui.mjs) collects each frame's drawing time.
     (window as { __oxprofFrameMs?: number[] }).__oxprofFrameMs?.push(performance.now() - t0);
   }
 

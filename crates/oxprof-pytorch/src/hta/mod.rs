@@ -11,7 +11,7 @@
 //! Each rank's share of both reports is [`parts::RankParts`], computed once per loaded rank
 //! (the session keeps it); the reports assemble the selected ranks' parts.
 //!
-//! Golden-tested against HTA's own outputs (`scripts/ref-hta.sh` → `testdata/hta/`).
+//! Golden-tested against HTA's own outputs (`scripts/ref/hta.sh` → `testdata/hta/`).
 
 pub mod comm_ops;
 pub mod distributed;

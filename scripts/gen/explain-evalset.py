@@ -11,15 +11,15 @@ cpu_op operators with their CUDA runtime calls, kernels on a stream correlated w
 launches, NCCL kernels, [memory] instants, deviceProperties), so the whole importer and
 torch-tb-profiler's step breakdown run on them.
 
-    python3 scripts/gen-explain-evalset.py          # rewrite testdata/explain
-    python3 scripts/gen-explain-evalset.py --check  # exit 1 when the files differ
+    python3 scripts/gen/explain-evalset.py          # rewrite testdata/explain
+    python3 scripts/gen/explain-evalset.py --check  # exit 1 when the files differ
 """
 
 import json
 import os
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "testdata", "explain")
 
 A100 = {
@@ -222,7 +222,7 @@ CASES = {
     "memory_near_capacity": (case_memory_near_capacity, "memory_near_capacity"),
 }
 
-# Committed XSpace profiles in the set (profiles recorded by scripts/gen-*.sh).
+# Committed XSpace profiles in the set (profiles recorded by scripts/gen/*.sh).
 XSPACE_CASES = {
     "../profiles/tf_custom_loop": "input_bound",
     "../profiles/jax_train": None,
@@ -257,7 +257,7 @@ def main():
         with open(path, "w") as f:
             f.write(text)
     if differ:
-        print("testdata/explain differs from what scripts/gen-explain-evalset.py writes: " + ", ".join(differ))
+        print("testdata/explain differs from what scripts/gen/explain-evalset.py writes: " + ", ".join(differ))
         return 1
     return 0
 
