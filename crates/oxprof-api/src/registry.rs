@@ -19,36 +19,8 @@ use serde_json::Value;
 use std::sync::LazyLock;
 
 /// XProf's `GetAvailableToolNames` order (then oxprof's own tools, then the tools XProf
-/// names by URL only): the order of [`tools`].
-const LISTING_ORDER: &[ToolId] = &[
-    ToolId::TRACE_VIEWER_STREAMING,
-    ToolId::OVERVIEW_PAGE,
-    ToolId::INPUT_PIPELINE_ANALYZER,
-    ToolId::FRAMEWORK_OP_STATS,
-    ToolId::MEMORY_PROFILE,
-    ToolId::OP_PROFILE,
-    ToolId::HLO_STATS,
-    ToolId::ROOFLINE_MODEL,
-    ToolId::KERNEL_STATS,
-    ToolId::MEMORY_VIEWER,
-    ToolId::GRAPH_VIEWER,
-    ToolId::MEGASCALE_STATS,
-    ToolId::PERF_COUNTERS,
-    ToolId::UTILIZATION_VIEWER,
-    ToolId::POD_VIEWER,
-    ToolId::TF_DATA_BOTTLENECK_ANALYSIS,
-    ToolId::PYTORCH_OVERVIEW,
-    ToolId::PYTORCH_OP_STATS,
-    ToolId::PYTORCH_KERNEL_STATS,
-    ToolId::PYTORCH_MEMORY,
-    ToolId::PYTORCH_MODULES,
-    ToolId::HTA_DISTRIBUTED,
-    ToolId::HTA_GPU_IDLE,
-    ToolId::TRACE_VIEWER,
-    ToolId::MODULE_LIST,
-    ToolId::SMART_SUGGESTION,
-    ToolId::INFERENCE_PROFILE,
-];
+/// names by URL only): the order of [`tools`], which is the id table's own.
+const LISTING_ORDER: &[ToolId] = ToolId::ALL;
 
 /// Every family's rows, in [`LISTING_ORDER`] (rows of ids it does not name last).
 static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {

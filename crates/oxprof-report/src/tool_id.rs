@@ -67,7 +67,8 @@ impl ToolId {
     /// `inference_profile`.
     pub const INFERENCE_PROFILE: ToolId = ToolId("inference_profile");
 
-    /// Every id, in the registry's order.
+    /// Every id, in the registry's order: XProf's `GetAvailableToolNames` order, then
+    /// oxprof's own tools, then the tools XProf names by URL only.
     pub const ALL: &'static [ToolId] = &[
         ToolId::TRACE_VIEWER_STREAMING,
         ToolId::OVERVIEW_PAGE,
