@@ -15,7 +15,7 @@ use stdout::{out, outln};
 
 /// oxprof: a profiler for machine-learning workloads (XSpace / XProf profiles).
 #[derive(Debug, Parser)]
-#[command(name = "oxprof", version, about, long_about = None)]
+#[command(name = "oxprof", version = version_text(), about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -288,6 +288,20 @@ enum Command {
         #[command(subcommand)]
         action: CacheAction,
     },
+    /// Print a shell completion script (e.g. `oxprof completions bash > ~/.local/share/bash-completion/completions/oxprof`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from the command line's definition (`oxprof man | man -l -`).
+    Man,
+}
+
+/// `oxprof --version`: the release and the build (the fingerprint of its sources, which
+/// also keys the persistent analysis cache).
+fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| format!("{} (build {})", env!("CARGO_PKG_VERSION"), oxprof_api::BUILD_FINGERPRINT))
 }
 
 #[derive(Debug, Subcommand)]
@@ -672,6 +686,20 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
         }
         Command::Convert { input, to, output, force, budget } => {
             convert(&input, to, &output, force, &budget)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "oxprof", &mut script);
+            out!("{}", String::from_utf8_lossy(&script))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page).context("cannot render the man page")?;
+            out!("{}", String::from_utf8_lossy(&page))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cache { action } => {

@@ -482,3 +482,29 @@ fn explain_names_the_bottleneck_and_gates_on_severity() {
     assert_eq!(missing.code, 2, "{}", missing.stderr);
     assert_eq!(missing.stderr.lines().count(), 1, "{}", missing.stderr);
 }
+
+/// Completions and the man page come from the CLI's definition (every subcommand is in
+/// them); `--version` names the build.
+#[test]
+fn completions_man_page_and_version() {
+    let bash = oxprof(&["completions", "bash"]);
+    assert_eq!(bash.code, 0, "{}", bash.stderr);
+    let man = oxprof(&["man"]);
+    assert_eq!(man.code, 0, "{}", man.stderr);
+    assert!(man.stdout.starts_with(".ie"), "{}", &man.stdout[..man.stdout.len().min(200)]);
+    assert!(man.stdout.contains(".TH oxprof 1"));
+    for command in ["inspect", "data", "explain", "diff", "query", "serve", "cache", "completions", "man"] {
+        assert!(bash.stdout.contains(&format!("oxprof,{command})")), "bash completion lacks {command}");
+        assert!(man.stdout.contains(command), "man page lacks {command}");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = oxprof(&["completions", shell]);
+        assert!(out.code == 0 && out.stdout.contains("oxprof"), "{shell}: {}", out.stderr);
+    }
+    let version = oxprof(&["--version"]);
+    assert_eq!(
+        version.stdout.trim(),
+        format!("oxprof {} (build {})", env!("CARGO_PKG_VERSION"), oxprof_api::BUILD_FINGERPRINT)
+    );
+    assert_eq!(oxprof(&["completions", "tcsh"]).code, 2);
+}

@@ -273,6 +273,8 @@ fn stdout_commands() -> Vec<(Vec<String>, &'static str)> {
         vec!["diff", slow, fast, "--no-cache", "--format", "csv"],
         vec!["summary", PROFILE, "--no-cache"],
         vec!["explain", PROFILE, "--no-cache"],
+        vec!["completions", "bash"],
+        vec!["man"],
         vec!["explain", PROFILE, "--no-cache", "--format", "json"],
         vec!["query", "SELECT name FROM slice LIMIT 50000", PROFILE],
         vec!["query", "SELECT name FROM slice LIMIT 50000", PROFILE, "--format", "csv"],
