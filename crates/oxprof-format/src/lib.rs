@@ -20,6 +20,7 @@ mod inflating;
 mod load;
 #[cfg(target_os = "linux")]
 mod mapguard;
+pub mod progress;
 pub mod store;
 
 // The model lives in `oxprof-model` and the codec in `oxprof-xspace`; re-exported while

@@ -18,6 +18,7 @@
 
 use crate::error::LoadError;
 use crate::formats::{Detected, Format, SNIFF_BYTES, describe_unknown, detect, format_of_name, import};
+use crate::progress::{CountingReader, Phase, Reporting};
 use oxprof_model::XSpace;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{KeepPages, ReleasePages};
@@ -70,6 +71,11 @@ pub fn load_xspace_with(
     result
 }
 
+/// A file's name as a progress line shows it.
+fn shown(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 /// Whether two `fstat`s of one open file describe the same contents.
 fn same_version(before: &Metadata, after: &Metadata) -> bool {
     before.len() == after.len() && before.modified().ok() == after.modified().ok()
@@ -93,7 +99,10 @@ fn read_and_decode(
         Ok(detected) => detected,
         Err(e) => return (Err(e), false),
     };
-    let decode = |buf: &[u8], release: &dyn ReleasePages| import(detected.format, path, buf, release, limits, lines_of);
+    let decode = |buf: &[u8], release: &dyn ReleasePages| {
+        let _phase = Phase::begin(|| format!("reading {}", shown(path)), buf.len() as u64);
+        import(detected.format, path, buf, &Reporting::new(release), limits, lines_of)
+    };
     if detected.gzip {
         #[cfg(target_os = "linux")]
         if detected.format == Format::Kineto {
@@ -113,7 +122,10 @@ fn read_and_decode(
             Ok(Inflated::NoHint) => {}
             Err(e) => return (Err(e), false),
         }
-        let inflated = inflate(std::io::BufReader::new(&*file), meta.len(), limits, path);
+        let inflated = {
+            let _phase = Phase::begin(|| format!("inflating {}", shown(path)), meta.len());
+            inflate(CountingReader(std::io::BufReader::new(&*file)), meta.len(), limits, path)
+        };
         return (inflated.and_then(|data| decode(&data, &KeepPages)), false);
     }
     if meta.len() > limits.max_profile_bytes {
@@ -180,7 +192,8 @@ fn inflate_mapped(file: &mut File, compressed: u64, limits: &LoadLimits, path: &
     let Some(mut map) = map_for_trailer(file, compressed, cap, path)? else { return Ok(Inflated::NoHint) };
     let size = map.len();
     let gzip_error = |cause| LoadError::Gzip { path: path.to_path_buf(), cause };
-    let mut reader = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(&*file));
+    let _phase = Phase::begin(|| format!("inflating {}", shown(path)), compressed);
+    let mut reader = flate2::read::MultiGzDecoder::new(CountingReader(std::io::BufReader::new(&*file)));
     let mut len = 0;
     while len < size {
         match reader.read(&mut map[len..]) {
@@ -245,7 +258,8 @@ fn inflate_and_import_kineto(
     use crate::inflating::{Streamed, inflate_and_import};
     let (cap, _) = limits.inflate_cap(compressed);
     let Some(mut map) = map_for_trailer(file, compressed, cap, path)? else { return Ok(None) };
-    let reader = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(&*file));
+    let _phase = Phase::begin(|| format!("importing {}", shown(path)), compressed);
+    let reader = flate2::read::MultiGzDecoder::new(CountingReader(std::io::BufReader::new(&*file)));
     let streamed = inflate_and_import(&mut map, reader, |incoming, release| {
         oxprof_kineto::import_kineto_incoming(incoming, release, limits)
     });

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod output;
+mod progress;
 mod sql;
 mod stdout;
 
@@ -583,6 +584,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 fn run_command(cli: Cli) -> Result<ExitCode> {
     oxprof_objstore::set_no_sign_request(cli.no_sign_request);
+    if !matches!(cli.command, Command::Serve { .. }) {
+        progress::install();
+    }
     match cli.command {
         Command::Inspect { path, json, budget } => {
             let report = oxprof_api::inspect::inspect_with(&path, &budget.limits())?;

@@ -508,3 +508,41 @@ fn completions_man_page_and_version() {
     );
     assert_eq!(oxprof(&["completions", "tcsh"]).code, 2);
 }
+
+/// A long load draws a progress bar (bytes, speed, ETA) on stderr when it is a terminal
+/// (`script` gives the command a pseudo-terminal; the bar shows at once with
+/// `OXPROF_PROGRESS_AFTER_MS=0`), and none when stderr is not one.
+#[test]
+fn progress_bar_only_on_a_terminal() {
+    let profile = "testdata/profiles/tf_custom_loop";
+    let Ok(script) = which_script() else {
+        eprintln!("skipped: no `script` (util-linux) for a pseudo-terminal");
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_oxprof");
+    let command = format!("{bin} data overview_page {profile} --no-cache --format md");
+    let out = Command::new(script)
+        .args(["-qec", &command, "/dev/null"])
+        .env("OXPROF_PROGRESS_AFTER_MS", "0")
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(terminal.contains("vm.xplane.pb.gz") && terminal.contains("B/s") && terminal.contains("ETA"), "{terminal}");
+    assert!(terminal.contains("device_duty_cycle_percent"), "{terminal}");
+    let piped = Command::new(bin)
+        .args(["data", "overview_page", profile, "--no-cache", "--format", "md"])
+        .env("OXPROF_PROGRESS_AFTER_MS", "0")
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(!stderr.contains("B/s") && !stderr.contains("ETA"), "{stderr}");
+}
+
+fn which_script() -> Result<PathBuf, ()> {
+    ["/usr/bin/script", "/bin/script"].iter().map(PathBuf::from).find(|p| p.exists()).ok_or(())
+}
