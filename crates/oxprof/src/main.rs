@@ -22,7 +22,9 @@ struct Cli {
     command: Command,
     /// Read object-store logdirs (s3://, gs://, az://) without credentials, as public
     /// buckets allow (like the AWS CLI's --no-sign-request).
-    #[arg(long, global = true)]
+    // Last among each command's options, whatever the command defines (clap would place a
+    // global option by its definition order, which moves as commands are added).
+    #[arg(long, global = true, display_order = 900)]
     no_sign_request: bool,
 }
 
