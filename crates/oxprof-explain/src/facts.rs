@@ -186,10 +186,11 @@ pub(crate) fn gather(session: &Session, run: &ServedRun, host: Option<&str>) -> 
     if is_pytorch(session, first)? { pytorch_facts(session, &files) } else { xspace_facts(session, run, host, &files) }
 }
 
+/// Whether `file` is a PyTorch (Kineto) trace, by the format seam's verdict on its first
+/// bytes (importing it would read a multi-GB trace twice).
 fn is_pytorch(session: &Session, file: &HostFile) -> Result<bool, ApiError> {
-    let _admission = session.admit();
-    let metadata = session.load(file, &|_| false)?;
-    Ok(oxprof_pytorch::is_pytorch(&metadata))
+    let detected = session.store().detect(&file.path).map_err(ApiError::from)?;
+    Ok(detected.format == oxprof_format::Format::Kineto)
 }
 
 /// Shares from (category, ms) pairs, merged by category, largest first.
