@@ -348,8 +348,13 @@ impl Windowed for ToolResult {
             out.push_str(&table.markdown());
             out.push('\n');
         }
-        if self.tables.is_empty() {
-            out.push_str("No tables.\n");
+        // The whole answer ends with what it left out, as every verb's does.
+        let left_out: Vec<String> =
+            self.tables.iter().filter_map(|t| Some(format!("{}: {}", t.table, t.left_out.as_ref()?))).collect();
+        match (self.tables.len(), left_out.is_empty()) {
+            (0, _) => out.push_str("No tables.\n"),
+            (n, true) => out.push_str(&format!("All rows of the {n} tables shown.\n")),
+            (_, false) => out.push_str(&format!("Left out: {}.\n", left_out.join("; "))),
         }
         out
     }
