@@ -169,6 +169,9 @@ impl OxprofMcp {
         .map(Json)
     }
 
+    // `explain` (issue #40 item 1) registers here once `oxprof_explain::explain` is on main:
+    // a `#[tool]` method calling it on the blocking pool, as the verbs above are called.
+
     /// `oxprof diff PATH PATH --run-a A --run-b B --limit N --format json`.
     #[tool(
         description = "Compare two runs of the served path: step time and its breakdown (with a noise test), framework ops, GPU kernels, HLO ops, memory and the input pipeline. The answer is oxprof diff's typed comparison; limit ops per list (default 20, halved until the answer fits budget, said in its notes).",
