@@ -40,7 +40,7 @@ PROFILE = "testdata/profiles/tf_custom_loop"
 TORCH = "testdata/kineto/train"
 CALL_TIMEOUT = 120.0
 
-EXPECTED_TOOLS = {"list_runs", "top", "steps", "tool", "query", "diff"}
+EXPECTED_TOOLS = {"explain", "list_runs", "top", "steps", "tool", "query", "diff"}
 
 
 def cli_json(binary, args, env):
@@ -84,6 +84,7 @@ def query_rows(answer):
 # served path the call is about (the server is started per path).
 CALLS = [
     ("list_runs", {}, lambda p: ["runs", p]),
+    ("explain", {}, lambda p: ["explain", p]),
     ("top", {"what": "ops", "limit": 5}, lambda p: ["top", "ops", p, "--limit", "5"]),
     ("top", {"what": "ops", "by": "occurrences", "offset": 3, "limit": 4},
      lambda p: ["top", "ops", p, "--by", "occurrences", "--offset", "3", "--limit", "4"]),
@@ -93,6 +94,7 @@ CALLS = [
     ("tool", {"tool": "framework_op_stats", "budget": 4096}, lambda p: ["tool", "framework_op_stats", p, "--budget", "4096"]),
 ]
 TORCH_CALLS = [
+    ("explain", {}, lambda p: ["explain", p]),
     ("top", {"what": "kernels"}, lambda p: ["top", "kernels", p]),
     ("top", {"what": "operators", "limit": 5}, lambda p: ["top", "operators", p, "--limit", "5"]),
     ("steps", {}, lambda p: ["steps", p]),

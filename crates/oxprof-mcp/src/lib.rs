@@ -1,6 +1,6 @@
 //! `oxprof mcp`: a Model Context Protocol server over one path, built on the official Rust
-//! SDK (`rmcp`). Its tools are `oxprof-agent`'s verbs (`list_runs`, `top`, `steps`, `tool`,
-//! `query`, `diff`), their arguments and results described by JSON schemas, their results
+//! SDK (`rmcp`). Its tools are `oxprof explain` and `oxprof-agent`'s verbs (`list_runs`, `top`,
+//! `steps`, `tool`, `query`, `diff`), their arguments and results described by JSON schemas, their results
 //! the JSON `oxprof <verb> --format json` prints; its resources are the path's runs. It is
 //! read-only: no tool captures or writes anything.
 //!
@@ -169,8 +169,21 @@ impl OxprofMcp {
         .map(Json)
     }
 
-    // `explain` (issue #40 item 1) registers here once `oxprof_explain::explain` is on main:
-    // a `#[tool]` method calling it on the blocking pool, as the verbs above are called.
+    /// `oxprof explain PATH --format json`.
+    #[tool(
+        description = "What bounds a run, in one answer: its step time and breakdown, top ops, memory, and every registered detector's finding (input-bound steps, host-bound small ops, GPU idle, synchronisation, …) ranked by the time at stake, with evidence, a suggestion and the command that shows more (schema oxprof.explain/1). Start here.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn explain(&self, Parameters(args): Parameters<ExplainArgs>) -> Result<CallToolResult, String> {
+        let explanation = self
+            .call(move |s| {
+                let run = s.session.run(args.run.as_deref())?;
+                Ok(oxprof_explain::explain(&s.session, &run, args.host.as_deref())?)
+            })
+            .await?;
+        let value = serde_json::to_value(&explanation).map_err(|e| format!("cannot write the explanation: {e}"))?;
+        Ok(CallToolResult::structured(value))
+    }
 
     /// `oxprof diff PATH PATH --run-a A --run-b B --limit N --format json`.
     #[tool(
@@ -184,6 +197,15 @@ impl OxprofMcp {
     }
 }
 
+/// `explain`'s arguments.
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct ExplainArgs {
+    /// Run name (default: the newest run).
+    pub run: Option<String>,
+    /// One host (default: every host of the run).
+    pub host: Option<String>,
+}
+
 /// A run's resource address.
 fn run_uri(name: &str) -> String {
     format!("oxprof://run/{name}")
@@ -194,7 +216,7 @@ impl ServerHandler for OxprofMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build()).with_instructions(
             "oxprof answers questions about ML profiles (XProf/TensorBoard XSpace, PyTorch traces) under one path. \
-             Start with list_runs, then steps and top (ops, kernels, hlo, operators), then tool for any report, \
+             Start with explain (what bounds a run) or list_runs, then steps and top (ops, kernels, hlo, operators), then tool for any report, \
              query for SQL and diff to compare two runs. Every answer is bounded and says what it left out \
              and how to get more (limit, offset, budget).",
         )

@@ -352,7 +352,7 @@ enum Command {
         page: Page,
     },
     /// Serve a path's profiles to AI agents over the Model Context Protocol: the tools
-    /// list_runs, top, steps, tool, query and diff (read-only), the runs as resources.
+    /// explain, list_runs, top, steps, tool, query and diff (read-only), the runs as resources.
     ///
     /// Over stdin/stdout by default (what MCP hosts start); --http PORT serves streamable
     /// HTTP at http://127.0.0.1:PORT/mcp instead (loopback only; foreign Host and Origin

@@ -311,7 +311,7 @@ fn mcp_over_stdio_answers_as_the_cli_does() {
     let tools = mcp.request("tools/list", json!({}));
     let mut names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["diff", "list_runs", "query", "steps", "tool", "top"]);
+    assert_eq!(names, ["diff", "explain", "list_runs", "query", "steps", "tool", "top"]);
     for tool in tools["tools"].as_array().unwrap() {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
@@ -326,6 +326,8 @@ fn mcp_over_stdio_answers_as_the_cli_does() {
     assert_eq!(tool_json(&steps), cli_json(&["steps", path]));
     let tool = mcp.call("tool", json!({"tool": "overview_page", "limit": 3}));
     assert_eq!(tool_json(&tool), cli_json(&["tool", "overview_page", path, "--limit", "3"]));
+    let explain = mcp.call("explain", json!({}));
+    assert_eq!(tool_json(&explain), cli_json(&["explain", path]));
     let runs = mcp.call("list_runs", json!({}));
     assert_eq!(tool_json(&runs), cli_json(&["runs", path]));
     // A failed call is a tool error with the CLI's line.
