@@ -373,3 +373,59 @@ fn mcp_query_and_diff_equal_the_cli() {
     let default = mcp.call("diff", json!({"run_a": a, "run_b": b}));
     assert!(default["content"][0]["text"].as_str().unwrap().len() <= BUDGET);
 }
+
+/// One raw HTTP/1.1 request to `address`; the status code and the body.
+fn http_post(address: &str, host: &str, origin: Option<&str>, body: &str) -> (u16, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+}
+
+#[test]
+fn mcp_over_http_refuses_foreign_hosts_and_origins() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
+        .args(["mcp", "testdata/profiles/tf_custom_loop", "--http", "0"])
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, banner) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = send.send(line);
+    });
+    let line = banner.recv_timeout(Duration::from_secs(60)).expect("no banner within 60 s");
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    assert!(address.starts_with("127.0.0.1:"), "{line}");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "verbs.rs", "version": "0"}}})
+    .to_string();
+    let (status, body) = http_post(&address, &address, None, &init);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("serverInfo"), "{body}");
+    let (status, body) = http_post(&address, &address, Some("https://evil.example"), &init);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("cross-origin request from \"https://evil.example\" refused"), "{body}");
+    let (status, body) = http_post(&address, "evil.example", None, &init);
+    assert_eq!(status, 403, "{body}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
