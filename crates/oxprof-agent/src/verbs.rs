@@ -13,7 +13,7 @@ use crate::window::{TableWindow, Windowed, fit};
 use crate::{AgentError, DEFAULT_LIMIT, budget};
 use oxprof_api::catalog::ServedRun;
 use oxprof_api::data::{ALL_HOSTS, DataRequest};
-use oxprof_api::registry::{self, Features};
+use oxprof_api::registry;
 use oxprof_api::session::Session;
 use oxprof_report::{ColumnKind, NumberFormat, Report, Table, ToolId};
 use oxprof_wire::datatable::CellValue;
@@ -126,15 +126,13 @@ fn select(session: &Session, run: Option<&str>, host: Option<&str>) -> Result<(S
     Ok((run, host))
 }
 
-/// Whether the run is a PyTorch trace (its first host's planes say so).
+/// Whether the run is a PyTorch (Kineto) trace: the format seam's verdict on its first
+/// host file's first bytes, so that a large trace is not imported once to ask and again to
+/// answer.
 fn is_pytorch(session: &Session, run: &ServedRun) -> Result<bool, AgentError> {
     let Some(first) = run.hosts.first() else { return Ok(false) };
-    let space = {
-        let _turn = session.admit();
-        session.load(first, &|_| false)?
-    };
-    let features = Features::of(&space);
-    Ok(registry::offered(&features).iter().any(|t| t.name == ToolId::PYTORCH_OVERVIEW.name()))
+    let detected = session.store().detect(&first.path).map_err(oxprof_api::ApiError::from)?;
+    Ok(detected.format == oxprof_format::Format::Kineto)
 }
 
 /// The report of `tool` on the run and host selection.
