@@ -162,6 +162,18 @@ impl Guard {
     /// cross-site checks every API route makes, and, when a browser sends an `Origin`, the
     /// server's own (so that no page of another site can call it, even by a simple request).
     pub fn check_program_client(&self, request: &Request<'_>) -> Result<(), HttpError> {
+        // The same rule as `check`, said without `oxprof serve`'s --allow-host.
+        if let Some(name) = request.host.filter(|h| !h.trim().is_empty()).map(host_name)
+            && !self.host_allowed(&name)
+        {
+            return Err(HttpError {
+                status: 403,
+                message: format!(
+                    "Host {name:?} is not allowed: only loopback names and the server's own address are answered \
+                     (against DNS rebinding)"
+                ),
+            });
+        }
         self.check(request)?;
         self.check_api(request)?;
         same_origin(request)
@@ -245,7 +257,9 @@ mod tests {
             guard.check_program_client(&request("127.0.0.1:9").origin("http://127.0.0.1:10")).unwrap_err().status,
             403
         );
-        assert_eq!(guard.check_program_client(&request("evil.example")).unwrap_err().status, 403);
+        let foreign = guard.check_program_client(&request("evil.example")).unwrap_err();
+        assert_eq!(foreign.status, 403);
+        assert!(!foreign.message.contains("--allow-host"), "{}", foreign.message);
         assert_eq!(guard.check_program_client(&request("localhost").fetch_site("cross-site")).unwrap_err().status, 403);
     }
 
