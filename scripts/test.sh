@@ -11,6 +11,7 @@
 #   SKIP_OBJSTORE=1   skip the object-store tests against real S3/Azure servers
 #   SKIP_LOAD=1       skip the 64-client load test of a release server (scripts/ci/load-serve.py)
 #   SKIP_DOCS=1       skip building the manual and checking its links (scripts/ci/check-docs.sh)
+#   SKIP_MCP=1        skip driving `oxprof mcp` with the official MCP Python SDK (scripts/ci/mcp-client-check.py; venv cached)
 #   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/ci/test-sql-readers.sh; ~6 min, venv cached)
 #   OXPROF_FREE_DISK=1 delete each step's build products once no later step needs them
 #                     (.ci/run sets it: the CI disk is shared, and a full one failed a run)
@@ -99,6 +100,11 @@ fi
 if [ "${SKIP_LOAD:-0}" != "1" ]; then
   step "load: 64 clients for 60 s, SQL and a hostile object store mixed in, --cache-mb 64 ($oxprof_bin)"
   python3 scripts/ci/load-serve.py --bin "$oxprof_bin" --clients 64 --seconds 60 --cache-mb 64
+fi
+if [ "${SKIP_MCP:-0}" != "1" ]; then
+  step "MCP: the official Python SDK's client drives oxprof mcp (stdio and HTTP) against the CLI's JSON ($oxprof_bin)"
+  mcp_python=$(bash scripts/ci/setup-mcp-client.sh | tail -1)
+  "$mcp_python" scripts/ci/mcp-client-check.py --bin "$oxprof_bin"
 fi
 # The release build behind the wheel (the wheel itself stays in target/wheels).
 free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test

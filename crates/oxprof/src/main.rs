@@ -1,4 +1,4 @@
-//! The `oxprof` command: a thin shell over `oxprof-api`. Parses arguments, prints
+//! The `oxprof` command: a thin shell over `oxprof-api` (and `oxprof-agent`, `oxprof-mcp`). Parses arguments, prints
 //! responses, maps failures to exit codes (2 = bad input; a closed standard output ends
 //! the process quietly, killed by `SIGPIPE`: see `stdout`).
 
@@ -139,6 +139,10 @@ enum Command {
         /// Rows per op table in Markdown.
         #[arg(long, value_name = "N", default_value_t = 10)]
         top: usize,
+        /// Keep at most N ops in each list of each kind (the largest changes) in every format;
+        /// the counts stay those of all ops (default: every op).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
         /// Largest summary file read (e.g. 256MiB): a larger one is refused with a message.
         #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64MiB")]
         max_summary_bytes: u64,
@@ -286,6 +290,88 @@ enum Command {
         #[command(flatten)]
         cache: AnalysisCacheArgs,
     },
+    /// Top rows of a tool's main table, most first, bounded for agents and scripts: ops
+    /// (framework ops), kernels (GPU kernels), hlo (HLO ops), operators (PyTorch).
+    ///
+    /// The answer fits --budget bytes and ends with what was left out and how to get more
+    /// (`… 412 more rows: --offset 20`). Exit code 2 for bad input.
+    Top {
+        /// What to rank.
+        #[arg(value_enum)]
+        what: TopWhat,
+        /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too).
+        path: PathBuf,
+        /// The numeric column to sort by, most first (default: self time; a wrong name lists them).
+        #[arg(long, value_name = "COLUMN")]
+        by: Option<String>,
+        #[command(flatten)]
+        select: Select,
+        #[command(flatten)]
+        page: Page,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// The step list with each step's time breakdown, bounded (the input pipeline
+    /// analyzer's steps; the PyTorch overview's for a PyTorch trace).
+    Steps {
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        #[command(flatten)]
+        select: Select,
+        #[command(flatten)]
+        page: Page,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// Any tool's report as tables, notes first, each table bounded (--limit rows, then
+    /// --budget bytes); `oxprof data` prints the whole output.
+    Tool {
+        /// The tool (XProf's name; `oxprof data --help` lists them).
+        #[arg(value_parser = parse_tool)]
+        tool: String,
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        #[command(flatten)]
+        select: Select,
+        #[command(flatten)]
+        page: Page,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// The runs of a path (newest first) and their hosts, bounded.
+    Runs {
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        #[command(flatten)]
+        page: Page,
+    },
+    /// Serve a path's profiles to AI agents over the Model Context Protocol: the tools
+    /// explain, list_runs, top, steps, tool, query and diff (read-only), the runs as resources.
+    ///
+    /// Over stdin/stdout by default (what MCP hosts start); --http PORT serves streamable
+    /// HTTP at http://127.0.0.1:PORT/mcp instead (loopback only; foreign Host and Origin
+    /// headers are refused).
+    Mcp {
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        /// Serve streamable HTTP on 127.0.0.1 at this port (0: any free port) instead of stdio.
+        #[arg(long, value_name = "PORT")]
+        http: Option<u16>,
+        /// Bound of the in-memory caches together (decoded profiles, per-host analyses,
+        /// SQL tables), in MB.
+        #[arg(long, value_name = "MB", default_value_t = 512)]
+        cache_mb: usize,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
     /// Manage the persistent analysis cache (per-host results kept for later runs).
     Cache {
         #[command(subcommand)]
@@ -319,6 +405,98 @@ enum CacheAction {
         #[command(flatten)]
         cache: AnalysisCacheArgs,
     },
+}
+
+/// The run and host a verb reads.
+#[derive(Debug, Clone, clap::Args)]
+struct Select {
+    /// Run name (default: the newest run).
+    #[arg(long)]
+    run: Option<String>,
+    /// Host name, or ALL_HOSTS (default: all hosts).
+    #[arg(long)]
+    host: Option<String>,
+}
+
+/// How much of an answer a verb shows, and how.
+#[derive(Debug, Clone, clap::Args)]
+struct Page {
+    /// Rows to show (of each table).
+    #[arg(long, value_name = "N", default_value_t = oxprof_agent::DEFAULT_LIMIT)]
+    limit: usize,
+    /// Rows to skip first.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    offset: usize,
+    /// Most bytes the answer may take, in Markdown and in JSON alike (e.g. 64KiB): rows past
+    /// it are left out, and said so.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "16KiB")]
+    budget: u64,
+    /// Output format: Markdown for people and agents, or the typed answer as JSON (what
+    /// `oxprof mcp` sends).
+    #[arg(long, value_enum, default_value_t = VerbFormat::Md)]
+    format: VerbFormat,
+}
+
+impl Page {
+    fn budget(&self) -> Option<usize> {
+        Some(usize::try_from(self.budget).unwrap_or(usize::MAX))
+    }
+}
+
+/// Output formats of the bounded verbs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum VerbFormat {
+    /// Markdown: notes, the tables, what was left out.
+    Md,
+    /// The typed answer as one line of JSON.
+    Json,
+}
+
+/// What `oxprof top` ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TopWhat {
+    /// Framework ops (framework_op_stats), by total self time.
+    Ops,
+    /// GPU kernels (kernel_stats; pytorch_kernel_stats on a PyTorch trace), by total time.
+    Kernels,
+    /// HLO ops (hlo_stats), by total self time.
+    Hlo,
+    /// PyTorch operators (pytorch_op_stats), by self time.
+    Operators,
+}
+
+impl From<TopWhat> for oxprof_agent::TopKind {
+    fn from(what: TopWhat) -> Self {
+        match what {
+            TopWhat::Ops => oxprof_agent::TopKind::Ops,
+            TopWhat::Kernels => oxprof_agent::TopKind::Kernels,
+            TopWhat::Hlo => oxprof_agent::TopKind::Hlo,
+            TopWhat::Operators => oxprof_agent::TopKind::Operators,
+        }
+    }
+}
+
+/// A one-shot session for a verb over `path`.
+fn verb_session(
+    path: &std::path::Path,
+    budget: &InputBudget,
+    cache: &AnalysisCacheArgs,
+) -> Result<oxprof_api::session::Session> {
+    let options = oxprof_api::session::SessionOptions {
+        limits: budget.limits(),
+        disk_cache: cache.open(),
+        ..oxprof_api::session::SessionOptions::one_shot()
+    };
+    Ok(oxprof_api::data::local_session(path, options)?)
+}
+
+/// Prints a verb's answer as `format`.
+fn print_verb<T: oxprof_agent::Windowed>(answer: &T, format: VerbFormat) -> Result<ExitCode> {
+    match format {
+        VerbFormat::Md => out!("{}", answer.markdown())?,
+        VerbFormat::Json => outln!("{}", serde_json::to_string(answer)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Where per-host analyses are kept between runs, so that reopening a profile skips
@@ -619,6 +797,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             no_noise_check,
             strip_templates,
             top,
+            limit,
             max_summary_bytes,
             budget,
             cache,
@@ -637,7 +816,11 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                 disk_cache: cache.open(),
             };
             let diff = oxprof_api::diff::diff_paths(&side_a, &side_b, &options, &limits)?;
-            let report = oxprof_diff::DiffReport::new(diff, &fail_if, !no_noise_check);
+            let mut report = oxprof_diff::DiffReport::new(diff, &fail_if, !no_noise_check);
+            // After the gates, which read every op.
+            if let Some(limit) = limit {
+                report.diff.truncate_ops(limit);
+            }
             let text = match format {
                 DiffFormat::Md => oxprof_api::diff::markdown::render(&report, top),
                 DiffFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
@@ -795,6 +978,74 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                 explanation.findings.iter().any(|f| f.severity >= at)
             });
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Top { what, path, by, select, page, budget, cache } => {
+            let session = verb_session(&path, &budget, &cache)?;
+            let args = oxprof_agent::TopArgs {
+                what: what.into(),
+                run: select.run,
+                host: select.host,
+                by,
+                limit: Some(page.limit),
+                offset: Some(page.offset),
+                budget: page.budget(),
+            };
+            print_verb(&oxprof_agent::top(&session, &args)?, page.format)
+        }
+        Command::Steps { path, select, page, budget, cache } => {
+            let session = verb_session(&path, &budget, &cache)?;
+            let args = oxprof_agent::StepsArgs {
+                run: select.run,
+                host: select.host,
+                limit: Some(page.limit),
+                offset: Some(page.offset),
+                budget: page.budget(),
+            };
+            print_verb(&oxprof_agent::steps(&session, &args)?, page.format)
+        }
+        Command::Tool { tool, path, select, page, budget, cache } => {
+            let session = verb_session(&path, &budget, &cache)?;
+            let args = oxprof_agent::ToolArgs {
+                tool,
+                run: select.run,
+                host: select.host,
+                limit: Some(page.limit),
+                offset: Some(page.offset),
+                budget: page.budget(),
+            };
+            print_verb(&oxprof_agent::tool(&session, &args)?, page.format)
+        }
+        Command::Runs { path, page } => {
+            let session = oxprof_api::data::one_shot_session(&path)?;
+            let args =
+                oxprof_agent::RunsArgs { limit: Some(page.limit), offset: Some(page.offset), budget: page.budget() };
+            print_verb(&oxprof_agent::runs(&session, &args)?, page.format)
+        }
+        Command::Mcp { path, http, cache_mb, budget, cache } => {
+            let disk_cache = cache.open();
+            let options = oxprof_mcp::McpOptions {
+                path,
+                session: oxprof_api::session::SessionOptions {
+                    cache_bytes: cache_mb.saturating_mul(1 << 20),
+                    limits: budget.limits(),
+                    disk_cache: disk_cache.clone(),
+                    ..oxprof_api::session::SessionOptions::default()
+                },
+                read: oxprof_api::diff::ReadOptions {
+                    profile: budget.limits(),
+                    disk_cache,
+                    ..oxprof_api::diff::ReadOptions::default()
+                },
+            };
+            match http {
+                // stdout is the protocol's channel: nothing else is written to it.
+                None => oxprof_mcp::serve_stdio(options)?,
+                Some(port) => oxprof_mcp::serve_http(options, port, |address| {
+                    let _ = outln!("oxprof: MCP over streamable HTTP at http://{address}{}", oxprof_mcp::HTTP_PATH);
+                    let _ = std::io::Write::flush(&mut stdout::stdout());
+                })?,
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Data { tool, path, run, host, params, format, budget, cache } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };

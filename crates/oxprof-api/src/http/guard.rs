@@ -154,19 +154,29 @@ impl Guard {
                 ),
             });
         }
-        if let Some(origin) = request.origin {
-            let host = request.host.unwrap_or_default();
-            let same = ["http://", "https://"]
-                .iter()
-                .any(|scheme| origin.strip_prefix(scheme).is_some_and(|o| o.eq_ignore_ascii_case(host)));
-            if !same {
-                return Err(HttpError {
-                    status: 403,
-                    message: format!("cross-origin request from {origin:?} refused"),
-                });
-            }
+        same_origin(request)
+    }
+
+    /// What a read-only API endpoint for programs rather than pages passes (the MCP
+    /// server's HTTP endpoint, which has no page to carry the token): the `Host` and
+    /// cross-site checks every API route makes, and, when a browser sends an `Origin`, the
+    /// server's own (so that no page of another site can call it, even by a simple request).
+    pub fn check_program_client(&self, request: &Request<'_>) -> Result<(), HttpError> {
+        // The same rule as `check`, said without `oxprof serve`'s --allow-host.
+        if let Some(name) = request.host.filter(|h| !h.trim().is_empty()).map(host_name)
+            && !self.host_allowed(&name)
+        {
+            return Err(HttpError {
+                status: 403,
+                message: format!(
+                    "Host {name:?} is not allowed: only loopback names and the server's own address are answered \
+                     (against DNS rebinding)"
+                ),
+            });
         }
-        Ok(())
+        self.check(request)?;
+        self.check_api(request)?;
+        same_origin(request)
     }
 
     fn host_allowed(&self, name: &str) -> bool {
@@ -175,6 +185,20 @@ impl Guard {
         }
         let Ok(ip) = name.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() else { return false };
         ip.is_loopback() || self.bound.is_some_and(|bound| bound.is_unspecified() || bound == ip)
+    }
+}
+
+/// No `Origin`, or the server's own (the scheme and the `Host` it was sent to).
+fn same_origin(request: &Request<'_>) -> Result<(), HttpError> {
+    let Some(origin) = request.origin else { return Ok(()) };
+    let host = request.host.unwrap_or_default();
+    let same = ["http://", "https://"]
+        .iter()
+        .any(|scheme| origin.strip_prefix(scheme).is_some_and(|o| o.eq_ignore_ascii_case(host)));
+    if same {
+        Ok(())
+    } else {
+        Err(HttpError { status: 403, message: format!("cross-origin request from {origin:?} refused") })
     }
 }
 
@@ -218,6 +242,26 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn program_clients_pass_with_a_loopback_host_and_no_foreign_origin() {
+        let guard = Guard::loopback();
+        let request = |host: &'static str| Request::new("POST", "/mcp", "").host(Some(host));
+        assert!(guard.check_program_client(&request("127.0.0.1:9")).is_ok());
+        assert!(guard.check_program_client(&request("127.0.0.1:9").origin("http://127.0.0.1:9")).is_ok());
+        assert_eq!(
+            guard.check_program_client(&request("127.0.0.1:9").origin("https://evil.example")).unwrap_err().status,
+            403
+        );
+        assert_eq!(
+            guard.check_program_client(&request("127.0.0.1:9").origin("http://127.0.0.1:10")).unwrap_err().status,
+            403
+        );
+        let foreign = guard.check_program_client(&request("evil.example")).unwrap_err();
+        assert_eq!(foreign.status, 403);
+        assert!(!foreign.message.contains("--allow-host"), "{}", foreign.message);
+        assert_eq!(guard.check_program_client(&request("localhost").fetch_site("cross-site")).unwrap_err().status, 403);
+    }
 
     #[test]
     fn host_names_are_parsed_from_headers() {
