@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,19 +17,24 @@ import oxprof
 from conftest import fixture, run_cli
 
 
+def assert_version_line(stdout):
+    # "oxprof 0.1.0 (build <16 hex digits>)": the release, then the fingerprint of its sources.
+    assert re.fullmatch(rf"oxprof {re.escape(oxprof.__version__)} \(build [0-9a-f]{{16}}\)", stdout.strip()), stdout
+
+
 def test_the_command_is_the_native_binary_on_path(oxprof_bin):
     # Installed into the environment's scripts directory, not a Python launcher script.
     assert os.path.samefile(os.path.dirname(oxprof_bin), os.path.dirname(sys.executable))
     assert "site-packages" in oxprof.__file__  # the installed package, not the source tree
     with open(oxprof_bin, "rb") as f:
         assert f.read(4) == b"\x7fELF"
-    assert run_cli(oxprof_bin, "--version").stdout.strip() == f"oxprof {oxprof.__version__}"
+    assert_version_line(run_cli(oxprof_bin, "--version").stdout)
 
 
 def test_python_dash_m_runs_the_same_command():
     done = subprocess.run([sys.executable, "-m", "oxprof", "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"oxprof {oxprof.__version__}"
+    assert_version_line(done.stdout)
 
 
 @pytest.mark.parametrize("logdir", [None, "jax_train"])
