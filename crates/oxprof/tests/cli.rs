@@ -8,44 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs oxprof with a hard time limit: a hang is a failure, not a stuck test run.
-fn oxprof(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
-        // The persistent analysis cache of these tests, not the user's.
-        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
-        .args(args)
-        .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("oxprof {args:?} hung for 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(!stderr.contains("panicked"), "oxprof {args:?} panicked: {stderr}");
-    Output { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8(out.stdout).unwrap(), stderr }
-}
+mod common;
+use common::{Output, oxprof, repo_root};
 
 /// Plane and line counts of `oxprof inspect --json` for one host, shaped like the
 /// references.

@@ -5,47 +5,9 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs oxprof from the repository root with a hard time limit (a hang fails the test).
-/// Its output is read while it runs (a summary is larger than a pipe's buffer).
-fn oxprof(args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
-        .args(args)
-        .current_dir(repo_root())
-        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || sender.send(child.wait_with_output()));
-    let out = match receiver.recv_timeout(Duration::from_secs(60)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // The child this test started, by its id.
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("oxprof {args:?} hung for 60 s");
-        }
-    };
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(!stderr.contains("panicked"), "oxprof {args:?} panicked: {stderr}");
-    Output { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8(out.stdout).unwrap(), stderr }
-}
+mod common;
+use common::{oxprof, repo_root};
 
 const SLOW: &str = "testdata/diff/slow_b32";
 const FAST: &str = "testdata/diff/fast_b32";

@@ -5,24 +5,9 @@
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::Command;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn oxprof(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_oxprof")).args(args).current_dir(repo_root()).output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(!stderr.contains("panicked"), "oxprof {args:?} panicked: {stderr}");
-    Output { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8(out.stdout).unwrap(), stderr }
-}
+mod common;
+use common::{Output, oxprof, repo_root};
 
 fn fixtures() -> PathBuf {
     repo_root().join("testdata/kineto")
