@@ -82,6 +82,8 @@ free_disk "${CARGO_TARGET_DIR:-target}/loom"
 if [ "${SKIP_UI:-0}" != "1" ]; then
   step "web UI"
   bash scripts/ci/test-ui.sh
+  step "one module and one row: a test tool reaches the CLI, HTTP, Python and the UI's Tools menu"
+  bash scripts/ci/test-example-tool.sh
 fi
 
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then

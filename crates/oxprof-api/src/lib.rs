@@ -11,6 +11,8 @@ pub mod counters;
 pub mod data;
 pub mod diff;
 mod error;
+#[cfg(feature = "example-tool")]
+pub mod example_tool;
 pub mod hlo_tools;
 pub mod hta;
 pub mod http;

@@ -24,7 +24,7 @@ const LISTING_ORDER: &[ToolId] = ToolId::ALL;
 
 /// Every family's rows, in [`LISTING_ORDER`] (rows of ids it does not name last).
 static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
-    let families: [&[Tool]; 9] = [
+    let families: &[&[Tool]] = &[
         crate::trace::ROWS,
         crate::inference::ROWS,
         crate::op_stats::ROWS,
@@ -34,8 +34,10 @@ static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
         crate::tf_data::ROWS,
         crate::pytorch::ROWS,
         crate::hta::ROWS,
+        #[cfg(feature = "example-tool")]
+        crate::example_tool::ROWS,
     ];
-    let mut tools: Vec<Tool> = families.into_iter().flatten().copied().collect();
+    let mut tools: Vec<Tool> = families.iter().copied().flatten().copied().collect();
     let place = |t: &Tool| LISTING_ORDER.iter().position(|id| id.name() == t.name).unwrap_or(usize::MAX);
     tools.sort_by_key(place);
     tools

@@ -55,6 +55,19 @@ export function noDataPage(ctx: PageContext): HTMLElement {
   );
 }
 
+/** Tools answering a binary body (the registry's `raw` page): the body, downloaded. */
+export function rawDataPage(ctx: PageContext): HTMLElement {
+  return h(
+    'div',
+    { class: 'page raw-data', 'data-page': 'raw' },
+    card(
+      toolName(ctx.state.tool),
+      h('p', null, `${toolName(ctx.state.tool)} answers binary data, which this page does not draw. Download it:`),
+      h('p', null, h('a', { href: rawUrl(ctx), download: `${ctx.state.tool}.bin`, 'data-role': 'raw-link' }, rawUrl(ctx))),
+    ),
+  );
+}
+
 function rawUrl(ctx: PageContext): string {
   return buildUrl(`${PROFILE_PREFIX}/data`, { run: ctx.state.run, tag: ctx.state.tool, host: ctx.state.host });
 }

@@ -3,7 +3,7 @@
 import { pageIdOf, type Page } from '../page';
 import { megascaleStatsPage, perfCountersPage, smartSuggestionPage, utilizationViewerPage } from './counters';
 import { frameworkOpStatsPage } from './framework_op_stats';
-import { genericPage, noDataPage } from './generic';
+import { genericPage, noDataPage, rawDataPage } from './generic';
 import { graphViewerPage } from './graph_viewer';
 import { hloStatsPage } from './hlo_stats';
 import { htaDistributedPage, htaGpuIdlePage } from './hta';
@@ -59,13 +59,15 @@ const SELF_LOADING: Record<string, Page> = {
   graph_viewer: graphViewerPage,
   memory_viewer: memoryViewerPage,
   [QUERY_TOOL]: queryPage,
+  // Tools answering a binary body (the registry's `raw` page): a link that downloads it.
+  raw: rawDataPage,
 };
 
 /** Tools whose data is not a table or summary (trace events, graphs): the shell does not fetch `/data` (the trace viewer reads oxprof's trace API; the others link to the raw data). */
 const NO_DATA_TOOLS = new Set(['trace_viewer', 'trace_viewer@', 'graph_viewer', 'memory_viewer', QUERY_TOOL]);
 
 export function toolNeedsNoData(tool: string): boolean {
-  return NO_DATA_TOOLS.has(tool);
+  return NO_DATA_TOOLS.has(tool) || Object.hasOwn(SELF_LOADING, pageIdOf(tool));
 }
 
 /** The page of `tool`, by the registry's `page` column (legacy names and the query page by their own). */
