@@ -12,9 +12,11 @@
 
 pub mod detectors;
 mod facts;
+mod hlo;
 mod render;
 
 pub use facts::{Category, Facts, OpFact, Share};
+pub use hlo::{HloFamily, HloKind, HloOpFact};
 pub use render::render_markdown;
 
 use oxprof_api::ApiError;
