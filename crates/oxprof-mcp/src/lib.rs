@@ -1,6 +1,6 @@
 //! `oxprof mcp`: a Model Context Protocol server over one path, built on the official Rust
 //! SDK (`rmcp`). Its tools are `oxprof explain` and `oxprof-agent`'s verbs (`list_runs`, `top`,
-//! `steps`, `tool`, `query`, `diff`), their arguments and results described by JSON schemas, their results
+//! `steps`, `tool`, `events`, `hlo`, `allocations`, `query`, `diff`), their arguments and results described by JSON schemas, their results
 //! the JSON `oxprof <verb> --format json` prints; its resources are the path's runs. It is
 //! read-only: no tool captures or writes anything.
 //!
@@ -150,6 +150,39 @@ impl OxprofMcp {
         self.call(move |s| agent::tool(&s.session, &args)).await.map(Json)
     }
 
+    /// `oxprof events PATH --name REGEX --format json`.
+    #[tool(
+        description = "Trace events whose name matches a regex (Rust regex syntax; ^name$ for one name) in a time window (start_ms/end_ms, ms from each host's first event), listed in time order (host, line, start, duration, self time) or, with aggregate=true, one row per name (count, total/self ms, min/avg/max). XSpace and PyTorch alike. Bounded: limit (default 20), offset, budget; `matched` counts every match.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn events(
+        &self,
+        Parameters(args): Parameters<agent::EventsArgs>,
+    ) -> Result<Json<agent::EventsResult>, String> {
+        self.call(move |s| agent::events(&s.session, &args)).await.map(Json)
+    }
+
+    /// `oxprof hlo PATH [--module M [--instruction I --depth N]] --format json`.
+    #[tool(
+        description = "HLO of the run: without module, the list of HLO modules (name(program id)); with module, its text one line per row; with module and instruction, the instruction's neighbourhood (operands and users to depth, default 1, at most 16) with each instruction's text. Bounded: limit (default 20), offset, budget.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn hlo(&self, Parameters(args): Parameters<agent::HloArgs>) -> Result<Json<agent::HloResult>, String> {
+        self.call(move |s| agent::hlo(&s.session, &args)).await.map(Json)
+    }
+
+    /// `oxprof allocations PATH --format json`.
+    #[tool(
+        description = "The allocations live at the memory peak, largest first, one table per allocator (XProf's memory_profile) or GPU (PyTorch memory events), the peak's time and size in the table's facts. Bounded: limit (default 20), offset, budget.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn allocations(
+        &self,
+        Parameters(args): Parameters<agent::AllocationsArgs>,
+    ) -> Result<Json<agent::AllocationsResult>, String> {
+        self.call(move |s| agent::allocations(&s.session, &args)).await.map(Json)
+    }
+
     /// `oxprof query SQL PATH --format json`'s rows, bounded.
     #[tool(
         description = "Run one read-only SQL statement (SELECT/WITH/EXPLAIN) over the profiles: Perfetto-shaped tables (slice, track, args, flow, …) and XProf's tool tables (op_stats, kernels, hlo_ops, steps, …). Within oxprof serve's SQL limits (20 s, 1 GiB, 10000 rows); the answer's rows are bounded by limit (default 20), offset and budget.",
@@ -217,7 +250,7 @@ impl ServerHandler for OxprofMcp {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build()).with_instructions(
             "oxprof answers questions about ML profiles (XProf/TensorBoard XSpace, PyTorch traces) under one path. \
              Start with explain (what bounds a run) or list_runs, then steps and top (ops, kernels, hlo, operators), then tool for any report, \
-             query for SQL and diff to compare two runs. Every answer is bounded and says what it left out \
+             events for trace events by name, hlo for HLO text and neighbourhoods, allocations for the memory peak, query for SQL and diff to compare two runs. Every answer is bounded and says what it left out \
              and how to get more (limit, offset, budget).",
         )
     }
