@@ -30,6 +30,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+/// Most MCP sessions the HTTP transport keeps open at once by default (`--max-sessions`).
+pub const DEFAULT_MAX_HTTP_SESSIONS: usize = 64;
+
 /// What the server serves and within which budgets.
 #[derive(Clone)]
 pub struct McpOptions {
@@ -39,6 +42,9 @@ pub struct McpOptions {
     pub session: SessionOptions,
     /// How `diff` reads its two runs.
     pub read: oxprof_api::diff::ReadOptions,
+    /// Most sessions the HTTP transport keeps open at once (each holds a worker until it
+    /// is closed or idles out); a new one beyond them is refused with 503.
+    pub max_http_sessions: usize,
 }
 
 /// Why the server could not start or stopped early.
@@ -313,6 +319,7 @@ pub fn serve_http(options: McpOptions, port: u16, ready: impl FnOnce(SocketAddr)
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
+    let max_sessions = options.max_http_sessions;
     let server = OxprofMcp::new(options)?;
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).await?;
@@ -321,12 +328,16 @@ pub fn serve_http(options: McpOptions, port: u16, ready: impl FnOnce(SocketAddr)
         let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
         // The guard below decides; rmcp's own Host check (loopback) would only repeat it.
         config.allowed_hosts = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        let service =
-            StreamableHttpService::new(move || Ok(server.clone()), LocalSessionManager::default().into(), config);
-        let guard = Arc::new(oxprof_api::http::Guard::loopback().bound_to(address.ip()));
+        let sessions = Arc::new(LocalSessionManager::default());
+        let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+        let gate = Arc::new(Gate {
+            guard: oxprof_api::http::Guard::loopback().bound_to(address.ip()),
+            sessions,
+            max_sessions: max_sessions.max(1),
+        });
         let router = axum::Router::new()
             .nest_service(HTTP_PATH, service)
-            .layer(axum::middleware::from_fn_with_state(guard, guarded));
+            .layer(axum::middleware::from_fn_with_state(gate, guarded));
         ready(address);
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
@@ -338,15 +349,38 @@ pub fn serve_http(options: McpOptions, port: u16, ready: impl FnOnce(SocketAddr)
     })
 }
 
-/// `oxprof serve`'s rules for programs, before any MCP request is read.
+/// What every HTTP request passes before MCP reads it.
+struct Gate {
+    /// `oxprof serve`'s rules for programs.
+    guard: oxprof_api::http::Guard,
+    /// The open sessions (counted for the cap).
+    sessions: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
+    /// Most sessions open at once.
+    max_sessions: usize,
+}
+
+/// `oxprof serve`'s rules for programs, then the cap on open sessions for a request that
+/// would open one (a POST without `Mcp-Session-Id`), before any MCP request is read.
 async fn guarded(
-    axum::extract::State(guard): axum::extract::State<Arc<oxprof_api::http::Guard>>,
+    axum::extract::State(gate): axum::extract::State<Arc<Gate>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    if let Err(refused) = check(&guard, &request) {
-        let status = axum::http::StatusCode::from_u16(refused.status).unwrap_or(axum::http::StatusCode::FORBIDDEN);
+    use axum::http::StatusCode;
+    if let Err(refused) = check(&gate.guard, &request) {
+        let status = StatusCode::from_u16(refused.status).unwrap_or(StatusCode::FORBIDDEN);
         return axum::response::IntoResponse::into_response((status, refused.message + "\n"));
+    }
+    let opens = request.method() == axum::http::Method::POST && !request.headers().contains_key("mcp-session-id");
+    if opens {
+        let open = gate.sessions.sessions.read().await.len();
+        if open >= gate.max_sessions {
+            let message = format!(
+                "{open} MCP sessions are open, the most this server keeps (--max-sessions {}): close one (DELETE {HTTP_PATH} with its Mcp-Session-Id) or raise --max-sessions\n",
+                gate.max_sessions
+            );
+            return axum::response::IntoResponse::into_response((StatusCode::SERVICE_UNAVAILABLE, message));
+        }
     }
     next.run(request).await
 }

@@ -429,6 +429,10 @@ enum Command {
         /// Serve streamable HTTP on 127.0.0.1 at this port (0: any free port) instead of stdio.
         #[arg(long, value_name = "PORT")]
         http: Option<u16>,
+        /// Most MCP sessions open at once over HTTP (a new one beyond them is refused with
+        /// 503; a session ends when its client closes it or after 5 idle minutes).
+        #[arg(long, value_name = "N", default_value_t = oxprof_mcp::DEFAULT_MAX_HTTP_SESSIONS, requires = "http")]
+        max_sessions: usize,
         /// Bound of the in-memory caches together (decoded profiles, per-host analyses,
         /// SQL tables), in MB.
         #[arg(long, value_name = "MB", default_value_t = 512)]
@@ -1126,7 +1130,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                 oxprof_agent::RunsArgs { limit: Some(page.limit), offset: Some(page.offset), budget: page.budget() };
             print_verb(&oxprof_agent::runs(&session, &args)?, page.format)
         }
-        Command::Mcp { path, http, cache_mb, budget, cache } => {
+        Command::Mcp { path, http, max_sessions, cache_mb, budget, cache } => {
             let disk_cache = cache.open();
             let options = oxprof_mcp::McpOptions {
                 path,
@@ -1141,6 +1145,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                     disk_cache,
                     ..oxprof_api::diff::ReadOptions::default()
                 },
+                max_http_sessions: max_sessions,
             };
             match http {
                 // stdout is the protocol's channel: nothing else is written to it.

@@ -444,6 +444,45 @@ fn mcp_over_http_refuses_foreign_hosts_and_origins() {
     let _ = child.wait();
 }
 
+#[test]
+fn mcp_over_http_refuses_sessions_past_its_cap() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
+        .args(["mcp", "testdata/profiles/tf_custom_loop", "--http", "0", "--max-sessions", "2"])
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, banner) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = send.send(line);
+    });
+    let line = banner.recv_timeout(Duration::from_secs(60)).expect("no banner within 60 s");
+    let address =
+        line.trim().rsplit(' ').next().unwrap().trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "verbs.rs", "version": "0"}}})
+    .to_string();
+    for _ in 0..2 {
+        let (status, body) = http_post(&address, &address, None, &init);
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = http_post(&address, &address, None, &init);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        body,
+        "2 MCP sessions are open, the most this server keeps (--max-sessions 2): close one (DELETE /mcp with its \
+         Mcp-Session-Id) or raise --max-sessions\n"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 fn json_of(args: &[&str]) -> Value {
     let args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
     serde_json::from_str(&ok(&args)).unwrap()
