@@ -21,7 +21,7 @@ use crate::hlo::{HloFamily, HloScan, compile_in_steps};
 use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 
 /// Where a step's time goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     /// Waiting for input (tf.data, infeed, the DataLoader, host-to-device input copies).
@@ -62,7 +62,7 @@ impl Category {
 }
 
 /// One category's share of the average step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Share {
     /// The category.
     pub category: Category,
@@ -73,7 +73,7 @@ pub struct Share {
 }
 
 /// One op (or kernel) and its self time.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct OpFact {
     /// Its name.
     pub name: String,
@@ -89,7 +89,7 @@ pub struct OpFact {
 }
 
 /// The memory peak of one allocator or device against its capacity.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MemoryPeak {
     /// The allocator or device.
     pub name: String,
@@ -102,7 +102,7 @@ pub struct MemoryPeak {
 }
 
 /// One host's (rank's) average step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HostStep {
     /// The host.
     pub host: String,
@@ -111,7 +111,7 @@ pub struct HostStep {
 }
 
 /// Kernel launches per step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Launches {
     /// Kernels per step.
     pub kernels_per_step: f64,
@@ -120,7 +120,7 @@ pub struct Launches {
 }
 
 /// Tensor Core use (PyTorch on NVIDIA GPUs).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TensorCores {
     /// Share of GPU kernel time in ops that could use Tensor Cores (0..1).
     pub eligible_ratio: f64,
@@ -129,7 +129,7 @@ pub struct TensorCores {
 }
 
 /// What the detectors read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Facts {
     /// `xspace` or `pytorch`.
     pub kind: &'static str,

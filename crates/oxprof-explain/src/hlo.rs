@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 const TOP: usize = 5;
 
 /// What XProf's HLO detectors look for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HloKind {
     /// Reshapes and dynamic-update-slices left outside fusions.
@@ -35,7 +35,7 @@ pub enum HloKind {
 }
 
 /// One top-level instruction and its time.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HloOpFact {
     /// The program (HLO module).
     pub module: String,
@@ -52,7 +52,7 @@ pub struct HloOpFact {
 }
 
 /// The top-level instructions of one kind.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HloFamily {
     /// The kind.
     pub kind: HloKind,

@@ -213,15 +213,16 @@ impl OxprofMcp {
         description = "What bounds a run, in one answer: its step time and breakdown, top ops, memory, and every registered detector's finding (input-bound steps, host-bound small ops, GPU idle, synchronisation, …) ranked by the time at stake, with evidence, a suggestion and the command that shows more (schema oxprof.explain/1). Start here.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn explain(&self, Parameters(args): Parameters<ExplainArgs>) -> Result<CallToolResult, String> {
-        let explanation = self
-            .call(move |s| {
-                let run = s.session.run(args.run.as_deref())?;
-                Ok(oxprof_explain::explain(&s.session, &run, args.host.as_deref())?)
-            })
-            .await?;
-        let value = serde_json::to_value(&explanation).map_err(|e| format!("cannot write the explanation: {e}"))?;
-        Ok(CallToolResult::structured(value))
+    async fn explain(
+        &self,
+        Parameters(args): Parameters<ExplainArgs>,
+    ) -> Result<Json<oxprof_explain::Explanation>, String> {
+        self.call(move |s| {
+            let run = s.session.run(args.run.as_deref())?;
+            Ok(oxprof_explain::explain(&s.session, &run, args.host.as_deref())?)
+        })
+        .await
+        .map(Json)
     }
 
     /// `oxprof diff PATH PATH --run-a A --run-b B --limit N --format json`.
