@@ -16,6 +16,8 @@ pub mod verbs;
 pub mod window;
 
 pub use drill::*;
+/// `diff`'s answer: `oxprof diff --format json`'s comparison (with its JSON schema).
+pub use oxprof_diff::DiffReport;
 pub use verbs::*;
 pub use window::{Column, TableWindow, Windowed};
 

@@ -21,8 +21,8 @@ use oxprof_api::session::{Session, SessionOptions};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CallToolResult, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -230,10 +230,8 @@ impl OxprofMcp {
         description = "Compare two runs of the served path: step time and its breakdown (with a noise test), framework ops, GPU kernels, HLO ops, memory and the input pipeline. The answer is oxprof diff's typed comparison; limit ops per list (default 20, halved until the answer fits budget, said in its notes).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn diff(&self, Parameters(args): Parameters<agent::DiffArgs>) -> Result<CallToolResult, String> {
-        let report = self.call(move |s| agent::diff(&s.path, &args, &s.read)).await?;
-        let value = serde_json::to_value(&report).map_err(|e| format!("cannot write the comparison: {e}"))?;
-        Ok(CallToolResult::structured(value))
+    async fn diff(&self, Parameters(args): Parameters<agent::DiffArgs>) -> Result<Json<agent::DiffReport>, String> {
+        self.call(move |s| agent::diff(&s.path, &args, &s.read)).await.map(Json)
     }
 }
 

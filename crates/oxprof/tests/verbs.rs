@@ -323,14 +323,15 @@ fn mcp_over_stdio_answers_as_the_cli_does() {
     for tool in tools["tools"].as_array().unwrap() {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
-        // Every result but diff's has its schema (explain's: `oxprof.explain/1`).
-        if tool["name"] != "diff" {
-            assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
-        }
+        // Every result has its schema (explain's: `oxprof.explain/1`).
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
     }
     let explain_tool = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "explain").unwrap();
     let properties = &explain_tool["outputSchema"]["properties"];
     assert!(properties["findings"].is_object() && properties["facts"].is_object(), "{explain_tool}");
+    let diff_tool = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "diff").unwrap();
+    let properties = &diff_tool["outputSchema"]["properties"];
+    assert!(properties["gates"].is_object() && properties["tripped"].is_object(), "{diff_tool}");
     let cli_json = |args: &[&str]| -> Value {
         let args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
         serde_json::from_str(&ok(&args)).unwrap()
