@@ -40,7 +40,7 @@ PROFILE = "testdata/profiles/tf_custom_loop"
 TORCH = "testdata/kineto/train"
 CALL_TIMEOUT = 120.0
 
-EXPECTED_TOOLS = {"explain", "list_runs", "top", "steps", "tool", "query", "diff"}
+EXPECTED_TOOLS = {"explain", "list_runs", "top", "steps", "tool", "events", "hlo", "allocations", "query", "diff"}
 
 
 def cli_json(binary, args, env):
@@ -92,12 +92,28 @@ CALLS = [
     ("steps", {}, lambda p: ["steps", p]),
     ("tool", {"tool": "overview_page", "limit": 3}, lambda p: ["tool", "overview_page", p, "--limit", "3"]),
     ("tool", {"tool": "framework_op_stats", "budget": 4096}, lambda p: ["tool", "framework_op_stats", p, "--budget", "4096"]),
+    ("events", {"name": "^Iterator", "aggregate": True, "limit": 5},
+     lambda p: ["events", p, "--name", "^Iterator", "--aggregate", "--limit", "5"]),
+    ("events", {"name": "train", "start_ms": 0, "end_ms": 50, "limit": 4},
+     lambda p: ["events", p, "--name", "train", "--start-ms", "0", "--end-ms", "50", "--limit", "4"]),
+    ("hlo", {}, lambda p: ["hlo", p]),
+    ("allocations", {"limit": 3}, lambda p: ["allocations", p, "--limit", "3"]),
+]
+# A real JAX profile with HLO modules: a module's text and an instruction's neighbourhood.
+JAX = "testdata/explain/jax_converts"
+JAX_CALLS = [
+    ("hlo", {}, lambda p: ["hlo", p]),
+    ("events", {"name": "^wrapped_convert", "aggregate": True},
+     lambda p: ["events", p, "--name", "^wrapped_convert", "--aggregate"]),
 ]
 TORCH_CALLS = [
     ("explain", {}, lambda p: ["explain", p]),
     ("top", {"what": "kernels"}, lambda p: ["top", "kernels", p]),
     ("top", {"what": "operators", "limit": 5}, lambda p: ["top", "operators", p, "--limit", "5"]),
     ("steps", {}, lambda p: ["steps", p]),
+    ("events", {"name": "^aten::", "aggregate": True, "limit": 5},
+     lambda p: ["events", p, "--name", "^aten::", "--aggregate", "--limit", "5"]),
+    ("allocations", {}, lambda p: ["allocations", p]),
 ]
 QUERY = "SELECT name, COUNT(*) AS n FROM slice GROUP BY name ORDER BY n DESC, name LIMIT 7"
 
@@ -115,6 +131,8 @@ async def check_session(session, binary, env, path, calls, every_tool):
         if t.annotations is None or t.annotations.read_only_hint is not True:
             raise SystemExit(f"{t.name}: not marked read-only")
     with_output = sorted(t.name for t in tools if t.output_schema)
+    if with_output != sorted(names):
+        raise SystemExit(f"tools without an output schema: {sorted(names - set(with_output))}")
     print(f"  {len(tools)} tools, input schemas all; output schemas: {', '.join(with_output)}")
     called = set()
     for name, arguments, cli in calls:
@@ -165,6 +183,21 @@ async def over_stdio(binary, env):
     async with stdio_client(stdio_params(binary, TORCH, env)) as (read, write):
         async with ClientSession(read, write) as session:
             called |= await check_session(session, binary, env, TORCH, TORCH_CALLS, every_tool=False)
+    print(f"stdio: oxprof mcp {JAX}")
+    async with stdio_client(stdio_params(binary, JAX, env)) as (read, write):
+        async with ClientSession(read, write) as session:
+            called |= await check_session(session, binary, env, JAX, JAX_CALLS, every_tool=False)
+            modules = result_json(await session.call_tool("hlo", {}, read_timeout_seconds=CALL_TIMEOUT), "hlo")
+            module = next(row[0] for row in modules["table"]["rows"] if row[0].startswith("jit_step("))
+            text_call = {"module": module, "limit": 400}
+            text = result_json(await session.call_tool("hlo", text_call, read_timeout_seconds=CALL_TIMEOUT), "hlo")
+            same(f"hlo {text_call}", text, cli_json(binary, ["hlo", JAX, "--module", module, "--limit", "400"], env))
+            line = next(row[1] for row in text["table"]["rows"] if "wrapped_convert" in row[1] and " fusion(" in row[1])
+            instruction = line.strip().lstrip("%").split(" ")[0]
+            near_call = {"module": module, "instruction": instruction, "depth": 2}
+            near = await session.call_tool("hlo", near_call, read_timeout_seconds=CALL_TIMEOUT)
+            same(f"hlo {near_call}", result_json(near, "hlo"),
+                 cli_json(binary, ["hlo", JAX, "--module", module, "--instruction", instruction, "--depth", "2"], env))
     print(f"stdio: oxprof mcp {DIFF_LOGDIR}")
     async with stdio_client(stdio_params(binary, DIFF_LOGDIR, env)) as (read, write):
         async with ClientSession(read, write) as session:

@@ -222,11 +222,18 @@ CASES = {
     "memory_near_capacity": (case_memory_near_capacity, "memory_near_capacity"),
 }
 
-# Committed XSpace profiles in the set (profiles recorded by scripts/gen/*.sh).
+# Committed XSpace profiles in the set: testdata/profiles (recorded by the refkit), and
+# the real JAX profiles with planted HLO problems and recompilation that
+# scripts/gen/explain-jax-cases.py records under testdata/explain/ (not byte-reproducible,
+# so not rewritten here).
 XSPACE_CASES = {
     "../profiles/tf_custom_loop": "input_bound",
     "../profiles/jax_train": None,
     "../profiles/tf_memory": None,
+    "jax_unfused": "hlo_unfused",
+    "jax_layout_copies": "hlo_layout_copies",
+    "jax_converts": "hlo_converts",
+    "jax_recompile": "compilation",
 }
 
 

@@ -1,5 +1,5 @@
 //! Bounded drill-down verbs for coding agents and scripts: `top`, `steps`, `tool`, `runs`,
-//! `query` and `diff`, each a function over a [`Session`](oxprof_api::session::Session)
+//! `query`, `diff`, `events`, `hlo` and `allocations`, each a function over a [`Session`](oxprof_api::session::Session)
 //! that returns a typed result (`Serialize` + `JsonSchema`: what `--format json` prints and
 //! what the MCP server sends) and renders it as Markdown. Every answer fits a byte budget
 //! ([`DEFAULT_BUDGET`], `--budget`), in JSON and in Markdown alike, and always ends with
@@ -11,9 +11,13 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod drill;
 pub mod verbs;
 pub mod window;
 
+pub use drill::*;
+/// `diff`'s answer: `oxprof diff --format json`'s comparison (with its JSON schema).
+pub use oxprof_diff::DiffReport;
 pub use verbs::*;
 pub use window::{Column, TableWindow, Windowed};
 

@@ -54,7 +54,7 @@ impl TopKind {
 }
 
 /// The rows asked for and the budget.
-fn window_args(limit: Option<usize>, budget_bytes: Option<usize>) -> Result<(usize, usize), AgentError> {
+pub(crate) fn window_args(limit: Option<usize>, budget_bytes: Option<usize>) -> Result<(usize, usize), AgentError> {
     let limit = limit.unwrap_or(DEFAULT_LIMIT);
     if limit == 0 || limit > MAX_LIMIT {
         return Err(AgentError::BadArgument { name: "limit", reason: format!("{limit} is outside 1..={MAX_LIMIT}") });
@@ -111,7 +111,7 @@ impl Windowed for TopResult {
 }
 
 /// A heading and the notes under it.
-fn heading(title: &str, notes: &[String]) -> String {
+pub(crate) fn heading(title: &str, notes: &[String]) -> String {
     let mut out = format!("## {title}\n\n");
     for note in notes {
         out.push_str(&format!("> **Note:** {}\n\n", note.replace('\n', " ")));
@@ -120,7 +120,11 @@ fn heading(title: &str, notes: &[String]) -> String {
 }
 
 /// The run `name` names (the newest when `None`) and its host selection's name.
-fn select(session: &Session, run: Option<&str>, host: Option<&str>) -> Result<(ServedRun, String), AgentError> {
+pub(crate) fn select(
+    session: &Session,
+    run: Option<&str>,
+    host: Option<&str>,
+) -> Result<(ServedRun, String), AgentError> {
     let run = session.run(run)?;
     let host = host.filter(|h| !h.is_empty()).unwrap_or(ALL_HOSTS).to_string();
     Ok((run, host))
@@ -129,14 +133,19 @@ fn select(session: &Session, run: Option<&str>, host: Option<&str>) -> Result<(S
 /// Whether the run is a PyTorch (Kineto) trace: the format seam's verdict on its first
 /// host file's first bytes, so that a large trace is not imported once to ask and again to
 /// answer.
-fn is_pytorch(session: &Session, run: &ServedRun) -> Result<bool, AgentError> {
+pub(crate) fn is_pytorch(session: &Session, run: &ServedRun) -> Result<bool, AgentError> {
     let Some(first) = run.hosts.first() else { return Ok(false) };
     let detected = session.store().detect(&first.path).map_err(oxprof_api::ApiError::from)?;
     Ok(detected.format == oxprof_format::Format::Kineto)
 }
 
 /// The report of `tool` on the run and host selection.
-fn report_of(session: &Session, run: &ServedRun, host: &str, tool: &str) -> Result<Box<dyn Report>, AgentError> {
+pub(crate) fn report_of(
+    session: &Session,
+    run: &ServedRun,
+    host: &str,
+    tool: &str,
+) -> Result<Box<dyn Report>, AgentError> {
     let request = DataRequest {
         run: Some(run.name.clone()),
         tool: tool.to_string(),

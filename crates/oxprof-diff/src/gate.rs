@@ -309,7 +309,7 @@ fn parse_threshold(text: &str, unit: Unit) -> Result<Threshold, String> {
 }
 
 /// What a gate concluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateStatus {
     /// A change passed the threshold and is beyond noise: CI fails.
@@ -325,7 +325,7 @@ pub enum GateStatus {
 }
 
 /// One subject that passed a gate's threshold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GateHit {
     /// What changed (`step_time`, `op:MatMul (host, _MklMatMul)`, `memory:gpu_bfc`…).
     pub subject: String,
@@ -340,7 +340,7 @@ pub struct GateHit {
 }
 
 /// A gate's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GateOutcome {
     /// The gate as written.
     pub gate: String,

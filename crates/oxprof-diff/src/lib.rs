@@ -36,7 +36,7 @@ pub use reports::{RunReports, Source};
 use serde::{Deserialize, Serialize};
 
 /// How two values compare: B against A (the baseline).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Change {
     /// A's value.
     pub a: f64,
@@ -76,7 +76,7 @@ impl Change {
 }
 
 /// Thresholds of the comparison (the defaults are what `oxprof diff` uses).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiffOptions {
     /// Drop template arguments from kernel names before matching ([`names`]).
     pub strip_templates: bool,
@@ -113,7 +113,7 @@ impl Default for DiffOptions {
 }
 
 /// One side of a comparison, as the result names it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideInfo {
     /// Where its reports came from.
     pub source: Source,
@@ -127,7 +127,7 @@ pub struct SideInfo {
 }
 
 /// The comparison of two runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunDiff {
     /// The format of this result (bumped when its fields change meaning).
     pub oxprof_diff: u32,
@@ -171,7 +171,7 @@ impl RunDiff {
 
 /// A comparison with its gates' outcomes: what `oxprof diff --format json` prints (the
 /// comparison's fields, then `gates` and `tripped`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiffReport {
     /// The comparison.
     #[serde(flatten)]

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Which runs have an allocator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Presence {
     /// Both.
@@ -27,7 +27,7 @@ pub enum Presence {
 }
 
 /// One allocator compared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AllocatorDiff {
     /// Memory id (`host/id` when a run has several hosts with allocator events).
     pub allocator: String,
@@ -42,7 +42,7 @@ pub struct AllocatorDiff {
 }
 
 /// The memory comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryDiff {
     /// Each allocator, in name order.
     pub allocators: Vec<AllocatorDiff>,

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What kind of op a section compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OpKind {
     /// Framework ops (TensorFlow, JAX, PyTorch operators), host and device.
@@ -94,7 +94,7 @@ impl OpKind {
 }
 
 /// What the op values are totals of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Basis {
     /// Totals divided by each run's steps.
@@ -109,7 +109,7 @@ pub enum Basis {
 }
 
 /// One op compared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpChange {
     /// The normalised name (the key's name).
     pub name: String,
@@ -145,7 +145,7 @@ impl OpChange {
 }
 
 /// The comparison of one kind of op.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpsDiff {
     /// The kind.
     pub kind: OpKind,
@@ -172,7 +172,7 @@ pub struct OpsDiff {
 }
 
 /// The sizes of an [`OpsDiff`]'s lists.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpCounts {
     /// Ops in both runs.
     pub matched: usize,

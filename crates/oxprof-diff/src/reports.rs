@@ -88,7 +88,7 @@ impl RunReports {
 }
 
 /// Where a run's reports came from.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Source {
     /// The profile as the user named it: a path (CLI) or a run name (server).
     pub path: String,

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The outcome of Welch's t-test and Hedges' g on two samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TwoSampleTest {
     /// `"welch_t"`: Welch's unequal-variances t-test, two-sided.
     pub method: TestMethod,
@@ -47,7 +47,7 @@ pub struct TwoSampleTest {
 }
 
 /// The test used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TestMethod {
     /// Welch's unequal-variances t-test.

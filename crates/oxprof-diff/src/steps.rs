@@ -28,7 +28,7 @@ use oxprof_xprof::tools::overview_page::OverviewPage;
 use serde::{Deserialize, Serialize};
 
 /// One compared quantity with per-step samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepMetric {
     /// Machine name (`step_time`, `device_compute`, `input_share`…): what gates name.
     pub name: String,
@@ -43,7 +43,7 @@ pub struct StepMetric {
 }
 
 /// The step comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepsDiff {
     /// Steps in A.
     pub steps_a: usize,
@@ -57,7 +57,7 @@ pub struct StepsDiff {
 }
 
 /// Where a step comparison's steps come from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepSource {
     /// XProf's step database and step-time breakdown (`overview_page`).
@@ -75,7 +75,7 @@ impl StepSource {
 }
 
 /// The input pipeline comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InputDiff {
     /// `input_share`: XProf's percentage of step time waiting for input (the input
     /// pipeline analyzer's figure); the test compares the per-step percentages.

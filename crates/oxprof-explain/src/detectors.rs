@@ -6,6 +6,7 @@
 //! to be raised at all, and becomes critical past [`BOUNDS`].
 
 use crate::facts::{Category, Facts, OpFact};
+use crate::hlo::HloKind;
 use crate::{Finding, Severity};
 
 /// A registered check.
@@ -31,6 +32,9 @@ pub const DETECTORS: &[Detector] = &[
     Detector { id: "stragglers", title: "one host or rank slower than the others", check: stragglers },
     Detector { id: "memory_near_capacity", title: "memory peak near capacity", check: memory_near_capacity },
     Detector { id: "tensor_cores_unused", title: "Tensor Cores left unused", check: tensor_cores_unused },
+    Detector { id: "hlo_unfused", title: "reshapes and dynamic-update-slices outside fusions", check: hlo_unfused },
+    Detector { id: "hlo_layout_copies", title: "copies and transposes that change layouts", check: hlo_layout_copies },
+    Detector { id: "hlo_converts", title: "element type converts (f32 <-> bf16 round trips)", check: hlo_converts },
 ];
 
 /// The least share of the step worth a finding.
@@ -314,4 +318,162 @@ fn tensor_cores_unused(facts: &Facts) -> Option<Finding> {
             "use mixed precision (torch.autocast with bf16/fp16) or TF32 (torch.backends.cuda.matmul.allow_tf32)".into(),
         see: "oxprof data pytorch_kernel_stats PATH --format md".into(),
     })
+}
+
+/// The time a share of the step is measured against: the average step, or the profile's
+/// whole breakdown when it has no steps.
+fn step_or_total_ms(facts: &Facts) -> f64 {
+    if facts.step_time_ms > 0.0 { facts.step_time_ms } else { facts.breakdown.iter().map(|s| s.ms).sum() }
+}
+
+/// A finding for one kind of top-level HLO instruction when its time is at least
+/// [`NOTICE`] of the step: the instructions that cost most are the evidence.
+fn hlo_finding(facts: &Facts, kind: HloKind, id: &'static str, title: &str) -> Option<Finding> {
+    let family = facts.hlo.iter().find(|f| f.kind == kind)?;
+    let whole = step_or_total_ms(facts);
+    if whole <= 0.0 {
+        return None;
+    }
+    // Op times are over every step marker, the step XProf's average of complete steps:
+    // never more than the whole step.
+    let stake = family.ms_per_step.min(whole);
+    let percent = 100.0 * stake / whole;
+    if percent < NOTICE {
+        return None;
+    }
+    let mut evidence = vec![format!(
+        "{} top-level {} take {} of the {} step ({percent:.1}%)",
+        family.instructions,
+        match kind {
+            HloKind::Unfused => "reshapes / dynamic-update-slices",
+            HloKind::Layout => "copies / transposes",
+            HloKind::Convert => "converts",
+        },
+        ms(stake),
+        ms(whole)
+    )];
+    if family.round_trips > 0 {
+        evidence.push(format!("{} of them convert back what a convert before them converted", family.round_trips));
+    }
+    evidence.extend(family.top.iter().take(3).map(|op| {
+        format!(
+            "{} in {}: {} {} ({} calls, {} per step)",
+            op.name,
+            op.module,
+            op.opcode,
+            op.detail,
+            op.calls,
+            ms(op.ms_per_step)
+        )
+    }));
+    let see = match family.top.first() {
+        Some(op) => format!("oxprof hlo PATH --module {} --instruction {}", op.module, op.name),
+        None => "oxprof hlo PATH".to_string(),
+    };
+    Some(Finding {
+        id,
+        title: title.to_string(),
+        severity: severity(percent),
+        time_at_stake_ms: stake,
+        percent_of_step: percent,
+        evidence,
+        suggestion: String::new(),
+        see,
+    })
+}
+
+fn hlo_unfused(facts: &Facts) -> Option<Finding> {
+    let mut finding =
+        hlo_finding(facts, HloKind::Unfused, "hlo_unfused", "Reshapes and dynamic-update-slices run outside fusions")?;
+    finding.suggestion = "let XLA fuse them: update buffers in place (donate them: jax.jit(donate_argnums=...)), \
+                          avoid reshapes that change the physical layout between ops, and check that XLA_FLAGS does \
+                          not disable fusion passes"
+        .into();
+    Some(finding)
+}
+
+fn hlo_layout_copies(facts: &Facts) -> Option<Finding> {
+    let mut finding =
+        hlo_finding(facts, HloKind::Layout, "hlo_layout_copies", "Copies and transposes change layouts in the step")?;
+    finding.suggestion = "keep one layout end to end: transpose weights once outside the step, express transposes \
+                          as dot_general/einsum dimension numbers instead of .T or swapaxes, and donate buffers so \
+                          outputs need no copy"
+        .into();
+    Some(finding)
+}
+
+fn hlo_converts(facts: &Facts) -> Option<Finding> {
+    let mut finding = hlo_finding(facts, HloKind::Convert, "hlo_converts", "Element type converts cost time")?;
+    finding.suggestion = "pick each value's dtype once (parameters and activations in bf16, or a mixed-precision \
+                          policy) and remove astype round trips (f32 -> bf16 -> f32 loses precision and costs two \
+                          passes over memory)"
+        .into();
+    Some(finding)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::Share;
+    use crate::hlo::{HloFamily, HloOpFact};
+
+    /// A CPU run of 10 ms steps, all compute, with `kind` taking `ms` of each step.
+    fn facts(kind: HloKind, ms: f64, round_trips: usize) -> Facts {
+        Facts {
+            kind: "xspace",
+            hosts: vec!["vm".into()],
+            device: None,
+            steps: 10,
+            step_time_ms: 10.0,
+            step_time_max_ms: 10.0,
+            breakdown: vec![Share { category: Category::DeviceCompute, ms: 10.0, percent: 100.0 }],
+            top_ops: Vec::new(),
+            input_ops: Vec::new(),
+            sync_ops: Vec::new(),
+            launches: None,
+            tensor_cores: None,
+            memory: Vec::new(),
+            per_host: Vec::new(),
+            hlo: vec![HloFamily {
+                kind,
+                instructions: 2,
+                ms_per_step: ms,
+                round_trips,
+                top: vec![HloOpFact {
+                    module: "jit_step".into(),
+                    name: "wrapped_convert.1".into(),
+                    opcode: "convert".into(),
+                    detail: "f32[8] from bf16 (round trip)".into(),
+                    calls: 10,
+                    ms_per_step: ms / 2.0,
+                }],
+            }],
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn hlo_detectors_fire_on_their_own_kind_past_the_notice_share() {
+        let cases =
+            [(HloKind::Unfused, DETECTORS[10]), (HloKind::Layout, DETECTORS[11]), (HloKind::Convert, DETECTORS[12])];
+        for (kind, detector) in cases {
+            assert!(detector.id.starts_with("hlo_"), "{}", detector.id);
+            let check = detector.check;
+            let found = check(&facts(kind, 5.0, 1)).unwrap_or_else(|| panic!("{kind:?}"));
+            assert_eq!(found.severity, Severity::Critical, "{found:?}");
+            assert!((found.percent_of_step - 50.0).abs() < 1e-9, "{found:?}");
+            assert_eq!(found.see, "oxprof hlo PATH --module jit_step --instruction wrapped_convert.1");
+            assert!(found.evidence.iter().any(|e| e.contains("wrapped_convert.1")), "{found:?}");
+            // Below the notice share, or another kind: nothing.
+            assert_eq!(check(&facts(kind, 0.5, 0)), None, "{kind:?}");
+            let other = if kind == HloKind::Convert { HloKind::Layout } else { HloKind::Convert };
+            assert_eq!(check(&facts(other, 5.0, 0)), None, "{kind:?}");
+        }
+        // Over the step (op times over every step marker): at most the whole step.
+        let all = hlo_unfused(&facts(HloKind::Unfused, 12.0, 0)).unwrap();
+        assert_eq!((all.time_at_stake_ms, all.percent_of_step), (10.0, 100.0));
+        let converts = hlo_converts(&facts(HloKind::Convert, 2.0, 1)).unwrap();
+        assert_eq!(converts.severity, Severity::Warning);
+        assert!(converts.evidence.iter().any(|e| e.contains("1 of them convert back")), "{converts:?}");
+    }
 }

@@ -17,8 +17,11 @@ use oxprof_xprof::tools::framework_op_stats::FrameworkOpStats;
 use oxprof_xprof::tools::input_pipeline::{InputPipelineAnalysis, StepDetails};
 use serde::Serialize;
 
+use crate::hlo::{HloFamily, HloScan, compile_in_steps};
+use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
+
 /// Where a step's time goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     /// Waiting for input (tf.data, infeed, the DataLoader, host-to-device input copies).
@@ -59,7 +62,7 @@ impl Category {
 }
 
 /// One category's share of the average step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Share {
     /// The category.
     pub category: Category,
@@ -70,7 +73,7 @@ pub struct Share {
 }
 
 /// One op (or kernel) and its self time.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct OpFact {
     /// Its name.
     pub name: String,
@@ -86,7 +89,7 @@ pub struct OpFact {
 }
 
 /// The memory peak of one allocator or device against its capacity.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MemoryPeak {
     /// The allocator or device.
     pub name: String,
@@ -99,7 +102,7 @@ pub struct MemoryPeak {
 }
 
 /// One host's (rank's) average step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HostStep {
     /// The host.
     pub host: String,
@@ -108,7 +111,7 @@ pub struct HostStep {
 }
 
 /// Kernel launches per step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Launches {
     /// Kernels per step.
     pub kernels_per_step: f64,
@@ -117,7 +120,7 @@ pub struct Launches {
 }
 
 /// Tensor Core use (PyTorch on NVIDIA GPUs).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TensorCores {
     /// Share of GPU kernel time in ops that could use Tensor Cores (0..1).
     pub eligible_ratio: f64,
@@ -126,7 +129,7 @@ pub struct TensorCores {
 }
 
 /// What the detectors read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Facts {
     /// `xspace` or `pytorch`.
     pub kind: &'static str,
@@ -157,6 +160,9 @@ pub struct Facts {
     pub memory: Vec<MemoryPeak>,
     /// Each host's average step (runs of several hosts or ranks).
     pub per_host: Vec<HostStep>,
+    /// Top-level HLO instructions XProf's HLO detectors look at, by kind (XSpace runs with
+    /// HLO protos).
+    pub hlo: Vec<HloFamily>,
     /// What could not be read.
     pub notes: Vec<String>,
 }
@@ -232,7 +238,7 @@ fn xspace_facts(
     // On a CPU-only run the host's compute is the model's compute.
     let host_side = if device.is_some() { Category::Host } else { Category::DeviceCompute };
     let mut notes = Vec::new();
-    let (steps, parts, max_ms) = match &analysis.step_details {
+    let (steps, mut parts, max_ms) = match &analysis.step_details {
         StepDetails::Generic(steps) => {
             let n = steps.len().max(1) as f64;
             let sum = |f: &dyn Fn(&oxprof_xprof::tools::input_pipeline::PerGenericStepDetails) -> f64| {
@@ -328,6 +334,44 @@ fn xspace_facts(
         }
     }
     let total_ms = if steps > 0 { step_ms } else { parts.iter().map(|(_, ms)| ms).sum() };
+    // The host plane once per host: the HLO protos, XLA:CPU's op times, compiling in steps.
+    let mut hlo_scan = HloScan::new(&op_stats);
+    let mut compile_ms: Vec<f64> = Vec::new();
+    for file in files {
+        let space = {
+            let _admission = session.admit();
+            session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME)
+        };
+        match space {
+            Ok(space) => {
+                hlo_scan.add(&file.host, &space, &mut notes);
+                compile_ms.extend(compile_in_steps(&space));
+            }
+            Err(e) => notes.push(format!("{}: HLO modules and compile events not read: {e}", file.host)),
+        }
+    }
+    // Op times are the profile's: per step of the step markers the profile holds (XProf's
+    // steps leave out incomplete ones).
+    let markers = compile_ms.len() / files.len().max(1);
+    let hlo = hlo_scan.finish(if markers > 0 { markers } else { steps });
+    // XProf counts JAX's and XLA's compiling on the host as compute: moved to compilation,
+    // from the host's side of the step, when XProf found none. The median step's: a
+    // program compiled once (in the first step) is warm-up, one compiled in every step is
+    // recompilation.
+    compile_ms.sort_by(f64::total_cmp);
+    let compile_per_step = compile_ms.get(compile_ms.len() / 2).copied().unwrap_or(0.0);
+    if compile_per_step > 0.0 && !parts.iter().any(|(c, ms)| *c == Category::Compilation && *ms > 0.0) {
+        let mut left = compile_per_step;
+        for (_, ms) in parts.iter_mut().filter(|(c, _)| *c == host_side) {
+            let moved = left.min(*ms);
+            *ms -= moved;
+            left -= moved;
+        }
+        let moved = compile_per_step - left;
+        if moved > 0.0 {
+            parts.push((Category::Compilation, moved));
+        }
+    }
     Ok(Facts {
         kind: "xspace",
         hosts: files.iter().map(|f| f.host.clone()).collect(),
@@ -343,6 +387,7 @@ fn xspace_facts(
         tensor_cores: None,
         memory,
         per_host,
+        hlo,
         notes,
     })
 }
@@ -477,6 +522,7 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
         tensor_cores,
         memory: pytorch_memory(first, &overview, &files[0].host),
         per_host,
+        hlo: Vec::new(),
         notes,
     })
 }

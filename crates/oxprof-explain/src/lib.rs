@@ -12,9 +12,11 @@
 
 pub mod detectors;
 mod facts;
+mod hlo;
 mod render;
 
 pub use facts::{Category, Facts, OpFact, Share};
+pub use hlo::{HloFamily, HloKind, HloOpFact};
 pub use render::render_markdown;
 
 use oxprof_api::ApiError;
@@ -27,7 +29,7 @@ use serde::Serialize;
 pub const SCHEMA: &str = "oxprof.explain/1";
 
 /// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// Worth knowing; costs little.
@@ -39,7 +41,7 @@ pub enum Severity {
 }
 
 /// One detector's finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Finding {
     /// The detector's id (`input_bound`, `sync_points`, …).
     pub id: &'static str,
@@ -60,7 +62,7 @@ pub struct Finding {
 }
 
 /// The explanation of one run (or one host of it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Explanation {
     /// [`SCHEMA`].
     pub schema: &'static str,

@@ -1,6 +1,6 @@
 //! `oxprof mcp`: a Model Context Protocol server over one path, built on the official Rust
 //! SDK (`rmcp`). Its tools are `oxprof explain` and `oxprof-agent`'s verbs (`list_runs`, `top`,
-//! `steps`, `tool`, `query`, `diff`), their arguments and results described by JSON schemas, their results
+//! `steps`, `tool`, `events`, `hlo`, `allocations`, `query`, `diff`), their arguments and results described by JSON schemas, their results
 //! the JSON `oxprof <verb> --format json` prints; its resources are the path's runs. It is
 //! read-only: no tool captures or writes anything.
 //!
@@ -21,14 +21,17 @@ use oxprof_api::session::{Session, SessionOptions};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CallToolResult, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+
+/// Most MCP sessions the HTTP transport keeps open at once by default (`--max-sessions`).
+pub const DEFAULT_MAX_HTTP_SESSIONS: usize = 64;
 
 /// What the server serves and within which budgets.
 #[derive(Clone)]
@@ -39,6 +42,9 @@ pub struct McpOptions {
     pub session: SessionOptions,
     /// How `diff` reads its two runs.
     pub read: oxprof_api::diff::ReadOptions,
+    /// Most sessions the HTTP transport keeps open at once (each holds a worker until it
+    /// is closed or idles out); a new one beyond them is refused with 503.
+    pub max_http_sessions: usize,
 }
 
 /// Why the server could not start or stopped early.
@@ -150,6 +156,39 @@ impl OxprofMcp {
         self.call(move |s| agent::tool(&s.session, &args)).await.map(Json)
     }
 
+    /// `oxprof events PATH --name REGEX --format json`.
+    #[tool(
+        description = "Trace events whose name matches a regex (Rust regex syntax; ^name$ for one name) in a time window (start_ms/end_ms, ms from each host's first event), listed in time order (host, line, start, duration, self time) or, with aggregate=true, one row per name (count, total/self ms, min/avg/max). XSpace and PyTorch alike. Bounded: limit (default 20), offset, budget; `matched` counts every match.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn events(
+        &self,
+        Parameters(args): Parameters<agent::EventsArgs>,
+    ) -> Result<Json<agent::EventsResult>, String> {
+        self.call(move |s| agent::events(&s.session, &args)).await.map(Json)
+    }
+
+    /// `oxprof hlo PATH [--module M [--instruction I --depth N]] --format json`.
+    #[tool(
+        description = "HLO of the run: without module, the list of HLO modules (name(program id)); with module, its text one line per row; with module and instruction, the instruction's neighbourhood (operands and users to depth, default 1, at most 16) with each instruction's text. Bounded: limit (default 20), offset, budget.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn hlo(&self, Parameters(args): Parameters<agent::HloArgs>) -> Result<Json<agent::HloResult>, String> {
+        self.call(move |s| agent::hlo(&s.session, &args)).await.map(Json)
+    }
+
+    /// `oxprof allocations PATH --format json`.
+    #[tool(
+        description = "The allocations live at the memory peak, largest first, one table per allocator (XProf's memory_profile) or GPU (PyTorch memory events), the peak's time and size in the table's facts. Bounded: limit (default 20), offset, budget.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn allocations(
+        &self,
+        Parameters(args): Parameters<agent::AllocationsArgs>,
+    ) -> Result<Json<agent::AllocationsResult>, String> {
+        self.call(move |s| agent::allocations(&s.session, &args)).await.map(Json)
+    }
+
     /// `oxprof query SQL PATH --format json`'s rows, bounded.
     #[tool(
         description = "Run one read-only SQL statement (SELECT/WITH/EXPLAIN) over the profiles: Perfetto-shaped tables (slice, track, args, flow, …) and XProf's tool tables (op_stats, kernels, hlo_ops, steps, …). Within oxprof serve's SQL limits (20 s, 1 GiB, 10000 rows); the answer's rows are bounded by limit (default 20), offset and budget.",
@@ -174,15 +213,16 @@ impl OxprofMcp {
         description = "What bounds a run, in one answer: its step time and breakdown, top ops, memory, and every registered detector's finding (input-bound steps, host-bound small ops, GPU idle, synchronisation, …) ranked by the time at stake, with evidence, a suggestion and the command that shows more (schema oxprof.explain/1). Start here.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn explain(&self, Parameters(args): Parameters<ExplainArgs>) -> Result<CallToolResult, String> {
-        let explanation = self
-            .call(move |s| {
-                let run = s.session.run(args.run.as_deref())?;
-                Ok(oxprof_explain::explain(&s.session, &run, args.host.as_deref())?)
-            })
-            .await?;
-        let value = serde_json::to_value(&explanation).map_err(|e| format!("cannot write the explanation: {e}"))?;
-        Ok(CallToolResult::structured(value))
+    async fn explain(
+        &self,
+        Parameters(args): Parameters<ExplainArgs>,
+    ) -> Result<Json<oxprof_explain::Explanation>, String> {
+        self.call(move |s| {
+            let run = s.session.run(args.run.as_deref())?;
+            Ok(oxprof_explain::explain(&s.session, &run, args.host.as_deref())?)
+        })
+        .await
+        .map(Json)
     }
 
     /// `oxprof diff PATH PATH --run-a A --run-b B --limit N --format json`.
@@ -190,10 +230,8 @@ impl OxprofMcp {
         description = "Compare two runs of the served path: step time and its breakdown (with a noise test), framework ops, GPU kernels, HLO ops, memory and the input pipeline. The answer is oxprof diff's typed comparison; limit ops per list (default 20, halved until the answer fits budget, said in its notes).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn diff(&self, Parameters(args): Parameters<agent::DiffArgs>) -> Result<CallToolResult, String> {
-        let report = self.call(move |s| agent::diff(&s.path, &args, &s.read)).await?;
-        let value = serde_json::to_value(&report).map_err(|e| format!("cannot write the comparison: {e}"))?;
-        Ok(CallToolResult::structured(value))
+    async fn diff(&self, Parameters(args): Parameters<agent::DiffArgs>) -> Result<Json<agent::DiffReport>, String> {
+        self.call(move |s| agent::diff(&s.path, &args, &s.read)).await.map(Json)
     }
 }
 
@@ -217,7 +255,7 @@ impl ServerHandler for OxprofMcp {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build()).with_instructions(
             "oxprof answers questions about ML profiles (XProf/TensorBoard XSpace, PyTorch traces) under one path. \
              Start with explain (what bounds a run) or list_runs, then steps and top (ops, kernels, hlo, operators), then tool for any report, \
-             query for SQL and diff to compare two runs. Every answer is bounded and says what it left out \
+             events for trace events by name, hlo for HLO text and neighbourhoods, allocations for the memory peak, query for SQL and diff to compare two runs. Every answer is bounded and says what it left out \
              and how to get more (limit, offset, budget).",
         )
     }
@@ -280,6 +318,7 @@ pub fn serve_http(options: McpOptions, port: u16, ready: impl FnOnce(SocketAddr)
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
+    let max_sessions = options.max_http_sessions;
     let server = OxprofMcp::new(options)?;
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).await?;
@@ -288,12 +327,16 @@ pub fn serve_http(options: McpOptions, port: u16, ready: impl FnOnce(SocketAddr)
         let mut config = StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
         // The guard below decides; rmcp's own Host check (loopback) would only repeat it.
         config.allowed_hosts = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        let service =
-            StreamableHttpService::new(move || Ok(server.clone()), LocalSessionManager::default().into(), config);
-        let guard = Arc::new(oxprof_api::http::Guard::loopback().bound_to(address.ip()));
+        let sessions = Arc::new(LocalSessionManager::default());
+        let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+        let gate = Arc::new(Gate {
+            guard: oxprof_api::http::Guard::loopback().bound_to(address.ip()),
+            sessions,
+            max_sessions: max_sessions.max(1),
+        });
         let router = axum::Router::new()
             .nest_service(HTTP_PATH, service)
-            .layer(axum::middleware::from_fn_with_state(guard, guarded));
+            .layer(axum::middleware::from_fn_with_state(gate, guarded));
         ready(address);
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
@@ -305,15 +348,38 @@ pub fn serve_http(options: McpOptions, port: u16, ready: impl FnOnce(SocketAddr)
     })
 }
 
-/// `oxprof serve`'s rules for programs, before any MCP request is read.
+/// What every HTTP request passes before MCP reads it.
+struct Gate {
+    /// `oxprof serve`'s rules for programs.
+    guard: oxprof_api::http::Guard,
+    /// The open sessions (counted for the cap).
+    sessions: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
+    /// Most sessions open at once.
+    max_sessions: usize,
+}
+
+/// `oxprof serve`'s rules for programs, then the cap on open sessions for a request that
+/// would open one (a POST without `Mcp-Session-Id`), before any MCP request is read.
 async fn guarded(
-    axum::extract::State(guard): axum::extract::State<Arc<oxprof_api::http::Guard>>,
+    axum::extract::State(gate): axum::extract::State<Arc<Gate>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    if let Err(refused) = check(&guard, &request) {
-        let status = axum::http::StatusCode::from_u16(refused.status).unwrap_or(axum::http::StatusCode::FORBIDDEN);
+    use axum::http::StatusCode;
+    if let Err(refused) = check(&gate.guard, &request) {
+        let status = StatusCode::from_u16(refused.status).unwrap_or(StatusCode::FORBIDDEN);
         return axum::response::IntoResponse::into_response((status, refused.message + "\n"));
+    }
+    let opens = request.method() == axum::http::Method::POST && !request.headers().contains_key("mcp-session-id");
+    if opens {
+        let open = gate.sessions.sessions.read().await.len();
+        if open >= gate.max_sessions {
+            let message = format!(
+                "{open} MCP sessions are open, the most this server keeps (--max-sessions {}): close one (DELETE {HTTP_PATH} with its Mcp-Session-Id) or raise --max-sessions\n",
+                gate.max_sessions
+            );
+            return axum::response::IntoResponse::into_response((StatusCode::SERVICE_UNAVAILABLE, message));
+        }
     }
     next.run(request).await
 }

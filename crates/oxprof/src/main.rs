@@ -351,8 +351,74 @@ enum Command {
         #[command(flatten)]
         page: Page,
     },
+    /// Trace events whose name matches a regex, in a time window (ms from each host's first
+    /// event), listed in time order or aggregated by name (count, total and self time,
+    /// min/avg/max), bounded; XSpace and PyTorch alike.
+    Events {
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        /// A regular expression matched anywhere in event names (`^name$` for one name).
+        #[arg(long, value_name = "REGEX")]
+        name: String,
+        /// Start of the window, ms from the host's first event.
+        #[arg(long, value_name = "MS")]
+        start_ms: Option<f64>,
+        /// End of the window, ms from the host's first event.
+        #[arg(long, value_name = "MS")]
+        end_ms: Option<f64>,
+        /// One row per name instead of one per event.
+        #[arg(long)]
+        aggregate: bool,
+        #[command(flatten)]
+        select: Select,
+        #[command(flatten)]
+        page: Page,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// One HLO module's text (one row per line), or an instruction's neighbourhood
+    /// (operands and users to --depth), bounded; without --module, the run's modules.
+    Hlo {
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        /// The module, as the list names it (`jit_step(12)`).
+        #[arg(long, value_name = "NAME")]
+        module: Option<String>,
+        /// An instruction of the module: its neighbourhood instead of the whole text.
+        #[arg(long, value_name = "NAME", requires = "module")]
+        instruction: Option<String>,
+        /// How far the neighbourhood reaches through operands and users (at most 16).
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        depth: usize,
+        /// Run name (default: the newest run).
+        #[arg(long)]
+        run: Option<String>,
+        #[command(flatten)]
+        page: Page,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
+    /// The allocations live at the memory peak, largest first, per allocator or device
+    /// (memory_profile; the PyTorch memory view's allocation events), bounded.
+    Allocations {
+        /// A log directory, a run directory, or one profile file.
+        path: PathBuf,
+        #[command(flatten)]
+        select: Select,
+        #[command(flatten)]
+        page: Page,
+        #[command(flatten)]
+        budget: InputBudget,
+        #[command(flatten)]
+        cache: AnalysisCacheArgs,
+    },
     /// Serve a path's profiles to AI agents over the Model Context Protocol: the tools
-    /// explain, list_runs, top, steps, tool, query and diff (read-only), the runs as resources.
+    /// explain, list_runs, top, steps, tool, events, hlo, allocations, query and diff
+    /// (read-only), the runs as resources.
     ///
     /// Over stdin/stdout by default (what MCP hosts start); --http PORT serves streamable
     /// HTTP at http://127.0.0.1:PORT/mcp instead (loopback only; foreign Host and Origin
@@ -363,6 +429,10 @@ enum Command {
         /// Serve streamable HTTP on 127.0.0.1 at this port (0: any free port) instead of stdio.
         #[arg(long, value_name = "PORT")]
         http: Option<u16>,
+        /// Most MCP sessions open at once over HTTP (a new one beyond them is refused with
+        /// 503; a session ends when its client closes it or after 5 idle minutes).
+        #[arg(long, value_name = "N", default_value_t = oxprof_mcp::DEFAULT_MAX_HTTP_SESSIONS, requires = "http")]
+        max_sessions: usize,
         /// Bound of the in-memory caches together (decoded profiles, per-host analyses,
         /// SQL tables), in MB.
         #[arg(long, value_name = "MB", default_value_t = 512)]
@@ -1015,13 +1085,52 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             };
             print_verb(&oxprof_agent::tool(&session, &args)?, page.format)
         }
+        Command::Events { path, name, start_ms, end_ms, aggregate, select, page, budget, cache } => {
+            let session = verb_session(&path, &budget, &cache)?;
+            let args = oxprof_agent::EventsArgs {
+                name,
+                run: select.run,
+                host: select.host,
+                start_ms,
+                end_ms,
+                aggregate,
+                limit: Some(page.limit),
+                offset: Some(page.offset),
+                budget: page.budget(),
+            };
+            print_verb(&oxprof_agent::events(&session, &args)?, page.format)
+        }
+        Command::Hlo { path, module, instruction, depth, run, page, budget, cache } => {
+            let session = verb_session(&path, &budget, &cache)?;
+            let args = oxprof_agent::HloArgs {
+                module,
+                instruction,
+                depth: Some(depth),
+                run,
+                limit: Some(page.limit),
+                offset: Some(page.offset),
+                budget: page.budget(),
+            };
+            print_verb(&oxprof_agent::hlo(&session, &args)?, page.format)
+        }
+        Command::Allocations { path, select, page, budget, cache } => {
+            let session = verb_session(&path, &budget, &cache)?;
+            let args = oxprof_agent::AllocationsArgs {
+                run: select.run,
+                host: select.host,
+                limit: Some(page.limit),
+                offset: Some(page.offset),
+                budget: page.budget(),
+            };
+            print_verb(&oxprof_agent::allocations(&session, &args)?, page.format)
+        }
         Command::Runs { path, page } => {
             let session = oxprof_api::data::one_shot_session(&path)?;
             let args =
                 oxprof_agent::RunsArgs { limit: Some(page.limit), offset: Some(page.offset), budget: page.budget() };
             print_verb(&oxprof_agent::runs(&session, &args)?, page.format)
         }
-        Command::Mcp { path, http, cache_mb, budget, cache } => {
+        Command::Mcp { path, http, max_sessions, cache_mb, budget, cache } => {
             let disk_cache = cache.open();
             let options = oxprof_mcp::McpOptions {
                 path,
@@ -1036,6 +1145,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                     disk_cache,
                     ..oxprof_api::diff::ReadOptions::default()
                 },
+                max_http_sessions: max_sessions,
             };
             match http {
                 // stdout is the protocol's channel: nothing else is written to it.

@@ -1,4 +1,5 @@
-//! The bounded verbs (`top`, `steps`, `tool`, `runs`) and `oxprof mcp` end to end through
+//! The bounded verbs (`top`, `steps`, `tool`, `runs`, `events`, `hlo`, `allocations`) and
+//! `oxprof mcp` end to end through
 //! the binary: snapshots of their Markdown, every verb's default answer within its byte
 //! budget on every real profile, the budget's cut said at the end, errors as one line
 //! (exit 2), and an MCP session over stdio whose tool results equal the CLI's JSON.
@@ -99,7 +100,11 @@ const BUDGET: usize = 16 << 10;
 
 #[test]
 fn every_verb_answers_within_its_budget_on_real_profiles() {
-    let verbs: [&[&str]; 9] = [
+    let verbs: [&[&str]; 13] = [
+        &["events", "--name", "."],
+        &["events", "--name", ".", "--aggregate"],
+        &["hlo"],
+        &["allocations"],
         &["top", "ops"],
         &["top", "kernels"],
         &["top", "hlo"],
@@ -279,11 +284,22 @@ fn mcp_over_stdio_answers_as_the_cli_does() {
     let tools = mcp.request("tools/list", json!({}));
     let mut names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["diff", "explain", "list_runs", "query", "steps", "tool", "top"]);
+    assert_eq!(
+        names,
+        ["allocations", "diff", "events", "explain", "hlo", "list_runs", "query", "steps", "tool", "top"]
+    );
     for tool in tools["tools"].as_array().unwrap() {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+        // Every result has its schema (explain's: `oxprof.explain/1`).
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
     }
+    let explain_tool = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "explain").unwrap();
+    let properties = &explain_tool["outputSchema"]["properties"];
+    assert!(properties["findings"].is_object() && properties["facts"].is_object(), "{explain_tool}");
+    let diff_tool = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "diff").unwrap();
+    let properties = &diff_tool["outputSchema"]["properties"];
+    assert!(properties["gates"].is_object() && properties["tripped"].is_object(), "{diff_tool}");
     let cli_json = |args: &[&str]| -> Value {
         let args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
         serde_json::from_str(&ok(&args)).unwrap()
@@ -298,6 +314,12 @@ fn mcp_over_stdio_answers_as_the_cli_does() {
     assert_eq!(tool_json(&explain), cli_json(&["explain", path]));
     let runs = mcp.call("list_runs", json!({}));
     assert_eq!(tool_json(&runs), cli_json(&["runs", path]));
+    let events = mcp.call("events", json!({"name": "^Iterator", "aggregate": true, "limit": 5}));
+    assert_eq!(tool_json(&events), cli_json(&["events", path, "--name", "^Iterator", "--aggregate", "--limit", "5"]));
+    let hlo = mcp.call("hlo", json!({}));
+    assert_eq!(tool_json(&hlo), cli_json(&["hlo", path]));
+    let allocations = mcp.call("allocations", json!({"limit": 3}));
+    assert_eq!(tool_json(&allocations), cli_json(&["allocations", path, "--limit", "3"]));
     // A failed call is a tool error with the CLI's line.
     let bad = mcp.call("top", json!({"what": "ops", "by": "nope"}));
     assert_eq!(bad["isError"], true, "{bad}");
@@ -396,4 +418,151 @@ fn mcp_over_http_refuses_foreign_hosts_and_origins() {
     assert_eq!(status, 403, "{body}");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[test]
+fn mcp_over_http_refuses_sessions_past_its_cap() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
+        .args(["mcp", "testdata/profiles/tf_custom_loop", "--http", "0", "--max-sessions", "2"])
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, banner) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = send.send(line);
+    });
+    let line = banner.recv_timeout(Duration::from_secs(60)).expect("no banner within 60 s");
+    let address =
+        line.trim().rsplit(' ').next().unwrap().trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "verbs.rs", "version": "0"}}})
+    .to_string();
+    for _ in 0..2 {
+        let (status, body) = http_post(&address, &address, None, &init);
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = http_post(&address, &address, None, &init);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        body,
+        "2 MCP sessions are open, the most this server keeps (--max-sessions 2): close one (DELETE /mcp with its \
+         Mcp-Session-Id) or raise --max-sessions\n"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
+    serde_json::from_str(&ok(&args)).unwrap()
+}
+
+/// The column `name` of a verb's table rows.
+fn column<'a>(table: &'a Value, name: &str) -> Vec<&'a Value> {
+    let i = table["columns"].as_array().unwrap().iter().position(|c| c["name"] == name).unwrap();
+    table["rows"].as_array().unwrap().iter().map(|r| &r[i]).collect()
+}
+
+#[test]
+fn events_are_listed_in_a_window_and_aggregated_by_name() {
+    // A real JAX profile: XLA:CPU runs each unfused convert as a thunk, 10 steps.
+    let path = "testdata/explain/jax_converts";
+    let all = json_of(&["events", path, "--name", "^wrapped_convert", "--aggregate"]);
+    let table = &all["table"];
+    let counts = column(table, "count");
+    assert!(!counts.is_empty(), "{all}");
+    assert!(counts.iter().all(|c| c.as_i64() == Some(10)), "{all}");
+    for (total, own) in column(table, "total_ms").iter().zip(column(table, "self_ms")) {
+        assert!(own.as_f64().unwrap() <= total.as_f64().unwrap() + 1e-9, "{all}");
+    }
+    let matched = all["matched"].as_u64().unwrap();
+    assert_eq!(matched, 10 * counts.len() as u64);
+    // Listed: in time order, bounded, saying what is left out.
+    let listed = json_of(&["events", path, "--name", "^wrapped_convert", "--limit", "3"]);
+    let starts: Vec<f64> = column(&listed["table"], "start_ms").iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(starts.len(), 3);
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+    assert!(listed["table"]["left_out"].as_str().unwrap().starts_with(&format!("{} more rows", matched - 3)));
+    // A window holds fewer of them.
+    let end = format!("{}", starts[2]);
+    let window = json_of(&["events", path, "--name", "^wrapped_convert", "--start-ms", "0", "--end-ms", &end]);
+    let in_window = window["matched"].as_u64().unwrap();
+    assert!((3..matched).contains(&in_window), "{in_window} of {matched}");
+    // PyTorch traces are read the same way.
+    let torch = json_of(&["events", "testdata/kineto/train", "--name", "^aten::", "--aggregate", "--limit", "3"]);
+    assert!(torch["matched"].as_u64().unwrap() > 0, "{torch}");
+    assert!(column(&torch["table"], "name").iter().all(|n| n.as_str().unwrap().starts_with("aten::")), "{torch}");
+}
+
+#[test]
+fn an_events_regex_over_its_budget_is_one_line() {
+    let huge = r"(\w{200}){200}";
+    let out = oxprof(&["events", "testdata/explain/jax_converts", "--name", huge]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.starts_with("oxprof: bad argument name: not a regex within 1048576 bytes"), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let long = "a".repeat(5000);
+    let out = oxprof(&["events", "testdata/explain/jax_converts", "--name", &long]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("more than 4096"), "{}", out.stderr);
+}
+
+#[test]
+fn hlo_lists_modules_prints_a_module_and_an_instructions_neighbourhood() {
+    let path = "testdata/explain/jax_converts";
+    let modules = json_of(&["hlo", path]);
+    let names: Vec<String> =
+        column(&modules["table"], "module").iter().map(|m| m.as_str().unwrap().to_string()).collect();
+    let module = names.iter().find(|m| m.starts_with("jit_step(")).unwrap_or_else(|| panic!("{modules}"));
+    let text = json_of(&["hlo", path, "--module", module, "--limit", "500"]);
+    let lines: Vec<&str> = column(&text["table"], "text").iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(lines[0].starts_with("HloModule jit_step"), "{lines:?}");
+    let convert = lines
+        .iter()
+        .filter(|l| l.contains(" fusion(") && l.contains("wrapped_convert"))
+        .find_map(|l| l.trim().strip_prefix('%').or(Some(l.trim()))?.split(' ').next())
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    let near = json_of(&["hlo", path, "--module", module, "--instruction", convert, "--depth", "2"]);
+    let relations: Vec<&str> = column(&near["table"], "relation").iter().map(|r| r.as_str().unwrap()).collect();
+    assert_eq!(relations[0], "instruction", "{near}");
+    assert!(relations.contains(&"operand") && relations.contains(&"user"), "{near}");
+    let distances: Vec<i64> = column(&near["table"], "distance").iter().map(|d| d.as_i64().unwrap()).collect();
+    assert!(distances.iter().all(|d| *d <= 2) && distances.contains(&2), "{distances:?}");
+    let out = oxprof(&["hlo", path, "--module", module, "--instruction", "nope"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no instruction \"nope\""), "{}", out.stderr);
+    let out = oxprof(&["hlo", path, "--module", "nope"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no HLO module \"nope\""), "{}", out.stderr);
+}
+
+#[test]
+fn allocations_are_those_live_at_the_peak_largest_first() {
+    let xspace = json_of(&["allocations", "testdata/profiles/tf_memory"]);
+    assert_eq!(xspace["tool"], "memory_profile");
+    let tables = xspace["tables"].as_array().unwrap();
+    assert!(!tables.is_empty(), "{xspace}");
+    for table in tables {
+        let sizes: Vec<f64> = column(table, "allocation_mib").iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(!sizes.is_empty() && sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+    }
+    let torch = json_of(&["allocations", "testdata/kineto/train"]);
+    assert_eq!(torch["tool"], "pytorch_memory");
+    for table in torch["tables"].as_array().unwrap() {
+        let sizes: Vec<f64> = column(table, "size_mib").iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+        let peak = table["facts"].as_array().unwrap().iter().find(|f| f[0] == "peak_time_ms").unwrap();
+        let peak: f64 = peak[1].as_str().unwrap().parse().unwrap();
+        for (at, released) in column(table, "allocation_ms").iter().zip(column(table, "release_ms")) {
+            assert!(at.as_f64().is_none_or(|a| a <= peak + 1e-3), "{table}");
+            assert!(released.as_f64().is_none_or(|r| r > peak - 1e-3), "{table}");
+        }
+    }
 }
