@@ -383,80 +383,86 @@ fn http_post(address: &str, host: &str, origin: Option<&str>, body: &str) -> (u1
     (status, answer.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
 }
 
+/// `oxprof mcp testdata/profiles/tf_custom_loop --http 0 EXTRA…`, killed when dropped (a
+/// failed assertion leaves no server behind).
+struct McpHttp {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    address: String,
+}
+
+impl McpHttp {
+    fn start(extra: &[&str]) -> McpHttp {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+            .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
+            .args(["mcp", "testdata/profiles/tf_custom_loop", "--http", "0"])
+            .args(extra)
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, banner) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = send.send(line);
+        });
+        let mut server = McpHttp { child, address: String::new() };
+        let line = banner.recv_timeout(Duration::from_secs(60)).expect("no banner within 60 s");
+        let url = line.trim().rsplit(' ').next().unwrap();
+        let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        assert!(address.starts_with("127.0.0.1:"), "{line}");
+        server.address = address;
+        server
+    }
+}
+
+impl Drop for McpHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An MCP `initialize` request.
+fn mcp_initialize() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "verbs.rs", "version": "0"}}})
+    .to_string()
+}
+
 #[test]
 fn mcp_over_http_refuses_foreign_hosts_and_origins() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
-        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
-        .args(["mcp", "testdata/profiles/tf_custom_loop", "--http", "0"])
-        .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (send, banner) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = send.send(line);
-    });
-    let line = banner.recv_timeout(Duration::from_secs(60)).expect("no banner within 60 s");
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-    assert!(address.starts_with("127.0.0.1:"), "{line}");
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "verbs.rs", "version": "0"}}})
-    .to_string();
-    let (status, body) = http_post(&address, &address, None, &init);
+    let server = McpHttp::start(&[]);
+    let (address, init) = (&server.address, mcp_initialize());
+    let (status, body) = http_post(address, address, None, &init);
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("serverInfo"), "{body}");
-    let (status, body) = http_post(&address, &address, Some("https://evil.example"), &init);
+    let (status, body) = http_post(address, address, Some("https://evil.example"), &init);
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("cross-origin request from \"https://evil.example\" refused"), "{body}");
-    let (status, body) = http_post(&address, "evil.example", None, &init);
+    let (status, body) = http_post(address, "evil.example", None, &init);
     assert_eq!(status, 403, "{body}");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
 fn mcp_over_http_refuses_sessions_past_its_cap() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oxprof"))
-        .env("OXPROF_CACHE_DIR", concat!(env!("CARGO_TARGET_TMPDIR"), "/analysis-cache"))
-        .args(["mcp", "testdata/profiles/tf_custom_loop", "--http", "0", "--max-sessions", "2"])
-        .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (send, banner) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = send.send(line);
-    });
-    let line = banner.recv_timeout(Duration::from_secs(60)).expect("no banner within 60 s");
-    let address =
-        line.trim().rsplit(' ').next().unwrap().trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "verbs.rs", "version": "0"}}})
-    .to_string();
+    let server = McpHttp::start(&["--max-sessions", "2"]);
+    let (address, init) = (&server.address, mcp_initialize());
     for _ in 0..2 {
-        let (status, body) = http_post(&address, &address, None, &init);
+        let (status, body) = http_post(address, address, None, &init);
         assert_eq!(status, 200, "{body}");
     }
-    let (status, body) = http_post(&address, &address, None, &init);
+    let (status, body) = http_post(address, address, None, &init);
     assert_eq!(status, 503, "{body}");
     assert_eq!(
         body,
         "2 MCP sessions are open, the most this server keeps (--max-sessions 2): close one (DELETE /mcp with its \
          Mcp-Session-Id) or raise --max-sessions\n"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 fn json_of(args: &[&str]) -> Value {
