@@ -157,6 +157,39 @@ def case_dataloader_starved():
     return [steps(Trace(), body).document()]
 
 
+def case_dataloader_workers_slow():
+    # Kineto writes the DataLoader's fetch as a user_annotation (torch-tb-profiler 0.4.3
+    # drops those); with num_workers > 0 the training process only waits in it.
+    def body(t):
+        t.op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 10_000, cat="user_annotation")
+        healthy_body(TC_GEMM)(t)
+    return [steps(Trace(), body).document()]
+
+
+def case_torch_recompile():
+    # torch.compile recompiling every step: Dynamo's and Inductor's timers
+    # (`… (dynamo_timed)` record_function spans, the inner one nested), then the compiled
+    # region with its recompile number.
+    compiled = [0]
+
+    def body(t):
+        start = t.op("_compile.compile_inner (dynamo_timed)", 8_000, cat="user_annotation")
+        t.events.append({"ph": "X", "cat": "user_annotation", "name": "compile_fx_inner (dynamo_timed)", "pid": PID,
+                         "tid": TID, "ts": start + 1_000, "dur": 5_000, "args": {"External id": 0}})
+        t.op(f"Torch-Compiled Region: 0/{compiled[0]}", 20)
+        compiled[0] += 1
+        healthy_body(TC_GEMM)(t)
+    return [steps(Trace(), body).document()]
+
+
+def case_memory_fragmented():
+    # The reserve grows to 70% of the GPU while less than half of it holds tensors.
+    def body(t):
+        healthy_body(TC_GEMM)(t)
+        t.memory(14_000_000_000, 30_000_000_000)
+    return [steps(Trace(), body).document()]
+
+
 def case_launch_overhead():
     def body(t):
         for _ in range(300):
@@ -220,6 +253,9 @@ CASES = {
     "tensor_cores_unused": (case_tensor_cores_unused, "tensor_cores_unused"),
     "python_gaps": (case_python_gaps, "idle"),
     "memory_near_capacity": (case_memory_near_capacity, "memory_near_capacity"),
+    "dataloader_workers_slow": (case_dataloader_workers_slow, "input_bound"),
+    "torch_recompile": (case_torch_recompile, "compilation"),
+    "memory_fragmented": (case_memory_fragmented, "memory_fragmentation"),
 }
 
 # Committed XSpace profiles in the set: testdata/profiles (recorded by the refkit), and

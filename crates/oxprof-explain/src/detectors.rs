@@ -35,6 +35,12 @@ pub const DETECTORS: &[Detector] = &[
     Detector { id: "hlo_unfused", title: "reshapes and dynamic-update-slices outside fusions", check: hlo_unfused },
     Detector { id: "hlo_layout_copies", title: "copies and transposes that change layouts", check: hlo_layout_copies },
     Detector { id: "hlo_converts", title: "element type converts (f32 <-> bf16 round trips)", check: hlo_converts },
+    Detector { id: "gpu_idle", title: "GPU idle between kernels, by cause (HTA)", check: gpu_idle },
+    Detector {
+        id: "memory_fragmentation",
+        title: "allocator memory reserved but unusable",
+        check: memory_fragmentation,
+    },
 ];
 
 /// The least share of the step worth a finding.
@@ -82,7 +88,35 @@ fn category_finding(facts: &Facts, id: &'static str, category: Category, notice:
 fn input_bound(facts: &Facts) -> Option<Finding> {
     let mut finding = category_finding(facts, "input_bound", Category::Input, NOTICE, "Steps wait for input")?;
     finding.evidence.extend(facts.input_ops.iter().take(3).map(|op| format!("input op {}", op_line(op))));
-    let (suggestion, see) = if facts.kind == "pytorch" {
+    let (suggestion, see) = if let Some(loader) = &facts.data_loader {
+        finding.evidence.push(format!(
+            "{}: {:.1} fetches per step, {} per step",
+            loader.name,
+            loader.calls_per_step,
+            ms(loader.ms_per_step)
+        ));
+        if loader.workers {
+            finding.evidence.push(
+                "the training process waits for DataLoader workers: they preprocess slower than the step consumes"
+                    .into(),
+            );
+            (
+                "make the workers keep up: more num_workers (up to the free cores), a larger prefetch_factor, \
+                 persistent_workers=True, and cheaper per-sample work (decode once and cache, move augmentation to \
+                 the GPU)",
+                "oxprof events PATH --name DataLoader --aggregate",
+            )
+        } else {
+            finding.evidence.push(
+                "loading and preprocessing run in the training process (num_workers=0): the GPU waits for them".into(),
+            );
+            (
+                "load in worker processes: DataLoader(num_workers>0, pin_memory=True, persistent_workers=True), or \
+                 cache preprocessed data",
+                "oxprof events PATH --name DataLoader --aggregate",
+            )
+        }
+    } else if facts.kind == "pytorch" {
         (
             "feed the GPU faster: DataLoader(num_workers>0, pin_memory=True, persistent_workers=True, prefetch_factor), \
              move decoding/augmentation off the training process, or cache preprocessed data",
@@ -207,6 +241,21 @@ fn compilation(facts: &Facts) -> Option<Finding> {
         5.0,
         "Steps compile (recompilation inside the loop)",
     )?;
+    if let Some(compile) = &facts.torch_compile {
+        finding.evidence.push(format!("{} steps compiled (torch.compile)", compile.steps_compiling));
+        finding
+            .evidence
+            .extend(compile.top.iter().map(|(name, total)| format!("{name}: {} in the profile", ms(*total))));
+        if compile.max_recompile > 0 {
+            finding.evidence.push(format!("a compiled region was recompiled {} times", compile.max_recompile));
+        }
+        finding.suggestion = "stop torch.compile recompiling: keep input shapes fixed (pad) or mark them dynamic \
+                              (torch._dynamo.mark_dynamic, dynamic=True), keep Python scalars and module attributes \
+                              constant, and read why with TORCH_LOGS=recompiles"
+            .into();
+        finding.see = "oxprof events PATH --name \"dynamo_timed\" --aggregate".into();
+        return Some(finding);
+    }
     finding.suggestion = "keep shapes and Python values fixed between steps (pad batches, mark static arguments) so \
                           the step compiles once"
         .into();
@@ -317,6 +366,113 @@ fn tensor_cores_unused(facts: &Facts) -> Option<Finding> {
         suggestion:
             "use mixed precision (torch.autocast with bf16/fp16) or TF32 (torch.backends.cuda.matmul.allow_tf32)".into(),
         see: "oxprof data pytorch_kernel_stats PATH --format md".into(),
+    })
+}
+
+/// The GPU's idle time on its busiest stream, split by HTA's causes. A symptom whose cause
+/// other findings name (input, host, launches, syncs): informational, ranked after them, and
+/// its suggestion follows the largest cause.
+fn gpu_idle(facts: &Facts) -> Option<Finding> {
+    let idle = facts.gpu_idle.as_ref()?;
+    let whole = step_or_total_ms(facts);
+    if whole <= 0.0 {
+        return None;
+    }
+    let percent = 100.0 * idle.idle_ms_per_step / whole;
+    if percent < NOTICE {
+        return None;
+    }
+    let causes = [("host wait", idle.host_wait_ms), ("kernel wait", idle.kernel_wait_ms), ("other", idle.other_ms)];
+    let (largest, _) = causes.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let suggestion = match largest {
+        "host wait" => {
+            "the host launches late: look at the host-side findings (input, host ops, synchronizations) and \
+                        cut the host's work per step (torch.compile, CUDA graphs, DataLoader workers)"
+        }
+        "kernel wait" => {
+            "back-to-back kernels pay launch gaps: fewer, larger kernels (torch.compile, fused \
+                          optimizers, CUDA graphs)"
+        }
+        _ => {
+            "the stream waits on something else: synchronizations, events or other streams (copies, collectives); \
+              look at the trace around the gaps"
+        }
+    };
+    Some(Finding {
+        id: "gpu_idle",
+        title: format!("The GPU idles {percent:.0}% of the step, mostly {largest}"),
+        severity: Severity::Info,
+        time_at_stake_ms: idle.idle_ms_per_step,
+        percent_of_step: percent,
+        evidence: vec![
+            format!(
+                "stream {} idles {} per step between its kernels ({} stream(s) with GPU work)",
+                idle.stream,
+                ms(idle.idle_ms_per_step),
+                idle.streams
+            ),
+            causes
+                .iter()
+                .map(|(name, value)| {
+                    let share = if idle.idle_ms_per_step > 0.0 { 100.0 * value / idle.idle_ms_per_step } else { 0.0 };
+                    format!("{name} {} ({share:.0}%)", ms(*value))
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ],
+        suggestion: suggestion.into(),
+        see: "oxprof data hta_gpu_idle PATH --format md".into(),
+    })
+}
+
+/// The share of an allocator's reserve that held nothing when it last grew, past which a
+/// finding is raised (with the reserve at least half the capacity).
+pub const FRAGMENTED: f64 = 0.25;
+
+fn memory_fragmentation(facts: &Facts) -> Option<Finding> {
+    let worst = facts
+        .memory
+        .iter()
+        .filter(|m| m.capacity_bytes > 0 && 2 * m.peak_bytes >= m.capacity_bytes)
+        .filter_map(|m| Some((m, m.fragmentation.filter(|f| *f >= FRAGMENTED)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (memory, fragmentation) = worst;
+    let mib = |bytes: f64| bytes / 1048576.0;
+    let unusable = fragmentation * memory.peak_bytes as f64;
+    let pytorch = facts.kind == "pytorch";
+    Some(Finding {
+        id: "memory_fragmentation",
+        title: "Memory is fragmented: reserved but unusable".into(),
+        severity: Severity::Warning,
+        time_at_stake_ms: 0.0,
+        percent_of_step: 0.0,
+        evidence: vec![
+            format!(
+                "{}: {:.0}% of the {:.1} MiB reserved at the peak held no tensor ({:.1} MiB)",
+                memory.name,
+                100.0 * fragmentation,
+                mib(memory.peak_bytes as f64),
+                mib(unusable)
+            ),
+            format!(
+                "the peak reserve is {:.0}% of the {:.1} MiB capacity",
+                100.0 * memory.peak_bytes as f64 / memory.capacity_bytes as f64,
+                mib(memory.capacity_bytes as f64)
+            ),
+        ],
+        suggestion: if pytorch {
+            "let the caching allocator reuse memory: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, allocate \
+             same-sized buffers (pad variable shapes), and avoid holding many short-lived tensors of changing sizes"
+        } else {
+            "keep buffer sizes stable between steps (pad variable shapes) and free large temporaries early"
+        }
+        .into(),
+        see: if pytorch {
+            "oxprof data pytorch_memory PATH --format md"
+        } else {
+            "oxprof data memory_profile PATH --format md"
+        }
+        .into(),
     })
 }
 
@@ -434,6 +590,9 @@ mod tests {
             tensor_cores: None,
             memory: Vec::new(),
             per_host: Vec::new(),
+            gpu_idle: None,
+            data_loader: None,
+            torch_compile: None,
             hlo: vec![HloFamily {
                 kind,
                 instructions: 2,

@@ -18,6 +18,7 @@ use oxprof_xprof::tools::input_pipeline::{InputPipelineAnalysis, StepDetails};
 use serde::Serialize;
 
 use crate::hlo::{HloFamily, HloScan, compile_in_steps};
+use crate::torch::{DataLoader, GpuIdle, TorchCompile};
 use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 
 /// Where a step's time goes.
@@ -163,6 +164,12 @@ pub struct Facts {
     /// Top-level HLO instructions XProf's HLO detectors look at, by kind (XSpace runs with
     /// HLO protos).
     pub hlo: Vec<HloFamily>,
+    /// The GPU's idle time by HTA's causes (PyTorch traces with GPU work).
+    pub gpu_idle: Option<GpuIdle>,
+    /// The DataLoader's fetches (PyTorch traces that show them).
+    pub data_loader: Option<DataLoader>,
+    /// torch.compile's compiling (PyTorch traces with Dynamo's timers or recompiled regions).
+    pub torch_compile: Option<TorchCompile>,
     /// What could not be read.
     pub notes: Vec<String>,
 }
@@ -216,6 +223,24 @@ fn shares(parts: &[(Category, f64)], step_ms: f64) -> Vec<Share> {
     }
     out.sort_by(|a, b| b.ms.total_cmp(&a.ms).then(a.category.cmp(&b.category)));
     out
+}
+
+/// Moves up to `ms` into `to` from the categories `from`, in their order (a time the
+/// breakdown counted under a cause it does not name): what was moved.
+fn move_into(parts: &mut Vec<(Category, f64)>, to: Category, ms: f64, from: &[Category]) -> f64 {
+    let mut left = ms;
+    for source in from {
+        for (_, part) in parts.iter_mut().filter(|(c, _)| c == source) {
+            let moved = left.min(*part).max(0.0);
+            *part -= moved;
+            left -= moved;
+        }
+    }
+    let moved = ms - left;
+    if moved > 0.0 {
+        parts.push((to, moved));
+    }
+    moved
 }
 
 fn per_step(total_ms: f64, steps: usize) -> f64 {
@@ -361,16 +386,7 @@ fn xspace_facts(
     compile_ms.sort_by(f64::total_cmp);
     let compile_per_step = compile_ms.get(compile_ms.len() / 2).copied().unwrap_or(0.0);
     if compile_per_step > 0.0 && !parts.iter().any(|(c, ms)| *c == Category::Compilation && *ms > 0.0) {
-        let mut left = compile_per_step;
-        for (_, ms) in parts.iter_mut().filter(|(c, _)| *c == host_side) {
-            let moved = left.min(*ms);
-            *ms -= moved;
-            left -= moved;
-        }
-        let moved = compile_per_step - left;
-        if moved > 0.0 {
-            parts.push((Category::Compilation, moved));
-        }
+        move_into(&mut parts, Category::Compilation, compile_per_step, &[host_side]);
     }
     Ok(Facts {
         kind: "xspace",
@@ -388,6 +404,9 @@ fn xspace_facts(
         memory,
         per_host,
         hlo,
+        gpu_idle: None,
+        data_loader: None,
+        torch_compile: None,
         notes,
     })
 }
@@ -422,14 +441,23 @@ fn pytorch_memory(parsed: &oxprof_pytorch::Parsed, overview: &PytorchOverview, h
             .and_then(|g| g.properties.as_ref())
             .and_then(|p| p.memory_bytes)
             .unwrap_or(0);
-        let reserved = device.curve.iter().map(|p| p.reserved_bytes).fold(0.0, f64::max);
+        // The caching allocator grows its reserve only when no cached block fits: what was
+        // reserved but not allocated when it last grew is the fragmentation that cost memory.
+        let grown = device.curve.iter().fold(None::<&oxprof_pytorch::memory::CurvePoint>, |best, p| match best {
+            Some(b) if b.reserved_bytes >= p.reserved_bytes => Some(b),
+            _ => Some(p),
+        });
+        let reserved = grown.map_or(0.0, |p| p.reserved_bytes);
+        let fragmentation = grown
+            .filter(|p| p.reserved_bytes > 0.0)
+            .map(|p| ((p.reserved_bytes - p.allocated_bytes) / p.reserved_bytes).clamp(0.0, 1.0));
         let peak = reserved.max(device.peak_allocated_bytes.unwrap_or(0.0));
         if capacity > 0 && peak > 0.0 {
             out.push(MemoryPeak {
                 name: format!("{host} GPU{id}"),
                 peak_bytes: peak as i64,
                 capacity_bytes: capacity,
-                fragmentation: None,
+                fragmentation,
             });
         }
     }
@@ -496,6 +524,22 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
         kernels_per_step: calls as f64 / step_count as f64,
         mean_kernel_us: kernel_us / calls as f64,
     });
+    let gpu = !overview.gpus.is_empty();
+    let hta = oxprof_api::pytorch::host_hta(session, &files[..1], false)?;
+    let trace = hta.first().ok_or(ApiError::Panicked)?;
+    let gpu_idle = if gpu { GpuIdle::from_rows(&trace.parts.idle, step_count) } else { None };
+    let data_loader = crate::torch::data_loader(&trace.trace);
+    let torch_compile = crate::torch::torch_compile(&trace.trace);
+    let mut parts = pytorch_parts(&overview.average, gpu);
+    let host_side = if gpu { Category::Host } else { Category::DeviceCompute };
+    // torch-tb-profiler 0.4.3 drops DataLoader spans written as `user_annotation` (every
+    // Kineto since 2022): their time is in its "Other" or CPU Exec.
+    if let Some(loader) = data_loader.as_ref().filter(|_| overview.average.data_loader <= 0.0) {
+        move_into(&mut parts, Category::Input, loader.ms_per_step, &[Category::Idle, host_side]);
+    }
+    if let Some(compile) = torch_compile.as_ref().filter(|c| c.median_step_ms > 0.0) {
+        move_into(&mut parts, Category::Compilation, compile.median_step_ms, &[Category::Idle, host_side]);
+    }
     let tensor_cores = overview
         .tc_used_ratio
         .map(|used| TensorCores { eligible_ratio: overview.tc_eligible_ops_kernel_ratio, used_ratio: used });
@@ -510,11 +554,11 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
     Ok(Facts {
         kind: "pytorch",
         hosts: files.iter().map(|f| f.host.clone()).collect(),
-        device: (!overview.gpus.is_empty()).then(|| "GPU".to_string()),
+        device: gpu.then(|| "GPU".to_string()),
         steps,
         step_time_ms: step_ms,
         step_time_max_ms: max_ms,
-        breakdown: shares(&pytorch_parts(&overview.average, !overview.gpus.is_empty()), step_ms),
+        breakdown: shares(&parts, step_ms),
         top_ops,
         input_ops: Vec::new(),
         sync_ops,
@@ -523,6 +567,9 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
         memory: pytorch_memory(first, &overview, &files[0].host),
         per_host,
         hlo: Vec::new(),
+        gpu_idle,
+        data_loader,
+        torch_compile,
         notes,
     })
 }

@@ -14,10 +14,12 @@ pub mod detectors;
 mod facts;
 mod hlo;
 mod render;
+mod torch;
 
 pub use facts::{Category, Facts, OpFact, Share};
 pub use hlo::{HloFamily, HloKind, HloOpFact};
 pub use render::render_markdown;
+pub use torch::{DataLoader, GpuIdle, TorchCompile};
 
 use oxprof_api::ApiError;
 use oxprof_api::catalog::ServedRun;

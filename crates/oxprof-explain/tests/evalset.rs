@@ -80,3 +80,40 @@ fn one_host_of_several_is_explained_alone() {
     assert!(explanation.findings.iter().all(|f| f.id != "stragglers"), "{:?}", explanation.findings);
     assert!(explain(&session, &run, Some("no_such_host")).is_err());
 }
+
+#[test]
+fn pytorch_findings_name_their_cause() {
+    let finding = |e: &Explanation, id: &str| e.findings.iter().find(|f| f.id == id).cloned();
+    // The DataLoader: waiting for workers, or loading in the training process.
+    let workers = explained("dataloader_workers_slow");
+    let input = finding(&workers, "input_bound").unwrap();
+    assert!(input.evidence.iter().any(|e| e.contains("waits for DataLoader workers")), "{input:?}");
+    assert!(workers.facts.data_loader.as_ref().is_some_and(|d| d.workers && d.calls_per_step == 1.0));
+    let single = finding(&explained("dataloader_starved"), "input_bound").unwrap();
+    assert!(single.evidence.iter().any(|e| e.contains("num_workers=0")), "{single:?}");
+    // GPU idle by HTA's causes: Python between steps leaves the GPU waiting for the host.
+    let gaps = explained("python_gaps");
+    let idle = gaps.facts.gpu_idle.clone().unwrap();
+    assert!(idle.host_wait_ms > 2.0 * (idle.kernel_wait_ms + idle.other_ms), "{idle:?}");
+    let found = finding(&gaps, "gpu_idle").unwrap();
+    assert_eq!(found.severity, Severity::Info);
+    assert!(found.title.contains("mostly host wait"), "{found:?}");
+    let healthy = explained("healthy_gpu");
+    assert!(healthy.facts.gpu_idle.is_some() && finding(&healthy, "gpu_idle").is_none(), "{:?}", healthy.findings);
+    // torch.compile recompiling in every step.
+    let recompile = explained("torch_recompile");
+    let compile = recompile.facts.torch_compile.clone().unwrap();
+    assert_eq!((compile.steps_compiling, compile.max_recompile), (4, 3), "{compile:?}");
+    assert!((compile.median_step_ms - 8.0).abs() < 0.01, "{compile:?}");
+    let found = finding(&recompile, "compilation").unwrap();
+    assert!(found.evidence.iter().any(|e| e.contains("recompiled 3 times")), "{found:?}");
+    assert!(found.suggestion.contains("TORCH_LOGS=recompiles"), "{found:?}");
+    assert!(finding(&recompile, "idle").is_none(), "{:?}", recompile.findings);
+    // Fragmentation: less than half of the reserve held tensors when it last grew.
+    let fragmented = explained("memory_fragmented");
+    let memory = &fragmented.facts.memory[0];
+    assert!((memory.fragmentation.unwrap() - 16.0 / 30.0).abs() < 1e-6, "{memory:?}");
+    assert!(finding(&fragmented, "memory_near_capacity").is_none());
+    let near = explained("memory_near_capacity");
+    assert!(finding(&near, "memory_fragmentation").is_none(), "{:?}", near.findings);
+}

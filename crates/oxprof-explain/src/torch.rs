@@ -1,0 +1,266 @@
+//! The PyTorch facts torch-tb-profiler's views do not hold, read from HTA's rows of the same
+//! trace (kept by the session beside the parse, so nothing is read twice):
+//!
+//! * the GPU's idle time by HTA's causes (host wait, kernel wait, other);
+//! * DataLoader spans of any category: Kineto writes `enumerate(DataLoader)#…__next__` as a
+//!   `user_annotation`, which torch-tb-profiler 0.4.3 drops, so its DataLoader share is 0 on
+//!   modern traces; whether the loader runs in the training process or waits for workers;
+//! * torch.compile's compiling inside steps: `… (dynamo_timed)` spans (Dynamo's and
+//!   Inductor's timers, recorded with `record_function`), and the compiled regions'
+//!   recompile ids (`Torch-Compiled Region: F/N`, N > 0 after a recompile).
+
+use oxprof_pytorch::hta::idle_time::{IdleCategory, IdleTimeRow};
+use oxprof_pytorch::hta::trace::{RankTrace, merge_intervals, merged_length};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The GPU's idle time on its busiest stream, by HTA's causes.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct GpuIdle {
+    /// The CUDA stream (the one with the most kernels).
+    pub stream: i64,
+    /// Streams with GPU work.
+    pub streams: usize,
+    /// Idle time between its kernels per step, ms.
+    pub idle_ms_per_step: f64,
+    /// Of that: the next kernel's launch started after the previous kernel ended, ms.
+    pub host_wait_ms: f64,
+    /// Short (< 30 µs) gaps between back-to-back kernels, ms.
+    pub kernel_wait_ms: f64,
+    /// The rest (syncs, events, other streams), ms.
+    pub other_ms: f64,
+}
+
+impl GpuIdle {
+    /// HTA's rows of one rank, per step (`steps` ≥ 1): the stream with the most gaps.
+    pub(crate) fn from_rows(rows: &[IdleTimeRow], steps: usize) -> Option<GpuIdle> {
+        let mut by_stream: BTreeMap<i64, (u64, [i64; 3])> = BTreeMap::new();
+        for row in rows {
+            let slot = by_stream.entry(row.stream).or_default();
+            slot.0 += row.gaps;
+            let i = match row.idle_category {
+                IdleCategory::HostWait => 0,
+                IdleCategory::KernelWait => 1,
+                IdleCategory::Other => 2,
+            };
+            slot.1[i] += row.idle_time_us;
+        }
+        let streams = by_stream.len();
+        let (&stream, &(gaps, us)) = by_stream.iter().max_by_key(|(stream, (gaps, _))| (*gaps, -**stream))?;
+        if gaps == 0 {
+            return None;
+        }
+        let per_step = |us: i64| us as f64 / 1000.0 / steps.max(1) as f64;
+        Some(GpuIdle {
+            stream,
+            streams,
+            idle_ms_per_step: per_step(us.iter().sum()),
+            host_wait_ms: per_step(us[0]),
+            kernel_wait_ms: per_step(us[1]),
+            other_ms: per_step(us[2]),
+        })
+    }
+}
+
+/// The DataLoader as the training process sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct DataLoader {
+    /// Its span's name (`enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`, …).
+    pub name: String,
+    /// Whether batches come from worker processes (`num_workers > 0`): the training process
+    /// only waits; else loading and preprocessing run in it.
+    pub workers: bool,
+    /// Batches fetched per step.
+    pub calls_per_step: f64,
+    /// Time in the fetches per step, ms.
+    pub ms_per_step: f64,
+}
+
+/// torch.compile in the profile.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct TorchCompile {
+    /// Compiling (the outermost `(dynamo_timed)` spans) in the median step, ms.
+    pub median_step_ms: f64,
+    /// Steps that compiled.
+    pub steps_compiling: usize,
+    /// The compile spans that took longest (name, total ms over the profile), at most 3.
+    pub top: Vec<(String, f64)>,
+    /// The highest recompile number of a compiled region (`Torch-Compiled Region: 0/3` → 3).
+    pub max_recompile: u32,
+}
+
+fn is_data_loader(name: &str) -> bool {
+    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
+        || name.starts_with("enumerate(DataPipe)#")
+}
+
+fn is_compile(name: &str) -> bool {
+    name.ends_with(" (dynamo_timed)")
+}
+
+/// `Torch-Compiled Region: F/N` → N.
+fn recompile_number(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("Torch-Compiled Region: ")?;
+    rest.split_once('/')?.1.trim().parse().ok()
+}
+
+/// The steps' windows (µs), or the host events' whole span as one step.
+fn windows(trace: &RankTrace) -> Vec<(i64, i64)> {
+    if !trace.steps.is_empty() {
+        return trace.steps.iter().map(|s| (s.ts, s.end)).collect();
+    }
+    let host = trace.events.iter().filter(|e| e.stream == -1);
+    let start = host.clone().map(|e| e.ts).min();
+    let end = host.map(|e| e.end).max();
+    match (start, end) {
+        (Some(s), Some(e)) if e > s => vec![(s, e)],
+        _ => Vec::new(),
+    }
+}
+
+/// The merged host spans of the events whose name passes `test`, clipped to each window:
+/// (µs covered, spans starting in it) per window.
+fn per_window(trace: &RankTrace, windows: &[(i64, i64)], test: &[bool]) -> Vec<(i64, u64)> {
+    let spans: Vec<(i64, i64)> = trace
+        .events
+        .iter()
+        .filter(|e| e.stream == -1 && test[e.name as usize] && e.end > e.ts)
+        .map(|e| (e.ts, e.end))
+        .collect();
+    windows
+        .iter()
+        .map(|&(start, end)| {
+            let inside: Vec<(i64, i64)> =
+                spans.iter().filter(|s| s.1 > start && s.0 < end).map(|s| (s.0.max(start), s.1.min(end))).collect();
+            let starts = spans.iter().filter(|s| s.0 >= start && s.0 < end).count() as u64;
+            (merged_length(&merge_intervals(inside)), starts)
+        })
+        .collect()
+}
+
+/// The DataLoader's fetches per step (`None`: the trace has none).
+pub(crate) fn data_loader(trace: &RankTrace) -> Option<DataLoader> {
+    let test = trace.names_where(is_data_loader);
+    let mut totals: BTreeMap<u32, i64> = BTreeMap::new();
+    for e in trace.events.iter().filter(|e| e.stream == -1 && test[e.name as usize]) {
+        *totals.entry(e.name).or_default() += e.dur().max(0);
+    }
+    let (&name, _) = totals.iter().max_by_key(|(name, us)| (**us, std::cmp::Reverse(**name)))?;
+    let windows = windows(trace);
+    let rows = per_window(trace, &windows, &test);
+    let n = rows.len().max(1) as f64;
+    let name = trace.names[name as usize].clone();
+    Some(DataLoader {
+        workers: name.contains("MultiProcessing"),
+        name,
+        calls_per_step: rows.iter().map(|r| r.1 as f64).sum::<f64>() / n,
+        ms_per_step: rows.iter().map(|r| r.0 as f64).sum::<f64>() / 1000.0 / n,
+    })
+}
+
+/// torch.compile's compiling in the steps (`None`: no compile spans and no recompiled
+/// region).
+pub(crate) fn torch_compile(trace: &RankTrace) -> Option<TorchCompile> {
+    let test = trace.names_where(is_compile);
+    let max_recompile = trace.names.iter().filter_map(|n| recompile_number(n)).max().unwrap_or(0);
+    if !test.contains(&true) && max_recompile == 0 {
+        return None;
+    }
+    let windows = windows(trace);
+    let mut per_step: Vec<i64> = per_window(trace, &windows, &test).into_iter().map(|r| r.0).collect();
+    let steps_compiling = per_step.iter().filter(|us| **us > 0).count();
+    per_step.sort_unstable();
+    let median = per_step.get(per_step.len() / 2).copied().unwrap_or(0);
+    let mut totals: BTreeMap<u32, i64> = BTreeMap::new();
+    for e in trace.events.iter().filter(|e| e.stream == -1 && test[e.name as usize]) {
+        *totals.entry(e.name).or_default() += e.dur().max(0);
+    }
+    let mut top: Vec<(String, f64)> =
+        totals.into_iter().map(|(name, us)| (trace.names[name as usize].clone(), us as f64 / 1000.0)).collect();
+    top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(3);
+    Some(TorchCompile { median_step_ms: median as f64 / 1000.0, steps_compiling, top, max_recompile })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxprof_pytorch::hta::trace::{HtaEvent, ProfilerStep};
+
+    /// A rank with host spans `(name, ts, end)` and steps `(ts, end)`.
+    fn rank(spans: &[(&str, i64, i64)], steps: &[(i64, i64)]) -> RankTrace {
+        let mut t = RankTrace { cats: vec!["user_annotation".into()], ..RankTrace::default() };
+        for &(name, ts, end) in spans {
+            let index = match t.names.iter().position(|n| n == name) {
+                Some(i) => i,
+                None => {
+                    t.names.push(name.to_string());
+                    t.names.len() - 1
+                }
+            };
+            t.events.push(HtaEvent { name: index as u32, cat: 0, ts, end, stream: -1, correlation: -1 });
+        }
+        t.steps = steps.iter().enumerate().map(|(i, &(ts, end))| ProfilerStep { step: i as i64, ts, end }).collect();
+        t
+    }
+
+    #[test]
+    fn compile_spans_count_once_per_step_nested_or_not() {
+        let t = rank(
+            &[
+                ("_compile.compile_inner (dynamo_timed)", 0, 600),
+                ("compile_fx_inner (dynamo_timed)", 100, 500), // nested: not counted again
+                ("_compile.compile_inner (dynamo_timed)", 1000, 1400),
+                ("_compile.compile_inner (dynamo_timed)", 2000, 2500),
+                ("Torch-Compiled Region: 0/2", 2500, 2600),
+                ("aten::mm", 0, 900),
+            ],
+            &[(0, 1000), (1000, 2000), (2000, 3000)],
+        );
+        let c = torch_compile(&t).unwrap();
+        assert_eq!((c.median_step_ms, c.steps_compiling, c.max_recompile), (0.5, 3, 2));
+        assert_eq!(c.top[0], ("_compile.compile_inner (dynamo_timed)".to_string(), 1.5));
+        // A program compiled once, in the first step, is warm-up: the median step has none.
+        let warm = rank(&[("_compile.compile_inner (dynamo_timed)", 0, 600)], &[(0, 1000), (1000, 2000), (2000, 3000)]);
+        assert_eq!(torch_compile(&warm).unwrap().median_step_ms, 0.0);
+        assert_eq!(torch_compile(&rank(&[("aten::mm", 0, 9)], &[(0, 10)])), None);
+    }
+
+    #[test]
+    fn the_data_loader_says_whether_workers_feed_it() {
+        let multi = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+        let t = rank(&[(multi, 0, 300), (multi, 1000, 1100)], &[(0, 1000), (1000, 2000)]);
+        let d = data_loader(&t).unwrap();
+        assert!(d.workers, "{d:?}");
+        assert_eq!((d.calls_per_step, d.ms_per_step), (1.0, 0.2));
+        let single = rank(&[("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 500)], &[]);
+        let d = data_loader(&single).unwrap();
+        assert!(!d.workers && d.ms_per_step == 0.5, "{d:?}");
+        assert_eq!(data_loader(&rank(&[("aten::mm", 0, 9)], &[])), None);
+    }
+
+    #[test]
+    fn gpu_idle_reads_the_stream_with_the_most_gaps() {
+        let row = |stream, idle_category, idle_time_us, gaps| IdleTimeRow {
+            rank: 0,
+            stream,
+            idle_category,
+            idle_time_us,
+            gaps,
+            idle_time_ratio: None,
+        };
+        let rows = [
+            row(7, IdleCategory::HostWait, 8000, 10),
+            row(7, IdleCategory::KernelWait, 400, 30),
+            row(7, IdleCategory::Other, 1600, 2),
+            row(20, IdleCategory::Other, 50_000, 1),
+        ];
+        let idle = GpuIdle::from_rows(&rows, 4).unwrap();
+        assert_eq!((idle.stream, idle.streams), (7, 2));
+        assert_eq!(
+            (idle.idle_ms_per_step, idle.host_wait_ms, idle.kernel_wait_ms, idle.other_ms),
+            (2.5, 2.0, 0.1, 0.4)
+        );
+        assert_eq!(GpuIdle::from_rows(&[], 4), None);
+    }
+}
