@@ -3,16 +3,19 @@
 # installs it into a fresh venv with python/requirements-test.txt, and runs python/tests
 # against the installed package and command (never the source tree): the CLI from the wheel
 # serves the demo, tables equal `oxprof data` on testdata/profiles, dtypes, errors, serve(),
-# threads, and the example notebook headless (nbclient). Then:
+# threads, TensorBoard's oxprof tab, and the example notebook headless (nbclient). Then:
 # - the sdist holds what its wheel's build needs (scripts/ci/check-sdist.py);
 # - `pip install .` into another fresh venv, as a user runs it (pip's isolated build
 #   environment; no target/wheel-data, no build venv), installs a working `oxprof` and
 #   package: it reuses the wheel build's crates (same target dir and flags), so it only
-#   packs (its time is printed).
+#   packs (its time is printed; a crate compiled again fails the test);
+# - real TensorBoard (PyPI) shows the oxprof tab in chromium with the overview's numbers
+#   (scripts/ci/tensorboard-tab-check.py; needs ui/node_modules and /usr/bin/chromium).
 #   OXPROF_WHEEL_VENV=DIR   the test venv, made afresh (default: <repo>/target/venv-wheel-test)
 #   PYTHON=python3          the interpreter that creates it
 #   PIP_CACHE_DIR           pip's cache of downloaded wheels (pip's default: ~/.cache/pip)
 #   PYTEST_ARGS="..."       extra pytest arguments (e.g. -k serve)
+#   SKIP_TENSORBOARD_BROWSER=1  skip the browser check of the tab
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 VENV="${OXPROF_WHEEL_VENV:-$PWD/target/venv-wheel-test}"
@@ -51,8 +54,15 @@ rm -rf target/wheel-data "$scratch/venv"
 "$PYTHON" -m venv "$scratch/venv"
 start=$(date +%s)
 # pip makes its isolated build environment from pyproject.toml (maturin, ziglang).
-"$scratch/venv/bin/python" -m pip install --quiet --disable-pip-version-check .
-echo "test-python: pip install . took $(( $(date +%s) - start )) s (the wheel build's crates reused)"
+"$scratch/venv/bin/python" -m pip install -v --disable-pip-version-check . > "$scratch/pip-install.log" 2>&1 \
+  || { tail -50 "$scratch/pip-install.log" >&2; exit 1; }
+compiled=$(grep -c ' Compiling ' "$scratch/pip-install.log" || true)
+echo "test-python: pip install . took $(( $(date +%s) - start )) s, $compiled crates compiled"
+if [ "$compiled" != 0 ]; then
+  grep ' Compiling ' "$scratch/pip-install.log" | head -20 >&2
+  echo "test-python: pip install . recompiled what the wheel's build compiled (other flags or linker?)" >&2
+  exit 1
+fi
 "$scratch/venv/bin/oxprof" --version
 cmp "$scratch/venv/bin/oxprof" "$VENV/bin/oxprof" \
   || { echo "test-python: pip install . installed another oxprof binary than the wheel's" >&2; exit 1; }
@@ -63,3 +73,9 @@ assert profile.runs, profile
 print(f"test-python: pip install . gives oxprof {oxprof.__version__}, runs {profile.runs}")
 ' "$OLDPWD/testdata/profiles/jax_train")
 
+if [ "${SKIP_TENSORBOARD_BROWSER:-0}" != "1" ]; then
+  echo "test-python: TensorBoard's oxprof tab in chromium"
+  [ -d ui/node_modules/playwright-core ] || (cd ui && npm ci --no-audit --no-fund)
+  bash scripts/ci/setup-chromium.sh
+  OXPROF_CACHE_DIR="$cache_dir" timeout 600 "$VENV/bin/python" scripts/ci/tensorboard-tab-check.py
+fi
