@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional
@@ -83,12 +84,14 @@ def get_requires_for_build_sdist(config_settings: Optional[Mapping[str, Any]] = 
 def prepare_metadata_for_build_wheel(
     metadata_directory: str, config_settings: Optional[Mapping[str, Any]] = None
 ) -> str:
+    _data_dir(Path.cwd()).mkdir(parents=True, exist_ok=True)  # maturin wants it to exist
     return maturin.prepare_metadata_for_build_wheel(metadata_directory, config_settings)
 
 
 def prepare_metadata_for_build_editable(
     metadata_directory: str, config_settings: Optional[Mapping[str, Any]] = None
 ) -> str:
+    _data_dir(Path.cwd()).mkdir(parents=True, exist_ok=True)
     return maturin.prepare_metadata_for_build_editable(metadata_directory, config_settings)
 
 
@@ -170,8 +173,7 @@ def _build_environment(config_settings: Optional[Mapping[str, Any]]) -> Iterator
             # glibc 2.28's loader does not read packed relocations (DT_RELR, glibc >= 2.36):
             # the binary's build.rs leaves them out under zig anyway; this says so.
             os.environ["OXPROF_PACK_RELOCS"] = "0"
-        binary = _binary(root, target_dir, target)
-        _fill_data_dir(root, binary)
+        _binary(root, _empty_data_dir(root), target)
         yield settings
     finally:
         os.environ.clear()
@@ -212,19 +214,24 @@ def _stable_maturin(target_dir: Path) -> Path:
     return bin_dir
 
 
-def _binary(root: Path, target_dir: Path, target: Optional[str]) -> Path:
-    """The release `oxprof` binary: OXPROF_PREBUILT_BIN, or built now."""
+def _binary(root: Path, data_dir: Path, target: Optional[str]) -> Path:
+    """Puts the release `oxprof` binary into `data_dir`/scripts/: OXPROF_PREBUILT_BIN, or
+    built now."""
+    scripts = data_dir / "scripts"
+    exe = "oxprof.exe" if sys.platform == "win32" else "oxprof"
     prebuilt = os.environ.get("OXPROF_PREBUILT_BIN")
     if prebuilt:
         print(f"oxprof build: the oxprof binary from OXPROF_PREBUILT_BIN={prebuilt} (not built)", file=sys.stderr)
-        binary = Path(prebuilt)
-        if not binary.is_file():
+        if not Path(prebuilt).is_file():
             raise BuildError(f"OXPROF_PREBUILT_BIN={prebuilt} is not a file")
+        scripts.mkdir(parents=True)
+        shutil.copy2(prebuilt, scripts / exe)
     else:
         where = f"{target}, glibc {GLIBC}" if target else "this machine"
         print(f"oxprof build: the oxprof binary (release, {where})", file=sys.stderr)
-        # Built as maturin's `bin` wheel of crates/oxprof, which is thrown away: only the
-        # binary (stripped, as pyproject.toml says) goes into the data directory.
+        # Built as maturin's `bin` wheel of crates/oxprof, which is thrown away but for the
+        # binary it holds (stripped, as pyproject.toml says). maturin reads the data
+        # directory for that wheel too: it is there, empty, meanwhile.
         with tempfile.TemporaryDirectory(prefix="oxprof-bin-wheel-") as out:
             command = ["maturin", "build", "--release", *_cargo_args(target), "-m", str(root / BINARY_MANIFEST)]
             command += ["-b", "bin", "--out", out]
@@ -232,10 +239,16 @@ def _binary(root: Path, target_dir: Path, target: Optional[str]) -> Path:
             done = subprocess.run(command, stdout=sys.stderr, check=False)
             if done.returncode != 0:
                 raise BuildError(f"building the oxprof binary failed: {' '.join(command)} exited {done.returncode}")
-        exe = "oxprof.exe" if sys.platform == "win32" else "oxprof"
-        binary = target_dir / target / "release" / exe if target else target_dir / "release" / exe
-        if not binary.is_file():
-            raise BuildError(f"the build left no binary at {binary}")
+            wheels = list(Path(out).glob("*.whl"))
+            with zipfile.ZipFile(wheels[0]) as wheel:
+                member = next((n for n in wheel.namelist() if n.endswith(f".data/scripts/{exe}")), None)
+                if member is None:
+                    raise BuildError(f"maturin's bin wheel {wheels[0].name} holds no scripts/{exe}")
+                scripts.mkdir(parents=True)
+                with wheel.open(member) as source, open(scripts / exe, "wb") as copy:
+                    shutil.copyfileobj(source, copy)
+        os.chmod(scripts / exe, 0o755)
+    binary = scripts / exe
     if target is not None and shutil.which("readelf"):
         dynamic = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=False).stdout
         if "(RELR)" in dynamic:
@@ -243,21 +256,25 @@ def _binary(root: Path, target_dir: Path, target: Optional[str]) -> Path:
     return binary
 
 
-def _fill_data_dir(root: Path, binary: Path) -> None:
-    """The data directory pyproject.toml names, holding only scripts/oxprof (made afresh: it
-    is this backend's own, under the target directory)."""
+def _data_dir(root: Path) -> Path:
+    """The data directory pyproject.toml names (maturin packs what it holds into the wheel)."""
     with open(root / "pyproject.toml", "rb") as f:
         data = tomllib.load(f).get("tool", {}).get("maturin", {}).get("data")
     if not data:
         raise BuildError("pyproject.toml's [tool.maturin] names no data directory for the binary")
-    data_dir = root / data
+    return root / data
+
+
+def _empty_data_dir(root: Path) -> Path:
+    """The data directory, made afresh and empty (it is this backend's own, under the target
+    directory: it holds only scripts/oxprof)."""
+    data_dir = _data_dir(root)
     if data_dir.is_symlink():
         raise BuildError(f"{data_dir} is a symbolic link: the build writes only a directory of its own there")
     if data_dir.exists():
         shutil.rmtree(data_dir)
-    scripts = data_dir / "scripts"
-    scripts.mkdir(parents=True)
-    shutil.copy2(binary, scripts / binary.name)
+    data_dir.mkdir(parents=True)
+    return data_dir
 
 
 # ---- the sdist ----------------------------------------------------------------------------
