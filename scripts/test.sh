@@ -87,7 +87,7 @@ if [ "${SKIP_UI:-0}" != "1" ]; then
 fi
 
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then
-  step "Python wheel: build (release), install into a fresh venv, pytest, example notebook"
+  step "Python wheel: pip wheel . (release), install into a fresh venv, pytest, example notebook, sdist, pip install ., TensorBoard's tab"
   bash scripts/ci/test-python.sh
 fi
 
@@ -109,7 +109,7 @@ if [ "${SKIP_MCP:-0}" != "1" ]; then
   "$mcp_python" scripts/ci/mcp-client-check.py --bin "$oxprof_bin"
 fi
 # The release build behind the wheel (the wheel itself stays in target/wheels).
-free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test
+free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test target/oxprof-build
 
 if [ "${SKIP_SQL_READERS:-0}" != "1" ]; then
   step "SQL: DuckDB and Spark read oxprof's Parquet export; the Spark pod script equals oxprof query"

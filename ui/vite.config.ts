@@ -4,6 +4,12 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   base: '/',
+  // Files the scripts load (the trace worker, lazy chunks) are found relative to the
+  // script itself, so that the UI also works below a path (TensorBoard's tab serves it at
+  // /data/plugin/oxprof/ui/); index.html keeps '/assets/...' for the server's deep links.
+  experimental: {
+    renderBuiltUrl: (_filename, { hostType }) => (hostType === 'js' ? { relative: true } : undefined),
+  },
   build: {
     outDir: process.env.OXPROF_UI_OUT_DIR || 'dist',
     emptyOutDir: true,

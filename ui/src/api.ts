@@ -1,6 +1,7 @@
 // The server API: XProf-compatible routes under /data/plugin/profile and oxprof's own
 // /oxprof/api routes. Errors carry the server's own message (its JSON `error` field).
 
+import { withBase } from './base';
 import { learnToolTitles } from './page';
 
 export const PROFILE_PREFIX = '/data/plugin/profile';
@@ -53,13 +54,13 @@ export function buildUrl(route: string, params: Params = {}): string {
   const search = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') search.set(k, v);
   const q = search.toString();
-  return q ? `${route}?${q}` : route;
+  return withBase(q ? `${route}?${q}` : route);
 }
 
 async function request(url: string): Promise<Response> {
   let response: Response;
   try {
-    response = await fetch(url, { headers: { Accept: 'application/json, text/plain, */*' } });
+    response = await fetch(withBase(url), { headers: { Accept: 'application/json, text/plain, */*' } });
   } catch (e) {
     throw new ApiError(`Cannot reach the oxprof server (${e instanceof Error ? e.message : String(e)})`, 0, url);
   }
@@ -216,7 +217,7 @@ export const serverApi: Api = {
     let response: Response;
     try {
       // A state-changing route: POST with the token the server put in this page.
-      response = await fetch(url, { method: 'POST', headers: { Accept: 'application/json', [TOKEN_HEADER]: pageToken() } });
+      response = await fetch(withBase(url), { method: 'POST', headers: { Accept: 'application/json', [TOKEN_HEADER]: pageToken() } });
     } catch (e) {
       throw new ApiError(`Cannot reach the oxprof server (${e instanceof Error ? e.message : String(e)})`, 0, url);
     }

@@ -80,7 +80,7 @@ pub fn content_security_policy(sources: &[String]) -> String {
 
 /// Whether `source` can stand in a `frame-ancestors` list: printable ASCII without
 /// spaces, `;` or `,` (which would end the directive or the header value).
-fn is_frame_source(source: &str) -> bool {
+pub fn is_frame_source(source: &str) -> bool {
     !source.is_empty() && source.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b',')
 }
 

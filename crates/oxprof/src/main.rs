@@ -285,6 +285,12 @@ enum Command {
         /// are skipped, so that a link cannot expose other files).
         #[arg(long)]
         follow_symlinks: bool,
+        /// Let pages of SOURCE show the UI in a frame (repeatable): a CSP frame-ancestors
+        /// source such as 'self' or http://127.0.0.1:6006. By default no page may
+        /// (clickjacking); the TensorBoard tab passes 'self', as it serves the UI through
+        /// TensorBoard's own origin.
+        #[arg(long = "frame-ancestors", value_name = "SOURCE", value_parser = frame_source)]
+        frame_ancestors: Vec<String>,
         #[command(flatten)]
         budget: InputBudget,
         #[command(flatten)]
@@ -832,6 +838,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     Ok(code)
 }
 
+/// `--frame-ancestors`' value: one CSP source, refused here (exit 2, naming the flag) rather
+/// than when the server starts.
+fn frame_source(source: &str) -> Result<String, String> {
+    if oxprof_api::http::is_frame_source(source) {
+        Ok(source.to_string())
+    } else {
+        Err(format!("{source:?} is not a CSP frame-ancestors source (e.g. 'self' or http://127.0.0.1:6006)"))
+    }
+}
+
 fn run_command(cli: Cli) -> Result<ExitCode> {
     oxprof_objstore::set_no_sign_request(cli.no_sign_request);
     if !matches!(cli.command, Command::Serve { .. }) {
@@ -996,6 +1012,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             allow_hosts,
             capture_allow,
             follow_symlinks,
+            frame_ancestors,
             budget,
             cache,
         } => {
@@ -1013,7 +1030,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                 limits: budget.limits(),
                 follow_symlinks,
                 disk_cache: cache.open(),
-                frame_ancestors: Vec::new(),
+                frame_ancestors,
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {

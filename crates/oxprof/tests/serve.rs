@@ -186,6 +186,54 @@ fn sigterm_stops_the_server_within_seconds_even_with_work_in_flight() {
     let _ = in_flight.join();
 }
 
+/// The response head of `GET target` (status line and headers), lowercase.
+fn response_head(addr: SocketAddr, target: &str) -> String {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(30)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(stream, "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    text.split("\r\n\r\n").next().unwrap_or_default().to_string()
+}
+
+/// `--frame-ancestors SOURCE` lets those pages frame the UI (CSP `frame-ancestors`, no
+/// `X-Frame-Options`); without it none may; a source that would break the header is
+/// refused before the server starts, naming the flag. (Before: no such option, the UI
+/// could not be framed by TensorBoard's tab.)
+#[test]
+fn frame_ancestors_lets_the_named_pages_frame_the_ui() {
+    let logdir = tempfile::tempdir().unwrap();
+    copy_profile(&refkit("jax_train"), &logdir.path().join("plugins/profile/r/vm.xplane.pb.gz"));
+
+    let plain = Server::start(logdir.path(), &[]);
+    let head = response_head(plain.addr, "/");
+    assert!(head.contains("frame-ancestors 'none'"), "{head}");
+    assert!(head.contains("x-frame-options: deny"), "{head}");
+
+    let framed =
+        Server::start(logdir.path(), &["--frame-ancestors", "'self'", "--frame-ancestors", "http://127.0.0.1:6006"]);
+    for target in ["/", "/oxprof/api/runs"] {
+        let head = response_head(framed.addr, target);
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        let csp = head.lines().find(|l| l.starts_with("content-security-policy:")).unwrap_or_default();
+        assert!(csp.ends_with("frame-ancestors 'self' http://127.0.0.1:6006"), "{csp}");
+        assert!(!head.contains("x-frame-options"), "{head}");
+    }
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_oxprof"))
+        .arg("serve")
+        .arg(logdir.path())
+        .args(["--port", "0", "--frame-ancestors", "'self'; script-src *"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--frame-ancestors") && stderr.contains("not a CSP frame-ancestors source"), "{stderr}");
+    assert!(refused.stdout.is_empty(), "{}", String::from_utf8_lossy(&refused.stdout));
+}
+
 /// Hundreds of captures of a profiler that never answers: a few run, the rest are refused
 /// at once (429), and every other route keeps answering meanwhile.
 #[test]

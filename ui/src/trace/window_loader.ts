@@ -3,6 +3,7 @@
 // the server's message, as `getJson` gives them.
 
 import { ApiError, errorMessage, getJson } from '../api';
+import { withBase } from '../base';
 import type { TraceWindow } from '../trace';
 import { type ColumnWindow, windowColumns } from './columns';
 import type { WindowAnswer, WindowRequest } from './window_worker';
@@ -61,7 +62,7 @@ export async function loadWindow(url: string): Promise<ColumnWindow> {
   const w = windowWorker();
   if (!w) return loadOnMainThread(url);
   // Workers resolve relative URLs against their own script: send an absolute one.
-  const absolute = new URL(url, location.href).toString();
+  const absolute = new URL(withBase(url), location.href).toString();
   return new Promise((resolve, reject) => {
     const seq = nextSeq++;
     waiting.set(seq, { url, resolve, reject });
