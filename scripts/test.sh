@@ -91,10 +91,12 @@ if [ "${SKIP_PYTHON:-0}" != "1" ]; then
   bash scripts/ci/test-python.sh
 fi
 
-# Hostile input against a release server (the wheel's build: no second release build), or
-# cargo test's debug binary when the wheel was skipped.
-oxprof_bin=target/x86_64-unknown-linux-gnu/release/oxprof
+# Hostile input against a release server: the wheel's binary as its test venv installed it
+# (no second release build; maturin moves cargo's own copy away), or cargo test's debug
+# binary when the wheel was skipped.
+oxprof_bin="${OXPROF_WHEEL_VENV:-target/venv-wheel-test}/bin/oxprof"
 [ -x "$oxprof_bin" ] || oxprof_bin=target/debug/oxprof
+echo "test: the fuzz, load and MCP steps run $oxprof_bin
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   step "fuzz smoke: SQL grammar against $oxprof_bin under an RSS watchdog (${FUZZ_SECONDS:-60} s)"
   python3 scripts/ci/sql-fuzz-smoke.py --bin "$oxprof_bin" --seconds "${FUZZ_SECONDS:-60}"
