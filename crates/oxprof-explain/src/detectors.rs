@@ -363,9 +363,19 @@ fn tensor_cores_unused(facts: &Facts) -> Option<Finding> {
             100.0 * tc.eligible_ratio,
             100.0 * tc.used_ratio
         )],
-        suggestion:
-            "use mixed precision (torch.autocast with bf16/fp16) or TF32 (torch.backends.cuda.matmul.allow_tf32)".into(),
-        see: "oxprof data pytorch_kernel_stats PATH --format md".into(),
+        suggestion: if facts.kind == "pytorch" {
+            "use mixed precision (torch.autocast with bf16/fp16) or TF32 (torch.backends.cuda.matmul.allow_tf32)"
+        } else {
+            "use mixed precision: bf16/fp16 parameters and activations (JAX: dtype=jnp.bfloat16; Keras: \
+             mixed_precision.set_global_policy(\"mixed_float16\")), or TF32 for f32 matmuls"
+        }
+        .into(),
+        see: if facts.kind == "pytorch" {
+            "oxprof data pytorch_kernel_stats PATH --format md"
+        } else {
+            "oxprof data kernel_stats PATH --format md"
+        }
+        .into(),
     })
 }
 

@@ -358,6 +358,7 @@ fn xspace_facts(
             per_host.push(HostStep { host: file.host.clone(), step_time_ms: step });
         }
     }
+    let tensor_cores = gpu_tensor_cores(&op_stats.kernel_stats_db.reports);
     let total_ms = if steps > 0 { step_ms } else { parts.iter().map(|(_, ms)| ms).sum() };
     // The host plane once per host: the HLO protos, XLA:CPU's op times, compiling in steps.
     let mut hlo_scan = HloScan::new(&op_stats);
@@ -400,7 +401,7 @@ fn xspace_facts(
         input_ops,
         sync_ops: Vec::new(),
         launches: None,
-        tensor_cores: None,
+        tensor_cores,
         memory,
         per_host,
         hlo,
@@ -408,6 +409,22 @@ fn xspace_facts(
         data_loader: None,
         torch_compile: None,
         notes,
+    })
+}
+
+/// Tensor Core use from XProf's kernel stats (GPU runs): the shares of kernel time in
+/// kernels of eligible ops and in kernels that used them, as torch-tb-profiler defines them.
+fn gpu_tensor_cores(kernels: &[oxprof_xprof::op_stats::KernelReport]) -> Option<TensorCores> {
+    let total: u64 = kernels.iter().map(|k| k.total_duration_ns).sum();
+    if total == 0 {
+        return None;
+    }
+    let share = |keep: &dyn Fn(&oxprof_xprof::op_stats::KernelReport) -> bool| {
+        kernels.iter().filter(|k| keep(k)).map(|k| k.total_duration_ns).sum::<u64>() as f64 / total as f64
+    };
+    Some(TensorCores {
+        eligible_ratio: share(&|k| k.is_op_tensor_core_eligible),
+        used_ratio: share(&|k| k.is_kernel_using_tensor_core),
     })
 }
 
