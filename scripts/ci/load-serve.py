@@ -10,9 +10,9 @@ RSS watchdog with --cache-mb 64.
 The logdir is served over HTTP by scripts/ci/hostile-store.py (a WebDAV-style store on
 loopback): the committed profiles (XSpace and PyTorch) beside runs whose object lies about
 its length, sends an oversized 206, never ends or stalls. Each client loops over a random
-mix of `/data` tool requests, trace-viewer windows, SQL queries (finding 2's string
-blow-ups, a 2,500-term UNION ALL, a doubling CTE, a recursive CTE, big GROUP BYs, next to
-ordinary ones) and requests on the hostile runs.
+mix of `/data` tool requests, `explain` (/oxprof/api/explain), trace-viewer windows, SQL
+queries (finding 2's string blow-ups, a 2,500-term UNION ALL, a doubling CTE, a recursive
+CTE, big GROUP BYs, next to ordinary ones) and requests on the hostile runs.
 
 Passes (exit 0) when: the server never dies, no request goes unanswered past --hang-s
 (hangs), no answer is a 5xx other than 503/504 (busy, timed out: named limits), peak RSS
@@ -165,6 +165,10 @@ def main():
 
     def one(rng):
         pick = rng.random()
+        if pick < 0.05:
+            # What bounds a run (every host; the hostile runs now and then).
+            run = rng.choice(HOSTILE_RUNS) if rng.random() < 0.2 else rng.choice(good)["name"]
+            return "explain", "/oxprof/api/explain?" + urllib.parse.urlencode({"run": run})
         if pick < 0.45:
             run = rng.choice(good)
             host = rng.choice(run["hosts"])["name"]

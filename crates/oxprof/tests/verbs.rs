@@ -465,6 +465,92 @@ fn mcp_over_http_refuses_sessions_past_its_cap() {
     );
 }
 
+/// One raw MCP exchange over HTTP: `method` (`POST` or `DELETE`) on `/mcp` with the session
+/// header when given; the status, the `Mcp-Session-Id` it answers, and the JSON-RPC message
+/// (the `data:` line of an event stream, or the plain body).
+fn mcp_exchange(address: &str, method: &str, session: Option<&str>, body: &str) -> (u16, Option<String>, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let session_header = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "{method} /mcp HTTP/1.1\r\nHost: {address}\r\n{session_header}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let id = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_string())
+    });
+    let message = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|l| l.starts_with('{'))
+        .map_or_else(|| rest.to_string(), str::to_string);
+    (status, id, message)
+}
+
+/// Twelve agents at once against a server that keeps six sessions: each opens a session
+/// (retrying while the cap refuses it with its one-line 503), calls `explain` and closes
+/// its session. Every agent gets its answer, equal to the others', nothing hangs, and the
+/// closed sessions free their slots (a fresh session opens at the end).
+#[test]
+fn mcp_over_http_serves_concurrent_agents_within_its_session_cap() {
+    let server = McpHttp::start(&["--max-sessions", "6"]);
+    let address = server.address.clone();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let agents: Vec<_> = (0..12)
+        .map(|agent| {
+            let address = address.clone();
+            std::thread::spawn(move || {
+                let mut refused = 0;
+                let session = loop {
+                    let (status, id, body) = mcp_exchange(&address, "POST", None, &mcp_initialize());
+                    match status {
+                        200 => break id.unwrap_or_else(|| panic!("agent {agent}: no session id: {body}")),
+                        503 => {
+                            assert!(body.contains("--max-sessions 6"), "agent {agent}: {body}");
+                            refused += 1;
+                            assert!(Instant::now() < deadline, "agent {agent}: no session before the deadline");
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        _ => panic!("agent {agent}: initialize answered {status}: {body}"),
+                    }
+                };
+                let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+                let (status, _, body) = mcp_exchange(&address, "POST", Some(&session), &initialized);
+                assert!(status == 202 || status == 200, "agent {agent}: {status} {body}");
+                let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "explain", "arguments": {}}})
+                .to_string();
+                let (status, _, body) = mcp_exchange(&address, "POST", Some(&session), &call);
+                assert_eq!(status, 200, "agent {agent}: {body}");
+                let message: Value =
+                    serde_json::from_str(&body).unwrap_or_else(|e| panic!("agent {agent}: {e}: {body}"));
+                let text = message["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+                assert!(text.contains("input_bound"), "agent {agent}: {body}");
+                let (status, _, body) = mcp_exchange(&address, "DELETE", Some(&session), "");
+                assert!(status == 200 || status == 202 || status == 204, "agent {agent}: close {status} {body}");
+                (text, refused)
+            })
+        })
+        .collect();
+    let answers: Vec<(String, u32)> = agents.into_iter().map(|a| a.join().unwrap()).collect();
+    assert!(answers.iter().all(|(text, _)| *text == answers[0].0), "agents got different answers");
+    // Every slot is free again: a new session opens at once.
+    let (status, id, body) = mcp_exchange(&address, "POST", None, &mcp_initialize());
+    assert_eq!(status, 200, "{body}");
+    assert!(id.is_some(), "{body}");
+}
+
 fn json_of(args: &[&str]) -> Value {
     let args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
     serde_json::from_str(&ok(&args)).unwrap()
