@@ -486,6 +486,40 @@ fn memory_fragmentation(facts: &Facts) -> Option<Finding> {
     })
 }
 
+/// XProf's precision statement (16-bit ops under 10 % of the device's compute) and the
+/// TPU's MXU counters (under 25 % utilization): the matrix units run at a fraction of their
+/// rate. Informational: how much faster bf16 would be depends on the model.
+fn matrix_units_underused(facts: &Facts) -> Option<Finding> {
+    let units = facts.matrix_units.as_ref()?;
+    let low_precision = units.compute_16bit_percent < 10.0;
+    let low_mxu = units.mxu_utilization_percent.is_some_and(|u| u < 25.0);
+    let compute = facts.share(Category::DeviceCompute);
+    if !(low_precision || low_mxu) || compute.percent < NOTICE {
+        return None;
+    }
+    let stake = compute.ms / 2.0;
+    let mut evidence = vec![format!(
+        "{:.1}% of the device's compute time is in 16-bit ops; compute is {:.1}% of the step",
+        units.compute_16bit_percent, compute.percent
+    )];
+    if let Some(u) = units.mxu_utilization_percent {
+        evidence.push(format!("MXU utilization {u:.1}% (performance counters)"));
+    }
+    Some(Finding {
+        id: "matrix_units_underused",
+        title: "The matrix units (MXU / Tensor Cores) run below their rate".into(),
+        severity: Severity::Info,
+        time_at_stake_ms: stake,
+        percent_of_step: if facts.step_time_ms > 0.0 { 100.0 * stake / facts.step_time_ms } else { 0.0 },
+        evidence,
+        suggestion: "compute in bf16 where precision allows (JAX: bf16 params and activations or \
+                     jax.default_matmul_precision; Keras: mixed_precision.set_global_policy(\"mixed_bfloat16\")), \
+                     and keep matmul dimensions multiples of 128 (TPU) or 8/16 (GPU)"
+            .into(),
+        see: "oxprof data overview_page PATH --format md".into(),
+    })
+}
+
 /// The time a share of the step is measured against: the average step, or the profile's
 /// whole breakdown when it has no steps.
 fn step_or_total_ms(facts: &Facts) -> f64 {
@@ -580,7 +614,7 @@ fn hlo_converts(facts: &Facts) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::Share;
+    use crate::facts::{MatrixUnits, Share};
     use crate::hlo::{HloFamily, HloOpFact};
 
     /// A CPU run of 10 ms steps, all compute, with `kind` taking `ms` of each step.
@@ -598,6 +632,7 @@ mod tests {
             sync_ops: Vec::new(),
             launches: None,
             tensor_cores: None,
+            matrix_units: None,
             memory: Vec::new(),
             per_host: Vec::new(),
             gpu_idle: None,
@@ -619,6 +654,26 @@ mod tests {
             }],
             notes: Vec::new(),
         }
+    }
+
+    #[test]
+    fn matrix_units_underused_reads_precision_and_mxu_counters() {
+        let mut f = facts(HloKind::Convert, 0.0, 0);
+        f.device = Some("TPU".into());
+        // All 32-bit: XProf's precision statement.
+        f.matrix_units = Some(MatrixUnits { compute_16bit_percent: 2.0, mxu_utilization_percent: None });
+        let found = matrix_units_underused(&f).unwrap();
+        assert_eq!((found.severity, found.time_at_stake_ms), (Severity::Info, 5.0));
+        // bf16, but the counters say the MXU idles.
+        f.matrix_units = Some(MatrixUnits { compute_16bit_percent: 90.0, mxu_utilization_percent: Some(12.0) });
+        let found = matrix_units_underused(&f).unwrap();
+        assert!(found.evidence.iter().any(|e| e.contains("MXU utilization 12.0%")), "{found:?}");
+        // bf16 and busy matrix units, or no compute to speak of: nothing.
+        f.matrix_units = Some(MatrixUnits { compute_16bit_percent: 90.0, mxu_utilization_percent: Some(60.0) });
+        assert_eq!(matrix_units_underused(&f), None);
+        f.matrix_units = Some(MatrixUnits { compute_16bit_percent: 2.0, mxu_utilization_percent: None });
+        f.breakdown = vec![Share { category: Category::Idle, ms: 10.0, percent: 100.0 }];
+        assert_eq!(matrix_units_underused(&f), None);
     }
 
     #[test]

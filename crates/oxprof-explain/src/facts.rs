@@ -129,6 +129,17 @@ pub struct TensorCores {
     pub used_ratio: f64,
 }
 
+/// How the device's compute used its matrix units (XSpace GPU and TPU runs).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct MatrixUnits {
+    /// Share of the device's compute time in 16-bit ops (0..100; XProf's precision
+    /// statement suggests 16-bit under 10).
+    pub compute_16bit_percent: f64,
+    /// The matrix units' utilization from the TPU's performance counters (0..100; `None`
+    /// without counters).
+    pub mxu_utilization_percent: Option<f64>,
+}
+
 /// What the detectors read.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Facts {
@@ -157,6 +168,8 @@ pub struct Facts {
     pub launches: Option<Launches>,
     /// Tensor Core use (PyTorch on GPUs that have them).
     pub tensor_cores: Option<TensorCores>,
+    /// Compute precision and MXU counters (XSpace device runs).
+    pub matrix_units: Option<MatrixUnits>,
     /// Memory peaks against capacity.
     pub memory: Vec<MemoryPeak>,
     /// Each host's average step (runs of several hosts or ranks).
@@ -359,6 +372,15 @@ fn xspace_facts(
         }
     }
     let tensor_cores = gpu_tensor_cores(&op_stats.kernel_stats_db.reports);
+    let matrix_units = device.as_ref().and_then(|_| {
+        let precision = op_stats.device_op_metrics_db.precision_stats.clone()?;
+        let total = precision.compute_16bit_ps.saturating_add(precision.compute_32bit_ps);
+        let counters = op_stats.performance_counter_result.as_ref().map(|c| c.matrix_unit_utilization_percent);
+        (total > 0).then(|| MatrixUnits {
+            compute_16bit_percent: 100.0 * precision.compute_16bit_ps as f64 / total as f64,
+            mxu_utilization_percent: counters.filter(|u| *u > 0.0),
+        })
+    });
     let total_ms = if steps > 0 { step_ms } else { parts.iter().map(|(_, ms)| ms).sum() };
     // The host plane once per host: the HLO protos, XLA:CPU's op times, compiling in steps.
     let mut hlo_scan = HloScan::new(&op_stats);
@@ -402,6 +424,7 @@ fn xspace_facts(
         sync_ops: Vec::new(),
         launches: None,
         tensor_cores,
+        matrix_units,
         memory,
         per_host,
         hlo,
@@ -581,6 +604,7 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
         sync_ops,
         launches,
         tensor_cores,
+        matrix_units: None,
         memory: pytorch_memory(first, &overview, &files[0].host),
         per_host,
         hlo: Vec::new(),

@@ -16,7 +16,7 @@ mod hlo;
 mod render;
 mod torch;
 
-pub use facts::{Category, Facts, OpFact, Share};
+pub use facts::{Category, Facts, MatrixUnits, OpFact, Share};
 pub use hlo::{HloFamily, HloKind, HloOpFact};
 pub use render::render_markdown;
 pub use torch::{DataLoader, GpuIdle, TorchCompile};
