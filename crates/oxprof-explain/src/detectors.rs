@@ -36,11 +36,8 @@ pub const DETECTORS: &[Detector] = &[
     Detector { id: "hlo_layout_copies", title: "copies and transposes that change layouts", check: hlo_layout_copies },
     Detector { id: "hlo_converts", title: "element type converts (f32 <-> bf16 round trips)", check: hlo_converts },
     Detector { id: "gpu_idle", title: "GPU idle between kernels, by cause (HTA)", check: gpu_idle },
-    Detector {
-        id: "memory_fragmentation",
-        title: "allocator memory reserved but unusable",
-        check: memory_fragmentation,
-    },
+    Detector { id: "memory_fragmentation", title: "memory reserved but unusable", check: memory_fragmentation },
+    Detector { id: "matrix_units_underused", title: "MXU / Tensor Cores underused", check: matrix_units_underused },
 ];
 
 /// The least share of the step worth a finding.
