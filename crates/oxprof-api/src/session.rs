@@ -201,6 +201,10 @@ pub struct FileCounts {
     /// HTA rank parts computed again for a selection whose step filter differs from the
     /// rank's own (the parts computed with each parse are not counted).
     pub hta_parts_recomputed: u64,
+    /// Per-host artifacts of the crates above this one (`explain`'s HLO facts) computed.
+    pub front_end_computed: u64,
+    /// Those found.
+    pub front_end_found: u64,
 }
 
 /// At most this many requests decode profiles at once (each decode is parallel inside):

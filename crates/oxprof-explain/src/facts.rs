@@ -17,9 +17,8 @@ use oxprof_xprof::tools::framework_op_stats::FrameworkOpStats;
 use oxprof_xprof::tools::input_pipeline::{InputPipelineAnalysis, StepDetails};
 use serde::Serialize;
 
-use crate::hlo::{HloFamily, HloScan, compile_in_steps};
+use crate::hlo::{HloFamily, HloScan, HostHlo};
 use crate::torch::{DataLoader, GpuIdle, TorchCompile};
-use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
 
 /// Where a step's time goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
@@ -382,21 +381,18 @@ fn xspace_facts(
         })
     });
     let total_ms = if steps > 0 { step_ms } else { parts.iter().map(|(_, ms)| ms).sum() };
-    // The host plane once per host: the HLO protos, XLA:CPU's op times, compiling in steps.
+    // The host plane once per host, kept by the session: the HLO protos, XLA:CPU's op
+    // times, compiling in steps.
     let mut hlo_scan = HloScan::new(&op_stats);
     let mut compile_ms: Vec<f64> = Vec::new();
-    for file in files {
-        let space = {
-            let _admission = session.admit();
-            session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME)
-        };
-        match space {
-            Ok(space) => {
-                hlo_scan.add(&file.host, &space, &mut notes);
-                compile_ms.extend(compile_in_steps(&space));
+    match session.host_artifacts::<HostHlo>(files, false) {
+        Ok(hosts) => {
+            for (file, host) in files.iter().zip(&hosts) {
+                hlo_scan.add(&file.host, host, &mut notes);
+                compile_ms.extend_from_slice(&host.compile_ms);
             }
-            Err(e) => notes.push(format!("{}: HLO modules and compile events not read: {e}", file.host)),
         }
+        Err(e) => notes.push(format!("HLO modules and compile events not read: {e}")),
     }
     // Op times are the profile's: per step of the step markers the profile holds (XProf's
     // steps leave out incomplete ones).

@@ -12,12 +12,16 @@
 //! Also from the host plane: the time XLA or JAX spends compiling inside steps
 //! ([`compile_in_steps`]), which XProf's step breakdown counts as compute on JAX runs.
 
+use oxprof_api::ApiError;
+use oxprof_api::session::{FileCounts, HostArtifact, Session};
+use oxprof_format::HostFile;
 use oxprof_hlo::{HloComputation, HloInstruction, HloModule, decode_hlo_proto, hlo_proto_bytes, primitive};
 use oxprof_model::XSpace;
 use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, StatType};
 use oxprof_xprof::op_stats::OpStats;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Most instructions a kind lists as evidence.
 const TOP: usize = 5;
@@ -173,11 +177,76 @@ enum ModuleKey {
     Name(String),
 }
 
+/// What explain reads of one XSpace host beside OpStats, from one decode of its host and
+/// metadata planes: the HLO modules, XLA:CPU's op times and compiling inside steps. The
+/// session keeps it (a [`HostArtifact`]), so explaining a run again decodes nothing.
+pub(crate) struct HostHlo {
+    /// Decoded modules by program id.
+    modules: Vec<(u64, Arc<Module>)>,
+    /// Modules that did not decode: (program id, why).
+    unread: Vec<(u64, String)>,
+    /// XLA:CPU's thunk events: (module, instruction) → (calls, picoseconds).
+    cpu_ops: BTreeMap<(String, String), (u64, u64)>,
+    /// Compiling in each step marker's span, ms ([`compile_in_steps`]).
+    pub(crate) compile_ms: Vec<f64>,
+    /// Heap bytes, roughly: the protos' encoded size, decoded at about 3×.
+    weight: usize,
+}
+
+impl HostHlo {
+    /// The facts of `space` (which must hold the host plane's lines).
+    pub(crate) fn of(space: &XSpace) -> HostHlo {
+        let mut out = HostHlo {
+            modules: Vec::new(),
+            unread: Vec::new(),
+            cpu_ops: BTreeMap::new(),
+            compile_ms: compile_in_steps(space),
+            weight: std::mem::size_of::<HostHlo>(),
+        };
+        for (program_id, bytes) in hlo_proto_bytes(space) {
+            out.weight += 3 * bytes.len();
+            match decode_hlo_proto(bytes) {
+                Ok(module) => out.modules.push((program_id, Arc::new(Module::new(module)))),
+                Err(e) => out.unread.push((program_id, e.to_string())),
+            }
+        }
+        for plane in space.planes.iter().filter(|p| p.name == HOST_THREADS_PLANE_NAME) {
+            for event in plane.events() {
+                let Some(op) = event.stat(StatType::HloOp).and_then(|s| s.as_str()) else { continue };
+                let module = event.stat(StatType::HloModule).and_then(|s| s.as_str()).unwrap_or_default();
+                let slot = out.cpu_ops.entry((module.to_string(), op.to_string())).or_default();
+                slot.0 += 1;
+                slot.1 += u64::try_from(event.duration_ps()).unwrap_or(0);
+            }
+        }
+        out.weight += out.cpu_ops.keys().map(|(m, o)| m.len() + o.len() + 64).sum::<usize>();
+        out
+    }
+}
+
+impl HostArtifact for HostHlo {
+    fn compute(session: &Session, file: &HostFile) -> Result<HostHlo, ApiError> {
+        Ok(HostHlo::of(&session.load(file, &|plane| plane == HOST_THREADS_PLANE_NAME)?))
+    }
+
+    fn weight(&self) -> usize {
+        self.weight
+    }
+
+    fn count(counts: &mut FileCounts, computed: bool) {
+        if computed {
+            counts.front_end_computed += 1;
+        } else {
+            counts.front_end_found += 1;
+        }
+    }
+}
+
 /// The HLO families of a run, gathered host by host ([`HloScan::add`]) from what each
 /// host's profile holds, with the device's op metrics from OpStats when it has any.
 pub(crate) struct HloScan {
     from_device: bool,
-    modules: BTreeMap<u64, Module>,
+    modules: BTreeMap<u64, Arc<Module>>,
     /// (module, instruction) → (calls, picoseconds).
     timed: BTreeMap<(ModuleKey, String), (u64, u64)>,
 }
@@ -195,28 +264,24 @@ impl HloScan {
         HloScan { from_device: !device_ops.is_empty(), modules: BTreeMap::new(), timed }
     }
 
-    /// Reads one host's HLO protos and, without device op metrics, XLA:CPU's thunk events
-    /// on its host plane (`space` must have that plane's lines).
-    pub(crate) fn add(&mut self, host: &str, space: &XSpace, notes: &mut Vec<String>) {
-        for (program_id, bytes) in hlo_proto_bytes(space) {
-            match decode_hlo_proto(bytes) {
-                Ok(module) => {
-                    self.modules.entry(program_id).or_insert_with(|| Module::new(module));
-                }
-                Err(e) => notes.push(format!("{host}: HLO module of program {program_id} not read: {e}")),
-            }
+    /// Adds one host's HLO modules and, without device op metrics, XLA:CPU's op times.
+    pub(crate) fn add(&mut self, host: &str, facts: &HostHlo, notes: &mut Vec<String>) {
+        for (program_id, module) in &facts.modules {
+            self.modules.entry(*program_id).or_insert_with(|| module.clone());
         }
+        notes.extend(
+            facts
+                .unread
+                .iter()
+                .map(|(program_id, e)| format!("{host}: HLO module of program {program_id} not read: {e}")),
+        );
         if self.from_device {
             return;
         }
-        for plane in space.planes.iter().filter(|p| p.name == HOST_THREADS_PLANE_NAME) {
-            for event in plane.events() {
-                let Some(op) = event.stat(StatType::HloOp).and_then(|s| s.as_str()) else { continue };
-                let module = event.stat(StatType::HloModule).and_then(|s| s.as_str()).unwrap_or_default();
-                let slot = self.timed.entry((ModuleKey::Name(module.to_string()), op.to_string())).or_default();
-                slot.0 += 1;
-                slot.1 += u64::try_from(event.duration_ps()).unwrap_or(0);
-            }
+        for ((module, op), (calls, ps)) in &facts.cpu_ops {
+            let slot = self.timed.entry((ModuleKey::Name(module.clone()), op.clone())).or_default();
+            slot.0 += calls;
+            slot.1 += ps;
         }
     }
 

@@ -117,3 +117,22 @@ fn pytorch_findings_name_their_cause() {
     let near = explained("memory_near_capacity");
     assert!(finding(&near, "memory_fragmentation").is_none(), "{:?}", near.findings);
 }
+
+/// A session that keeps what it computes explains a run again from memory: the HLO facts
+/// (the host plane's decode) and OpStats are computed once per host.
+#[test]
+fn a_second_explanation_decodes_nothing() {
+    let (session, run) = oxprof_api::data::open_run(&repo_root().join("testdata/explain/jax_unfused"), None).unwrap();
+    let first = explain(&session, &run, None).unwrap();
+    let counts = session.file_counts();
+    assert_eq!(counts.front_end_computed, run.hosts.len() as u64, "{counts:?}");
+    let second = explain(&session, &run, None).unwrap();
+    assert_eq!(first, second);
+    let again = session.file_counts();
+    assert_eq!(
+        (again.front_end_computed, again.analyses_computed),
+        (counts.front_end_computed, counts.analyses_computed),
+        "{again:?}"
+    );
+    assert_eq!(again.front_end_found, counts.front_end_found + run.hosts.len() as u64, "{again:?}");
+}
