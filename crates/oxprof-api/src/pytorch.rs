@@ -38,6 +38,18 @@ pub struct HtaRank {
     pub parts: oxprof_pytorch::hta::parts::RankParts,
 }
 
+impl PytorchFile {
+    /// torch-tb-profiler's parse.
+    pub fn parsed(&self) -> &Arc<oxprof_pytorch::Parsed> {
+        &self.parsed
+    }
+
+    /// HTA's rows and parts.
+    pub fn hta(&self) -> &Arc<HtaRank> {
+        &self.hta
+    }
+}
+
 impl HostArtifact for PytorchFile {
     fn compute(session: &Session, file: &HostFile) -> Result<PytorchFile, ApiError> {
         let space = session.load(file, &|_| true)?;
@@ -76,6 +88,17 @@ pub fn host_pytorch(
     refresh: bool,
 ) -> Result<Vec<Arc<oxprof_pytorch::Parsed>>, ApiError> {
     Ok(session.host_artifacts::<PytorchFile>(files, refresh)?.into_iter().map(|f| f.parsed.clone()).collect())
+}
+
+/// Each host's trace as both families read it, from one artifact lookup: a caller that
+/// needs the parse and HTA's rows (explain) reads the file once even in a session that
+/// keeps nothing.
+pub fn host_pytorch_files(
+    session: &Session,
+    files: &[&HostFile],
+    refresh: bool,
+) -> Result<Vec<Arc<PytorchFile>>, ApiError> {
+    session.host_artifacts::<PytorchFile>(files, refresh)
 }
 
 /// Each host's events as HTA holds them (rank −1 when the trace names none) and what

@@ -502,7 +502,10 @@ fn pytorch_memory(parsed: &oxprof_pytorch::Parsed, overview: &PytorchOverview, h
 
 fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiError> {
     let mut notes = Vec::new();
-    let parsed = oxprof_api::pytorch::host_pytorch(session, files, false)?;
+    // Parses and HTA's rows from one lookup (a one-shot session keeps nothing between two).
+    let traces = oxprof_api::pytorch::host_pytorch_files(session, files, false)?;
+    let parsed: Vec<_> = traces.iter().map(|t| t.parsed().clone()).collect();
+    let hta: Vec<_> = traces.iter().map(|t| t.hta().clone()).collect();
     let Some(first) = parsed.first() else { return Err(ApiError::Panicked) };
     if files.len() > 1 {
         notes.push(format!(
@@ -561,7 +564,6 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
         mean_kernel_us: kernel_us / calls as f64,
     });
     let gpu = !overview.gpus.is_empty();
-    let hta = oxprof_api::pytorch::host_hta(session, &files[..1], false)?;
     let trace = hta.first().ok_or(ApiError::Panicked)?;
     let gpu_idle = if gpu { GpuIdle::from_rows(&trace.parts.idle, step_count) } else { None };
     let data_loader = crate::torch::data_loader(&trace.trace);

@@ -136,3 +136,13 @@ fn a_second_explanation_decodes_nothing() {
     );
     assert_eq!(again.front_end_found, counts.front_end_found + run.hosts.len() as u64, "{again:?}");
 }
+
+/// A PyTorch trace is read and parsed once per explain, even in a session that keeps
+/// nothing between lookups (the parse and HTA's rows come from one lookup).
+#[test]
+fn a_pytorch_trace_is_parsed_once() {
+    let session = one_shot_session(&repo_root().join("testdata/explain/python_gaps")).unwrap();
+    let run = session.run(None).unwrap();
+    explain(&session, &run, None).unwrap();
+    assert_eq!(session.file_counts().pytorch_computed, 1, "{:?}", session.file_counts());
+}
