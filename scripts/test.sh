@@ -96,7 +96,7 @@ fi
 # binary when the wheel was skipped.
 oxprof_bin="${OXPROF_WHEEL_VENV:-target/venv-wheel-test}/bin/oxprof"
 [ -x "$oxprof_bin" ] || oxprof_bin=target/debug/oxprof
-echo "test: the fuzz, load and MCP steps run $oxprof_bin
+echo "test: the fuzz, load and MCP steps run $oxprof_bin"
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   step "fuzz smoke: SQL grammar against $oxprof_bin under an RSS watchdog (${FUZZ_SECONDS:-60} s)"
   python3 scripts/ci/sql-fuzz-smoke.py --bin "$oxprof_bin" --seconds "${FUZZ_SECONDS:-60}"
