@@ -570,8 +570,8 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
     let torch_compile = crate::torch::torch_compile(&trace.trace);
     let mut parts = pytorch_parts(&overview.average, gpu);
     let host_side = if gpu { Category::Host } else { Category::DeviceCompute };
-    // torch-tb-profiler 0.4.3 drops DataLoader spans written as `user_annotation` (every
-    // Kineto since 2022): their time is in its "Other" or CPU Exec.
+    // torch-tb-profiler 0.4.3 drops DataLoader spans written as `user_annotation` (as recent
+    // Kineto writes them): their time is in its "Other" or CPU Exec.
     if let Some(loader) = data_loader.as_ref().filter(|_| overview.average.data_loader <= 0.0) {
         move_into(&mut parts, Category::Input, loader.ms_per_step, &[Category::Idle, host_side]);
     }
