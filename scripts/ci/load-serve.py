@@ -17,7 +17,8 @@ CTE, big GROUP BYs, next to ordinary ones) and requests on the hostile runs.
 Passes (exit 0) when: the server never dies, no request goes unanswered past --hang-s
 (hangs), no answer is a 5xx other than 503/504 (busy, timed out: named limits), peak RSS
 stays within --cache-mb + 512 MB, and SIGTERM ends it with status 0. Prints one JSON
-summary (requests, statuses, latencies, peak RSS) and writes it to --out if given.
+summary (requests, statuses, latencies, peak RSS, what 4xx/5xx answers said) and writes it
+to --out if given.
 Loopback only; everything stops by itself.
 """
 
@@ -160,6 +161,7 @@ def main():
     stats = collections.Counter()
     latencies = collections.defaultdict(list)
     problems = []
+    answers = {}
     lock = threading.Lock()
     stop_at = time.time() + args.seconds
 
@@ -207,6 +209,12 @@ def main():
             dt = time.time() - t0
             with lock:
                 stats[(kind, str(status))] += 1
+                # What the refusals say: a few bodies per kind and status, to read the mix.
+                if isinstance(status, int) and status >= 400:
+                    sample = answers.setdefault(f"{kind}:{status}", collections.Counter())
+                    said = head[:160].decode("utf-8", "replace")
+                    if len(sample) < 3 or said in sample:
+                        sample[said] += 1
                 latencies[kind].append(dt)
                 bad = status == "hang" or str(status).startswith("conn") or (
                     isinstance(status, int) and status >= 500 and status not in (503, 504))
@@ -261,6 +269,7 @@ def main():
         "clients_stuck": stuck,
         "sigterm_exit": exit_status,
         "problems": problems,
+        "refusals": {k: dict(v.most_common()) for k, v in sorted(answers.items()) if v},
     }
     text = json.dumps(summary, indent=1)
     print(text)
