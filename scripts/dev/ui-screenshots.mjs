@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Takes the screenshots of docs/ui/ (the trace viewer, an area selection, a table row opened
-// in the timeline, an SQL result as a timeline track) from the bundled demo, in Debian's
-// chromium at 1440×900 (the e2e harness's flags):
+// in the timeline, an SQL result as a timeline track, and every tool's page under tools/)
+// from the bundled demo, in Debian's chromium at 1440×900 (the e2e harness's flags):
 //
 //   OXPROF_BIN=target/release/oxprof node scripts/dev/ui-screenshots.mjs [OUT_DIR]
 //
@@ -75,6 +75,27 @@ try {
   await ready(page);
   await page.waitForFunction(() => Number(document.querySelector('[data-chart="trace"]')?.dataset.debugRows) > 0, null, { timeout: 60_000 });
   await page.screenshot({ path: join(out, 'sql-debug-track.png') });
+  // 5. Every tool's page on the demo (the manual's tool pages show them), each on the demo
+  //    run that shows it best: PyTorch's and HTA's on the PyTorch run, the step and input
+  //    tools on the TensorFlow loop (it has steps), the XLA and kernel tools on the MI300X
+  //    GEMM; the page's first screen, as JPEG to keep the repository small.
+  const toolsDir = join(out, 'tools');
+  mkdirSync(toolsDir, { recursive: true });
+  const runs = (await (await fetch(new URL('/oxprof/api/runs', server.url))).json()).runs.map((r) => r.name);
+  const offered = new Map();
+  for (const run of runs) {
+    const info = await (await fetch(new URL(`/oxprof/api/run?run=${encodeURIComponent(run)}`, server.url))).json();
+    offered.set(run, info.offered.map((t) => t.name.replace(/@$/, '')));
+  }
+  const STEPS = ['overview_page', 'input_pipeline_analyzer', 'tf_data_bottleneck_analysis', 'pod_viewer', 'smart_suggestion', 'framework_op_stats', 'memory_profile'];
+  const prefix = (tool) => (/^(pytorch_|hta_)/.test(tool) ? 'pytorch_a100_ddp' : STEPS.includes(tool) ? 'tf_custom_loop' : 'mi300x_jax_gemm');
+  const pages = [...new Set([...offered.values()].flat())].filter((t) => t !== 'trace_viewer');
+  for (const tool of pages) {
+    const candidates = runs.filter((r) => offered.get(r).includes(tool));
+    const run = candidates.find((r) => r.startsWith(prefix(tool))) ?? candidates[0];
+    await go({ run, tool });
+    await page.screenshot({ path: join(toolsDir, `${tool}.jpg`), type: 'jpeg', quality: 70 });
+  }
   console.log(`screenshots in ${out}`);
 } finally {
   await browser.close();
