@@ -11,6 +11,7 @@
 
 use oxprof_pytorch::hta::idle_time::{IdleCategory, IdleTimeRow};
 use oxprof_pytorch::hta::trace::{RankTrace, merge_intervals, merged_length};
+use oxprof_pytorch::parse::is_data_loader;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -89,11 +90,6 @@ pub struct TorchCompile {
     pub max_recompile: u32,
 }
 
-fn is_data_loader(name: &str) -> bool {
-    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
-        || name.starts_with("enumerate(DataPipe)#")
-}
-
 fn is_compile(name: &str) -> bool {
     name.ends_with(" (dynamo_timed)")
 }
@@ -138,13 +134,19 @@ fn per_window(trace: &RankTrace, windows: &[(i64, i64)], test: &[bool]) -> Vec<(
         .collect()
 }
 
-/// The DataLoader's fetches per step (`None`: the trace has none).
-pub(crate) fn data_loader(trace: &RankTrace) -> Option<DataLoader> {
-    let test = trace.names_where(is_data_loader);
+/// The host time of the events whose name passes `test`, by name (µs).
+fn host_totals(trace: &RankTrace, test: &[bool]) -> BTreeMap<u32, i64> {
     let mut totals: BTreeMap<u32, i64> = BTreeMap::new();
     for e in trace.events.iter().filter(|e| e.stream == -1 && test[e.name as usize]) {
         *totals.entry(e.name).or_default() += e.dur().max(0);
     }
+    totals
+}
+
+/// The DataLoader's fetches per step (`None`: the trace has none).
+pub(crate) fn data_loader(trace: &RankTrace) -> Option<DataLoader> {
+    let test = trace.names_where(is_data_loader);
+    let totals = host_totals(trace, &test);
     let (&name, _) = totals.iter().max_by_key(|(name, us)| (**us, std::cmp::Reverse(**name)))?;
     let windows = windows(trace);
     let rows = per_window(trace, &windows, &test);
@@ -171,12 +173,10 @@ pub(crate) fn torch_compile(trace: &RankTrace) -> Option<TorchCompile> {
     let steps_compiling = per_step.iter().filter(|us| **us > 0).count();
     per_step.sort_unstable();
     let median = per_step.get(per_step.len() / 2).copied().unwrap_or(0);
-    let mut totals: BTreeMap<u32, i64> = BTreeMap::new();
-    for e in trace.events.iter().filter(|e| e.stream == -1 && test[e.name as usize]) {
-        *totals.entry(e.name).or_default() += e.dur().max(0);
-    }
-    let mut top: Vec<(String, f64)> =
-        totals.into_iter().map(|(name, us)| (trace.names[name as usize].clone(), us as f64 / 1000.0)).collect();
+    let mut top: Vec<(String, f64)> = host_totals(trace, &test)
+        .into_iter()
+        .map(|(name, us)| (trace.names[name as usize].clone(), us as f64 / 1000.0))
+        .collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     top.truncate(3);
     Some(TorchCompile { median_step_ms: median as f64 / 1000.0, steps_compiling, top, max_recompile })

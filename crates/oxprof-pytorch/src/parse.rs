@@ -147,7 +147,8 @@ impl NameFacts {
     }
 }
 
-fn is_data_loader(name: &str) -> bool {
+/// Whether `name` is a DataLoader's (or DataPipe's) fetch, as torch-tb-profiler tells it.
+pub fn is_data_loader(name: &str) -> bool {
     (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
         || name.starts_with("enumerate(DataPipe)#")
 }

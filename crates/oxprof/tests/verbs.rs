@@ -364,15 +364,15 @@ fn mcp_query_and_diff_equal_the_cli() {
     assert!(default["content"][0]["text"].as_str().unwrap().len() <= BUDGET);
 }
 
-/// One raw HTTP/1.1 request to `address`; the status code and the body.
-fn http_post(address: &str, host: &str, origin: Option<&str>, body: &str) -> (u16, String) {
+/// One raw HTTP/1.1 request on `/mcp` of `address` with the `Host` header `host` and
+/// `headers` (each ending in CRLF): the status code, the response's headers and its body.
+fn mcp_request(address: &str, method: &str, host: &str, headers: &str, body: &str) -> (u16, String, String) {
     use std::io::Read;
     let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\n\
+        "{method} /mcp HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
@@ -380,7 +380,15 @@ fn http_post(address: &str, host: &str, origin: Option<&str>, body: &str) -> (u1
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
     let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, answer.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+    let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (status, head.to_string(), rest.to_string())
+}
+
+/// One POST on `/mcp` with `host` and maybe an `Origin`; the status code and the body.
+fn http_post(address: &str, host: &str, origin: Option<&str>, body: &str) -> (u16, String) {
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    let (status, _, body) = mcp_request(address, "POST", host, &origin, body);
+    (status, body)
 }
 
 /// `oxprof mcp testdata/profiles/tf_custom_loop --http 0 EXTRA…`, killed when dropped (a
@@ -465,26 +473,13 @@ fn mcp_over_http_refuses_sessions_past_its_cap() {
     );
 }
 
-/// One raw MCP exchange over HTTP: `method` (`POST` or `DELETE`) on `/mcp` with the session
+/// One MCP exchange over HTTP: `method` (`POST` or `DELETE`) on `/mcp` with the session
 /// header when given; the status, the `Mcp-Session-Id` it answers, and the JSON-RPC message
 /// (the `data:` line of an event stream, or the plain body).
 fn mcp_exchange(address: &str, method: &str, session: Option<&str>, body: &str) -> (u16, Option<String>, String) {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let session_header = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
-    write!(
-        stream,
-        "{method} /mcp HTTP/1.1\r\nHost: {address}\r\n{session_header}Content-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let headers = format!("{session_header}MCP-Protocol-Version: 2025-06-18\r\n");
+    let (status, head, rest) = mcp_request(address, method, address, &headers, body);
     let id = head.lines().find_map(|l| {
         let (name, value) = l.split_once(':')?;
         name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_string())
@@ -494,7 +489,7 @@ fn mcp_exchange(address: &str, method: &str, session: Option<&str>, body: &str) 
         .filter_map(|l| l.strip_prefix("data:"))
         .map(str::trim)
         .find(|l| l.starts_with('{'))
-        .map_or_else(|| rest.to_string(), str::to_string);
+        .map_or_else(|| rest.clone(), str::to_string);
     (status, id, message)
 }
 
