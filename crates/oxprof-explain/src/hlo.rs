@@ -189,7 +189,9 @@ pub(crate) struct HostHlo {
     cpu_ops: BTreeMap<(String, String), (u64, u64)>,
     /// Compiling in each step marker's span, ms ([`compile_in_steps`]).
     pub(crate) compile_ms: Vec<f64>,
-    /// Heap bytes, roughly: the protos' encoded size, decoded at about 3×.
+    /// Heap bytes, bounded from above: the protos' encoded size × 8 (decoded instructions
+    /// hold owned strings and vectors where the wire has varints; over-weighing only evicts
+    /// sooner).
     weight: usize,
 }
 
@@ -204,7 +206,7 @@ impl HostHlo {
             weight: std::mem::size_of::<HostHlo>(),
         };
         for (program_id, bytes) in hlo_proto_bytes(space) {
-            out.weight += 3 * bytes.len();
+            out.weight += 8 * bytes.len();
             match decode_hlo_proto(bytes) {
                 Ok(module) => out.modules.push((program_id, Arc::new(Module::new(module)))),
                 Err(e) => out.unread.push((program_id, e.to_string())),
