@@ -10,7 +10,7 @@
 //!   recompile ids (`Torch-Compiled Region: F/N`, N > 0 after a recompile).
 
 use oxprof_pytorch::hta::idle_time::{IdleCategory, IdleTimeRow};
-use oxprof_pytorch::hta::trace::{RankTrace, merge_intervals, merged_length};
+use oxprof_pytorch::hta::trace::{RankTrace, merge_intervals};
 use oxprof_pytorch::parse::is_data_loader;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -123,13 +123,28 @@ fn per_window(trace: &RankTrace, windows: &[(i64, i64)], test: &[bool]) -> Vec<(
         .filter(|e| e.stream == -1 && test[e.name as usize] && e.end > e.ts)
         .map(|e| (e.ts, e.end))
         .collect();
+    let mut starts: Vec<i64> = spans.iter().map(|s| s.0).collect();
+    starts.sort_unstable();
+    // Disjoint, sorted intervals and the time they cover before each: the time covered in
+    // any window is then two binary searches, whatever the number of windows and spans (a
+    // trace of many overlapping steps must not cost steps × spans).
+    let merged = merge_intervals(spans);
+    let mut before = Vec::with_capacity(merged.len() + 1);
+    before.push(0i64);
+    for (start, end) in &merged {
+        before.push(before[before.len() - 1].saturating_add(end - start));
+    }
+    let covered_until = |t: i64| {
+        let k = merged.partition_point(|(start, _)| *start < t);
+        let partial = k.checked_sub(1).map_or(0, |last| (t.min(merged[last].1) - merged[last].0).max(0));
+        before[k.saturating_sub(1)].saturating_add(partial)
+    };
     windows
         .iter()
         .map(|&(start, end)| {
-            let inside: Vec<(i64, i64)> =
-                spans.iter().filter(|s| s.1 > start && s.0 < end).map(|s| (s.0.max(start), s.1.min(end))).collect();
-            let starts = spans.iter().filter(|s| s.0 >= start && s.0 < end).count() as u64;
-            (merged_length(&merge_intervals(inside)), starts)
+            let time = (covered_until(end) - covered_until(start)).max(0);
+            let count = starts.partition_point(|s| *s < end) - starts.partition_point(|s| *s < start);
+            (time, count as u64)
         })
         .collect()
 }
@@ -224,6 +239,36 @@ mod tests {
         let warm = rank(&[("_compile.compile_inner (dynamo_timed)", 0, 600)], &[(0, 1000), (1000, 2000), (2000, 3000)]);
         assert_eq!(torch_compile(&warm).unwrap().median_step_ms, 0.0);
         assert_eq!(torch_compile(&rank(&[("aten::mm", 0, 9)], &[(0, 10)])), None);
+    }
+
+    /// The windowed sums equal a direct clip-and-merge per window, and a hostile trace of
+    /// many overlapping steps and spans costs (steps + spans) · log, not steps × spans.
+    #[test]
+    fn windows_are_summed_by_search_not_by_scan() {
+        let compile = "x (dynamo_timed)";
+        let spans: Vec<(&str, i64, i64)> =
+            vec![(compile, 0, 10), (compile, 5, 20), (compile, 30, 40), (compile, 35, 36), (compile, 50, 51)];
+        let windows = [(0, 100), (8, 32), (20, 30), (36, 60), (100, 200), (-5, 6)];
+        let t = rank(&spans, &[]);
+        let test = t.names_where(is_compile);
+        let got = per_window(&t, &windows, &test);
+        let naive: Vec<(i64, u64)> = windows
+            .iter()
+            .map(|&(a, b)| {
+                let inside = spans.iter().filter(|s| s.2 > a && s.1 < b).map(|s| (s.1.max(a), s.2.min(b))).collect();
+                let merged = merge_intervals(inside);
+                let time = merged.iter().map(|(x, y)| y - x).sum();
+                (time, spans.iter().filter(|s| s.1 >= a && s.1 < b).count() as u64)
+            })
+            .collect();
+        assert_eq!(got, naive);
+        assert_eq!(got[0], (31, 5));
+        // 200,000 spans in 200,000 steps that all overlap: ~4e10 steps of a scan.
+        let many: Vec<(&str, i64, i64)> = (0..200_000).map(|i| (compile, 2 * i, 2 * i + 1)).collect();
+        let steps: Vec<(i64, i64)> = (0..200_000).map(|i| (i, 400_000 + i)).collect();
+        let t = rank(&many, &steps);
+        let c = torch_compile(&t).unwrap();
+        assert_eq!(c.steps_compiling, 200_000);
     }
 
     #[test]
