@@ -357,11 +357,7 @@ impl Windowed for HloResult {
 }
 
 fn graph_request(run: &str, module: &str, kind: &str) -> DataRequest {
-    let mut request = DataRequest {
-        run: Some(run.to_string()),
-        tool: ToolId::GRAPH_VIEWER.name().to_string(),
-        ..DataRequest::default()
-    };
+    let mut request = DataRequest { run: Some(run.to_string()), ..DataRequest::new(ToolId::GRAPH_VIEWER) };
     request.params.insert("module_name".into(), module.to_string());
     request.params.insert("type".into(), kind.to_string());
     request
@@ -380,7 +376,7 @@ pub fn hlo(session: &Session, args: &HloArgs) -> Result<HloResult, AgentError> {
     let run = session.run(args.run.as_deref())?;
     let offset = args.offset.unwrap_or(0);
     let Some(module) = args.module.clone() else {
-        let report = report_of(session, &run, oxprof_api::data::ALL_HOSTS, ToolId::MODULE_LIST.name())?;
+        let report = report_of(session, &run, oxprof_api::data::ALL_HOSTS, ToolId::MODULE_LIST)?;
         let mut table = Table::new("modules").title("HLO modules (name(program id))").column(
             "module",
             "Module",
@@ -552,7 +548,7 @@ pub fn allocations(session: &Session, args: &AllocationsArgs) -> Result<Allocati
     let offset = args.offset.unwrap_or(0);
     let pytorch = crate::verbs::is_pytorch(session, &run)?;
     let tool = if pytorch { ToolId::PYTORCH_MEMORY } else { ToolId::MEMORY_PROFILE };
-    let report = report_of(session, &run, &host, tool.name())?;
+    let report = report_of(session, &run, &host, tool)?;
     let tables: Vec<Table> = if pytorch {
         pytorch_live_at_peak(&report.tables())
     } else {

@@ -144,19 +144,14 @@ pub(crate) fn report_of(
     session: &Session,
     run: &ServedRun,
     host: &str,
-    tool: &str,
+    tool: ToolId,
 ) -> Result<Box<dyn Report>, AgentError> {
-    let request = DataRequest {
-        run: Some(run.name.clone()),
-        tool: tool.to_string(),
-        host: Some(host.to_string()),
-        ..DataRequest::default()
-    };
+    let request = DataRequest { run: Some(run.name.clone()), host: Some(host.to_string()), ..DataRequest::new(tool) };
     let answer = oxprof_api::answer::answer(session, run, &request, false)?;
     match answer {
         oxprof_api::answer::Answer::Report(report) => Ok(report),
         oxprof_api::answer::Answer::Body { body, .. } => Err(AgentError::NoTables {
-            tool: tool.to_string(),
+            tool: tool.name().to_string(),
             why: if matches!(body, oxprof_report::Body::Bytes { .. }) { "a binary body" } else { "a trace's events" },
         }),
     }
@@ -201,7 +196,7 @@ pub fn top(session: &Session, args: &TopArgs) -> Result<TopResult, AgentError> {
         TopKind::Kernels if is_pytorch(session, &run)? => (ToolId::PYTORCH_KERNEL_STATS, "by_name", "total_us"),
         TopKind::Kernels => (ToolId::KERNEL_STATS, "kernels", "total_duration_us"),
     };
-    let report = report_of(session, &run, &host, tool.name())?;
+    let report = report_of(session, &run, &host, tool)?;
     let table = match args.what {
         // PyTorch operators: the first table (by name, or by name and shape when grouped).
         TopKind::Operators => report
@@ -299,7 +294,7 @@ pub fn steps(session: &Session, args: &StepsArgs) -> Result<StepsResult, AgentEr
     } else {
         (ToolId::INPUT_PIPELINE_ANALYZER, "step_time")
     };
-    let report = report_of(session, &run, &host, tool.name())?;
+    let report = report_of(session, &run, &host, tool)?;
     let table = table_named(&*report, tool.name(), table)?;
     let mut result = StepsResult {
         run: run.name.clone(),
@@ -372,11 +367,11 @@ pub fn tool(session: &Session, args: &ToolArgs) -> Result<ToolResult, AgentError
     let (limit, budget) = window_args(args.limit, args.budget)?;
     let tool = registry::resolve(&args.tool)?;
     let (run, host) = select(session, args.run.as_deref(), args.host.as_deref())?;
-    let report = report_of(session, &run, &host, tool.name)?;
+    let report = report_of(session, &run, &host, tool.id)?;
     let offset = args.offset.unwrap_or(0);
     let tables = report.tables().iter().map(|t| TableWindow::of(t, None, offset, limit)).collect();
     let mut result =
-        ToolResult { run: run.name.clone(), host, tool: tool.name.to_string(), notes: report.notes(), tables };
+        ToolResult { run: run.name.clone(), host, tool: tool.name().to_string(), notes: report.notes(), tables };
     fit(&mut result, budget);
     Ok(result)
 }

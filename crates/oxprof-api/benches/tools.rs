@@ -4,7 +4,7 @@
 //! else the committed `tf_custom_loop` fixture.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use oxprof_api::data::{DataRequest, data};
+use oxprof_api::data::data;
 use std::path::PathBuf;
 
 fn profile() -> PathBuf {
@@ -30,7 +30,7 @@ fn tools(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(bytes));
     }
     for tool in ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "pod_viewer"] {
-        let request = DataRequest { tool: tool.into(), ..Default::default() };
+        let request = oxprof_api::registry::request(tool).unwrap();
         group.bench_function(tool, |b| b.iter(|| data(&path, &request).expect("tool output")));
     }
     group.finish();

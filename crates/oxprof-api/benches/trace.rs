@@ -6,6 +6,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use oxprof_api::data::{DataRequest, data};
+use oxprof_api::registry::ToolId;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -32,9 +33,8 @@ fn trace(c: &mut Criterion) {
     let mut cold = c.benchmark_group("trace_cold");
     cold.sample_size(10);
     let request = DataRequest {
-        tool: "trace_viewer@".into(),
         params: params(&[("resolution", "8000".into())]),
-        ..Default::default()
+        ..DataRequest::new(ToolId::TRACE_VIEWER_STREAMING)
     };
     cold.bench_function("trace_viewer@_default", |b| b.iter(|| data(&path, &request).expect("trace_viewer@")));
     cold.bench_function("lod_first_full_view", |b| {

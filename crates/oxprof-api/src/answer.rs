@@ -14,18 +14,10 @@ use crate::session::Session;
 pub use crate::request::Answer;
 
 /// Computes a request's answer by its tool's registry row (`refresh`: recompute what the
-/// session keeps). Aliases are answered under the tool's own name.
+/// session keeps).
 pub fn answer(session: &Session, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Answer, ApiError> {
-    let tool = registry::find(&request.tool).ok_or_else(|| ApiError::UnknownTool(request.tool.clone()))?;
-    let computation = tool.compute.ok_or_else(|| ApiError::NotYetAvailable { tool: tool.name.to_string() })?;
-    let renamed;
-    let request = if tool.name == request.tool {
-        request
-    } else {
-        // An alias (`tensorflow_stats`, a trailing `^`): the tool under its own name.
-        renamed = DataRequest { tool: tool.name.to_string(), ..request.clone() };
-        &renamed
-    };
+    let tool = registry::row(request.tool).ok_or_else(|| ApiError::UnknownTool(request.tool.name().to_string()))?;
+    let computation = tool.compute.ok_or_else(|| ApiError::NotYetAvailable { tool: tool.name().to_string() })?;
     match computation {
         Computation::OpStats { steps, report } => {
             let combined = crate::op_stats::op_stats_of(session, run, request, refresh, steps, tool.device)?;

@@ -210,7 +210,7 @@ pub(crate) fn utilization_viewer(
 /// This family's rows of the registry (`megascale_stats`, `perf_counters`, `utilization_viewer`, `smart_suggestion`).
 pub(crate) const ROWS: &[Tool] = &[
     Tool {
-        name: ToolId::MEGASCALE_STATS.name(),
+        id: ToolId::MEGASCALE_STATS,
         aliases: &[],
         title: "Megascale stats",
         summary: "DCN collectives across slices: slack, stalls and bandwidth per rendezvous",
@@ -228,7 +228,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::PERF_COUNTERS.name(),
+        id: ToolId::PERF_COUNTERS,
         aliases: &[],
         title: "Perf counters",
         summary: "TPU/GPU performance counter values per chip and sample",
@@ -246,7 +246,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::UTILIZATION_VIEWER.name(),
+        id: ToolId::UTILIZATION_VIEWER,
         aliases: &[],
         title: "Utilization viewer",
         summary: "TPU v6e unit utilization from counters: scalar, vector, MXU, XLU, HBM, ICI, SparseCore",
@@ -264,7 +264,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::SMART_SUGGESTION.name(),
+        id: ToolId::SMART_SUGGESTION,
         aliases: &[],
         title: "Smart suggestions",
         summary: "XProf's rule-based advice on the run's bottleneck",

@@ -7,7 +7,7 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::request::{Answer, DataRequest, select_hosts};
 use crate::session::Session;
-use crate::tool::{Computation, Family, Hosts, Listed, Offered, Reference, Tool};
+use crate::tool::{Computation, Family, Hosts, Listed, Offered, Reference, Tool, ToolId};
 
 /// The body's first bytes: not UTF-8, so a front-end that treats it as text is caught.
 pub const MAGIC: &[u8] = b"\x00\xffOXPROF-EXAMPLE\n";
@@ -24,7 +24,7 @@ fn example_answer(_: &Session, run: &ServedRun, request: &DataRequest, _: bool) 
 
 /// The one row.
 pub(crate) const ROWS: &[Tool] = &[Tool {
-    name: "example_binary",
+    id: ToolId::declared("example_binary"),
     aliases: &[],
     title: "Example binary tool",
     summary: "A test tool: a binary body naming the hosts (built only with the example-tool feature)",

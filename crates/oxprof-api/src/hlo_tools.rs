@@ -383,7 +383,7 @@ pub fn graph_viewer_proto_bytes(
 /// This family's rows of the registry (`memory_viewer`, `graph_viewer`, `module_list`).
 pub(crate) const ROWS: &[Tool] = &[
     Tool {
-        name: ToolId::MEMORY_VIEWER.name(),
+        id: ToolId::MEMORY_VIEWER,
         aliases: &[],
         title: "Memory viewer",
         summary: "an HLO module's buffers over its program order (module_name=...)",
@@ -401,7 +401,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::GRAPH_VIEWER.name(),
+        id: ToolId::GRAPH_VIEWER,
         aliases: &[],
         title: "Graph viewer",
         summary: "an HLO module as text or as a graph around one op (module_name=..., type=...)",
@@ -419,7 +419,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::MODULE_LIST.name(),
+        id: ToolId::MODULE_LIST,
         aliases: &[],
         title: "HLO module list",
         summary: "the run's HLO module names, comma-separated",

@@ -107,7 +107,7 @@ pub(crate) fn compute_gpu_idle(
 /// This family's rows of the registry (`hta_distributed`, `hta_gpu_idle`).
 pub(crate) const ROWS: &[Tool] = &[
     Tool {
-        name: ToolId::HTA_DISTRIBUTED.name(),
+        id: ToolId::HTA_DISTRIBUTED,
         aliases: &[],
         title: "Distributed (HTA)",
         summary: "per rank of a PyTorch run: idle/compute/non-compute GPU time, comm-comp overlap, comm kernels, stragglers",
@@ -125,7 +125,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::HTA_GPU_IDLE.name(),
+        id: ToolId::HTA_GPU_IDLE,
         aliases: &[],
         title: "GPU idle time and launches (HTA)",
         summary: "GPU idle time by cause (host wait, kernel wait, other), kernel launch delays, queue length per stream",

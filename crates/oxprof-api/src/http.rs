@@ -560,11 +560,11 @@ impl Service {
                 None => registry::Features::default(),
             };
             let xprof = order_tools(&registry::xprof_listed(&features));
-            let offered_names: Vec<&str> = registry::offered(&features).iter().map(|t| t.name).collect();
+            let offered_names: Vec<&str> = registry::offered(&features).iter().map(|t| t.name()).collect();
             let offered: Vec<Value> = order_tools(&offered_names)
                 .iter()
                 .filter_map(|name| registry::find(name))
-                .map(|t| json!({"name": t.name, "title": t.title, "page": t.page}))
+                .map(|t| json!({"name": t.name(), "title": t.title, "page": t.page}))
                 .collect();
             let body = json!({"xprof": xprof, "offered": offered});
             Ok(Rendered {
@@ -592,8 +592,7 @@ impl Service {
         if !files.is_empty() {
             return Ok(HttpResponse::bytes(200, "text/plain", files.join(",").into_bytes()));
         }
-        let tool = oxprof_report::ToolId::MODULE_LIST.name().into();
-        let request = DataRequest { run: None, tool, host: None, params: BTreeMap::new() };
+        let request = DataRequest::new(oxprof_report::ToolId::MODULE_LIST);
         let computed = self.computed(&run, &request, false)?;
         Ok(HttpResponse::new(200, "text/plain", Body::Shared(computed.body.clone())))
     }
@@ -605,7 +604,6 @@ impl Service {
         let Some(row) = registry::find(tool) else {
             return Err(HttpError::not_found(format!("unknown tool {tool:?}")));
         };
-        let base_tool = row.name;
         if let Some(module) = q.get("module_name") {
             query::check_plain_name("module_name", module)?;
         }
@@ -639,7 +637,7 @@ impl Service {
             params.entry(name.to_string()).or_insert_with(|| value.to_string());
         }
         let refresh = !q.bool_arg("use_saved_result", true);
-        let request = DataRequest { run: None, tool: base_tool.to_string(), host: host.map(str::to_string), params };
+        let request = DataRequest { run: None, tool: row.id, host: host.map(str::to_string), params };
         Ok((run, request, refresh))
     }
 
@@ -689,7 +687,7 @@ impl Service {
     fn data_csv(&self, q: &Query) -> Result<HttpResponse, HttpError> {
         let (run, request, refresh) = self.data_request(q)?;
         let not_csv = || HttpError::bad_request("CSV format not supported for this tool type");
-        if is_trace(&request.tool) {
+        if registry::row(request.tool).is_some_and(|t| t.family == Family::Trace) {
             return Err(not_csv());
         }
         let computed = self.computed(&run, &request, refresh)?;
@@ -833,11 +831,6 @@ fn add_security_headers(response: &mut HttpResponse, csp: &str, deny_frames: boo
     if response.status >= 400 || response.header("Cache-Control").is_none() {
         response.headers.push(("Cache-Control", "no-store".to_string()));
     }
-}
-
-/// Whether `tool` is one of the trace tools (their bodies may be streamed).
-fn is_trace(tool: &str) -> bool {
-    registry::find(tool).is_some_and(|t| t.family == Family::Trace)
 }
 
 fn cache_json(stats: &CacheStats) -> Value {

@@ -77,7 +77,7 @@ pub(crate) fn overview(
 /// This family's rows of the registry (`overview_page`, `inference_profile`).
 pub(crate) const ROWS: &[Tool] = &[
     Tool {
-        name: ToolId::OVERVIEW_PAGE.name(),
+        id: ToolId::OVERVIEW_PAGE,
         aliases: &[],
         title: "Overview",
         summary: "step time and its breakdown, top ops, run environment and recommendations",
@@ -96,7 +96,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::INFERENCE_PROFILE.name(),
+        id: ToolId::INFERENCE_PROFILE,
         aliases: &[],
         title: "Inference profile",
         summary: "requests and batches of inference (serving) runs: latency percentiles, batching, breakdown",

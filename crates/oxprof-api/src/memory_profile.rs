@@ -87,7 +87,7 @@ pub fn allocator_profile(session: &Session, file: &HostFile) -> Result<Option<Me
 
 /// This family's rows of the registry (`memory_profile`).
 pub(crate) const ROWS: &[Tool] = &[Tool {
-    name: ToolId::MEMORY_PROFILE.name(),
+    id: ToolId::MEMORY_PROFILE,
     aliases: &[],
     title: "Memory profile",
     summary: "allocator memory over time, its peak and what was live at it (one host)",

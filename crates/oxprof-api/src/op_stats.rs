@@ -150,7 +150,7 @@ pub(crate) fn op_stats_of(
     let analyses = host_analyses(session, &files, refresh)?;
     let op_stats = combine_hosts(&analyses, steps);
     let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
-    notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(&request.tool, device, &op_stats));
+    notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(request.tool.name(), device, &op_stats));
     Ok(Combined { op_stats, notes, analyses })
 }
 
@@ -161,7 +161,7 @@ fn host_notes(host: &str, analysis: &HostAnalysis) -> Vec<String> {
 /// This family's rows of the registry (`input_pipeline_analyzer`, `framework_op_stats`, `op_profile`, `hlo_stats`, `roofline_model`, `kernel_stats`, `pod_viewer`).
 pub(crate) const ROWS: &[Tool] = &[
     Tool {
-        name: ToolId::INPUT_PIPELINE_ANALYZER.name(),
+        id: ToolId::INPUT_PIPELINE_ANALYZER,
         aliases: &["input_pipeline"],
         title: "Input pipeline analyzer",
         summary: "whether steps wait for input, and which input ops cost the most",
@@ -182,7 +182,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::FRAMEWORK_OP_STATS.name(),
+        id: ToolId::FRAMEWORK_OP_STATS,
         aliases: &["tensorflow_stats"],
         title: "Framework op stats",
         summary: "time per framework (TensorFlow/JAX) op on host and device",
@@ -203,7 +203,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::OP_PROFILE.name(),
+        id: ToolId::OP_PROFILE,
         aliases: &["hlo_op_profile"],
         title: "Op profile",
         summary: "device time of XLA ops by program or category, with FLOP rate and bandwidth",
@@ -227,7 +227,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::HLO_STATS.name(),
+        id: ToolId::HLO_STATS,
         aliases: &["hlo_op_stats"],
         title: "HLO op stats",
         summary: "every HLO op with its time, FLOP rate, bandwidth and bound",
@@ -248,7 +248,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::ROOFLINE_MODEL.name(),
+        id: ToolId::ROOFLINE_MODEL,
         aliases: &[],
         title: "Roofline model",
         summary: "ops against the device's compute and memory roofs",
@@ -269,7 +269,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::KERNEL_STATS.name(),
+        id: ToolId::KERNEL_STATS,
         aliases: &[],
         title: "GPU kernel stats",
         summary: "GPU kernels with their launch shapes, occupancy and time",
@@ -290,7 +290,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::POD_VIEWER.name(),
+        id: ToolId::POD_VIEWER,
         aliases: &[],
         title: "Pod viewer",
         summary: "each step on each core, with its bottleneck and breakdown",

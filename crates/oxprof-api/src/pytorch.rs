@@ -207,7 +207,7 @@ pub(crate) fn modules(
 /// This family's rows of the registry (`pytorch_overview`, `pytorch_op_stats`, `pytorch_kernel_stats`, `pytorch_memory`, `pytorch_modules`).
 pub(crate) const ROWS: &[Tool] = &[
     Tool {
-        name: ToolId::PYTORCH_OVERVIEW.name(),
+        id: ToolId::PYTORCH_OVERVIEW,
         aliases: &[],
         title: "PyTorch overview",
         summary: "PyTorch step time by Kernel/Memcpy/Memset/Runtime/DataLoader/CPU Exec/Other, GPU summary and recommendations (torch-tb-profiler's overview)",
@@ -225,7 +225,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::PYTORCH_OP_STATS.name(),
+        id: ToolId::PYTORCH_OP_STATS,
         aliases: &[],
         title: "PyTorch operators",
         summary: "PyTorch operators by name, input shapes and call stack: calls, host and device self/total time, Tensor Cores (torch-tb-profiler's operator view)",
@@ -243,7 +243,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::PYTORCH_KERNEL_STATS.name(),
+        id: ToolId::PYTORCH_KERNEL_STATS,
         aliases: &[],
         title: "PyTorch GPU kernels",
         summary: "GPU kernels by name and launching operator: calls, time, blocks per SM, occupancy, Tensor Cores (torch-tb-profiler's kernel view)",
@@ -262,7 +262,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::PYTORCH_MEMORY.name(),
+        id: ToolId::PYTORCH_MEMORY,
         aliases: &[],
         title: "PyTorch memory",
         summary: "PyTorch allocated/reserved memory over time per device, peak, allocation events with operator and lifetime, memory by operator (torch-tb-profiler's memory view)",
@@ -280,7 +280,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::PYTORCH_MODULES.name(),
+        id: ToolId::PYTORCH_MODULES,
         aliases: &[],
         title: "PyTorch modules",
         summary: "the nn.Module hierarchy with calls, operators, host and device total/self time per module (torch-tb-profiler's module view)",

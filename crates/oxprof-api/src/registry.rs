@@ -10,6 +10,7 @@
 //! page (`ui/src/pages/`, registered under the row's `page`); `tests/registry.rs` fails
 //! when a row is missing from any of those places.
 
+use crate::request::DataRequest;
 pub use crate::tool::*;
 use oxprof_model::XSpace;
 use oxprof_model::schema::{
@@ -38,7 +39,7 @@ static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
         crate::example_tool::ROWS,
     ];
     let mut tools: Vec<Tool> = families.iter().copied().flatten().copied().collect();
-    let place = |t: &Tool| LISTING_ORDER.iter().position(|id| id.name() == t.name).unwrap_or(usize::MAX);
+    let place = |t: &Tool| LISTING_ORDER.iter().position(|id| *id == t.id).unwrap_or(usize::MAX);
     tools.sort_by_key(place);
     tools
 });
@@ -49,7 +50,13 @@ pub fn tools() -> &'static [Tool] {
     &TOOLS
 }
 
-/// The tool `name` names (its name or an alias; XProf's trailing `^` ignored).
+/// The row of the tool `id` names (`None`: a declared id whose module is not built in).
+pub fn row(id: ToolId) -> Option<&'static Tool> {
+    tools().iter().find(|t| t.id == id)
+}
+
+/// The tool `name` names (its name or an alias; XProf's trailing `^` ignored): where the
+/// edges (the CLI, HTTP, Python, the agent verbs) turn a string into a tool.
 pub fn find(name: &str) -> Option<&'static Tool> {
     let name = name.trim_end_matches('^');
     tools().iter().find(|t| t.is(name))
@@ -76,16 +83,22 @@ pub enum ToolNameError {
 
 /// The names of the tools oxprof computes, in [`tools`] order.
 pub fn available_names() -> Vec<&'static str> {
-    tools().iter().filter(|t| t.available()).map(|t| t.name).collect()
+    tools().iter().filter(|t| t.available()).map(Tool::name).collect()
 }
 
 /// The tool `name` names (its name or an alias), if oxprof computes it.
 pub fn resolve(name: &str) -> Result<&'static Tool, ToolNameError> {
     match find(name) {
         Some(tool) if tool.available() => Ok(tool),
-        Some(tool) => Err(ToolNameError::NotComputed { name: tool.name, title: tool.title }),
+        Some(tool) => Err(ToolNameError::NotComputed { name: tool.name(), title: tool.title }),
         None => Err(ToolNameError::Unknown { name: name.to_string() }),
     }
+}
+
+/// A request for the tool `name` names (its name or an alias), if oxprof computes it: the
+/// newest run, every host, no parameters. The edges' way from a name to a request.
+pub fn request(name: &str) -> Result<DataRequest, ToolNameError> {
+    resolve(name).map(|tool| DataRequest::new(tool.id))
 }
 
 /// What a run's first host offers, for [`Listed`] and [`Offered`].
@@ -135,7 +148,7 @@ impl Features {
 
 /// The tools XProf's `GetAvailableToolNames` lists for a run with these features, in its order.
 pub fn xprof_listed(features: &Features) -> Vec<&'static str> {
-    tools().iter().filter(|t| features.lists(t.listed)).map(|t| t.name).collect()
+    tools().iter().filter(|t| features.lists(t.listed)).map(Tool::name).collect()
 }
 
 /// The tools oxprof's UI offers for a run with these features.
@@ -158,7 +171,7 @@ pub fn to_json() -> Value {
             .iter()
             .map(|t| {
                 serde_json::json!({
-                    "name": t.name,
+                    "name": t.name(),
                     "aliases": t.aliases,
                     "title": t.title,
                     "summary": t.summary,
@@ -181,7 +194,7 @@ mod tests {
     /// Every id has exactly one row, and the listing order names every row once.
     #[test]
     fn every_id_has_one_row_in_listing_order() {
-        let rows: Vec<&str> = tools().iter().map(|t| t.name).collect();
+        let rows: Vec<&str> = tools().iter().map(Tool::name).collect();
         let listed: Vec<&str> = LISTING_ORDER.iter().map(|id| id.name()).collect();
         assert_eq!(rows, listed);
         let mut ids: Vec<&str> = ToolId::ALL.iter().map(|id| id.name()).collect();
@@ -191,10 +204,20 @@ mod tests {
         assert_eq!(ids, sorted_rows);
     }
 
+    /// No two rows share an id (a declared one included), and each id finds its row.
+    #[test]
+    fn each_row_is_found_by_its_id() {
+        for tool in tools() {
+            assert!(std::ptr::eq(row(tool.id).unwrap(), tool), "{}", tool.name());
+            assert_eq!(tools().iter().filter(|t| t.id == tool.id).count(), 1, "{}", tool.name());
+        }
+        assert!(row(ToolId::declared("no_such_tool")).is_none());
+    }
+
     #[test]
     fn names_resolve_to_tools_or_say_why_not() {
-        assert_eq!(resolve("tensorflow_stats").map(|t| t.name), Ok("framework_op_stats"));
-        assert_eq!(resolve("overview_page^").map(|t| t.name), Ok("overview_page"));
+        assert_eq!(resolve("tensorflow_stats").map(|t| t.id), Ok(ToolId::FRAMEWORK_OP_STATS));
+        assert_eq!(resolve("overview_page^").map(|t| t.id), Ok(ToolId::OVERVIEW_PAGE));
         let unknown = resolve("nope").unwrap_err().to_string();
         assert!(
             unknown.starts_with("unknown tool \"nope\"; the tools are trace_viewer@, overview_page, "),
@@ -202,10 +225,10 @@ mod tests {
         );
         // Tools XProf has and oxprof lacks are named as such, not listed as choices.
         for tool in tools().iter().filter(|t| t.family == Family::NotYet) {
-            assert!(!unknown.contains(tool.name), "{unknown}");
+            assert!(!unknown.contains(tool.name()), "{unknown}");
             assert_eq!(
-                resolve(tool.name).unwrap_err().to_string(),
-                format!("{:?} ({}) is not computed by this version of oxprof", tool.name, tool.title)
+                resolve(tool.name()).unwrap_err().to_string(),
+                format!("{:?} ({}) is not computed by this version of oxprof", tool.name(), tool.title)
             );
         }
     }

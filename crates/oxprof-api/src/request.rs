@@ -10,24 +10,32 @@
 use crate::ApiError;
 use crate::catalog::ServedRun;
 use oxprof_format::HostFile;
-use oxprof_report::{Body, Report, Table, XprofBody};
+use oxprof_report::{Body, Report, Table, ToolId, XprofBody};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The host selector meaning "every host of the run".
 pub const ALL_HOSTS: &str = "ALL_HOSTS";
 
-/// A request for one tool's data.
-#[derive(Debug, Clone, Default)]
+/// A request for one tool's data. The tool is an id: the edges (the CLI, HTTP, Python,
+/// the agent verbs) turn a name or alias into one through `registry::resolve`.
+#[derive(Debug, Clone)]
 pub struct DataRequest {
     /// Run name (`None`: the newest run).
     pub run: Option<String>,
-    /// Tool name (`tag` in XProf's URL).
-    pub tool: String,
+    /// The tool.
+    pub tool: ToolId,
     /// Host (`None` or `ALL_HOSTS`: all hosts).
     pub host: Option<String>,
     /// Further tool parameters.
     pub params: BTreeMap<String, String>,
+}
+
+impl DataRequest {
+    /// A request for `tool` on the newest run, every host, no parameters.
+    pub fn new(tool: ToolId) -> DataRequest {
+        DataRequest { run: None, tool, host: None, params: BTreeMap::new() }
+    }
 }
 
 /// A tool's response.

@@ -67,7 +67,7 @@ pub(crate) fn compute(
 
 /// This family's rows of the registry (`tf_data_bottleneck_analysis`).
 pub(crate) const ROWS: &[Tool] = &[Tool {
-    name: ToolId::TF_DATA_BOTTLENECK_ANALYSIS.name(),
+    id: ToolId::TF_DATA_BOTTLENECK_ANALYSIS,
     aliases: &[],
     title: "tf.data bottleneck analysis",
     summary: "tf.data input pipelines, their slowest iterators and advice",

@@ -129,8 +129,8 @@ pub enum Computation {
 /// One tool.
 #[derive(Debug, Clone, Copy)]
 pub struct Tool {
-    /// XProf's name (the `tag` of `/data`).
-    pub name: &'static str,
+    /// Its id: XProf's name (the `tag` of `/data`), typed.
+    pub id: ToolId,
     /// Other names XProf accepts for it.
     pub aliases: &'static [&'static str],
     /// The name people read (menus, headings).
@@ -170,9 +170,14 @@ impl Tool {
         self.compute.is_some()
     }
 
+    /// XProf's name of it (the `tag` of `/data`).
+    pub fn name(&self) -> &'static str {
+        self.id.name()
+    }
+
     /// Whether `name` names this tool.
     pub fn is(&self, name: &str) -> bool {
-        self.name == name || self.aliases.contains(&name)
+        self.id == name || self.aliases.contains(&name)
     }
 }
 

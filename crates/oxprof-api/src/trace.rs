@@ -585,7 +585,7 @@ pub fn route(
 /// This family's rows of the registry (`trace_viewer_streaming`, `trace_viewer`).
 pub(crate) const ROWS: &[Tool] = &[
     Tool {
-        name: ToolId::TRACE_VIEWER_STREAMING.name(),
+        id: ToolId::TRACE_VIEWER_STREAMING,
         aliases: &[],
         title: "Trace viewer",
         summary: "every event of the run on a timeline (XProf's streaming trace JSON; oxprof's LOD API browses all events)",
@@ -603,7 +603,7 @@ pub(crate) const ROWS: &[Tool] = &[
         superseded_by: None,
     },
     Tool {
-        name: ToolId::TRACE_VIEWER.name(),
+        id: ToolId::TRACE_VIEWER,
         aliases: &[],
         title: "Trace viewer (legacy JSON)",
         summary: "XProf's older whole-trace JSON of one host (up to 5 million events)",

@@ -149,7 +149,7 @@ fn hta_operators(golden: &Value, names: &BTreeSet<&str>) -> Sums {
 /// Returns how many (operator, side) pairs have same-name nesting.
 fn check_operators(diff: &RunDiff, golden: &Value, duration_tolerance: impl Fn(f64, f64) -> f64) -> usize {
     let framework = section(diff, OpKind::FrameworkOp);
-    assert_eq!(framework.tool.as_deref(), Some("pytorch_op_stats"));
+    assert_eq!(framework.tool.map(|t| t.name()), Some("pytorch_op_stats"));
     let keys: BTreeSet<&str> = all_ops(framework).map(|o| o.name.as_str()).collect();
     let aten: BTreeSet<String> = rows(golden, "CPU")
         .filter(|(name, _)| name.starts_with("aten::"))

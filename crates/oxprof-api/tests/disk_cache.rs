@@ -4,6 +4,7 @@
 
 use oxprof_api::DiskCache;
 use oxprof_api::data::{DataRequest, compute, local_session};
+use oxprof_api::registry::ToolId;
 use oxprof_api::session::SessionOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,7 +32,7 @@ fn bodies(session: &oxprof_api::session::Session) -> Vec<String> {
     OPSTATS_TOOLS
         .iter()
         .map(|tool| {
-            let request = DataRequest { tool: tool.to_string(), ..Default::default() };
+            let request = oxprof_api::registry::request(tool).unwrap();
             compute(session, &run, &request, false).unwrap().xprof_body().text
         })
         .collect()
@@ -153,7 +154,7 @@ fn a_changed_profile_never_opens_from_an_old_trace_view() {
 /// with oxprof's notes.
 fn trace_viewer_json(session: &oxprof_api::session::Session, params: &[(&str, &str)]) -> (String, Vec<String>) {
     let run = session.run(None).unwrap();
-    let mut request = DataRequest { tool: "trace_viewer@".to_string(), ..Default::default() };
+    let mut request = DataRequest::new(ToolId::TRACE_VIEWER_STREAMING);
     request.params.insert("resolution".into(), "8000".into());
     request.params.extend(params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let (body, notes) = oxprof_api::answer::answer(session, &run, &request, false).unwrap().into_body();
@@ -303,7 +304,7 @@ fn an_edit_in_the_middle_with_the_mtime_put_back_is_answered_anew() {
     let answers = |session: &oxprof_api::session::Session| {
         let run = session.run(None).unwrap();
         let tool = |tool: &str| {
-            let request = DataRequest { tool: tool.to_string(), ..Default::default() };
+            let request = oxprof_api::registry::request(tool).unwrap();
             compute(session, &run, &request, false).unwrap().xprof_body().text
         };
         (tool("framework_op_stats"), tool("overview_page"), trace_viewer_json(session, &[]).0)

@@ -38,7 +38,7 @@ fn op_stats_tools_equal_xprof() {
                 tally.fail(format!("{label}: no XProf output in {}", case.expected.display()));
                 continue;
             };
-            let request = DataRequest { tool: tool.into(), host: Some(case.host.into()), ..Default::default() };
+            let request = DataRequest { host: Some(case.host.into()), ..oxprof_api::registry::request(tool).unwrap() };
             let actual = match data(&case.input, &request) {
                 Ok(r) => r.json.unwrap_or(Value::Null),
                 Err(e) => {
@@ -67,7 +67,8 @@ fn outputs_do_not_depend_on_the_thread_count() {
     let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
     for input in &inputs {
         for &tool in TOOLS {
-            let request = DataRequest { tool: tool.into(), host: Some("ALL_HOSTS".into()), ..Default::default() };
+            let request =
+                DataRequest { host: Some("ALL_HOSTS".into()), ..oxprof_api::registry::request(tool).unwrap() };
             let a = one.install(|| data(input, &request)).unwrap().body;
             let b = four.install(|| data(input, &request)).unwrap().body;
             assert_eq!(a, b, "{tool} on {} differs between 1 and 4 threads", input.display());

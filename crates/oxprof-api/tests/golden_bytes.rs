@@ -100,10 +100,9 @@ fn data_bodies_equal_xprof_byte_for_byte() {
                 continue;
             };
             let request = DataRequest {
-                tool: tool.into(),
                 host: Some(case.host.into()),
                 params: params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect(),
-                ..Default::default()
+                ..oxprof_api::registry::request(tool).unwrap()
             };
             let actual = match data(&case.input, &request) {
                 Ok(response) => response.body.into_bytes(),

@@ -20,6 +20,7 @@ use oxprof_api::data::{DataRequest, data};
 use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::golden as common;
 
 const TOOLS: &[&str] = &["perf_counters", "utilization_viewer", "megascale_stats", "smart_suggestion"];
@@ -123,7 +124,7 @@ fn counter_and_dcn_tools_equal_xprof() {
                 failures.push(format!("{label}: no XProf output in {}", case.expected.display()));
                 continue;
             };
-            let request = DataRequest { tool: tool.into(), host: Some(case.host.into()), ..Default::default() };
+            let request = DataRequest { host: Some(case.host.into()), ..oxprof_api::registry::request(tool).unwrap() };
             let actual = match data(&case.input, &request) {
                 Ok(r) => r,
                 Err(e) => {
@@ -167,7 +168,7 @@ fn counter_and_dcn_tools_equal_xprof() {
 #[test]
 fn synthetic_perf_counters_list_every_counter_of_every_host() {
     let dir = repo_root().join("testdata/tpu-synthetic/counters");
-    let request = DataRequest { tool: "perf_counters".into(), host: Some("ALL_HOSTS".into()), ..Default::default() };
+    let request = DataRequest { host: Some("ALL_HOSTS".into()), ..DataRequest::new(ToolId::PERF_COUNTERS) };
     let json = data(&dir, &request).unwrap().json.unwrap();
     let rows = json["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2 * 2 * (29 + 42));
@@ -179,7 +180,7 @@ fn synthetic_perf_counters_list_every_counter_of_every_host() {
 #[test]
 fn megascale_stats_needs_a_host() {
     let dir = repo_root().join("testdata/tpu-synthetic/counters");
-    let mut request = DataRequest { tool: "megascale_stats".into(), ..Default::default() };
+    let mut request = DataRequest::new(ToolId::MEGASCALE_STATS);
     let err = data(&dir, &request).unwrap_err().to_string();
     assert!(err.contains("megascale_stats needs a host"), "{err}");
     // The Perfetto trace too.

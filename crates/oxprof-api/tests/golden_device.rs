@@ -40,7 +40,7 @@ fn is_known_gap(label: &str, case: &str) -> bool {
 
 fn request(tool: &str, host: &str, params: &[(&str, &str)]) -> DataRequest {
     let params: BTreeMap<String, String> = params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect();
-    DataRequest { tool: tool.into(), host: Some(host.into()), params, ..Default::default() }
+    DataRequest { host: Some(host.into()), params, ..oxprof_api::registry::request(tool).unwrap() }
 }
 
 #[test]

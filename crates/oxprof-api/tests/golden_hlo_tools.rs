@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::golden as common;
 
 /// Cases that do not match XProf yet, as `(variant, case prefix)` where the variant is
@@ -108,7 +109,7 @@ fn request(tool: &str, module: &str, extra: &[(&str, &str)]) -> DataRequest {
     for (k, v) in extra {
         params.insert((*k).into(), (*v).into());
     }
-    DataRequest { tool: tool.into(), host: Some(module.into()), params, ..Default::default() }
+    DataRequest { host: Some(module.into()), params, ..oxprof_api::registry::request(tool).unwrap() }
 }
 
 struct Tally {
@@ -583,7 +584,7 @@ fn adjacent_nodes_equal_xprof() {
 #[test]
 fn runs_without_hlo_list_no_module_like_xprof() {
     let dir = repo_root().join("testdata/profiles/tf_custom_loop");
-    let list = data(&dir, &DataRequest { tool: "module_list".into(), ..Default::default() }).unwrap();
+    let list = data(&dir, &DataRequest::new(ToolId::MODULE_LIST)).unwrap();
     assert_eq!((list.content_type, list.body.as_str()), ("text/plain", "NO_MODULE"));
     // XProf's memory viewer on its empty `NO_MODULE` proto answers `{}`.
     let mv = data(&dir, &request("memory_viewer", "NO_MODULE", &[])).unwrap();
@@ -599,7 +600,7 @@ fn runs_without_hlo_list_no_module_like_xprof() {
 #[test]
 fn module_list_names_modules_with_program_ids() {
     let dir = repo_root().join("testdata/profiles/jax_train");
-    let list = data(&dir, &DataRequest { tool: "module_list".into(), ..Default::default() }).unwrap();
+    let list = data(&dir, &DataRequest::new(ToolId::MODULE_LIST)).unwrap();
     let names: Vec<&str> = list.body.split(',').collect();
     // XProf's tool_names step writes 16 module files for this run (xprof_out/index.json).
     assert_eq!(names.len(), 16, "{}", list.body);
@@ -635,7 +636,7 @@ fn hostile_module_names_are_refused() {
     // The side-car module itself is served (an empty proto: `{}` like XProf).
     let ok = data(tmp.path(), &request("memory_viewer", "m1", &[])).unwrap();
     assert_eq!(ok.body, "{}");
-    let list = data(tmp.path(), &DataRequest { tool: "module_list".into(), ..Default::default() }).unwrap();
+    let list = data(tmp.path(), &DataRequest::new(ToolId::MODULE_LIST)).unwrap();
     assert_eq!(list.body, "m1");
 }
 

@@ -6,6 +6,7 @@
 //!
 //! Ranks are the files' positions, as the recorder numbers them.
 
+use oxprof_api::registry::ToolId;
 use oxprof_pytorch::hta::idle_time::idle_time_breakdown;
 use oxprof_pytorch::hta::launch_stats::launches;
 use oxprof_pytorch::hta::overlap::comm_comp_overlap;
@@ -320,7 +321,7 @@ fn tools_answer_through_the_api() {
     use oxprof_api::data::{DataRequest, data};
     let ddp = repo_root().join("testdata/kineto/ddp");
     for tool in ["hta_distributed", "hta_gpu_idle"] {
-        let response = data(&ddp, &DataRequest { tool: tool.into(), ..Default::default() }).unwrap();
+        let response = data(&ddp, &oxprof_api::registry::request(tool).unwrap()).unwrap();
         assert!(response.notes.iter().any(|n| n.starts_with("no GPU activity")), "{tool}: {:?}", response.notes);
     }
     let external = external_root().join("facebookresearch-HolisticTraceAnalysis/tests/data/trace_filter");
@@ -336,7 +337,7 @@ fn tools_answer_through_the_api() {
         )
         .unwrap();
     }
-    let response = data(dir.path(), &DataRequest { tool: "hta_distributed".into(), ..Default::default() }).unwrap();
+    let response = data(dir.path(), &DataRequest::new(ToolId::HTA_DISTRIBUTED)).unwrap();
     // The body is the typed report; its DataTable form (what CSV writes) is the ranks table.
     let table = response.json.unwrap();
     assert_eq!(table["rows"].as_array().unwrap().len(), 2, "one CSV row per rank");

@@ -11,6 +11,7 @@ use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 use std::path::PathBuf;
 
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::golden as common;
 
 /// The serving profiles: `tf_serving` (real, `scripts/gen/inference-profile.sh`) and
@@ -120,7 +121,7 @@ fn check(tool: &str, case: &Case, failures: &mut Vec<String>) -> bool {
         failures.push(format!("{label}: no XProf output in {}", case.expected.display()));
         return false;
     };
-    let request = DataRequest { tool: tool.into(), host: Some(case.host.into()), ..Default::default() };
+    let request = DataRequest { host: Some(case.host.into()), ..oxprof_api::registry::request(tool).unwrap() };
     let actual = match data(&case.input, &request) {
         Ok(r) => r.json.unwrap_or(Value::Null),
         Err(e) => {
@@ -164,7 +165,7 @@ fn inference_profile_equals_xprof_on_every_golden_case() {
 #[test]
 fn overview_inference_latency_has_every_row() {
     let dir = repo_root().join("testdata/inference/tf_serving");
-    let request = DataRequest { tool: "overview_page".into(), host: Some(ALL_HOSTS.into()), ..Default::default() };
+    let request = DataRequest { host: Some(ALL_HOSTS.into()), ..DataRequest::new(ToolId::OVERVIEW_PAGE) };
     let json = data(&dir, &request).unwrap().json.unwrap();
     let rows = json[4]["rows"].as_array().unwrap();
     let labels: Vec<&str> = rows.iter().map(|r| r["c"][0]["v"].as_str().unwrap()).collect();

@@ -15,6 +15,7 @@ use oxprof_api::data::{DataRequest, data};
 use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::golden as common;
 
 const TOOLS: &[&str] = &["megascale_stats", "perf_counters", "utilization_viewer", "smart_suggestion"];
@@ -49,7 +50,7 @@ fn megascale_stats_equals_xprof_on_dcn_collectives() {
                 let label = format!("{tool} {run}/{host}");
                 let expected_dir = dir.join("xprof_out").join(host);
                 let expected = load_expected(&expected_dir, tool).unwrap_or_else(|| panic!("{label}: no XProf output"));
-                let request = DataRequest { tool: tool.into(), host: Some(host.into()), ..Default::default() };
+                let request = DataRequest { host: Some(host.into()), ..oxprof_api::registry::request(tool).unwrap() };
                 let actual = match data(&dir, &request) {
                     Ok(r) => r,
                     Err(e) => {
@@ -83,7 +84,7 @@ fn megascale_stats_equals_xprof_on_dcn_collectives() {
 fn a_host_without_megascale_events_empties_only_its_selections() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale-mixed");
     for (host, rows) in [("host0", 3), ("host1", 0), ("ALL_HOSTS", 0)] {
-        let request = DataRequest { tool: "megascale_stats".into(), host: Some(host.into()), ..Default::default() };
+        let request = DataRequest { host: Some(host.into()), ..DataRequest::new(ToolId::MEGASCALE_STATS) };
         let json = data(&dir, &request).unwrap().json.unwrap();
         assert_eq!(json[0]["rows"].as_array().unwrap().len(), rows, "{host}");
     }
@@ -95,7 +96,7 @@ fn a_host_without_megascale_events_empties_only_its_selections() {
 fn synthetic_run_has_three_rendezvous_per_host() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
     for (host, occurrences) in [("host0", 4.0), ("ALL_HOSTS", 12.0)] {
-        let request = DataRequest { tool: "megascale_stats".into(), host: Some(host.into()), ..Default::default() };
+        let request = DataRequest { host: Some(host.into()), ..DataRequest::new(ToolId::MEGASCALE_STATS) };
         let json = data(&dir, &request).unwrap().json.unwrap();
         let rows = json[0]["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 3, "{host}");
@@ -110,7 +111,7 @@ fn synthetic_run_has_three_rendezvous_per_host() {
 #[test]
 fn perfetto_trace_is_not_a_text_body() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
-    let mut request = DataRequest { tool: "megascale_stats".into(), host: Some("host0".into()), ..Default::default() };
+    let mut request = DataRequest { host: Some("host0".into()), ..DataRequest::new(ToolId::MEGASCALE_STATS) };
     request.params.insert("perfetto".into(), "True".into());
     let err = data(&dir, &request).unwrap_err().to_string();
     assert!(err.contains("perfetto=true"), "{err}");
@@ -124,7 +125,7 @@ fn perfetto_trace_is_not_a_text_body() {
 fn barrier_cores_rule_fires_per_host_and_for_all_hosts() {
     let dir = repo_root().join("testdata/tpu-synthetic/megascale");
     for (host, percent) in [("host0", "13.6%"), ("host1", "15.7%"), ("host2", "39.4%"), ("ALL_HOSTS", "22.9%")] {
-        let request = DataRequest { tool: "smart_suggestion".into(), host: Some(host.into()), ..Default::default() };
+        let request = DataRequest { host: Some(host.into()), ..DataRequest::new(ToolId::SMART_SUGGESTION) };
         let json = data(&dir, &request).unwrap().json.unwrap();
         let suggestions = json["suggestions"].as_array().unwrap();
         assert_eq!(suggestions.len(), 1, "{host}");

@@ -19,6 +19,7 @@ use prost::Message;
 use std::collections::HashMap as FxHashMap;
 use std::io::Read;
 
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::golden as common;
 
 /// The request's body through the one answer path, which must be binary.
@@ -220,7 +221,7 @@ fn differences(expected: &Flat, actual: &Flat) -> Vec<String> {
 }
 
 fn request(host: &str) -> DataRequest {
-    let mut request = DataRequest { tool: "megascale_stats".into(), host: Some(host.into()), ..Default::default() };
+    let mut request = DataRequest { host: Some(host.into()), ..DataRequest::new(ToolId::MEGASCALE_STATS) };
     request.params.insert("perfetto".into(), "true".into());
     request
 }

@@ -13,6 +13,7 @@ use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::golden as common;
 
 /// The cases of this tool: XProf reads one XSpace for `memory_profile`, so third-party
@@ -69,7 +70,7 @@ fn memory_profile_equals_xprof() {
             continue;
         };
         let expected: Value = serde_json::from_str(&expected_text).unwrap();
-        let request = DataRequest { tool: "memory_profile".into(), host: Some(case.host.into()), ..Default::default() };
+        let request = DataRequest { host: Some(case.host.into()), ..DataRequest::new(ToolId::MEMORY_PROFILE) };
         let response = match data(&case.input, &request) {
             Ok(r) => r,
             Err(e) => {
@@ -114,7 +115,7 @@ fn memory_profile_needs_one_host() {
     };
     let two = ext.join("openxla-xprof/demo/plugins/profile/GPU-multi-worker");
     for host in [None, Some("ALL_HOSTS".to_string())] {
-        let request = DataRequest { tool: "memory_profile".into(), host, ..Default::default() };
+        let request = DataRequest { host, ..DataRequest::new(ToolId::MEMORY_PROFILE) };
         match data(&two, &request) {
             Err(e @ ApiError::BadParameter { .. }) => assert_eq!(e.http_status(), 400),
             other => panic!("expected a host error, got {other:?}"),

@@ -6,7 +6,7 @@
 //! are skipped when absent; traces torch-tb-profiler cannot read (`reference_error`) are
 //! skipped with their reason printed.
 
-use oxprof_api::data::{DataRequest, compute, one_shot_session};
+use oxprof_api::data::{compute, one_shot_session};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -22,7 +22,7 @@ fn external_root() -> PathBuf {
 fn report(trace: &Path, tool: &str) -> Value {
     let session = one_shot_session(trace).unwrap();
     let run = session.run(None).unwrap();
-    let request = DataRequest { tool: tool.into(), ..Default::default() };
+    let request = oxprof_api::registry::request(tool).unwrap();
     compute(&session, &run, &request, false).unwrap().to_json()
 }
 

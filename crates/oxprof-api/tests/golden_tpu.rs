@@ -73,7 +73,8 @@ fn tpu_training_tools_equal_xprof() {
             };
             let params: BTreeMap<String, String> =
                 params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect();
-            let request = DataRequest { tool: tool.into(), host: Some(host.into()), params, ..Default::default() };
+            let request =
+                DataRequest { host: Some(host.into()), params, ..oxprof_api::registry::request(tool).unwrap() };
             let actual = match data(&input, &request) {
                 Ok(r) => r.json.unwrap_or(Value::Null),
                 Err(e) => {
@@ -97,7 +98,7 @@ fn tpu_device_tool_csv_equals_xprof() {
     for (case, input, host, expected_dir) in tpu_cases() {
         for tool in ["kernel_stats", "hlo_stats", "roofline_model"] {
             let Ok(expected) = std::fs::read_to_string(expected_dir.join(format!("{tool}.csv"))) else { continue };
-            let request = DataRequest { tool: tool.into(), host: Some(host.into()), ..Default::default() };
+            let request = DataRequest { host: Some(host.into()), ..oxprof_api::registry::request(tool).unwrap() };
             let response = data(&input, &request).unwrap();
             let csv = oxprof_wire::csv::datatable_to_csv(response.json.as_ref().unwrap());
             assert_eq!(csv, expected, "{tool} CSV of {case}");

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::golden as common;
 
 fn read_json(path: &Path) -> Value {
@@ -111,10 +112,9 @@ fn differences(expected: &Value, actual: &Value) -> Vec<String> {
 
 fn run_tool(path: &Path, host: Option<&str>, params: &[(&str, &str)]) -> Value {
     let request = DataRequest {
-        run: None,
-        tool: "trace_viewer@".to_string(),
         host: host.map(str::to_string),
         params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..DataRequest::new(ToolId::TRACE_VIEWER_STREAMING)
     };
     let response = data(path, &request).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&response.body).unwrap()
@@ -166,7 +166,7 @@ fn refkit_profiles_match_xprof() {
 fn legacy_trace_viewer_matches_xprof() {
     let dir = repo_root().join("testdata/profiles/jax_train");
     let golden = dir.join("xprof_out/trace_viewer.json.gz");
-    let request = DataRequest { tool: "trace_viewer".to_string(), ..Default::default() };
+    let request = DataRequest::new(ToolId::TRACE_VIEWER);
     let actual: Value = serde_json::from_str(&data(&dir, &request).unwrap().body).unwrap();
     let expected = read_json(&golden);
     let masked = |v: &Value| -> HashMap<String, usize> {
@@ -555,7 +555,7 @@ fn lod_event_groups_equal_the_trace_viewers() {
         type Key = (u64, String, i64);
         let mut shown: HashMap<Key, Vec<Option<i64>>> = HashMap::new();
         let params = [("resolution".to_string(), "0".to_string())].into();
-        let request = DataRequest { tool: "trace_viewer@".into(), params, ..Default::default() };
+        let request = DataRequest { params, ..DataRequest::new(ToolId::TRACE_VIEWER_STREAMING) };
         let trace: Value = serde_json::from_str(&data(path, &request).unwrap().body).unwrap();
         for e in trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
             let key = (

@@ -6,6 +6,7 @@
 
 use oxprof_api::data::{DataRequest, data};
 use oxprof_api::http::{Asset, Assets, HttpResponse, NoAssets, Service, ServiceOptions};
+use oxprof_api::registry::ToolId;
 use oxprof_testkit::jsoncmp::{CmpOptions, compare};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -148,7 +149,7 @@ fn served_data_equals_oxprof_data_and_xprof_outputs() {
                 assert_eq!(response.status, 200, "{name} {tool} {host}: {}", response.body_text());
                 assert_eq!(response.content_type, "application/json");
                 // Same bytes as `oxprof data`.
-                let request = DataRequest { tool: tool.to_string(), host: Some(host.into()), ..Default::default() };
+                let request = DataRequest { host: Some(host.into()), ..oxprof_api::registry::request(tool).unwrap() };
                 let cli = data(&run_dir, &request).unwrap();
                 assert_eq!(response.body_text(), cli.body, "{name} {tool} {host}");
                 // Same values as XProf.
@@ -169,10 +170,10 @@ fn other_tools_are_served_as_oxprof_data_computes_them() {
     // the route answers the same.
     let service = service(&profiles());
     let (name, run) = ("jax_train", "jax_train/2026_11_22_03_01_45");
-    let registered = oxprof_api::registry::tools().iter().filter(|t| t.available()).map(|t| t.name);
+    let registered = oxprof_api::registry::tools().iter().filter(|t| t.available()).map(|t| t.name());
     for tool in registered.filter(|t| !GOLDEN_TOOLS.contains(t)) {
         let response = get(&service, &format!("/data?run={}&tag={}&host=vm", enc(run), enc(tool)));
-        let request = DataRequest { tool: tool.to_string(), host: Some("vm".into()), ..Default::default() };
+        let request = DataRequest { host: Some("vm".into()), ..oxprof_api::registry::request(tool).unwrap() };
         match data(&profiles().join(name), &request) {
             Ok(cli) => {
                 assert_eq!(response.status, 200, "{tool}");
@@ -500,7 +501,7 @@ fn op_stats_tools_share_one_analysis_per_host() {
     assert!(stats.bytes > 0 && stats.bytes <= stats.limit_bytes, "{stats:?}");
     // Bodies equal the one-shot computation of `oxprof data`.
     for tool in tools {
-        let request = DataRequest { tool: tool.into(), host: Some("h1".into()), ..Default::default() };
+        let request = DataRequest { host: Some("h1".into()), ..oxprof_api::registry::request(tool).unwrap() };
         assert_eq!(get(&service, &url(tool, "h1")).body_text(), data(&run, &request).unwrap().body, "{tool}");
     }
     // ALL_HOSTS converts only h2; then h2 alone is read from the cache.
@@ -520,7 +521,7 @@ fn op_stats_tools_share_one_analysis_per_host() {
     let response = get(&service, &url("roofline_model", "h1"));
     assert_eq!(response.status, 200);
     assert_eq!(service.session().file_counts().analyses_computed, 4);
-    let request = DataRequest { tool: "roofline_model".into(), host: Some("h1".into()), ..Default::default() };
+    let request = DataRequest { host: Some("h1".into()), ..DataRequest::new(ToolId::ROOFLINE_MODEL) };
     assert_eq!(response.body_text(), data(&run, &request).unwrap().body);
 }
 

@@ -46,7 +46,7 @@ const TOOLS: &[(&str, Params, Reload)] = &[
 
 fn request(tool: &str, params: &[(&str, &str)]) -> DataRequest {
     let params = params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect();
-    DataRequest { tool: tool.into(), params, ..Default::default() }
+    DataRequest { params, ..oxprof_api::registry::request(tool).unwrap() }
 }
 
 #[test]

@@ -143,9 +143,8 @@ fn mutated_hlo_modules_never_panic_in_the_hlo_tools() {
         }
         for (tool, params) in requests {
             let request = DataRequest {
-                tool: tool.into(),
                 params: params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect(),
-                ..Default::default()
+                ..oxprof_api::registry::request(tool).unwrap()
             };
             let result = std::panic::catch_unwind(|| data(&run, &request).is_ok());
             assert!(result.is_ok(), "mutation {i}: {tool} {params:?} panicked");

@@ -3,6 +3,7 @@
 //! Keras `fit` has a fast pipeline, and a JAX profile says it has no tf.data events.
 
 use oxprof_api::data::{DataRequest, DataResponse, data};
+use oxprof_api::registry::ToolId;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -11,7 +12,7 @@ fn profile(name: &str) -> PathBuf {
 }
 
 fn analyze(name: &str) -> DataResponse {
-    let request = DataRequest { tool: "tf_data_bottleneck_analysis".into(), ..Default::default() };
+    let request = DataRequest::new(ToolId::TF_DATA_BOTTLENECK_ANALYSIS);
     data(&profile(name), &request).unwrap()
 }
 
@@ -98,7 +99,7 @@ fn two_host_profile_covers_both_hosts() {
         eprintln!("SKIP: {} absent", input.display());
         return;
     }
-    let request = DataRequest { tool: "tf_data_bottleneck_analysis".into(), ..Default::default() };
+    let request = DataRequest::new(ToolId::TF_DATA_BOTTLENECK_ANALYSIS);
     let response = data(&input, &request).unwrap();
     eprintln!("{}\n{:?}", response.body, response.notes);
     let (graph, summary, bottleneck) = tables(&response);

@@ -3,6 +3,7 @@
 //! answered as strings (they exceed JavaScript's 2^53) by `/trace/window`, `/trace/event`
 //! and `/trace/flow`, while XProf's `/data` bodies keep XProf's numbers.
 
+use oxprof_api::registry::ToolId;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -195,7 +196,7 @@ fn flow_ids_are_strings_in_the_lod_routes() {
     let typed = oxprof_api::trace::flow(&session, &run, None, id.parse().unwrap()).unwrap();
     assert_eq!(typed.flow.to_string(), id);
     // XProf's trace_viewer@ JSON keeps its own (numeric) flow ids.
-    let request = oxprof_api::data::DataRequest { tool: "trace_viewer@".into(), ..Default::default() };
+    let request = oxprof_api::data::DataRequest::new(ToolId::TRACE_VIEWER_STREAMING);
     let body = oxprof_api::data::data(&profile("jax_train"), &request).unwrap().body;
     let parsed: serde_json::Value = serde_json::from_str(&body).unwrap();
     let numeric =

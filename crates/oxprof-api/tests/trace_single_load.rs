@@ -45,11 +45,11 @@ fn concurrent_first_requests_share_one_load() {
 /// decodes the file for them.
 #[test]
 fn opstats_after_the_trace_reuse_its_model() {
-    use oxprof_api::data::{DataRequest, compute};
+    use oxprof_api::data::compute;
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/profiles/jax_train");
     let body = |session: &oxprof_api::session::Session, tool: &str| {
         let run = session.run(None).unwrap();
-        let request = DataRequest { tool: tool.to_string(), ..Default::default() };
+        let request = oxprof_api::registry::request(tool).unwrap();
         compute(session, &run, &request, false).unwrap().xprof_body().text
     };
     let tools = ["overview_page", "framework_op_stats", "input_pipeline_analyzer"];

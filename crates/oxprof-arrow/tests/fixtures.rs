@@ -18,16 +18,16 @@ fn every_fixture_table_converts_without_widening() {
         let run = session.run(None).unwrap();
         // The trace viewer's output is events, not tables.
         for tool in tools().iter().filter(|t| t.available() && t.family != Family::Trace) {
-            let request = DataRequest { tool: tool.name.into(), ..Default::default() };
+            let request = DataRequest::new(tool.id);
             // Tools this profile cannot answer (no HLO, no device) are other tests' business.
             let Ok(report) = compute(&session, &run, &request, false) else { continue };
             for table in report.tables() {
                 let converted = oxprof_arrow::record_batch(&table).unwrap();
                 tables += 1;
-                problems.extend(converted.notes.iter().map(|n| format!("{name} {}: {n}", tool.name)));
+                problems.extend(converted.notes.iter().map(|n| format!("{name} {}: {n}", tool.name())));
                 let batch = converted.batch;
                 if (batch.num_rows(), batch.num_columns()) != (table.rows.len(), table.columns.len()) {
-                    problems.push(format!("{name} {} {}: shape differs", tool.name, table.name));
+                    problems.push(format!("{name} {} {}: shape differs", tool.name(), table.name));
                 }
             }
         }

@@ -157,7 +157,7 @@ impl RunDiff {
         let mut cut = Vec::new();
         for ops in &mut self.ops {
             if ops.truncate(limit) {
-                cut.push(ops.kind.tool());
+                cut.push(ops.kind.tool().name());
             }
         }
         if !cut.is_empty() {
@@ -379,6 +379,7 @@ mod pytorch_tests {
     use crate::ops::OpKind;
     use crate::steps::StepSource;
     use crate::testing::{pytorch_run, source};
+    use oxprof_report::ToolId;
 
     // Six steps a side; B's kernels take 2 ms more per step, aten::mm twice the device time:
     //
@@ -423,7 +424,7 @@ mod pytorch_tests {
         let (a, b) = pair();
         let diff = diff((&source("a"), &a), (&source("b"), &b), &DiffOptions::default());
         let ops = diff.ops.iter().find(|o| o.kind == OpKind::FrameworkOp).unwrap();
-        assert_eq!(ops.tool.as_deref(), Some("pytorch_op_stats"));
+        assert_eq!(ops.tool, Some(ToolId::PYTORCH_OP_STATS));
         assert_eq!(ops.total_device_self_time_us.unwrap().b, 12340.0);
         let mm = &ops.matched[0];
         assert_eq!(mm.name, "aten::mm", "the largest change of host + device self time first");
@@ -466,6 +467,6 @@ mod pytorch_tests {
                 .any(|n| n.starts_with("PyTorch steps (pytorch_overview") && n.ends_with("(only B has it)"))
         );
         let ops = diff.ops.iter().find(|o| o.kind == OpKind::FrameworkOp).unwrap();
-        assert_eq!((ops.tool.as_ref(), ops.matched[0].name.as_str()), (None, "nccl"), "XProf's framework ops on both");
+        assert_eq!((ops.tool, ops.matched[0].name.as_str()), (None, "nccl"), "XProf's framework ops on both");
     }
 }

@@ -83,13 +83,12 @@ impl OpKind {
     }
 
     /// The tool whose report this kind comes from.
-    pub fn tool(self) -> &'static str {
+    pub fn tool(self) -> ToolId {
         match self {
             OpKind::FrameworkOp => ToolId::FRAMEWORK_OP_STATS,
             OpKind::Kernel => ToolId::KERNEL_STATS,
             OpKind::HloOp => ToolId::HLO_STATS,
         }
-        .name()
     }
 }
 
@@ -156,7 +155,8 @@ pub struct OpsDiff {
     /// The report the rows came from when it is not the kind's usual one
     /// (`pytorch_op_stats` for PyTorch operators).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub tool: Option<ToolId>,
     /// Total device self time, µs (PyTorch operators only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_device_self_time_us: Option<Change>,
@@ -353,7 +353,7 @@ pub fn compare_all(a: &RunReports, b: &RunReports, options: &DiffOptions) -> (Ve
             (Some(ta), Some(tb)) => diffs.push(compare(kind, basis, ta, tb, pytorch, options)),
             (None, None) => {}
             (ta, tb) => {
-                let tool = if pytorch { ToolId::PYTORCH_OP_STATS.name() } else { kind.tool() };
+                let tool = if pytorch { ToolId::PYTORCH_OP_STATS } else { kind.tool() };
                 notes.push(one_side_note(&format!("{} ({tool})", kind.plural()), ta.is_some(), tb.is_some()))
             }
         }
@@ -390,7 +390,7 @@ fn compare(kind: OpKind, basis: Basis, a: Table, b: Table, pytorch: bool, option
     only_in_a.sort_by(|x, y| y.self_time_us.a.total_cmp(&x.self_time_us.a).then_with(|| x.name.cmp(&y.name)));
     only_in_b.sort_by(|x, y| y.self_time_us.b.total_cmp(&x.self_time_us.b).then_with(|| x.name.cmp(&y.name)));
     let counts = OpCounts { matched: matched.len(), only_in_a: only_in_a.len(), only_in_b: only_in_b.len() };
-    let tool = pytorch.then(|| "pytorch_op_stats".to_string());
+    let tool = pytorch.then_some(ToolId::PYTORCH_OP_STATS);
     OpsDiff { kind, basis, total_self_time_us, tool, total_device_self_time_us, matched, only_in_a, only_in_b, counts }
 }
 

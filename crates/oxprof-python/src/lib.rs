@@ -31,7 +31,7 @@ fn tools(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     let mut out = Vec::new();
     for tool in oxprof_api::registry::tools().iter().filter(|t| t.available()) {
         let dict = PyDict::new(py);
-        dict.set_item("name", tool.name)?;
+        dict.set_item("name", tool.name())?;
         dict.set_item("aliases", tool.aliases.to_vec())?;
         dict.set_item("title", tool.title)?;
         dict.set_item("summary", tool.summary)?;

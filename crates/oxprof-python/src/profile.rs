@@ -97,7 +97,7 @@ impl NativeProfile {
         params: Option<BTreeMap<String, String>>,
     ) -> PyResult<NativeReport> {
         let tool = registry::resolve(name).map_err(|e| raise(py, "UnknownTool", e.to_string()))?;
-        let request = DataRequest { run, tool: tool.name.to_string(), host, params: params.unwrap_or_default() };
+        let request = DataRequest { run, tool: tool.id, host, params: params.unwrap_or_default() };
         let session = &self.session;
         let computed = py.detach(|| -> Result<(String, Output), ApiError> {
             let served = session.run(request.run.as_deref())?;
@@ -109,6 +109,6 @@ impl NativeProfile {
             Ok((served.name, Output::Report(report)))
         });
         let (run, output) = computed.map_err(|e| api_error(py, e))?;
-        Ok(NativeReport::new(request.tool, run, request.host, output))
+        Ok(NativeReport::new(request.tool.name().to_string(), run, request.host, output))
     }
 }

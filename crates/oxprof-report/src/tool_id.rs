@@ -4,7 +4,7 @@
 //! tool's report, the diff's sections, the trace rows) says which with a checked constant
 //! instead of a string. Strings become ids only at the edges, through the registry.
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// One tool's identity (XProf's name, the `tag` of `/data`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -99,6 +99,19 @@ impl ToolId {
         ToolId::INFERENCE_PROFILE,
     ];
 
+    /// The id of a tool outside this table: a registry row declared by a module built only
+    /// with a feature (the example tool). The registry checks that no two rows share an id,
+    /// so a declared id cannot shadow one of the table's.
+    pub const fn declared(name: &'static str) -> ToolId {
+        ToolId(name)
+    }
+
+    /// The id in the table named `name` (XProf's own name, no alias: the registry resolves
+    /// those). For reading back what oxprof wrote (a diff's JSON).
+    pub fn of_name(name: &str) -> Option<ToolId> {
+        ToolId::ALL.iter().copied().find(|id| id.0 == name)
+    }
+
     /// XProf's name of the tool.
     pub const fn name(self) -> &'static str {
         self.0
@@ -108,6 +121,14 @@ impl ToolId {
 impl std::fmt::Display for ToolId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.0)
+    }
+}
+
+/// Read back by name from the table (an unknown name is an error, never a new id).
+impl<'de> Deserialize<'de> for ToolId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ToolId, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        ToolId::of_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown tool {name:?}")))
     }
 }
 
@@ -126,6 +147,16 @@ impl PartialEq<&str> for ToolId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_read_back_from_their_names_only() {
+        for id in ToolId::ALL {
+            let json = serde_json::to_string(id).unwrap();
+            assert_eq!(serde_json::from_str::<ToolId>(&json).unwrap(), *id);
+        }
+        assert!(serde_json::from_str::<ToolId>("\"tensorflow_stats\"").is_err());
+        assert!(serde_json::from_str::<ToolId>("\"no_such_tool\"").is_err());
+    }
 
     #[test]
     fn ids_are_distinct() {

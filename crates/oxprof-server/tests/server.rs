@@ -2,6 +2,7 @@
 //! security headers, JSON errors, raw traversal paths, single-flight over concurrent
 //! connections, graceful shutdown.
 
+use oxprof_api::registry::ToolId;
 use oxprof_server::{ServeOptions, start};
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -130,8 +131,10 @@ fn serves_the_bundled_demo_with_gzip_and_security_headers_then_shuts_down() {
     assert!(data.header("content-security-policy").unwrap().contains("default-src 'self'"));
     assert_eq!(data.header("x-content-type-options"), Some("nosniff"));
     assert_eq!(data.header("referrer-policy"), Some("no-referrer"));
-    let request_body =
-        oxprof_api::data::DataRequest { tool: "overview_page".into(), host: Some("vm".into()), ..Default::default() };
+    let request_body = oxprof_api::data::DataRequest {
+        host: Some("vm".into()),
+        ..oxprof_api::data::DataRequest::new(ToolId::OVERVIEW_PAGE)
+    };
     let cli = oxprof_api::data::data(&repo_root().join("testdata/profiles/tf_custom_loop"), &request_body).unwrap();
     assert_eq!(data.text(), cli.body, "served body = oxprof data body");
     // Without Accept-Encoding the body is plain.
@@ -230,10 +233,9 @@ fn a_large_trace_body_is_streamed() {
     assert_eq!(reply.status, 200);
     assert_eq!(reply.header("transfer-encoding"), Some("chunked"), "streamed, not built whole");
     let one_shot = oxprof_api::data::DataRequest {
-        tool: "trace_viewer@".into(),
         host: Some("vm".into()),
         params: [("resolution".to_string(), "0".to_string())].into(),
-        ..Default::default()
+        ..oxprof_api::data::DataRequest::new(ToolId::TRACE_VIEWER_STREAMING)
     };
     let expected = oxprof_api::data::data(logdir.path(), &one_shot).unwrap().body;
     assert!(expected.len() > 10 << 20, "{} bytes", expected.len());

@@ -59,6 +59,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 use futures::StreamExt;
 use oxprof_api::catalog::ServedRun;
+use oxprof_api::registry::ToolId;
 use oxprof_api::session::{MemoryAccount, MemoryAccountStats, Session};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -664,7 +665,7 @@ fn host_keys(runs: &[ServedRun]) -> Vec<(usize, String)> {
 
 /// A tool table's batch for every host of every run that has it; a host whose profile
 /// cannot be read is left out (see [`Scope::host_read`]). Kept in the session's cache.
-fn tool_batches(scope: &Scope, tool: &str, table: &str) -> Result<Vec<RecordBatch>, SqlError> {
+fn tool_batches(scope: &Scope, tool: ToolId, table: &str) -> Result<Vec<RecordBatch>, SqlError> {
     let mut out = Vec::new();
     for (i, run) in scope.runs.iter().enumerate() {
         for file in &run.hosts {

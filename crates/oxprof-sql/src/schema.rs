@@ -61,8 +61,8 @@ pub enum Source {
     /// A typed tool report's table (`tool`, `table`), per host; its columns are the
     /// report's, named in snake case, after `run` and `host`.
     Tool {
-        /// The registry's tool name.
-        tool: &'static str,
+        /// The tool.
+        tool: ToolId,
         /// The report table's name.
         table: &'static str,
     },
@@ -244,31 +244,31 @@ pub const TABLES: &[TableDef] = &[
         name: "steps",
         doc: "Per host and step: the step time and its breakdown into XProf's categories \
               (`input_pipeline_analyzer`'s step table of that host, in milliseconds).",
-        source: Source::Tool { tool: ToolId::INPUT_PIPELINE_ANALYZER.name(), table: "step_time" },
+        source: Source::Tool { tool: ToolId::INPUT_PIPELINE_ANALYZER, table: "step_time" },
         columns: &[RUN, HOST],
     },
     TableDef {
         name: "op_stats",
         doc: "Per host: framework op statistics on host and device (`framework_op_stats`' table).",
-        source: Source::Tool { tool: ToolId::FRAMEWORK_OP_STATS.name(), table: "ops" },
+        source: Source::Tool { tool: ToolId::FRAMEWORK_OP_STATS, table: "ops" },
         columns: &[RUN, HOST],
     },
     TableDef {
         name: "kernels",
         doc: "Per host: GPU kernels with launch shapes, occupancy and time (`kernel_stats`' table).",
-        source: Source::Tool { tool: ToolId::KERNEL_STATS.name(), table: "kernels" },
+        source: Source::Tool { tool: ToolId::KERNEL_STATS, table: "kernels" },
         columns: &[RUN, HOST],
     },
     TableDef {
         name: "hlo_ops",
         doc: "Per host: every HLO op with its time, FLOP rate, bandwidth and bound (`hlo_stats`' table).",
-        source: Source::Tool { tool: ToolId::HLO_STATS.name(), table: "hlo_ops" },
+        source: Source::Tool { tool: ToolId::HLO_STATS, table: "hlo_ops" },
         columns: &[RUN, HOST],
     },
     TableDef {
         name: "input_pipeline",
         doc: "Per host: the input ops and their cost (`input_pipeline_analyzer`'s input op table).",
-        source: Source::Tool { tool: ToolId::INPUT_PIPELINE_ANALYZER.name(), table: "input_ops" },
+        source: Source::Tool { tool: ToolId::INPUT_PIPELINE_ANALYZER, table: "input_ops" },
         columns: &[RUN, HOST],
     },
     TableDef {

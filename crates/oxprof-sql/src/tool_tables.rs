@@ -13,6 +13,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
 use oxprof_api::catalog::ServedRun;
 use oxprof_api::data::{DataRequest, compute};
+use oxprof_api::registry::ToolId;
 use oxprof_api::session::Session;
 use std::sync::Arc;
 
@@ -22,15 +23,11 @@ pub fn build(
     session: &Session,
     run: &ServedRun,
     key: HostKey<'_>,
-    tool: &str,
+    tool: ToolId,
     table: &str,
 ) -> Result<Option<RecordBatch>, SqlError> {
-    let request = DataRequest {
-        run: Some(run.name.clone()),
-        tool: tool.to_string(),
-        host: Some(key.host.to_string()),
-        params: Default::default(),
-    };
+    let request =
+        DataRequest { run: Some(run.name.clone()), host: Some(key.host.to_string()), ..DataRequest::new(tool) };
     let report = compute(session, run, &request, false).map_err(SqlError::profile)?;
     let Some(found) = report.tables().into_iter().find(|t| t.name == table) else { return Ok(None) };
     let converted = oxprof_arrow::record_batch(&found).map_err(|e| SqlError::Internal(e.to_string()))?;

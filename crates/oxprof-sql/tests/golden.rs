@@ -102,9 +102,8 @@ fn tool_tables_are_the_tool_reports() {
                 for file in &run.hosts {
                     let request = DataRequest {
                         run: Some(run.name.clone()),
-                        tool: tool.to_string(),
                         host: Some(file.host.clone()),
-                        params: Default::default(),
+                        ..DataRequest::new(tool)
                     };
                     let report = compute(&session, run, &request, false).unwrap();
                     let Some(expected) = report.tables().into_iter().find(|t| t.name == table) else { continue };

@@ -44,7 +44,7 @@ enum Command {
     Data {
         /// The tool (XProf's name; `oxprof data --help` lists them).
         #[arg(value_parser = parse_tool, long_help = tools_help())]
-        tool: String,
+        tool: oxprof_api::registry::ToolId,
         /// A log directory, a run directory, or one profile file (.xplane.pb, .pt.trace.json; .gz too).
         path: PathBuf,
         /// Run name (default: the newest run).
@@ -338,7 +338,7 @@ enum Command {
     Tool {
         /// The tool (XProf's name; `oxprof data --help` lists them).
         #[arg(value_parser = parse_tool)]
-        tool: String,
+        tool: oxprof_api::registry::ToolId,
         /// A log directory, a run directory, or one profile file.
         path: PathBuf,
         #[command(flatten)]
@@ -793,16 +793,16 @@ fn parse_gate(text: &str) -> Result<oxprof_diff::gate::Gate, String> {
     oxprof_diff::gate::Gate::parse(text).map_err(|e| e.to_string())
 }
 
-/// A tool of the registry, by its name or an alias (the registry's own name comes back).
-fn parse_tool(name: &str) -> Result<String, String> {
-    oxprof_api::registry::resolve(name).map(|tool| tool.name.to_string()).map_err(|e| e.to_string())
+/// A tool of the registry, by its name or an alias.
+fn parse_tool(name: &str) -> Result<oxprof_api::registry::ToolId, String> {
+    oxprof_api::registry::resolve(name).map(|tool| tool.id).map_err(|e| e.to_string())
 }
 
 /// The tool argument's long help: every tool of the registry with what it shows.
 fn tools_help() -> String {
     let mut help = String::from("The tool (XProf's name):\n");
     for tool in oxprof_api::registry::tools().iter().filter(|t| t.available()) {
-        help.push_str(&format!("  {:<28} {}: {}\n", tool.name, tool.title, tool.summary));
+        help.push_str(&format!("  {:<28} {}: {}\n", tool.name(), tool.title, tool.summary));
     }
     help
 }
@@ -1093,7 +1093,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
         Command::Tool { tool, path, select, page, budget, cache } => {
             let session = verb_session(&path, &budget, &cache)?;
             let args = oxprof_agent::ToolArgs {
-                tool,
+                tool: tool.name().to_string(),
                 run: select.run,
                 host: select.host,
                 limit: Some(page.limit),
@@ -1200,7 +1200,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             }
             if answer.report().is_none() && matches!(format, Format::Csv | Format::Md) {
                 // Events, not tables: said without rendering a whole trace.
-                anyhow::bail!(no_table_message(&request.tool, "to show as a table"));
+                anyhow::bail!(no_table_message(request.tool.name(), "to show as a table"));
             }
             let report = answer.into_report()?;
             let notes = report.notes();
@@ -1213,10 +1213,10 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                 }
                 Format::Csv => {
                     let csv = oxprof_api::data::xprof_csv(&*report);
-                    out!("{}", csv.with_context(|| no_table_message(&request.tool, "to write as CSV"))?)?;
+                    out!("{}", csv.with_context(|| no_table_message(request.tool.name(), "to write as CSV"))?)?;
                 }
                 Format::Md => {
-                    let no_table = || no_table_message(&request.tool, "to show as Markdown");
+                    let no_table = || no_table_message(request.tool.name(), "to show as Markdown");
                     let markdown = oxprof_api::markdown::report_markdown(&*report).with_context(no_table)?;
                     // oxprof's notes (e.g. why no steps were found) come before the tables.
                     for note in &notes {

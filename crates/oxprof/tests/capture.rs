@@ -9,6 +9,7 @@
 //! `OXPROF_REQUIRE_LIVE=1` (CI), where its absence fails them.
 
 use oxprof_api::data::{DataRequest, data};
+use oxprof_api::registry::ToolId;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -250,9 +251,8 @@ impl Drop for JaxWorker {
 fn overview(logdir: &Path, run: &str, host: Option<&str>) -> Value {
     let request = DataRequest {
         run: Some(run.to_string()),
-        tool: "overview_page".into(),
         host: host.map(str::to_string),
-        params: Default::default(),
+        ..DataRequest::new(ToolId::OVERVIEW_PAGE)
     };
     data(logdir, &request).unwrap().json.unwrap()
 }
@@ -319,12 +319,8 @@ fn live_two_workers_make_one_run_with_two_hosts() {
         assert!(!overview_steps(&one).is_empty());
     }
     // The pod viewer works on the multi-host run.
-    let request = DataRequest {
-        run: Some("pod".into()),
-        tool: "pod_viewer".into(),
-        host: Some("ALL_HOSTS".into()),
-        params: Default::default(),
-    };
+    let request =
+        DataRequest { run: Some("pod".into()), host: Some("ALL_HOSTS".into()), ..DataRequest::new(ToolId::POD_VIEWER) };
     let pod = data(logdir.path(), &request).unwrap();
     // Its per-core stats hold one entry per worker (task) for the first step.
     let pod = pod.json.unwrap();
@@ -360,8 +356,7 @@ fn live_capture_shorter_than_one_step() {
     let file = logdir.path().join("plugins/profile/short").join(format!("{}.xplane.pb", stem(&worker.address)));
     oxprof_format::load_xspace(&file).unwrap();
     // The profile opens; no whole step fits in it.
-    let request =
-        DataRequest { run: Some("short".into()), tool: "overview_page".into(), host: None, params: Default::default() };
+    let request = DataRequest { run: Some("short".into()), ..DataRequest::new(ToolId::OVERVIEW_PAGE) };
     let response = data(logdir.path(), &request).unwrap();
     let steps = overview_steps(response.json.as_ref().unwrap());
     eprintln!("short capture: steps {steps:?}, notes {:?}", response.notes);

@@ -4,7 +4,7 @@
 //! rest fails here.
 
 use oxprof_api::http::{NoAssets, Service, ServiceOptions};
-use oxprof_api::registry::{Listed, Offered, Reference, tools};
+use oxprof_api::registry::{Listed, Offered, Reference, ToolId, tools};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ fn the_cli_knows_every_tool() {
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_oxprof")).args(["data", "--help"]).output().unwrap();
     let help = String::from_utf8(help.stdout).unwrap();
     for tool in tools().iter().filter(|t| t.available()) {
-        assert!(help.contains(tool.name) && help.contains(tool.title), "`oxprof data --help` lacks {}", tool.name);
+        assert!(help.contains(tool.name()) && help.contains(tool.title), "`oxprof data --help` lacks {}", tool.name());
     }
 }
 
@@ -27,7 +27,7 @@ fn the_server_lists_every_tool() {
     let info = service.handle("GET", "/oxprof/api/info", "").body_json().unwrap();
     let listed: Vec<&str> = info["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     for tool in tools() {
-        assert!(listed.contains(&tool.name), "/oxprof/api/info lacks {}", tool.name);
+        assert!(listed.contains(&tool.name()), "/oxprof/api/info lacks {}", tool.name());
     }
 }
 
@@ -54,8 +54,16 @@ fn xprofs_run_tools_rules_cover_every_listed_tool() {
     .unwrap();
     let listed = oxprof_api::http::available_tools(&everything);
     for tool in tools().iter().filter(|t| t.listed != Listed::Never) {
-        assert!(listed.contains(&tool.name), "/run_tools never lists {}", tool.name);
+        assert!(listed.contains(&tool.name()), "/run_tools never lists {}", tool.name());
     }
+}
+
+/// The name of `id`'s constant in `oxprof_report::ToolId` (read from its source).
+fn id_constant(id: ToolId) -> Option<String> {
+    let source = std::fs::read_to_string(repo_root().join("crates/oxprof-report/src/tool_id.rs")).unwrap();
+    let declared = format!(": ToolId = ToolId(\"{}\");", id.name());
+    let line = source.lines().find(|l| l.trim_end().ends_with(&declared))?;
+    Some(line.trim().strip_prefix("pub const ")?.split(':').next()?.to_string())
 }
 
 #[test]
@@ -69,19 +77,25 @@ fn every_computed_tool_has_expected_outputs() {
     for tool in tools().iter().filter(|t| t.available()) {
         match tool.reference {
             Reference::Xprof => {
-                let prefix = format!("{}.", tool.name);
+                let prefix = format!("{}.", tool.name());
                 assert!(
                     recorded.iter().any(|f| f.starts_with(&prefix)),
                     "no XProf output recorded for {} under testdata/profiles/*/xprof_out",
-                    tool.name
+                    tool.name()
                 );
             }
             Reference::Own(test) => {
                 let text = std::fs::read_to_string(repo_root().join(test))
-                    .unwrap_or_else(|_| panic!("{}: its golden test {test} is missing", tool.name));
-                assert!(text.contains(&format!("\"{}\"", tool.name)), "{test} does not test {}", tool.name);
+                    .unwrap_or_else(|_| panic!("{}: its golden test {test} is missing", tool.name()));
+                // By name (a string the test resolves) or by its typed id.
+                let by_id = id_constant(tool.id).map(|c| format!("ToolId::{c}"));
+                assert!(
+                    text.contains(&format!("\"{}\"", tool.name())) || by_id.is_some_and(|c| text.contains(&c)),
+                    "{test} does not test {}",
+                    tool.name()
+                );
             }
-            Reference::None => panic!("{} is computed but has no expected outputs", tool.name),
+            Reference::None => panic!("{} is computed but has no expected outputs", tool.name()),
         }
     }
 }
@@ -95,6 +109,6 @@ fn the_ui_has_a_page_for_every_offered_tool() {
         } else {
             format!("  '{}':", tool.page)
         };
-        assert!(pages.contains(&key), "ui/src/pages/index.ts has no page {:?} for {}", tool.page, tool.name);
+        assert!(pages.contains(&key), "ui/src/pages/index.ts has no page {:?} for {}", tool.page, tool.name());
     }
 }

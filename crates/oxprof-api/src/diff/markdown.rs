@@ -8,6 +8,7 @@ use oxprof_diff::memory::{MemoryDiff, Presence};
 use oxprof_diff::ops::{Basis, OpChange, OpKind, OpsDiff};
 use oxprof_diff::steps::{InputDiff, StepMetric, StepSource, StepsDiff};
 use oxprof_diff::{Change, DiffReport, RunDiff};
+use oxprof_report::ToolId;
 use std::fmt::Write;
 
 /// The Markdown of a comparison; at most `top` rows per op table.
@@ -276,7 +277,7 @@ fn pytorch_ops_section(out: &mut String, ops: &OpsDiff, diff: &RunDiff, top: usi
          {:.1} µs ({}). {} in both runs, {} only in A, {} only in B. Ordered by the change of host plus device self \
          time. Beyond noise: a change of at least {}% in an operator taking at least {}% of the total (host or \
          device).\n",
-        ops.tool.as_deref().unwrap_or("pytorch_op_stats"),
+        ops.tool.unwrap_or(ToolId::PYTORCH_OP_STATS),
         basis_text(&ops.basis, pytorch_steps(diff)),
         h.a,
         h.b,
