@@ -115,6 +115,8 @@ export interface Api {
   diff?(params: Params): Promise<unknown>;
   /** `/oxprof/api/explain` (JSON, schema `oxprof.explain/1`): what bounds a run (absent in tests that do not need it). */
   explain?(run: string, host: string): Promise<Explanation>;
+  /** `/oxprof/api/progress` (JSON): the server's loads under way, for a long first analysis (absent in tests that do not need it). */
+  progress?(): Promise<unknown>;
 }
 
 /** One finding of `oxprof explain` (the fields the UI shows). */
@@ -212,6 +214,7 @@ export const serverApi: Api = {
   config: () => getJson<ProfileConfig>(`${PROFILE_PREFIX}/config`),
   diff: (params) => getJson<unknown>(buildUrl('/oxprof/api/diff', params)),
   explain: (run, host) => getJson<Explanation>(buildUrl('/oxprof/api/explain', { run, host })),
+  progress: () => getJson<unknown>(buildUrl('/oxprof/api/progress')),
   capture: async (params) => {
     const url = buildUrl(`${PROFILE_PREFIX}/capture_profile`, params);
     let response: Response;

@@ -13,6 +13,7 @@ import { pageFor, toolNeedsNoData } from './pages';
 import { ALL_HOSTS, COMPARE_TOOL, comparePage } from './pages/compare';
 import { QUERY_TOOL } from './pages/query';
 import { type ViewState, formatState, parseState, toolLink } from './state';
+import { progressLine } from './progress';
 import { ThemeToggle } from './theme';
 import { defaultTool, offeredAlias, pytorchToolNote, toolGroups } from './tools';
 
@@ -210,7 +211,13 @@ export class App {
     const { run, tool, host } = this.state;
     replaceChildren(
       this.main,
-      h('div', { class: 'loading', 'data-role': 'loading' }, h('span', { class: 'spinner' }), `Loading ${toolName(tool)} for ${run}${host ? ` (${host})` : ''}…`),
+      h(
+        'div',
+        { class: 'loading', 'data-role': 'loading' },
+        h('span', { class: 'spinner' }),
+        `Loading ${toolName(tool)} for ${run}${host ? ` (${host})` : ''}…`,
+        this.api.progress ? progressLine(this.api.progress) : '',
+      ),
     );
     const page: Page = pageFor(tool);
     const [data, notes] = toolNeedsNoData(tool)

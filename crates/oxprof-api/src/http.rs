@@ -714,6 +714,19 @@ impl Service {
 
     fn oxprof_route(&self, route: &str, q: &Query) -> Result<HttpResponse, HttpError> {
         match route {
+            "/progress" => {
+                let now = oxprof_format::progress::snapshot().unwrap_or_default();
+                Ok(HttpResponse::json(
+                    200,
+                    &json!({
+                        "loads": now.loads,
+                        "what": now.what,
+                        "total_bytes": now.total_bytes,
+                        "done_bytes": now.done_bytes,
+                        "elapsed_ms": now.elapsed_ms,
+                    }),
+                ))
+            }
             "/info" => Ok(HttpResponse::json(
                 200,
                 &json!({

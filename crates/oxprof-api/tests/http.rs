@@ -756,3 +756,14 @@ fn the_session_cache_stays_within_its_bound_across_profiles_and_tools() {
     assert!(stats.evictions > 0, "the bound was reached: {stats:?}");
     assert!(largest > BOUND / 2, "the cache was used: {largest} bytes at most");
 }
+
+/// The progress route answers when no load runs (and in a process without a tally: the
+/// CLI's tests), in the shape the UI reads.
+#[test]
+fn progress_route_says_no_load_runs() {
+    let service = service(&profiles());
+    let response = get(&service, "/oxprof/api/progress");
+    assert_eq!(response.status, 200);
+    let body: serde_json::Value = serde_json::from_str(&response.body_text()).unwrap();
+    assert_eq!(body, serde_json::json!({"loads": 0, "what": "", "total_bytes": 0, "done_bytes": 0, "elapsed_ms": 0}));
+}

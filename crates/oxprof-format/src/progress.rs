@@ -4,13 +4,15 @@
 //!
 //! Loads report bytes: [`Reporting`] wraps the decoder's page releases (each consumed
 //! range), [`CountingReader`] the compressed bytes an inflater reads. Several loads side by
-//! side add up into one total.
+//! side add up into one total. A server installs a [`Tally`] ([`install_tally`]) instead of
+//! a bar, and answers its progress route from [`snapshot`].
 
 use oxprof_model::ReleasePages;
 use std::io::Read;
 use std::ops::Range;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 /// Where progress goes.
 pub trait ProgressSink: Send + Sync {
@@ -31,6 +33,123 @@ pub fn install(sink: Box<dyn ProgressSink>) -> bool {
 
 fn sink() -> Option<&'static dyn ProgressSink> {
     SINK.get().map(|s| &**s)
+}
+
+/// The loads under way, as a [`Tally`] saw them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Phases under way (0: none).
+    pub loads: usize,
+    /// The latest phase and its file's base name (`reading x.pt.trace.json`).
+    pub what: String,
+    /// Bytes the phases under way read in all.
+    pub total_bytes: u64,
+    /// Bytes read so far.
+    pub done_bytes: u64,
+    /// Milliseconds since the first of them began.
+    pub elapsed_ms: u64,
+}
+
+/// A sink that keeps the loads under way for whoever asks ([`Tally::snapshot`]): what a
+/// server installs so its pages can show a long first analysis's progress.
+#[derive(Debug)]
+pub struct Tally {
+    state: Mutex<TallyState>,
+}
+
+#[derive(Debug)]
+struct TallyState {
+    loads: usize,
+    what: String,
+    total: u64,
+    done: u64,
+    since: Option<Instant>,
+}
+
+impl Tally {
+    /// No load under way.
+    pub const fn new() -> Tally {
+        Tally { state: Mutex::new(TallyState { loads: 0, what: String::new(), total: 0, done: 0, since: None }) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, TallyState> {
+        // A panic while the counters were updated leaves counters, nothing to repair.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The loads under way now.
+    pub fn snapshot(&self) -> Snapshot {
+        let state = self.state();
+        Snapshot {
+            loads: state.loads,
+            what: state.what.clone(),
+            total_bytes: state.total,
+            done_bytes: state.done.min(state.total),
+            elapsed_ms: state.since.map_or(0, |t| u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally::new()
+    }
+}
+
+impl ProgressSink for Tally {
+    fn begin(&self, what: &str, total: u64) {
+        let mut state = self.state();
+        state.loads += 1;
+        state.total = state.total.saturating_add(total);
+        state.what = what.to_string();
+        state.since.get_or_insert_with(Instant::now);
+    }
+
+    fn advance(&self, bytes: u64) {
+        let mut state = self.state();
+        state.done = state.done.saturating_add(bytes);
+    }
+
+    fn end(&self) {
+        let mut state = self.state();
+        state.loads = state.loads.saturating_sub(1);
+        if state.loads == 0 {
+            *state = TallyState { loads: 0, what: String::new(), total: 0, done: 0, since: None };
+        }
+    }
+}
+
+/// The process's tally, when [`install_tally`] installed it.
+static TALLY: Tally = Tally::new();
+static TALLY_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// A sink that forwards to [`TALLY`].
+struct Tallied;
+
+impl ProgressSink for Tallied {
+    fn begin(&self, what: &str, total: u64) {
+        TALLY.begin(what, total);
+    }
+    fn advance(&self, bytes: u64) {
+        TALLY.advance(bytes);
+    }
+    fn end(&self) {
+        TALLY.end();
+    }
+}
+
+/// Installs the process's [`Tally`] as its sink (false when another sink came first).
+pub fn install_tally() -> bool {
+    let installed = install(Box::new(Tallied));
+    if installed {
+        TALLY_INSTALLED.store(true, Ordering::Release);
+    }
+    installed
+}
+
+/// The loads under way, when this process installed its tally ([`install_tally`]).
+pub fn snapshot() -> Option<Snapshot> {
+    TALLY_INSTALLED.load(Ordering::Acquire).then(|| TALLY.snapshot())
 }
 
 /// One phase of a load, ended when dropped.
@@ -127,6 +246,31 @@ mod tests {
         fn end(&self) {
             self.ended.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// A tally adds loads side by side, caps what it shows at the total, and starts again
+    /// once every load ended.
+    #[test]
+    fn a_tally_follows_the_loads_under_way() {
+        let tally = super::Tally::new();
+        assert_eq!(tally.snapshot(), Snapshot::default());
+        tally.begin("reading a.xplane.pb", 100);
+        tally.begin("inflating b.json.gz", 50);
+        tally.advance(120);
+        let now = tally.snapshot();
+        assert_eq!(
+            (now.loads, now.what.as_str(), now.total_bytes, now.done_bytes),
+            (2, "inflating b.json.gz", 150, 120)
+        );
+        tally.advance(100);
+        assert_eq!(tally.snapshot().done_bytes, 150);
+        tally.end();
+        assert_eq!(tally.snapshot().loads, 1);
+        tally.end();
+        assert_eq!(tally.snapshot(), Snapshot::default());
+        // More ends than begins (a sink installed mid-load) never underflow.
+        tally.end();
+        assert_eq!(tally.snapshot().loads, 0);
     }
 
     /// Releases and reads are counted once each, phases begin and end (one sink per

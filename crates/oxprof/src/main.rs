@@ -850,7 +850,10 @@ fn frame_source(source: &str) -> Result<String, String> {
 
 fn run_command(cli: Cli) -> Result<ExitCode> {
     oxprof_objstore::set_no_sign_request(cli.no_sign_request);
-    if !matches!(cli.command, Command::Serve { .. }) {
+    if matches!(cli.command, Command::Serve { .. }) {
+        // The server's pages show it (`/oxprof/api/progress`); its stderr is its log.
+        oxprof_format::progress::install_tally();
+    } else {
         progress::install();
     }
     match cli.command {

@@ -20,6 +20,7 @@
 // screen are drawn.
 
 import { h, replaceChildren } from '../dom';
+import { progressLine } from '../progress';
 import type { PageContext } from '../page';
 import { type ColumnWindow, type EventRef, type Span, collapsedTrackIds, spanForMatch, spanFromView, spanToView, zoomSpan } from '../trace';
 import { TraceClient } from '../trace/client';
@@ -552,6 +553,8 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   setTool(view.tool);
   void (async () => {
     try {
+      // The first load of a large trace takes seconds: say what the server is reading.
+      if (ctx.api.progress) replaceChildren(bar.status, h('span', { class: 'spinner' }), ' Loading the trace… ', progressLine(ctx.api.progress));
       model.setTracks(await client.tracks());
       model.span = spanFromView(ctx.view.get, model.bounds);
       const step = { number: ctx.view.get(STEP_KEYS.step) || undefined, name: ctx.view.get(STEP_KEYS.stepName) || undefined };
