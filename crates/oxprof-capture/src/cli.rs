@@ -100,7 +100,7 @@ pub fn run_with(args: &CaptureArgs, out: &mut dyn Write) -> u8 {
     match run_inner(args, out) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("oxprof: {e}");
+            let _ = writeln!(std::io::stderr(), "oxprof: {e}");
             EXIT_FAILED
         }
     }
@@ -147,7 +147,7 @@ fn run_inner(args: &CaptureArgs, out: &mut dyn Write) -> Result<u8, CaptureError
     let report = report?;
     if let Err(e) = print_report(&report, args.json, out) {
         // The capture is saved; only its summary is lost.
-        eprintln!("oxprof: cannot write the capture's summary: {e}");
+        let _ = writeln!(std::io::stderr(), "oxprof: cannot write the capture's summary: {e}");
         return Ok(EXIT_FAILED);
     }
     Ok(if report.failed.is_empty() {
@@ -163,7 +163,8 @@ fn print_report(report: &CaptureReport, json: bool, out: &mut dyn Write) -> std:
     for failure in &report.failed {
         let attempts =
             if failure.attempts > 1 { format!(" after {} attempts", failure.attempts) } else { String::new() };
-        eprintln!("oxprof: capture from {} failed{attempts}: {}", failure.address, failure.error);
+        let _ =
+            writeln!(std::io::stderr(), "oxprof: capture from {} failed{attempts}: {}", failure.address, failure.error);
     }
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default())?;

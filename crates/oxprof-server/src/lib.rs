@@ -14,7 +14,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use oxprof_api::http::{Body, Guard, HttpResponse, Request as ApiRequest, Service, ServiceOptions};
-use std::io;
+use std::io::{self, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -316,7 +316,8 @@ async fn handle(State(state): State<AppState>, request: Request) -> Response {
         };
         // A request may carry a URL's secrets in its query (a store URL as a parameter).
         let (path, query) = (oxprof_api::http::redact(&path), oxprof_api::http::redact_query(&query));
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "{method} {path}{sep}{query} {} {size} {:.1} ms",
             response.status,
             started.elapsed().as_secs_f64() * 1e3

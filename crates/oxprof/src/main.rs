@@ -12,7 +12,7 @@ mod progress;
 mod sql;
 mod stdout;
 
-use stdout::{out, outln};
+use stdout::{errln, out, outln};
 
 /// oxprof: a profiler for machine-learning workloads (XSpace / XProf profiles).
 #[derive(Debug, Parser)]
@@ -606,7 +606,7 @@ impl AnalysisCacheArgs {
         match oxprof_api::DiskCache::open(&root, self.cache_dir_mb.saturating_mul(1 << 20)) {
             Ok(cache) => Some(std::sync::Arc::new(cache)),
             Err(e) => {
-                eprintln!("oxprof: warning: {e}");
+                errln!("oxprof: warning: {e}");
                 None
             }
         }
@@ -720,7 +720,7 @@ fn convert(
     let local = staging.path().join(name);
     convert_to_file(input, to, &local, false, budget)?;
     let bytes = oxprof_objstore::upload_file(&local, url, &options)?;
-    eprintln!("oxprof: uploaded {url} ({bytes} bytes)");
+    errln!("oxprof: uploaded {url} ({bytes} bytes)");
     Ok(())
 }
 
@@ -752,7 +752,7 @@ fn convert_to_file(
         }
         Ok(())
     })?;
-    eprintln!("oxprof: wrote {} ({what})", output.display());
+    errln!("oxprof: wrote {} ({what})", output.display());
     Ok(())
 }
 
@@ -825,7 +825,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // Whatever made the error, a URL's secrets (userinfo, signatures) are not printed.
-            eprintln!("oxprof: {}", oxprof_objstore::redact(&format!("{e:#}")));
+            errln!("oxprof: {}", oxprof_objstore::redact(&format!("{e:#}")));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
@@ -868,7 +868,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             for host in report.failures() {
                 failed = true;
                 if let Some(err) = &host.error {
-                    eprintln!("oxprof: {err}");
+                    errln!("oxprof: {err}");
                 }
             }
             Ok(if failed { ExitCode::from(EXIT_BAD_INPUT) } else { ExitCode::SUCCESS })
@@ -917,7 +917,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             };
             out!("{text}").context("cannot write to stdout")?;
             for gate in report.gates.iter().filter(|g| g.tripped()) {
-                eprintln!("oxprof: gate {} tripped: {}", gate.gate, gate.reason);
+                errln!("oxprof: gate {} tripped: {}", gate.gate, gate.reason);
             }
             Ok(if report.tripped { ExitCode::from(EXIT_GATE_TRIPPED) } else { ExitCode::SUCCESS })
         }
@@ -936,7 +936,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             match out {
                 Some(out) => {
                     output::write_file(&out, force, |file| Ok(file.write_all(text.as_bytes())?))?;
-                    eprintln!("oxprof: wrote {} (summary of {})", out.display(), summary.source.label());
+                    errln!("oxprof: wrote {} (summary of {})", out.display(), summary.source.label());
                 }
                 None => out!("{text}").context("cannot write to stdout")?,
             }
@@ -1020,7 +1020,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             cache,
         } => {
             if !bind.is_loopback() {
-                eprintln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
+                errln!("oxprof: warning: serving on {bind}: anyone who can reach it can read these profiles");
             }
             let options = oxprof_server::ServeOptions {
                 path,
@@ -1226,7 +1226,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                         outln!("> **Note:** {note}\n")?;
                     }
                     if markdown.is_empty() {
-                        eprintln!("note: {}", no_table());
+                        errln!("note: {}", no_table());
                     }
                     out!("{markdown}")?;
                 }
@@ -1258,7 +1258,7 @@ fn export_parquet(
     let local = staging.path().join("dataset");
     sql::export(path, run, &local, limits)?;
     let (files, bytes) = oxprof_objstore::upload_dir(&local, url, &options)?;
-    eprintln!("oxprof: uploaded {files} files ({bytes} bytes) to {url}");
+    errln!("oxprof: uploaded {files} files ({bytes} bytes) to {url}");
     Ok(())
 }
 
@@ -1282,7 +1282,7 @@ fn capture(args: &oxprof_capture::cli::CaptureArgs) -> Result<u8> {
         return Ok(code);
     }
     let (files, bytes) = oxprof_objstore::upload_dir(staging.path(), url, &options)?;
-    eprintln!("oxprof: uploaded {files} files ({bytes} bytes) to {url}; view them with: oxprof serve {url}");
+    errln!("oxprof: uploaded {files} files ({bytes} bytes) to {url}; view them with: oxprof serve {url}");
     out!("{}", String::from_utf8_lossy(&report))?;
     Ok(code)
 }
@@ -1290,7 +1290,7 @@ fn capture(args: &oxprof_capture::cli::CaptureArgs) -> Result<u8> {
 /// oxprof's notes on stderr (stdout carries the body).
 fn print_notes(notes: &[String]) {
     for note in notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
 }
 

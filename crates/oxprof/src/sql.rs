@@ -7,6 +7,8 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::stdout::{err, errln};
+
 /// Output formats of `oxprof query`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum QueryFormat {
@@ -94,7 +96,7 @@ impl Budget {
 /// Hosts a query left out (their profile could not be read), one line each on stderr.
 fn warn(warnings: &[String]) {
     for w in warnings {
-        eprintln!("oxprof: warning: {w}");
+        errln!("oxprof: warning: {w}");
     }
 }
 
@@ -122,7 +124,7 @@ pub fn repl(path: &Path, run: Option<&str>, budget: Budget, limits: oxprof_api::
     let hosts: usize = runs.iter().map(|r| r.hosts.len()).sum();
     let engine = Engine::new(session, runs, budget.limits()).map_err(failed)?;
     let tables: Vec<&str> = oxprof_sql::schema::TABLES.iter().map(|t| t.name).collect();
-    eprintln!(
+    errln!(
         "oxprof SQL (schema {}) over {} run(s), {hosts} host(s). Tables: {}. End statements with ';', Ctrl-D quits.",
         oxprof_sql::SCHEMA_VERSION,
         engine.runs().len(),
@@ -145,9 +147,9 @@ pub fn repl(path: &Path, run: Option<&str>, budget: Budget, limits: oxprof_api::
                         warn(&result.warnings);
                         let mut out = crate::stdout::stdout();
                         oxprof_sql::output::write(&result, Format::Table, &mut out).map_err(failed)?;
-                        eprintln!("{} rows in {:.3} s", result.row_count(), started.elapsed().as_secs_f64());
+                        errln!("{} rows in {:.3} s", result.row_count(), started.elapsed().as_secs_f64());
                     }
-                    Err(e) => eprintln!("error: {e}"),
+                    Err(e) => errln!("error: {e}"),
                 }
             }
         }
@@ -157,7 +159,7 @@ pub fn repl(path: &Path, run: Option<&str>, budget: Budget, limits: oxprof_api::
 }
 
 fn prompt(pending: &str) {
-    eprint!("{}", if pending.is_empty() { "oxprof> " } else { "   ...> " });
+    err!("{}", if pending.is_empty() { "oxprof> " } else { "   ...> " });
     let _ = std::io::stderr().flush();
 }
 
@@ -167,7 +169,7 @@ pub fn export(path: &Path, run: Option<&str>, dir: &Path, limits: oxprof_api::Lo
     let started = std::time::Instant::now();
     let summary = oxprof_sql::export::export_parquet(&session, &runs, dir).map_err(failed)?;
     let rows: Vec<String> = summary.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
-    eprintln!(
+    errln!(
         "oxprof: wrote {} ({} files, {:.1} MB, {:.2} s; rows: {})",
         dir.display(),
         summary.files,

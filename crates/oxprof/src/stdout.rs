@@ -73,4 +73,22 @@ macro_rules! out {
     }};
 }
 
-pub(crate) use {out, outln};
+/// `eprintln!` that never panics: a message to a closed or broken standard error has
+/// nowhere to go and is dropped; the command goes on to its own exit code (`eprintln!`
+/// panics there, ending with 101 and a backtrace instead).
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` as [`errln`] writes.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+pub(crate) use {err, errln, out, outln};

@@ -361,3 +361,39 @@ fn stdout_closed_after_one_line_ends_the_command_quietly() {
         check_quiet_end(&args, "", Stdio::piped(), true);
     }
 }
+
+/// Standard error closed (`2>&-` into a pipe nobody reads): commands that write to it (an
+/// error line, a note, a warning, a capture's failure) end with their own exit code, never
+/// a panic (`eprintln!` panics on a broken pipe and exits 101).
+#[cfg(unix)]
+#[test]
+fn a_closed_stderr_keeps_every_exit_code() {
+    let dead = dead_address();
+    let logdir = concat!(env!("CARGO_TARGET_TMPDIR"), "/closed-stderr-capture");
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        // An error line: the input is missing.
+        (vec!["data", "overview_page", "testdata/profiles/no-such-run", "--no-cache"], 2),
+        // A note after the body (oxprof's notes go to stderr).
+        (vec!["data", "overview_page", "testdata/profiles/tf_custom_loop", "--no-cache", "--format", "json"], 0),
+        // Warnings of a query.
+        (vec!["query", "SELECT count(*) FROM slice", PROFILE], 0),
+        // A capture's failure (the capture library's own line).
+        (vec!["capture", &dead, "--retries", "0", "--logdir", logdir], 2),
+    ];
+    for (args, expected) in cases {
+        let child = command(&args, &[]).stdout(Stdio::null()).stderr(closed_pipe()).spawn().unwrap();
+        let what = args.join(" ");
+        let status = {
+            let mut child = child;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(Instant::now() < deadline, "{what} did not end");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        assert_eq!(status.code(), Some(expected), "{what} ended with {status:?}");
+    }
+}
