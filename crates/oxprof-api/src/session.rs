@@ -43,6 +43,7 @@ use std::any::{Any, TypeId};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Default bound of a server session's caches, in bytes.
 pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
@@ -214,20 +215,76 @@ fn max_concurrent_loads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8)
 }
 
-/// A counting gate for [`Session::admit`].
+/// A counting gate for [`Session::admit`]: `capacity` turns, and as many again lent while
+/// loads wait on the network (`oxprof_format::io_wait`).
 struct Gate {
-    free: std::sync::Mutex<usize>,
+    state: std::sync::Mutex<GateState>,
     opened: std::sync::Condvar,
+}
+
+#[derive(Debug)]
+struct GateState {
+    /// Turns free.
+    free: usize,
+    /// Turns lent now.
+    lent: usize,
+    /// Turns the gate has (the most it lends, too).
+    capacity: usize,
+}
+
+/// How often a request waiting for a turn looks whether a load began to wait on the
+/// network (which notifies no one).
+const LEND_CHECK: Duration = Duration::from_millis(200);
+
+impl Gate {
+    fn new(capacity: usize) -> Gate {
+        Gate {
+            state: std::sync::Mutex::new(GateState { free: capacity, lent: 0, capacity }),
+            opened: std::sync::Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A turn: a free one, or one lent while `waiting` loads wait on the network (a load
+    /// that waits uses no core: a stalled server would otherwise hold turns for as long as
+    /// it stalls). At most `capacity` are lent, so loads at work stay within twice the
+    /// turns even when all that waited resume at once.
+    fn admit(&self, waiting: impl Fn() -> usize) -> Admission<'_> {
+        let mut state = self.state();
+        loop {
+            if state.free > 0 {
+                state.free -= 1;
+                return Admission { gate: self, lent: false };
+            }
+            if state.lent < waiting().min(state.capacity) {
+                state.lent += 1;
+                return Admission { gate: self, lent: true };
+            }
+            debug_assert_off_pool();
+            state = self.opened.wait_timeout(state, LEND_CHECK).map_or_else(|p| p.into_inner().0, |(s, _)| s);
+        }
+    }
 }
 
 /// A request's turn to decode profiles; the next request's when dropped.
 pub struct Admission<'s> {
     gate: &'s Gate,
+    /// Lent while other loads wait on the network.
+    lent: bool,
 }
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
-        *self.gate.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        let mut state = self.gate.state();
+        if self.lent {
+            state.lent -= 1;
+        } else {
+            state.free += 1;
+        }
+        drop(state);
         self.gate.opened.notify_one();
     }
 }
@@ -276,7 +333,7 @@ impl Session {
             store,
             disk_cache: options.disk_cache,
             limits: options.limits,
-            gate: Gate { free: std::sync::Mutex::new(max_concurrent_loads()), opened: std::sync::Condvar::new() },
+            gate: Gate::new(max_concurrent_loads()),
             cache: FlightCache::new(options.cache_bytes),
             counts: Default::default(),
             accounts: Default::default(),
@@ -358,14 +415,9 @@ impl Session {
     /// Waits for this request's turn to decode profiles (see [`max_concurrent_loads`]).
     /// Call it on the request's thread around pure computation only, never while waiting
     /// for a flight: a waiting holder would keep the owner of that flight from its turn.
+    /// A turn is lent while loads wait on a remote store's bytes (see [`Gate::admit`]).
     pub fn admit(&self) -> Admission<'_> {
-        let mut free = self.gate.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
-            debug_assert_off_pool();
-            free = self.gate.opened.wait(free).unwrap_or_else(|p| p.into_inner());
-        }
-        *free -= 1;
-        Admission { gate: &self.gate }
+        self.gate.admit(oxprof_format::io_wait::loads_waiting)
     }
 
     /// The session's input budgets.
@@ -594,16 +646,41 @@ impl Session {
         // Our flights are computed under an admission, released before waiting for others'.
         let admission = (!mine.is_empty()).then(|| self.admit());
         let mut computed: Vec<(usize, Result<Arc<Cached>, SharedError>)> = Vec::with_capacity(mine.len());
+        let one = |i: usize, claim: Option<Claim<'_>>| {
+            let result =
+                catch_unwind(AssertUnwindSafe(|| compute(files[i]))).unwrap_or(Err(ApiError::Panicked)).map_err(shared);
+            match claim {
+                Some(claim) => claim.fulfil(result),
+                None => result.map(Arc::new),
+            }
+        };
+        // A remote store's loads wait on the network inside: hosts side by side run on
+        // threads of their own, not the pool's (rayon would run all but one on its
+        // workers), so that a stalled server holds no pool thread and with it every other
+        // request's work; their decoding still uses the pool. (One host alone runs on this
+        // thread either way.)
+        let remote = self.store.local_root().is_none();
         for batch in side_by_side(mine, |&(i, _)| sizes[i]) {
-            computed.par_extend(batch.into_par_iter().map(|(i, claim)| {
-                let result = catch_unwind(AssertUnwindSafe(|| compute(files[i])))
-                    .unwrap_or(Err(ApiError::Panicked))
-                    .map_err(shared);
-                match claim {
-                    Some(claim) => (i, claim.fulfil(result)),
-                    None => (i, result.map(Arc::new)),
+            if remote {
+                let mut batch = batch.into_iter();
+                loop {
+                    let group: Vec<_> = batch.by_ref().take(max_concurrent_loads()).collect();
+                    if group.is_empty() {
+                        break;
+                    }
+                    std::thread::scope(|scope| {
+                        let running: Vec<_> =
+                            group.into_iter().map(|(i, claim)| (i, scope.spawn(move || one(i, claim)))).collect();
+                        computed.extend(
+                            running.into_iter().map(|(i, thread)| {
+                                (i, thread.join().unwrap_or_else(|_| Err(shared(ApiError::Panicked))))
+                            }),
+                        );
+                    });
                 }
-            }));
+            } else {
+                computed.par_extend(batch.into_par_iter().map(|(i, claim)| (i, one(i, claim))));
+            }
         }
         drop(admission);
         for (i, result) in computed {
@@ -655,7 +732,39 @@ fn debug_assert_off_pool() {
 
 #[cfg(test)]
 mod tests {
-    use super::side_by_side;
+    use super::{Gate, side_by_side};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Without loads waiting on the network the gate gives its turns and no more; while
+    /// one waits, one more is lent (never more than the gate's turns), and lent turns come
+    /// back as lent ones.
+    #[test]
+    fn the_gate_lends_turns_only_while_loads_wait() {
+        let gate = Gate::new(1);
+        let waiting = AtomicUsize::new(0);
+        let first = gate.admit(|| waiting.load(Ordering::SeqCst));
+        assert!(!first.lent);
+        std::thread::scope(|scope| {
+            let second = scope.spawn(|| gate.admit(|| waiting.load(Ordering::SeqCst)).lent);
+            // The second request waits for a turn: none is free, no load waits...
+            std::thread::sleep(super::LEND_CHECK * 2);
+            assert!(!second.is_finished(), "a turn was given with none free and no load waiting");
+            // ...until a load waits on the network: it gets a lent turn.
+            waiting.store(1, Ordering::SeqCst);
+            assert!(second.join().unwrap(), "the second turn is a lent one");
+        });
+        let state = gate.state();
+        assert_eq!((state.free, state.lent), (0, 0), "the lent turn came back when dropped");
+        drop(state);
+        // At most `capacity` lent, however many wait.
+        waiting.store(5, Ordering::SeqCst);
+        let lent = gate.admit(|| waiting.load(Ordering::SeqCst));
+        assert!(lent.lent);
+        assert_eq!(gate.state().lent, 1);
+        drop((first, lent));
+        let state = gate.state();
+        assert_eq!((state.free, state.lent), (1, 0));
+    }
 
     #[test]
     fn hosts_run_side_by_side_only_within_the_largest_file() {

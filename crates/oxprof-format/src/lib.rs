@@ -17,6 +17,7 @@ mod error;
 pub mod formats;
 #[cfg(target_os = "linux")]
 mod inflating;
+pub mod io_wait;
 mod load;
 #[cfg(target_os = "linux")]
 mod mapguard;

@@ -31,7 +31,8 @@ pub(crate) fn wait<T: Send + 'static>(future: impl Future<Output = T> + Send + '
         let _ = tx.send(future.await);
     });
     // The task always sends (a panic inside it is the only way not to, and propagates as one).
-    match rx.recv() {
+    // A long wait (a stalled server) lends a load's decode turn meanwhile (see io_wait).
+    match oxprof_format::io_wait::recv(&rx) {
         Ok(value) => value,
         Err(_) => panic!("an object-store task panicked"),
     }

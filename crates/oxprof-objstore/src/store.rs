@@ -363,7 +363,8 @@ impl Parts {
 impl Read for Parts {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while self.current.is_empty() {
-            match self.parts.recv() {
+            // A long wait for the next part lends this load's decode turn (see io_wait).
+            match oxprof_format::io_wait::recv(&self.parts) {
                 Ok(Ok(part)) => self.current = part,
                 Ok(Err(e)) => {
                     let message = e.to_string();
