@@ -1265,6 +1265,7 @@ fn export_parquet(
 /// `oxprof capture`; into a bucket (`--logdir s3://…`), the capture is staged in a
 /// temporary directory and uploaded file by file (each whole or not at all).
 fn capture(args: &oxprof_capture::cli::CaptureArgs) -> Result<u8> {
+    let _countdown = progress::Countdown::start(&args.addresses.join(", "), args.delay + args.duration);
     let Some(url) = args.logdir.to_str().filter(|s| oxprof_objstore::is_url(s)) else {
         return Ok(oxprof_capture::cli::run_with(args, &mut stdout::stdout()));
     };

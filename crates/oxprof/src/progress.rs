@@ -1,6 +1,7 @@
-//! The progress bar of long loads on stderr (`oxprof_format::progress`'s sink): drawn only
-//! when stderr is a terminal and the work has gone on for a while (2 s, or
-//! `OXPROF_PROGRESS_AFTER_MS`), with bytes, speed and ETA; cleared before results print.
+//! Progress on stderr, drawn only when stderr is a terminal and cleared before results
+//! print: the bar of long loads (`oxprof_format::progress`'s sink), once the work has gone
+//! on for a while (2 s, or `OXPROF_PROGRESS_AFTER_MS`), with bytes, speed and ETA; and a
+//! capture's countdown ([`Countdown`]).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oxprof_format::progress::ProgressSink;
@@ -84,6 +85,57 @@ impl ProgressSink for Bar {
                 bar.finish_and_clear();
             }
             *state = State::default();
+        }
+    }
+}
+
+/// A capture's countdown on stderr while it traces (only on a terminal): the time traced of
+/// the delay and duration asked for, then a spinner while the profilers send what they
+/// traced. Cleared when dropped.
+pub struct Countdown {
+    done: Option<std::sync::mpsc::Sender<()>>,
+    ticker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Countdown {
+    /// Starts the countdown of `total` (the capture's delay plus duration) for `what`.
+    pub fn start(what: &str, total: Duration) -> Countdown {
+        if !std::io::stderr().is_terminal() {
+            return Countdown { done: None, ticker: None };
+        }
+        let bar = ProgressBar::new(u64::try_from(total.as_millis()).unwrap_or(u64::MAX).max(1));
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {elapsed}") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(format!("capturing {:.1} s from {what}", total.as_secs_f64()));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        let (done, stop) = std::sync::mpsc::channel::<()>();
+        let what = what.to_string();
+        let ticker = std::thread::spawn(move || {
+            let started = Instant::now();
+            let mut waiting = false;
+            // Ends when the capture does (the sender dropped or sent).
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_millis(100)) {
+                let elapsed = started.elapsed();
+                if elapsed < total {
+                    bar.set_position(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+                } else if !waiting {
+                    waiting = true;
+                    bar.set_position(bar.length().unwrap_or(0));
+                    bar.set_message(format!("traced; waiting for {what} to send the profile"));
+                }
+            }
+            bar.finish_and_clear();
+        });
+        Countdown { done: Some(done), ticker: Some(ticker) }
+    }
+}
+
+impl Drop for Countdown {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(ticker) = self.ticker.take() {
+            let _ = ticker.join();
         }
     }
 }

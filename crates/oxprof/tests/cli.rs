@@ -510,3 +510,42 @@ fn progress_bar_only_on_a_terminal() {
 fn which_script() -> Result<PathBuf, ()> {
     ["/usr/bin/script", "/bin/script"].iter().map(PathBuf::from).find(|p| p.exists()).ok_or(())
 }
+
+/// A capture counts down its duration on a terminal (a profiler server on 127.0.0.1 that
+/// accepts and never answers, so the capture traces for its duration and then fails at
+/// its deadline), and draws nothing when stderr is not one.
+#[test]
+fn capture_counts_down_only_on_a_terminal() {
+    let Ok(script) = which_script() else {
+        eprintln!("skipped: no `script` (util-linux) for a pseudo-terminal");
+        return;
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    // Holds every connection open without a word until the test ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().take(16).flatten() {
+            held.push(stream);
+        }
+    });
+    let logdir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_oxprof");
+    let args = format!(
+        "capture {address} --duration 1500ms --deadline-margin 1s --retries 0 --logdir {}",
+        logdir.path().display()
+    );
+    let out = Command::new(&script)
+        .args(["-qec", &format!("{bin} {args}"), "/dev/null"])
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(terminal.contains(&format!("capturing 1.5 s from {address}")), "{terminal}");
+    assert!(terminal.contains("waiting for") && terminal.contains("to send the profile"), "{terminal}");
+    let piped =
+        Command::new(bin).args(args.split(' ')).current_dir(repo_root()).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(!stderr.contains("capturing 1.5 s"), "{stderr}");
+}
