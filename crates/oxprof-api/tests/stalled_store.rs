@@ -10,7 +10,8 @@ use oxprof_api::answer::answer;
 use oxprof_api::data::DataRequest;
 use oxprof_api::registry::ToolId;
 use oxprof_api::session::{Session, SessionOptions};
-use std::io::{BufRead, BufReader, Write};
+use oxprof_testkit::http::{Request, read_request};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -92,19 +93,7 @@ fn answer_connection(stream: TcpStream, shared: &Shared, bytes: &[u8]) -> std::i
     stream.set_read_timeout(Some(Duration::from_secs(120)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let mut parts = line.split_whitespace();
-        let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
-                break;
-            }
-        }
+    while let Some(Request { method, path, .. }) = read_request(&mut reader)? {
         let dir = path.trim_end_matches('/');
         let head = format!(
             "Content-Length: {}\r\nETag: \"e1\"\r\nLast-Modified: Sat, 01 Jan 2022 00:00:00 GMT\r\n",
@@ -152,6 +141,7 @@ fn answer_connection(stream: TcpStream, shared: &Shared, bytes: &[u8]) -> std::i
         }
         out.flush()?;
     }
+    Ok(())
 }
 
 fn entry(href: &str, dir: bool, size: usize) -> String {

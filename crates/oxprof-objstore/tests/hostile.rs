@@ -14,7 +14,7 @@
 
 use oxprof_format::{LoadLimits, ProfileStore};
 use oxprof_objstore::{RemoteOptions, RemoteStore};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
@@ -34,18 +34,8 @@ const MAX_ENDLESS: u64 = 2 << 30;
 mod hostile {
     use super::*;
 
-    /// A request as the server read it.
-    pub struct Request {
-        pub method: String,
-        pub path: String,
-        pub headers: Vec<(String, String)>,
-    }
-
-    impl Request {
-        pub fn header(&self, name: &str) -> Option<&str> {
-            self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-        }
-    }
+    pub use oxprof_testkit::http::Request;
+    use oxprof_testkit::http::read_request;
 
     /// An answer.
     pub enum Reply {
@@ -128,26 +118,7 @@ mod hostile {
         stream.set_write_timeout(Some(Duration::from_secs(10)))?;
         let mut reader = BufReader::new(stream.try_clone()?);
         let mut out = stream;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let mut parts = line.split_whitespace();
-            let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-            let mut headers = Vec::new();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header)?;
-                let header = header.trim_end();
-                if header.is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = header.split_once(':') {
-                    headers.push((name.trim().to_string(), value.trim().to_string()));
-                }
-            }
-            let request = Request { method, path, headers };
+        while let Some(request) = read_request(&mut reader)? {
             if let Some(n) = request.header("content-length").and_then(|n| n.parse::<u64>().ok()) {
                 std::io::copy(&mut (&mut reader).take(n), &mut std::io::sink())?;
             }
@@ -190,6 +161,7 @@ mod hostile {
                 }
             }
         }
+        Ok(())
     }
 }
 

@@ -19,6 +19,7 @@ pub mod crosscheck;
 pub mod files;
 pub mod golden;
 pub mod hlo;
+pub mod http;
 pub mod jsoncmp;
 mod xspace;
 

@@ -544,8 +544,7 @@ fn capture_counts_down_only_on_a_terminal() {
     let terminal = String::from_utf8_lossy(&out.stdout);
     assert!(terminal.contains(&format!("capturing 1.5 s from {address}")), "{terminal}");
     assert!(terminal.contains("waiting for") && terminal.contains("to send the profile"), "{terminal}");
-    let piped =
-        Command::new(bin).args(args.split(' ')).current_dir(repo_root()).stdin(Stdio::null()).output().unwrap();
+    let piped = Command::new(bin).args(args.split(' ')).current_dir(repo_root()).stdin(Stdio::null()).output().unwrap();
     let stderr = String::from_utf8_lossy(&piped.stderr);
     assert!(!stderr.contains("capturing 1.5 s"), "{stderr}");
 }

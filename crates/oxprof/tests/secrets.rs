@@ -4,6 +4,7 @@
 //! run and refuses to hand out its profile (403), so that every route that reads the
 //! profile fails with an error naming its URL.
 
+use oxprof_testkit::http::{Request, read_request};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -56,19 +57,7 @@ fn answer(stream: TcpStream) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let mut parts = line.split_whitespace();
-        let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
-                break;
-            }
-        }
+    while let Some(Request { method, path, .. }) = read_request(&mut reader)? {
         let (status, body) = match method.as_str() {
             "PROPFIND" => {
                 let dir = path.trim_end_matches('/');
@@ -92,6 +81,7 @@ fn answer(stream: TcpStream) -> std::io::Result<()> {
         let body = if method == "HEAD" { String::new() } else { body };
         write!(out, "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}", body.len())?;
     }
+    Ok(())
 }
 
 fn entry(href: &str, dir: bool) -> String {
