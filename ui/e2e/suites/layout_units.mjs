@@ -1,0 +1,87 @@
+// Issue 41's leftovers, in the browser: the header on one line with no control over another
+// at 1440, 1280 and 1024 px (the demo's runs, the compare view, the SQL page, a two-host
+// trace with its Hosts picker), the trace toolbar and its status line on one line each.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { assert, assertEqual, startServer } from '../harness.mjs';
+
+const SIZES = [
+  { width: 1440, height: 900 },
+  { width: 1280, height: 800 },
+  { width: 1024, height: 768 },
+];
+const PYTORCH = 'pytorch_a100_ddp';
+/** The header's controls (and visible captions) that overlap another or pass the right edge; its height in control heights. */
+async function headerLayout(page) {
+  return page.evaluate(() => {
+    const header = document.querySelector('.app-header');
+    const shown = [...header.querySelectorAll('select, button, a.button, .brand, .selector > span')].filter((e) => e.getClientRects().length && e.getBoundingClientRect().width > 2);
+    const name = (e) => e.dataset.role || e.textContent.trim().slice(0, 12);
+    const overlaps = [];
+    for (let i = 0; i < shown.length; i++) {
+      for (let j = i + 1; j < shown.length; j++) {
+        const a = shown[i].getBoundingClientRect();
+        const b = shown[j].getBoundingClientRect();
+        if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) overlaps.push(`${name(shown[i])} over ${name(shown[j])}`);
+      }
+    }
+    // A select drawn past its own label (the box shrank below it) runs into the next control.
+    for (const label of header.querySelectorAll('.selector')) {
+      const select = label.querySelector('select').getBoundingClientRect();
+      if (select.right > label.getBoundingClientRect().right + 0.5) overlaps.push(`${name(label.querySelector('select'))} past its label by ${Math.round(select.right - label.getBoundingClientRect().right)} px`);
+    }
+    const outside = shown.filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5).map(name);
+    const control = header.querySelector('select').getBoundingClientRect().height;
+    return { overlaps, outside, lines: header.getBoundingClientRect().height / control };
+  });
+}
+
+/** Height of an element over its tallest child's: 1 line is under 2. */
+async function linesOf(page, selector) {
+  return page.locator(selector).evaluate((el) => el.getBoundingClientRect().height / Math.max(...[...el.children].map((c) => c.getBoundingClientRect().height)));
+}
+
+export async function register(ctx) {
+  const { h, api, open, external } = ctx;
+  const bin = process.env.OXPROF_BIN;
+  const demo = await startServer(bin, null);
+  const gpuDir = join(external, 'openxla-xprof/demo/plugins/profile/GPU-multi-worker');
+  const gpu = existsSync(gpuDir) ? await startServer(bin, gpuDir) : null;
+  try {
+    // ---- the header and the trace toolbar at three widths ----------------------------------
+    for (const size of SIZES) {
+      await h.test(`layout ${size.width}x${size.height}: the header on one line, no control over another; the trace toolbar and status line on one line`, async ({ page, shot }) => {
+        const pages = [
+          [demo.url, {}],
+          [demo.url, { run: PYTORCH, tool: 'trace_viewer' }],
+          [demo.url, { run: PYTORCH, tool: 'compare' }],
+          [demo.url, { run: PYTORCH, tool: 'query' }],
+        ];
+        if (gpu) {
+          const run = (await api(gpu.url, 'runs'))[0];
+          pages.push([gpu.url, { run, tool: 'trace_viewer', hosts: 'ALL_HOSTS' }]);
+        }
+        for (const [server, params] of pages) {
+          await open(page, server, params);
+          const what = `${params.tool || 'first page'} of ${params.run || 'the first run'}`;
+          const layout = await headerLayout(page);
+          assertEqual(layout.overlaps, [], `${what}: header controls overlapping`);
+          assertEqual(layout.outside, [], `${what}: header controls past the right edge`);
+          assert(layout.lines < 2, `${what}: header on one line (${layout.lines.toFixed(2)} control heights)`);
+          if (params.tool === 'trace_viewer') {
+            const toolbar = await linesOf(page, '[data-role="trace-toolbar"]');
+            assert(toolbar < 2, `${what}: trace toolbar on one line (${toolbar.toFixed(2)})`);
+            const status = await linesOf(page, '.trace-statusbar');
+            assert(status < 2, `${what}: trace status line on one line (${status.toFixed(2)})`);
+          }
+          const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+          assert(sw <= cw, `${what}: no horizontal scroll (${sw} > ${cw})`);
+        }
+        await shot();
+      }, { viewport: size });
+    }
+  } finally {
+    await demo.stop();
+    await gpu?.stop();
+  }
+}
