@@ -53,6 +53,14 @@ export function formatMicros(us: number, digits = 4): string {
   return formatTime(us * 1e6, digits);
 }
 
+/**
+ * XProf's prose with times in microseconds (`Latency: 29,358 us`, `Start Time: 496419 us`)
+ * with those times in adaptive units (`29.36 ms`, `496.4 ms`), as the tables beside it show them.
+ */
+export function readableMicros(text: string): string {
+  return text.replace(/(^|[^\w.,])(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?) ?(?:us|µs|μs)\b/g, (_, before: string, n: string) => `${before}${formatMicros(Number(n.replace(/,/g, '')))}`);
+}
+
 /** Milliseconds as an adaptive time. */
 export function formatMillis(ms: number, digits = 4): string {
   return formatTime(ms * 1e9, digits);

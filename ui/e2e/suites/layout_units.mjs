@@ -1,9 +1,12 @@
 // Issue 41's leftovers, in the browser: the header on one line with no control over another
 // at 1440, 1280 and 1024 px (the demo's runs, the compare view, the SQL page, a two-host
-// trace with its Hosts picker), the trace toolbar and its status line on one line each.
+// trace with its Hosts picker), the trace toolbar and its status line on one line each; table
+// titles without a unit their cells do not use (the PyTorch overview's step breakdown),
+// tf.data's latencies and iterator boxes in adaptive units.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
+import { assertTime } from '../units.mjs';
 
 const SIZES = [
   { width: 1440, height: 900 },
@@ -42,7 +45,7 @@ async function linesOf(page, selector) {
 }
 
 export async function register(ctx) {
-  const { h, api, open, external } = ctx;
+  const { h, base, runs, api, open, external } = ctx;
   const bin = process.env.OXPROF_BIN;
   const demo = await startServer(bin, null);
   const gpuDir = join(external, 'openxla-xprof/demo/plugins/profile/GPU-multi-worker');
@@ -79,6 +82,44 @@ export async function register(ctx) {
         }
         await shot();
       }, { viewport: size });
+    }
+
+    // ---- units -------------------------------------------------------------------------------
+    await h.test('units: the PyTorch overview\'s step breakdown is titled without "(µs)" and its cells read back the API\'s microseconds', async ({ page }) => {
+      const data = await api(demo.url, 'data', { run: PYTORCH, tag: 'pytorch_overview' });
+      const steps = data.find((t) => t.p?.name === 'step_breakdown');
+      assert(/\(µs\)$/.test(steps.p.title), `the API's title names its unit: ${steps.p.title}`);
+      await open(page, demo.url, { run: PYTORCH, tool: 'pytorch_overview' });
+      const card = page.locator('[data-table="steps"]');
+      assertEqual(await card.locator('h3').innerText(), steps.p.title.replace(/\s*\(µs\)$/, ''), 'the title without the unit');
+      const kernel = steps.cols.findIndex((c) => c.id === 'kernel');
+      const shown = await card.locator('tbody td[data-col="kernel"]').allInnerTexts();
+      assertEqual(shown.length, steps.rows.length, 'every step and the average');
+      steps.rows.forEach((r, i) => assertTime(shown[i], r.c[kernel].v * 1e6, `kernel time of row ${i}`));
+    });
+
+    const tfRun = runs.find((r) => r.includes('tf_custom_loop'));
+    if (!tfRun) h.skip('units: tf.data', 'no tf_custom_loop run');
+    else {
+      await h.test('units: tf.data\'s bottleneck latency and iterator boxes in adaptive units (not "29,358 us" beside "27.18 ms")', async ({ page }) => {
+        const data = await api(base, 'data', { run: tfRun, tag: 'tf_data_bottleneck_analysis' });
+        const analysis = data.find((t) => t.cols.some((c) => c.id === 'bottleneck'));
+        const col = analysis.cols.findIndex((c) => c.id === 'bottleneck');
+        const latency = /Latency<\/u>: ([\d,]+) us/.exec(analysis.rows[0].c[col].v);
+        assert(latency, `the API's bottleneck names its latency in us: ${analysis.rows[0].c[col].v}`);
+        await open(page, base, { run: tfRun, tool: 'tf_data_bottleneck_analysis' });
+        const summary = await page.locator('[data-role="tfd-bottleneck"] pre').innerText();
+        assertTime(/Latency: (.*)$/m.exec(summary)?.[1] ?? '', Number(latency[1].replace(/,/g, '')) * 1e6, 'summary latency');
+        const cell = await page.locator('[data-table="tfd-bottlenecks"] tbody td[data-col="bottleneck"]').first().innerText();
+        assertTime(/Latency: (.*)$/m.exec(cell)?.[1] ?? '', Number(latency[1].replace(/,/g, '')) * 1e6, 'table latency');
+        // The iterator boxes (their SVG text, or the DOT when Graphviz cannot run here).
+        await page.waitForFunction(() => document.querySelector('[data-chart="tfd-graph"]')?.dataset.ready === 'true');
+        const boxes = await page.locator('[data-role="tfd-svg"] text').allTextContents();
+        if (boxes.length) {
+          assert(!boxes.some((t) => /\d us\b/.test(t)), `no raw microseconds in the boxes: ${boxes.filter((t) => /\d us\b/.test(t)).slice(0, 3)}`);
+          assert(boxes.some((t) => /^Start Time: [\d.,]+ (ms|µs|s)$/.test(t.trim())), 'start times in adaptive units');
+        }
+      });
     }
   } finally {
     await demo.stop();
