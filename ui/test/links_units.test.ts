@@ -4,7 +4,7 @@ import { pieColors } from '../src/charts';
 import { inlineText } from '../src/components/common';
 import { OTHER_GREY, PALETTE, categoryColor } from '../src/components/chart';
 import { renderTable, rowsText } from '../src/components/table';
-import { costliestFirst } from '../src/components/xla';
+import { costliestFirst, programTimes } from '../src/components/xla';
 import { autoFormat, displayTitle, formatValue } from '../src/datatable';
 import { formatWithUnit, readableMicros } from '../src/format';
 import { pathOfOp } from '../src/pages/op_profile';
@@ -81,6 +81,16 @@ describe('pages that fit the run', () => {
     const profile = { byProgram: { children: [{ name: 'b(2)', metrics: { rawTime: 5 } }, { name: 'c(3)', metrics: { rawTime: 50 } }] } };
     expect(await costliestFirst(['a(1)', 'b(2)', 'c(3)'], async () => profile)).toEqual(['c(3)', 'b(2)', 'a(1)']);
     expect(await costliestFirst(['a(1)', 'b(2)'], async () => Promise.reject(new Error('no')))).toEqual(['a(1)', 'b(2)']);
+  });
+  it('on a CPU run (no device time in op profile) by the time of the trace’s XLA op slices', async () => {
+    const empty = { byProgram: { children: [] }, deviceType: 'CPU_ONLY' };
+    const modules = ['jit__normal(16)', 'jit_stage(28)', 'jit_train_step(26)', 'jit_unstack(6)'];
+    const trace = async () => programTimes([['jit_stage(28)', 510184000], ['jit_train_step(26)', 39693385000], [null, 5]]);
+    expect(await costliestFirst(modules, async () => empty, trace)).toEqual(['jit_train_step(26)', 'jit_stage(28)', 'jit__normal(16)', 'jit_unstack(6)']);
+    // Device time wins when op profile has it; no trace either: as listed.
+    const profile = { byProgram: { children: [{ name: 'jit_unstack(6)', metrics: { rawTime: 5 } }] } };
+    expect((await costliestFirst(modules, async () => profile, trace))[0]).toBe('jit_unstack(6)');
+    expect(await costliestFirst(modules, async () => empty, async () => Promise.reject(new Error('no SQL')))).toEqual(modules);
   });
 });
 

@@ -2,7 +2,9 @@
 // at 1440, 1280 and 1024 px (the demo's runs, the compare view, the SQL page, a two-host
 // trace with its Hosts picker), the trace toolbar and its status line on one line each; table
 // titles without a unit their cells do not use (the PyTorch overview's step breakdown),
-// tf.data's latencies and iterator boxes in adaptive units.
+// tf.data's latencies and iterator boxes in adaptive units; the graph and memory viewers of a
+// CPU run (no device time in op profile) opening on the module with the most time in the
+// trace, not the alphabetically first.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
@@ -14,6 +16,13 @@ const SIZES = [
   { width: 1024, height: 768 },
 ];
 const PYTORCH = 'pytorch_a100_ddp';
+/** The trace's time per program, keyed as the module list names programs (ui/src/components/xla.ts). */
+const PROGRAM_TIME_SQL = `SELECT m.string_value || '(' || COALESCE(CAST(p.int_value AS VARCHAR), p.string_value) || ')' AS module, SUM(s.dur_ps) AS ps
+FROM slice s
+JOIN args m ON m.arg_set_id = s.arg_set_id AND m.host = s.host AND m.key = 'hlo_module'
+JOIN args p ON p.arg_set_id = s.arg_set_id AND p.host = s.host AND p.key = 'program_id'
+GROUP BY 1`;
+
 /** The header's controls (and visible captions) that overlap another or pass the right edge; its height in control heights. */
 async function headerLayout(page) {
   return page.evaluate(() => {
@@ -45,11 +54,19 @@ async function linesOf(page, selector) {
 }
 
 export async function register(ctx) {
-  const { h, base, runs, api, open, external } = ctx;
+  const { h, base, runs, api, open, waitReady, external } = ctx;
   const bin = process.env.OXPROF_BIN;
   const demo = await startServer(bin, null);
   const gpuDir = join(external, 'openxla-xprof/demo/plugins/profile/GPU-multi-worker');
   const gpu = existsSync(gpuDir) ? await startServer(bin, gpuDir) : null;
+  const sql = async (server, run, query) => {
+    const url = new URL('/oxprof/api/query', server);
+    url.searchParams.set('run', run);
+    url.searchParams.set('sql', query);
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(`SQL: HTTP ${r.status} ${await r.text()}`);
+    return r.json();
+  };
   try {
     // ---- the header and the trace toolbar at three widths ----------------------------------
     for (const size of SIZES) {
@@ -118,6 +135,33 @@ export async function register(ctx) {
         if (boxes.length) {
           assert(!boxes.some((t) => /\d us\b/.test(t)), `no raw microseconds in the boxes: ${boxes.filter((t) => /\d us\b/.test(t)).slice(0, 3)}`);
           assert(boxes.some((t) => /^Start Time: [\d.,]+ (ms|µs|s)$/.test(t.trim())), 'start times in adaptive units');
+        }
+      });
+    }
+
+    // ---- the costliest module of a CPU run ----------------------------------------------------
+    const jaxRun = runs.find((r) => r.includes('jax_train'));
+    if (!jaxRun) h.skip('modules: CPU run', 'no jax_train run');
+    else {
+      await h.test('modules: the graph and memory viewers of a CPU run open on the module with the most time in the trace, listed costliest first', async ({ page }) => {
+        const op = await api(base, 'data', { run: jaxRun, tag: 'op_profile' });
+        assertEqual((op.byProgramExcludeIdle ?? op.byProgram)?.children ?? [], [], 'op profile has no device time on this CPU run');
+        const times = new Map((await sql(base, jaxRun, PROGRAM_TIME_SQL)).rows.map((r) => [r[0], Number(r[1])]));
+        const listed = (await (await fetch(new URL(`/data/plugin/profile/module_list?run=${encodeURIComponent(jaxRun)}`, base))).text()).split(',').filter((m) => m && m !== 'NO_MODULE');
+        const costliest = [...times].sort((a, b) => b[1] - a[1])[0][0];
+        assert(listed.includes(costliest) && costliest !== [...listed].sort()[0], `a costliest module (${costliest}) that is not the alphabetically first`);
+        for (const [tool, role] of [
+          ['graph_viewer', 'gv-module'],
+          ['memory_viewer', 'mv-module'],
+        ]) {
+          await open(page, base, { run: jaxRun, tool });
+          await page.waitForFunction((r) => document.querySelector(`[data-role="${r}"]`)?.value, role);
+          assertEqual(await page.locator(`[data-role="${role}"]`).inputValue(), costliest, `${tool} opens on the costliest module`);
+          assertEqual(new URL(page.url()).searchParams.get('module_name'), costliest, `${tool}: the module in the URL`);
+          const options = await page.locator(`[data-role="${role}"] option`).evaluateAll((os) => os.map((o) => o.value));
+          assertEqual([...options].sort(), [...listed].sort(), `${tool}: every module listed`);
+          assert(options.every((m, i) => i === 0 || (times.get(options[i - 1]) ?? -1) >= (times.get(m) ?? -1)), `${tool}: costliest first: ${options}`);
+          await waitReady(page);
         }
       });
     }
