@@ -6,7 +6,7 @@
 // a click until the details show, a search until its results arrive), the frame times
 // while panning with the mouse and while W / S are held (the interval between frames, and
 // the time each frame's drawing takes: `frame_draw_ms`), an area selection's tabs (Slices,
-// Pivot, Flows, Counters: from the mouse-up or the tab click until shown), the pivot of
+// Pivot, Flows, Counters: from the mouse-up or the tab click event in the page until shown), the pivot of
 // every slice of the busiest tracks (≥ 1 M slices when the trace has them), and how fast
 // the table pages render once their data arrived (the input pipeline's step graph and
 // table of the profile, and a 10,000-row table).
@@ -268,12 +268,21 @@ async function heldZoom(page) {
   return { seconds: 4, frame_interval_ms: stats(gaps), frame_draw_ms: stats(drawn) };
 }
 
-/** Time (ms) from `action` until `selector` is in the page. */
-async function until(page, selector, action) {
-  const t0 = await page.evaluate(() => performance.now());
+/**
+ * Time (ms) from the page's first `event` (the mouse-up or the click `action` makes, taken in
+ * the page: Playwright's own checks before a click, a few frames, do not count) until
+ * `selector` is in the page.
+ */
+async function until(page, selector, event, action) {
+  await page.evaluate((ev) => {
+    const w = /** @type {any} */ (window);
+    w.__untilT0 = null;
+    window.addEventListener(ev, () => (w.__untilT0 = performance.now()), { capture: true, once: true });
+  }, event);
   await action();
   const handle = await page.waitForFunction((sel) => (document.querySelector(sel) ? performance.now() : false), selector, { timeout: 120_000, polling: 'raf' });
-  return (await handle.jsonValue()) - t0;
+  const end = await handle.jsonValue();
+  return end - (await page.evaluate(() => /** @type {any} */ (window).__untilT0));
 }
 
 /**
@@ -292,12 +301,12 @@ async function areaSelection(page, target, tracks) {
   const out = {};
   // Shown: the tab's table is in the page (its self times may be refined by SQL later:
   // `*_refined_ms`, until nothing is pending).
-  out.slices_ms = round(await until(page, '[data-area-body="slices"][data-shown="true"]', () => page.mouse.up()));
+  out.slices_ms = round(await until(page, '[data-area-body="slices"][data-shown="true"]', 'mouseup', () => page.mouse.up()));
   out.slices = Number(await page.getAttribute('[data-role="slices-summary"]', 'data-count'));
   await page.waitForSelector('[data-area-body="slices"][data-ready="true"]', { timeout: 300_000 });
   out.slices_refined_ms = Number(await page.getAttribute('[data-area-body="slices"]', 'data-ms'));
   for (const tab of ['pivot', 'flows', 'counters']) {
-    out[`${tab}_ms`] = round(await until(page, `[data-area-body="${tab}"][data-shown="true"]`, () => page.click(`[data-area-tab="${tab}"]`)));
+    out[`${tab}_ms`] = round(await until(page, `[data-area-body="${tab}"][data-shown="true"]`, 'click', () => page.click(`[data-area-tab="${tab}"]`)));
     await page.waitForSelector(`[data-area-body="${tab}"][data-ready="true"]`, { timeout: 300_000 });
     if (tab === 'pivot') out.pivot_refined_ms = Number(await page.getAttribute('[data-area-body="pivot"]', 'data-ms'));
   }

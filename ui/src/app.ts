@@ -81,7 +81,7 @@ export class App {
   }
 
   start(): void {
-    const label = (text: string, control: HTMLElement) => h('label', { class: 'selector' }, h('span', null, text), control);
+    const label = (text: string, control: HTMLElement, extra = '') => h('label', { class: `selector${extra}` }, h('span', null, text), control);
     replaceChildren(
       this.root,
       h('a', { class: 'skip-link', href: '#content' }, 'Skip to the page'),
@@ -91,7 +91,7 @@ export class App {
         h('a', { class: 'brand', href: '?' }, 'oxprof'),
         label('Runs', this.runSelect),
         label('Tools', this.toolSelect),
-        label('Hosts', this.hostSelect),
+        label('Hosts', this.hostSelect, ' selector-host'),
         this.refreshButton,
         this.compareButton,
         this.captureButton,

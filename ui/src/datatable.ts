@@ -134,6 +134,18 @@ export function displayLabel(column: Column, format: NumberFormat | undefined): 
   return format === 'us' || format === 'ms' || format === 'bytes' || format === 'mib' ? label.replace(UNIT_IN_LABEL, '') || label : label;
 }
 
+/**
+ * A table's title as shown: without its unit (`Step time breakdown (µs)`) when the table
+ * shows values of that kind (times, sizes) in adaptive units (`formats`: its columns'), where
+ * the unit would be wrong for every cell not in it.
+ */
+export function displayTitle(title: string, formats: readonly NumberFormat[]): string {
+  const unit = UNIT_IN_LABEL.exec(title)?.[0].replace(/[\s()]|in\s+/gi, '').toLowerCase();
+  if (!unit) return title;
+  const kinds: readonly NumberFormat[] = unit === 'bytes' || unit === 'mib' ? ['bytes', 'mib'] : ['us', 'ms'];
+  return formats.some((f) => kinds.includes(f)) ? title.replace(UNIT_IN_LABEL, '') || title : title;
+}
+
 /** Formats a value for display (numbers: at most 3 decimals, thousands separators). */
 export function formatValue(value: CellValue, format: NumberFormat = 'plain'): string {
   if (value === null) return '';

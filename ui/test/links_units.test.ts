@@ -3,14 +3,15 @@ import { defaultTool, pytorchToolNote, toolGroups } from '../src/tools';
 import { pieColors } from '../src/charts';
 import { inlineText } from '../src/components/common';
 import { OTHER_GREY, PALETTE, categoryColor } from '../src/components/chart';
-import { rowsText } from '../src/components/table';
-import { costliestFirst } from '../src/components/xla';
-import { autoFormat, formatValue } from '../src/datatable';
-import { formatWithUnit } from '../src/format';
+import { renderTable, rowsText } from '../src/components/table';
+import { costliestFirst, programTimes } from '../src/components/xla';
+import { autoFormat, displayTitle, formatValue } from '../src/datatable';
+import { formatWithUnit, readableMicros } from '../src/format';
 import { pathOfOp } from '../src/pages/op_profile';
 import { debugTrackHref, remember } from '../src/pages/query';
 import { argText } from '../src/trace/details';
 import { pickOccurrence, revealFromView, timelineHref } from '../src/timeline';
+import { memoryStore } from './helpers';
 
 const state = { run: 'r', tool: 'kernel_stats', host: 'h1', view: {} };
 
@@ -81,6 +82,16 @@ describe('pages that fit the run', () => {
     expect(await costliestFirst(['a(1)', 'b(2)', 'c(3)'], async () => profile)).toEqual(['c(3)', 'b(2)', 'a(1)']);
     expect(await costliestFirst(['a(1)', 'b(2)'], async () => Promise.reject(new Error('no')))).toEqual(['a(1)', 'b(2)']);
   });
+  it('on a CPU run (no device time in op profile) by the time of the trace’s XLA op slices', async () => {
+    const empty = { byProgram: { children: [] }, deviceType: 'CPU_ONLY' };
+    const modules = ['jit__normal(16)', 'jit_stage(28)', 'jit_train_step(26)', 'jit_unstack(6)'];
+    const trace = async () => programTimes([['jit_stage(28)', 510184000], ['jit_train_step(26)', 39693385000], [null, 5]]);
+    expect(await costliestFirst(modules, async () => empty, trace)).toEqual(['jit_train_step(26)', 'jit_stage(28)', 'jit__normal(16)', 'jit_unstack(6)']);
+    // Device time wins when op profile has it; no trace either: as listed.
+    const profile = { byProgram: { children: [{ name: 'jit_unstack(6)', metrics: { rawTime: 5 } }] } };
+    expect((await costliestFirst(modules, async () => profile, trace))[0]).toBe('jit_unstack(6)');
+    expect(await costliestFirst(modules, async () => empty, async () => Promise.reject(new Error('no SQL')))).toEqual(modules);
+  });
 });
 
 describe('one unit and colour system', () => {
@@ -122,5 +133,33 @@ describe('one unit and colour system', () => {
     expect(box.textContent).toBe('use pytorch_overview or the trace_viewer, not x');
     expect([...box.querySelectorAll('a')].map((a) => a.getAttribute('href'))).toEqual(['?tool=pytorch_overview', '?tool=trace_viewer']);
     expect([...box.querySelectorAll('code')].map((c) => c.textContent)).toEqual(['pytorch_overview', 'x']);
+  });
+  it('a table title keeps no unit its cells do not use (the PyTorch overview’s "Step time breakdown (µs)" in adaptive units)', () => {
+    expect(displayTitle('Step time breakdown (µs)', ['plain', 'us'])).toBe('Step time breakdown');
+    expect(displayTitle('Latency (in ms)', ['ms'])).toBe('Latency');
+    expect(displayTitle('Sizes (MiB)', ['bytes'])).toBe('Sizes');
+    // Raw values keep their unit; a size format does not strip a time unit.
+    expect(displayTitle('Step time breakdown (µs)', ['plain', 'integer'])).toBe('Step time breakdown (µs)');
+    expect(displayTitle('Times (us)', ['bytes'])).toBe('Times (us)');
+    expect(displayTitle('Steps', ['us'])).toBe('Steps');
+    const table = {
+      cols: [
+        { id: 'step', label: 'Step', type: 'string' },
+        { id: 'kernel', label: 'Kernel', type: 'number' },
+      ],
+      rows: [{ c: [{ v: '4' }, { v: 48672.1 }] }],
+    };
+    const card = renderTable(table, { key: 'steps', title: 'Step time breakdown (µs)', csvName: 'x', formats: { kernel: 'us' } }, memoryStore());
+    expect(card.querySelector('h3')?.textContent).toBe('Step time breakdown');
+    expect(card.querySelector('td[data-col="kernel"]')?.textContent).toBe('48.67 ms');
+    const raw = renderTable(table, { key: 'steps', title: 'Step time breakdown (µs)', csvName: 'x' }, memoryStore());
+    expect(raw.querySelector('h3')?.textContent).toBe('Step time breakdown (µs)');
+  });
+  it('XProf’s prose times in adaptive units (tf.data’s "Latency: 29,358 us" beside "27.18 ms")', () => {
+    expect(readableMicros('Iterator Type: Map\nLatency: 29,358 us')).toBe('Iterator Type: Map\nLatency: 29.36 ms');
+    expect(readableMicros('Start Time: 496419 us')).toBe('Start Time: 496.4 ms');
+    expect(readableMicros('Self Duration: 46 us, then 2.5us')).toBe('Self Duration: 46 µs, then 2.5 µs');
+    // Not a time: words ending in "us", identifiers, numbers without the unit.
+    expect(readableMicros('status: 12 bonus, Iterator::Root 1234, plus x1us')).toBe('status: 12 bonus, Iterator::Root 1234, plus x1us');
   });
 });

@@ -39,6 +39,7 @@ import {
   ITERATOR_BOTTLENECK,
   type IteratorNode,
   htmlText,
+  iteratorLabel,
   iteratorTable,
   parseIteratorCard,
   pipelineCalls,
@@ -337,7 +338,7 @@ function tfDataTables(): DataTable[] {
             { v: 'vm' },
             { v: 'Host:0' },
             { v: 500 },
-            { v: '<u>Iterator Type</u>: <b>Map</b><br/><u>Long Name</u>: Iterator::Root::Prefetch::Map<br/><u>Latency</u>: 400 us' },
+            { v: '<u>Iterator Type</u>: <b>Map</b><br/><u>Long Name</u>: Iterator::Root::Prefetch::Map<br/><u>Latency</u>: 29,358 us' },
             { v: 'See <a href="https://www.tensorflow.org/guide/data_performance_analysis" target="_blank">this</a> for suggestions.' },
           ],
         },
@@ -373,7 +374,9 @@ describe('tf.data bottleneck analysis', () => {
     const node = (id: string) => lines.find((l) => l.includes(`id="iter-${id}"`)) ?? '';
     expect(node('2')).toContain('color="#d62728"');
     expect(node('2')).toContain('penwidth=3');
-    expect(node('2')).toContain('label=<<B>Map</B><BR/>Start Time: 12 us<BR/>Total Duration: 480 us<BR/>Self Duration: 400 us<BR/># Calls: 1>');
+    expect(node('2')).toContain('label=<<B>Map</B><BR/>Start Time: 12 µs<BR/>Total Duration: 480 µs<BR/>Self Duration: 400 µs<BR/># Calls: 1>');
+    // XProf's microseconds in adaptive units, as the iterator table shows them.
+    expect(iteratorLabel({ id: '9', parent: '', type: 0, name: 'Map', fields: [['Start Time', '496419 us'], ['Self Duration', '29358 us']] })).toBe('<<B>Map</B><BR/>Start Time: 496.4 ms<BR/>Self Duration: 29.36 ms>');
     expect(node('1')).toContain('penwidth=2.5');
     expect(node('-4')).not.toContain('penwidth');
     // Edges from each consumer to its inputs; bold between critical-path iterators.
@@ -413,7 +416,7 @@ describe('tf.data bottleneck analysis', () => {
     document.body.replaceChildren(page);
     await settle();
     expect(page.querySelector('[data-role="tfd-input-bound"]')?.getAttribute('data-value')).toBe('true');
-    expect(page.querySelector('[data-role="tfd-bottleneck"] pre')?.textContent).toBe('Iterator Type: Map\nLong Name: Iterator::Root::Prefetch::Map\nLatency: 400 us');
+    expect(page.querySelector('[data-role="tfd-bottleneck"] pre')?.textContent).toBe('Iterator Type: Map\nLong Name: Iterator::Root::Prefetch::Map\nLatency: 29.36 ms');
     expect(page.querySelector('[data-role="tfd-suggestion"] a')?.getAttribute('href')).toBe('https://www.tensorflow.org/guide/data_performance_analysis');
     expect(page.querySelector('[data-table="tfd-pipelines"] [data-role="count"]')?.getAttribute('data-total')).toBe('1');
     const svg = page.querySelector('[data-role="tfd-svg"]')!;

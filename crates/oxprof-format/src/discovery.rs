@@ -7,7 +7,13 @@
 //!
 //! PyTorch traces follow torch-tb-profiler: any folder holding `.pt.trace.json[.gz]` files
 //! is a run (named by its path under the log directory) and each file a host (its worker:
-//! one rank of a distributed job). A log directory may mix both layouts.
+//! one rank of a distributed job). So is a folder of `.xplane.pb[.gz]` files outside
+//! `plugins/profile`, and a folder of `.json[.gz]` files whose content is a PyTorch trace
+//! (other names, as HTA's and TraceLens's test traces have: at most [`MAX_SNIFFED`] such
+//! files are opened per discovery, the rest are counted in `skipped`). A log directory may
+//! mix these layouts. What is passed over is listed in `skipped` with the reason: a session
+//! of `plugins/profile` without an `.xplane.pb` (TensorBoard's older per-tool files), a
+//! profile file that cannot be opened, the JSON files beyond the limit.
 //!
 //! A run is named `<run>` when `plugins/profile` sits directly in the log directory, else
 //! `<tb_run>/<run>`; runs are listed newest first (names sort by timestamp, descending,
@@ -20,6 +26,10 @@ use std::path::{Path, PathBuf};
 
 /// How deep below the log directory `plugins/profile` is searched for.
 const MAX_DEPTH: usize = 12;
+
+/// How many `.json[.gz]` files without a profile suffix one discovery opens to look at
+/// their first bytes (a log directory is rescanned on every listing of its runs).
+pub const MAX_SNIFFED: usize = 512;
 
 /// One host's profile file within a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,13 +108,17 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
     }
     let mut discovery = Discovery::default();
     // A run directory given directly.
-    let direct = hosts_in(path, &mut discovery.skipped);
+    let direct = hosts_in(path, &[], &mut discovery.skipped);
     if !direct.is_empty() {
         discovery.runs.push(Run { name: dir_name(path), dir: path.to_path_buf(), hosts: direct });
         return Ok(discovery);
     }
-    // A log directory: every `X/plugins/profile/<run>/`, and every folder of PyTorch traces.
+    // A log directory: every `X/plugins/profile/<run>/`, and every other folder holding
+    // profile files (by name, or PyTorch traces by content).
     let mut trace_dirs = std::collections::BTreeSet::new();
+    let mut by_content: std::collections::BTreeMap<PathBuf, Vec<PathBuf>> = std::collections::BTreeMap::new();
+    let mut sniffed = 0usize;
+    let mut not_sniffed = 0usize;
     let mut walker = walkdir::WalkDir::new(path).follow_links(true).max_depth(MAX_DEPTH).into_iter();
     while let Some(entry) = walker.next() {
         let entry = match entry {
@@ -117,11 +131,20 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
         };
         if !entry.file_type().is_dir() {
             let name = entry.file_name().to_str().unwrap_or_default();
-            if crate::formats::format_of_name(name)
-                .is_some_and(|(spec, _)| spec.format == crate::formats::Format::Kineto)
-                && let Some(dir) = entry.path().parent()
-            {
+            let Some(dir) = entry.path().parent() else { continue };
+            if crate::formats::format_of_name(name).is_some() {
                 trace_dirs.insert(dir.to_path_buf());
+            } else if json_host(name).is_some() {
+                if sniffed == MAX_SNIFFED {
+                    not_sniffed += 1;
+                    continue;
+                }
+                sniffed += 1;
+                match is_pytorch_trace(entry.path()) {
+                    Ok(true) => by_content.entry(dir.to_path_buf()).or_default().push(entry.path().to_path_buf()),
+                    Ok(false) => {}
+                    Err(e) => discovery.skipped.push((entry.path().to_path_buf(), format!("cannot read: {e}"))),
+                }
             }
             continue;
         }
@@ -147,8 +170,11 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
             if !dir.is_dir() {
                 continue;
             }
-            let hosts = hosts_in(&dir, &mut discovery.skipped);
+            let hosts = hosts_in(&dir, &[], &mut discovery.skipped);
             if hosts.is_empty() {
+                if let Some(why) = why_no_profile(&dir) {
+                    discovery.skipped.push((dir, why));
+                }
                 continue;
             }
             let run = dir_name(&dir);
@@ -156,8 +182,19 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
             discovery.runs.push(Run { name, dir, hosts });
         }
     }
+    if not_sniffed > 0 {
+        discovery.skipped.push((
+            path.to_path_buf(),
+            format!(
+                "{not_sniffed} more .json file(s) not examined: discovery opens at most {MAX_SNIFFED} files without a \
+                 profile suffix; name PyTorch traces *.pt.trace.json[.gz] to have them listed whatever their number"
+            ),
+        ));
+    }
+    trace_dirs.extend(by_content.keys().cloned());
     for dir in trace_dirs {
-        let hosts = hosts_in(&dir, &mut discovery.skipped);
+        let found = by_content.get(&dir).map_or(&[][..], Vec::as_slice);
+        let hosts = hosts_in(&dir, found, &mut discovery.skipped);
         if hosts.is_empty() {
             continue;
         }
@@ -179,7 +216,9 @@ fn dir_name(dir: &Path) -> String {
     canonical.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".to_string())
 }
 
-fn hosts_in(dir: &Path, skipped: &mut Vec<(PathBuf, String)>) -> Vec<HostFile> {
+/// The hosts of a run directory: its files named as profiles, and `by_content` (files of
+/// the directory recognised by their content, named by their file name without `.json[.gz]`).
+fn hosts_in(dir: &Path, by_content: &[PathBuf], skipped: &mut Vec<(PathBuf, String)>) -> Vec<HostFile> {
     let entries = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
@@ -196,6 +235,10 @@ fn hosts_in(dir: &Path, skipped: &mut Vec<(PathBuf, String)>) -> Vec<HostFile> {
             path.is_file().then_some(HostFile { host, path })
         })
         .collect();
+    hosts.extend(by_content.iter().filter_map(|path| {
+        let host = json_host(path.file_name()?.to_str()?)?;
+        Some(HostFile { host: host.to_string(), path: path.clone() })
+    }));
     hosts.sort_by(|a, b| a.host.cmp(&b.host));
     // Prefer the plain file when both `h.xplane.pb` and `h.xplane.pb.gz` exist.
     hosts.dedup_by(|later, earlier| {
@@ -207,6 +250,52 @@ fn hosts_in(dir: &Path, skipped: &mut Vec<(PathBuf, String)>) -> Vec<HostFile> {
         }
     });
     hosts
+}
+
+/// The host name of a `.json[.gz]` file without a profile suffix (a candidate for
+/// recognition by content).
+fn json_host(file_name: &str) -> Option<&str> {
+    let host = file_name.strip_suffix(".json.gz").or_else(|| file_name.strip_suffix(".json"))?;
+    (!host.is_empty()).then_some(host)
+}
+
+/// Whether a file's first bytes (gunzipped) are a PyTorch profiler trace: a Chrome trace
+/// with Kineto's `schemaVersion` or PyTorch's events (`cpu_op`, `External id`) in them.
+/// Other Chrome traces (XProf's trace viewer exports beside a profile) are not runs.
+fn is_pytorch_trace(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(crate::formats::SNIFF_BYTES);
+    std::fs::File::open(path)?.take(crate::formats::SNIFF_BYTES as u64).read_to_end(&mut head)?;
+    let Some(detected) = crate::formats::detect(&head) else { return Ok(false) };
+    if detected.format != crate::formats::Format::Kineto {
+        return Ok(false);
+    }
+    let content = if detected.gzip { crate::formats::gunzip_head(&head) } else { head };
+    let has = |needle: &[u8]| content.windows(needle.len()).any(|w| w == needle);
+    Ok(has(b"\"schemaVersion\"") || has(b"\"cpu_op\"") || has(b"\"External id\""))
+}
+
+/// Why a session directory of `plugins/profile` lists no host, when it holds files: the
+/// formats read and a few of the files it has (None when it is empty or unreadable).
+fn why_no_profile(dir: &Path) -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    names.sort();
+    let count = names.len();
+    let shown = names.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(", ");
+    let more = if count > 3 { format!(" and {} more", count - 3) } else { String::new() };
+    Some(format!(
+        "no profile oxprof reads (.xplane.pb, .pt.trace.json; .gz too) among its {count} file(s): {shown}{more} \
+         (per-tool files such as overview_page.pb are TensorBoard's older profile plugin's; capture again to get \
+         .xplane.pb)"
+    ))
 }
 
 #[cfg(test)]
@@ -289,5 +378,80 @@ mod tests {
         // A run folder given directly.
         let d = discover(&root.join("ddp/nccl")).unwrap();
         assert_eq!(d.runs[0].hosts.len(), 2);
+    }
+
+    fn write(path: &Path, bytes: &[u8]) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    const TRACE: &[u8] =
+        br#"{"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1, "dur": 2}]}"#;
+
+    /// A folder of mixed traces (HTA's and TraceLens's test data): PyTorch traces of any
+    /// `.json[.gz]` name are found by content, loose `.xplane.pb` folders are runs, and a
+    /// session of `plugins/profile` without an `.xplane.pb` is listed as skipped with why.
+    #[test]
+    fn a_folder_of_mixed_traces_lists_every_profile_and_says_what_it_skips() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        write(&root.join("hta/trace_filter/sampled_rank-0.json.gz"), &gzip(TRACE));
+        write(&root.join("hta/trace_filter/sampled_rank-1.json"), TRACE);
+        write(&root.join("tracelens/h100/bert__1016001.json.gz"), &gzip(TRACE));
+        write(&root.join("tracelens/h100/results.json"), br#"{"kernels": 3}"#);
+        write(&root.join("MANIFEST.json"), b"[1, 2]");
+        // XProf's trace viewer export (a Chrome trace, not PyTorch's) beside a profile.
+        write(&root.join("jax/xprof_out/trace_viewer.json.gz"), &gzip(br#"{"displayTimeUnit":"ns","traceEvents":[]}"#));
+        touch(&root.join("xprof/test_xplanes/tpu_inference_2.xplane.pb"));
+        touch(&root.join("kineto/samples/worker0.1623143089861.pt.trace.json.gz"));
+        touch(&root.join("demo/plugins/profile/GPU-multi-worker/10.0.0.1_6003.xplane.pb"));
+        touch(&root.join("demo/plugins/profile/GPU-input-bound/localhost.overview_page.pb"));
+        touch(&root.join("demo/plugins/profile/GPU-input-bound/localhost.input_pipeline.pb"));
+        std::fs::create_dir_all(root.join("demo/plugins/profile/empty")).unwrap();
+        let d = discover(root).unwrap();
+        let runs: Vec<(&str, Vec<&str>)> =
+            d.runs.iter().map(|r| (r.name.as_str(), r.hosts.iter().map(|h| h.host.as_str()).collect())).collect();
+        assert_eq!(
+            runs,
+            [
+                ("xprof/test_xplanes", vec!["tpu_inference_2"]),
+                ("tracelens/h100", vec!["bert__1016001"]),
+                ("kineto/samples", vec!["worker0.1623143089861"]),
+                ("hta/trace_filter", vec!["sampled_rank-0", "sampled_rank-1"]),
+                ("demo/GPU-multi-worker", vec!["10.0.0.1_6003"]),
+            ]
+        );
+        assert_eq!(d.runs[3].hosts[0].path, root.join("hta/trace_filter/sampled_rank-0.json.gz"));
+        assert_eq!(d.skipped.len(), 1, "{:?}", d.skipped);
+        let (dir, why) = &d.skipped[0];
+        assert_eq!(dir, &root.join("demo/plugins/profile/GPU-input-bound"));
+        assert!(why.contains("no profile oxprof reads") && why.contains("localhost.input_pipeline.pb"), "{why}");
+        // A folder of content-recognised traces given directly.
+        let d = discover(&root.join("hta/trace_filter")).unwrap();
+        assert_eq!(d.runs.len(), 1);
+        assert_eq!(d.runs[0].hosts.len(), 2);
+    }
+
+    /// Recognition by content opens at most MAX_SNIFFED files per discovery; the rest are
+    /// counted in `skipped`, with the way to have them listed.
+    #[test]
+    fn json_files_beyond_the_limit_are_counted_not_opened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for i in 0..MAX_SNIFFED + 3 {
+            write(&root.join(format!("many/t{i:04}.json")), TRACE);
+        }
+        let d = discover(root).unwrap();
+        assert_eq!(d.runs.len(), 1);
+        assert_eq!(d.runs[0].hosts.len(), MAX_SNIFFED);
+        assert_eq!(d.skipped.len(), 1, "{:?}", d.skipped);
+        assert!(d.skipped[0].1.starts_with("3 more .json file(s) not examined"), "{:?}", d.skipped);
     }
 }

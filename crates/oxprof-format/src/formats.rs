@@ -98,7 +98,7 @@ fn sniff(content: &[u8]) -> Option<Format> {
 }
 
 /// The first [`SNIFF_BYTES`] a gzip prefix inflates to (as many as the prefix holds).
-fn gunzip_head(compressed: &[u8]) -> Vec<u8> {
+pub(crate) fn gunzip_head(compressed: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(SNIFF_BYTES);
     let mut decoder = flate2::read::GzDecoder::new(compressed).take(SNIFF_BYTES as u64);
     // A prefix of a stream ends early: keep what was inflated before it did.

@@ -138,7 +138,7 @@ export async function register(ctx) {
       await shot();
     });
 
-    // One profile file: its name is not a `*.pt.trace.json`, so a directory would not list it.
+    // One profile file served by itself (its name is not a `*.pt.trace.json`: its content decides).
     const gpuDir = join(external, 'AMD-AGI-TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz');
     if (!existsSync(gpuDir)) h.skip('pytorch pages (GPU trace)', `no GPU PyTorch trace at ${gpuDir}`);
     else {
@@ -201,6 +201,30 @@ export async function register(ctx) {
         await open(page, gpu.url, { run: gpuRun, tool: 'pytorch_op_stats', host: gpuHost });
         await page.locator('[data-page="pytorch_op_stats"]').waitFor();
         await checkTable(page, 'by_name', ops, 'device_self_us');
+        await shot();
+      });
+    }
+
+    // The whole folder of third-party traces (issue 41: `oxprof serve` listed 3 of its ~20
+    // profiles with `skipped` empty): PyTorch traces of any .json[.gz] name are found by
+    // content, loose .xplane.pb folders are runs, TensorBoard's older per-tool sessions are
+    // listed as skipped with the reason.
+    if (!existsSync(join(external, 'facebookresearch-HolisticTraceAnalysis'))) h.skip('pytorch pages: a folder of mixed traces', `no external test data at ${external}`);
+    else {
+      const mixed = await startServer(bin, external);
+      servers.push(mixed);
+      await h.test('pytorch pages: a folder of mixed traces lists every profile, says what it skips, and a trace found by content opens on its PyTorch overview', async ({ page, shot }) => {
+        const listing = await (await fetch(new URL('/oxprof/api/runs', mixed.url))).json();
+        const names = listing.runs.map((r) => r.name);
+        assert(names.length >= 20, `every profile listed (${names.length}): ${names.join(', ')}`);
+        const filter = listing.runs.find((r) => r.name === 'facebookresearch-HolisticTraceAnalysis/tests/data/trace_filter');
+        assertEqual(filter?.hosts.map((x) => x.name), ['sampled_rank-0', 'sampled_rank-1'], 'two ranks named *.json.gz, found by content');
+        for (const run of ['AMD-AGI-TraceLens/tests/traces/b200', 'openxla-xprof/xprof/convert/test_xplanes', 'openxla-xprof/demo/GPU-multi-worker']) assert(names.includes(run), `${run} listed`);
+        assert(listing.skipped.some((s) => s.startsWith('openxla-xprof/demo/plugins/profile/GPU-input-bound: no profile oxprof reads')), `the per-tool session skipped with why: ${listing.skipped}`);
+        await open(page, mixed.url, { run: 'AMD-AGI-TraceLens/tests/traces/b200' });
+        assertEqual(await page.locator('[data-role="tool"]').inputValue(), 'pytorch_overview', 'opens on the PyTorch overview');
+        await page.locator('[data-page="pytorch_overview"] [data-table="steps"]').waitFor();
+        assertEqual((await page.locator('[data-role="run"] option').evaluateAll((os) => os.map((o) => o.value))).length, names.length, 'the Runs selector lists them all');
         await shot();
       });
     }

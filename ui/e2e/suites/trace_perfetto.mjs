@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { assert, assertEqual, startServer } from '../harness.mjs';
-import { clippedFromSql, dragArea, sameRows, slicesTab, waitSelfClipped } from '../area.mjs';
+import { clippedFromSql, clippedFromTraceApi, dragArea, sameRows, slicesTab, waitSelfClipped } from '../area.mjs';
 
 const SIZES = [
   { width: 1440, height: 900 },
@@ -252,6 +252,23 @@ export async function register(ctx) {
           await page.waitForSelector('[data-area-body="counters"][data-ready="true"]', { timeout: 30_000 });
         }, { viewport: size });
       }
+
+      // The pivot by name, track or process comes from the trace routes: it is shown before SQL
+      // answers anything (SQL's first query on a large trace builds its tables: seconds on the
+      // 50 M-event one), SQL only refining its self times afterwards.
+      await h.test('perfetto area selection: the pivot by name and process is shown from the trace routes while SQL is held back', async ({ page }) => {
+        const span = { start: tracks.start_ps + Math.round((tracks.end_ps - tracks.start_ps) * 0.45), end: tracks.start_ps + Math.round((tracks.end_ps - tracks.start_ps) * 0.75) };
+        // Held, never answered (the page stays "loading": no waitReady).
+        await page.route('**/oxprof/api/query?*', () => undefined);
+        const url = new URL('/', base);
+        for (const [k, v] of Object.entries({ run: jaxRun, tool: 'trace_viewer', range: `${span.start}_${span.end}`, range_tracks: String(python.id), area_tab: 'pivot', pivot: 'name,process' })) url.searchParams.set(k, v);
+        await page.goto(url.toString());
+        await page.waitForSelector('[data-area-body="pivot"][data-shown="true"] [data-role="pivot-table"]', { timeout: 30_000 });
+        const rows = await page.locator('[data-area-body="pivot"] [data-role="pivot-table"] tbody tr').evaluateAll((trs) => trs.map((tr) => ({ keys: tr.dataset.keys, count: Number(tr.querySelector('[data-field="count"]').textContent.replace(/,/g, '')), wall: Number(tr.querySelector('[data-field="wall"]').dataset.ps) })));
+        const want = (await clippedFromTraceApi(api, { run: jaxRun }, span.start, span.end, [python.id])).byName;
+        sameRows(new Map(rows.map((r) => [r.keys.split(' › ')[0], r])), want, ['count', 'wall'], 'pivot by name and process = the trace routes (clipped wall)');
+        assert(rows.every((r) => r.keys.split(' › ').length === 2), 'grouped by name and process');
+      });
 
       await h.test('perfetto: a slice shows the slices of the same name (count, total, min/median/max, histogram) and steps to the next one', async ({ page, shot }) => {
         await open(page, base, { run: jaxRun, tool: 'trace_viewer' });

@@ -12,6 +12,7 @@ import {
   type NumberFormat,
   autoFormat,
   displayLabel,
+  displayTitle,
   formatValue,
   rowMatches,
   sortedOrder,
@@ -153,6 +154,7 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
     store.set(hideKey, sameAsDefault ? null : hiddenIds.size ? [...hiddenIds].join(',') : '-');
     render();
   });
+  const formatOf = (column: Column): NumberFormat => options.formats?.[column.id] ?? autoFormat(column) ?? 'plain';
   const tableEl = h('table', { class: 'data-table' });
   const scroller = h('div', { class: 'table-scroll' }, tableEl);
   const more = h('div', { class: 'more' });
@@ -161,7 +163,7 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
     h(
       'div',
       { class: 'card-header' },
-      options.title ? h('h3', null, options.title) : null,
+      options.title ? h('h3', null, displayTitle(options.title, ordered.map(({ column }) => formatOf(column)))) : null,
       h('div', { class: 'spacer' }),
       filterIndices.length ? filter : null,
       count,
@@ -190,7 +192,6 @@ export function renderTable(table: DataTable, options: TableOptions, store: View
   let window: { first: number; last: number } | null = null;
   const tbody = h('tbody');
 
-  const formatOf = (column: Column): NumberFormat => options.formats?.[column.id] ?? autoFormat(column) ?? 'plain';
   const cellOf = (column: Column, index: number, row: CellValue[]) => {
     const value = row[index] ?? null;
     const custom = options.renderCell?.(column.id, value, row) ?? null;

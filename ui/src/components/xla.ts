@@ -3,6 +3,7 @@
 // `source_info` cells XProf sends as HTML, and links to the graph viewer. Pure functions.
 
 import { buildUrl, getText, PROFILE_PREFIX } from '../api';
+import { runQuery } from '../sql';
 import { formatState } from '../state';
 import { h, replaceChildren } from '../dom';
 
@@ -250,22 +251,51 @@ interface ProgramNode {
 
 /**
  * The modules, costliest first: by their device time in op profile (the by-program tree
- * names each program as the module list does); modules op profile does not list keep
- * their order after the others. The order as given when op profile is not available.
+ * names each program as the module list does); when op profile holds no device time (a CPU
+ * run: XLA's ops run on host threads), by the time of the trace's XLA op slices of each
+ * program (`traceTime`, keyed like the module list). Modules with no time keep their order
+ * after the others; the order as given when neither is available.
  */
-export async function costliestFirst(modules: readonly string[], opProfile: () => Promise<unknown>): Promise<string[]> {
+export async function costliestFirst(modules: readonly string[], opProfile: () => Promise<unknown>, traceTime?: () => Promise<Map<string, number>>): Promise<string[]> {
   let time = new Map<string, number>();
   try {
     const p = (await opProfile()) as { byProgramExcludeIdle?: ProgramNode; byProgram?: ProgramNode } | null;
     const root = p?.byProgramExcludeIdle ?? p?.byProgram;
     time = new Map((root?.children ?? []).map((c) => [c.name ?? '', Number(c.metrics?.rawTime ?? 0)]));
   } catch {
-    return [...modules];
+    // No op profile: maybe the trace.
   }
+  if (traceTime && !modules.some((m) => (time.get(m) ?? 0) > 0)) time = await traceTime().catch(() => new Map<string, number>());
   return modules
     .map((m, i) => ({ m, i, t: time.get(m) ?? -1 }))
     .sort((a, b) => b.t - a.t || a.i - b.i)
     .map((x) => x.m);
+}
+
+/**
+ * The statement summing the time of the trace's XLA op slices per program: the slices that
+ * carry `hlo_module` and `program_id` arguments (XLA's ops on a CPU run's host threads, a
+ * GPU's or TPU's op lines), keyed `module(program_id)` as the module list names programs.
+ */
+export const PROGRAM_TIME_SQL = `SELECT m.string_value || '(' || COALESCE(CAST(p.int_value AS VARCHAR), p.string_value) || ')' AS module, SUM(s.dur_ps) AS ps
+FROM slice s
+JOIN args m ON m.arg_set_id = s.arg_set_id AND m.host = s.host AND m.key = 'hlo_module'
+JOIN args p ON p.arg_set_id = s.arg_set_id AND p.host = s.host AND p.key = 'program_id'
+GROUP BY 1`;
+
+/** Time per program from PROGRAM_TIME_SQL's rows (`[module, ps]`). */
+export function programTimes(rows: readonly unknown[][]): Map<string, number> {
+  return new Map(rows.filter((r) => typeof r[0] === 'string').map((r) => [r[0] as string, Number(r[1] ?? 0)]));
+}
+
+/**
+ * Time per program from the run's trace (PROGRAM_TIME_SQL); none after `timeoutMs` (a large
+ * trace's first query builds its SQL tables: the page opens on the listed order instead).
+ */
+export function traceProgramTimes(run: string, timeoutMs = 5000): Promise<Map<string, number>> {
+  const times = runQuery(run, PROGRAM_TIME_SQL).then((a) => programTimes(a.rows));
+  const late = new Promise<Map<string, number>>((resolve) => setTimeout(() => resolve(new Map()), timeoutMs));
+  return Promise.race([times, late]);
 }
 
 /** The module of `programId` in a module list (`name(program_id)` entries). */

@@ -8,7 +8,7 @@
 import { PROFILE_PREFIX, buildUrl, getText } from '../api';
 import { card } from '../components/common';
 import { renderDot } from '../components/dot_render';
-import { costliestFirst, fetchModuleList, fillModuleSelect } from '../components/xla';
+import { costliestFirst, fetchModuleList, fillModuleSelect, traceProgramTimes } from '../components/xla';
 import { h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
 
@@ -431,7 +431,7 @@ export function graphViewerPage(ctx: PageContext): HTMLElement {
   void (async () => {
     try {
       // Costliest first: the one to open when the URL names none.
-      modules = await costliestFirst(await fetchModuleList(run), () => ctx.api.data(run, 'op_profile', ctx.state.host));
+      modules = await costliestFirst(await fetchModuleList(run), () => ctx.api.data(run, 'op_profile', ctx.state.host), () => traceProgramTimes(run));
     } catch (e) {
       modules = [];
       setStatus(`Could not list the HLO modules: ${e instanceof Error ? e.message : String(e)}`);

@@ -10,7 +10,7 @@ import { PROFILE_PREFIX, buildUrl, getJson } from '../api';
 import { type Chart, PALETTE, chartElement, disposeChartsIn } from '../components/chart';
 import { card, metric } from '../components/common';
 import { renderProperties, renderTable } from '../components/table';
-import { costliestFirst, fetchModuleList, fillModuleSelect, graphViewerHref } from '../components/xla';
+import { costliestFirst, fetchModuleList, fillModuleSelect, graphViewerHref, traceProgramTimes } from '../components/xla';
 import type { DataTable } from '../datatable';
 import { escapeHtml, h, replaceChildren } from '../dom';
 import type { PageContext } from '../page';
@@ -566,8 +566,8 @@ export function memoryViewerPage(ctx: PageContext): HTMLElement {
   void (async () => {
     let modules: string[] = [];
     try {
-      // Costliest first (its device time in op profile): the one to open when the URL names none.
-      modules = await costliestFirst(await modulesOf(run), () => ctx.api.data(run, 'op_profile', ctx.state.host));
+      // Costliest first (its device time in op profile, else in the trace): the one to open when the URL names none.
+      modules = await costliestFirst(await modulesOf(run), () => ctx.api.data(run, 'op_profile', ctx.state.host), () => traceProgramTimes(run));
     } catch (e) {
       replaceChildren(status, `Could not list the HLO modules: ${e instanceof Error ? e.message : String(e)}`);
     }

@@ -10,7 +10,7 @@ import { renderDot } from '../components/dot_render';
 import { renderTable } from '../components/table';
 import { type DataTable, cellValue, columnIndex, findTableWithColumn } from '../datatable';
 import { h, replaceChildren } from '../dom';
-import { formatMicros } from '../format';
+import { formatMicros, readableMicros } from '../format';
 import type { PageContext } from '../page';
 
 /** Role of an iterator in a call (`type` column): off the critical path, blocking, the bottleneck. */
@@ -104,7 +104,7 @@ function dotHtml(s: string): string {
 
 /** An iterator's box label (Graphviz HTML-like): its kind in bold, then its card's lines. */
 export function iteratorLabel(n: IteratorNode): string {
-  const lines = n.fields.map(([k, v]) => dotHtml(v ? `${k}: ${v}` : k));
+  const lines = n.fields.map(([k, v]) => dotHtml(v ? `${k}: ${readableMicros(v)}` : k));
   return `<<B>${dotHtml(n.name || n.id)}</B>${lines.map((l) => `<BR/>${l}`).join('')}>`;
 }
 
@@ -235,7 +235,7 @@ export function tfDataPage(ctx: PageContext): HTMLElement {
             'div',
             { class: 'remark', 'data-role': 'tfd-bottleneck' },
             h('strong', null, `Slowest pipeline: ${String(cellValue(first, col('host')) ?? '')} ${String(cellValue(first, col('input_pipeline')) ?? '')}, max latency ${formatMicros(Number(cellValue(first, col('max_latency')) ?? 0))}`),
-            h('pre', { class: 'tfd-bottleneck-text' }, htmlText(String(cellValue(first, col('bottleneck')) ?? ''))),
+            h('pre', { class: 'tfd-bottleneck-text' }, readableMicros(htmlText(String(cellValue(first, col('bottleneck')) ?? '')))),
             h('p', { 'data-role': 'tfd-suggestion' }, ...richText(String(cellValue(first, col('suggestion')) ?? ''))),
           )
         : null,
@@ -252,7 +252,7 @@ export function tfDataPage(ctx: PageContext): HTMLElement {
           csvName: 'tf_data_bottlenecks',
           filterColumns: ['host', 'input_pipeline'],
           renderCell: (column, value) => {
-            if (column === 'bottleneck') return h('span', { class: 'tfd-multiline' }, htmlText(String(value ?? '')));
+            if (column === 'bottleneck') return h('span', { class: 'tfd-multiline' }, readableMicros(htmlText(String(value ?? ''))));
             if (column === 'suggestion') return h('span', null, ...richText(String(value ?? '')));
             return null;
           },

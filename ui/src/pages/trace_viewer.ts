@@ -138,7 +138,16 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   let pending = 0;
   let reveal: { id: number; track: number } | null = null;
 
-  const plotWidth = () => Math.max(100, Math.floor(area.plot.clientWidth || 900));
+  /**
+   * The plot's width (px), measured once per layout change (a resize observed, the panel or
+   * the name column resized): reading clientWidth forces a layout, which costs tens of ms
+   * with a 2,000-row area table in the panel, and the readiness check asks at every request.
+   */
+  let plotPx = 0;
+  const plotWidth = () => {
+    if (!plotPx) plotPx = Math.floor(area.plot.clientWidth);
+    return plotPx ? Math.max(100, plotPx) : 900;
+  };
   const saveView = () => {
     for (const [k, v] of Object.entries(viewToUrl(view))) ctx.view.set(k, v);
   };
@@ -462,6 +471,7 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   }
 
   const onResize = () => {
+    plotPx = 0;
     if (!workspace.isConnected) return detach();
     if (!model.tracks) return;
     relayout();
@@ -470,6 +480,8 @@ export function traceViewerPage(ctx: PageContext): HTMLElement {
   };
   const resizeObserver = typeof ResizeObserver === 'undefined' ? null : new ResizeObserver(() => onResize());
   resizeObserver?.observe(workspace);
+  // The plot alone changes width when its vertical scrollbar comes or goes.
+  resizeObserver?.observe(area.plot);
   window.addEventListener('resize', onResize);
   for (const a of areas) a.scroll.addEventListener('scroll', () => requestDraw(), { passive: true });
   function detach(): void {

@@ -190,20 +190,22 @@ export class AreaSelection {
     const dims = [...this.dims];
     const labels = dims.map((d) => dimensionLabel(d).replace(/^./, (c) => c.toUpperCase()));
     const names = { track: (id: number) => this.model.trackLabel(id), process: (id: number) => this.model.processLabel(id) || this.model.sectionName(id) };
-    const refs = await this.sql.refs(threads).catch(() => null);
     if (needsSql(dims)) {
+      const refs = await this.sql.refs(threads).catch(() => null);
       if (!refs) return void replaceChildren(out, h('p', { class: 'muted', 'data-role': 'pivot-no-sql' }, 'Grouping by category or argument reads the slices with SQL, which has no twin of some of these tracks (derived lines such as XLA Ops): group by name, track or process, or select other tracks.'));
       const a = await runQuery(this.client.run, pivotSql(refs, this.range, dims), 10_000);
       const rows = pivotRows(a, dims, this.sqlNames(names));
       this.renderStats(out, 'pivot', labels, rows.map((r) => ({ ...r, exact: true })), 'all', null, a.truncated);
       return;
     }
-    // Name, track, process: one aggregate per track (from the trace index), wall clipped.
-    const per = await mapLimit(threads, 4, async (track) => ({ track, rows: (await this.client.aggregate(this.range.start, this.range.end, [track])).rows }));
-    const edges = await this.edgeSlices();
+    // Name, track, process: one aggregate per track (from the trace index), wall clipped;
+    // shown before SQL is asked anything (its first query on a large trace builds its tables).
+    const [per, edges] = await Promise.all([mapLimit(threads, 4, async (track) => ({ track, rows: (await this.client.aggregate(this.range.start, this.range.end, [track])).rows })), this.edgeSlices()]);
     const rows = pivotFromTracks(per, edges, this.range, dims, names);
     this.renderStats(out, 'pivot', labels, rows, 'none', null);
-    if (!refs || !this.refineWithSql()) return;
+    if (!this.refineWithSql()) return;
+    const refs = await this.sql.refs(threads).catch(() => null);
+    if (!refs) return;
     try {
       const a = await runQuery(this.client.run, pivotSql(refs, this.range, dims), 10_000);
       if (a.truncated) return;
