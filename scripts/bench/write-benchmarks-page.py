@@ -15,7 +15,9 @@ are kept as tables, other lines as text), and rewrites the page. Commit both.
 A result file holds: "title" (the page's section heading), "order" (sections ascend),
 "command", "date", "machine" ({"cpu", "cores", "ram_gib"} or {"note"}), "load", optional
 "glance" ([what, figure] rows for the summary table), and either "body" (Markdown
-paragraphs) or "output" (a recorded run's stdout).
+paragraphs) or "output" (a recorded run's stdout). The trace viewer's (trace-ui.json) holds
+"trace_ui" too: one entry per profile ({"profile", "load", "result": the JSON object
+scripts/bench/trace-ui.mjs printed}), shown as a table against issue 41's targets.
 """
 
 import argparse
@@ -110,6 +112,58 @@ def render_output(text):
     return out
 
 
+# Issue 41's interaction-speed targets (ms): a zoom or pan frame's median, an area
+# selection's tabs, the pivot of 1 M slices.
+TRACE_UI_TARGETS = {"frame": 16, "tab": 300, "pivot": 1000}
+
+
+def render_trace_ui(runs):
+    """scripts/bench/trace-ui.mjs's objects (one per profile) as a table against the targets."""
+
+    def num(x):
+        return "–" if x is None else f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}".rstrip("0").rstrip(".")
+
+    def mark(x, limit):
+        return "" if x is None else " ✓" if x <= limit else " ✗"
+
+    t = TRACE_UI_TARGETS
+    lines = [
+        f"Targets: a zoom or pan frame ≤ {t['frame']} ms (median), an area selection's tabs ≤ {t['tab']} ms, "
+        f"the pivot of 1 M slices ≤ {t['pivot'] / 1000:g} s (a pivot of more slices is marked against "
+        f"{t['pivot'] / 1000:g} s per million: the server's aggregate is one scan). A frame is the drawing work of one animation frame "
+        "(`frame_draw_ms`; the frame interval is the browser's, one vsync at best: 16.7 ms); a tab's time runs from "
+        "the mouse-up or the tab's click until its table is shown (SQL's refinement of self times comes after: "
+        "*refined*).",
+        "",
+        "| profile | events | pan: frame interval / draw p50 (ms) | W/S held: interval / draw p50 (ms) "
+        "| ctrl+wheel zoom settled p50 (ms) | area tabs: slices / pivot / flows / counters (ms) "
+        "| slices refined (ms) | pivot of all slices: slices, shown (ms) | load (before, after) |",
+        "|---|---:|---|---|---:|---|---:|---|---|",
+    ]
+    for run in runs:
+        r = run["result"]
+        pan, keys = r.get("pan", {}), r.get("zoom_keys", {})
+        area, pivot = r.get("area_selection", {}), r.get("pivot_all", {})
+        wheel = r.get("interactions", {}).get("wheel_zoom_settle_ms", {})
+        pan_draw = pan.get("frame_draw_ms", {}).get("p50")
+        key_draw = keys.get("frame_draw_ms", {}).get("p50")
+        tabs = [area.get(f"{tab}_ms") for tab in ("slices", "pivot", "flows", "counters")]
+        pivot_ms = pivot.get("pivot_ms")
+        lines.append(
+            f"| {run['profile']} | {r.get('events', 0):,} "
+            f"| {num(pan.get('frame_ms', {}).get('p50'))} / {num(pan_draw)}{mark(pan_draw, t['frame'])} "
+            f"| {num(keys.get('frame_interval_ms', {}).get('p50'))} / {num(key_draw)}{mark(key_draw, t['frame'])} "
+            f"| {num(wheel.get('p50'))} "
+            f"| {' / '.join(num(x) for x in tabs)}{mark(max((x for x in tabs if x is not None), default=None), t['tab'])} "
+            f"| {num(area.get('slices_refined_ms'))} "
+            f"| {pivot.get('slices', 0):,}, {num(pivot_ms)}"
+            f"{mark(pivot_ms, t['pivot'] * slices_m) if (slices_m := (pivot.get('slices') or 0) / 1e6) >= 1 else ''} "
+            f"| {run['load']} |"
+        )
+    lines.append("")
+    return lines
+
+
 def load_results():
     results = []
     for name in sorted(os.listdir(RESULTS)):
@@ -151,6 +205,8 @@ def page():
         if "body" in r:
             for paragraph in r["body"]:
                 lines += [paragraph, ""]
+        if "trace_ui" in r:
+            lines += render_trace_ui(r["trace_ui"])
         if "output" in r:
             lines += render_output(r["output"])
     return "\n".join(lines).rstrip("\n") + "\n"
