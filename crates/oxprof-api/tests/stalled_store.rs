@@ -21,18 +21,9 @@ use std::time::{Duration, Instant};
 /// Runs the server stalls: at least the session's decode turns on any machine (at most 8).
 const STALLED_RUNS: usize = 8;
 
-/// A one-plane profile:
-/// ```text
-/// /host:CPU  thread  [op 0..10)
-/// ```
+/// A one-plane profile (`/host:CPU  thread  [op 0..10)`).
 fn profile() -> Vec<u8> {
-    oxprof_testkit::XSpaceBuilder::new()
-        .plane("/host:CPU", |p| {
-            p.line(1, "thread", 0, |l| {
-                l.event("op", 0, 10);
-            });
-        })
-        .to_bytes()
+    oxprof_testkit::fixtures::one_op_profile()
 }
 
 /// What the server and the test share.

@@ -206,13 +206,7 @@ mod tests {
     }
 
     fn tiny_space_bytes() -> Vec<u8> {
-        oxprof_testkit::XSpaceBuilder::new()
-            .plane("/host:CPU", |p| {
-                p.line(1, "thread", 0, |l| {
-                    l.event("op", 0, 10);
-                });
-            })
-            .to_bytes()
+        oxprof_testkit::fixtures::one_op_profile()
     }
 
     #[test]

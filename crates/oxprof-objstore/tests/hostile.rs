@@ -171,18 +171,9 @@ fn header(name: &str, value: impl ToString) -> (String, String) {
     (name.to_string(), value.to_string())
 }
 
-/// A one-plane profile:
-/// ```text
-/// /host:CPU  thread  [op 0..10)
-/// ```
+/// A one-plane profile (`/host:CPU  thread  [op 0..10)`).
 fn profile() -> Vec<u8> {
-    oxprof_testkit::XSpaceBuilder::new()
-        .plane("/host:CPU", |p| {
-            p.line(1, "thread", 0, |l| {
-                l.event("op", 0, 10);
-            });
-        })
-        .to_bytes()
+    oxprof_testkit::fixtures::one_op_profile()
 }
 
 /// An honest answer to a HEAD: the object's size and ETag.

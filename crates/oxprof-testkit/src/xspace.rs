@@ -216,6 +216,20 @@ pub mod fixtures {
 
     pub use crate::files::repo_root;
 
+    /// The smallest profile a tool can read, encoded:
+    /// ```text
+    /// /host:CPU  thread  [op 0..10)
+    /// ```
+    pub fn one_op_profile() -> Vec<u8> {
+        crate::XSpaceBuilder::new()
+            .plane("/host:CPU", |p| {
+                p.line(1, "thread", 0, |l| {
+                    l.event("op", 0, 10);
+                });
+            })
+            .to_bytes()
+    }
+
     /// Every file under `dir` whose name ends with `suffix`, in sorted order, recursively.
     pub fn files_with_suffix(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
