@@ -12,6 +12,12 @@
 //! binary with a message instead of crashing). Builds with their own linker — the wheel's
 //! zig build for manylinux (glibc 2.28), cross builds — are left as they were, and
 //! `OXPROF_PACK_RELOCS=0` turns it off.
+//!
+//! And identical code folded (`--icf=all`) in a release build linked by rust-lld (what
+//! rustc links x86_64-unknown-linux-gnu with by default): generic code often compiles to
+//! the same machine code for different types, and one copy is kept (0.6 MB of a 61 MB
+//! binary; Rust makes no promise that two functions have different addresses).
+//! `OXPROF_FOLD_CODE=0` turns it off.
 
 use std::env;
 
@@ -34,6 +40,19 @@ fn main() {
     } else {
         println!("cargo:rustc-env=OXPROF_PACKED_RELOCS=0");
     }
+
+    println!("cargo:rerun-if-env-changed=OXPROF_FOLD_CODE");
+    let release = env::var("PROFILE").as_deref() == Ok("release");
+    let rust_lld = target == "x86_64-unknown-linux-gnu" && !own_linker && !linker_chosen_by_flags();
+    if release && native && rust_lld && env::var("OXPROF_FOLD_CODE").as_deref() != Ok("0") {
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    }
+}
+
+/// Whether RUSTFLAGS choose the linker (or turn rust-lld off): then `--icf` may be unknown to it.
+fn linker_chosen_by_flags() -> bool {
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    ["linker", "link-self-contained", "fuse-ld"].iter().any(|word| flags.contains(word))
 }
 
 /// Whether this machine's glibc (the one a native build links against) is 2.36 or later.

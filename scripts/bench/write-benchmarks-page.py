@@ -15,9 +15,10 @@ are kept as tables, other lines as text), and rewrites the page. Commit both.
 A result file holds: "title" (the page's section heading), "order" (sections ascend),
 "command", "date", "machine" ({"cpu", "cores", "ram_gib"} or {"note"}), "load", optional
 "glance" ([what, figure] rows for the summary table), and either "body" (Markdown
-paragraphs) or "output" (a recorded run's stdout). The trace viewer's (trace-ui.json) holds
-"trace_ui" too: one entry per profile ({"profile", "load", "result": the JSON object
-scripts/bench/trace-ui.mjs printed}), shown as a table against issue 41's targets.
+paragraphs) or "output" (a recorded run's stdout); "levers" (scripts/bench/binary-size.sh's
+rows, one per build configuration) are rendered as tables after the body. The trace viewer's
+(trace-ui.json) holds "trace_ui" too: one entry per profile ({"profile", "load", "result": the
+JSON object scripts/bench/trace-ui.mjs printed}), shown as a table against issue 41's targets.
 """
 
 import argparse
@@ -164,6 +165,65 @@ def render_trace_ui(runs):
     return lines
 
 
+def mb(n):
+    return f"{n / 1e6:.1f}"
+
+
+def render_levers(rows):
+    """bench/binary-size.sh's rows: one configuration each (size, build time, analysis speed),
+    then where the bytes go in the first and the last row with a breakdown, and where the
+    last cold build's time went."""
+    out = [
+        "| configuration | stripped MB | `.text` MB | unwind MB | build CPU s | build wall | analyses (time new/old) | SQL (CPU new/old) | measured |",
+        "|---|---:|---:|---:|---:|---|---|---|---|",
+    ]
+    for r in rows:
+        sec = r.get("sections", {})
+        unwind = sum(sec.get(k, 0) for k in (".eh_frame", ".eh_frame_hdr", ".gcc_except_table"))
+        wall = f"{r['build_wall_s'] / 60:.1f} min (load {r['load']})" if r.get("cold_build") else "not cold"
+        cpu = f"{r['build_cpu_s']:.0f}" if r.get("cold_build") else "–"
+        if not r.get("cold_build") and r.get("build_note"):
+            wall = r["build_note"]
+        ratios = r.get("analysis_time_ratio")
+        speed = ", ".join(f"{k} {v:.3f}" for k, v in ratios.items()) if ratios else "–"
+        sql = r.get("sql_cpu_ratio")
+        sql = ", ".join(f"{k} {v:.3f}" for k, v in sql.items()) if sql else "–"
+        out.append(f"| **{r['label']}**: {r['config']} | {mb(r['stripped_bytes'])} | "
+                   f"{mb(sec['.text']) if '.text' in sec else '–'} | {mb(unwind) if unwind else '–'} | {cpu} | "
+                   f"{wall} | {speed} | {sql} | {r['date']}, {r.get('commit', '')} |")
+    out.append("")
+    first = rows[0]
+    last = next((r for r in reversed(rows) if r.get("families")), first)
+    if first.get("families") and first is not last:
+        before = dict(first["families"])
+        after = dict(last["families"])
+        rest = "everything else"
+        names = [n for n in after if n != rest] + [n for n in before if n not in after and n != rest] + [rest]
+        out += [
+            f"Where the code goes (`.text` symbols by the crate that asked for them,"
+            f" bench/binary-size-breakdown.py), **{first['label']}** and **{last['label']}**:",
+            "",
+            f"| crates | {first['label']} MB | {last['label']} MB |",
+            "|---|---:|---:|",
+        ]
+        for n in names:
+            out.append(f"| {n} | {mb(before[n]) if n in before else 'with the rest'} |"
+                       f" {mb(after[n]) if n in after else 'with the rest'} |")
+        out.append("")
+    timed = next((r for r in reversed(rows) if r.get("cold_build") and r.get("slowest_crates")), None)
+    if timed:
+        out += [
+            f"Where the build's time goes in **{timed['label']}** (cargo `--timings`: wall seconds of"
+            f" each crate's rustc, {timed.get('crate_seconds_total', '?')} s for all crates together):",
+            "",
+            "| crate | s |",
+            "|---|---:|",
+        ]
+        out += [f"| {n} | {s} |" for n, s in timed["slowest_crates"]]
+        out.append("")
+    return out
+
+
 def load_results():
     results = []
     for name in sorted(os.listdir(RESULTS)):
@@ -209,6 +269,8 @@ def page():
             lines += render_trace_ui(r["trace_ui"])
         if "output" in r:
             lines += render_output(r["output"])
+        if "levers" in r:
+            lines += render_levers(r["levers"])
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

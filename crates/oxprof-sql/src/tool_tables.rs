@@ -2,15 +2,13 @@
 //! report's named table for one host, computed through the registry exactly as
 //! `oxprof data TOOL PATH --host H` computes it, converted by `oxprof-arrow`.
 //!
-//! `oxprof-arrow` is on Arrow 60 and DataFusion 55 on Arrow 59: the batch crosses over
-//! as an Arrow IPC stream (a stable format; tool tables are small), then its columns
-//! are renamed to SQL identifiers (snake case) and `run`/`host` put first.
+//! `oxprof-arrow` is on DataFusion's Arrow version, so the batch is used as it is: its
+//! columns are renamed to SQL identifiers (snake case) and `run`/`host` put first.
 
 use crate::SqlError;
 use crate::model_tables::{HostKey, constant_label, label_type};
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::ipc::reader::StreamReader;
 use oxprof_api::catalog::ServedRun;
 use oxprof_api::data::{DataRequest, compute};
 use oxprof_api::registry::ToolId;
@@ -31,25 +29,7 @@ pub fn build(
     let report = compute(session, run, &request, false).map_err(SqlError::profile)?;
     let Some(found) = report.tables().into_iter().find(|t| t.name == table) else { return Ok(None) };
     let converted = oxprof_arrow::record_batch(&found).map_err(|e| SqlError::Internal(e.to_string()))?;
-    let batch = cross_arrow_versions(&converted.batch)?;
-    Ok(Some(with_host_columns(&batch, key)?))
-}
-
-/// An Arrow 60 batch as an Arrow 59 one, through the IPC stream format.
-fn cross_arrow_versions(batch: &arrow_array_60::RecordBatch) -> Result<RecordBatch, SqlError> {
-    let internal = |e: &dyn std::fmt::Display| SqlError::Internal(format!("report table to Arrow IPC: {e}"));
-    let mut bytes = Vec::new();
-    {
-        let mut writer =
-            arrow_ipc_60::writer::StreamWriter::try_new(&mut bytes, &batch.schema()).map_err(|e| internal(&e))?;
-        writer.write(batch).map_err(|e| internal(&e))?;
-        writer.finish().map_err(|e| internal(&e))?;
-    }
-    let mut reader = StreamReader::try_new(std::io::Cursor::new(bytes), None).map_err(|e| internal(&e))?;
-    match reader.next() {
-        Some(batch) => batch.map_err(|e| internal(&e)),
-        None => Err(internal(&"no batch")),
-    }
+    Ok(Some(with_host_columns(&converted.batch, key)?))
 }
 
 /// A report column's name as an SQL identifier: lower snake case, never empty
