@@ -362,6 +362,9 @@ export async function register(ctx) {
         const both = await api('tracks', { run: 'GPU-multi-worker', hosts: 'ALL_HOSTS' });
         const all = both.sections.flatMap((s) => s.tracks.map((t) => t.id));
         assertEqual(all.length, 74, 'the run has 74 tracks on two hosts');
+        // The page's host ALL_HOSTS (a link from an ALL_HOSTS page) means the same as hosts=ALL_HOSTS.
+        await open(page, gpu.url, { run: 'GPU-multi-worker', tool: 'trace_viewer', host: 'ALL_HOSTS' });
+        assertEqual(await page.locator('[data-role="trace-labels"] [data-host]').count(), 2, 'host=ALL_HOSTS: both hosts');
         await open(page, gpu.url, { run: 'GPU-multi-worker', tool: 'trace_viewer', hosts: 'ALL_HOSTS' });
         assertEqual(await page.locator('[data-role="trace-labels"] [data-host]').count(), 2, 'both hosts');
         assertEqual(await page.locator('[data-role="trace-labels"] [data-track]').count(), 74, 'every track');

@@ -51,6 +51,9 @@ const OVERVIEW_BINS = 600;
 
 export function traceViewerPage(ctx: PageContext): HTMLElement {
   const view = viewFromUrl(ctx.view.get);
+  // The page's host `ALL_HOSTS` (a link from an ALL_HOSTS page, or typed) means every host
+  // merged, as `hosts=ALL_HOSTS` does: not the first host alone.
+  if (!view.hosts.length && ctx.state.host === 'ALL_HOSTS') view.hosts = ['ALL_HOSTS'];
   const client = new TraceClient(ctx.state.run, ctx.state.host, view.hosts);
   const model = new TraceModel(view);
   prepareWindowLoader();
