@@ -12,6 +12,8 @@
 //!   JSON references and profiles.
 //! * [`golden`]: the golden tests' cases (profile, hosts, XProf's outputs) and tally.
 //! * [`hlo`]: hand-built HLO shapes and instructions.
+//! * [`pod`]: a synthetic TPU pod of any number of hosts, with stragglers and slow-input
+//!   hosts planted, for tests and benchmarks.
 //! * [`tpu`]: what the synthetic TPU profiles share (XLA's and the profiler's messages, XLA
 //!   ops' metadata, TensorCore stats, DCN collectives, reproducible gzip).
 //!
@@ -23,6 +25,7 @@ pub mod golden;
 pub mod hlo;
 pub mod http;
 pub mod jsoncmp;
+pub mod pod;
 pub mod tpu;
 mod xspace;
 
