@@ -12,6 +12,10 @@
 //!   JSON references and profiles.
 //! * [`golden`]: the golden tests' cases (profile, hosts, XProf's outputs) and tally.
 //! * [`hlo`]: hand-built HLO shapes and instructions.
+//! * [`pod`]: a synthetic TPU pod of any number of hosts, with stragglers and slow-input
+//!   hosts planted, for tests and benchmarks.
+//! * [`tpu`]: what the synthetic TPU profiles share (XLA's and the profiler's messages, XLA
+//!   ops' metadata, TensorCore stats, DCN collectives, reproducible gzip).
 //!
 //! Helpers here may panic: a panic is a test's failure.
 
@@ -21,6 +25,8 @@ pub mod golden;
 pub mod hlo;
 pub mod http;
 pub mod jsoncmp;
+pub mod pod;
+pub mod tpu;
 mod xspace;
 
 /// prost types generated from the vendored `xplane.proto` (to cross-check, never to read).

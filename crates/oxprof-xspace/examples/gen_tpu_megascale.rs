@@ -26,137 +26,12 @@
 //! `OUT_DIR/megascale-mixed/…/{host0,host1}.xplane.pb.gz` where host1 has no `MegaScale:`
 //! TraceMes, and `OUT_DIR/megascale-perfetto/…/host0.xplane.pb.gz`: see [`perfetto_space`]).
 
+use oxprof_testkit::tpu::dcn::{self, COLLECTIVES, op_names};
+use oxprof_testkit::tpu::{PS_PER_US, instruction, tuple, wire, write_gz};
 use oxprof_testkit::{PlaneBuilder, Value, XSpaceBuilder};
 use prost::Message;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Minimal `xla.HloProto` and `tensorflow.profiler.DcnCollectiveInfoProto` wire types.
-mod wire {
-    use std::collections::BTreeMap;
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloProto {
-        #[prost(message, optional, tag = "1")]
-        pub hlo_module: Option<HloModuleProto>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloModuleProto {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(string, tag = "2")]
-        pub entry_computation_name: String,
-        #[prost(message, repeated, tag = "3")]
-        pub computations: Vec<HloComputationProto>,
-        #[prost(message, optional, tag = "4")]
-        pub host_program_shape: Option<ProgramShapeProto>,
-        #[prost(int64, tag = "5")]
-        pub id: i64,
-        #[prost(int64, tag = "6")]
-        pub entry_computation_id: i64,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloComputationProto {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(message, repeated, tag = "2")]
-        pub instructions: Vec<HloInstructionProto>,
-        #[prost(message, optional, tag = "4")]
-        pub program_shape: Option<ProgramShapeProto>,
-        #[prost(int64, tag = "5")]
-        pub id: i64,
-        #[prost(int64, tag = "6")]
-        pub root_id: i64,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ProgramShapeProto {
-        #[prost(message, repeated, tag = "1")]
-        pub parameters: Vec<ShapeProto>,
-        #[prost(message, optional, tag = "2")]
-        pub result: Option<ShapeProto>,
-        #[prost(string, repeated, tag = "3")]
-        pub parameter_names: Vec<String>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloInstructionProto {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(string, tag = "2")]
-        pub opcode: String,
-        #[prost(message, optional, tag = "3")]
-        pub shape: Option<ShapeProto>,
-        #[prost(int64, tag = "9")]
-        pub parameter_number: i64,
-        #[prost(int64, tag = "13")]
-        pub tuple_index: i64,
-        #[prost(int64, tag = "26")]
-        pub channel_id: i64,
-        #[prost(int64, tag = "35")]
-        pub id: i64,
-        #[prost(int64, repeated, tag = "36")]
-        pub operand_ids: Vec<i64>,
-        #[prost(bool, tag = "47")]
-        pub is_host_transfer: bool,
-        #[prost(message, optional, tag = "68")]
-        pub frontend_attributes: Option<FrontendAttributes>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct FrontendAttributes {
-        #[prost(btree_map = "string, string", tag = "1")]
-        pub map: BTreeMap<String, String>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ShapeProto {
-        #[prost(int32, tag = "2")]
-        pub element_type: i32,
-        #[prost(int64, repeated, tag = "3")]
-        pub dimensions: Vec<i64>,
-        #[prost(message, repeated, tag = "4")]
-        pub tuple_shapes: Vec<ShapeProto>,
-        #[prost(message, optional, tag = "5")]
-        pub layout: Option<LayoutProto>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct LayoutProto {
-        #[prost(int64, repeated, tag = "1")]
-        pub minor_to_major: Vec<i64>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct DcnCollectiveInfoProto {
-        #[prost(int32, tag = "1")]
-        pub transfer_type: i32,
-        #[prost(message, repeated, tag = "2")]
-        pub endpoint_groups: Vec<EndpointGroup>,
-        #[prost(message, repeated, tag = "3")]
-        pub one_to_one_groups: Vec<OneToOneGroup>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Endpoint {
-        #[prost(int32, tag = "1")]
-        pub slice_id: i32,
-        #[prost(int32, tag = "2")]
-        pub device_id: i32,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct EndpointGroup {
-        #[prost(message, repeated, tag = "1")]
-        pub endpoints: Vec<Endpoint>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct OneToOneGroup {
-        #[prost(message, optional, tag = "1")]
-        pub source: Option<Endpoint>,
-        #[prost(message, optional, tag = "2")]
-        pub destination: Option<Endpoint>,
-    }
-}
-
-const PS_PER_US: i64 = 1_000_000;
-const F32: i32 = 11;
-const BF16: i32 = 16;
-const U32: i32 = 8;
-const TUPLE: i32 = 13;
-const TOKEN: i32 = 17;
 const PROGRAM_ID: u64 = 1;
 const PROGRAM: &str = "jit_train_step";
 /// Start of the profile on every host (ns).
@@ -165,136 +40,10 @@ const STEPS: i64 = 4;
 const PERIOD_US: i64 = 2_000;
 const CORES: i64 = 2;
 
-/// One DCN collective: its rendezvous, transfer type, data shape, channel ids of the send
-/// and recv pair, the first instruction number, and its collective info.
-struct Collective {
-    rendezvous: &'static str,
-    transfer_type: &'static str,
-    element_type: i32,
-    dims: &'static [i64],
-    send_channel: i64,
-    recv_channel: i64,
-    first: i64,
-}
-
-const COLLECTIVES: [Collective; 3] = [
-    Collective {
-        rendezvous: "dcn_all_reduce_grads",
-        transfer_type: "ALL_REDUCE",
-        element_type: F32,
-        dims: &[256, 1024],
-        send_channel: 1,
-        recv_channel: 2,
-        first: 1,
-    },
-    Collective {
-        rendezvous: "dcn_all_gather_params",
-        transfer_type: "ALL_GATHER",
-        element_type: BF16,
-        dims: &[512, 384],
-        send_channel: 3,
-        recv_channel: 4,
-        first: 5,
-    },
-    Collective {
-        rendezvous: "dcn_one_to_one_activations",
-        transfer_type: "ONE_TO_ONE",
-        element_type: F32,
-        dims: &[1000, 3],
-        send_channel: 5,
-        recv_channel: 6,
-        first: 9,
-    },
-];
-
-fn shape(element_type: i32, dims: &[i64]) -> wire::ShapeProto {
-    wire::ShapeProto {
-        element_type,
-        dimensions: dims.to_vec(),
-        tuple_shapes: Vec::new(),
-        layout: Some(wire::LayoutProto { minor_to_major: (0..dims.len() as i64).rev().collect() }),
-    }
-}
-
-fn tuple(elements: Vec<wire::ShapeProto>) -> wire::ShapeProto {
-    wire::ShapeProto { element_type: TUPLE, dimensions: Vec::new(), tuple_shapes: elements, layout: None }
-}
-
-fn token() -> wire::ShapeProto {
-    wire::ShapeProto { element_type: TOKEN, ..Default::default() }
-}
-
-fn instruction(
-    name: &str,
-    opcode: &str,
-    id: i64,
-    operands: &[i64],
-    shape: wire::ShapeProto,
-) -> wire::HloInstructionProto {
-    wire::HloInstructionProto {
-        name: name.to_string(),
-        opcode: opcode.to_string(),
-        shape: Some(shape),
-        id,
-        operand_ids: operands.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn attributes(pairs: &[(&str, &str)]) -> Option<wire::FrontendAttributes> {
-    Some(wire::FrontendAttributes { map: pairs.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect() })
-}
-
-/// The op names of a collective: send, send-done, recv, recv-done.
-fn op_names(c: &Collective) -> [String; 4] {
-    let n = c.first;
-    [format!("send.{n}"), format!("send-done.{}", n + 1), format!("recv.{}", n + 2), format!("recv-done.{}", n + 3)]
-}
-
 /// The step program: for each collective a send of a parameter and a recv into a tuple,
 /// sequenced by one token; the result is the tuple of the received arrays.
 fn hlo_proto() -> Vec<u8> {
-    let mut instructions = vec![instruction("token.0", "after-all", 100, &[], token())];
-    let mut parameters = Vec::new();
-    let mut results = Vec::new();
-    let mut result_ids = Vec::new();
-    for (index, c) in COLLECTIVES.iter().enumerate() {
-        let data = || shape(c.element_type, c.dims);
-        let [send, send_done, recv, recv_done] = op_names(c);
-        let base = 10 * (index as i64 + 1);
-        let param_id = 200 + index as i64;
-        parameters.push(data());
-        instructions.push(wire::HloInstructionProto {
-            parameter_number: index as i64,
-            ..instruction(&format!("p{index}"), "parameter", param_id, &[], data())
-        });
-        let rendezvous =
-            [("_xla_host_transfer_rendezvous", c.rendezvous), ("_xla_megascale_transfer_type", c.transfer_type)];
-        instructions.push(wire::HloInstructionProto {
-            channel_id: c.send_channel,
-            frontend_attributes: attributes(&rendezvous),
-            ..instruction(&send, "send", base, &[param_id, 100], tuple(vec![data(), shape(U32, &[]), token()]))
-        });
-        instructions.push(wire::HloInstructionProto {
-            channel_id: c.send_channel,
-            ..instruction(&send_done, "send-done", base + 1, &[base], token())
-        });
-        instructions.push(wire::HloInstructionProto {
-            channel_id: c.recv_channel,
-            frontend_attributes: attributes(&rendezvous[..1]),
-            ..instruction(&recv, "recv", base + 2, &[100], tuple(vec![data(), shape(U32, &[]), token()]))
-        });
-        instructions.push(wire::HloInstructionProto {
-            channel_id: c.recv_channel,
-            ..instruction(&recv_done, "recv-done", base + 3, &[base + 2], tuple(vec![data(), token()]))
-        });
-        instructions.push(wire::HloInstructionProto {
-            tuple_index: 0,
-            ..instruction(&format!("get-tuple-element.{index}"), "get-tuple-element", base + 4, &[base + 3], data())
-        });
-        results.push(data());
-        result_ids.push(base + 4);
-    }
+    let dcn::Instructions { mut instructions, parameters, results, result_ids } = dcn::instructions();
     instructions.push(instruction("tuple.99", "tuple", 99, &result_ids, tuple(results.clone())));
     let program_shape = wire::ProgramShapeProto {
         parameters,
@@ -307,6 +56,7 @@ fn hlo_proto() -> Vec<u8> {
         program_shape: Some(program_shape.clone()),
         id: 1,
         root_id: 99,
+        is_fusion_computation: false,
     };
     wire::HloProto {
         hlo_module: Some(wire::HloModuleProto {
@@ -321,52 +71,14 @@ fn hlo_proto() -> Vec<u8> {
     .encode_to_vec()
 }
 
-/// The `dcn_collective_info` of a collective's send: four endpoints for the all-reduce,
-/// two for the all-gather, one pair for the one-to-one transfer.
-fn collective_info(index: usize) -> Vec<u8> {
-    let endpoint = |slice_id, device_id| wire::Endpoint { slice_id, device_id };
-    let info = match index {
-        0 => wire::DcnCollectiveInfoProto {
-            transfer_type: 5,
-            endpoint_groups: vec![wire::EndpointGroup { endpoints: (0..4).map(|s| endpoint(s, 0)).collect() }],
-            one_to_one_groups: Vec::new(),
-        },
-        1 => wire::DcnCollectiveInfoProto {
-            transfer_type: 4,
-            endpoint_groups: vec![wire::EndpointGroup { endpoints: vec![endpoint(0, 1), endpoint(1, 1)] }],
-            one_to_one_groups: Vec::new(),
-        },
-        _ => wire::DcnCollectiveInfoProto {
-            transfer_type: 2,
-            endpoint_groups: Vec::new(),
-            one_to_one_groups: vec![wire::OneToOneGroup {
-                source: Some(endpoint(0, 0)),
-                destination: Some(endpoint(1, 0)),
-            }],
-        },
-    };
-    info.encode_to_vec()
-}
-
 /// A duration or gap in ps that is not a whole number of ns, varying with its inputs.
 fn ps(us: i64, host: i64, core: i64, step: i64, salt: i64) -> i64 {
     us * PS_PER_US + 1_000 * (37 * host + 11 * core + 7 * step + 3 * salt) + 123 * (salt + 1)
 }
 
 fn tpu_plane(p: &mut PlaneBuilder, host: i64, core: i64) {
-    let long = |name: &str| format!("%{name} = {name}()");
-    for (index, c) in COLLECTIVES.iter().enumerate() {
-        for (k, name) in op_names(c).iter().enumerate() {
-            let long_name = long(name);
-            p.event_display_name(&long_name, name);
-            let category = if k < 2 { "host send" } else { "host recv" };
-            p.event_metadata_stat(&long_name, "hlo_category", category);
-            p.event_metadata_stat(&long_name, "program_id", PROGRAM_ID);
-            if k == 0 {
-                p.event_metadata_stat(&long_name, "dcn_collective_info", Value::Bytes(collective_info(index)));
-            }
-        }
-    }
+    let long = dcn::long_name;
+    dcn::declare_ops(p, PROGRAM_ID);
     p.event_display_name(&long("send.77"), "send.77");
     p.event_metadata_stat(&long("send.77"), "hlo_category", "host send");
     let barrier = long("barrier-cores.13");
@@ -554,12 +266,8 @@ fn perfetto_space() -> Vec<u8> {
     b.to_bytes()
 }
 
-fn write_gz(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
-    // Level 9 and no file name or time in the header: the same bytes on every run.
-    let mut gz = flate2::GzBuilder::new().mtime(0).write(std::fs::File::create(path)?, flate2::Compression::best());
-    gz.write_all(bytes)?;
-    gz.finish()?;
+fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_gz(path, bytes)?;
     println!("wrote {}", path.display());
     Ok(())
 }
@@ -569,15 +277,15 @@ fn main() -> std::io::Result<()> {
         std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("testdata/tpu-synthetic"));
     let dir = out.join("megascale/plugins/profile/run");
     for host in 0..3 {
-        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, true))?;
+        write(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, true))?;
     }
     // A run where one host has no MegaScale: TraceMes: XProf answers that host, and
     // ALL_HOSTS, with the empty table, and the other host with its own.
     let dir = out.join("megascale-mixed/plugins/profile/run");
     for host in 0..2 {
-        write_gz(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, host == 0))?;
+        write(&dir.join(format!("host{host}.xplane.pb.gz")), &host_space(host, host == 0))?;
     }
     // Megascale action graphs and rendezvous-named ops, for megascale_stats perfetto=true.
-    write_gz(&out.join("megascale-perfetto/plugins/profile/run/host0.xplane.pb.gz"), &perfetto_space())?;
+    write(&out.join("megascale-perfetto/plugins/profile/run/host0.xplane.pb.gz"), &perfetto_space())?;
     Ok(())
 }

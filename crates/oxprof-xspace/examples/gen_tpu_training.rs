@@ -29,148 +29,13 @@
 //!             0..80+20c+5h  100..600 (holds add.5)     620..880+j   900..1002+10c  1050..1120
 //! ```
 
+use oxprof_testkit::tpu::{
+    BF16, F32, PS_PER_US, XlaOp, instruction, parameter, shape, tpu_v4_core_stats, wire as hlo, write_gz,
+};
 use oxprof_testkit::{PlaneBuilder, Value, XSpaceBuilder};
 use prost::Message;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Minimal `xla.HloProto` wire types (field numbers from `xla/service/hlo.proto`).
-mod hlo {
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloProto {
-        #[prost(message, optional, tag = "1")]
-        pub hlo_module: Option<HloModuleProto>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloModuleProto {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(string, tag = "2")]
-        pub entry_computation_name: String,
-        #[prost(message, repeated, tag = "3")]
-        pub computations: Vec<HloComputationProto>,
-        #[prost(message, optional, tag = "4")]
-        pub host_program_shape: Option<ProgramShapeProto>,
-        #[prost(int64, tag = "5")]
-        pub id: i64,
-        #[prost(int64, tag = "6")]
-        pub entry_computation_id: i64,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloComputationProto {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(message, repeated, tag = "2")]
-        pub instructions: Vec<HloInstructionProto>,
-        #[prost(message, optional, tag = "4")]
-        pub program_shape: Option<ProgramShapeProto>,
-        #[prost(int64, tag = "5")]
-        pub id: i64,
-        #[prost(int64, tag = "6")]
-        pub root_id: i64,
-        #[prost(bool, tag = "7")]
-        pub is_fusion_computation: bool,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ProgramShapeProto {
-        #[prost(message, repeated, tag = "1")]
-        pub parameters: Vec<ShapeProto>,
-        #[prost(message, optional, tag = "2")]
-        pub result: Option<ShapeProto>,
-        #[prost(string, repeated, tag = "3")]
-        pub parameter_names: Vec<String>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct DotDimensionNumbers {
-        #[prost(int64, repeated, tag = "1")]
-        pub lhs_contracting_dimensions: Vec<i64>,
-        #[prost(int64, repeated, tag = "2")]
-        pub rhs_contracting_dimensions: Vec<i64>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct HloInstructionProto {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(string, tag = "2")]
-        pub opcode: String,
-        #[prost(message, optional, tag = "3")]
-        pub shape: Option<ShapeProto>,
-        #[prost(message, optional, tag = "7")]
-        pub metadata: Option<OpMetadata>,
-        #[prost(int64, tag = "9")]
-        pub parameter_number: i64,
-        #[prost(string, tag = "11")]
-        pub fusion_kind: String,
-        #[prost(message, optional, tag = "30")]
-        pub dot_dimension_numbers: Option<DotDimensionNumbers>,
-        #[prost(int64, tag = "35")]
-        pub id: i64,
-        #[prost(int64, repeated, tag = "36")]
-        pub operand_ids: Vec<i64>,
-        #[prost(int64, repeated, tag = "38")]
-        pub called_computation_ids: Vec<i64>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ShapeProto {
-        #[prost(int32, tag = "2")]
-        pub element_type: i32,
-        #[prost(int64, repeated, tag = "3")]
-        pub dimensions: Vec<i64>,
-        #[prost(message, optional, tag = "5")]
-        pub layout: Option<LayoutProto>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct LayoutProto {
-        #[prost(int64, repeated, tag = "1")]
-        pub minor_to_major: Vec<i64>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct OpMetadata {
-        #[prost(string, tag = "1")]
-        pub op_type: String,
-        #[prost(string, tag = "2")]
-        pub op_name: String,
-        #[prost(string, tag = "3")]
-        pub source_file: String,
-        #[prost(int32, tag = "4")]
-        pub source_line: i32,
-    }
-    /// `tensorflow.profiler.MemoryAccessBreakdown` (op_metrics.proto).
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct MemoryAccessBreakdown {
-        #[prost(message, repeated, tag = "1")]
-        pub memory_accessed: Vec<MemoryAccessed>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct MemoryAccessed {
-        #[prost(int32, tag = "1")]
-        pub operation_type: i32,
-        #[prost(int32, tag = "2")]
-        pub memory_space: i32,
-        #[prost(uint64, tag = "3")]
-        pub bytes_accessed: u64,
-    }
-    /// `tensorflow.profiler.CoreDetails` (op_stats.proto).
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct CoreDetails {
-        #[prost(string, tag = "1")]
-        pub hostname: String,
-        #[prost(uint32, tag = "2")]
-        pub device_ordinal: u32,
-        #[prost(uint32, tag = "3")]
-        pub core_num: u32,
-        #[prost(uint32, tag = "4")]
-        pub local_chip_id: u32,
-        #[prost(uint32, tag = "5")]
-        pub global_chip_id: u32,
-        #[prost(uint32, tag = "6")]
-        pub global_core_id: u32,
-    }
-}
-
-const PS_PER_US: i64 = 1_000_000;
-const BF16: i32 = 16;
-const F32: i32 = 11;
 const PROGRAM_ID: u64 = 1;
 const PROGRAM: &str = "jit_train_step";
 /// Start of the profile on every host (ns).
@@ -181,22 +46,9 @@ const CORES: i64 = 4;
 /// Step period on the host (µs).
 const PERIOD_US: i64 = 2_000;
 
-/// One HLO op of the step program.
-struct Op {
-    name: &'static str,
-    opcode: &'static str,
-    category: &'static str,
-    tf_op: &'static str,
-    symbol_id: u64,
-    flops: u64,
-    /// HBM bytes read, written.
-    hbm: (u64, u64),
-    element_type: i32,
-    dims: &'static [i64],
-}
-
-const OPS: &[Op] = &[
-    Op {
+/// The HLO ops of the step program.
+const OPS: &[XlaOp<'static>] = &[
+    XlaOp {
         name: "infeed.0",
         opcode: "infeed",
         category: "infeed",
@@ -207,7 +59,7 @@ const OPS: &[Op] = &[
         element_type: BF16,
         dims: &[128, 8192],
     },
-    Op {
+    XlaOp {
         name: "fusion.1",
         opcode: "fusion",
         category: "convolution fusion",
@@ -218,7 +70,7 @@ const OPS: &[Op] = &[
         element_type: BF16,
         dims: &[128, 4096],
     },
-    Op {
+    XlaOp {
         name: "add.5",
         opcode: "add",
         category: "non-fusion elementwise",
@@ -229,7 +81,7 @@ const OPS: &[Op] = &[
         element_type: F32,
         dims: &[128, 4096],
     },
-    Op {
+    XlaOp {
         name: "dot.2",
         opcode: "dot",
         category: "convolution",
@@ -240,7 +92,7 @@ const OPS: &[Op] = &[
         element_type: F32,
         dims: &[4096, 4096],
     },
-    Op {
+    XlaOp {
         name: "all-reduce.3",
         opcode: "all-reduce",
         category: "all-reduce",
@@ -251,7 +103,7 @@ const OPS: &[Op] = &[
         element_type: F32,
         dims: &[4096, 4096],
     },
-    Op {
+    XlaOp {
         name: "outfeed.4",
         opcode: "outfeed",
         category: "outfeed",
@@ -276,35 +128,6 @@ const VARIANTS: &[Variant] = &[
     Variant { dir: "training", hosts: &["tpu-host-0", "tpu-host-1"], device_infeed: true },
     Variant { dir: "training_host_input", hosts: &["tpu-host-0"], device_infeed: false },
 ];
-
-fn shape(element_type: i32, dims: &[i64]) -> hlo::ShapeProto {
-    hlo::ShapeProto {
-        element_type,
-        dimensions: dims.to_vec(),
-        layout: Some(hlo::LayoutProto { minor_to_major: (0..dims.len() as i64).rev().collect() }),
-    }
-}
-
-fn instruction(
-    name: &str,
-    opcode: &str,
-    id: i64,
-    operands: &[i64],
-    shape: hlo::ShapeProto,
-) -> hlo::HloInstructionProto {
-    hlo::HloInstructionProto {
-        name: name.to_string(),
-        opcode: opcode.to_string(),
-        shape: Some(shape),
-        id,
-        operand_ids: operands.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn parameter(name: &str, id: i64, number: i64, shape: hlo::ShapeProto) -> hlo::HloInstructionProto {
-    hlo::HloInstructionProto { parameter_number: number, ..instruction(name, "parameter", id, &[], shape) }
-}
 
 /// The step program as an `HloProto` that XLA's `HloModule::CreateFromProto` accepts: a
 /// reducer and a fusion computation, then the entry computation whose instructions carry
@@ -395,17 +218,6 @@ fn hlo_proto() -> Vec<u8> {
     proto.encode_to_vec()
 }
 
-fn memory_breakdown(op: &Op) -> Vec<u8> {
-    // OperationType READ=1, WRITE=2; memory space 1 = HBM.
-    let mut accessed = Vec::new();
-    for (operation_type, bytes) in [(1, op.hbm.0), (2, op.hbm.1)] {
-        if bytes > 0 {
-            accessed.push(hlo::MemoryAccessed { operation_type, memory_space: 1, bytes_accessed: bytes });
-        }
-    }
-    hlo::MemoryAccessBreakdown { memory_accessed: accessed }.encode_to_vec()
-}
-
 /// Per-step variation (µs), the same on every host so that steps line up.
 fn jitter(step: i64) -> i64 {
     [0, 40, 15, 90, 25, 60][step as usize % 6]
@@ -422,50 +234,13 @@ fn tpu_plane(p: &mut PlaneBuilder, variant: &Variant, host_index: usize, host: &
         global_chip_id: (host_index as i64 * 2 + chip) as u32,
         global_core_id: (host_index as i64 * CORES + core) as u32,
     };
-    p.stat("core_details", Value::Bytes(details.encode_to_vec()));
-    p.stat("device_type_string", "TPU v4");
-    p.stat("peak_teraflops_per_second", 275.0);
-    p.stat("peak_hbm_bw_gigabytes_per_second", 1200.0);
-    p.stat("peak_cmem_rd_bw_gigabytes_per_second", 0.0);
-    p.stat("peak_cmem_wr_bw_gigabytes_per_second", 0.0);
-    p.stat("peak_vmem_rd_bw_gigabytes_per_second", 11000.0);
-    p.stat("peak_vmem_wr_bw_gigabytes_per_second", 9000.0);
-    p.stat("peak_sram_rd_bw_gigabytes_per_second", 11000.0);
-    p.stat("peak_sram_wr_bw_gigabytes_per_second", 9000.0);
-    p.stat("has_megacore", 1i64);
-    p.stat("has_merged_vmem", 0i64);
-    let ops: Vec<&Op> =
+    tpu_v4_core_stats(p, &details);
+    let ops: Vec<&XlaOp<'_>> =
         OPS.iter().filter(|op| variant.device_infeed || !matches!(op.opcode, "infeed" | "outfeed")).collect();
     for op in &ops {
-        let display = op.name;
-        let shape = format!(
-            "{}[{}]",
-            if op.element_type == BF16 { "bf16" } else { "f32" },
-            op.dims.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-        );
-        let long_name = format!("%{display} = {shape} {}()", op.opcode);
-        p.event_display_name(&long_name, display);
-        p.event_metadata_stat(&long_name, "hlo_category", op.category);
-        p.event_metadata_stat(&long_name, "program_id", PROGRAM_ID);
-        p.event_metadata_stat(&long_name, "symbol_id", op.symbol_id);
-        p.event_metadata_stat(&long_name, "flops", op.flops);
-        p.event_metadata_stat(&long_name, "model_flops", op.flops);
-        p.event_metadata_stat(&long_name, "bytes_accessed", op.hbm.0 + op.hbm.1);
-        p.event_metadata_stat(&long_name, "raw_bytes_accessed", op.hbm.0 + op.hbm.1);
-        p.event_metadata_stat(&long_name, "memory_access_breakdown", Value::Bytes(memory_breakdown(op)));
-        p.event_metadata_stat(&long_name, "shape_with_layout", shape.as_str());
-        p.event_metadata_stat(&long_name, "tf_op", op.tf_op);
-        p.event_metadata_stat(&long_name, "source", format!("train.py:{}", 40 + op.symbol_id));
+        op.declare(p, PROGRAM_ID);
     }
-    let long = |name: &str| {
-        let op = OPS.iter().find(|o| o.name == name).expect("known op");
-        let shape = format!(
-            "{}[{}]",
-            if op.element_type == BF16 { "bf16" } else { "f32" },
-            op.dims.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-        );
-        format!("%{} = {shape} {}()", op.name, op.opcode)
-    };
+    let long = |name: &str| OPS.iter().find(|o| o.name == name).expect("known op").long_name();
     let step_start = |s: i64| (s * PERIOD_US + 200 + host_index as i64 * 3) * PS_PER_US;
     p.line(1, "Steps", T0_NS, |l| {
         for s in 0..STEPS {
@@ -550,15 +325,6 @@ fn host_space(variant: &Variant, host_index: usize, host: &str) -> Vec<u8> {
         p.stat("profile_stop_time", (T0_NS + STEPS * PERIOD_US * 1000 + 1_000_000) as u64);
     });
     b.to_bytes()
-}
-
-fn write_gz(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
-    // Level 9 and no file name or time in the header: the same bytes on every run.
-    let mut gz = flate2::GzBuilder::new().mtime(0).write(std::fs::File::create(path)?, flate2::Compression::best());
-    gz.write_all(bytes)?;
-    gz.finish()?;
-    Ok(())
 }
 
 fn main() -> std::io::Result<()> {
