@@ -162,8 +162,7 @@ fn combine_per_core_step_info(
 /// `CombineOpStats`, the step part: one host's steps into the combined steps (`per_step`:
 /// one accumulator per combined step).
 fn combine_op_stats_steps(
-    no_accelerator: bool,
-    hardware_type: HardwareType,
+    coordinator: bool,
     src_host_id: i32,
     src_db: &StepDatabaseResult,
     intersection: &StepIntersection,
@@ -171,7 +170,7 @@ fn combine_op_stats_steps(
     complete_steps_only: &mut OpMetricsDbCombiner,
     per_step: &mut [OpMetricsDbCombiner],
 ) {
-    if is_coordinator(no_accelerator, hardware_type) {
+    if coordinator {
         return;
     }
     if src_db.use_incomplete_step {
@@ -272,8 +271,7 @@ pub fn combine_all_op_stats(infos: &[OpStatsInfo<'_>], intersection: &StepInters
     let no_accelerator = no_accelerator_in_system(infos);
     for info in infos {
         combine_op_stats_steps(
-            no_accelerator,
-            info.hardware_type,
+            is_coordinator(no_accelerator, info.hardware_type),
             info.src_host_id,
             &info.op_stats.step_db,
             intersection,
@@ -372,8 +370,7 @@ impl OpStatsCombiner {
         let mut complete_steps_only = OpMetricsDbCombiner::new();
         for (host, (hardware_type, step_db)) in steps.iter().enumerate() {
             combine_op_stats_steps(
-                no_accelerator,
-                *hardware_type,
+                is_coordinator(no_accelerator, *hardware_type),
                 host as i32,
                 step_db,
                 &intersection,
