@@ -135,16 +135,17 @@ fn sort_and_keep_top_kernel_reports(db: &mut KernelStatsDb) {
     db.reports.truncate(MAX_NUM_OF_KERNELS);
 }
 
-/// `CombinePerCoreStepInfo`: one host's step into the combined step `dst`.
+/// `CombinePerCoreStepInfo`: one host's step into the combined step `dst` (its per-core
+/// maps moved, not copied: a many-host combine's all-reduce lists are most of its memory).
 fn combine_per_core_step_info(
     src_host_id: i32,
-    src: &PerCoreStepInfo,
+    src: PerCoreStepInfo,
     use_incomplete_step: bool,
     dst: &mut PerCoreStepInfo,
     complete_steps_only: &mut OpMetricsDbCombiner,
     per_step: &mut OpMetricsDbCombiner,
 ) {
-    combine_core_id_map(src_host_id, &src.step_info_per_core, &mut dst.step_info_per_core);
+    move_core_id_map(src_host_id, src.step_info_per_core, &mut dst.step_info_per_core);
     let step_num = dst.step_num;
     for info in dst.step_info_per_core.values_mut() {
         info.step_num = step_num;
@@ -155,16 +156,26 @@ fn combine_per_core_step_info(
         complete_steps_only.combine(src_hlo, true);
     }
     per_step.combine(src_hlo, true);
-    combine_core_id_map(src_host_id, &src.all_reduce_db_per_core, &mut dst.all_reduce_db_per_core);
-    combine_core_id_map(src_host_id, &src.core_id_to_replica_id_map, &mut dst.core_id_to_replica_id_map);
+    move_core_id_map(src_host_id, src.all_reduce_db_per_core, &mut dst.all_reduce_db_per_core);
+    move_core_id_map(src_host_id, src.core_id_to_replica_id_map, &mut dst.core_id_to_replica_id_map);
 }
 
-/// `CombineOpStats`, the step part: one host's steps into the combined steps (`per_step`:
-/// one accumulator per combined step).
+/// [`combine_core_id_map`], moving `src`'s values.
+fn move_core_id_map<V>(src_host_id: i32, src: BTreeMap<u32, V>, dst: &mut BTreeMap<u32, V>) {
+    for (core, value) in src {
+        dst.entry(global_core_id(src_host_id, core)).or_insert(value);
+    }
+}
+
+/// `CombineOpStats`, the step part: one host's steps (`src_steps`, its step sequence, taken
+/// from as far as the intersection needs) into the combined steps (`per_step`: one
+/// accumulator per combined step).
+#[allow(clippy::too_many_arguments)]
 fn combine_op_stats_steps(
     coordinator: bool,
     src_host_id: i32,
-    src_db: &StepDatabaseResult,
+    use_incomplete_step: bool,
+    src_steps: impl Iterator<Item = PerCoreStepInfo>,
     intersection: &StepIntersection,
     dst: &mut OpStats,
     complete_steps_only: &mut OpMetricsDbCombiner,
@@ -173,22 +184,15 @@ fn combine_op_stats_steps(
     if coordinator {
         return;
     }
-    if src_db.use_incomplete_step {
+    if use_incomplete_step {
         dst.step_db.use_incomplete_step = true;
     }
     let first = intersection.first_step_index(src_host_id as u32) as usize;
-    let steps = dst.step_db.step_sequence.iter_mut().zip(per_step.iter_mut()).enumerate();
-    for (i, (dst_step, per_step)) in steps {
+    let mut src_steps = src_steps.skip(first);
+    for (dst_step, per_step) in dst.step_db.step_sequence.iter_mut().zip(per_step.iter_mut()) {
         // XProf indexes without a bounds check; a missing step is skipped here.
-        let Some(src_step) = src_db.step_sequence.get(first + i) else { continue };
-        combine_per_core_step_info(
-            src_host_id,
-            src_step,
-            src_db.use_incomplete_step,
-            dst_step,
-            complete_steps_only,
-            per_step,
-        );
+        let Some(src_step) = src_steps.next() else { continue };
+        combine_per_core_step_info(src_host_id, src_step, use_incomplete_step, dst_step, complete_steps_only, per_step);
     }
 }
 
@@ -273,7 +277,8 @@ pub fn combine_all_op_stats(infos: &[OpStatsInfo<'_>], intersection: &StepInters
         combine_op_stats_steps(
             is_coordinator(no_accelerator, info.hardware_type),
             info.src_host_id,
-            &info.op_stats.step_db,
+            info.op_stats.step_db.use_incomplete_step,
+            info.op_stats.step_db.step_sequence.iter().cloned(),
             intersection,
             &mut combined,
             &mut complete_steps_only,
@@ -368,11 +373,14 @@ impl OpStatsCombiner {
         let intersection = StepIntersection::new(u32::MAX, &per_host);
         let mut per_step = combined_steps(&intersection, &mut combined);
         let mut complete_steps_only = OpMetricsDbCombiner::new();
-        for (host, (hardware_type, step_db)) in steps.iter().enumerate() {
+        // Each host's steps are moved into the combined ones, so the memory they hold
+        // changes hands instead of doubling.
+        for (host, (hardware_type, step_db)) in steps.into_iter().enumerate() {
             combine_op_stats_steps(
-                is_coordinator(no_accelerator, *hardware_type),
+                is_coordinator(no_accelerator, hardware_type),
                 host as i32,
-                step_db,
+                step_db.use_incomplete_step,
+                step_db.step_sequence.into_iter(),
                 &intersection,
                 &mut combined,
                 &mut complete_steps_only,
