@@ -13,17 +13,15 @@ use oxprof_report::Report;
 use oxprof_xprof::inference::{
     HostInferenceStats, InferenceStats, combine, inference_latency, profile::InferenceProfile,
 };
-use oxprof_xprof::op_stats::convert::{HostAnalysis, StepSelection};
+use oxprof_xprof::op_stats::convert::StepSelection;
 use oxprof_xprof::tools::overview_page::OverviewPage;
-use std::sync::Arc;
 
-/// The selected hosts' inference statistics, combined and regrouped by model.
-fn combined(analyses: &[Arc<HostAnalysis>]) -> InferenceStats {
-    let hosts: Vec<HostInferenceStats> = analyses
-        .iter()
+/// The selected hosts' inference statistics (in host order), combined and regrouped by model.
+fn combined(hosts: Vec<HostInferenceStats>) -> InferenceStats {
+    let hosts: Vec<HostInferenceStats> = hosts
+        .into_iter()
         .enumerate()
-        .map(|(i, a)| {
-            let mut host = a.inference.clone();
+        .map(|(i, mut host)| {
             let id = i32::try_from(i).unwrap_or(i32::MAX);
             host.host_id = id;
             host.request_details.iter_mut().for_each(|r| r.host_id = id);
@@ -43,9 +41,10 @@ pub(crate) fn compute(
     refresh: bool,
 ) -> Result<Box<dyn Report>, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let analyses = crate::op_stats::host_analyses(session, &files, refresh)?;
+    let mut hosts = Vec::with_capacity(files.len());
+    crate::op_stats::fold_host_analyses(session, &files, refresh, |_, a| hosts.push(a.inference.clone()))?;
     let param = |name: &str| request.params.get(name).map_or("", String::as_str);
-    let profile = InferenceProfile::new(combined(&analyses), param("request_column"), param("batch_column"));
+    let profile = InferenceProfile::new(combined(hosts), param("request_column"), param("batch_column"));
     let mut notes = Vec::new();
     if profile.stats.per_model.values().all(|m| m.request_details.is_empty() && m.batch_details.is_empty()) {
         notes.push(
@@ -69,7 +68,7 @@ pub(crate) fn overview(
     let all = op_stats_of(session, run, request, refresh, StepSelection::DropIncomplete, None)?;
     let mut page = OverviewPage::from_op_stats(&all.op_stats);
     if !all.op_stats.run_environment.is_training {
-        page.inference_latency = inference_latency(&combined(&all.analyses));
+        page.inference_latency = inference_latency(&combined(all.inference));
     }
     Ok(with_notes(Box::new(page), all.notes))
 }

@@ -13,9 +13,10 @@ use crate::tool::{Computation, DeviceTool, Family, Hosts, JSON, Listed, Offered,
 use crate::trace::HostTraceData;
 use oxprof_format::HostFile;
 use oxprof_model::XSpace;
+use oxprof_xprof::inference::HostInferenceStats;
 use oxprof_xprof::op_stats::OpStats;
 use oxprof_xprof::op_stats::convert::{
-    HostAnalysis, StepSelection, combine_hosts, xspace_to_op_stats, xspace_to_op_stats_grouped,
+    HostAnalysis, HostsCombiner, StepSelection, xspace_to_op_stats, xspace_to_op_stats_grouped,
 };
 use oxprof_xprof::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, input_pipeline::InputPipelineAnalysis,
@@ -112,32 +113,50 @@ pub fn host_analysis_of_decoded(
     analyses.into_iter().next().ok_or(ApiError::Panicked)
 }
 
-/// The selected hosts' OpStats combined with `steps`, and their analyses: the typed entry
-/// point beside the rows (comparisons and `oxprof explain` read OpStats directly).
+/// Each host's OpStats analysis handed to `fold` in file order, as [`host_analyses`]
+/// computes them but a batch of hosts at a time: an analysis the session's cache does not
+/// keep is dropped once folded, so a many-host answer holds the hosts being analysed and
+/// what `fold` keeps of the others, never every host's analysis at once.
+pub(crate) fn fold_host_analyses(
+    session: &Session,
+    files: &[&HostFile],
+    refresh: bool,
+    mut fold: impl FnMut(usize, &HostAnalysis),
+) -> Result<(), ApiError> {
+    let alone = files.len() == 1;
+    session.fold_host_artifacts_with(files, refresh, |file| analysis_of(session, file, alone), |i, a| fold(i, &a))
+}
+
+/// The selected hosts' OpStats combined with `steps`: the typed entry point beside the
+/// rows (comparisons and `oxprof explain` read OpStats directly).
 pub fn combined_op_stats(
     session: &Session,
     run: &ServedRun,
     host: Option<&str>,
     steps: StepSelection,
-) -> Result<(OpStats, Vec<Arc<HostAnalysis>>), ApiError> {
+) -> Result<OpStats, ApiError> {
     let files = select_hosts(run, host)?;
-    let analyses = host_analyses(session, &files, false)?;
-    Ok((combine_hosts(&analyses, steps), analyses))
+    let mut combiner = HostsCombiner::new(steps);
+    fold_host_analyses(session, &files, false, |_, analysis| combiner.add(analysis))?;
+    Ok(combiner.finish())
 }
 
-/// The OpStats of the selected hosts combined, with oxprof's notes and the hosts' analyses.
+/// The OpStats of the selected hosts combined, with oxprof's notes and the hosts'
+/// inference statistics.
 pub(crate) struct Combined {
     /// The combined OpStats.
     pub op_stats: OpStats,
     /// Notes on the hosts and on the device tools.
     pub notes: Vec<String>,
-    /// Each selected host's analysis.
-    pub analyses: Vec<Arc<HostAnalysis>>,
+    /// Each selected host's inference requests and batches, in host order.
+    pub inference: Vec<HostInferenceStats>,
 }
 
-/// The OpStats the OpStats tools read: each host's analysis (kept by the session),
-/// combined with the step database the tool reads, and oxprof's notes on the hosts and on
-/// the device tools; and the analyses themselves.
+/// The OpStats the OpStats tools read: each host's analysis (kept by the session as its
+/// cache allows), folded into the combine as it comes with the step database the tool
+/// reads, and oxprof's notes on the hosts and on the device tools; and the hosts'
+/// inference statistics. Only the hosts being analysed are held whole; of the others the
+/// combine keeps their step databases (which it can only align once every host is in).
 pub(crate) fn op_stats_of(
     session: &Session,
     run: &ServedRun,
@@ -147,11 +166,17 @@ pub(crate) fn op_stats_of(
     device: Option<DeviceTool>,
 ) -> Result<Combined, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let analyses = host_analyses(session, &files, refresh)?;
-    let op_stats = combine_hosts(&analyses, steps);
-    let mut notes: Vec<String> = analyses.iter().zip(&files).flat_map(|(a, f)| host_notes(&f.host, a)).collect();
+    let mut combiner = HostsCombiner::new(steps);
+    let mut notes: Vec<String> = Vec::new();
+    let mut inference = Vec::with_capacity(files.len());
+    fold_host_analyses(session, &files, refresh, |i, analysis| {
+        notes.extend(host_notes(&files[i].host, analysis));
+        inference.push(analysis.inference.clone());
+        combiner.add(analysis);
+    })?;
+    let op_stats = combiner.finish();
     notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(request.tool.name(), device, &op_stats));
-    Ok(Combined { op_stats, notes, analyses })
+    Ok(Combined { op_stats, notes, inference })
 }
 
 fn host_notes(host: &str, analysis: &HostAnalysis) -> Vec<String> {

@@ -150,7 +150,13 @@ pub(crate) fn encode_analysis(analysis: &HostAnalysis) -> Vec<u8> {
 /// A host analysis from bytes [`encode_analysis`] wrote (`None`: not one).
 pub(crate) fn decode_analysis(bytes: &[u8]) -> Option<HostAnalysis> {
     let a: AnalysisIn = serde_json::from_slice(bytes).ok()?;
-    Some(HostAnalysis { op_stats: a.op_stats, advice: a.advice, grouped: a.grouped, inference: a.inference })
+    Some(HostAnalysis {
+        op_stats: a.op_stats,
+        advice: a.advice,
+        grouped: a.grouped,
+        inference: a.inference,
+        alive: Default::default(),
+    })
 }
 
 /// Writes a rendered trace body and its notes: the notes as one line of JSON, then the

@@ -23,10 +23,11 @@
 //!
 //! **No deadlock, by construction.** Computations fan out on rayon's pool, and a pool
 //! thread must never block waiting for a flight (its owner may need that very thread).
-//! So every wait happens on the requesting thread: [`Session::file_entries`] first looks
-//! up every file a request needs, computes the flights it owns (in parallel on the pool;
-//! they wait for nothing), and only then waits, on its own thread, for flights that other
-//! requests own. Responses wait only for file-level entries, and file-level computations
+//! So every wait happens on the requesting thread: [`Session::each_file_entry`] first
+//! looks up every file a request needs, then, in file order, computes the flights it owns
+//! a batch at a time (in parallel on the pool; they wait for nothing) and waits, on its
+//! own thread, for a flight another request owns only when every flight it owns before
+//! that file is computed. Responses wait only for file-level entries, and file-level computations
 //! wait for nothing, so the waits cannot form a cycle.
 
 use crate::ApiError;
@@ -597,39 +598,80 @@ impl Session {
         refresh: bool,
         compute: impl Fn(&HostFile) -> Result<A, ApiError> + Sync,
     ) -> Result<Vec<Arc<A>>, ApiError> {
-        let entries = self.file_entries(files, refresh, TypeId::of::<A>(), A::count, |file| {
+        let mut all = Vec::with_capacity(files.len());
+        self.fold_host_artifacts_with(files, refresh, compute, |_, artifact| all.push(artifact))?;
+        Ok(all)
+    }
+
+    /// Each file's artifact of type `A` handed to `fold` in file order, a batch of files at
+    /// a time (see [`side_by_side`]): an artifact is dropped once folded unless the cache
+    /// keeps it, so a many-host answer holds its hosts' artifacts only while they are
+    /// folded, not all at once. The first error in file order is returned after every
+    /// computation this call owns has finished (waiters of those flights get their
+    /// results); nothing after it is folded.
+    pub fn fold_host_artifacts_with<A: HostArtifact>(
+        &self,
+        files: &[&HostFile],
+        refresh: bool,
+        compute: impl Fn(&HostFile) -> Result<A, ApiError> + Sync,
+        mut fold: impl FnMut(usize, Arc<A>),
+    ) -> Result<(), ApiError> {
+        let compute = |file: &HostFile| {
             let artifact = compute(file)?;
             let weight = artifact.weight();
             Ok(Cached::Artifact(Arc::new(artifact), weight))
-        })?;
-        entries
-            .into_iter()
-            .map(|e| match &*e {
+        };
+        let mut failed: Option<ApiError> = None;
+        self.each_file_entry(files, refresh, TypeId::of::<A>(), A::count, compute, &mut |i, entry| {
+            if failed.is_some() {
+                return;
+            }
+            let artifact = entry.map_err(ApiError::from).and_then(|e| match &*e {
                 Cached::Artifact(value, _) => value.clone().downcast::<A>().map_err(|_| ApiError::Panicked),
                 _ => Err(ApiError::Panicked),
-            })
-            .collect()
+            });
+            match artifact {
+                Ok(artifact) => fold(i, artifact),
+                Err(e) => failed = Some(e),
+            }
+        });
+        failed.map_or(Ok(()), Err)
     }
 
-    /// The entries of several files, in order: hits at once; the flights this call owns
-    /// computed in parallel on the pool (they wait for nothing); then the flights other
-    /// requests own waited for on this thread. A file whose metadata cannot be read is
-    /// computed without caching (its load reports why).
-    fn file_entries(
+    /// The entries of several files, handed to `sink` in file order: hits as their turn
+    /// comes; the flights this call owns computed a batch at a time in parallel on the
+    /// pool (they wait for nothing), each batch under an admission released before its
+    /// entries are handed on; flights other requests own waited for on this thread when
+    /// their turn comes. A file whose metadata cannot be read is computed without caching
+    /// (its load reports why).
+    ///
+    /// No deadlock: a request waits for file `i` only after computing every flight it owns
+    /// up to `i`, so of two requests waiting for each other's flights, each would have
+    /// computed the other's first (files are in run order in every request).
+    fn each_file_entry(
         &self,
         files: &[&HostFile],
         refresh: bool,
         artifact: TypeId,
         count: fn(&mut FileCounts, bool),
         compute: impl Fn(&HostFile) -> Result<Cached, ApiError> + Sync,
-    ) -> Result<Vec<Arc<Cached>>, ApiError> {
-        let mut found: Vec<Option<Result<Arc<Cached>, SharedError>>> = Vec::with_capacity(files.len());
-        let mut waiters: Vec<(usize, Waiter)> = Vec::new();
+        sink: &mut dyn FnMut(usize, Result<Arc<Cached>, SharedError>),
+    ) {
+        /// Where a file's entry comes from.
+        enum Slot {
+            Ready(Result<Arc<Cached>, SharedError>),
+            Wait(Waiter),
+            /// Computed by this call, in a later batch.
+            Mine,
+            /// Handed on.
+            Done,
+        }
+        let mut slots: Vec<Slot> = Vec::with_capacity(files.len());
         let mut mine: Vec<(usize, Option<Claim<'_>>)> = Vec::new();
         let mut sizes: Vec<u64> = vec![0; files.len()];
         for (i, file) in files.iter().enumerate() {
-            found.push(None);
             let Some(identity) = self.identity(&file.path) else {
+                slots.push(Slot::Mine);
                 mine.push((i, None));
                 continue;
             };
@@ -637,15 +679,30 @@ impl Session {
             let id = FileId { path: file.path.clone(), identity };
             let lookup = self.cache.lookup(&CacheKey::Artifact(artifact, id), refresh);
             self.count_with(|counts| count(counts, matches!(lookup, Lookup::Compute(_))));
-            match lookup {
-                Lookup::Hit(entry) => found[i] = Some(Ok(entry)),
-                Lookup::Wait(waiter) => waiters.push((i, waiter)),
-                Lookup::Compute(claim) => mine.push((i, Some(claim))),
-            }
+            slots.push(match lookup {
+                Lookup::Hit(entry) => Slot::Ready(Ok(entry)),
+                Lookup::Wait(waiter) => Slot::Wait(waiter),
+                Lookup::Compute(claim) => {
+                    mine.push((i, Some(claim)));
+                    Slot::Mine
+                }
+            });
         }
-        // Our flights are computed under an admission, released before waiting for others'.
-        let admission = (!mine.is_empty()).then(|| self.admit());
-        let mut computed: Vec<(usize, Result<Arc<Cached>, SharedError>)> = Vec::with_capacity(mine.len());
+        // Hands on every entry before `until` (waiting for other requests' flights there).
+        let mut next = 0;
+        let mut hand_on = |slots: &mut Vec<Slot>, until: usize| {
+            while next < until {
+                match std::mem::replace(&mut slots[next], Slot::Done) {
+                    Slot::Ready(entry) => sink(next, entry),
+                    Slot::Wait(waiter) => {
+                        debug_assert_off_pool();
+                        sink(next, waiter.wait());
+                    }
+                    Slot::Mine | Slot::Done => sink(next, Err(shared(ApiError::Panicked))),
+                }
+                next += 1;
+            }
+        };
         let one = |i: usize, claim: Option<Claim<'_>>| {
             let result =
                 catch_unwind(AssertUnwindSafe(|| compute(files[i]))).unwrap_or(Err(ApiError::Panicked)).map_err(shared);
@@ -661,6 +718,10 @@ impl Session {
         // thread either way.)
         let remote = self.store.local_root().is_none();
         for batch in side_by_side(mine, |&(i, _)| sizes[i]) {
+            let until = batch.last().map_or(0, |&(i, _)| i + 1);
+            let mut computed: Vec<(usize, Result<Arc<Cached>, SharedError>)> = Vec::with_capacity(batch.len());
+            // Each batch is computed under an admission, released before waiting for others'.
+            let admission = self.admit();
             if remote {
                 let mut batch = batch.into_iter();
                 loop {
@@ -681,16 +742,13 @@ impl Session {
             } else {
                 computed.par_extend(batch.into_par_iter().map(|(i, claim)| (i, one(i, claim))));
             }
+            drop(admission);
+            for (i, result) in computed {
+                slots[i] = Slot::Ready(result);
+            }
+            hand_on(&mut slots, until);
         }
-        drop(admission);
-        for (i, result) in computed {
-            found[i] = Some(result);
-        }
-        for (i, waiter) in waiters {
-            debug_assert_off_pool();
-            found[i] = Some(waiter.wait());
-        }
-        found.into_iter().map(|r| r.unwrap_or(Err(shared(ApiError::Panicked))).map_err(ApiError::from)).collect()
+        hand_on(&mut slots, files.len());
     }
 }
 

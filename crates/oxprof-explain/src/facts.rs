@@ -265,7 +265,7 @@ fn xspace_facts(
     host: Option<&str>,
     files: &[&HostFile],
 ) -> Result<Facts, ApiError> {
-    let (op_stats, _) = combined_op_stats(session, run, host, StepSelection::DropIncomplete)?;
+    let op_stats = combined_op_stats(session, run, host, StepSelection::DropIncomplete)?;
     let analysis = InputPipelineAnalysis::from_op_stats(&op_stats);
     let device = match op_stats.run_environment.hardware_type {
         HardwareType::Gpu => Some("GPU".to_string()),
@@ -365,7 +365,7 @@ fn xspace_facts(
     let mut per_host = Vec::new();
     if files.len() > 1 {
         for file in files {
-            let (one, _) = combined_op_stats(session, run, Some(&file.host), StepSelection::DropIncomplete)?;
+            let one = combined_op_stats(session, run, Some(&file.host), StepSelection::DropIncomplete)?;
             let step = InputPipelineAnalysis::from_op_stats(&one).step_time_summary.average;
             per_host.push(HostStep { host: file.host.clone(), step_time_ms: step });
         }

@@ -42,7 +42,7 @@ use oxprof_diskcache::DiskCache;
 use oxprof_format::{Format, HostFile};
 use oxprof_model::LoadLimits;
 use oxprof_pytorch::{operators::PytorchOpStats, overview::PytorchOverview};
-use oxprof_xprof::op_stats::convert::{StepSelection, combine_hosts};
+use oxprof_xprof::op_stats::convert::{HostsCombiner, StepSelection};
 use oxprof_xprof::tools::{
     framework_op_stats::FrameworkOpStats, hlo_stats::HloStats, kernel_stats::KernelStats, overview_page::OverviewPage,
 };
@@ -102,9 +102,14 @@ pub fn run_reports(
     refresh: bool,
 ) -> Result<RunReports, ApiError> {
     let files = select_hosts(run, selection(host))?;
-    let analyses = crate::op_stats::host_analyses(session, &files, refresh)?;
-    let all_steps = combine_hosts(&analyses, StepSelection::All);
-    let xprof_steps = combine_hosts(&analyses, StepSelection::DropIncomplete);
+    // Each host's analysis folded into both combines as it comes, not all held at once.
+    let mut all_steps = HostsCombiner::new(StepSelection::All);
+    let mut xprof_steps = HostsCombiner::new(StepSelection::DropIncomplete);
+    crate::op_stats::fold_host_analyses(session, &files, refresh, |_, analysis| {
+        all_steps.add(analysis);
+        xprof_steps.add(analysis);
+    })?;
+    let (all_steps, xprof_steps) = (all_steps.finish(), xprof_steps.finish());
     let ((overview, framework), (kernels, hlo)) = rayon::join(
         || (OverviewPage::from_op_stats(&xprof_steps), FrameworkOpStats::from_op_stats(&all_steps)),
         || (KernelStats::from_op_stats(&all_steps), HloStats::from_op_stats(&all_steps)),

@@ -135,16 +135,17 @@ fn sort_and_keep_top_kernel_reports(db: &mut KernelStatsDb) {
     db.reports.truncate(MAX_NUM_OF_KERNELS);
 }
 
-/// `CombinePerCoreStepInfo`: one host's step into the combined step `dst`.
+/// `CombinePerCoreStepInfo`: one host's step into the combined step `dst` (its per-core
+/// maps moved, not copied: a many-host combine's all-reduce lists are most of its memory).
 fn combine_per_core_step_info(
     src_host_id: i32,
-    src: &PerCoreStepInfo,
+    src: PerCoreStepInfo,
     use_incomplete_step: bool,
     dst: &mut PerCoreStepInfo,
     complete_steps_only: &mut OpMetricsDbCombiner,
     per_step: &mut OpMetricsDbCombiner,
 ) {
-    combine_core_id_map(src_host_id, &src.step_info_per_core, &mut dst.step_info_per_core);
+    move_core_id_map(src_host_id, src.step_info_per_core, &mut dst.step_info_per_core);
     let step_num = dst.step_num;
     for info in dst.step_info_per_core.values_mut() {
         info.step_num = step_num;
@@ -155,49 +156,57 @@ fn combine_per_core_step_info(
         complete_steps_only.combine(src_hlo, true);
     }
     per_step.combine(src_hlo, true);
-    combine_core_id_map(src_host_id, &src.all_reduce_db_per_core, &mut dst.all_reduce_db_per_core);
-    combine_core_id_map(src_host_id, &src.core_id_to_replica_id_map, &mut dst.core_id_to_replica_id_map);
+    move_core_id_map(src_host_id, src.all_reduce_db_per_core, &mut dst.all_reduce_db_per_core);
+    move_core_id_map(src_host_id, src.core_id_to_replica_id_map, &mut dst.core_id_to_replica_id_map);
 }
 
-/// Running state of a combine.
-struct Accumulators {
-    host_ops: OpMetricsDbCombiner,
-    device_ops: OpMetricsDbCombiner,
-    complete_steps_only: OpMetricsDbCombiner,
-    per_step: Vec<OpMetricsDbCombiner>,
+/// [`combine_core_id_map`], moving `src`'s values.
+fn move_core_id_map<V>(src_host_id: i32, src: BTreeMap<u32, V>, dst: &mut BTreeMap<u32, V>) {
+    for (core, value) in src {
+        dst.entry(global_core_id(src_host_id, core)).or_insert(value);
+    }
 }
 
-/// `CombineOpStats`: one host into the combined result.
-fn combine_op_stats(
-    no_accelerator: bool,
-    info: &OpStatsInfo<'_>,
+/// `CombineOpStats`, the step part: one host's steps (`src_steps`, its step sequence, taken
+/// from as far as the intersection needs) into the combined steps (`per_step`: one
+/// accumulator per combined step).
+#[allow(clippy::too_many_arguments)]
+fn combine_op_stats_steps(
+    coordinator: bool,
+    src_host_id: i32,
+    use_incomplete_step: bool,
+    src_steps: impl Iterator<Item = PerCoreStepInfo>,
     intersection: &StepIntersection,
     dst: &mut OpStats,
-    acc: &mut Accumulators,
+    complete_steps_only: &mut OpMetricsDbCombiner,
+    per_step: &mut [OpMetricsDbCombiner],
 ) {
-    let src = info.op_stats;
-    acc.host_ops.combine(&src.host_op_metrics_db, false);
-    acc.device_ops.combine(&src.device_op_metrics_db, true);
-    if !is_coordinator(no_accelerator, info.hardware_type) {
-        let src_db = &src.step_db;
-        if src_db.use_incomplete_step {
-            dst.step_db.use_incomplete_step = true;
-        }
-        let first = intersection.first_step_index(info.src_host_id as u32) as usize;
-        let steps = dst.step_db.step_sequence.iter_mut().zip(acc.per_step.iter_mut()).enumerate();
-        for (i, (dst_step, per_step)) in steps {
-            // XProf indexes without a bounds check; a missing step is skipped here.
-            let Some(src_step) = src_db.step_sequence.get(first + i) else { continue };
-            combine_per_core_step_info(
-                info.src_host_id,
-                src_step,
-                src_db.use_incomplete_step,
-                dst_step,
-                &mut acc.complete_steps_only,
-                per_step,
-            );
-        }
+    if coordinator {
+        return;
     }
+    if use_incomplete_step {
+        dst.step_db.use_incomplete_step = true;
+    }
+    let first = intersection.first_step_index(src_host_id as u32) as usize;
+    let mut src_steps = src_steps.skip(first);
+    for (dst_step, per_step) in dst.step_db.step_sequence.iter_mut().zip(per_step.iter_mut()) {
+        // XProf indexes without a bounds check; a missing step is skipped here.
+        let Some(src_step) = src_steps.next() else { continue };
+        combine_per_core_step_info(src_host_id, src_step, use_incomplete_step, dst_step, complete_steps_only, per_step);
+    }
+}
+
+/// `CombineOpStats`, all but the steps (which touch nothing this does, so the two parts
+/// may run at different times).
+fn combine_op_stats_but_steps(
+    src_host_id: i32,
+    src: &OpStats,
+    dst: &mut OpStats,
+    host_ops: &mut OpMetricsDbCombiner,
+    device_ops: &mut OpMetricsDbCombiner,
+) {
+    host_ops.combine(&src.host_op_metrics_db, false);
+    device_ops.combine(&src.device_op_metrics_db, true);
     combine_run_environment(&src.run_environment, &mut dst.run_environment);
     combine_perf_env(&src.perf_env.clone().unwrap_or_default(), dst.perf_env.get_or_insert_with(PerfEnv::default));
     let diagnostics = dst.diagnostics.get_or_insert_with(OpStatsDiagnostics::default);
@@ -211,11 +220,46 @@ fn combine_op_stats(
         dst.program_id_to_name_map.entry(*id).or_insert_with(|| name.clone());
     }
     combine_tf_function_db(&src.tf_function_db, &mut dst.tf_function_db);
-    combine_core_id_map(info.src_host_id, &src.core_id_to_details, &mut dst.core_id_to_details);
+    combine_core_id_map(src_host_id, &src.core_id_to_details, &mut dst.core_id_to_details);
     let src_counters = src.performance_counter_result.clone().unwrap_or_default();
     let counters = dst.performance_counter_result.get_or_insert_with(PerformanceCounterResult::default);
     counters.matrix_unit_utilization_percent += src_counters.matrix_unit_utilization_percent;
     counters.hbm_utilization_percent += src_counters.hbm_utilization_percent;
+}
+
+/// `CombineAllOpStats`' start: the combined steps of `intersection`, empty.
+fn combined_steps(intersection: &StepIntersection, dst: &mut OpStats) -> Vec<OpMetricsDbCombiner> {
+    dst.step_db.step_sequence = intersection
+        .dst_step_numbers()
+        .into_iter()
+        .map(|step_num| PerCoreStepInfo { step_num, ..Default::default() })
+        .collect();
+    dst.step_db.num_steps_dropped = intersection.steps_dropped();
+    dst.step_db.empty_intersect = intersection.empty_intersect();
+    dst.step_db.step_sequence.iter().map(|_| OpMetricsDbCombiner::new()).collect()
+}
+
+/// `CombineAllOpStats`' end: the accumulators into `dst`, kernels sorted and cut,
+/// counters averaged over `hosts`.
+fn finish_combined(
+    dst: &mut OpStats,
+    hosts: usize,
+    host_ops: OpMetricsDbCombiner,
+    device_ops: OpMetricsDbCombiner,
+    complete_steps_only: OpMetricsDbCombiner,
+    per_step: Vec<OpMetricsDbCombiner>,
+) {
+    dst.host_op_metrics_db = host_ops.into_db();
+    dst.device_op_metrics_db = device_ops.into_db();
+    dst.hlo_metrics_db_complete_steps_only = Some(complete_steps_only.into_db());
+    for (step, per_step) in dst.step_db.step_sequence.iter_mut().zip(per_step) {
+        step.hlo_metrics_db = Some(per_step.into_db());
+    }
+    sort_and_keep_top_kernel_reports(&mut dst.kernel_stats_db);
+    let hosts = hosts as f64;
+    let counters = dst.performance_counter_result.get_or_insert_with(PerformanceCounterResult::default);
+    counters.matrix_unit_utilization_percent /= hosts;
+    counters.hbm_utilization_percent /= hosts;
 }
 
 /// `CombineAllOpStats`: combines the hosts' OpStats over the steps of `intersection`. A
@@ -225,34 +269,24 @@ pub fn combine_all_op_stats(infos: &[OpStatsInfo<'_>], intersection: &StepInters
         return only.op_stats.clone();
     }
     let mut combined = OpStats::default();
-    combined.step_db.step_sequence = intersection
-        .dst_step_numbers()
-        .into_iter()
-        .map(|step_num| PerCoreStepInfo { step_num, ..Default::default() })
-        .collect();
-    combined.step_db.num_steps_dropped = intersection.steps_dropped();
-    combined.step_db.empty_intersect = intersection.empty_intersect();
-    let mut acc = Accumulators {
-        host_ops: OpMetricsDbCombiner::new(),
-        device_ops: OpMetricsDbCombiner::new(),
-        complete_steps_only: OpMetricsDbCombiner::new(),
-        per_step: combined.step_db.step_sequence.iter().map(|_| OpMetricsDbCombiner::new()).collect(),
-    };
+    let mut per_step = combined_steps(intersection, &mut combined);
+    let (mut host_ops, mut device_ops, mut complete_steps_only) =
+        (OpMetricsDbCombiner::new(), OpMetricsDbCombiner::new(), OpMetricsDbCombiner::new());
     let no_accelerator = no_accelerator_in_system(infos);
     for info in infos {
-        combine_op_stats(no_accelerator, info, intersection, &mut combined, &mut acc);
+        combine_op_stats_steps(
+            is_coordinator(no_accelerator, info.hardware_type),
+            info.src_host_id,
+            info.op_stats.step_db.use_incomplete_step,
+            info.op_stats.step_db.step_sequence.iter().cloned(),
+            intersection,
+            &mut combined,
+            &mut complete_steps_only,
+            &mut per_step,
+        );
+        combine_op_stats_but_steps(info.src_host_id, info.op_stats, &mut combined, &mut host_ops, &mut device_ops);
     }
-    combined.host_op_metrics_db = acc.host_ops.into_db();
-    combined.device_op_metrics_db = acc.device_ops.into_db();
-    combined.hlo_metrics_db_complete_steps_only = Some(acc.complete_steps_only.into_db());
-    for (step, per_step) in combined.step_db.step_sequence.iter_mut().zip(acc.per_step) {
-        step.hlo_metrics_db = Some(per_step.into_db());
-    }
-    sort_and_keep_top_kernel_reports(&mut combined.kernel_stats_db);
-    let hosts = infos.len() as f64;
-    let counters = combined.performance_counter_result.get_or_insert_with(PerformanceCounterResult::default);
-    counters.matrix_unit_utilization_percent /= hosts;
-    counters.hbm_utilization_percent /= hosts;
+    finish_combined(&mut combined, infos.len(), host_ops, device_ops, complete_steps_only, per_step);
     combined
 }
 
@@ -270,6 +304,92 @@ pub fn combine_hosts_op_stats(all: &[OpStats]) -> OpStats {
         .collect();
     let intersection = compute_step_intersection_to_merge_op_stats(&infos, u32::MAX);
     combine_all_op_stats(&infos, &intersection)
+}
+
+/// [`combine_hosts_op_stats`] fed one host at a time, in host order, so that a many-host
+/// combine holds each host's step database rather than its whole OpStats: all but the
+/// steps is folded in as a host comes ([`OpStatsCombiner::add`]); the steps, which need
+/// the step intersection of every host, when the last has come
+/// ([`OpStatsCombiner::finish`]). The result is `combine_hosts_op_stats`' over the same
+/// hosts, field for field.
+#[derive(Debug, Default)]
+pub struct OpStatsCombiner {
+    /// The first host whole, until a second comes (a single host is returned unchanged).
+    first: Option<OpStats>,
+    /// Hosts added.
+    hosts: usize,
+    combined: OpStats,
+    host_ops: OpMetricsDbCombiner,
+    device_ops: OpMetricsDbCombiner,
+    /// Each host's hardware and step database, in host order.
+    steps: Vec<(HardwareType, StepDatabaseResult)>,
+}
+
+impl OpStatsCombiner {
+    /// No host yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the next host: its OpStats but for the steps, which are `step_db` (the host's
+    /// own, or a selection of it).
+    pub fn add(&mut self, op_stats: &OpStats, step_db: StepDatabaseResult) {
+        self.hosts += 1;
+        if self.hosts == 1 {
+            self.first = Some(OpStats { step_db, ..op_stats.clone() });
+            return;
+        }
+        if let Some(mut first) = self.first.take() {
+            let first_steps = std::mem::take(&mut first.step_db);
+            self.fold(&first, first_steps);
+        }
+        self.fold(op_stats, step_db);
+    }
+
+    fn fold(&mut self, op_stats: &OpStats, step_db: StepDatabaseResult) {
+        let src_host_id = self.steps.len() as i32;
+        combine_op_stats_but_steps(src_host_id, op_stats, &mut self.combined, &mut self.host_ops, &mut self.device_ops);
+        self.steps.push((parse_hardware_type(&op_stats.run_environment.device_type), step_db));
+    }
+
+    /// Hosts added so far.
+    pub fn hosts(&self) -> usize {
+        self.hosts
+    }
+
+    /// The combined OpStats (a single host's unchanged; none: the default).
+    pub fn finish(self) -> OpStats {
+        let OpStatsCombiner { first, hosts, mut combined, host_ops, device_ops, steps } = self;
+        if let Some(first) = first {
+            return first;
+        }
+        let no_accelerator = !steps.iter().any(|(hardware_type, _)| has_device(*hardware_type));
+        let mut per_host: BTreeMap<u32, &StepDatabaseResult> = BTreeMap::new();
+        for (host, (hardware_type, step_db)) in steps.iter().enumerate() {
+            if !is_coordinator(no_accelerator, *hardware_type) {
+                per_host.insert(host as u32, step_db);
+            }
+        }
+        let intersection = StepIntersection::new(u32::MAX, &per_host);
+        let mut per_step = combined_steps(&intersection, &mut combined);
+        let mut complete_steps_only = OpMetricsDbCombiner::new();
+        // Each host's steps are moved into the combined ones, so the memory they hold
+        // changes hands instead of doubling.
+        for (host, (hardware_type, step_db)) in steps.into_iter().enumerate() {
+            combine_op_stats_steps(
+                is_coordinator(no_accelerator, hardware_type),
+                host as i32,
+                step_db.use_incomplete_step,
+                step_db.step_sequence.into_iter(),
+                &intersection,
+                &mut combined,
+                &mut complete_steps_only,
+                &mut per_step,
+            );
+        }
+        finish_combined(&mut combined, hosts, host_ops, device_ops, complete_steps_only, per_step);
+        combined
+    }
 }
 
 #[cfg(test)]

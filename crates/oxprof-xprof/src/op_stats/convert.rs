@@ -15,6 +15,7 @@ use crate::model_tracker::ModelTracker;
 use oxprof_grouping::{EventGroups, group_events_beside};
 use oxprof_hlo::{decode_hlo_proto, hlo_proto_bytes};
 use oxprof_model::XSpace;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// With more steps than this, the first and last are dropped as possibly incomplete.
 const DROP_INCOMPLETE_STEP_THRESHOLD: usize = 5;
@@ -42,6 +43,44 @@ pub struct HostAnalysis {
     /// The host's inference requests and batches (XProf computes them from the same
     /// grouping for the overview page and `inference_profile`).
     pub inference: crate::inference::HostInferenceStats,
+    /// Counts this analysis among those alive ([`analyses_alive`]).
+    pub alive: Alive,
+}
+
+static ALIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK_ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// A token counted among the [`HostAnalysis`]es alive in the process while it lives: how
+/// many hosts' analyses an answer holds at once, for monitoring and tests (a many-host
+/// answer should hold a batch of them, not one per host).
+#[derive(Debug)]
+pub struct Alive(());
+
+impl Default for Alive {
+    fn default() -> Self {
+        let now = ALIVE.fetch_add(1, Ordering::Relaxed) + 1;
+        PEAK_ALIVE.fetch_max(now, Ordering::Relaxed);
+        Alive(())
+    }
+}
+
+impl Clone for Alive {
+    fn clone(&self) -> Self {
+        Alive::default()
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        ALIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Host analyses alive now, and the most alive at once since the last call (which starts
+/// the next count from now).
+pub fn analyses_alive() -> (usize, usize) {
+    let now = ALIVE.load(Ordering::Relaxed);
+    (now, PEAK_ALIVE.swap(now, Ordering::Relaxed).max(now))
 }
 
 impl HostAnalysis {
@@ -88,7 +127,7 @@ fn host_analysis(space: &XSpace, groups: &EventGroups, host_ops: Option<OpMetric
         || crate::inference::host_inference_stats(space, groups, 0),
     );
     let advice = crate::advice::missing_steps_advice(space, !op_stats.step_db.step_sequence.is_empty());
-    HostAnalysis { op_stats, advice, grouped: groups.computed(), inference }
+    HostAnalysis { op_stats, advice, grouped: groups.computed(), inference, alive: Alive::default() }
 }
 
 /// `ConvertXSpaceToOpStats` with every option on, given the host's step grouping.
@@ -175,12 +214,42 @@ fn op_stats_with(space: &XSpace, groups: &EventGroups, host_ops: Option<OpMetric
 /// Combines the hosts of a run (`CombineAllOpStats` with step intersection); a single host
 /// is returned unchanged.
 pub fn combine_hosts<H: std::borrow::Borrow<HostAnalysis>>(hosts: &[H], steps: StepSelection) -> OpStats {
-    match hosts {
-        [one] => one.borrow().op_stats_for(steps),
-        many => {
-            let all: Vec<OpStats> = many.iter().map(|h| h.borrow().op_stats_for(steps)).collect();
-            combine::combine_hosts_op_stats(&all)
+    let mut combiner = HostsCombiner::new(steps);
+    for host in hosts {
+        combiner.add(host.borrow());
+    }
+    combiner.finish()
+}
+
+/// [`combine_hosts`] one host at a time, in host order: a host's analysis may be dropped
+/// once added, as the combiner keeps only its step database (see
+/// [`OpStatsCombiner`](super::combine::OpStatsCombiner)).
+#[derive(Debug)]
+pub struct HostsCombiner {
+    steps: StepSelection,
+    combiner: combine::OpStatsCombiner,
+}
+
+impl HostsCombiner {
+    /// No host yet; each host's steps as a tool reading `steps` sees them.
+    pub fn new(steps: StepSelection) -> Self {
+        HostsCombiner { steps, combiner: combine::OpStatsCombiner::new() }
+    }
+
+    /// Adds the next host.
+    pub fn add(&mut self, host: &HostAnalysis) {
+        let mut step_db = host.op_stats.step_db.clone();
+        if self.steps == StepSelection::DropIncomplete
+            && host.op_stats.run_environment.hardware_type != HardwareType::Tpu
+        {
+            drop_incomplete_steps(&mut step_db);
         }
+        self.combiner.add(&host.op_stats, step_db);
+    }
+
+    /// The combined OpStats.
+    pub fn finish(self) -> OpStats {
+        self.combiner.finish()
     }
 }
 
@@ -229,6 +298,24 @@ mod tpu_reference_tests {
             assert!(report.is_match(), "{run} {what}: {}", report.summary(20));
         }
         assert_eq!(ours.step_db.step_sequence.len(), 6, "{run}: six steps");
+    }
+
+    /// Fed one host at a time, the combine gives what combining every host at once gives,
+    /// for both step selections and whichever host comes first.
+    #[test]
+    fn one_host_at_a_time_combines_like_all_at_once() {
+        let dir = repo_root().join("testdata/tpu-synthetic/training/plugins/profile/2026_11_26_00_00_00");
+        let host = |h: &str| xspace_to_op_stats(&load_xspace(&dir.join(format!("{h}.xplane.pb.gz"))).unwrap());
+        let (a, b) = (host("tpu-host-0"), host("tpu-host-1"));
+        for steps in [StepSelection::All, StepSelection::DropIncomplete] {
+            for hosts in [vec![&a, &b], vec![&b, &a], vec![&a, &b, &a], vec![&b]] {
+                let all: Vec<OpStats> = hosts.iter().map(|h| h.op_stats_for(steps)).collect();
+                let at_once = if all.len() == 1 { all[0].clone() } else { combine::combine_hosts_op_stats(&all) };
+                let mut combiner = HostsCombiner::new(steps);
+                hosts.iter().for_each(|h| combiner.add(h));
+                assert_eq!(combiner.finish(), at_once, "{steps:?}, {} hosts", hosts.len());
+            }
+        }
     }
 
     #[test]
