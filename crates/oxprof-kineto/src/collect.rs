@@ -298,7 +298,11 @@ pub(crate) enum LineKey {
 pub(crate) struct RawLine {
     pub(crate) key: LineKey,
     pub(crate) events: Vec<RawEvent>,
+    /// The events' args in file order: `args`, then `args_tail` (a split read's second
+    /// half, moved in whole by the merge instead of copied); each event's args lie in one of
+    /// them ([`RawLine::args_of`]).
     pub(crate) args: Vec<Arg>,
+    pub(crate) args_tail: Vec<Arg>,
     pub(crate) flows: Vec<RawFlow>,
     /// Open `B` events (indexes into `events`).
     pub(crate) open: Vec<u32>,
@@ -315,11 +319,22 @@ impl RawLine {
             key,
             events: Vec::new(),
             args: Vec::new(),
+            args_tail: Vec::new(),
             flows: Vec::new(),
             open: Vec::new(),
             kernels: false,
             copies: Vec::new(),
             memsets: false,
+        }
+    }
+
+    /// An event's args.
+    #[inline]
+    pub(crate) fn args_of(&self, e: &RawEvent) -> &[Arg] {
+        let (start, n) = (e.args as usize, e.nargs as usize);
+        match start.checked_sub(self.args.len()) {
+            None => &self.args[start..start + n],
+            Some(tail) => &self.args_tail[tail..tail + n],
         }
     }
 
@@ -443,6 +458,7 @@ pub(crate) fn collect(
     for line in &mut r.out.lines {
         line.events.shrink_to_fit();
         line.args.shrink_to_fit();
+        line.args_tail.shrink_to_fit();
         line.flows.shrink_to_fit();
     }
     r.out.diag.add(DiagnosticKind::InvalidUtf8, r.out.strings.invalid_utf8);
@@ -901,6 +917,11 @@ impl Reader {
     fn push(&mut self, line: u32, f: &Fields, class: Class, row: Kind, start: i64, dur: i64) {
         let kind = self.kind(f.name, f.cat_sid, row, class);
         let l = &mut self.out.lines[line as usize];
+        if !l.args_tail.is_empty() {
+            // Events after a merged split read (a second `traceEvents`): one list again.
+            let tail = std::mem::take(&mut l.args_tail);
+            l.args.extend_from_slice(&tail);
+        }
         // Rows index their thread's args and events with 32 bits.
         if l.args.len() + self.args.len() + 1 >= u32::MAX as usize || l.events.len() >= u32::MAX as usize {
             self.too_large = Some("more than 2^32 events or args on one thread");
