@@ -64,12 +64,20 @@ pub(crate) fn megascale_stats(
 ) -> Result<Box<dyn Report>, ApiError> {
     let host = megascale_host(request)?;
     let files = select_hosts(run, Some(host))?;
+    if host == ALL_HOSTS
+        && files.len() > 1
+        && let Some(pod) = crate::partial::combined_of(session, run)
+    {
+        let (stats, mut notes) = pod.into_megascale();
+        notes.extend(crate::partial::pod_notes(session, run));
+        return Ok(with_notes(Box::new(stats), notes));
+    }
     // XProf stops at the first selected host without DCN events and answers the empty
     // table (a host alone: its own; ALL_HOSTS: empty if any host has none): so does the
     // combine, and the hosts after that one are not read.
     let mut hosts = Vec::with_capacity(files.len());
     for file in &files {
-        let facts = crate::pod::host_megascale(session, file)?;
+        let facts = crate::partial::host_megascale(session, file)?;
         let without_dcn = !facts.has_megascale_events;
         hosts.push((file.host.as_str(), facts));
         if without_dcn {
@@ -77,7 +85,7 @@ pub(crate) fn megascale_stats(
         }
     }
     let (stats, mut notes) = megascale_stats_of(hosts.iter().map(|(host, facts)| (*host, facts)), host == ALL_HOSTS);
-    notes.extend(crate::pod::pod_notes(session, run));
+    notes.extend(crate::partial::pod_notes(session, run));
     Ok(with_notes(Box::new(stats), notes))
 }
 

@@ -550,7 +550,7 @@ impl Service {
         let computed = self.session.response(key, false, || {
             let features = match run.hosts.first() {
                 // Metadata, and the TPU planes' lines for their counters only.
-                Some(first) => crate::pod::first_host_features(&self.session, first, &|plane| {
+                Some(first) => crate::partial::first_host_features(&self.session, first, &|plane| {
                     plane.starts_with(oxprof_format::schema::TPU_PLANE_PREFIX)
                 })?,
                 None => registry::Features::default(),

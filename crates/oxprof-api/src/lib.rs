@@ -21,6 +21,7 @@ pub mod inspect;
 pub mod markdown;
 pub mod memory_profile;
 pub mod op_stats;
+mod partial;
 mod persist;
 pub mod pod;
 pub mod pytorch;

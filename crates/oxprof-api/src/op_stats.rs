@@ -61,10 +61,9 @@ impl HostArtifact for HostAnalysis {
 /// A host's analysis (`alone`: the request's only host, whose model may be unmapped off
 /// the request's path).
 fn analysis_of(session: &Session, file: &HostFile, alone: bool) -> Result<HostAnalysis, ApiError> {
-    if crate::pod::is_partial(&file.path) {
+    if crate::partial::is_partial(&file.path) {
         // A pod result's host: its partial holds the analysis, computed where its file is.
-        session.count_with(|c| c.analyses_from_disk += 1);
-        return Ok(crate::pod::read_partial(session, file)?.analysis);
+        return Ok(crate::partial::read_partial(session, file)?.analysis);
     }
     let persisted = session.persisted(file, persist::ANALYSIS_ENTRY, "");
     if let Some(analysis) = persisted.read().and_then(|bytes| persist::decode_analysis(&bytes)) {
@@ -171,17 +170,40 @@ pub(crate) fn op_stats_of(
     device: Option<DeviceTool>,
 ) -> Result<Combined, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
+    let mut notes: Vec<String> = crate::partial::pod_notes(session, run);
+    // A pod result's own combine of every host, when its job wrote one that still matches
+    // the partials: one read instead of one per host.
+    let every_host = files.len() > 1 && files.len() == run.hosts.len();
+    let precombined = if every_host && !refresh { crate::partial::combined_of(session, run) } else { None };
+    let folded = match precombined {
+        Some(pod) => {
+            let (op_stats, notes, inference) = pod.into_selection(steps);
+            Combined { op_stats, notes, inference }
+        }
+        None => fold_hosts(session, &files, refresh, steps)?,
+    };
+    notes.extend(folded.notes);
+    let op_stats = folded.op_stats;
+    notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(request.tool.name(), device, &op_stats));
+    Ok(Combined { op_stats, notes, inference: folded.inference })
+}
+
+/// `files`' analyses folded with `steps`, with each host's advice as notes (host order).
+pub(crate) fn fold_hosts(
+    session: &Session,
+    files: &[&HostFile],
+    refresh: bool,
+    steps: StepSelection,
+) -> Result<Combined, ApiError> {
     let mut combiner = HostsCombiner::new(steps);
-    let mut notes: Vec<String> = crate::pod::pod_notes(session, run);
+    let mut notes = Vec::new();
     let mut inference = Vec::with_capacity(files.len());
-    fold_host_analyses(session, &files, refresh, |i, analysis| {
+    fold_host_analyses(session, files, refresh, |i, analysis| {
         notes.extend(host_notes(&files[i].host, analysis));
         inference.push(analysis.inference.clone());
         combiner.add(analysis);
     })?;
-    let op_stats = combiner.finish();
-    notes.extend(oxprof_xprof::tools::hlo_stats::device_tool_notes(request.tool.name(), device, &op_stats));
-    Ok(Combined { op_stats, notes, inference })
+    Ok(Combined { op_stats: combiner.finish(), notes, inference })
 }
 
 fn host_notes(host: &str, analysis: &HostAnalysis) -> Vec<String> {

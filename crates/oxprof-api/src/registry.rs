@@ -12,10 +12,6 @@
 
 use crate::request::DataRequest;
 pub use crate::tool::*;
-use oxprof_model::XSpace;
-use oxprof_model::schema::{
-    GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
-};
 use serde_json::Value;
 use std::sync::LazyLock;
 
@@ -99,53 +95,6 @@ pub fn resolve(name: &str) -> Result<&'static Tool, ToolNameError> {
 /// newest run, every host, no parameters. The edges' way from a name to a request.
 pub fn request(name: &str) -> Result<DataRequest, ToolNameError> {
     resolve(name).map(|tool| DataRequest::new(tool.id))
-}
-
-/// What a run's first host offers, for [`Listed`] and [`Offered`] (a pod's partials carry
-/// it: a pod result lists its tools without the hosts' files).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Features {
-    gpu: bool,
-    hlo: bool,
-    megascale: bool,
-    counters: bool,
-    host_plane: bool,
-    pytorch: bool,
-}
-
-impl Features {
-    /// Read from the first host's XSpace: plane names and metadata, and the lines of TPU
-    /// planes only (their counters).
-    pub fn of(first_host: &XSpace) -> Features {
-        Features {
-            gpu: first_host.planes_with_prefix(GPU_PLANE_PREFIX).next().is_some(),
-            hlo: first_host
-                .planes
-                .iter()
-                .filter(|p| p.name == METADATA_PLANE_NAME)
-                .any(|p| p.stat_metadata_of_type(StatType::HloProto).is_some()),
-            megascale: first_host
-                .plane(HOST_THREADS_PLANE_NAME)
-                .is_some_and(|p| p.event_metadata().iter().any(|m| p.str(m.name).starts_with("MegaScale:"))),
-            counters: first_host
-                .planes_with_prefix(TPU_PLANE_PREFIX)
-                .any(|p| p.lines.iter().any(|line| line.events(p).any(|e| e.stat(StatType::CounterValue).is_some()))),
-            host_plane: first_host.plane(HOST_THREADS_PLANE_NAME).is_some(),
-            pytorch: oxprof_pytorch::is_pytorch(first_host),
-        }
-    }
-
-    fn lists(&self, listed: Listed) -> bool {
-        match listed {
-            Listed::Always => true,
-            Listed::WithGpu => self.gpu,
-            Listed::WithHlo => self.hlo,
-            Listed::WithMegascale => self.megascale,
-            Listed::WithCounters => self.counters,
-            Listed::Never => false,
-        }
-    }
 }
 
 /// The tools XProf's `GetAvailableToolNames` lists for a run with these features, in its order.

@@ -8,6 +8,10 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::request::DataRequest;
 use crate::session::Session;
+use oxprof_model::XSpace;
+use oxprof_model::schema::{
+    GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, METADATA_PLANE_NAME, StatType, TPU_PLANE_PREFIX,
+};
 use oxprof_report::Report;
 pub use oxprof_report::ToolId;
 use oxprof_xprof::op_stats::OpStats;
@@ -187,3 +191,50 @@ pub const JSON: &str = "application/json";
 /// The `resolution` XProf's UI asks `trace_viewer@` for (its default), applied to HTTP
 /// requests without one.
 pub const DEFAULT_TRACE_RESOLUTION: &str = "8000";
+
+/// What a run's first host offers, for [`Listed`] and [`Offered`] (a pod's partials carry
+/// it: a pod result lists its tools without the hosts' files).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Features {
+    gpu: bool,
+    hlo: bool,
+    megascale: bool,
+    counters: bool,
+    pub(crate) host_plane: bool,
+    pub(crate) pytorch: bool,
+}
+
+impl Features {
+    /// Read from the first host's XSpace: plane names and metadata, and the lines of TPU
+    /// planes only (their counters).
+    pub fn of(first_host: &XSpace) -> Features {
+        Features {
+            gpu: first_host.planes_with_prefix(GPU_PLANE_PREFIX).next().is_some(),
+            hlo: first_host
+                .planes
+                .iter()
+                .filter(|p| p.name == METADATA_PLANE_NAME)
+                .any(|p| p.stat_metadata_of_type(StatType::HloProto).is_some()),
+            megascale: first_host
+                .plane(HOST_THREADS_PLANE_NAME)
+                .is_some_and(|p| p.event_metadata().iter().any(|m| p.str(m.name).starts_with("MegaScale:"))),
+            counters: first_host
+                .planes_with_prefix(TPU_PLANE_PREFIX)
+                .any(|p| p.lines.iter().any(|line| line.events(p).any(|e| e.stat(StatType::CounterValue).is_some()))),
+            host_plane: first_host.plane(HOST_THREADS_PLANE_NAME).is_some(),
+            pytorch: oxprof_pytorch::is_pytorch(first_host),
+        }
+    }
+
+    pub(crate) fn lists(&self, listed: Listed) -> bool {
+        match listed {
+            Listed::Always => true,
+            Listed::WithGpu => self.gpu,
+            Listed::WithHlo => self.hlo,
+            Listed::WithMegascale => self.megascale,
+            Listed::WithCounters => self.counters,
+            Listed::Never => false,
+        }
+    }
+}

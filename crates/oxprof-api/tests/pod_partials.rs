@@ -25,6 +25,8 @@ struct Dirs {
     profiles: PathBuf,
     /// Their partials and pod.json.
     pod: PathBuf,
+    /// The same with the pod's own combine (`ALL_HOSTS.oxcombined`).
+    combined: PathBuf,
 }
 
 fn dirs() -> &'static Dirs {
@@ -80,7 +82,16 @@ fn dirs() -> &'static Dirs {
             });
         }
         std::fs::write(pod_dir.join(pod::MANIFEST_FILE), serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
-        Dirs { _tmp: tmp, profiles, pod: pod_dir }
+        let combined = tmp.path().join("combined");
+        std::fs::create_dir_all(&combined).unwrap();
+        for entry in std::fs::read_dir(&pod_dir).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), combined.join(entry.file_name())).unwrap();
+        }
+        let (session, run) = open_run(&combined, None).unwrap();
+        let bytes = pod::combine_pod(&session, &run).unwrap();
+        std::fs::write(combined.join(pod::COMBINED_FILE), bytes).unwrap();
+        Dirs { _tmp: tmp, profiles, pod: pod_dir, combined }
     })
 }
 
@@ -110,6 +121,45 @@ fn every_multi_host_tool_answers_from_partials_byte_for_byte() {
     assert!(overview.contains("\"host_count\":\"5\""), "{overview:.400}");
     let (megascale, _) = answer(&dirs.pod, "megascale_stats", "ALL_HOSTS").unwrap();
     assert!(megascale.contains("rendezvous") || megascale.len() > 200, "{megascale:.400}");
+}
+
+/// `tool`'s body for ALL_HOSTS of the run in `dir`, and how many host analyses the answer read.
+fn all_hosts_reading(dir: &Path, tool: &str) -> (String, u64) {
+    let (session, run) = open_run(dir, None).unwrap();
+    let request = DataRequest { host: Some("ALL_HOSTS".into()), ..oxprof_api::registry::request(tool).unwrap() };
+    let report = compute(&session, &run, &request, false).unwrap();
+    let counts = session.file_counts();
+    (report.xprof_body().text, counts.analyses_from_disk + counts.analyses_computed)
+}
+
+#[test]
+fn the_pods_own_combine_answers_byte_for_byte_with_one_read() {
+    let dirs = dirs();
+    for tool in TOOLS {
+        let (from_files, _) = answer(&dirs.profiles, tool, "ALL_HOSTS").unwrap();
+        let (from_combine, analyses_read) = all_hosts_reading(&dirs.combined, tool);
+        assert!(from_files == from_combine, "{tool}: the pod's combine answers differently");
+        assert_eq!(analyses_read, 0, "{tool}: answered from the partials, not from the combine");
+        let (_, notes) = answer(&dirs.combined, tool, "ALL_HOSTS").unwrap();
+        assert!(notes.iter().any(|n| n.starts_with(&format!("{FAILED}: not in this pod result"))), "{tool}: {notes:?}");
+    }
+    let (_, analyses_read) = all_hosts_reading(&dirs.pod, "overview_page");
+    assert_eq!(analyses_read, 5, "without a combine, every partial is read");
+}
+
+#[test]
+fn a_stale_combine_is_ignored() {
+    let dirs = dirs();
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&dirs.combined).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
+    }
+    // The copies have new modification times: the combine no longer matches them.
+    let (from_files, _) = answer(&dirs.profiles, "overview_page", "ALL_HOSTS").unwrap();
+    let (body, analyses_read) = all_hosts_reading(tmp.path(), "overview_page");
+    assert!(body == from_files);
+    assert_eq!(analyses_read, 5, "a stale combine was used");
 }
 
 #[test]

@@ -92,6 +92,13 @@ pub enum DiscoveryError {
 /// (it is not a profile: only the multi-host tools read it).
 pub const POD_PARTIAL_SUFFIX: &str = ".oxpartial";
 
+/// Whether `path` names a pod's partial result (`<host>.oxpartial`).
+pub fn is_pod_partial(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.strip_suffix(POD_PARTIAL_SUFFIX).is_some_and(|host| !host.is_empty()))
+}
+
 /// The host name of a profile file name, if it names a profile of any format oxprof reads
 /// (see [`crate::formats::FORMATS`]) or a pod's partial ([`POD_PARTIAL_SUFFIX`]).
 pub fn host_of_file_name(file_name: &str) -> Option<&str> {

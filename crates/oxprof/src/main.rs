@@ -448,11 +448,13 @@ enum Command {
         #[command(flatten)]
         cache: AnalysisCacheArgs,
     },
-    /// Pods of many hosts, computed apart: plan a job over a run's hosts, and compute one
-    /// host's partial result (what the multi-host tools need of it) where its file is. A
-    /// directory of partials with the job's pod.json is a run every command reads
-    /// (overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer,
-    /// megascale_stats, ... for ALL_HOSTS), answering as the hosts' files would.
+    /// Pods of many hosts computed apart: a job's plan, one host's partial result, a pod's combine.
+    ///
+    /// `plan` lists a run's hosts as tasks; `partial` computes one host's partial result (what
+    /// the multi-host tools need of it) where its file is; `combine` combines every host of a
+    /// pod result once. A directory of partials with the job's pod.json is a run every command
+    /// reads (overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer,
+    /// megascale_stats, ... for ALL_HOSTS), answering as the hosts' files would (docs/pods.md).
     Pod {
         #[command(subcommand)]
         action: PodAction,
@@ -505,6 +507,21 @@ enum PodAction {
         host: Option<String>,
         /// What to print once written: a line for people, or {"host", "source",
         /// "source_bytes", "out", "partial_bytes"} as JSON.
+        #[arg(long, value_enum, default_value_t = VerbFormat::Md)]
+        format: VerbFormat,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
+    /// Combine every host of a pod result once (ALL_HOSTS.oxcombined beside its partials),
+    /// so that its multi-host tools answer ALL_HOSTS with one read instead of one per host.
+    /// Replaces only an earlier combine; a stale one (partials changed since) is ignored.
+    Combine {
+        /// The pod result directory (a directory of .oxpartial files).
+        path: PathBuf,
+        /// Run name (default: the newest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// What to print once written: a line for people, or {"out", "hosts", "bytes"} as JSON.
         #[arg(long, value_enum, default_value_t = VerbFormat::Md)]
         format: VerbFormat,
         #[command(flatten)]
@@ -934,7 +951,52 @@ fn pod_command(action: PodAction) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        PodAction::Combine { path, run, format, budget } => {
+            let session = oxprof_api::data::one_shot_session_with(&path, budget.limits())?;
+            let run = session.run(run.as_deref())?;
+            let bytes = oxprof_api::pod::combine_pod(&session, &run)?;
+            let out = run.dir.join(oxprof_api::pod::COMBINED_FILE);
+            replace_own_artifact(&out, &bytes, oxprof_api::pod::COMBINED_KIND)?;
+            match format {
+                VerbFormat::Json => {
+                    outln!("{}", serde_json::json!({"out": out, "hosts": run.hosts.len(), "bytes": bytes.len()}))?
+                }
+                VerbFormat::Md => {
+                    outln!("{}: {} hosts combined, {} bytes", out.display(), run.hosts.len(), bytes.len())?
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// Writes `bytes` to `path`: a new file, or in place of an earlier artifact of `kind` that
+/// oxprof wrote (replaced by a rename, never written through a link); anything else there
+/// is refused.
+fn replace_own_artifact(path: &std::path::Path, bytes: &[u8], kind: &str) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return write_new_file(path, bytes),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot check it", path.display())),
+        Ok(meta) if !meta.is_file() => {
+            anyhow::bail!("{}: exists and is not a file oxprof wrote; move it away first", path.display())
+        }
+        Ok(_) => {}
+    }
+    let mut head = Vec::new();
+    {
+        use std::io::Read;
+        std::fs::File::open(path)?.take(256).read_to_end(&mut head)?;
+    }
+    let ours = oxprof_api::pod::artifact_kind(&head).is_some_and(|found| found == kind);
+    if !ours {
+        anyhow::bail!(
+            "{}: exists and is not an oxprof {kind} file; oxprof never writes over it: move it away first",
+            path.display()
+        );
+    }
+    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
+    write_new_file(&temp, bytes)?;
+    std::fs::rename(&temp, path).with_context(|| format!("{}: cannot replace it", path.display()))
 }
 
 /// Writes `bytes` to `path`, which must not exist (nor be a link): oxprof never writes over
