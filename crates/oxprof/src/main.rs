@@ -527,6 +527,32 @@ enum PodAction {
         #[command(flatten)]
         budget: InputBudget,
     },
+    /// Run the pod job on Apache Spark: `spark-submit [--master URL] JOB SOURCE OUT --oxprof
+    /// <this oxprof> [JOB_ARGS]`, JOB being `oxprof.spark` (python/oxprof/spark.py) of the
+    /// Python environment this oxprof came with, or --job. Executors compute each host's
+    /// partial where its file is (a directory every executor sees, or a bucket); OUT becomes
+    /// the pod result directory. Exits with spark-submit's code (docs/pods.md).
+    Run {
+        /// The run: a directory, a logdir or an object-store URL (s3://, gs://, az://).
+        source: String,
+        /// The pod result directory to write (new or empty).
+        out: PathBuf,
+        /// The Spark master (e.g. spark://HOST:7077; default: spark-submit's).
+        #[arg(long)]
+        master: Option<String>,
+        /// The spark-submit to run.
+        #[arg(long, value_name = "PATH", default_value = "spark-submit")]
+        spark_submit: PathBuf,
+        /// The job's file (default: where the Python environment's `oxprof.spark` is).
+        #[arg(long, value_name = "FILE")]
+        job: Option<PathBuf>,
+        /// The Python that finds `oxprof.spark` when --job is not given.
+        #[arg(long, value_name = "PATH", default_value = "python3")]
+        python: PathBuf,
+        /// More arguments for the job, after `--` (e.g. -- --format json --plan plan.json).
+        #[arg(last = true)]
+        job_args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -951,6 +977,25 @@ fn pod_command(action: PodAction) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        PodAction::Run { source, out, master, spark_submit, job, python, job_args } => {
+            let job = match job {
+                Some(job) => job,
+                None => spark_job_of(&python)?,
+            };
+            let this = std::env::current_exe().context("cannot tell where this oxprof is")?;
+            let mut command = std::process::Command::new(&spark_submit);
+            if let Some(master) = &master {
+                command.arg("--master").arg(master);
+            }
+            command.arg(&job).arg(&source).arg(&out).arg("--oxprof").arg(&this).args(&job_args);
+            let status = command.status().with_context(|| {
+                format!(
+                    "cannot run {} (install Apache Spark or pyspark, or name it with --spark-submit)",
+                    spark_submit.display()
+                )
+            })?;
+            Ok(ExitCode::from(status.code().map_or(1, |c| u8::try_from(c).unwrap_or(1))))
+        }
         PodAction::Combine { path, run, format, budget } => {
             let session = oxprof_api::data::one_shot_session_with(&path, budget.limits())?;
             let run = session.run(run.as_deref())?;
@@ -968,6 +1013,22 @@ fn pod_command(action: PodAction) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The file of `oxprof.spark` in `python`'s environment (the wheel's), for spark-submit.
+fn spark_job_of(python: &std::path::Path) -> Result<PathBuf> {
+    let found = std::process::Command::new(python)
+        .args(["-c", "import importlib.util as u; s = u.find_spec('oxprof.spark'); print(s.origin if s else '')"])
+        .output()
+        .with_context(|| format!("cannot run {} to find oxprof.spark (name the job with --job)", python.display()))?;
+    let origin = String::from_utf8_lossy(&found.stdout).trim().to_string();
+    if !found.status.success() || origin.is_empty() {
+        anyhow::bail!(
+            "{} has no oxprof.spark (pip install oxprof there, or name python/oxprof/spark.py with --job)",
+            python.display()
+        );
+    }
+    Ok(PathBuf::from(origin))
 }
 
 /// Writes `bytes` to `path`: a new file, or in place of an earlier artifact of `kind` that

@@ -92,3 +92,55 @@ fn a_corrupt_host_fails_its_partial_with_one_line() {
     assert_ne!(missing.code, 0);
     assert!(missing.stderr.contains("gone.xplane.pb"), "{}", missing.stderr);
 }
+
+/// `oxprof pod run` hands the job to spark-submit with this oxprof for the executors. A
+/// STAND-IN spark-submit (a shell script recording its arguments) checks the command it
+/// composes; the real cluster runs it in scripts/ci/test-spark-pod.sh.
+#[cfg(unix)]
+#[test]
+fn pod_run_hands_the_job_to_spark_submit() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let record = tmp.path().join("args");
+    let submit = tmp.path().join("spark-submit");
+    std::fs::write(&submit, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nexit 3\n", record.display())).unwrap();
+    std::fs::set_permissions(&submit, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let job = tmp.path().join("spark.py");
+    std::fs::write(&job, "# the job\n").unwrap();
+    let out = oxprof(&[
+        "pod",
+        "run",
+        "s3://bucket/run",
+        "/tmp/out-dir",
+        "--master",
+        "spark://127.0.0.1:7077",
+        "--spark-submit",
+        s(&submit),
+        "--job",
+        s(&job),
+        "--",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 3, "spark-submit's exit code: {}", out.stderr);
+    let args = std::fs::read_to_string(&record).unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    let bin = env!("CARGO_BIN_EXE_oxprof");
+    assert_eq!(
+        args,
+        [
+            "--master",
+            "spark://127.0.0.1:7077",
+            s(&job),
+            "s3://bucket/run",
+            "/tmp/out-dir",
+            "--oxprof",
+            bin,
+            "--format",
+            "json"
+        ]
+    );
+    let missing = oxprof(&["pod", "run", "d", "o", "--spark-submit", s(&tmp.path().join("nope")), "--job", s(&job)]);
+    assert_ne!(missing.code, 0);
+    assert!(missing.stderr.contains("install Apache Spark or pyspark"), "{}", missing.stderr);
+}
