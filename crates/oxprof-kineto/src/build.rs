@@ -34,6 +34,8 @@
 //! thread 7 (overlap 1)      |---- b ----|
 //! ```
 
+mod steps;
+
 use crate::KinetoError;
 use crate::collect::{Arg, ArgVal, Class, Collected, Ident, Kind, LineKey, OPEN, RawEvent, RawLine, TopValue, keys};
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
@@ -44,20 +46,13 @@ use oxprof_model::{
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
+use steps::{LaunchSteps, Step, StepCursor};
 
 /// Most extra lines one thread gets for overlapping events; past this, events share the
 /// last one (pathological input only: real traces need one or two).
 const MAX_ROWS: usize = 64;
 /// How many earlier events a flow looks back through for the event enclosing it.
 const FLOW_LOOKBACK: usize = 64;
-
-/// A step: `ProfilerStep#N` from `start` to `end` (ps from the origin).
-#[derive(Debug, Clone, Copy)]
-struct Step {
-    start: i64,
-    end: i64,
-    num: i64,
-}
 
 /// Builds the space.
 pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> Result<XSpace, KinetoError> {
@@ -77,7 +72,7 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
         metadata_allowed: limits.metadata_entries.for_size(file_bytes),
         lines_allowed: limits.lines.for_size(file_bytes),
     };
-    let mut state = State { metadata_used: 0, lines_used: 0, corr_group: FxHashMap::default() };
+    let mut state = State { metadata_used: 0, lines_used: 0, launched: Vec::new() };
 
     let mut space = XSpace::default();
     // Host plane: threads ordered by process (main first), sort index, tid.
@@ -138,7 +133,8 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
             }
         }
     }
-    space.planes = draft_planes(&c, &ctx, &state.corr_group, prepared, &mut diag)?;
+    let launch_steps = LaunchSteps::new(std::mem::take(&mut state.launched));
+    space.planes = draft_planes(&c, &ctx, &launch_steps, prepared, &mut diag)?;
     if let Some(e) = refused {
         return Err(e);
     }
@@ -175,8 +171,8 @@ struct Context {
 struct State {
     metadata_used: u64,
     lines_used: u64,
-    /// Correlation id → step of its launch (host events), for the GPU events it launched.
-    corr_group: FxHashMap<i64, i64>,
+    /// `(correlation id, step)` of the host's launches, for the GPU events they launched.
+    launched: Vec<(i64, i64)>,
 }
 
 /// A line's id, name and display name.
@@ -253,13 +249,6 @@ fn steps(c: &Collected, step_kinds: &StepKinds) -> Vec<Step> {
     }
     out.sort_by_key(|s| (s.start, s.num));
     out
-}
-
-/// The step a host time falls in.
-fn step_at(steps: &[Step], t: i64) -> Option<i64> {
-    let i = steps.partition_point(|s| s.start <= t);
-    let s = steps.get(i.checked_sub(1)?)?;
-    (t < s.end || (t == s.start)).then_some(s.num)
 }
 
 fn top_i64(c: &Collected, key: &str) -> Option<i64> {
@@ -466,7 +455,7 @@ struct Thread {
 }
 
 /// Lays out a plane's threads (side by side), settles its metadata and budgets; host
-/// planes enter their launches' (correlation, step) into `state.corr_group`, which device
+/// planes enter their launches' (correlation, step) into `state.launched`, which device
 /// planes read.
 #[allow(clippy::too_many_arguments)]
 fn prepare_plane(
@@ -505,7 +494,7 @@ fn prepare_plane(
     let mut threads = Vec::with_capacity(laid.len());
     for (thread, launched, d) in laid {
         diag.merge(&d);
-        state.corr_group.extend(launched);
+        state.launched.extend(launched);
         threads.push(thread);
     }
 
@@ -615,7 +604,7 @@ fn prepare_plane(
 fn draft_planes(
     c: &Collected,
     ctx: &Context,
-    corr_group: &FxHashMap<i64, i64>,
+    launch_steps: &LaunchSteps,
     mut prepared: Vec<Prepared>,
     diag: &mut Diagnostics,
 ) -> Result<Vec<XPlane>, KinetoError> {
@@ -638,7 +627,7 @@ fn draft_planes(
             .enumerate()
             .map(|(r, events)| {
                 let row = Row { name: &thread.name, row: r, events };
-                draft_row(c, ctx, plane, &unlimited, &thread.line, &row, &thread.flows, corr_group, &mut text)
+                draft_row(c, ctx, plane, &unlimited, &thread.line, &row, &thread.flows, launch_steps, &mut text)
             })
             .collect::<Result<Vec<LineDraft>, KinetoError>>();
         drop(thread);
@@ -680,12 +669,13 @@ fn launches(ctx: &Context, line: &RawLine, rows: &[Vec<u32>]) -> Vec<(i64, i64)>
     }
     let mut out = Vec::new();
     for row in rows {
+        let mut step_at = StepCursor::new(&ctx.steps);
         for &ei in row {
             let e = &line.events[ei as usize];
             let args = line.args_of(e);
             // The last `correlation` arg, as drafting reads it.
             let correlation = args.iter().rev().find(|a| stat_key(a.key) == keys::CORRELATION_ID).and_then(Arg::as_i64);
-            if let (Some(corr), Some(g)) = (correlation, step_at(&ctx.steps, e.start)) {
+            if let (Some(corr), Some(g)) = (correlation, step_at.at(e.start)) {
                 out.push((corr, g));
             }
         }
@@ -694,7 +684,7 @@ fn launches(ctx: &Context, line: &RawLine, rows: &[Vec<u32>]) -> Vec<(i64, i64)>
 }
 
 /// One row of a thread of `plane` as a line draft; device events take their step from the
-/// host launch they came from (`corr_group`).
+/// host launch they came from (`launch_steps`).
 #[allow(clippy::too_many_arguments)]
 fn draft_row(
     c: &Collected,
@@ -704,7 +694,7 @@ fn draft_row(
     line: &RawLine,
     row: &Row<'_>,
     flows: &[(u32, u64)],
-    corr_group: &FxHashMap<i64, i64>,
+    launch_steps: &LaunchSteps,
     text: &mut String,
 ) -> Result<LineDraft, KinetoError> {
     let (ids, kind_key) = (&plane.ids, &plane.kind_key);
@@ -735,6 +725,8 @@ fn draft_row(
         b.set_display_name(display_name);
     }
     b.set_duration_ps(last.saturating_sub(base_ps));
+    // A row's events come by start, a stream's correlation ids mostly grow.
+    let (mut step_at, mut launch_of) = (StepCursor::new(&ctx.steps), launch_steps.cursor());
     let mut fi = flows.partition_point(|&(e, _)| e < row.events.first().copied().unwrap_or(0));
     for &ei in row.events {
         let e = &line.events[ei as usize];
@@ -751,9 +743,9 @@ fn draft_row(
         let group = if ctx.steps.is_empty() {
             None
         } else if plane.is_host {
-            step_at(&ctx.steps, e.start)
+            step_at.at(e.start)
         } else {
-            correlation.and_then(|corr| corr_group.get(&corr).copied())
+            correlation.and_then(|corr| launch_of.get(corr))
         };
         if let Some(g) = group {
             b.push_stat(ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
