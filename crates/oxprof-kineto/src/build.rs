@@ -34,6 +34,7 @@
 //! thread 7 (overlap 1)      |---- b ----|
 //! ```
 
+mod search;
 mod steps;
 
 use crate::KinetoError;
@@ -45,6 +46,7 @@ use oxprof_model::{
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use search::partition_point_near;
 use std::fmt::Write as _;
 use steps::{LaunchSteps, Step, StepCursor};
 
@@ -879,8 +881,10 @@ fn layout_rows(events: &[RawEvent], diag: &mut Diagnostics) -> Vec<Vec<u32>> {
 fn bind_flows(line: &mut RawLine, diag: &mut Diagnostics) -> Vec<(u32, u64)> {
     let events = &line.events;
     let mut out = Vec::with_capacity(line.flows.len());
+    // Endpoints come in file order, mostly by time: each search starts at the last one's.
+    let mut i = 0;
     for f in &line.flows {
-        let i = events.partition_point(|e| e.start <= f.ts);
+        i = partition_point_near(events, i, |e| e.start <= f.ts);
         let found =
             (i.saturating_sub(FLOW_LOOKBACK)..i).rev().find(|&k| events[k].start.saturating_add(events[k].dur) >= f.ts);
         match found {

@@ -4,6 +4,8 @@
 //! start and a stream's correlation ids mostly grow, so a lookup is a step or two from the
 //! last, not a binary search (or a hash probe) into memory the caches no longer hold.
 
+use super::search::partition_point_near;
+
 /// A step: `ProfilerStep#N` from `start` to `end` (ps from the origin).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Step {
@@ -16,7 +18,7 @@ pub(super) struct Step {
 pub(super) struct StepCursor<'a> {
     /// By start.
     steps: &'a [Step],
-    /// Steps before this one start at or before the last time asked.
+    /// The steps before this one start at or before the last time asked.
     next: usize,
 }
 
@@ -31,13 +33,7 @@ impl<'a> StepCursor<'a> {
     #[inline]
     pub(super) fn at(&mut self, t: i64) -> Option<i64> {
         let steps = self.steps;
-        if self.next > 0 && steps[self.next - 1].start > t {
-            // An earlier time than the last one: search again.
-            self.next = steps.partition_point(|s| s.start <= t);
-        }
-        while self.next < steps.len() && steps[self.next].start <= t {
-            self.next += 1;
-        }
+        self.next = partition_point_near(steps, self.next, |s| s.start <= t);
         let s = steps.get(self.next.checked_sub(1)?)?;
         (t < s.end || t == s.start).then_some(s.num)
     }
@@ -86,40 +82,11 @@ impl LaunchCursor<'_> {
     /// The step of the launch with this correlation id.
     #[inline]
     pub(super) fn get(&mut self, corr: i64) -> Option<i64> {
-        let t = self.table;
-        let at = self.at;
+        let (t, at) = (self.table, self.at);
         if t.get(at).is_some_and(|&(c, _)| c == corr) {
             return Some(t[at].1);
         }
-        // The first entry not below `corr` is in `lo..=hi`: galloping outwards from `at`.
-        let (lo, hi) = if t.get(at).is_some_and(|&(c, _)| c < corr) {
-            let (mut lo, mut step) = (at + 1, 1);
-            loop {
-                let probe = at + step;
-                if probe >= t.len() {
-                    break (lo, t.len());
-                }
-                if t[probe].0 >= corr {
-                    break (lo, probe);
-                }
-                lo = probe + 1;
-                step *= 2;
-            }
-        } else {
-            let (mut hi, mut step) = (at.min(t.len()), 1);
-            loop {
-                if step > at {
-                    break (0, hi);
-                }
-                let probe = at - step;
-                if t[probe].0 < corr {
-                    break (probe + 1, hi);
-                }
-                hi = probe;
-                step *= 2;
-            }
-        };
-        let pos = lo + t[lo..hi].partition_point(|&(c, _)| c < corr);
+        let pos = partition_point_near(t, at, |&(c, _)| c < corr);
         self.at = pos;
         t.get(pos).filter(|&&(c, _)| c == corr).map(|&(_, step)| step)
     }
