@@ -34,6 +34,7 @@
 //! thread 7 (overlap 1)      |---- b ----|
 //! ```
 
+mod order;
 mod search;
 mod steps;
 
@@ -837,10 +838,7 @@ fn stat_input(c: &Collected, v: ArgVal) -> StatInput<'_> {
 
 /// Sorts a thread's events by start, longest first on ties, file order after that.
 fn sort_events(events: &mut [RawEvent]) {
-    let order = |a: &RawEvent, b: &RawEvent| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur));
-    if !events.is_sorted_by(|a, b| order(a, b).is_le()) {
-        events.sort_by(order);
-    }
+    order::sort_mostly_sorted(events, |a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)));
 }
 
 /// Rows of sorted events such that events of one row nest: an event goes to the first row
