@@ -701,17 +701,11 @@ fn draft_row(
     text: &mut String,
 ) -> Result<LineDraft, KinetoError> {
     let (ids, kind_key) = (&plane.ids, &plane.kind_key);
-    let first = row.events.iter().map(|&i| line.events[i as usize].start).min().unwrap_or(0);
-    let last = row
-        .events
-        .iter()
-        .map(|&i| line.events[i as usize].start.saturating_add(line.events[i as usize].dur))
-        .max()
-        .unwrap_or(0);
+    let RowExtent { first, last, stats_at_most } = row_extent(c, ctx, line, row, flows);
     let line_ns = first.div_euclid(1000);
     let base_ps = line_ns * 1000;
     let mut b = LineBuilder::new(ids, unlimited, row.events.len());
-    b.reserve_stats(stats_at_most(c, ctx, line, row, flows));
+    b.reserve_stats(stats_at_most);
     b.set_timestamp_ns(saturate(ctx.origin_ns + i128::from(line_ns)));
     let (id, name, display_name) = if row.row == 0 {
         (row.name.id, row.name.name.clone(), row.name.display_name.clone())
@@ -783,17 +777,33 @@ fn draft_row(
     Ok(b.finish())
 }
 
-/// At most how many stats [`draft_row`] gives a row: every arg, and a group, a step
-/// number and root, kernel or memcpy details and its flows where they may apply.
-fn stats_at_most(c: &Collected, ctx: &Context, line: &RawLine, row: &Row<'_>, flows: &[(u32, u64)]) -> usize {
-    let per_event = |ei: &u32| {
-        let e = &line.events[*ei as usize];
+/// What [`draft_row`] needs to know of a row before its events: its first start, its
+/// last end, and at most how many stats it gives the row.
+struct RowExtent {
+    first: i64,
+    last: i64,
+    stats_at_most: usize,
+}
+
+/// A row's [`RowExtent`], in one pass over its events. The stats are every arg, and a
+/// group, a step number and root, kernel or memcpy details and its flows where they may
+/// apply.
+fn row_extent(c: &Collected, ctx: &Context, line: &RawLine, row: &Row<'_>, flows: &[(u32, u64)]) -> RowExtent {
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    // Flows of other rows of the thread are counted too: an upper bound.
+    let mut stats = flows.len();
+    for &ei in row.events {
+        let e = &line.events[ei as usize];
+        first = first.min(e.start);
+        last = last.max(e.start.saturating_add(e.dur));
         let step = ctx.step_kinds.get(e.kind).is_some();
         let details = matches!(c.kinds[e.kind as usize].class, Class::Kernel | Class::Memcpy);
-        e.nargs as usize + usize::from(!ctx.steps.is_empty()) + 2 * usize::from(step) + usize::from(details)
-    };
-    // Flows of other rows of the thread are counted too: an upper bound.
-    row.events.iter().map(per_event).sum::<usize>() + flows.len()
+        stats += e.nargs as usize + usize::from(!ctx.steps.is_empty()) + 2 * usize::from(step) + usize::from(details);
+    }
+    if row.events.is_empty() {
+        (first, last) = (0, 0);
+    }
+    RowExtent { first, last, stats_at_most: stats }
 }
 
 fn limit(limit: Limit, allowed: u64, at_least: u64) -> KinetoError {
