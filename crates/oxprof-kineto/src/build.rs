@@ -848,7 +848,7 @@ fn stat_input(c: &Collected, v: ArgVal) -> StatInput<'_> {
 
 /// Sorts a thread's events by start, longest first on ties, file order after that.
 fn sort_events(events: &mut [RawEvent]) {
-    order::sort_mostly_sorted(events, |a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)));
+    order::sort_mostly_sorted(events, &|a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)));
 }
 
 /// Rows of sorted events such that events of one row nest: an event goes to the first row
