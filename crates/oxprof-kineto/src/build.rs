@@ -34,6 +34,10 @@
 //! thread 7 (overlap 1)      |---- b ----|
 //! ```
 
+mod order;
+mod search;
+mod steps;
+
 use crate::KinetoError;
 use crate::collect::{Arg, ArgVal, Class, Collected, Ident, Kind, LineKey, OPEN, RawEvent, RawLine, TopValue, keys};
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
@@ -43,21 +47,15 @@ use oxprof_model::{
 };
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use search::partition_point_near;
 use std::fmt::Write as _;
+use steps::{LaunchSteps, Step, StepCursor};
 
 /// Most extra lines one thread gets for overlapping events; past this, events share the
 /// last one (pathological input only: real traces need one or two).
 const MAX_ROWS: usize = 64;
 /// How many earlier events a flow looks back through for the event enclosing it.
 const FLOW_LOOKBACK: usize = 64;
-
-/// A step: `ProfilerStep#N` from `start` to `end` (ps from the origin).
-#[derive(Debug, Clone, Copy)]
-struct Step {
-    start: i64,
-    end: i64,
-    num: i64,
-}
 
 /// Builds the space.
 pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> Result<XSpace, KinetoError> {
@@ -77,7 +75,7 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
         metadata_allowed: limits.metadata_entries.for_size(file_bytes),
         lines_allowed: limits.lines.for_size(file_bytes),
     };
-    let mut state = State { metadata_used: 0, lines_used: 0, corr_group: FxHashMap::default() };
+    let mut state = State { metadata_used: 0, lines_used: 0, launched: Vec::new() };
 
     let mut space = XSpace::default();
     // Host plane: threads ordered by process (main first), sort index, tid.
@@ -138,7 +136,8 @@ pub(crate) fn build(mut c: Collected, limits: &LoadLimits, file_bytes: u64) -> R
             }
         }
     }
-    space.planes = draft_planes(&c, &ctx, &state.corr_group, prepared, &mut diag)?;
+    let launch_steps = LaunchSteps::new(std::mem::take(&mut state.launched));
+    space.planes = draft_planes(&c, &ctx, &launch_steps, prepared, &mut diag)?;
     if let Some(e) = refused {
         return Err(e);
     }
@@ -175,8 +174,8 @@ struct Context {
 struct State {
     metadata_used: u64,
     lines_used: u64,
-    /// Correlation id → step of its launch (host events), for the GPU events it launched.
-    corr_group: FxHashMap<i64, i64>,
+    /// `(correlation id, step)` of the host's launches, for the GPU events they launched.
+    launched: Vec<(i64, i64)>,
 }
 
 /// A line's id, name and display name.
@@ -253,13 +252,6 @@ fn steps(c: &Collected, step_kinds: &StepKinds) -> Vec<Step> {
     }
     out.sort_by_key(|s| (s.start, s.num));
     out
-}
-
-/// The step a host time falls in.
-fn step_at(steps: &[Step], t: i64) -> Option<i64> {
-    let i = steps.partition_point(|s| s.start <= t);
-    let s = steps.get(i.checked_sub(1)?)?;
-    (t < s.end || (t == s.start)).then_some(s.num)
 }
 
 fn top_i64(c: &Collected, key: &str) -> Option<i64> {
@@ -466,7 +458,7 @@ struct Thread {
 }
 
 /// Lays out a plane's threads (side by side), settles its metadata and budgets; host
-/// planes enter their launches' (correlation, step) into `state.corr_group`, which device
+/// planes enter their launches' (correlation, step) into `state.launched`, which device
 /// planes read.
 #[allow(clippy::too_many_arguments)]
 fn prepare_plane(
@@ -505,7 +497,7 @@ fn prepare_plane(
     let mut threads = Vec::with_capacity(laid.len());
     for (thread, launched, d) in laid {
         diag.merge(&d);
-        state.corr_group.extend(launched);
+        state.launched.extend(launched);
         threads.push(thread);
     }
 
@@ -615,7 +607,7 @@ fn prepare_plane(
 fn draft_planes(
     c: &Collected,
     ctx: &Context,
-    corr_group: &FxHashMap<i64, i64>,
+    launch_steps: &LaunchSteps,
     mut prepared: Vec<Prepared>,
     diag: &mut Diagnostics,
 ) -> Result<Vec<XPlane>, KinetoError> {
@@ -638,7 +630,7 @@ fn draft_planes(
             .enumerate()
             .map(|(r, events)| {
                 let row = Row { name: &thread.name, row: r, events };
-                draft_row(c, ctx, plane, &unlimited, &thread.line, &row, &thread.flows, corr_group, &mut text)
+                draft_row(c, ctx, plane, &unlimited, &thread.line, &row, &thread.flows, launch_steps, &mut text)
             })
             .collect::<Result<Vec<LineDraft>, KinetoError>>();
         drop(thread);
@@ -680,12 +672,13 @@ fn launches(ctx: &Context, line: &RawLine, rows: &[Vec<u32>]) -> Vec<(i64, i64)>
     }
     let mut out = Vec::new();
     for row in rows {
+        let mut step_at = StepCursor::new(&ctx.steps);
         for &ei in row {
             let e = &line.events[ei as usize];
             let args = line.args_of(e);
             // The last `correlation` arg, as drafting reads it.
             let correlation = args.iter().rev().find(|a| stat_key(a.key) == keys::CORRELATION_ID).and_then(Arg::as_i64);
-            if let (Some(corr), Some(g)) = (correlation, step_at(&ctx.steps, e.start)) {
+            if let (Some(corr), Some(g)) = (correlation, step_at.at(e.start)) {
                 out.push((corr, g));
             }
         }
@@ -694,7 +687,7 @@ fn launches(ctx: &Context, line: &RawLine, rows: &[Vec<u32>]) -> Vec<(i64, i64)>
 }
 
 /// One row of a thread of `plane` as a line draft; device events take their step from the
-/// host launch they came from (`corr_group`).
+/// host launch they came from (`launch_steps`).
 #[allow(clippy::too_many_arguments)]
 fn draft_row(
     c: &Collected,
@@ -704,21 +697,15 @@ fn draft_row(
     line: &RawLine,
     row: &Row<'_>,
     flows: &[(u32, u64)],
-    corr_group: &FxHashMap<i64, i64>,
+    launch_steps: &LaunchSteps,
     text: &mut String,
 ) -> Result<LineDraft, KinetoError> {
     let (ids, kind_key) = (&plane.ids, &plane.kind_key);
-    let first = row.events.iter().map(|&i| line.events[i as usize].start).min().unwrap_or(0);
-    let last = row
-        .events
-        .iter()
-        .map(|&i| line.events[i as usize].start.saturating_add(line.events[i as usize].dur))
-        .max()
-        .unwrap_or(0);
+    let RowExtent { first, last, stats_at_most } = row_extent(c, ctx, line, row, flows);
     let line_ns = first.div_euclid(1000);
     let base_ps = line_ns * 1000;
     let mut b = LineBuilder::new(ids, unlimited, row.events.len());
-    b.reserve_stats(stats_at_most(c, ctx, line, row, flows));
+    b.reserve_stats(stats_at_most);
     b.set_timestamp_ns(saturate(ctx.origin_ns + i128::from(line_ns)));
     let (id, name, display_name) = if row.row == 0 {
         (row.name.id, row.name.name.clone(), row.name.display_name.clone())
@@ -735,6 +722,8 @@ fn draft_row(
         b.set_display_name(display_name);
     }
     b.set_duration_ps(last.saturating_sub(base_ps));
+    // A row's events come by start, a stream's correlation ids mostly grow.
+    let (mut step_at, mut launch_of) = (StepCursor::new(&ctx.steps), launch_steps.cursor());
     let mut fi = flows.partition_point(|&(e, _)| e < row.events.first().copied().unwrap_or(0));
     for &ei in row.events {
         let e = &line.events[ei as usize];
@@ -751,9 +740,9 @@ fn draft_row(
         let group = if ctx.steps.is_empty() {
             None
         } else if plane.is_host {
-            step_at(&ctx.steps, e.start)
+            step_at.at(e.start)
         } else {
-            correlation.and_then(|corr| corr_group.get(&corr).copied())
+            correlation.and_then(|corr| launch_of.get(corr))
         };
         if let Some(g) = group {
             b.push_stat(ids, i64::from(keys::GROUP_ID), StatInput::Int64(g)).map_err(KinetoError::Build)?;
@@ -788,17 +777,33 @@ fn draft_row(
     Ok(b.finish())
 }
 
-/// At most how many stats [`draft_row`] gives a row: every arg, and a group, a step
-/// number and root, kernel or memcpy details and its flows where they may apply.
-fn stats_at_most(c: &Collected, ctx: &Context, line: &RawLine, row: &Row<'_>, flows: &[(u32, u64)]) -> usize {
-    let per_event = |ei: &u32| {
-        let e = &line.events[*ei as usize];
+/// What [`draft_row`] needs to know of a row before its events: its first start, its
+/// last end, and at most how many stats it gives the row.
+struct RowExtent {
+    first: i64,
+    last: i64,
+    stats_at_most: usize,
+}
+
+/// A row's [`RowExtent`], in one pass over its events. The stats are every arg, and a
+/// group, a step number and root, kernel or memcpy details and its flows where they may
+/// apply.
+fn row_extent(c: &Collected, ctx: &Context, line: &RawLine, row: &Row<'_>, flows: &[(u32, u64)]) -> RowExtent {
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    // Flows of other rows of the thread are counted too: an upper bound.
+    let mut stats = flows.len();
+    for &ei in row.events {
+        let e = &line.events[ei as usize];
+        first = first.min(e.start);
+        last = last.max(e.start.saturating_add(e.dur));
         let step = ctx.step_kinds.get(e.kind).is_some();
         let details = matches!(c.kinds[e.kind as usize].class, Class::Kernel | Class::Memcpy);
-        e.nargs as usize + usize::from(!ctx.steps.is_empty()) + 2 * usize::from(step) + usize::from(details)
-    };
-    // Flows of other rows of the thread are counted too: an upper bound.
-    row.events.iter().map(per_event).sum::<usize>() + flows.len()
+        stats += e.nargs as usize + usize::from(!ctx.steps.is_empty()) + 2 * usize::from(step) + usize::from(details);
+    }
+    if row.events.is_empty() {
+        (first, last) = (0, 0);
+    }
+    RowExtent { first, last, stats_at_most: stats }
 }
 
 fn limit(limit: Limit, allowed: u64, at_least: u64) -> KinetoError {
@@ -843,10 +848,7 @@ fn stat_input(c: &Collected, v: ArgVal) -> StatInput<'_> {
 
 /// Sorts a thread's events by start, longest first on ties, file order after that.
 fn sort_events(events: &mut [RawEvent]) {
-    let order = |a: &RawEvent, b: &RawEvent| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur));
-    if !events.is_sorted_by(|a, b| order(a, b).is_le()) {
-        events.sort_by(order);
-    }
+    order::sort_mostly_sorted(events, &|a, b| a.start.cmp(&b.start).then(b.dur.cmp(&a.dur)));
 }
 
 /// Rows of sorted events such that events of one row nest: an event goes to the first row
@@ -887,8 +889,10 @@ fn layout_rows(events: &[RawEvent], diag: &mut Diagnostics) -> Vec<Vec<u32>> {
 fn bind_flows(line: &mut RawLine, diag: &mut Diagnostics) -> Vec<(u32, u64)> {
     let events = &line.events;
     let mut out = Vec::with_capacity(line.flows.len());
+    // Endpoints come in file order, mostly by time: each search starts at the last one's.
+    let mut i = 0;
     for f in &line.flows {
-        let i = events.partition_point(|e| e.start <= f.ts);
+        i = partition_point_near(events, i, |e| e.start <= f.ts);
         let found =
             (i.saturating_sub(FLOW_LOOKBACK)..i).rev().find(|&k| events[k].start.saturating_add(events[k].dur) >= f.ts);
         match found {
