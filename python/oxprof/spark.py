@@ -1,0 +1,441 @@
+"""``oxprof.spark``: a pod's per-host partial results computed by Spark executors.
+
+The driver asks ``oxprof pod plan SOURCE`` for the run's hosts (a local directory, NFS or a
+bucket: s3://, gs://, az://), runs one Spark task per host, in which the executor runs
+``oxprof pod partial HOST_FILE`` and measures that process's peak RSS, and writes what comes
+back into a *pod result directory*: ``<host>.oxpartial`` per host and the manifest
+``pod.json``. ``oxprof data TOOL --host ALL_HOSTS OUT`` and ``oxprof serve OUT`` answer the
+multi-host tools from it (docs/pods.md).
+
+::
+
+    spark-submit --master spark://127.0.0.1:7077 python/oxprof/spark.py s3://bucket/logs/run OUT \\
+        --oxprof /path/to/oxprof
+    python -m oxprof.spark s3://bucket/logs/run OUT --master spark://127.0.0.1:7077   # wheel installed
+
+A host whose file is missing or corrupt is listed under ``failed`` with its error and never
+loses the others; the job exits 0 when at least one host's partial is in OUT. OUT must be new
+or empty; the job writes only files it creates there (and removes them again if the job
+itself fails).
+
+Only the standard library and pyspark are imported at module level, so ``spark-submit``
+runs this file as it is, without the oxprof package or its native extension.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+MANIFEST = "pod.json"
+PARTIAL_SUFFIX = ".oxpartial"
+# Object-store credentials and settings the oxprof binary reads from its environment
+# (oxprof-objstore): forwarded to the executors, which may have been started without them.
+FORWARDED_ENV_PREFIXES = ("AWS_", "GOOGLE_", "AZURE_", "OXPROF_")
+# How many hosts' results the driver fetches from the executors at once: what it holds in
+# memory while writing them out is at most this many partials.
+DEFAULT_GATHER_BATCH = 16
+EXIT_NO_HOST = 1
+EXIT_USAGE = 2
+
+
+class PodJobError(Exception):
+    """The job cannot run at all (bad arguments, OUT not empty, the plan failed)."""
+
+
+# --- on an executor -------------------------------------------------------------------------
+
+
+def run_measured(argv, timeout_s=None, env=None):
+    """Runs ARGV to completion; returns (exit code, stderr text, seconds, peak RSS in bytes).
+
+    The peak RSS is the child's own (``wait4``'s rusage), not this process's nor a sum over
+    earlier children: the Python worker running the task is reused across tasks. A negative
+    exit code is the signal that ended the child (as ``subprocess`` reports it).
+    """
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        timer = None
+        if timeout_s:
+            timer = threading.Timer(timeout_s, _kill, (proc.pid,))
+            timer.daemon = True
+            timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            if timer:
+                timer.cancel()
+        # Reaped here, so subprocess must not wait for it again.
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - started
+        stderr.seek(0)
+        text = stderr.read(64 * 1024).decode("utf-8", "replace")
+    return code, text, seconds, usage.ru_maxrss * 1024
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def error_line(code, stderr, timeout_s=None):
+    """The one line that says why a host failed: the binary's last line on stderr."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        if -code == signal.SIGKILL and timeout_s:
+            return f"killed after the {timeout_s:g} s time limit per host (--host-timeout)"
+        return f"killed by {name}" + (f": {lines[-1]}" if lines else "")
+    return lines[-1] if lines else f"exit status {code}, nothing on stderr"
+
+
+def compute_partial(host, binary, timeout_s=None, env=None):
+    """One host's task: ``oxprof pod partial`` into a scratch file, read back.
+
+    Returns a dict: host, source, ok, and either ``partial`` (its bytes) or ``error`` (one
+    line), with ``seconds`` and ``peak_rss_bytes`` of the oxprof process either way.
+    """
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    scratch_root = (os.environ.get("SPARK_LOCAL_DIRS") or "").split(",")[0] or None
+    scratch = tempfile.mkdtemp(prefix="oxprof-partial-", dir=scratch_root)
+    try:
+        out = os.path.join(scratch, "host" + PARTIAL_SUFFIX)
+        argv = [binary, "pod", "partial", host["source"], "--out", out]
+        try:
+            code, stderr, seconds, rss = run_measured(argv, timeout_s, child_env)
+        except OSError as e:
+            return {**_identity(host), "ok": False, "error": f"cannot run {binary}: {e.strerror or e}",
+                    "seconds": 0.0, "peak_rss_bytes": 0}
+        result = {**_identity(host), "seconds": round(seconds, 3), "peak_rss_bytes": rss}
+        if code != 0:
+            return {**result, "ok": False, "error": error_line(code, stderr, timeout_s)}
+        try:
+            with open(out, "rb") as f:
+                partial = f.read()
+        except OSError as e:
+            return {**result, "ok": False, "error": f"oxprof pod partial exited 0 but wrote no partial: {e}"}
+        if not partial:
+            return {**result, "ok": False, "error": "oxprof pod partial wrote an empty partial"}
+        return {**result, "ok": True, "partial": partial}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _identity(host):
+    return {"host": host["host"], "source": host["source"], "source_bytes": host.get("bytes")}
+
+
+def executor_binary(name):
+    """The oxprof binary on an executor: shipped with the job (SparkFiles), else NAME itself."""
+    if os.path.isabs(name) and os.access(name, os.X_OK):
+        return name
+    from pyspark import SparkFiles
+
+    shipped = SparkFiles.get(os.path.basename(name))
+    if os.path.exists(shipped):
+        if not os.access(shipped, os.X_OK):
+            os.chmod(shipped, os.stat(shipped).st_mode | 0o111)
+        return shipped
+    return shutil.which(name) or name
+
+
+def partition_task(binary, timeout_s, env):
+    """The function each partition (one host) runs: yields that host's result."""
+
+    def task(hosts):
+        resolved = executor_binary(binary)
+        for host in hosts:
+            yield compute_partial(host, resolved, timeout_s, env)
+
+    return task
+
+
+# --- on the driver --------------------------------------------------------------------------
+
+
+def find_oxprof(requested):
+    """The driver's oxprof binary: --oxprof (a path or a name on PATH), else the wheel's."""
+    if requested:
+        if os.path.sep in requested or os.path.exists(requested):
+            if not os.access(requested, os.X_OK):
+                raise PodJobError(f"--oxprof {requested}: not an executable file")
+            return os.path.abspath(requested)
+        found = shutil.which(requested)
+        if not found:
+            raise PodJobError(f"--oxprof {requested}: not found on PATH")
+        return found
+    found = shutil.which("oxprof")
+    if found:
+        return found
+    try:
+        from oxprof.__main__ import find_binary
+    except ImportError:
+        raise PodJobError("no oxprof binary: install the oxprof wheel, put oxprof on PATH or pass --oxprof PATH") from None
+    try:
+        return find_binary()
+    except FileNotFoundError as e:
+        raise PodJobError(str(e)) from None
+
+
+def plan(binary, source):
+    """``oxprof pod plan SOURCE --format json``: the run and its hosts."""
+    done = subprocess.run([binary, "pod", "plan", source, "--format", "json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise PodJobError(lines[-1] if lines else f"oxprof pod plan {source}: exit status {done.returncode}")
+    try:
+        planned = json.loads(done.stdout)
+        hosts = planned["hosts"]
+        for host in hosts:
+            host["host"], host["source"]  # noqa: B018 (both are required)
+    except (ValueError, KeyError, TypeError) as e:
+        raise PodJobError(f"oxprof pod plan {source}: unexpected output ({e}): {done.stdout[:200]!r}") from None
+    if not hosts:
+        raise PodJobError(f"{source}: oxprof pod plan found no host files")
+    return planned
+
+
+def safe_file_name(host):
+    """Whether ``<host>.oxpartial`` is a plain file name in OUT (no path, no hidden file)."""
+    return bool(host) and "/" not in host and "\\" not in host and "\0" not in host and not host.startswith(".")
+
+
+class PodDirectory:
+    """OUT, new or empty, and the files this job wrote there (the only ones it may remove)."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        self.written = []
+        self.created_dir = not self.check_usable(path)
+        if self.created_dir:
+            os.makedirs(self.path)
+
+    @staticmethod
+    def check_usable(path):
+        """Raises unless PATH is new or an empty directory; returns whether it exists."""
+        if not os.path.lexists(path):
+            return False
+        if os.path.islink(path) or not os.path.isdir(path):
+            raise PodJobError(f"{path}: exists and is not a directory; choose a new OUT")
+        if os.listdir(path):
+            raise PodJobError(f"{path}: not empty; choose a new or empty OUT (nothing there is overwritten)")
+        return True
+
+    def write_new(self, name, data):
+        """Writes OUT/NAME, which must not exist (O_EXCL: never over another file)."""
+        path = os.path.join(self.path, name)
+        with open(path, "xb") as f:
+            self.written.append(path)
+            f.write(data)
+        return len(data)
+
+    def write_manifest(self, manifest):
+        # Written last and whole (a new name, then linked in place), so a reader that finds
+        # pod.json finds every partial it lists.
+        data = (json.dumps(manifest, indent=1) + "\n").encode()
+        staging = ".pod.json.partial"
+        self.write_new(staging, data)
+        os.link(os.path.join(self.path, staging), os.path.join(self.path, MANIFEST))
+        self.written.append(os.path.join(self.path, MANIFEST))
+        os.unlink(os.path.join(self.path, staging))
+        self.written.remove(os.path.join(self.path, staging))
+
+    def remove_written(self):
+        """After a failed job: removes what it wrote (and OUT if it made it), nothing else."""
+        for path in reversed(self.written):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self.written.clear()
+        if self.created_dir:
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                pass
+
+
+def forwarded_env(environ=None):
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+
+
+def spark_context(master, app_name="oxprof-pod"):
+    """The SparkContext: --master, else spark-submit's, else local[*]."""
+    from pyspark import SparkConf, SparkContext
+
+    conf = SparkConf().setAppName(app_name)
+    if master:
+        conf.setMaster(master)
+    elif not conf.contains("spark.master"):
+        conf.setMaster("local[*]")
+    # Tasks are whole hosts: never run the same host twice at once on purpose.
+    conf.setIfMissing("spark.speculation", "false")
+    sc = SparkContext.getOrCreate(conf)
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def executor_count(sc):
+    """Executors registered with the driver (the driver itself is not one, except in local mode)."""
+    if sc.master.startswith("local"):
+        return 1
+    try:
+        return max(sc._jsc.sc().getExecutorMemoryStatus().size() - 1, 0)
+    except Exception:  # noqa: BLE001 (an internal API: the count is informative only)
+        return None
+
+
+def run_job(sc, source, out, binary, *, ship=True, executor_oxprof=None, host_timeout=None,
+            gather_batch=DEFAULT_GATHER_BATCH, log=None):
+    """Plans, computes every host's partial on the executors and writes OUT.
+
+    Returns the manifest written to OUT/pod.json plus "timing" (not in the manifest).
+    """
+    from pyspark import StorageLevel
+
+    if __name__ != "__main__":
+        # Imported as oxprof.spark: the task functions go to the executors by value, so they
+        # need neither the oxprof package nor its native extension.
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    log = log or (lambda message: None)
+    pod = PodDirectory(out)
+    try:
+        started = time.monotonic()
+        planned = plan(binary, source)
+        plan_s = time.monotonic() - started
+        hosts, failed = [], []
+        for host in planned["hosts"]:
+            if safe_file_name(host["host"]):
+                hosts.append(host)
+            else:
+                failed.append({"host": host["host"], "source": host["source"],
+                               "error": f"host name {host['host']!r} cannot name a file in {out}"})
+        log(f"plan: {len(planned['hosts'])} hosts in {plan_s:.2f} s")
+
+        if executor_oxprof:
+            task_binary = executor_oxprof
+        elif ship:
+            sc.addFile(binary)
+            task_binary = os.path.basename(binary)
+        else:
+            task_binary = binary
+        started = time.monotonic()
+        results = sc.parallelize(hosts, max(len(hosts), 1)).mapPartitions(
+            partition_task(task_binary, host_timeout, forwarded_env()))
+        # Computed once, in parallel, and kept by the executors (on disk) ...
+        results.persist(StorageLevel.DISK_ONLY)
+        results.count()
+        compute_s = time.monotonic() - started
+        # ... then fetched a few hosts at a time, so the driver holds at most a batch.
+        started = time.monotonic()
+        entries = []
+        partitions = results.getNumPartitions()
+        for first in range(0, partitions, gather_batch):
+            batch = list(range(first, min(first + gather_batch, partitions)))
+            for result in sc.runJob(results, lambda rows: rows, batch):
+                if result["ok"]:
+                    name = result["host"] + PARTIAL_SUFFIX
+                    size = pod.write_new(name, result["partial"])
+                    entries.append({"host": result["host"], "source": result["source"], "partial": name,
+                                    "source_bytes": result["source_bytes"], "partial_bytes": size,
+                                    "seconds": result["seconds"], "peak_rss_bytes": result["peak_rss_bytes"]})
+                else:
+                    failed.append({"host": result["host"], "source": result["source"], "error": result["error"]})
+        results.unpersist()
+        gather_s = time.monotonic() - started
+        entries.sort(key=lambda e: e["host"])
+        failed.sort(key=lambda e: e["host"])
+        manifest = {
+            "format": "oxprof-pod",
+            "version": 1,
+            "source": source,
+            "run": planned.get("run"),
+            "engine": {"kind": "spark", "master": sc.master, "executors": executor_count(sc)},
+            "hosts": entries,
+            "failed": failed,
+        }
+        pod.write_manifest(manifest)
+    except BaseException:
+        pod.remove_written()
+        raise
+    return {**manifest, "timing": {"plan_seconds": round(plan_s, 3), "compute_seconds": round(compute_s, 3),
+                                   "gather_seconds": round(gather_s, 3)}}
+
+
+def summary_line(result, out, seconds):
+    ok, failed = result["hosts"], result["failed"]
+    line = f"oxprof.spark: {len(ok)} of {len(ok) + len(failed)} hosts in {out} ({seconds:.1f} s"
+    if ok:
+        line += f", peak RSS per host up to {max(h['peak_rss_bytes'] for h in ok) / 1e6:.1f} MB"
+    line += ")"
+    if failed:
+        line += f"; {len(failed)} failed: " + "; ".join(f"{f['host']}: {f['error']}" for f in failed)
+    return line
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="oxprof.spark", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("source", help="the run: a directory, a logdir or an object-store URL (s3://, gs://, az://)")
+    p.add_argument("out", help="the pod result directory to write (new or empty)")
+    p.add_argument("--oxprof", help="the oxprof binary on the driver, shipped to the executors "
+                                    "(default: oxprof on PATH, else the wheel's)")
+    p.add_argument("--executor-oxprof", metavar="PATH",
+                   help="an oxprof binary already installed at PATH on every executor (not shipped)")
+    p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
+    p.add_argument("--host-timeout", type=float, default=3600, metavar="SECONDS",
+                   help="stop a host's oxprof after this long and count the host failed (default 3600)")
+    p.add_argument("--gather-batch", type=int, default=DEFAULT_GATHER_BATCH, metavar="N",
+                   help=f"hosts' partials the driver fetches at once (default {DEFAULT_GATHER_BATCH})")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="the summary on stdout")
+    a = p.parse_args(argv)
+    if a.gather_batch < 1:
+        p.error("--gather-batch must be at least 1")
+
+    started = time.monotonic()
+    try:
+        binary = find_oxprof(a.oxprof)
+        PodDirectory.check_usable(a.out)
+        sc = spark_context(a.master)
+    except PodJobError as e:
+        print(f"oxprof.spark: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        result = run_job(sc, a.source, a.out, binary, executor_oxprof=a.executor_oxprof,
+                         host_timeout=a.host_timeout, gather_batch=a.gather_batch,
+                         log=lambda m: print(f"oxprof.spark: {m}", file=sys.stderr))
+    except PodJobError as e:
+        print(f"oxprof.spark: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        sc.stop()
+    seconds = time.monotonic() - started
+    if a.format == "json":
+        print(json.dumps({
+            "out": os.path.abspath(a.out), "run": result["run"], "engine": result["engine"],
+            "hosts": len(result["hosts"]), "failed": result["failed"], "seconds": round(seconds, 3),
+            **result["timing"],
+            "max_peak_rss_bytes": max((h["peak_rss_bytes"] for h in result["hosts"]), default=0),
+        }, indent=1))
+    else:
+        print(summary_line(result, a.out, seconds))
+    return 0 if result["hosts"] else EXIT_NO_HOST
+
+
+if __name__ == "__main__":
+    sys.exit(main())
