@@ -276,11 +276,12 @@ def spark_context(master, app_name="oxprof-pod"):
     """The SparkContext: --master, else spark-submit's, else local[*]."""
     from pyspark import SparkConf, SparkContext
 
+    # The JVM first, so that the conf holds spark-submit's settings (its master, local[*]
+    # unless told otherwise, also when pyspark starts the JVM itself).
+    SparkContext._ensure_initialized()
     conf = SparkConf().setAppName(app_name)
     if master:
         conf.setMaster(master)
-    elif not conf.contains("spark.master"):
-        conf.setMaster("local[*]")
     # Tasks are whole hosts: never run the same host twice at once on purpose.
     conf.setIfMissing("spark.speculation", "false")
     sc = SparkContext.getOrCreate(conf)

@@ -65,6 +65,16 @@ cat > "$dir/conf/spark-defaults.conf" <<CONF
 spark.ui.enabled false
 spark.master.rest.enabled false
 CONF
+# Warnings and errors only (Spark's default is INFO, a hundred lines per job).
+cat > "$dir/conf/log4j2.properties" <<'CONF'
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+CONF
 
 master_port=$(free_port); master_ui=$(free_port)
 "$spark_home/bin/spark-class" org.apache.spark.deploy.master.Master \
