@@ -284,6 +284,9 @@ def spark_context(master, app_name="oxprof-pod"):
         conf.setMaster(master)
     # Tasks are whole hosts: never run the same host twice at once on purpose.
     conf.setIfMissing("spark.speculation", "false")
+    if not sys.stderr.isatty():
+        # The progress bar redraws one line with carriage returns: noise in a log file.
+        conf.setIfMissing("spark.ui.showConsoleProgress", "false")
     sc = SparkContext.getOrCreate(conf)
     sc.setLogLevel("ERROR")
     return sc
@@ -299,11 +302,12 @@ def executor_count(sc):
         return None
 
 
-def run_job(sc, source, out, binary, *, ship=True, executor_oxprof=None, host_timeout=None,
-            gather_batch=DEFAULT_GATHER_BATCH, log=None):
-    """Plans, computes every host's partial on the executors and writes OUT.
+def run_job(sc, planned, source, out, binary, *, ship=True, executor_oxprof=None, host_timeout=None,
+            gather_batch=DEFAULT_GATHER_BATCH):
+    """Computes every planned host's partial on the executors and writes OUT.
 
-    Returns the manifest written to OUT/pod.json plus "timing" (not in the manifest).
+    PLANNED is what ``plan`` returned. Returns the manifest written to OUT/pod.json plus
+    "timing" (not in the manifest).
     """
     from pyspark import StorageLevel
 
@@ -313,12 +317,8 @@ def run_job(sc, source, out, binary, *, ship=True, executor_oxprof=None, host_ti
         from pyspark import cloudpickle
 
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    log = log or (lambda message: None)
     pod = PodDirectory(out)
     try:
-        started = time.monotonic()
-        planned = plan(binary, source)
-        plan_s = time.monotonic() - started
         hosts, failed = [], []
         for host in planned["hosts"]:
             if safe_file_name(host["host"]):
@@ -326,7 +326,6 @@ def run_job(sc, source, out, binary, *, ship=True, executor_oxprof=None, host_ti
             else:
                 failed.append({"host": host["host"], "source": host["source"],
                                "error": f"host name {host['host']!r} cannot name a file in {out}"})
-        log(f"plan: {len(planned['hosts'])} hosts in {plan_s:.2f} s")
 
         if executor_oxprof:
             task_binary = executor_oxprof
@@ -374,8 +373,7 @@ def run_job(sc, source, out, binary, *, ship=True, executor_oxprof=None, host_ti
     except BaseException:
         pod.remove_written()
         raise
-    return {**manifest, "timing": {"plan_seconds": round(plan_s, 3), "compute_seconds": round(compute_s, 3),
-                                   "gather_seconds": round(gather_s, 3)}}
+    return {**manifest, "timing": {"compute_seconds": round(compute_s, 3), "gather_seconds": round(gather_s, 3)}}
 
 
 def summary_line(result, out, seconds):
@@ -408,21 +406,21 @@ def main(argv=None):
     if a.gather_batch < 1:
         p.error("--gather-batch must be at least 1")
 
+    # Everything that can fail fast does so before Spark starts.
     started = time.monotonic()
     try:
         binary = find_oxprof(a.oxprof)
         PodDirectory.check_usable(a.out)
-        sc = spark_context(a.master)
+        planned = plan(binary, a.source)
     except PodJobError as e:
         print(f"oxprof.spark: {e}", file=sys.stderr)
         return EXIT_USAGE
+    plan_s = time.monotonic() - started
+    print(f"oxprof.spark: plan: {len(planned['hosts'])} hosts in {plan_s:.2f} s", file=sys.stderr)
+    sc = spark_context(a.master)
     try:
-        result = run_job(sc, a.source, a.out, binary, executor_oxprof=a.executor_oxprof,
-                         host_timeout=a.host_timeout, gather_batch=a.gather_batch,
-                         log=lambda m: print(f"oxprof.spark: {m}", file=sys.stderr))
-    except PodJobError as e:
-        print(f"oxprof.spark: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        result = run_job(sc, planned, a.source, a.out, binary, executor_oxprof=a.executor_oxprof,
+                         host_timeout=a.host_timeout, gather_batch=a.gather_batch)
     finally:
         sc.stop()
     seconds = time.monotonic() - started
@@ -430,7 +428,7 @@ def main(argv=None):
         print(json.dumps({
             "out": os.path.abspath(a.out), "run": result["run"], "engine": result["engine"],
             "hosts": len(result["hosts"]), "failed": result["failed"], "seconds": round(seconds, 3),
-            **result["timing"],
+            "plan_seconds": round(plan_s, 3), **result["timing"],
             "max_peak_rss_bytes": max((h["peak_rss_bytes"] for h in result["hosts"]), default=0),
         }, indent=1))
     else:
