@@ -189,19 +189,28 @@ def find_oxprof(requested):
         raise PodJobError(str(e)) from None
 
 
-def plan(binary, source):
-    """``oxprof pod plan SOURCE --format json``: the run and its hosts."""
-    done = subprocess.run([binary, "pod", "plan", source, "--format", "json"], capture_output=True, text=True)
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        raise PodJobError(lines[-1] if lines else f"oxprof pod plan {source}: exit status {done.returncode}")
+def plan(binary, source, plan_file=None):
+    """``oxprof pod plan SOURCE --format json``, or what it printed into PLAN_FILE: the run and its hosts."""
+    if plan_file:
+        try:
+            with open(plan_file, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise PodJobError(f"--plan {plan_file}: {e.strerror}") from None
+        source = plan_file
+    else:
+        done = subprocess.run([binary, "pod", "plan", source, "--format", "json"], capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            raise PodJobError(lines[-1] if lines else f"oxprof pod plan {source}: exit status {done.returncode}")
+        text = done.stdout
     try:
-        planned = json.loads(done.stdout)
+        planned = json.loads(text)
         hosts = planned["hosts"]
         for host in hosts:
             host["host"], host["source"]  # noqa: B018 (both are required)
     except (ValueError, KeyError, TypeError) as e:
-        raise PodJobError(f"oxprof pod plan {source}: unexpected output ({e}): {done.stdout[:200]!r}") from None
+        raise PodJobError(f"oxprof pod plan {source}: unexpected output ({e}): {text[:200]!r}") from None
     if not hosts:
         raise PodJobError(f"{source}: oxprof pod plan found no host files")
     return planned
@@ -396,6 +405,9 @@ def main(argv=None):
                                     "(default: oxprof on PATH, else the wheel's)")
     p.add_argument("--executor-oxprof", metavar="PATH",
                    help="an oxprof binary already installed at PATH on every executor (not shipped)")
+    p.add_argument("--plan", metavar="FILE",
+                   help="the hosts from FILE, what `oxprof pod plan SOURCE --format json` printed, "
+                        "instead of planning now")
     p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
     p.add_argument("--host-timeout", type=float, default=3600, metavar="SECONDS",
                    help="stop a host's oxprof after this long and count the host failed (default 3600)")
@@ -411,7 +423,7 @@ def main(argv=None):
     try:
         binary = find_oxprof(a.oxprof)
         PodDirectory.check_usable(a.out)
-        planned = plan(binary, a.source)
+        planned = plan(binary, a.source, a.plan)
     except PodJobError as e:
         print(f"oxprof.spark: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -100,17 +100,23 @@ def test_every_host_partial_failures_named_and_the_others_kept(tmp_path, fake_ox
     contents["host-5"] = b"SLOW profile"
     run = make_run(tmp_path, contents)
     out = tmp_path / "pod"
-    done = submit(run, out, "--oxprof", fake_oxprof, "--format", "json", "--gather-batch", "2", "--host-timeout", "3")
+    # Planned, then a host's file deleted: it fails in the job, as "ghost" (planned, never there) does.
+    planned = subprocess.run([fake_oxprof, "pod", "plan", run, "--format", "json"], capture_output=True, check=True).stdout
+    (tmp_path / "plan.json").write_bytes(planned)
+    contents["host-1"] = b"deleted"
+    (run / "host-1.xplane.pb").unlink()
+    done = submit(run, out, "--oxprof", fake_oxprof, "--plan", tmp_path / "plan.json", "--format", "json",
+                  "--gather-batch", "2", "--host-timeout", "3")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert summary["hosts"] == 4
-    assert [f["host"] for f in summary["failed"]] == ["ghost", "host-2", "host-5"]
+    assert summary["hosts"] == 3
+    assert [f["host"] for f in summary["failed"]] == ["ghost", "host-1", "host-2", "host-5"]
 
     manifest = json.loads((out / "pod.json").read_text())
     assert manifest["format"] == "oxprof-pod" and manifest["version"] == 1
     assert manifest["source"] == str(run) and manifest["run"] == "fake_run"
     assert manifest["engine"]["kind"] == "spark"
-    good = sorted(h for h in contents if h not in ("host-2", "host-5"))
+    good = sorted(h for h in contents if h not in ("host-1", "host-2", "host-5"))
     assert [h["host"] for h in manifest["hosts"]] == good
     for entry in manifest["hosts"]:
         partial = (out / entry["partial"]).read_bytes()
@@ -127,6 +133,7 @@ def test_every_host_partial_failures_named_and_the_others_kept(tmp_path, fake_ox
     failed = {f["host"]: f for f in manifest["failed"]}
     assert failed["host-2"]["error"] == f"{run}/host-2.xplane.pb: not an XSpace profile (corrupt protobuf)"
     assert failed["ghost"]["error"].startswith(f"{run}/ghost.xplane.pb: cannot read")
+    assert failed["host-1"]["error"].startswith(f"{run}/host-1.xplane.pb: cannot read")
     assert failed["host-5"]["error"] == "killed after the 3 s time limit per host (--host-timeout)"
     assert sorted(os.listdir(out)) == sorted([f"{h}.oxpartial" for h in good] + ["pod.json"])
 
@@ -159,6 +166,12 @@ def test_a_failed_plan_writes_nothing(tmp_path, fake_oxprof):
     done = submit(tmp_path / "no-such-run", out, "--oxprof", fake_oxprof)
     assert done.returncode == 2
     assert "No such file" in done.stderr
+    assert not out.exists()
+    done = submit(tmp_path, out, "--oxprof", fake_oxprof, "--plan", tmp_path / "no-plan.json")
+    assert done.returncode == 2 and "no-plan.json: No such file" in done.stderr
+    (tmp_path / "plan.json").write_text('{"run": "r", "hosts": [{"host": "a"}]}')
+    done = submit(tmp_path, out, "--oxprof", fake_oxprof, "--plan", tmp_path / "plan.json")
+    assert done.returncode == 2 and "unexpected output ('source')" in done.stderr
     assert not out.exists()
 
 

@@ -78,6 +78,8 @@ upload "$work/gen" ci/pod || fail "upload"
 upload "$work/floor" ci/floor || fail "upload"
 source_url=s3://oxprof/ci/pod/$run_rel
 
+# The job is given this plan (--plan): the deleted host is in it, as a host whose file
+# disappears between the listing and its task would be.
 step "oxprof pod plan; then one host file made corrupt, one deleted"
 "$bin" pod plan "$source_url" --format json >"$work/plan.json" || fail "oxprof pod plan"
 planned=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["hosts"]))' "$work/plan.json")
@@ -104,7 +106,7 @@ cat "$work/cluster.log"
 source "$work/cluster/env"
 job_began=$(date +%s%N)
 "$SPARK_SUBMIT" --master "$SPARK_MASTER_URL" --conf spark.executor.memory=512m \
-  python/oxprof/spark.py "$source_url" "$work/pod-result" --oxprof "$bin" --format json \
+  python/oxprof/spark.py "$source_url" "$work/pod-result" --plan "$work/plan.json" --oxprof "$bin" --format json \
   >"$work/job.json" 2>"$work/job.err" || { cat "$work/job.err"; fail "the job failed"; }
 job_ms=$((($(date +%s%N) - job_began) / 1000000))
 cat "$work/job.json"
