@@ -9,13 +9,12 @@ use crate::request::Answer;
 use crate::request::{ALL_HOSTS, DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
-use oxprof_model::schema::{GPU_PLANE_PREFIX, HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
+use oxprof_model::schema::{GPU_PLANE_PREFIX, TPU_PLANE_PREFIX};
 use oxprof_report::Report;
 use oxprof_wire::perfetto::gzipped;
 use oxprof_xprof::tools::dcn_perfetto::{MEGASCALE_PLANE_NAME, dcn_perfetto_trace};
-use oxprof_xprof::tools::dcn_slack::{DcnSlackCombiner, host_dcn_slack};
 use oxprof_xprof::tools::event_time_fraction::{EventTimeFractions, barrier_cores_report, host_event_time_fractions};
-use oxprof_xprof::tools::megascale::{MegascaleStats, has_megascale_events};
+use oxprof_xprof::tools::megascale::megascale_stats_of;
 use oxprof_xprof::tools::perf_counters::PerfCounters;
 use oxprof_xprof::tools::smart_suggestion::{BARRIER_CORES, mentions_barrier_cores};
 use oxprof_xprof::tools::utilization_viewer::UtilizationViewer;
@@ -66,44 +65,20 @@ pub(crate) fn megascale_stats(
     let host = megascale_host(request)?;
     let files = select_hosts(run, Some(host))?;
     // XProf stops at the first selected host without DCN events and answers the empty
-    // table (a host alone: its own; ALL_HOSTS: empty if any host has none).
+    // table (a host alone: its own; ALL_HOSTS: empty if any host has none): so does the
+    // combine, and the hosts after that one are not read.
+    let mut hosts = Vec::with_capacity(files.len());
     for file in &files {
-        let _admission = session.admit();
-        let metadata = session.load(file, &|_| false)?;
-        if !has_megascale_events(&metadata) {
-            let note =
-                format!("{}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives", file.host);
-            return Ok(with_notes(Box::new(MegascaleStats::default()), vec![note]));
+        let facts = crate::pod::host_megascale(session, file)?;
+        let without_dcn = !facts.has_megascale_events;
+        hosts.push((file.host.as_str(), facts));
+        if without_dcn {
+            break;
         }
     }
-    let tensor_core_0 = format!("{TPU_PLANE_PREFIX}0");
-    let mut combiner = DcnSlackCombiner::default();
-    let mut rows = Vec::new();
-    let mut notes = Vec::new();
-    for file in &files {
-        let _admission = session.admit();
-        let space = session.load(file, &|plane| plane == tensor_core_0)?;
-        let analysis = host_dcn_slack(&space);
-        let counts = &analysis.counts;
-        if counts.transfer_ops == 0 {
-            notes.push(format!("{}: no host send/recv ops on {tensor_core_0}'s XLA Ops line", file.host));
-        }
-        if counts.ops_outside_modules > 0 || counts.ops_without_hlo > 0 {
-            notes.push(format!(
-                "{}: {} host send/recv ops outside any XLA module and {} without an HLO instruction were skipped, as XProf does",
-                file.host, counts.ops_outside_modules, counts.ops_without_hlo
-            ));
-        }
-        if host == ALL_HOSTS {
-            combiner.combine(&analysis.summaries);
-        } else {
-            rows = analysis.summaries;
-        }
-    }
-    if host == ALL_HOSTS {
-        rows = combiner.finish();
-    }
-    Ok(with_notes(Box::new(MegascaleStats { rows }), notes))
+    let (stats, mut notes) = megascale_stats_of(hosts.iter().map(|(host, facts)| (*host, facts)), host == ALL_HOSTS);
+    notes.extend(crate::pod::pod_notes(session, run));
+    Ok(with_notes(Box::new(stats), notes))
 }
 
 /// XProf's server reads `perfetto` as a bool (`.lower() == 'true'`).

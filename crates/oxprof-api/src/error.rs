@@ -66,6 +66,28 @@ pub enum ApiError {
         /// The message.
         message: String,
     },
+    /// A pod's partial result that cannot be read (another format version, damaged, not
+    /// one).
+    #[error("{path}: {cause}; recompute it with `oxprof pod partial` from the host's profile")]
+    Partial {
+        /// The partial's file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        cause: oxprof_wire::artifact::ArtifactError,
+    },
+    /// A tool that needs a host's events, asked of a pod result, whose hosts are partial
+    /// results (only the multi-host tools read them).
+    #[error(
+        "{path}: host {host} of a pod result is a partial result, which holds what the multi-host tools need \
+         (overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer, megascale_stats, ...) but \
+         not its events; open the host's own profile (pod.json names it) for this tool"
+    )]
+    PodHostWithoutEvents {
+        /// The host.
+        host: String,
+        /// Its partial's file.
+        path: std::path::PathBuf,
+    },
     /// A computation panicked (a bug); the request is answered 500 and the server goes on.
     #[error("internal error while answering this request; please report it")]
     Panicked,
@@ -83,7 +105,7 @@ impl ApiError {
             ApiError::Abandoned(_) | ApiError::Panicked => 500,
             ApiError::Http { status, .. } => *status,
             ApiError::BadParameter { .. } => 400,
-            ApiError::Summary { .. } => 422,
+            ApiError::Summary { .. } | ApiError::Partial { .. } | ApiError::PodHostWithoutEvents { .. } => 422,
             ApiError::Load(oxprof_format::LoadError::LimitExceeded { .. }) => 413,
             ApiError::Load(oxprof_format::LoadError::FileChanged { .. }) => 409,
             ApiError::Load(_) => 422,

@@ -549,14 +549,10 @@ impl Service {
         let key = format!("run_tools\0{}", self.session.fingerprint(run));
         let computed = self.session.response(key, false, || {
             let features = match run.hosts.first() {
-                Some(first) => {
-                    // Metadata, and the TPU planes' lines for their counters only.
-                    let _admission = self.session.admit();
-                    let space = self
-                        .session
-                        .load(first, &|plane| plane.starts_with(oxprof_format::schema::TPU_PLANE_PREFIX))?;
-                    registry::Features::of(&space)
-                }
+                // Metadata, and the TPU planes' lines for their counters only.
+                Some(first) => crate::pod::first_host_features(&self.session, first, &|plane| {
+                    plane.starts_with(oxprof_format::schema::TPU_PLANE_PREFIX)
+                })?,
                 None => registry::Features::default(),
             };
             let xprof = order_tools(&registry::xprof_listed(&features));

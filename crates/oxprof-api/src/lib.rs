@@ -22,6 +22,7 @@ pub mod markdown;
 pub mod memory_profile;
 pub mod op_stats;
 mod persist;
+pub mod pod;
 pub mod pytorch;
 pub mod registry;
 pub mod request;

@@ -61,6 +61,11 @@ impl HostArtifact for HostAnalysis {
 /// A host's analysis (`alone`: the request's only host, whose model may be unmapped off
 /// the request's path).
 fn analysis_of(session: &Session, file: &HostFile, alone: bool) -> Result<HostAnalysis, ApiError> {
+    if crate::pod::is_partial(&file.path) {
+        // A pod result's host: its partial holds the analysis, computed where its file is.
+        session.count_with(|c| c.analyses_from_disk += 1);
+        return Ok(crate::pod::read_partial(session, file)?.analysis);
+    }
     let persisted = session.persisted(file, persist::ANALYSIS_ENTRY, "");
     if let Some(analysis) = persisted.read().and_then(|bytes| persist::decode_analysis(&bytes)) {
         session.count_with(|c| c.analyses_from_disk += 1);
@@ -167,7 +172,7 @@ pub(crate) fn op_stats_of(
 ) -> Result<Combined, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
     let mut combiner = HostsCombiner::new(steps);
-    let mut notes: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = crate::pod::pod_notes(session, run);
     let mut inference = Vec::with_capacity(files.len());
     fold_host_analyses(session, &files, refresh, |i, analysis| {
         notes.extend(host_notes(&files[i].host, analysis));

@@ -119,44 +119,58 @@ pub(crate) fn identity(store: &dyn ProfileStore, file: &Path) -> Option<FileIden
     })
 }
 
+/// A host analysis as it is written (here and in a pod's partials).
 #[derive(Serialize)]
-struct AnalysisOut<'a> {
+pub(crate) struct AnalysisOut<'a> {
     op_stats: &'a OpStats,
     advice: &'a [String],
     grouped: bool,
     inference: &'a HostInferenceStats,
 }
 
+impl<'a> AnalysisOut<'a> {
+    /// `analysis`, to be written.
+    pub(crate) fn of(analysis: &'a HostAnalysis) -> AnalysisOut<'a> {
+        AnalysisOut {
+            op_stats: &analysis.op_stats,
+            advice: &analysis.advice,
+            grouped: analysis.grouped,
+            inference: &analysis.inference,
+        }
+    }
+}
+
+/// A host analysis as it is read back.
 #[derive(Deserialize)]
-struct AnalysisIn {
+pub(crate) struct AnalysisIn {
     op_stats: OpStats,
     advice: Vec<String>,
     grouped: bool,
     inference: HostInferenceStats,
 }
 
+impl AnalysisIn {
+    /// The analysis read.
+    pub(crate) fn into_analysis(self) -> HostAnalysis {
+        HostAnalysis {
+            op_stats: self.op_stats,
+            advice: self.advice,
+            grouped: self.grouped,
+            inference: self.inference,
+            alive: Default::default(),
+        }
+    }
+}
+
 /// A host analysis as bytes.
 pub(crate) fn encode_analysis(analysis: &HostAnalysis) -> Vec<u8> {
-    let out = AnalysisOut {
-        op_stats: &analysis.op_stats,
-        advice: &analysis.advice,
-        grouped: analysis.grouped,
-        inference: &analysis.inference,
-    };
     // Serializing plain data cannot fail; an empty payload would only be a miss later.
-    serde_json::to_vec(&out).unwrap_or_default()
+    serde_json::to_vec(&AnalysisOut::of(analysis)).unwrap_or_default()
 }
 
 /// A host analysis from bytes [`encode_analysis`] wrote (`None`: not one).
 pub(crate) fn decode_analysis(bytes: &[u8]) -> Option<HostAnalysis> {
-    let a: AnalysisIn = serde_json::from_slice(bytes).ok()?;
-    Some(HostAnalysis {
-        op_stats: a.op_stats,
-        advice: a.advice,
-        grouped: a.grouped,
-        inference: a.inference,
-        alive: Default::default(),
-    })
+    serde_json::from_slice::<AnalysisIn>(bytes).ok().map(AnalysisIn::into_analysis)
 }
 
 /// Writes a rendered trace body and its notes: the notes as one line of JSON, then the

@@ -101,8 +101,10 @@ pub fn request(name: &str) -> Result<DataRequest, ToolNameError> {
     resolve(name).map(|tool| DataRequest::new(tool.id))
 }
 
-/// What a run's first host offers, for [`Listed`] and [`Offered`].
-#[derive(Debug, Clone, Copy, Default)]
+/// What a run's first host offers, for [`Listed`] and [`Offered`] (a pod's partials carry
+/// it: a pod result lists its tools without the hosts' files).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Features {
     gpu: bool,
     hlo: bool,

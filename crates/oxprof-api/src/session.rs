@@ -405,6 +405,9 @@ impl Session {
     /// Loads one host's file within the session's input budgets, decoding the lines of the
     /// planes `lines_of` accepts.
     pub fn load(&self, file: &HostFile, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, ApiError> {
+        if crate::pod::is_partial(&file.path) {
+            return Err(ApiError::PodHostWithoutEvents { host: file.host.clone(), path: file.path.clone() });
+        }
         Ok(self.store.load(&file.path, &self.limits, lines_of)?)
     }
 

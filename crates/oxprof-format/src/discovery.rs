@@ -87,10 +87,17 @@ pub enum DiscoveryError {
     NoProfiles(PathBuf),
 }
 
+/// The suffix of a pod's per-host partial result (`<host>.oxpartial`, written by `oxprof
+/// pod partial`): a host of a pod result directory, listed as a host like a profile file
+/// (it is not a profile: only the multi-host tools read it).
+pub const POD_PARTIAL_SUFFIX: &str = ".oxpartial";
+
 /// The host name of a profile file name, if it names a profile of any format oxprof reads
-/// (see [`crate::formats::FORMATS`]).
+/// (see [`crate::formats::FORMATS`]) or a pod's partial ([`POD_PARTIAL_SUFFIX`]).
 pub fn host_of_file_name(file_name: &str) -> Option<&str> {
-    crate::formats::format_of_name(file_name).map(|(_, host)| host)
+    crate::formats::format_of_name(file_name)
+        .map(|(_, host)| host)
+        .or_else(|| file_name.strip_suffix(POD_PARTIAL_SUFFIX).filter(|host| !host.is_empty()))
 }
 
 /// Finds runs and hosts under `path` (a log directory, a run directory or one file).
@@ -132,7 +139,7 @@ pub fn discover(path: &Path) -> Result<Discovery, DiscoveryError> {
         if !entry.file_type().is_dir() {
             let name = entry.file_name().to_str().unwrap_or_default();
             let Some(dir) = entry.path().parent() else { continue };
-            if crate::formats::format_of_name(name).is_some() {
+            if host_of_file_name(name).is_some() {
                 trace_dirs.insert(dir.to_path_buf());
             } else if json_host(name).is_some() {
                 if sniffed == MAX_SNIFFED {
@@ -350,6 +357,8 @@ mod tests {
         assert_eq!(host_of_file_name("vm.xplane.pb.gz"), Some("vm"));
         assert_eq!(host_of_file_name(".xplane.pb"), None);
         assert_eq!(host_of_file_name("vm.trace.json.gz"), None);
+        assert_eq!(host_of_file_name("tpu-host-007.oxpartial"), Some("tpu-host-007"));
+        assert_eq!(host_of_file_name(".oxpartial"), None);
         assert_eq!(host_of_file_name("worker0.1623143089861.pt.trace.json"), Some("worker0.1623143089861"));
     }
 

@@ -535,7 +535,7 @@ fn prepare_plane(
                     kind_key[e.kind as usize] = kinds_in_order.len() as u32 + 1;
                     kinds_in_order.push(e.kind);
                 }
-                for a in &line.args[e.args as usize..(e.args + e.nargs) as usize] {
+                for a in line.args_of(e) {
                     use_stat(stat_key(a.key), &mut stat_used, &mut stats_in_order);
                 }
                 match c.kinds[e.kind as usize].class {
@@ -682,7 +682,7 @@ fn launches(ctx: &Context, line: &RawLine, rows: &[Vec<u32>]) -> Vec<(i64, i64)>
     for row in rows {
         for &ei in row {
             let e = &line.events[ei as usize];
-            let args = &line.args[e.args as usize..(e.args + e.nargs) as usize];
+            let args = line.args_of(e);
             // The last `correlation` arg, as drafting reads it.
             let correlation = args.iter().rev().find(|a| stat_key(a.key) == keys::CORRELATION_ID).and_then(Arg::as_i64);
             if let (Some(corr), Some(g)) = (correlation, step_at(&ctx.steps, e.start)) {
@@ -739,7 +739,7 @@ fn draft_row(
     for &ei in row.events {
         let e = &line.events[ei as usize];
         let kind = c.kinds[e.kind as usize];
-        let args = &line.args[e.args as usize..(e.args + e.nargs) as usize];
+        let args = line.args_of(e);
         let mut correlation = None;
         for a in args {
             let key = stat_key(a.key);

@@ -20,7 +20,7 @@ pub(crate) mod split;
 use crate::KinetoError;
 use crate::intern::{Interner, Sid, State};
 use crate::json::{JsonError, Scanner, ValueRef};
-use crate::time::us_text_to_ps;
+use crate::time::{leading_digits, us_prefix_to_ps, us_text_to_ps};
 use hashbrown::HashTable;
 use oxprof_model::Incoming;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
@@ -107,6 +107,27 @@ pub(crate) mod keys {
         "_r",
         crate::TIME_SHIFT_STAT,
     ];
+}
+
+/// The keys of an event the importer reads, packed as [`Scanner::key_word`] answers them.
+mod event_keys {
+    const fn word(key: &[u8]) -> u64 {
+        match crate::json::key_word(key) {
+            Some(word) => word,
+            None => panic!("event keys are at most seven bytes"),
+        }
+    }
+    pub(super) const PH: u64 = word(b"ph");
+    pub(super) const CAT: u64 = word(b"cat");
+    pub(super) const NAME: u64 = word(b"name");
+    pub(super) const PID: u64 = word(b"pid");
+    pub(super) const TID: u64 = word(b"tid");
+    pub(super) const TS: u64 = word(b"ts");
+    pub(super) const DUR: u64 = word(b"dur");
+    pub(super) const ID: u64 = word(b"id");
+    pub(super) const BP: u64 = word(b"bp");
+    pub(super) const SCOPE: u64 = word(b"s");
+    pub(super) const ARGS: u64 = word(b"args");
 }
 
 /// What kind of row an event is.
@@ -277,7 +298,11 @@ pub(crate) enum LineKey {
 pub(crate) struct RawLine {
     pub(crate) key: LineKey,
     pub(crate) events: Vec<RawEvent>,
+    /// The events' args in file order: `args`, then `args_tail` (a split read's second
+    /// half, moved in whole by the merge instead of copied); each event's args lie in one of
+    /// them ([`RawLine::args_of`]).
     pub(crate) args: Vec<Arg>,
+    pub(crate) args_tail: Vec<Arg>,
     pub(crate) flows: Vec<RawFlow>,
     /// Open `B` events (indexes into `events`).
     pub(crate) open: Vec<u32>,
@@ -294,11 +319,22 @@ impl RawLine {
             key,
             events: Vec::new(),
             args: Vec::new(),
+            args_tail: Vec::new(),
             flows: Vec::new(),
             open: Vec::new(),
             kernels: false,
             copies: Vec::new(),
             memsets: false,
+        }
+    }
+
+    /// An event's args.
+    #[inline]
+    pub(crate) fn args_of(&self, e: &RawEvent) -> &[Arg] {
+        let (start, n) = (e.args as usize, e.nargs as usize);
+        match start.checked_sub(self.args.len()) {
+            None => &self.args[start..start + n],
+            Some(tail) => &self.args_tail[tail..tail + n],
         }
     }
 
@@ -422,6 +458,7 @@ pub(crate) fn collect(
     for line in &mut r.out.lines {
         line.events.shrink_to_fit();
         line.args.shrink_to_fit();
+        line.args_tail.shrink_to_fit();
         line.flows.shrink_to_fit();
     }
     r.out.diag.add(DiagnosticKind::InvalidUtf8, r.out.strings.invalid_utf8);
@@ -626,53 +663,54 @@ impl Reader {
         let mut string_times = 0;
         if sc.first_member(b'}')? {
             loop {
-                let key = sc.key(&mut self.kscratch)?;
-                match key.bytes() {
-                    b"ph" => {
-                        if let ValueRef::Str(s) = sc.value(&mut self.vscratch)? {
-                            f.ph = match s.bytes() {
-                                [c] => *c,
+                match sc.key_word(&mut self.kscratch)? {
+                    Some(event_keys::PH) => {
+                        f.ph = match sc.one_byte_string() {
+                            Some(c) => c,
+                            None => match sc.value(&mut self.vscratch)? {
+                                ValueRef::Str(s) => match s.bytes() {
+                                    [c] => *c,
+                                    _ => b'?',
+                                },
                                 _ => b'?',
-                            };
-                        } else {
-                            f.ph = b'?';
-                        }
+                            },
+                        };
                     }
-                    b"cat" => {
+                    Some(event_keys::CAT) => {
                         if let ValueRef::Str(s) = sc.value(&mut self.vscratch)? {
                             f.cat = Some(classify(s.bytes()));
                             f.cat_sid = self.out.strings.intern(s.bytes());
                         }
                     }
-                    b"name" => {
+                    Some(event_keys::NAME) => {
                         f.name = match sc.value(&mut self.vscratch)? {
                             ValueRef::Str(s) => self.out.strings.intern(s.bytes()),
                             ValueRef::Num(n) => self.out.strings.intern(n),
                             _ => 0,
                         };
                     }
-                    b"pid" => f.pid = ident(sc.value(&mut self.vscratch)?, &mut self.out.strings),
-                    b"tid" => f.tid = ident(sc.value(&mut self.vscratch)?, &mut self.out.strings),
-                    b"ts" => f.ts = time(sc.value(&mut self.vscratch)?, &mut string_times),
-                    b"dur" => f.dur = time(sc.value(&mut self.vscratch)?, &mut string_times),
-                    b"id" => {
+                    Some(event_keys::PID) => f.pid = self.ident(sc)?,
+                    Some(event_keys::TID) => f.tid = self.ident(sc)?,
+                    Some(event_keys::TS) => f.ts = self.time(sc, &mut string_times)?,
+                    Some(event_keys::DUR) => f.dur = self.time(sc, &mut string_times)?,
+                    Some(event_keys::ID) => {
                         f.id = match sc.value(&mut self.vscratch)? {
                             ValueRef::Num(n) => parse_u64(n),
                             ValueRef::Str(s) => Some(string_id(s.bytes())),
                             _ => None,
                         }
                     }
-                    b"bp" => {
+                    Some(event_keys::BP) => {
                         if let ValueRef::Str(s) = sc.value(&mut self.vscratch)? {
                             f.bp_enclosing = s.bytes() == b"e";
                         }
                     }
-                    b"s" => {
+                    Some(event_keys::SCOPE) => {
                         if let ValueRef::Str(s) = sc.value(&mut self.vscratch)? {
                             f.scope = Some(self.out.strings.intern(s.bytes()));
                         }
                     }
-                    b"args" => {
+                    Some(event_keys::ARGS) => {
                         if sc.peek() == Some(b'{') {
                             let mut args = std::mem::take(&mut self.args);
                             let r = self.object_into(sc, &mut args);
@@ -695,6 +733,24 @@ impl Reader {
         Ok(())
     }
 
+    /// A `pid` or `tid` value ([`ident`]); plain integers read straight from the bytes.
+    #[inline]
+    fn ident(&mut self, sc: &mut Scanner<'_>) -> Result<Option<Ident>, JsonError> {
+        Ok(match sc.number_with(int_prefix) {
+            Some(x) => Some(Ident::Num(x)),
+            None => ident(sc.value(&mut self.vscratch)?, &mut self.out.strings),
+        })
+    }
+
+    /// A `ts` or `dur` value ([`time`]); plain decimals read straight from the bytes.
+    #[inline]
+    fn time(&mut self, sc: &mut Scanner<'_>, string_times: &mut u64) -> Result<Option<Result<i128, ()>>, JsonError> {
+        Ok(match sc.number_with(us_prefix_to_ps) {
+            Some(ps) => Some(Ok(ps)),
+            None => time(sc.value(&mut self.vscratch)?, string_times),
+        })
+    }
+
     /// Reads an object's members (next byte `{`) as args: one level, deeper values as
     /// their JSON text.
     fn object_into(&mut self, sc: &mut Scanner<'_>, out: &mut Vec<Arg>) -> Result<(), JsonError> {
@@ -705,7 +761,10 @@ impl Reader {
         loop {
             let key = sc.key(&mut self.kscratch)?;
             let k = key_id(&mut self.key_cache, &mut self.out.strings, key.bytes());
-            let v = arg_value(sc.value(&mut self.vscratch)?, &mut self.out.strings);
+            let v = match sc.number_with(int_prefix) {
+                Some(x) => ArgVal::I64(x),
+                None => arg_value(sc.value(&mut self.vscratch)?, &mut self.out.strings),
+            };
             out.push(Arg::new(k, v));
             if !sc.next_member(b'}', &mut self.trailing)? {
                 return Ok(());
@@ -858,6 +917,11 @@ impl Reader {
     fn push(&mut self, line: u32, f: &Fields, class: Class, row: Kind, start: i64, dur: i64) {
         let kind = self.kind(f.name, f.cat_sid, row, class);
         let l = &mut self.out.lines[line as usize];
+        if !l.args_tail.is_empty() {
+            // Events after a merged split read (a second `traceEvents`): one list again.
+            let tail = std::mem::take(&mut l.args_tail);
+            l.args.extend_from_slice(&tail);
+        }
         // Rows index their thread's args and events with 32 bits.
         if l.args.len() + self.args.len() + 1 >= u32::MAX as usize || l.events.len() >= u32::MAX as usize {
             self.too_large = Some("more than 2^32 events or args on one thread");
@@ -1191,6 +1255,21 @@ pub(crate) fn number(n: &[u8]) -> ArgVal {
         _ => std::str::from_utf8(n).ok().and_then(|s| s.parse().ok()).unwrap_or(f64::NAN),
     };
     ArgVal::F64(f)
+}
+
+/// [`parse_i64`] of the integer at the start of `bytes` (1 to 18 digits, optionally
+/// negative), with its length; for [`Scanner::number_with`].
+#[inline]
+fn int_prefix(bytes: &[u8]) -> Option<(i64, usize)> {
+    let negative = bytes.first() == Some(&b'-');
+    let start = usize::from(negative);
+    let (v, n) = leading_digits(&bytes[start..]);
+    if n == 0 || n > 18 {
+        return None;
+    }
+    // 18 digits fit an i64.
+    let v = v as i64;
+    Some((if negative { -v } else { v }, start + n))
 }
 
 /// Decimal digits (optionally negative) that fit an `i64`.

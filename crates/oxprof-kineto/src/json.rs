@@ -393,8 +393,31 @@ impl<'a> Scanner<'a> {
     /// After a member or element: `,` (then `Ok(true)` unless a trailing comma precedes
     /// the closing bracket, which is consumed and counted in `trailing`) or the closing
     /// bracket (`Ok(false)`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_member(&mut self, close: u8, trailing: &mut u64) -> Result<bool, JsonError> {
+        // What traces write between members: `, "` (or `,"`), and the bracket right after
+        // the last member.
+        match self.buf.get(self.pos..self.pos + 3) {
+            Some(&[b',', b' ', b'"']) => {
+                self.pos += 2;
+                return Ok(true);
+            }
+            Some(&[b',', b'"', _]) => {
+                self.pos += 1;
+                return Ok(true);
+            }
+            Some(&[b, _, _]) if b == close => {
+                self.pos += 1;
+                return Ok(false);
+            }
+            _ => {}
+        }
+        self.next_member_slow(close, trailing)
+    }
+
+    /// [`Scanner::next_member`] past whitespace, or near the end of the bytes so far.
+    #[inline(never)]
+    fn next_member_slow(&mut self, close: u8, trailing: &mut u64) -> Result<bool, JsonError> {
         match self.peek() {
             Some(b',') => {
                 self.pos += 1;
@@ -428,6 +451,62 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Reads an object key and its colon, packed by [`key_word`] (`None`: a longer key):
+    /// keys of up to seven bytes (every key of an event but its args') are read without a
+    /// search when they have no escape, and callers match them as integers.
+    #[inline]
+    pub(crate) fn key_word(&mut self, scratch: &mut Vec<u8>) -> Result<Option<u64>, JsonError> {
+        if self.peek() == Some(b'"')
+            && let Some(word) = self.buf.get(self.pos + 1..self.pos + 9)
+        {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(word);
+            let v = u64::from_le_bytes(bytes);
+            let hit = has_byte(v, b'"') | has_byte(v, b'\\');
+            let len = (hit.trailing_zeros() / 8) as usize;
+            // The closing quote within eight bytes, before any backslash.
+            if len < 8 && word[len] == b'"' {
+                self.pos += len + 2;
+                self.expect(b':', "':' after a key")?;
+                let packed = if len == 0 { 0 } else { v & (u64::MAX >> (64 - 8 * len)) };
+                return Ok(Some(packed | ((len as u64) << 56)));
+            }
+        }
+        Ok(key_word(self.key(scratch)?.bytes()))
+    }
+
+    /// A string of exactly one byte without escape (`"X"`, a phase), consumed; `None` and
+    /// nothing consumed for any other value.
+    #[inline]
+    pub(crate) fn one_byte_string(&mut self) -> Option<u8> {
+        self.peek()?;
+        match self.buf.get(self.pos..self.pos + 3) {
+            Some(&[b'"', c, b'"']) if c != b'"' && c != b'\\' => {
+                self.pos += 3;
+                Some(c)
+            }
+            _ => None,
+        }
+    }
+
+    /// A number read by `parse` straight from the bytes (no token first): `parse` answers
+    /// the value and how many bytes it took, and the number is consumed only when no byte a
+    /// number may hold follows them (so [`Scanner::value`] would have read the same text).
+    /// `None` (nothing consumed): not such a number, the general path decides.
+    #[inline]
+    pub(crate) fn number_with<T>(&mut self, parse: impl FnOnce(&[u8]) -> Option<(T, usize)>) -> Option<T> {
+        self.peek()?;
+        let rest = &self.buf[self.pos..];
+        let (v, n) = parse(rest)?;
+        // A number running to the end of the bytes so far may go on: the general path waits.
+        let &next = rest.get(n)?;
+        if n == 0 || NUMBER_BYTE[usize::from(next)] {
+            return None;
+        }
+        self.pos += n;
+        Some(v)
+    }
+
     /// Reads an object key and its colon.
     #[inline]
     pub(crate) fn key<'s>(&mut self, scratch: &'s mut Vec<u8>) -> Result<StrRef<'a, 's>, JsonError> {
@@ -453,23 +532,42 @@ static NUMBER_BYTE: [bool; 256] = {
     t
 };
 
+/// Bytes of `v` equal to `byte` (high bit of each such byte set; bytes above the first
+/// match may be set spuriously, so only the lowest set bit is meaningful).
+#[inline]
+fn has_byte(v: u64, byte: u8) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let x = v ^ (ONES * u64::from(byte));
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// An object key of up to seven bytes packed as [`Scanner::key_word`] answers it (bytes
+/// little-endian, length in the top byte): `None` for longer keys.
+pub(crate) const fn key_word(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() > 7 {
+        return None;
+    }
+    let mut word = (bytes.len() as u64) << 56;
+    let mut i = 0;
+    while i < bytes.len() {
+        word |= (bytes[i] as u64) << (8 * i);
+        i += 1;
+    }
+    Some(word)
+}
+
 /// The first `"` or `\\` in `bytes`. Most strings of a trace are short keys and names: eight
 /// bytes at a time (SWAR) for the first 64 bytes beats a vectorised search's set-up; longer
 /// strings (kernel names, call stacks) go to memchr's.
 #[inline]
 fn find_quote_or_backslash(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let has = |v: u64, byte: u8| {
-        let x = v ^ (ONES * u64::from(byte));
-        x.wrapping_sub(ONES) & !x & HIGHS
-    };
     let mut at = 0;
     while at + 8 <= bytes.len().min(64) {
         let mut word = [0u8; 8];
         word.copy_from_slice(&bytes[at..at + 8]);
         let v = u64::from_le_bytes(word);
-        let hit = has(v, b'"') | has(v, b'\\');
+        let hit = has_byte(v, b'"') | has_byte(v, b'\\');
         if hit != 0 {
             return Some(at + (hit.trailing_zeros() / 8) as usize);
         }
@@ -567,6 +665,70 @@ mod tests {
             }
         }
         assert_eq!(find_quote_or_backslash(b""), None);
+    }
+
+    /// Short keys come packed whether read fast or decoded from escapes; longer ones do not.
+    #[test]
+    fn short_keys_are_packed_words() {
+        let mut scratch = Vec::new();
+        let read = |text: &str, scratch: &mut Vec<u8>| {
+            let mut s = Scanner::new(text.as_bytes());
+            s.key_word(scratch).map(|w| (w, s.pos()))
+        };
+        let ph = key_word(b"ph");
+        assert_eq!(read(r#" "ph": "X""#, &mut scratch), Ok((ph, 6)));
+        assert_eq!(read(r#""p\u0068":1"#, &mut scratch), Ok((ph, 10)));
+        // At the end of the bytes (no eight bytes to look at) and with a NUL after "ph".
+        assert_eq!(read(r#""ph":"#, &mut scratch), Ok((ph, 5)));
+        assert_ne!(read("\"ph\u{0}\":1, \"x\":2", &mut scratch).map(|(w, _)| w), Ok(ph));
+        assert_eq!(read(r#""1234567": 1, "#, &mut scratch), Ok((key_word(b"1234567"), 10)));
+        assert_eq!(read(r#""External id": 1"#, &mut scratch), Ok((None, 14)));
+        assert_eq!(
+            read(r#""ph" 1"#, &mut scratch).map(|_| ()),
+            Err(JsonError::Unexpected { at: 5, expected: "':' after a key" })
+        );
+        assert_eq!(key_word(b""), Some(0));
+        assert_ne!(key_word(b"ph"), key_word(b"ph\0"));
+    }
+
+    /// Numbers read straight from the bytes only when what follows ends them.
+    #[test]
+    fn numbers_are_read_straight_only_when_they_end() {
+        let int = |b: &[u8]| {
+            let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            (n > 0).then(|| (b[..n].iter().fold(0u64, |v, d| v * 10 + u64::from(d - b'0')), n))
+        };
+        let read = |text: &str| {
+            let mut s = Scanner::new(text.as_bytes());
+            (s.number_with(int), s.pos())
+        };
+        assert_eq!(read(" 1102, "), (Some(1102), 5));
+        assert_eq!(read("12}"), (Some(12), 2));
+        // Continued by bytes a number holds, or cut at the end of the bytes: not taken.
+        assert_eq!(read("1e3,"), (None, 0));
+        assert_eq!(read("1.5,"), (None, 0));
+        assert_eq!(read("12"), (None, 0));
+        assert_eq!(read(r#""12","#), (None, 0));
+    }
+
+    /// Between members, the fast forms and the general one agree.
+    #[test]
+    fn members_are_separated_alike_with_any_spacing() {
+        for text in [r#"{"a":1,"b":2}"#, r#"{"a": 1, "b": 2 }"#, "{ \"a\" : 1 ,\n \"b\":2,}", r#"{"a":1, "b":2, }"#] {
+            let mut s = Scanner::new(text.as_bytes());
+            let (mut scratch, mut trailing, mut keys) = (Vec::new(), 0, Vec::new());
+            s.expect(b'{', "{").unwrap();
+            assert!(s.first_member(b'}').unwrap());
+            loop {
+                keys.push(String::from_utf8_lossy(s.key(&mut scratch).unwrap().bytes()).into_owned());
+                s.skip_value().unwrap();
+                if !s.next_member(b'}', &mut trailing).unwrap() {
+                    break;
+                }
+            }
+            assert_eq!((keys, s.pos()), (vec!["a".to_string(), "b".to_string()], text.len()), "{text}");
+            assert_eq!(trailing, u64::from(text.contains(",}") || text.contains(", }")), "{text}");
+        }
     }
 
     #[test]

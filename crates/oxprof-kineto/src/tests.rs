@@ -527,6 +527,22 @@ fn two_halves_side_by_side_give_one_readers_model() {
     }
 }
 
+/// A second `traceEvents` array after one read in halves adds to the same threads (whose
+/// args the merge moved in whole): one reader's model still.
+#[test]
+fn events_after_a_merged_split_read_join_their_threads() {
+    let second = r#""traceName": "t", "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "again", "pid": 1, "tid": 7, "ts": 160, "dur": 1, "args": {"External id": 9}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 161, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 5}}]}"#;
+    let text = SPLIT_TRACE.replace(r#""traceName": "t"}"#, second);
+    assert_ne!(text, SPLIT_TRACE);
+    let bytes = text.as_bytes();
+    let alone = import_split_at(bytes, &LoadLimits::default(), None);
+    // The second array was read.
+    assert_ne!(alone, import_split_at(SPLIT_TRACE.as_bytes(), &LoadLimits::default(), None));
+    assert_halves_merge_alike(bytes, &LoadLimits::default(), memchr::memchr_iter(b'{', bytes));
+}
+
 /// The guess a large trace gets (an element start near the middle), and a second reader
 /// started at many other elements, on the committed PyTorch fixtures and on every
 /// third-party trace of `../shared/testdata/external` (when present).

@@ -12,7 +12,8 @@ fn class_of(error: &ApiError) -> &'static str {
     match error {
         ApiError::Discovery(_) | ApiError::NotFound(_) => "ProfileNotFound",
         ApiError::Load(LoadError::LimitExceeded { .. }) => "LimitExceeded",
-        ApiError::Load(_) | ApiError::Summary { .. } => "InvalidProfile",
+        ApiError::Load(_) | ApiError::Summary { .. } | ApiError::Partial { .. } => "InvalidProfile",
+        ApiError::PodHostWithoutEvents { .. } => "BadParameter",
         ApiError::UnknownRun { .. } => "UnknownRun",
         ApiError::UnknownHost { .. } => "UnknownHost",
         ApiError::UnknownTool(_) | ApiError::NotYetAvailable { .. } => "UnknownTool",

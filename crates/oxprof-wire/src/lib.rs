@@ -14,11 +14,15 @@
 //! | [`trace_events`] | the trace viewer's JSON (`JsonEventWriter`, `JsonEscape`) and the legacy one's (Python's `json`) |
 //! | [`perfetto`] | Perfetto's trace protos (prost), gzipped as `GzipOutputStream` writes them |
 //!
+//! and one format of oxprof's own: [`artifact`], the versioned files one oxprof process
+//! writes for another (a pod's per-host partial results).
+//!
 //! [`datatable`] is the Google DataTable (columns, rows, properties) most tools fill.
 
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod artifact;
 pub mod csv;
 pub mod cxx_printf;
 pub mod datatable;

@@ -448,6 +448,15 @@ enum Command {
         #[command(flatten)]
         cache: AnalysisCacheArgs,
     },
+    /// Pods of many hosts, computed apart: plan a job over a run's hosts, and compute one
+    /// host's partial result (what the multi-host tools need of it) where its file is. A
+    /// directory of partials with the job's pod.json is a run every command reads
+    /// (overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer,
+    /// megascale_stats, ... for ALL_HOSTS), answering as the hosts' files would.
+    Pod {
+        #[command(subcommand)]
+        action: PodAction,
+    },
     /// Manage the persistent analysis cache (per-host results kept for later runs).
     Cache {
         #[command(subcommand)]
@@ -467,6 +476,40 @@ enum Command {
 fn version_text() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| format!("{} (build {})", env!("CARGO_PKG_VERSION"), oxprof_api::BUILD_FINGERPRINT))
+}
+
+#[derive(Debug, Subcommand)]
+enum PodAction {
+    /// The hosts of a run, one task each: the host, its profile (a path or URL, as `pod
+    /// partial` takes it) and its size.
+    Plan {
+        /// A log directory or run directory, local or in a bucket (s3://, gs://, az://).
+        source: PathBuf,
+        /// Run name (default: the newest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// Output format: a table, or {"run", "hosts": [{"host", "source", "bytes"}]} as JSON.
+        #[arg(long, value_enum, default_value_t = VerbFormat::Md)]
+        format: VerbFormat,
+    },
+    /// One host's partial result (HOST.oxpartial): its OpStats analysis, DCN collective facts
+    /// and features, from one read of its profile. Never writes over an existing file.
+    Partial {
+        /// The host's profile (local or in a bucket), or a run directory with --host.
+        source: PathBuf,
+        /// The file to write (`-`: standard output).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// The host, when SOURCE holds several.
+        #[arg(long)]
+        host: Option<String>,
+        /// What to print once written: a line for people, or {"host", "source",
+        /// "source_bytes", "out", "partial_bytes"} as JSON.
+        #[arg(long, value_enum, default_value_t = VerbFormat::Md)]
+        format: VerbFormat,
+        #[command(flatten)]
+        budget: InputBudget,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -838,6 +881,77 @@ fn run(cli: Cli) -> Result<ExitCode> {
     Ok(code)
 }
 
+/// `oxprof pod`: the plan, or one host's partial written to a new file.
+fn pod_command(action: PodAction) -> Result<ExitCode> {
+    match action {
+        PodAction::Plan { source, run, format } => {
+            let session = oxprof_api::data::one_shot_session(&source)?;
+            let plan = oxprof_api::pod::plan(&session, run.as_deref())?;
+            match format {
+                VerbFormat::Json => outln!("{}", serde_json::to_string(&plan)?)?,
+                VerbFormat::Md => {
+                    outln!(
+                        "run {}: {} hosts\n\n| host | bytes | source |\n|---|---:|---|",
+                        plan.run,
+                        plan.hosts.len()
+                    )?;
+                    for h in &plan.hosts {
+                        let bytes = h.bytes.map_or("unreadable".to_string(), |b| b.to_string());
+                        outln!("| {} | {bytes} | {} |", h.host, h.source)?;
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PodAction::Partial { source, out, host, format, budget } => {
+            let session = oxprof_api::data::one_shot_session_with(&source, budget.limits())?;
+            let partial = oxprof_api::pod::partial_of(&session, host.as_deref())?;
+            let bytes = oxprof_api::pod::encode_partial(&partial);
+            if out.as_os_str() == "-" {
+                use std::io::Write;
+                std::io::stdout().lock().write_all(&bytes)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            write_new_file(&out, &bytes)?;
+            match format {
+                VerbFormat::Json => outln!(
+                    "{}",
+                    serde_json::json!({
+                        "host": partial.host,
+                        "source": partial.source,
+                        "source_bytes": partial.source_bytes,
+                        "out": out,
+                        "partial_bytes": bytes.len(),
+                    })
+                )?,
+                VerbFormat::Md => outln!(
+                    "{}: host {} ({} bytes) -> {} bytes",
+                    out.display(),
+                    partial.host,
+                    partial.source_bytes,
+                    bytes.len()
+                )?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Writes `bytes` to `path`, which must not exist (nor be a link): oxprof never writes over
+/// what it did not create. A write that fails part way removes the file it created.
+fn write_new_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).with_context(|| {
+        format!("{}: cannot create it (oxprof never writes over an existing file: choose a new name)", path.display())
+    })?;
+    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(e).with_context(|| format!("{}: cannot write it", path.display()));
+    }
+    Ok(())
+}
+
 /// `--frame-ancestors`' value: one CSP source, refused here (exit 2, naming the flag) rather
 /// than when the server starts.
 fn frame_source(source: &str) -> Result<String, String> {
@@ -980,6 +1094,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             out!("{}", String::from_utf8_lossy(&page))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Pod { action } => pod_command(action),
         Command::Cache { action } => {
             let (CacheAction::Info { cache } | CacheAction::Clear { cache }) = &action;
             let root = cache.root().context("no cache directory: give one with --cache-dir")?;

@@ -278,15 +278,21 @@ impl Reader {
         for (i, from) in std::mem::take(&mut b.out.lines).into_iter().enumerate() {
             let to = &mut self.out.lines[lines[i] as usize];
             if to.events.len() + from.events.len() >= u32::MAX as usize
-                || to.args.len() + from.args.len() + 1 >= u32::MAX as usize
+                || to.args.len() + to.args_tail.len() + from.args.len() + 1 >= u32::MAX as usize
             {
                 self.too_large = Some("more than 2^32 events or args on one thread");
                 return;
             }
-            let (event_base, arg_base) = (to.events.len() as u32, to.args.len() as u32);
-            to.args.reserve_exact(from.args.len());
-            to.args.extend(from.args.iter().map(arg));
-            drop(from.args);
+            let (event_base, arg_base) = (to.events.len() as u32, (to.args.len() + to.args_tail.len()) as u32);
+            // Renumbered where they are and moved, not copied: no second copy of the
+            // second half's args, however large.
+            let mut args = from.args;
+            args.iter_mut().for_each(|a| *a = arg(a));
+            if to.args_tail.is_empty() {
+                to.args_tail = args;
+            } else {
+                to.args_tail.extend_from_slice(&args);
+            }
             to.events.reserve_exact(from.events.len());
             to.events.extend(from.events.iter().map(|e| RawEvent {
                 kind: kinds[e.kind as usize],

@@ -129,7 +129,8 @@ struct DcnSlack {
 }
 
 /// What one host's analysis read and dropped, for notes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct DcnSlackCounts {
     /// Host send/recv ops visited.
     pub transfer_ops: usize,

@@ -4,8 +4,9 @@
 //! `HasDcnCollectiveStatsInXSpace`: a `MegaScale:` event on `/host:CPU`. The rows come from
 //! the slack analysis over TPU send/recv ops and their HLO (`dcn_slack.rs`).
 
+use crate::tools::dcn_slack::{DcnSlackCombiner, DcnSlackCounts, host_dcn_slack};
 use oxprof_model::XSpace;
-use oxprof_model::schema::HOST_THREADS_PLANE_NAME;
+use oxprof_model::schema::{HOST_THREADS_PLANE_NAME, TPU_PLANE_PREFIX};
 use oxprof_report::{Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 use oxprof_wire::nlohmann;
@@ -18,6 +19,77 @@ pub fn has_megascale_events(space: &XSpace) -> bool {
     space
         .plane(HOST_THREADS_PLANE_NAME)
         .is_some_and(|p| p.event_metadata().iter().any(|m| p.str(m.name).starts_with("MegaScale:")))
+}
+
+/// What one host contributes to `megascale_stats`: whether it has DCN collectives, and if
+/// so its slack summaries (a pod's per-host partial carries it; [`megascale_stats_of`]
+/// combines any number of them).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostMegascale {
+    /// XProf's `HasDcnCollectiveStatsInXSpace`: a `MegaScale:` event on `/host:CPU`.
+    pub has_megascale_events: bool,
+    /// The host's summaries, one per rendezvous, in the order they first completed (empty
+    /// without DCN collectives: XProf does not analyse such a host).
+    pub summaries: Vec<DcnSlackSummary>,
+    /// What the analysis read and skipped, for notes.
+    pub counts: DcnSlackCounts,
+}
+
+/// The plane whose lines [`HostMegascale::of`] reads (besides every plane's metadata).
+pub fn megascale_plane() -> String {
+    format!("{TPU_PLANE_PREFIX}0")
+}
+
+impl HostMegascale {
+    /// One host's facts, from its XSpace decoded with the lines of [`megascale_plane`]
+    /// (every plane's metadata is always decoded).
+    pub fn of(space: &XSpace) -> HostMegascale {
+        if !has_megascale_events(space) {
+            return HostMegascale::default();
+        }
+        let analysis = host_dcn_slack(space);
+        HostMegascale { has_megascale_events: true, summaries: analysis.summaries, counts: analysis.counts }
+    }
+}
+
+/// `megascale_stats` of hosts' facts, in host order, with oxprof's notes: one host's table
+/// as it is, or (`all_hosts`) every host's combined as XProf's combiner weighs them
+/// (occurrence-weighted, whole µs). As in XProf, the first host without DCN collectives
+/// makes the answer the empty table; hosts after it need not be given.
+pub fn megascale_stats_of<'a>(
+    hosts: impl IntoIterator<Item = (&'a str, &'a HostMegascale)>,
+    all_hosts: bool,
+) -> (MegascaleStats, Vec<String>) {
+    let tensor_core_0 = megascale_plane();
+    let mut combiner = DcnSlackCombiner::default();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (host, facts) in hosts {
+        if !facts.has_megascale_events {
+            let note = format!("{host}: no MegaScale: events on {HOST_THREADS_PLANE_NAME}, so no DCN collectives");
+            return (MegascaleStats::default(), vec![note]);
+        }
+        let counts = &facts.counts;
+        if counts.transfer_ops == 0 {
+            notes.push(format!("{host}: no host send/recv ops on {tensor_core_0}'s XLA Ops line"));
+        }
+        if counts.ops_outside_modules > 0 || counts.ops_without_hlo > 0 {
+            notes.push(format!(
+                "{host}: {} host send/recv ops outside any XLA module and {} without an HLO instruction were skipped, as XProf does",
+                counts.ops_outside_modules, counts.ops_without_hlo
+            ));
+        }
+        if all_hosts {
+            combiner.combine(&facts.summaries);
+        } else {
+            rows.clone_from(&facts.summaries);
+        }
+    }
+    if all_hosts {
+        rows = combiner.finish();
+    }
+    (MegascaleStats { rows }, notes)
 }
 
 /// The `megascale_stats` report: DCN slack per rendezvous.

@@ -1,0 +1,175 @@
+//! A pod result directory (one `.oxpartial` per host and the job's `pod.json`) answers the
+//! multi-host tools byte for byte as the hosts' own files do: a generated 6-host pod with
+//! DCN collectives, a straggler and a slow-input host, each host's partial computed by its
+//! own session (as a Spark executor computes it, apart from the others), one host left out
+//! as a failed task. Also: a partial host refuses the tools that need its events, a damaged
+//! or foreign partial is named, and the partial round-trips exactly.
+
+use oxprof_api::ApiError;
+use oxprof_api::data::{compute, one_shot_session, open_run};
+use oxprof_api::pod::{self, FailedHost, ManifestHost, PodManifest};
+use oxprof_api::request::DataRequest;
+use oxprof_testkit::pod::{PodSpec, write_pod};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The multi-host tools a pod result answers (issue #42's list).
+const TOOLS: [&str; 5] =
+    ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "pod_viewer", "megascale_stats"];
+/// The host whose task "failed": in neither directory.
+const FAILED: &str = "tpu-pod-host-003";
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    /// The generated hosts but [`FAILED`], as profiles.
+    profiles: PathBuf,
+    /// Their partials and pod.json.
+    pod: PathBuf,
+}
+
+fn dirs() -> &'static Dirs {
+    static DIRS: OnceLock<Dirs> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = PodSpec {
+            hosts: 6,
+            steps: 4,
+            ops_per_step: 128,
+            stragglers: vec![(4, 1.5)],
+            slow_input_hosts: vec![(1, 0.6)],
+            ..PodSpec::new(6)
+        };
+        let summary = write_pod(&spec, &tmp.path().join("generated")).unwrap();
+        let profiles = tmp.path().join("profiles");
+        let pod_dir = tmp.path().join("pod");
+        std::fs::create_dir_all(&profiles).unwrap();
+        std::fs::create_dir_all(&pod_dir).unwrap();
+        let mut manifest = PodManifest {
+            format: pod::MANIFEST_FORMAT.into(),
+            version: 1,
+            source: summary.run_dir.display().to_string(),
+            run: "2026_01_01_00_00_00".into(),
+            engine: serde_json::json!({"kind": "test"}),
+            ..PodManifest::default()
+        };
+        for (file, _) in &summary.files {
+            let name = file.file_name().unwrap().to_str().unwrap();
+            let host = name.strip_suffix(".xplane.pb").unwrap();
+            if host == FAILED {
+                manifest.failed.push(FailedHost {
+                    host: host.into(),
+                    source: file.display().to_string(),
+                    error: "a planted failure".into(),
+                });
+                continue;
+            }
+            std::fs::copy(file, profiles.join(name)).unwrap();
+            // Each host alone, as an executor sees it.
+            let session = one_shot_session(file).unwrap();
+            let partial = pod::partial_of(&session, None).unwrap();
+            assert_eq!(partial.host, host);
+            let bytes = pod::encode_partial(&partial);
+            let partial_name = format!("{host}.oxpartial");
+            std::fs::write(pod_dir.join(&partial_name), &bytes).unwrap();
+            manifest.hosts.push(ManifestHost {
+                host: host.into(),
+                source: file.display().to_string(),
+                partial: partial_name,
+                partial_bytes: Some(bytes.len() as u64),
+                ..ManifestHost::default()
+            });
+        }
+        std::fs::write(pod_dir.join(pod::MANIFEST_FILE), serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+        Dirs { _tmp: tmp, profiles, pod: pod_dir }
+    })
+}
+
+/// `tool`'s XProf body for `host` of the run in `dir`, and oxprof's notes.
+fn answer(dir: &Path, tool: &str, host: &str) -> Result<(String, Vec<String>), ApiError> {
+    let (session, run) = open_run(dir, None)?;
+    let request = DataRequest { host: Some(host.into()), ..oxprof_api::registry::request(tool).unwrap() };
+    let report = compute(&session, &run, &request, false)?;
+    Ok((report.xprof_body().text, report.notes()))
+}
+
+#[test]
+fn every_multi_host_tool_answers_from_partials_byte_for_byte() {
+    let dirs = dirs();
+    for tool in TOOLS {
+        let (from_files, _) = answer(&dirs.profiles, tool, "ALL_HOSTS").unwrap();
+        let (from_partials, notes) = answer(&dirs.pod, tool, "ALL_HOSTS").unwrap();
+        assert!(from_files.len() > 100, "{tool}: {from_files:.200}");
+        assert!(from_files == from_partials, "{tool}: the pod result answers differently");
+        assert!(
+            notes.iter().any(|n| n.starts_with(&format!("{FAILED}: not in this pod result")) && n.contains("a planted failure")),
+            "{tool}: {notes:?}"
+        );
+    }
+    // The rows really cover the hosts and the DCN collectives.
+    let (overview, _) = answer(&dirs.pod, "overview_page", "ALL_HOSTS").unwrap();
+    assert!(overview.contains("\"host_count\":\"5\""), "{overview:.400}");
+    let (megascale, _) = answer(&dirs.pod, "megascale_stats", "ALL_HOSTS").unwrap();
+    assert!(megascale.contains("rendezvous") || megascale.len() > 200, "{megascale:.400}");
+}
+
+#[test]
+fn one_host_of_a_pod_result_answers_as_its_file() {
+    let dirs = dirs();
+    for tool in ["overview_page", "framework_op_stats", "megascale_stats"] {
+        let (from_file, _) = answer(&dirs.profiles, tool, "tpu-pod-host-004").unwrap();
+        let (from_partial, _) = answer(&dirs.pod, tool, "tpu-pod-host-004").unwrap();
+        assert!(from_file == from_partial, "{tool}");
+    }
+}
+
+#[test]
+fn a_tool_that_needs_events_says_where_the_profile_is() {
+    let err = answer(&dirs().pod, "trace_viewer@", "tpu-pod-host-000").unwrap_err();
+    assert!(matches!(err, ApiError::PodHostWithoutEvents { .. }), "{err}");
+    assert!(err.to_string().contains("open the host's own profile (pod.json names it)"), "{err}");
+    assert_eq!(err.http_status(), 422);
+}
+
+#[test]
+fn a_pod_result_lists_its_runs_hosts_and_plan() {
+    let session = one_shot_session(&dirs().pod).unwrap();
+    let plan = pod::plan(&session, None).unwrap();
+    let hosts: Vec<&str> = plan.hosts.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!(
+        hosts,
+        ["tpu-pod-host-000", "tpu-pod-host-001", "tpu-pod-host-002", "tpu-pod-host-004", "tpu-pod-host-005"]
+    );
+    let session = one_shot_session(&dirs().profiles).unwrap();
+    let plan = pod::plan(&session, None).unwrap();
+    assert_eq!(plan.hosts.len(), 5);
+    assert!(plan.hosts.iter().all(|h| h.bytes.is_some_and(|b| b > 10_000) && h.source.ends_with(".xplane.pb")));
+}
+
+#[test]
+fn damaged_and_foreign_partials_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = std::fs::read(dirs().pod.join("tpu-pod-host-000.oxpartial")).unwrap();
+    let mut cut = good.clone();
+    cut.truncate(good.len() / 2);
+    std::fs::write(tmp.path().join("cut.oxpartial"), &cut).unwrap();
+    let err = answer(tmp.path(), "overview_page", "ALL_HOSTS").unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("cut.oxpartial: damaged host-partial artifact"), "{message}");
+    assert!(message.ends_with("recompute it with `oxprof pod partial` from the host's profile"), "{message}");
+
+    let newer = b"oxprof-artifact host-partial 9\n\x1f\x8b";
+    let err = pod::decode_partial(Path::new("h.oxpartial"), newer, 1 << 30).unwrap_err();
+    assert!(err.to_string().contains("host-partial format version 9, but this oxprof reads version 1"), "{err}");
+    let err = pod::decode_partial(Path::new("h.oxpartial"), b"\x0a\x02hi", 1 << 30).unwrap_err();
+    assert!(err.to_string().contains("not an oxprof artifact"), "{err}");
+}
+
+#[test]
+fn a_partial_round_trips_exactly() {
+    let bytes = std::fs::read(dirs().pod.join("tpu-pod-host-002.oxpartial")).unwrap();
+    let partial = pod::decode_partial(Path::new("x.oxpartial"), &bytes, 1 << 30).unwrap();
+    assert_eq!(pod::encode_partial(&partial), bytes);
+    assert!(partial.megascale.has_megascale_events);
+    assert!(!partial.megascale.summaries.is_empty());
+    assert!(partial.written_by.starts_with("oxprof "), "{}", partial.written_by);
+}
