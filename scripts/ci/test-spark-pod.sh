@@ -128,13 +128,22 @@ print(f"{len(manifest['hosts'])} hosts in the pod result")
 PY
 
 step "ALL_HOSTS answers: the pod result vs one machine"
+# XProf's body (what the UI draws) and oxprof's typed report (--format json), for each tool.
 for tool in overview_page input_pipeline_analyzer framework_op_stats pod_viewer megascale_stats; do
-  "$bin" data "$tool" --host ALL_HOSTS "$work/pod-result" --no-cache >"$work/$tool.pod" 2>"$work/$tool.pod.err" \
-    || fail "$tool from the pod result: $(cat "$work/$tool.pod.err")"
-  "$bin" data "$tool" --host ALL_HOSTS "$work/local/$run_rel" --no-cache >"$work/$tool.local" 2>"$work/$tool.local.err" \
-    || fail "$tool on one machine: $(cat "$work/$tool.local.err")"
-  cmp -s "$work/$tool.pod" "$work/$tool.local" || fail "$tool differs between the pod result and one machine"
-  echo "$tool: identical ($(wc -c <"$work/$tool.pod") bytes)"
+  for format in xprof json; do
+    args=(); [[ $format == json ]] && args=(--format json)
+    "$bin" data "$tool" --host ALL_HOSTS "$work/pod-result" --no-cache "${args[@]}" >"$work/$tool.pod" 2>"$work/$tool.pod.err" \
+      || fail "$tool from the pod result: $(cat "$work/$tool.pod.err")"
+    "$bin" data "$tool" --host ALL_HOSTS "$work/local/$run_rel" --no-cache "${args[@]}" >"$work/$tool.local" 2>"$work/$tool.local.err" \
+      || fail "$tool on one machine: $(cat "$work/$tool.local.err")"
+    cmp -s "$work/$tool.pod" "$work/$tool.local" || fail "$tool ($format) differs between the pod result and one machine"
+    echo "$tool ($format): identical ($(wc -c <"$work/$tool.pod") bytes)"
+  done
+done
+# The answer from the pod result names the failed hosts (in its notes, on stderr).
+for host in "$(host_of "$corrupt")" "$(host_of "$deleted")"; do
+  grep -q "$host" "$work/megascale_stats.pod.err" "$work/megascale_stats.pod" \
+    || echo "note: the answer from the pod result does not name the failed host $host (stderr: $(head -c 300 "$work/megascale_stats.pod.err"))"
 done
 
 step "memory"
