@@ -32,7 +32,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 MANIFEST = "pod.json"
@@ -40,9 +39,9 @@ PARTIAL_SUFFIX = ".oxpartial"
 # Object-store credentials and settings the oxprof binary reads from its environment
 # (oxprof-objstore): forwarded to the executors, which may have been started without them.
 FORWARDED_ENV_PREFIXES = ("AWS_", "GOOGLE_", "AZURE_", "OXPROF_")
-# How many hosts' results the driver fetches from the executors at once: what it holds in
-# memory while writing them out is at most this many partials.
-DEFAULT_GATHER_BATCH = 16
+# How many bytes of partials the driver fetches from the executors at once (or one partial,
+# when that is larger): what it holds in memory while writing them out.
+DEFAULT_GATHER_MB = 256
 EXIT_NO_HOST = 1
 EXIT_USAGE = 2
 
@@ -54,32 +53,53 @@ class PodJobError(Exception):
 # --- on an executor -------------------------------------------------------------------------
 
 
-def run_measured(argv, timeout_s=None, env=None):
+def run_measured(argv, timeout_s=None, env=None, sample_s=0.005):
     """Runs ARGV to completion; returns (exit code, stderr text, seconds, peak RSS in bytes).
 
-    The peak RSS is the child's own (``wait4``'s rusage), not this process's nor a sum over
-    earlier children: the Python worker running the task is reused across tasks. A negative
-    exit code is the signal that ended the child (as ``subprocess`` reports it).
+    The peak RSS is the child's own: the high-water mark of its address space (``VmHWM`` in
+    /proc/PID/status), read every SAMPLE_S while it runs; the last reading is at most
+    SAMPLE_S before its exit. ``wait4``'s ``ru_maxrss`` would not do: Linux carries a
+    process's high-water mark across ``exec``, so a child forked from this Python worker
+    (tens of MB) would report at least the worker's size whatever it used itself. Where
+    /proc is missing (not Linux), ``ru_maxrss`` it is. A negative exit code is the signal
+    that ended the child (as ``subprocess`` reports it).
     """
     started = time.monotonic()
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
-        timer = None
-        if timeout_s:
-            timer = threading.Timer(timeout_s, _kill, (proc.pid,))
-            timer.daemon = True
-            timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            if timer:
-                timer.cancel()
+        deadline = started + timeout_s if timeout_s else None
+        peak = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            hwm = vm_hwm(proc.pid)
+            if hwm is not None:
+                peak = max(peak or 0, hwm)
+            if deadline and time.monotonic() > deadline:
+                _kill(proc.pid)
+                deadline = None
+            time.sleep(sample_s)
         # Reaped here, so subprocess must not wait for it again.
         proc.returncode = code = os.waitstatus_to_exitcode(status)
         seconds = time.monotonic() - started
         stderr.seek(0)
         text = stderr.read(64 * 1024).decode("utf-8", "replace")
-    return code, text, seconds, usage.ru_maxrss * 1024
+    if peak is None:
+        peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    return code, text, seconds, peak
+
+
+def vm_hwm(pid):
+    """PID's peak resident set size in bytes (Linux), None when unknown (no /proc, or exited)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _kill(pid):
@@ -312,7 +332,7 @@ def executor_count(sc):
 
 
 def run_job(sc, planned, source, out, binary, *, ship=True, executor_oxprof=None, host_timeout=None,
-            gather_batch=DEFAULT_GATHER_BATCH):
+            gather_mb=DEFAULT_GATHER_MB):
     """Computes every planned host's partial on the executors and writes OUT.
 
     PLANNED is what ``plan`` returned. Returns the manifest written to OUT/pod.json plus
@@ -346,16 +366,15 @@ def run_job(sc, planned, source, out, binary, *, ship=True, executor_oxprof=None
         started = time.monotonic()
         results = sc.parallelize(hosts, max(len(hosts), 1)).mapPartitions(
             partition_task(task_binary, host_timeout, forwarded_env()))
-        # Computed once, in parallel, and kept by the executors (on disk) ...
+        # Computed once, in parallel, and kept by the executors (on disk); the driver learns
+        # only each partial's size (a partition is a host, in plan order) ...
         results.persist(StorageLevel.DISK_ONLY)
-        results.count()
+        sizes = results.map(lambda r: len(r["partial"]) if r["ok"] else 0).collect()
         compute_s = time.monotonic() - started
-        # ... then fetched a few hosts at a time, so the driver holds at most a batch.
+        # ... then fetches them in batches of at most GATHER_MB, writing each out as it comes.
         started = time.monotonic()
         entries = []
-        partitions = results.getNumPartitions()
-        for first in range(0, partitions, gather_batch):
-            batch = list(range(first, min(first + gather_batch, partitions)))
+        for batch in gather_batches(sizes, gather_mb * 1_000_000):
             for result in sc.runJob(results, lambda rows: rows, batch):
                 if result["ok"]:
                     name = result["host"] + PARTIAL_SUFFIX
@@ -385,6 +404,20 @@ def run_job(sc, planned, source, out, binary, *, ship=True, executor_oxprof=None
     return {**manifest, "timing": {"compute_seconds": round(compute_s, 3), "gather_seconds": round(gather_s, 3)}}
 
 
+def gather_batches(sizes, limit):
+    """Partition indices in order, grouped so that a group's sizes add up to at most LIMIT
+    (a size over LIMIT is a group of its own)."""
+    batch, held = [], 0
+    for index, size in enumerate(sizes):
+        if batch and held + size > limit:
+            yield batch
+            batch, held = [], 0
+        batch.append(index)
+        held += size
+    if batch:
+        yield batch
+
+
 def summary_line(result, out, seconds):
     ok, failed = result["hosts"], result["failed"]
     line = f"oxprof.spark: {len(ok)} of {len(ok) + len(failed)} hosts in {out} ({seconds:.1f} s"
@@ -411,12 +444,12 @@ def main(argv=None):
     p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
     p.add_argument("--host-timeout", type=float, default=3600, metavar="SECONDS",
                    help="stop a host's oxprof after this long and count the host failed (default 3600)")
-    p.add_argument("--gather-batch", type=int, default=DEFAULT_GATHER_BATCH, metavar="N",
-                   help=f"hosts' partials the driver fetches at once (default {DEFAULT_GATHER_BATCH})")
+    p.add_argument("--gather-mb", type=float, default=DEFAULT_GATHER_MB, metavar="MB",
+                   help=f"MB of partials the driver fetches at once (default {DEFAULT_GATHER_MB})")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the summary on stdout")
     a = p.parse_args(argv)
-    if a.gather_batch < 1:
-        p.error("--gather-batch must be at least 1")
+    if a.gather_mb <= 0:
+        p.error("--gather-mb must be positive")
 
     # Everything that can fail fast does so before Spark starts.
     started = time.monotonic()
@@ -428,11 +461,10 @@ def main(argv=None):
         print(f"oxprof.spark: {e}", file=sys.stderr)
         return EXIT_USAGE
     plan_s = time.monotonic() - started
-    print(f"oxprof.spark: plan: {len(planned['hosts'])} hosts in {plan_s:.2f} s", file=sys.stderr)
     sc = spark_context(a.master)
     try:
         result = run_job(sc, planned, a.source, a.out, binary, executor_oxprof=a.executor_oxprof,
-                         host_timeout=a.host_timeout, gather_batch=a.gather_batch)
+                         host_timeout=a.host_timeout, gather_mb=a.gather_mb)
     finally:
         sc.stop()
     seconds = time.monotonic() - started

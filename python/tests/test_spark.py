@@ -61,6 +61,7 @@ elif args[:2] == ["pod", "partial"]:
     if data.startswith(b"BIG"):
         big = bytearray(64 << 20)
         big[::4096] = b"x" * len(big[::4096])
+        time.sleep(0.2)
     with open(out, "xb") as f:
         f.write(b"partial of " + data)
 else:
@@ -106,7 +107,7 @@ def test_every_host_partial_failures_named_and_the_others_kept(tmp_path, fake_ox
     contents["host-1"] = b"deleted"
     (run / "host-1.xplane.pb").unlink()
     done = submit(run, out, "--oxprof", fake_oxprof, "--plan", tmp_path / "plan.json", "--format", "json",
-                  "--gather-batch", "2", "--host-timeout", "3")
+                  "--gather-mb", "0.00003", "--host-timeout", "3")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["hosts"] == 3
@@ -191,9 +192,16 @@ def test_summary_is_one_line_naming_the_failed_hosts():
 
 def test_run_measured_is_the_child_peak_not_the_parent(tmp_path):
     code, stderr, seconds, rss = job.run_measured(
-        [sys.executable, "-c", "import sys; b = bytearray(48 << 20); b[::4096] = b'x' * len(b[::4096]); "
-                               "print('why', file=sys.stderr); sys.exit(3)"])
+        [sys.executable, "-c", "import sys, time; b = bytearray(48 << 20); b[::4096] = b'x' * len(b[::4096]); "
+                               "time.sleep(0.2); print('why', file=sys.stderr); sys.exit(3)"])
     assert code == 3 and stderr.strip() == "why" and rss >= 48 << 20 and seconds > 0
+    # This process holding 200 MB does not count towards a small child's peak (wait4's
+    # ru_maxrss would: Linux keeps the forked copy's high-water mark across exec).
+    held = bytearray(200 << 20)
+    held[::4096] = b"x" * len(held[::4096])
+    code, _, _, rss = job.run_measured(["sleep", "0.2"])
+    assert code == 0 and 0 < rss < 50 << 20, rss
+    del held
 
 
 def test_error_line():
@@ -201,6 +209,11 @@ def test_error_line():
     assert job.error_line(1, "") == "exit status 1, nothing on stderr"
     assert job.error_line(-9, "", timeout_s=5) == "killed after the 5 s time limit per host (--host-timeout)"
     assert job.error_line(-11, "x") == "killed by SIGSEGV: x"
+
+
+def test_gather_batches_hold_at_most_the_limit_or_one_partial():
+    assert list(job.gather_batches([10, 10, 10, 0, 25, 5], 20)) == [[0, 1], [2, 3], [4], [5]]
+    assert list(job.gather_batches([], 20)) == []
 
 
 def test_host_names_that_cannot_name_a_file():

@@ -18,6 +18,7 @@
 #   OXPROF_BIN=path        the oxprof binary (default: cargo build -p oxprof, debug)
 #   SPARK_POD_HOSTS=N      hosts (default 256)
 #   SPARK_POD_HOST_MB=M    MB per host file (default 0.5)
+#   SPARK_POD_OPS_PER_STEP=N  ops per step of the generated program (default 1024)
 #   GEN_POD_BIN=path       the gen_pod example (default: cargo build -p oxprof-testkit --example gen_pod)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -56,7 +57,8 @@ fi
 bin=$OXPROF_BIN
 
 step "generate a $hosts-host pod, $host_mb MB per host"
-"$GEN_POD_BIN" "$work/gen" --hosts "$hosts" --host-mb "$host_mb" >/dev/null
+# 1,024 ops per step: 7 steps per 0.5 MB host (8,192, the default, would leave one).
+"$GEN_POD_BIN" "$work/gen" --hosts "$hosts" --host-mb "$host_mb" --ops-per-step "${SPARK_POD_OPS_PER_STEP:-1024}" >/dev/null
 "$GEN_POD_BIN" "$work/floor" --hosts 1 --host-mb 0.01 --no-plants >/dev/null
 run_rel=plugins/profile/2026_01_01_00_00_00
 mapfile -t files < <(cd "$work/gen/$run_rel" && ls)
