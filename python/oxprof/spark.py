@@ -375,7 +375,7 @@ def run_job(sc, planned, source, out, binary, *, ship=True, executor_oxprof=None
         started = time.monotonic()
         entries = []
         for batch in gather_batches(sizes, gather_mb * 1_000_000):
-            for result in sc.runJob(results, lambda rows: rows, batch):
+            for result in fetch_cached(sc, results, batch):
                 if result["ok"]:
                     name = result["host"] + PARTIAL_SUFFIX
                     size = pod.write_new(name, result["partial"])
@@ -402,6 +402,16 @@ def run_job(sc, planned, source, out, binary, *, ship=True, executor_oxprof=None
         pod.remove_written()
         raise
     return {**manifest, "timing": {"compute_seconds": round(compute_s, 3), "gather_seconds": round(gather_s, 3)}}
+
+
+def fetch_cached(sc, rdd, partitions):
+    """The rows of the cached RDD's PARTITIONS, read by the JVM from the executors' block
+    stores as they are. ``sc.runJob`` would run a Python task per partition only to hand its
+    rows back: on a 2-core machine, 17 s of the gather for 256 hosts."""
+    from pyspark.rdd import _load_from_socket
+
+    sock_info = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), rdd._jrdd, partitions)
+    return _load_from_socket(sock_info, rdd._jrdd_deserializer)
 
 
 def gather_batches(sizes, limit):
