@@ -30,7 +30,12 @@ stop_pid() { # pid file: TERM, then KILL after 5 s
 
 if [[ $cmd == stop ]]; then
   # Workers first (each stops its executors), then the master, then the watchdog.
-  for pidfile in "$dir"/worker-*.pid "$dir"/master.pid "$dir"/watchdog.pid; do stop_pid "$pidfile"; done
+  for pidfile in "$dir"/worker-*.pid "$dir"/master.pid; do stop_pid "$pidfile"; done
+  # The watchdog leads a process group of its own (setsid): its sleep goes with it.
+  if [[ -f $dir/watchdog.pid ]]; then
+    kill -- "-$(cat "$dir/watchdog.pid")" 2>/dev/null || true
+    rm -f "$dir/watchdog.pid"
+  fi
   exit 0
 fi
 [[ $cmd == start ]] || { echo "spark-cluster: usage: $0 start|stop DIR" >&2; exit 2; }
