@@ -19,6 +19,8 @@ paragraphs) or "output" (a recorded run's stdout); "levers" (scripts/bench/binar
 rows, one per build configuration) are rendered as tables after the body. The trace viewer's
 (trace-ui.json) holds "trace_ui" too: one entry per profile ({"profile", "load", "result": the
 JSON object scripts/bench/trace-ui.mjs printed}), shown as a table against issue 41's targets.
+The pod job's (pod-spark.json, scripts/bench/pod-spark.sh) holds "pod_spark": one row per host
+count, one machine against the Spark cluster, shown as a table.
 """
 
 import argparse
@@ -165,6 +167,34 @@ def render_trace_ui(runs):
     return lines
 
 
+def render_pod_spark(result):
+    """scripts/bench/pod-spark.sh's rows: one machine against oxprof.spark on the 2-worker cluster."""
+    lines = [
+        f"A generated pod (`scripts/gen/pod.sh`'s generator, {result['host_mb']:g} MB per host; the 16- and 64-host "
+        "runs are the 256-host pod's first hosts), ALL_HOSTS `overview_page`, the host files on local disk for "
+        "both. *One machine*: `oxprof data overview_page --host ALL_HOSTS RUN --no-cache`. *Spark*: "
+        "`spark-submit python/oxprof/spark.py RUN OUT` on a standalone cluster on 127.0.0.1 (a master and two "
+        "workers of 1 core each, `scripts/ci/spark-cluster.sh`), the whole spark-submit (JVM and executors "
+        "started, plan, per-host partials, gather into OUT), then the combine, `oxprof data overview_page "
+        "--host ALL_HOSTS OUT --no-cache`. Both answers are checked byte-identical. Task peak RSS is the largest "
+        "of the per-host `oxprof pod partial` processes (÷ its host file). Seconds are wall time; MB = 10⁶ bytes.",
+        "",
+        "| hosts | host files MB | one machine s | one machine peak RSS MB "
+        "| Spark job s (plan / compute / gather) | task s: sum, max | task peak RSS MB (÷ file) "
+        "| partials MB | combine s | combine peak RSS MB | Spark job + combine s |",
+        "|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in result["pod_spark"]:
+        lines.append(
+            f"| {r['hosts']} | {r['total_mb']:,.0f} | {r['one_machine_s']:.2f} | {r['one_machine_rss_mb']:,.0f} "
+            f"| {r['job_s']:.1f} ({r['plan_s']:.2f} / {r['compute_s']:.1f} / {r['gather_s']:.2f}) "
+            f"| {r['task_s_sum']:.1f}, {r['task_s_max']:.2f} | {r['task_rss_max_mb']:.0f} ({r['task_rss_max_ratio']:.2f}×) "
+            f"| {r['partials_mb']:.1f} | {r['combine_s']:.2f} | {r['combine_rss_mb']:.0f} | {r['cluster_s']:.1f} |"
+        )
+    lines.append("")
+    return lines
+
+
 def mb(n):
     return f"{n / 1e6:.1f}"
 
@@ -267,6 +297,8 @@ def page():
                 lines += [paragraph, ""]
         if "trace_ui" in r:
             lines += render_trace_ui(r["trace_ui"])
+        if "pod_spark" in r:
+            lines += render_pod_spark(r)
         if "output" in r:
             lines += render_output(r["output"])
         if "levers" in r:
