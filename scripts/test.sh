@@ -13,6 +13,7 @@
 #   SKIP_DOCS=1       skip building the manual and checking its links (scripts/ci/check-docs.sh)
 #   SKIP_MCP=1        skip driving `oxprof mcp` with the official MCP Python SDK (scripts/ci/mcp-client-check.py; venv cached)
 #   SKIP_SQL_READERS=1 skip DuckDB/Spark reading the Parquet export (scripts/ci/test-sql-readers.sh; ~6 min, venv cached)
+#   SKIP_SPARK_POD=1  skip the pod job on a 2-worker Spark cluster reading S3 (scripts/ci/test-spark-pod.sh)
 #   OXPROF_FREE_DISK=1 delete each step's build products once no later step needs them
 #                     (.ci/run sets it: the CI disk is shared, and a full one failed a run)
 set -euo pipefail
@@ -109,6 +110,10 @@ if [ "${SKIP_MCP:-0}" != "1" ]; then
   step "MCP: the official Python SDK's client drives oxprof mcp (stdio and HTTP) against the CLI's JSON ($oxprof_bin)"
   mcp_python=$(bash scripts/ci/setup-mcp-client.sh | tail -1)
   "$mcp_python" scripts/ci/mcp-client-check.py --bin "$oxprof_bin"
+fi
+if [ "${SKIP_SPARK_POD:-0}" != "1" ]; then
+  step "pods on Spark: oxprof.spark on a 2-worker standalone cluster on 127.0.0.1, 256 hosts read from S3, ALL_HOSTS answers byte-identical to one machine ($oxprof_bin)"
+  OXPROF_BIN="$oxprof_bin" bash scripts/ci/test-spark-pod.sh
 fi
 # The release build behind the wheel (the wheel itself stays in target/wheels).
 free_disk target/x86_64-unknown-linux-gnu target/release target/venv-wheel-test target/oxprof-build
