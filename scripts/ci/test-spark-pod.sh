@@ -144,11 +144,12 @@ for tool in overview_page input_pipeline_analyzer framework_op_stats pod_viewer 
     echo "$tool ($format): identical ($(wc -c <"$work/$tool.pod") bytes)"
   done
 done
-# The answer from the pod result names the failed hosts (in its notes, on stderr).
+# The answer from the pod result names the failed hosts (oxprof's notes, on stderr).
 for host in "$(host_of "$corrupt")" "$(host_of "$deleted")"; do
-  grep -q "$host" "$work/megascale_stats.pod.err" "$work/megascale_stats.pod" \
-    || echo "note: the answer from the pod result does not name the failed host $host (stderr: $(head -c 300 "$work/megascale_stats.pod.err"))"
+  grep -q "$host: not in this pod result" "$work/megascale_stats.pod.err" \
+    || fail "the answer from the pod result does not name the failed host $host (stderr: $(head -c 300 "$work/megascale_stats.pod.err"))"
 done
+echo "the answers' notes name both failed hosts"
 
 step "memory"
 "$bin" pod plan "s3://oxprof/ci/floor/$run_rel" --format json >"$work/floor-plan.json"
