@@ -132,10 +132,10 @@ print(f"{len(manifest['hosts'])} hosts in the pod result")
 PY
 
 step "ALL_HOSTS answers: the pod result vs one machine"
-# XProf's body (what the UI draws) and oxprof's typed report (--format json), for each tool.
+# XProf's body (what the UI draws) and oxprof's typed report (--format report), for each tool.
 for tool in overview_page input_pipeline_analyzer framework_op_stats pod_viewer megascale_stats; do
-  for format in xprof json; do
-    args=(); [[ $format == json ]] && args=(--format json)
+  for format in xprof report; do
+    args=(); [[ $format == report ]] && args=(--format report)
     "$bin" data "$tool" --host ALL_HOSTS "$work/pod-result" --no-cache "${args[@]}" >"$work/$tool.pod" 2>"$work/$tool.pod.err" \
       || fail "$tool from the pod result: $(cat "$work/$tool.pod.err")"
     "$bin" data "$tool" --host ALL_HOSTS "$work/local/$run_rel" --no-cache "${args[@]}" >"$work/$tool.local" 2>"$work/$tool.local.err" \
