@@ -75,15 +75,7 @@ pub(crate) fn megascale_stats(
     // XProf stops at the first selected host without DCN events and answers the empty
     // table (a host alone: its own; ALL_HOSTS: empty if any host has none): so does the
     // combine, and the hosts after that one are not read.
-    let mut hosts = Vec::with_capacity(files.len());
-    for file in &files {
-        let facts = crate::partial::host_megascale(session, file)?;
-        let without_dcn = !facts.has_megascale_events;
-        hosts.push((file.host.as_str(), facts));
-        if without_dcn {
-            break;
-        }
-    }
+    let hosts = crate::partial::megascale_facts(session, &files)?;
     let (stats, mut notes) = megascale_stats_of(hosts.iter().map(|(host, facts)| (*host, facts)), host == ALL_HOSTS);
     notes.extend(crate::partial::pod_notes(session, run));
     Ok(with_notes(Box::new(stats), notes))

@@ -135,6 +135,24 @@ pub(crate) fn host_megascale(session: &Session, file: &HostFile) -> Result<HostM
     Ok(HostMegascale::of(&space))
 }
 
+/// The DCN collective facts of `files` in order, up to and with the first host without
+/// DCN collectives (XProf answers the empty table there: the hosts after it need not be read).
+pub(crate) fn megascale_facts<'f>(
+    session: &Session,
+    files: &[&'f HostFile],
+) -> Result<Vec<(&'f str, HostMegascale)>, ApiError> {
+    let mut hosts = Vec::with_capacity(files.len());
+    for file in files {
+        let facts = host_megascale(session, file)?;
+        let without_dcn = !facts.has_megascale_events;
+        hosts.push((file.host.as_str(), facts));
+        if without_dcn {
+            break;
+        }
+    }
+    Ok(hosts)
+}
+
 /// What lists a run's tools: its first host's [`Features`], from its partial when the run
 /// is a pod result (`lines_of`: the planes whose lines a profile's features need).
 pub(crate) fn first_host_features(

@@ -18,7 +18,7 @@ pub use crate::partial::{
     ManifestHost, PARTIAL_KIND, PARTIAL_VERSION, PodManifest, artifact_kind, decode_partial, encode_partial,
     is_partial,
 };
-use crate::partial::{CombinedParts, encode_combined, host_megascale, read_partial, stamps, this_oxprof};
+use crate::partial::{CombinedParts, encode_combined, megascale_facts, read_partial, stamps, this_oxprof};
 use crate::session::Session;
 use crate::tool::Features;
 use oxprof_format::HostFile;
@@ -117,15 +117,7 @@ pub fn combine_pod(session: &Session, run: &ServedRun) -> Result<Vec<u8>, ApiErr
     let files: Vec<&HostFile> = run.hosts.iter().collect();
     let all = fold_hosts(session, &files, false, StepSelection::All)?;
     let complete = fold_hosts(session, &files, false, StepSelection::DropIncomplete)?;
-    let mut hosts = Vec::with_capacity(files.len());
-    for file in &files {
-        let facts = host_megascale(session, file)?;
-        let without_dcn = !facts.has_megascale_events;
-        hosts.push((file.host.as_str(), facts));
-        if without_dcn {
-            break;
-        }
-    }
+    let hosts = megascale_facts(session, &files)?;
     let (megascale, megascale_notes) = megascale_stats_of(hosts.iter().map(|(h, f)| (*h, f)), true);
     Ok(encode_combined(CombinedParts {
         partials,

@@ -495,7 +495,7 @@ enum PodAction {
         format: VerbFormat,
     },
     /// One host's partial result (HOST.oxpartial): its OpStats analysis, DCN collective facts
-    /// and features, from one read of its profile. Never writes over an existing file.
+    /// and features, from one read of its profile. An existing FILE is kept unless --force.
     Partial {
         /// The host's profile (local or in a bucket), or a run directory with --host.
         source: PathBuf,
@@ -505,6 +505,9 @@ enum PodAction {
         /// The host, when SOURCE holds several.
         #[arg(long)]
         host: Option<String>,
+        /// Replace an existing FILE (a link there is replaced itself, never written through).
+        #[arg(long)]
+        force: bool,
         /// What to print once written: a line for people, or {"host", "source",
         /// "source_bytes", "out", "partial_bytes"} as JSON.
         #[arg(long, value_enum, default_value_t = VerbFormat::Md)]
@@ -946,16 +949,21 @@ fn pod_command(action: PodAction) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        PodAction::Partial { source, out, host, format, budget } => {
+        PodAction::Partial { source, out, host, force, format, budget } => {
+            use std::io::Write;
+            let to_stdout = out.as_os_str() == "-";
+            if !to_stdout {
+                // Refused before the profile is read, not after.
+                output::check_target(&out, force)?;
+            }
             let session = oxprof_api::data::one_shot_session_with(&source, budget.limits())?;
             let partial = oxprof_api::pod::partial_of(&session, host.as_deref())?;
             let bytes = oxprof_api::pod::encode_partial(&partial);
-            if out.as_os_str() == "-" {
-                use std::io::Write;
+            if to_stdout {
                 std::io::stdout().lock().write_all(&bytes)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            write_new_file(&out, &bytes)?;
+            output::write_file(&out, force, |file| Ok(file.write_all(&bytes)?))?;
             match format {
                 VerbFormat::Json => outln!(
                     "{}",
@@ -1035,44 +1043,26 @@ fn spark_job_of(python: &std::path::Path) -> Result<PathBuf> {
 /// oxprof wrote (replaced by a rename, never written through a link); anything else there
 /// is refused.
 fn replace_own_artifact(path: &std::path::Path, bytes: &[u8], kind: &str) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return write_new_file(path, bytes),
+    use std::io::Read;
+    let earlier = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(e).with_context(|| format!("{}: cannot check it", path.display())),
         Ok(meta) if !meta.is_file() => {
             anyhow::bail!("{}: exists and is not a file oxprof wrote; move it away first", path.display())
         }
-        Ok(_) => {}
-    }
-    let mut head = Vec::new();
-    {
-        use std::io::Read;
-        std::fs::File::open(path)?.take(256).read_to_end(&mut head)?;
-    }
-    let ours = oxprof_api::pod::artifact_kind(&head).is_some_and(|found| found == kind);
-    if !ours {
-        anyhow::bail!(
-            "{}: exists and is not an oxprof {kind} file; oxprof never writes over it: move it away first",
-            path.display()
-        );
-    }
-    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    write_new_file(&temp, bytes)?;
-    std::fs::rename(&temp, path).with_context(|| format!("{}: cannot replace it", path.display()))
-}
-
-/// Writes `bytes` to `path`, which must not exist (nor be a link): oxprof never writes over
-/// what it did not create. A write that fails part way removes the file it created.
-fn write_new_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).with_context(|| {
-        format!("{}: cannot create it (oxprof never writes over an existing file: choose a new name)", path.display())
-    })?;
-    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
-        drop(file);
-        let _ = std::fs::remove_file(path);
-        return Err(e).with_context(|| format!("{}: cannot write it", path.display()));
-    }
-    Ok(())
+        Ok(_) => {
+            let mut head = Vec::new();
+            std::fs::File::open(path)?.take(256).read_to_end(&mut head)?;
+            if oxprof_api::pod::artifact_kind(&head).is_none_or(|found| found != kind) {
+                anyhow::bail!(
+                    "{}: exists and is not an oxprof {kind} file; oxprof never writes over it: move it away first",
+                    path.display()
+                );
+            }
+            true
+        }
+    };
+    output::write_file(path, earlier, |file| Ok(file.write_all(bytes)?))
 }
 
 /// `--frame-ancestors`' value: one CSP source, refused here (exit 2, naming the flag) rather

@@ -44,7 +44,7 @@ fn a_pod_result_made_by_the_commands_answers_as_the_files() {
     let before = std::fs::read(&again).unwrap();
     let refused = oxprof(&["pod", "partial", hosts[1]["source"].as_str().unwrap(), "--out", s(&again)]);
     assert_ne!(refused.code, 0);
-    assert!(refused.stderr.contains("never writes over an existing file"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("oxprof does not overwrite files"), "{}", refused.stderr);
     assert_eq!(std::fs::read(&again).unwrap(), before);
 
     for tool in ["overview_page", "pod_viewer", "megascale_stats"] {
@@ -75,6 +75,29 @@ fn a_pod_result_made_by_the_commands_answers_as_the_files() {
     assert_ne!(refused.code, 0);
     assert!(refused.stderr.contains("is not an oxprof pod-combined file"), "{}", refused.stderr);
     assert_eq!(std::fs::read(foreign.join("ALL_HOSTS.oxcombined")).unwrap(), b"my notes");
+
+    // Nor is a link, even to an earlier combine: the file it points to stays as it was.
+    #[cfg(unix)]
+    {
+        let linked = tmp.path().join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::fs::copy(pod.join("tpu-pod-host-000.oxpartial"), linked.join("h.oxpartial")).unwrap();
+        let target = tmp.path().join("earlier.oxcombined");
+        std::fs::copy(pod.join("ALL_HOSTS.oxcombined"), &target).unwrap();
+        std::os::unix::fs::symlink(&target, linked.join("ALL_HOSTS.oxcombined")).unwrap();
+        let before = std::fs::read(&target).unwrap();
+        let refused = oxprof(&["pod", "combine", s(&linked)]);
+        assert_ne!(refused.code, 0);
+        assert!(refused.stderr.contains("is not a file oxprof wrote"), "{}", refused.stderr);
+        assert_eq!(std::fs::read(&target).unwrap(), before);
+        // `pod partial --force` replaces a link itself, never the file it points to.
+        let out = linked.join("partial-link.oxpartial");
+        std::os::unix::fs::symlink(&target, &out).unwrap();
+        let forced = oxprof(&["pod", "partial", hosts[0]["source"].as_str().unwrap(), "--out", s(&out), "--force"]);
+        assert_eq!(forced.code, 0, "{}", forced.stderr);
+        assert!(!std::fs::symlink_metadata(&out).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), before);
+    }
 }
 
 #[test]
