@@ -57,6 +57,37 @@ for line in sys.stdin:
   free_disk "${test_executables[@]}"
 fi
 
+# Builds that do not need the steps between run beside them, in one background chain: the
+# wheel's release build (the longest step; its fat-LTO link runs on one core), then the fuzz
+# targets. The steps until the wheel's tests are mostly downloads, servers and a browser, so a
+# cold CI run is shorter by most of the build's time. Each build's log is shown where its
+# result is needed (join), and a failing step stops the chain (its own process group).
+background=
+if [ "${SKIP_PYTHON:-0}" != "1" ]; then
+  background="$(mktemp -d)"
+  step "background builds start: the wheel (scripts/dev/build-wheel.sh), then the fuzz targets (logs shown at their steps)"
+  setsid bash -c 'trap "exit 143" TERM
+    bash scripts/dev/build-wheel.sh >"$1/wheel.log" 2>&1; echo $? >"$1/wheel.rc"
+    if [ "$2" != 0 ]; then
+      FUZZ_BUILD_ONLY=1 bash scripts/ci/fuzz-smoke.sh &&
+        FUZZ_BUILD_ONLY=1 FUZZ_TARGET=import_kineto bash scripts/ci/fuzz-smoke.sh
+    fi >"$1/fuzz.log" 2>&1; echo $? >"$1/fuzz.rc"' _ "$background" "${FUZZ_SECONDS:-60}" &
+  background_pid=$!
+  trap 'kill -- "-$background_pid" 2>/dev/null; wait "$background_pid" 2>/dev/null || true; rm -rf "$background"' EXIT
+fi
+# Waits for background build NAME, shows its log (without cargo's "Compiling" lines) and
+# fails the run if it failed. Nothing to wait for when there is no background chain.
+join_background() {
+  [ -n "$background" ] || return 0
+  while [ ! -s "$background/$1.rc" ]; do
+    kill -0 "$background_pid" 2>/dev/null || [ -s "$background/$1.rc" ] ||
+      { cat "$background/$1.log" 2>/dev/null; echo "test: the background builds ended without $1's result" >&2; exit 1; }
+    sleep 2
+  done
+  grep -v '^ *Compiling ' "$background/$1.log" || true
+  [ "$(cat "$background/$1.rc")" = 0 ] || { echo "test: the background build $1 failed (above)" >&2; exit 1; }
+}
+
 step "synthetic TPU profiles: testdata/tpu-synthetic is what its generators write"
 bash scripts/gen/tpu-synthetic.sh --check
 
@@ -89,7 +120,8 @@ fi
 
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then
   step "Python wheel: pip wheel . (release), install into a fresh venv, pytest, example notebook, sdist, pip install ., TensorBoard's tab"
-  bash scripts/ci/test-python.sh
+  join_background wheel
+  OXPROF_WHEEL_BUILT=1 bash scripts/ci/test-python.sh
 fi
 
 # Hostile input against a release server: the wheel's binary as its test venv installed it
@@ -127,6 +159,7 @@ if [ "${SKIP_SQL_READERS:-0}" != "1" ]; then
 fi
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
+  join_background fuzz # built in the background (or, without it, by the smokes themselves)
   step "fuzz smoke: XSpace decoder (${FUZZ_SECONDS:-60} s)"
   bash scripts/ci/fuzz-smoke.sh
   step "fuzz smoke: PyTorch trace importer (${FUZZ_SECONDS:-60} s)"

@@ -4,8 +4,10 @@ The driver asks ``oxprof pod plan SOURCE`` for the run's hosts (a local director
 bucket: s3://, gs://, az://), runs one Spark task per host, in which the executor runs
 ``oxprof pod partial HOST_FILE`` and measures that process's peak RSS, and writes what comes
 back into a *pod result directory*: ``<host>.oxpartial`` per host and the manifest
-``pod.json``. ``oxprof data TOOL --host ALL_HOSTS OUT`` and ``oxprof serve OUT`` answer the
-multi-host tools from it (docs/pods.md).
+``pod.json``. Then the driver runs ``oxprof pod combine OUT``, which writes the pod's own
+ALL_HOSTS combine (``ALL_HOSTS.oxcombined``; ``--no-combine`` leaves it out).
+``oxprof data TOOL --host ALL_HOSTS OUT`` and ``oxprof serve OUT`` answer the multi-host
+tools from it (docs/pods.md).
 
 ::
 
@@ -428,12 +430,31 @@ def gather_batches(sizes, limit):
         yield batch
 
 
+def combine(binary, out, timeout_s=None):
+    """The driver's ``oxprof pod combine OUT``: returns {seconds, peak_rss_bytes, ok} and,
+    when it failed, its one-line ``error`` (the pod result still answers without it: each
+    ALL_HOSTS answer then folds the partials)."""
+    try:
+        code, stderr, seconds, rss = run_measured([binary, "pod", "combine", out], timeout_s)
+    except OSError as e:
+        return {"ok": False, "error": f"cannot run {binary}: {e.strerror or e}", "seconds": 0.0, "peak_rss_bytes": 0}
+    result = {"ok": code == 0, "seconds": round(seconds, 3), "peak_rss_bytes": rss}
+    if code != 0:
+        result["error"] = error_line(code, stderr, timeout_s)
+    return result
+
+
 def summary_line(result, out, seconds):
     ok, failed = result["hosts"], result["failed"]
     line = f"oxprof.spark: {len(ok)} of {len(ok) + len(failed)} hosts in {out} ({seconds:.1f} s"
     if ok:
         line += f", peak RSS per host up to {max(h['peak_rss_bytes'] for h in ok) / 1e6:.1f} MB"
     line += ")"
+    combined = result.get("combine")
+    if combined and combined["ok"]:
+        line += f"; combined in {combined['seconds']:.1f} s, peak RSS {combined['peak_rss_bytes'] / 1e6:.1f} MB"
+    elif combined:
+        line += f"; the combine failed (ALL_HOSTS answers fold the partials instead): {combined['error']}"
     if failed:
         line += f"; {len(failed)} failed: " + "; ".join(f"{f['host']}: {f['error']}" for f in failed)
     return line
@@ -456,6 +477,8 @@ def main(argv=None):
                    help="stop a host's oxprof after this long and count the host failed (default 3600)")
     p.add_argument("--gather-mb", type=float, default=DEFAULT_GATHER_MB, metavar="MB",
                    help=f"MB of partials the driver fetches at once (default {DEFAULT_GATHER_MB})")
+    p.add_argument("--no-combine", action="store_true",
+                   help="leave out the driver's `oxprof pod combine OUT` (ALL_HOSTS answers then fold the partials)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the summary on stdout")
     a = p.parse_args(argv)
     if a.gather_mb <= 0:
@@ -477,6 +500,12 @@ def main(argv=None):
                          host_timeout=a.host_timeout, gather_mb=a.gather_mb)
     finally:
         sc.stop()
+    if result["hosts"] and not a.no_combine:
+        # On the driver, after Spark: it reads only the partials (and pod.json), one at a time.
+        result["combine"] = combine(binary, a.out)
+        if not result["combine"]["ok"]:
+            print(f"oxprof.spark: the combine failed; ALL_HOSTS answers fold the partials instead: "
+                  f"{result['combine']['error']}", file=sys.stderr)
     seconds = time.monotonic() - started
     if a.format == "json":
         print(json.dumps({
@@ -484,6 +513,7 @@ def main(argv=None):
             "hosts": len(result["hosts"]), "failed": result["failed"], "seconds": round(seconds, 3),
             "plan_seconds": round(plan_s, 3), **result["timing"],
             "max_peak_rss_bytes": max((h["peak_rss_bytes"] for h in result["hosts"]), default=0),
+            "combine": result.get("combine"),
         }, indent=1))
     else:
         print(summary_line(result, a.out, seconds))

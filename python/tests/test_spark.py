@@ -4,7 +4,7 @@ These tests run the job with a STAND-IN for the oxprof binary (fake_oxprof below
 Python script answering `pod plan` and `pod partial` with made-up partials), so they check
 Spark's side only: one task per host, the peak RSS of each host's process, failures per host,
 the pod directory and its manifest, what the job refuses. The real binary on a real
-standalone cluster reading a bucket is scripts/ci/test-spark-pod.sh. Two tests start Spark;
+standalone cluster reading a bucket is scripts/ci/test-spark-pod.sh. Three tests start Spark;
 the others fail before it starts or need none.
 
 They need pyspark and Java (skipped without them); scripts/ci/test-spark-pod.sh runs them
@@ -38,7 +38,8 @@ FAKE_OXPROF = """\
 # A STAND-IN for oxprof in these tests only: `pod plan DIR` lists DIR's *.xplane.pb (plus a
 # host "ghost" whose file does not exist); `pod partial FILE --out OUT` writes b"partial of "
 # + FILE's bytes, fails on a file starting with CORRUPT, holds 64 MB first for a file
-# starting with BIG, sleeps for one starting with SLOW.
+# starting with BIG, sleeps for one starting with SLOW; `pod combine OUT` writes OUT's
+# partials' names into OUT/ALL_HOSTS.oxcombined, or fails when FAKE_COMBINE_FAILS is set.
 import json, os, sys, time
 args = sys.argv[1:]
 if args[:2] == ["pod", "plan"]:
@@ -64,6 +65,13 @@ elif args[:2] == ["pod", "partial"]:
         time.sleep(0.2)
     with open(out, "xb") as f:
         f.write(b"partial of " + data)
+elif args[:2] == ["pod", "combine"]:
+    out = args[2]
+    if os.environ.get("FAKE_COMBINE_FAILS"):
+        sys.exit(f"{{out}}: cannot combine (the stand-in was told to fail)")
+    parts = sorted(f for f in os.listdir(out) if f.endswith(".oxpartial"))
+    with open(os.path.join(out, "ALL_HOSTS.oxcombined"), "xb") as f:
+        f.write(("combined " + ",".join(parts)).encode())
 else:
     sys.exit(f"fake oxprof: unexpected arguments {{args}}")
 """
@@ -136,7 +144,27 @@ def test_every_host_partial_failures_named_and_the_others_kept(tmp_path, fake_ox
     assert failed["ghost"]["error"].startswith(f"{run}/ghost.xplane.pb: cannot read")
     assert failed["host-1"]["error"].startswith(f"{run}/host-1.xplane.pb: cannot read")
     assert failed["host-5"]["error"] == "killed after the 3 s time limit per host (--host-timeout)"
-    assert sorted(os.listdir(out)) == sorted([f"{h}.oxpartial" for h in good] + ["pod.json"])
+    # The driver's combine ran last, over the partials the job wrote.
+    assert summary["combine"]["ok"] and summary["combine"]["peak_rss_bytes"] > 0, summary["combine"]
+    assert (out / "ALL_HOSTS.oxcombined").read_bytes() == ("combined " + ",".join(f"{h}.oxpartial" for h in good)).encode()
+    assert sorted(os.listdir(out)) == sorted([f"{h}.oxpartial" for h in good] + ["pod.json", "ALL_HOSTS.oxcombined"])
+
+
+def test_a_failed_combine_is_named_and_the_partials_kept(tmp_path, fake_oxprof):
+    run = make_run(tmp_path, {"a": b"profile a", "b": b"profile b"})
+    out = tmp_path / "pod"
+    done = submit(run, out, "--oxprof", fake_oxprof, "--format", "json", env={"FAKE_COMBINE_FAILS": "1"})
+    assert done.returncode == 0, done.stderr
+    combined = json.loads(done.stdout)["combine"]
+    assert not combined["ok"] and combined["error"] == f"{out}: cannot combine (the stand-in was told to fail)"
+    assert "the combine failed; ALL_HOSTS answers fold the partials instead" in done.stderr
+    assert sorted(os.listdir(out)) == ["a.oxpartial", "b.oxpartial", "pod.json"]
+    # --no-combine: not run at all.
+    out2 = tmp_path / "pod2"
+    done = submit(run, out2, "--oxprof", fake_oxprof, "--format", "json", "--no-combine")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["combine"] is None
+    assert "ALL_HOSTS.oxcombined" not in os.listdir(out2)
 
 
 def test_no_host_succeeds_exit_1_with_the_manifest(tmp_path, fake_oxprof):

@@ -28,6 +28,7 @@
 # hostile statements written here, with a dictionary of SQL tokens (fuzz/sql_query.dict).
 #
 # Env: FUZZ_TARGET (decode_xspace, import_kineto or sql_query), FUZZ_SECONDS (default 60), FUZZ_SANITIZER (default none),
+#      FUZZ_BUILD_ONLY=1 (install and build, then stop),
 #      FUZZ_SEED_MAX_BYTES (default 65536: larger decompressed profiles are decoded once
 #      each instead of seeding the corpus).
 set -euo pipefail
@@ -60,6 +61,10 @@ log "building $target (sanitizer: $sanitizer)"
 features=()
 [[ "$target" == sql_query ]] && features=(--features sql) # DataFusion only for this target
 cargo fuzz build --sanitizer "$sanitizer" "${features[@]}" "$target"
+if [[ ${FUZZ_BUILD_ONLY:-0} == 1 ]]; then # scripts/test.sh builds ahead, beside other steps
+    log "built $target (FUZZ_BUILD_ONLY=1: no fuzzing)"
+    exit 0
+fi
 
 # (c) seed corpus
 mkdir -p "$corpus" "$artifacts"

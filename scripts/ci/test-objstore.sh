@@ -28,8 +28,10 @@ scripts/ci/objstore-servers.sh start "$work/servers"
 # shellcheck disable=SC1091
 source "$work/servers/env"
 
-step "cargo test -p oxprof-objstore (against the servers)"
-cargo test -p oxprof-objstore --locked
+step "cargo test --test servers (oxprof-objstore, against the servers)"
+# --workspace: the features the workspace's test build resolved, so nothing compiles again
+# (-p oxprof-objstore alone resolves its own and rebuilt the object store's crates).
+cargo test --workspace --locked --test servers
 
 step "build oxprof"
 cargo build -p oxprof --locked

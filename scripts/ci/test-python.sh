@@ -16,12 +16,15 @@
 #   PIP_CACHE_DIR           pip's cache of downloaded wheels (pip's default: ~/.cache/pip)
 #   PYTEST_ARGS="..."       extra pytest arguments (e.g. -k serve)
 #   SKIP_TENSORBOARD_BROWSER=1  skip the browser check of the tab
+#   OXPROF_WHEEL_BUILT=1    the wheel in target/wheels is this tree's (scripts/test.sh builds it
+#                           beside other steps): do not build it again
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 VENV="${OXPROF_WHEEL_VENV:-$PWD/target/venv-wheel-test}"
 PYTHON="${PYTHON:-python3}"
 
-bash scripts/dev/build-wheel.sh
+# OXPROF_WHEEL_BUILT=1: scripts/test.sh built it already (in the background, beside other steps).
+[ "${OXPROF_WHEEL_BUILT:-0}" = 1 ] || bash scripts/dev/build-wheel.sh
 wheels=(target/wheels/oxprof-*.whl)
 [ "${#wheels[@]}" -eq 1 ] || { echo "test-python: expected one wheel, found ${wheels[*]}" >&2; exit 1; }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Issue 42's pod job end to end: a generated pod in a local S3 server (SeaweedFS, from
 # scripts/ci/objstore-servers.sh), one host file made corrupt and one deleted after
-# `oxprof pod plan`, `oxprof.spark` (python/oxprof/spark.py under spark-submit) on a real
+# `oxprof pod plan`, `oxprof pod run` (spark-submit of python/oxprof/spark.py) on a real
 # Spark standalone cluster on 127.0.0.1 (scripts/ci/spark-cluster.sh: a master and two
-# workers, not local mode), then:
+# workers, not local mode), whose driver ends with `oxprof pod combine`, then:
 #  1. overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer and
 #     megascale_stats for ALL_HOSTS from the pod result directory are byte-identical to
 #     `oxprof data` on one machine over a local run directory of the same good hosts;
@@ -11,7 +11,8 @@
 #  3. each host's oxprof process peaked at ≤ 1.5x its host file + the floor of that process
 #     (the peak RSS of `oxprof pod partial` on a near-empty host from the same bucket,
 #     measured here: the binary, its runtimes and the object-store client, whatever the
-#     file's size); the combine's peak RSS (`oxprof data ... POD_DIR`) is printed.
+#     file's size); the driver's combine (`oxprof pod combine`) wrote ALL_HOSTS.oxcombined,
+#     and its peak RSS is printed beside one machine's and an answer's from the pod result.
 # Then the job's mechanics tests (python/tests/test_spark.py, a stand-in binary, local mode).
 # Everything started here is stopped at exit; the servers and the cluster also stop by
 # themselves (watchdogs).
@@ -20,7 +21,7 @@
 #   SPARK_POD_HOST_MB=M    MB per host file (default 0.5)
 #   SPARK_POD_RSS_FACTOR=F  the per-host bound's factor (default 1.5, issue 42's)
 #   SPARK_POD_OPS_PER_STEP=N  ops per step of the generated program (default 1024)
-#   GEN_POD_BIN=path       the gen_pod example (default: cargo build -p oxprof-testkit --example gen_pod)
+#   GEN_POD_BIN=path       the gen_pod example (default: cargo build --workspace --example gen_pod)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 step() { printf '\n--- spark pod: %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
@@ -53,7 +54,8 @@ if [[ -z ${OXPROF_BIN:-} ]]; then
 fi
 if [[ -z ${GEN_POD_BIN:-} ]]; then
   step "build gen_pod"
-  cargo build -p oxprof-testkit --example gen_pod --locked
+  # --workspace: the test build's features, so only the example itself compiles.
+  cargo build --workspace --example gen_pod --locked
   GEN_POD_BIN=$(target_dir)/debug/examples/gen_pod
 fi
 bin=$OXPROF_BIN
@@ -109,8 +111,9 @@ cat "$work/cluster.log"
 # shellcheck disable=SC1091
 source "$work/cluster/env"
 job_began=$(date +%s%N)
-"$SPARK_SUBMIT" --master "$SPARK_MASTER_URL" --conf spark.executor.memory=512m \
-  python/oxprof/spark.py "$source_url" "$work/pod-result" --plan "$work/plan.json" --oxprof "$bin" --format json \
+# What a user runs: `oxprof pod run` hands the job to spark-submit with this oxprof for the executors.
+"$bin" pod run "$source_url" "$work/pod-result" --master "$SPARK_MASTER_URL" --conf spark.executor.memory=512m \
+  --spark-submit "$SPARK_SUBMIT" --job python/oxprof/spark.py -- --plan "$work/plan.json" --format json \
   >"$work/job.json" 2>"$work/job.err" || { cat "$work/job.err"; fail "the job failed"; }
 job_ms=$((($(date +%s%N) - job_began) / 1000000))
 cat "$work/job.json"
@@ -125,11 +128,15 @@ assert set(failed) == {corrupt, deleted}, f"failed: {failed}"
 assert [f["host"] for f in summary["failed"]] == sorted([corrupt, deleted]), summary["failed"]
 assert len(manifest["hosts"]) == hosts - 2 == summary["hosts"], (len(manifest["hosts"]), summary["hosts"])
 assert not {h["host"] for h in manifest["hosts"]} & {corrupt, deleted}
+combined = summary["combine"]
+assert combined and combined["ok"], f"the driver's combine: {combined}"
+print(f"the driver's combine: {combined['seconds']:.1f} s, peak RSS {combined['peak_rss_bytes'] / 1e6:.1f} MB")
 for host, error in sorted(failed.items()):
     assert "\n" not in error and host in error, f"{host}: {error!r} should be one line naming the host's file"
     print(f"failed as expected: {host}: {error}")
 print(f"{len(manifest['hosts'])} hosts in the pod result")
 PY
+[[ -f $work/pod-result/ALL_HOSTS.oxcombined ]] || fail "the job did not write the pod's combine (ALL_HOSTS.oxcombined)"
 
 step "ALL_HOSTS answers: the pod result vs one machine"
 # XProf's body (what the UI draws) and oxprof's typed report (--format report), for each tool.
@@ -181,7 +188,7 @@ sys.exit(1 if over else 0)
 PY
 combine_kb=$(/usr/bin/time -f %M "$bin" data overview_page --host ALL_HOSTS "$work/pod-result" --no-cache 2>&1 >/dev/null | tail -1)
 one_kb=$(/usr/bin/time -f %M "$bin" data overview_page --host ALL_HOSTS "$work/local/$run_rel" --no-cache 2>&1 >/dev/null | tail -1)
-echo "combine (overview_page from the pod result): peak RSS $((combine_kb / 1024)) MB; one machine over the host files: $((one_kb / 1024)) MB"
+echo "overview_page for ALL_HOSTS: from the pod result (its combine file) peak RSS $((combine_kb / 1024)) MB; one machine over the host files: $((one_kb / 1024)) MB"
 
 [[ $memory_ok == 1 ]] || echo "test-spark-pod: over the memory bound (above); checking the rest first"
 

@@ -530,7 +530,7 @@ enum PodAction {
         #[command(flatten)]
         budget: InputBudget,
     },
-    /// Run the pod job on Apache Spark: `spark-submit [--master URL] JOB SOURCE OUT --oxprof
+    /// Run the pod job on Apache Spark: `spark-submit [--master URL] [--conf K=V] JOB SOURCE OUT --oxprof
     /// <this oxprof> [JOB_ARGS]`, JOB being `oxprof.spark` (python/oxprof/spark.py) of the
     /// Python environment this oxprof came with, or --job. Executors compute each host's
     /// partial where its file is (a directory every executor sees, or a bucket); OUT becomes
@@ -543,6 +543,9 @@ enum PodAction {
         /// The Spark master (e.g. spark://HOST:7077; default: spark-submit's).
         #[arg(long)]
         master: Option<String>,
+        /// A Spark setting for spark-submit, repeatable (e.g. --conf spark.executor.memory=2g).
+        #[arg(long = "conf", value_name = "KEY=VALUE")]
+        spark_conf: Vec<String>,
         /// The spark-submit to run.
         #[arg(long, value_name = "PATH", default_value = "spark-submit")]
         spark_submit: PathBuf,
@@ -985,7 +988,7 @@ fn pod_command(action: PodAction) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        PodAction::Run { source, out, master, spark_submit, job, python, job_args } => {
+        PodAction::Run { source, out, master, spark_conf, spark_submit, job, python, job_args } => {
             let job = match job {
                 Some(job) => job,
                 None => spark_job_of(&python)?,
@@ -994,6 +997,12 @@ fn pod_command(action: PodAction) -> Result<ExitCode> {
             let mut command = std::process::Command::new(&spark_submit);
             if let Some(master) = &master {
                 command.arg("--master").arg(master);
+            }
+            for setting in &spark_conf {
+                if !setting.contains('=') {
+                    anyhow::bail!("--conf {setting}: a Spark setting is KEY=VALUE (e.g. spark.executor.memory=2g)");
+                }
+                command.arg("--conf").arg(setting);
             }
             command.arg(&job).arg(&source).arg(&out).arg("--oxprof").arg(&this).args(&job_args);
             let status = command.status().with_context(|| {

@@ -137,6 +137,8 @@ fn pod_run_hands_the_job_to_spark_submit() {
         "/tmp/out-dir",
         "--master",
         "spark://127.0.0.1:7077",
+        "--conf",
+        "spark.executor.memory=512m",
         "--spark-submit",
         s(&submit),
         "--job",
@@ -154,6 +156,8 @@ fn pod_run_hands_the_job_to_spark_submit() {
         [
             "--master",
             "spark://127.0.0.1:7077",
+            "--conf",
+            "spark.executor.memory=512m",
             s(&job),
             "s3://bucket/run",
             "/tmp/out-dir",
@@ -163,6 +167,23 @@ fn pod_run_hands_the_job_to_spark_submit() {
             "json"
         ]
     );
+    // A setting without "=" is refused before spark-submit runs.
+    std::fs::remove_file(&record).unwrap();
+    let bad_conf = oxprof(&[
+        "pod",
+        "run",
+        "d",
+        "o",
+        "--conf",
+        "spark.executor.memory",
+        "--spark-submit",
+        s(&submit),
+        "--job",
+        s(&job),
+    ]);
+    assert_ne!(bad_conf.code, 0);
+    assert!(bad_conf.stderr.contains("a Spark setting is KEY=VALUE"), "{}", bad_conf.stderr);
+    assert!(!record.exists(), "spark-submit ran");
     let missing = oxprof(&["pod", "run", "d", "o", "--spark-submit", s(&tmp.path().join("nope")), "--job", s(&job)]);
     assert_ne!(missing.code, 0);
     assert!(missing.stderr.contains("install Apache Spark or pyspark"), "{}", missing.stderr);
