@@ -73,7 +73,7 @@ if [ "${SKIP_PYTHON:-0}" != "1" ]; then
         FUZZ_BUILD_ONLY=1 FUZZ_TARGET=import_kineto bash scripts/ci/fuzz-smoke.sh
     fi >"$1/fuzz.log" 2>&1; echo $? >"$1/fuzz.rc"' _ "$background" "${FUZZ_SECONDS:-60}" &
   background_pid=$!
-  trap 'kill -- "-$background_pid" 2>/dev/null; wait "$background_pid" 2>/dev/null || true; rm -rf "$background"' EXIT
+  trap 'kill -- "-$background_pid" 2>/dev/null || true; wait "$background_pid" 2>/dev/null || true; rm -rf "$background"' EXIT
 fi
 # Waits for background build NAME, shows its log (without cargo's "Compiling" lines) and
 # fails the run if it failed. Nothing to wait for when there is no background chain.
