@@ -4,8 +4,9 @@ The driver asks ``oxprof pod plan SOURCE`` for the run's hosts (a local director
 bucket: s3://, gs://, az://), runs one Spark task per host, in which the executor runs
 ``oxprof pod partial HOST_FILE`` and measures that process's peak RSS, and writes what comes
 back into a *pod result directory*: ``<host>.oxpartial`` per host and the manifest
-``pod.json``. Then the driver runs ``oxprof pod combine OUT``, which writes the pod's own
-ALL_HOSTS combine (``ALL_HOSTS.oxcombined``; ``--no-combine`` leaves it out).
+``pod.json``. With ``--combine`` the driver then runs ``oxprof pod combine OUT``, which
+writes the pod's own ALL_HOSTS combine (``ALL_HOSTS.oxcombined``): off by default, because
+today that file is larger than the partials and slower to answer from (docs/pods.md).
 ``oxprof data TOOL --host ALL_HOSTS OUT`` and ``oxprof serve OUT`` answer the multi-host
 tools from it (docs/pods.md).
 
@@ -477,8 +478,9 @@ def main(argv=None):
                    help="stop a host's oxprof after this long and count the host failed (default 3600)")
     p.add_argument("--gather-mb", type=float, default=DEFAULT_GATHER_MB, metavar="MB",
                    help=f"MB of partials the driver fetches at once (default {DEFAULT_GATHER_MB})")
-    p.add_argument("--no-combine", action="store_true",
-                   help="leave out the driver's `oxprof pod combine OUT` (ALL_HOSTS answers then fold the partials)")
+    p.add_argument("--combine", action="store_true",
+                   help="end with the driver's `oxprof pod combine OUT` (ALL_HOSTS.oxcombined; off by default: "
+                        "today it is larger than the partials and slower to answer from, docs/pods.md)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the summary on stdout")
     a = p.parse_args(argv)
     if a.gather_mb <= 0:
@@ -500,7 +502,7 @@ def main(argv=None):
                          host_timeout=a.host_timeout, gather_mb=a.gather_mb)
     finally:
         sc.stop()
-    if result["hosts"] and not a.no_combine:
+    if result["hosts"] and a.combine:
         # On the driver, after Spark: it reads only the partials (and pod.json), one at a time.
         result["combine"] = combine(binary, a.out)
         if not result["combine"]["ok"]:

@@ -3,7 +3,7 @@
 # scripts/ci/objstore-servers.sh), one host file made corrupt and one deleted after
 # `oxprof pod plan`, `oxprof pod run` (spark-submit of python/oxprof/spark.py) on a real
 # Spark standalone cluster on 127.0.0.1 (scripts/ci/spark-cluster.sh: a master and two
-# workers, not local mode), whose driver ends with `oxprof pod combine`, then:
+# workers, not local mode), whose driver ends with `oxprof pod combine` (--combine), then:
 #  1. overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer and
 #     megascale_stats for ALL_HOSTS from the pod result directory are byte-identical to
 #     `oxprof data` on one machine over a local run directory of the same good hosts;
@@ -113,7 +113,7 @@ source "$work/cluster/env"
 job_began=$(date +%s%N)
 # What a user runs: `oxprof pod run` hands the job to spark-submit with this oxprof for the executors.
 "$bin" pod run "$source_url" "$work/pod-result" --master "$SPARK_MASTER_URL" --conf spark.executor.memory=512m \
-  --spark-submit "$SPARK_SUBMIT" --job python/oxprof/spark.py -- --plan "$work/plan.json" --format json \
+  --spark-submit "$SPARK_SUBMIT" --job python/oxprof/spark.py -- --plan "$work/plan.json" --format json --combine \
   >"$work/job.json" 2>"$work/job.err" || { cat "$work/job.err"; fail "the job failed"; }
 job_ms=$((($(date +%s%N) - job_began) / 1000000))
 cat "$work/job.json"
