@@ -58,10 +58,11 @@ for line in sys.stdin:
 fi
 
 # Builds that do not need the steps between run beside them, in one background chain: the
-# wheel's release build (the longest step; its fat-LTO link runs on one core), then the fuzz
-# targets. The steps until the wheel's tests are mostly downloads, servers and a browser, so a
-# cold CI run is shorter by most of the build's time. Each build's log is shown where its
-# result is needed (join), and a failing step stops the chain (its own process group).
+# wheel's release build (the longest step; its fat-LTO links run on one core), then the fuzz
+# targets. The steps beside it use the CPU too (a browser, two small builds), so a cold CI
+# run gains about 3 minutes, and the fuzz builds are done before their step. Each build's log
+# is shown where its result is needed (join), and a failing step stops the chain (its own
+# process group).
 background=
 if [ "${SKIP_PYTHON:-0}" != "1" ]; then
   background="$(mktemp -d)"

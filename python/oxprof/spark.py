@@ -6,7 +6,7 @@ bucket: s3://, gs://, az://), runs one Spark task per host, in which the executo
 back into a *pod result directory*: ``<host>.oxpartial`` per host and the manifest
 ``pod.json``. With ``--combine`` the driver then runs ``oxprof pod combine OUT``, which
 writes the pod's own ALL_HOSTS combine (``ALL_HOSTS.oxcombined``): off by default, because
-today that file is larger than the partials and slower to answer from (docs/pods.md).
+today that file is larger than the partials and slower to answer from.
 ``oxprof data TOOL --host ALL_HOSTS OUT`` and ``oxprof serve OUT`` answer the multi-host
 tools from it (docs/pods.md).
 
@@ -431,17 +431,17 @@ def gather_batches(sizes, limit):
         yield batch
 
 
-def combine(binary, out, timeout_s=None):
+def combine(binary, out):
     """The driver's ``oxprof pod combine OUT``: returns {seconds, peak_rss_bytes, ok} and,
     when it failed, its one-line ``error`` (the pod result still answers without it: each
     ALL_HOSTS answer then folds the partials)."""
     try:
-        code, stderr, seconds, rss = run_measured([binary, "pod", "combine", out], timeout_s)
+        code, stderr, seconds, rss = run_measured([binary, "pod", "combine", out])
     except OSError as e:
         return {"ok": False, "error": f"cannot run {binary}: {e.strerror or e}", "seconds": 0.0, "peak_rss_bytes": 0}
     result = {"ok": code == 0, "seconds": round(seconds, 3), "peak_rss_bytes": rss}
     if code != 0:
-        result["error"] = error_line(code, stderr, timeout_s)
+        result["error"] = error_line(code, stderr)
     return result
 
 
