@@ -11,6 +11,11 @@ On Linux x86_64 and aarch64 both are linked for manylinux_2_28 with zig from PyP
 `ziglang` build requirement), so the wheel runs on any glibc >= 2.28; elsewhere, or with
 `--config-settings oxprof.zig=false` (or OXPROF_WHEEL_ZIG=0), for this machine only.
 
+Both are built with cargo's `release` profile, or with the one `--config-settings
+oxprof.profile=NAME` (or OXPROF_WHEEL_PROFILE=NAME) names: CI's test wheel uses `wheel-ci`
+(the workspace's Cargo.toml says why), and a `pip install .` under the same setting reuses
+its crates.
+
 cargo recompiles every crate when the linker's path changes, and maturin's zig linker
 wrapper lives at a path derived from maturin's own: pip's isolated build environment is a
 fresh temporary directory each time, so maturin is run from a copy at a fixed place under
@@ -145,12 +150,24 @@ def _zig_target(config_settings: Optional[Mapping[str, Any]]) -> Optional[str]:
     return f"{arch}-unknown-linux-gnu"
 
 
-def _cargo_args(target: Optional[str]) -> List[str]:
+def _profile(config_settings: Optional[Mapping[str, Any]]) -> str:
+    """The cargo profile both builds use: `release` unless oxprof.profile names another."""
+    wanted = _setting(config_settings, "oxprof.profile", "OXPROF_WHEEL_PROFILE")
+    if not wanted:
+        return "release"
+    if not all(c.isascii() and (c.isalnum() or c in "-_") for c in wanted):
+        raise BuildError(f"oxprof.profile={wanted!r}: give the name of a profile in the workspace's Cargo.toml")
+    return wanted
+
+
+def _cargo_args(target: Optional[str], profile: str) -> List[str]:
     """What both builds (the binary, the extension) pass to maturin: the same flags, so cargo
     compiles each shared crate once."""
+    # maturin's PEP 517 build is a release build unless told otherwise.
+    common = ["--locked"] if profile == "release" else ["--locked", "--profile", profile]
     if target is None:
-        return ["--locked"]
-    return ["--locked", "--zig", "--target", target, "--compatibility", f"manylinux_{GLIBC.replace('.', '_')}"]
+        return common
+    return [*common, "--zig", "--target", target, "--compatibility", f"manylinux_{GLIBC.replace('.', '_')}"]
 
 
 @contextmanager
@@ -159,9 +176,10 @@ def _build_environment(config_settings: Optional[Mapping[str, Any]]) -> Iterator
     the extension, with the environment both builds share set meanwhile."""
     root = Path.cwd()
     target = _zig_target(config_settings)
+    profile = _profile(config_settings)
     settings = dict(config_settings or {})
     user_args = maturin.get_maturin_pep517_args(config_settings)
-    settings["maturin.build-args"] = [*_cargo_args(target), *user_args]
+    settings["maturin.build-args"] = [*_cargo_args(target, profile), *user_args]
     settings.pop("build-args", None)
     target_dir = _target_dir(root)
     saved = dict(os.environ)
@@ -173,7 +191,7 @@ def _build_environment(config_settings: Optional[Mapping[str, Any]]) -> Iterator
             # glibc 2.28's loader does not read packed relocations (DT_RELR, glibc >= 2.36):
             # the binary's build.rs leaves them out under zig anyway; this says so.
             os.environ["OXPROF_PACK_RELOCS"] = "0"
-        _binary(root, _empty_data_dir(root), target)
+        _binary(root, _empty_data_dir(root), target, profile)
         yield settings
     finally:
         os.environ.clear()
@@ -214,9 +232,9 @@ def _stable_maturin(target_dir: Path) -> Path:
     return bin_dir
 
 
-def _binary(root: Path, data_dir: Path, target: Optional[str]) -> Path:
-    """Puts the release `oxprof` binary into `data_dir`/scripts/: OXPROF_PREBUILT_BIN, or
-    built now."""
+def _binary(root: Path, data_dir: Path, target: Optional[str], profile: str) -> Path:
+    """Puts the `oxprof` binary into `data_dir`/scripts/: OXPROF_PREBUILT_BIN, or built now
+    with `profile`."""
     scripts = data_dir / "scripts"
     exe = "oxprof.exe" if sys.platform == "win32" else "oxprof"
     prebuilt = os.environ.get("OXPROF_PREBUILT_BIN")
@@ -228,12 +246,13 @@ def _binary(root: Path, data_dir: Path, target: Optional[str]) -> Path:
         shutil.copy2(prebuilt, scripts / exe)
     else:
         where = f"{target}, glibc {GLIBC}" if target else "this machine"
-        print(f"oxprof build: the oxprof binary (release, {where})", file=sys.stderr)
+        print(f"oxprof build: the oxprof binary (profile {profile}, {where})", file=sys.stderr)
         # Built as maturin's `bin` wheel of crates/oxprof, which is thrown away but for the
         # binary it holds (stripped, as pyproject.toml says). maturin reads the data
         # directory for that wheel too: it is there, empty, meanwhile.
         with tempfile.TemporaryDirectory(prefix="oxprof-bin-wheel-") as out:
-            command = ["maturin", "build", "--release", *_cargo_args(target), "-m", str(root / BINARY_MANIFEST)]
+            release = ["--release"] if profile == "release" else []
+            command = ["maturin", "build", *release, *_cargo_args(target, profile), "-m", str(root / BINARY_MANIFEST)]
             command += ["-b", "bin", "--out", out]
             # Its output goes to stderr: a PEP 517 frontend may read the hook's stdout.
             done = subprocess.run(command, stdout=sys.stderr, check=False)

@@ -210,9 +210,13 @@ log "corpus: $(find "$corpus" -type f | wc -l) files; testdata: $seeded seeded,"
     "$large larger than $seed_max bytes (decoded once each)"
 
 # Runs the fuzz binary; on failure names the reproducers and exits with its status.
+# libFuzzer's progress lines (thousands) go to a log: only its end is shown, so that the end of
+# a CI log still shows the run's step timings.
 fuzz() {
     local status=0
-    cargo fuzz run --sanitizer "$sanitizer" "${features[@]}" "$target" "$@" || status=$?
+    cargo fuzz run --sanitizer "$sanitizer" "${features[@]}" "$target" "$@" >"$work/run.log" 2>&1 || status=$?
+    log "libFuzzer's last lines ($(wc -l <"$work/run.log") in all):"
+    tail -n "$( ((status == 0)) && echo 8 || echo 200)" "$work/run.log" >&2
     if ((status != 0)); then
         log "FAILED (exit $status): crash, timeout or out-of-memory. Reproducers:"
         find "$artifacts" -type f -newer "$work/.start" -print >&2 || true

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the wheel (scripts/dev/build-wheel.sh: `pip wheel .`, release, manylinux_2_28),
+# Builds the wheel (scripts/dev/build-wheel.sh: `pip wheel .`, manylinux_2_28; the cargo
+# profile OXPROF_WHEEL_PROFILE names, release by default, and scripts/test.sh's wheel-ci),
 # installs it into a fresh venv with python/requirements-test.txt, and runs python/tests
 # against the installed package and command (never the source tree): the CLI from the wheel
 # serves the demo, tables equal `oxprof data` on testdata/profiles, dtypes, errors, serve(),
