@@ -22,8 +22,9 @@ use std::path::Path;
 
 /// The artifact kind of a partial.
 pub const PARTIAL_KIND: &str = "host-partial";
-/// The partial format this build writes and reads.
-pub const PARTIAL_VERSION: u32 = 1;
+/// The partial format this build writes and reads (2: all-reduces as their exact summary,
+/// `AllReduceSummary`, instead of XProf's per-core lists).
+pub const PARTIAL_VERSION: u32 = 2;
 /// The pod result directory's manifest.
 pub const MANIFEST_FILE: &str = "pod.json";
 /// The manifest's `format` field.
@@ -254,8 +255,8 @@ pub(crate) fn pod_notes(session: &Session, run: &ServedRun) -> Vec<String> {
 pub const COMBINED_FILE: &str = "ALL_HOSTS.oxcombined";
 /// The artifact kind of [`COMBINED_FILE`].
 pub const COMBINED_KIND: &str = "pod-combined";
-/// The combined format this build writes and reads.
-pub const COMBINED_VERSION: u32 = 1;
+/// The combined format this build writes and reads (2: all-reduces summarised, as in partials).
+pub const COMBINED_VERSION: u32 = 2;
 
 /// Which partial a combine read: a changed, added or removed partial makes it stale.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -37,7 +37,7 @@ fn a_pod_result_made_by_the_commands_answers_as_the_files() {
         let made: Value = serde_json::from_str(&made.stdout).unwrap();
         assert_eq!(made["host"], name);
         assert_eq!(made["source_bytes"], host["bytes"]);
-        assert!(std::fs::read(&out).unwrap().starts_with(b"oxprof-artifact host-partial 1\n"));
+        assert!(std::fs::read(&out).unwrap().starts_with(b"oxprof-artifact host-partial 2\n"));
     }
     // Never over an existing file.
     let again = pod.join("tpu-pod-host-000.oxpartial");

@@ -157,6 +157,11 @@ fn combine_per_core_step_info(
     }
     per_step.combine(src_hlo, true);
     move_core_id_map(src_host_id, src.all_reduce_db_per_core, &mut dst.all_reduce_db_per_core);
+    if let Some(summary) = src.all_reduce_summary {
+        // A pod partial's all-reduces, summarised where it was computed.
+        let dst_summary = dst.all_reduce_summary.get_or_insert_with(Default::default);
+        dst_summary.merge(summary, |core| global_core_id(src_host_id, core));
+    }
     move_core_id_map(src_host_id, src.core_id_to_replica_id_map, &mut dst.core_id_to_replica_id_map);
 }
 

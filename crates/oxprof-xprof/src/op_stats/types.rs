@@ -448,6 +448,76 @@ pub struct AllReduceDbResult {
     pub all_reduce_info: Vec<AllReduceInfo>,
 }
 
+/// oxprof's summary of a step's all-reduces on some cores: exactly what the input pipeline's
+/// all-reduce breakdown reads of XProf's per-core lists, in a tenth of their size. The
+/// breakdown needs each id's shortest duration over every core of the step, and per core its
+/// ids and its total duration (a core's synchronization time is its total minus the sum of
+/// its ids' shortest durations: the same wrapping sum XProf adds one all-reduce at a time).
+/// Cores of one host run the same ids (SPMD), so each distinct id list is kept once.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AllReduceSummary {
+    /// Each all-reduce id's shortest duration (end − start, wrapping) on the summarised cores.
+    pub min_duration_ps: BTreeMap<u64, u64>,
+    /// The summarised cores' id lists (a core's all-reduce ids in order), each distinct one once.
+    pub id_lists: Vec<Vec<u64>>,
+    /// Each summarised core: its list in `id_lists` and its all-reduces' total duration.
+    pub cores: BTreeMap<u32, CoreAllReduces>,
+}
+
+/// One core of an [`AllReduceSummary`].
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CoreAllReduces {
+    /// Its id list's index in [`AllReduceSummary::id_lists`].
+    pub id_list: u32,
+    /// The wrapping sum of its all-reduces' durations.
+    pub total_duration_ps: u64,
+}
+
+impl AllReduceSummary {
+    /// Adds `lists` (core id, its all-reduces); a core already summarised keeps its own, as
+    /// XProf's combine keeps the first value of a core id.
+    pub fn add_lists(&mut self, lists: impl IntoIterator<Item = (u32, AllReduceDbResult)>) {
+        let mut list_index: std::collections::HashMap<Vec<u64>, u32> = std::collections::HashMap::new();
+        for (core, db) in lists {
+            if self.cores.contains_key(&core) {
+                continue;
+            }
+            let mut total_duration_ps = 0u64;
+            let mut ids = Vec::with_capacity(db.all_reduce_info.len());
+            for all_reduce in &db.all_reduce_info {
+                let duration = all_reduce.end_time_ps.wrapping_sub(all_reduce.start_time_ps);
+                total_duration_ps = total_duration_ps.wrapping_add(duration);
+                let min = self.min_duration_ps.entry(all_reduce.id).or_insert(duration);
+                *min = (*min).min(duration);
+                ids.push(all_reduce.id);
+            }
+            let next = self.id_lists.len() as u32;
+            let id_list = *list_index.entry(ids).or_insert_with_key(|ids| {
+                self.id_lists.push(ids.clone());
+                next
+            });
+            self.cores.insert(core, CoreAllReduces { id_list, total_duration_ps });
+        }
+    }
+
+    /// Adds `other`, its cores renamed by `core_id`. A core already summarised keeps its own
+    /// (its shortest durations stay counted: they differ from XProf's only where two hosts'
+    /// cores share a global id, which takes SparseCores on more than 1 000 hosts).
+    pub fn merge(&mut self, other: AllReduceSummary, core_id: impl Fn(u32) -> u32) {
+        let offset = self.id_lists.len() as u32;
+        for (core, c) in other.cores {
+            self.cores.entry(core_id(core)).or_insert(CoreAllReduces { id_list: c.id_list + offset, ..c });
+        }
+        self.id_lists.extend(other.id_lists);
+        for (id, duration) in other.min_duration_ps {
+            let min = self.min_duration_ps.entry(id).or_insert(duration);
+            *min = (*min).min(duration);
+        }
+    }
+}
+
 /// `PerCoreStepInfo`: one step across cores.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -463,8 +533,24 @@ pub struct PerCoreStepInfo {
     pub core_id_to_replica_id_map: BTreeMap<u32, u32>,
     /// All-reduces per core.
     pub all_reduce_db_per_core: BTreeMap<u32, AllReduceDbResult>,
+    /// oxprof's exact summary of the all-reduces of cores that have no list in
+    /// `all_reduce_db_per_core` (a pod's partials and what combines them; XProf has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_reduce_summary: Option<AllReduceSummary>,
     /// Memory transfers (H2D, D2H, D2D).
     pub device_memory_transfers: Vec<DeviceMemoryTransfer>,
+}
+
+impl PerCoreStepInfo {
+    /// Replaces the step's per-core all-reduce lists by their [`AllReduceSummary`] (what a
+    /// pod's partial keeps: the input pipeline answers the same from either).
+    pub fn summarise_all_reduces(&mut self) {
+        if self.all_reduce_db_per_core.is_empty() {
+            return;
+        }
+        let lists = std::mem::take(&mut self.all_reduce_db_per_core);
+        self.all_reduce_summary.get_or_insert_with(AllReduceSummary::default).add_lists(lists);
+    }
 }
 
 /// `StepDatabaseResult`.

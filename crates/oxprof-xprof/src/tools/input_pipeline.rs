@@ -859,9 +859,14 @@ impl AllReduceBreakdown {
 }
 
 /// `ComputePerStepAllReduceBreakdownAcrossCores`: each all-reduce's fastest duration
-/// across cores is compute; what a core spends beyond that is synchronization.
+/// across cores is compute; what a core spends beyond that is synchronization. Cores
+/// summarised by oxprof (a pod's partials) add the same sums, a list at a time.
 fn all_reduce_breakdown_across_cores(step: &PerCoreStepInfo) -> HashMap<u32, AllReduceBreakdown> {
+    let summary = step.all_reduce_summary.as_ref();
     let mut min_duration_by_id: HashMap<u64, u64> = HashMap::new();
+    for (&id, &duration) in summary.into_iter().flat_map(|s| &s.min_duration_ps) {
+        min_duration_by_id.insert(id, duration);
+    }
     for db in step.all_reduce_db_per_core.values() {
         for all_reduce in &db.all_reduce_info {
             let duration = all_reduce.end_time_ps.wrapping_sub(all_reduce.start_time_ps);
@@ -869,14 +874,29 @@ fn all_reduce_breakdown_across_cores(step: &PerCoreStepInfo) -> HashMap<u32, All
             *min = (*min).min(duration);
         }
     }
+    let min_of = |id: &u64| min_duration_by_id.get(id).copied().unwrap_or(0);
     let mut result = HashMap::new();
     for (&core_id, db) in &step.all_reduce_db_per_core {
         let breakdown: &mut AllReduceBreakdown = result.entry(core_id).or_default();
         for all_reduce in &db.all_reduce_info {
             let duration = all_reduce.end_time_ps.wrapping_sub(all_reduce.start_time_ps);
-            let min = min_duration_by_id.get(&all_reduce.id).copied().unwrap_or(0);
+            let min = min_of(&all_reduce.id);
             breakdown.compute_duration_ps = breakdown.compute_duration_ps.wrapping_add(min);
             breakdown.sync_duration_ps = breakdown.sync_duration_ps.wrapping_add(duration.wrapping_sub(min));
+        }
+    }
+    if let Some(summary) = summary {
+        // Σ (duration − min) = Σ duration − Σ min in wrapping arithmetic: the same sync time.
+        let mut list_compute: Vec<Option<u64>> = vec![None; summary.id_lists.len()];
+        for (&core_id, core) in &summary.cores {
+            let Some(slot) = list_compute.get_mut(core.id_list as usize) else { continue };
+            let compute = *slot.get_or_insert_with(|| {
+                summary.id_lists[core.id_list as usize].iter().fold(0u64, |sum, id| sum.wrapping_add(min_of(id)))
+            });
+            let breakdown: &mut AllReduceBreakdown = result.entry(core_id).or_default();
+            breakdown.compute_duration_ps = breakdown.compute_duration_ps.wrapping_add(compute);
+            breakdown.sync_duration_ps =
+                breakdown.sync_duration_ps.wrapping_add(core.total_duration_ps.wrapping_sub(compute));
         }
     }
     result
@@ -1924,6 +1944,61 @@ mod tests {
     use super::*;
     use crate::op_stats::{RunEnvironment, StepInfoResult};
     use oxprof_testkit::jsoncmp::{CmpOptions, compare};
+
+    /// Two hosts' all-reduces summarised where each host is, then merged, break down as
+    /// XProf's per-core lists combined do: ids shared across cores and hosts, a core
+    /// without all-reduces, a duration that wraps, and cores with the same list.
+    #[test]
+    fn summarised_all_reduces_break_down_like_xprofs_lists() {
+        use crate::op_stats::combine::global_core_id;
+        use crate::op_stats::{AllReduceDbResult, AllReduceInfo};
+        let info =
+            |id, start_time_ps, end_time_ps| AllReduceInfo { id, start_time_ps, end_time_ps, ..Default::default() };
+        let host_a = [
+            (0, vec![info(1, 0, 10), info(2, 10, 30)]),
+            (1, vec![info(1, 0, 12), info(2, 5, 20)]),
+            (2, vec![]),
+            (3, vec![info(1, 3, 13), info(2, 0, 40)]),
+        ];
+        let host_b = [(0, vec![info(1, 100, 107), info(3, u64::MAX - 5, 4)]), (1, vec![info(1, 0, 9), info(3, 0, 20)])];
+        let step_of = |cores: &[(u32, Vec<AllReduceInfo>)]| PerCoreStepInfo {
+            all_reduce_db_per_core: cores
+                .iter()
+                .map(|(core, list)| (*core, AllReduceDbResult { all_reduce_info: list.clone() }))
+                .collect(),
+            ..Default::default()
+        };
+        let mut listed = PerCoreStepInfo::default();
+        for (host, cores) in [(0, &host_a[..]), (1, &host_b[..])] {
+            for (core, list) in cores {
+                let db = AllReduceDbResult { all_reduce_info: list.clone() };
+                listed.all_reduce_db_per_core.insert(global_core_id(host, *core), db);
+            }
+        }
+        let mut summarised = PerCoreStepInfo::default();
+        for (host, cores) in [(0, &host_a[..]), (1, &host_b[..])] {
+            let mut step = step_of(cores);
+            step.summarise_all_reduces();
+            assert!(step.all_reduce_db_per_core.is_empty());
+            let summary = step.all_reduce_summary.unwrap();
+            summarised
+                .all_reduce_summary
+                .get_or_insert_with(Default::default)
+                .merge(summary, |c| global_core_id(host, c));
+        }
+        // Host A's cores 0, 1 and 3 ran ids [1, 2], its core 2 none; host B's cores [1, 3].
+        assert_eq!(summarised.all_reduce_summary.as_ref().unwrap().id_lists, [vec![1, 2], vec![], vec![1, 3]]);
+        let breakdown = |step: &PerCoreStepInfo| -> BTreeMap<u32, (u64, u64)> {
+            all_reduce_breakdown_across_cores(step)
+                .into_iter()
+                .map(|(core, b)| (core, (b.compute_duration_ps, b.sync_duration_ps)))
+                .collect()
+        };
+        let expected = breakdown(&listed);
+        assert_eq!(expected.len(), 6);
+        assert_eq!(expected[&global_core_id(1, 0)], (7 + 10, 0), "the fastest core has no sync time");
+        assert_eq!(breakdown(&summarised), expected);
+    }
 
     const MS: u64 = 1_000_000_000;
 
