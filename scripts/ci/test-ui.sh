@@ -35,9 +35,11 @@ fi
 step "ui: chromium"
 bash scripts/ci/setup-chromium.sh
 
-step "ui: build oxprof"
+step "ui: build oxprof and the pod generator (the 256-host suite's)"
 cargo build -p oxprof --locked
+# --workspace: the features `cargo test --workspace` built with (a no-op after it).
+cargo build --workspace --locked --example gen_pod
 target_dir=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
 
 step "ui: end-to-end tests (chromium + oxprof serve)"
-OXPROF_BIN="$target_dir/debug/oxprof" node ui/e2e/run.mjs
+OXPROF_BIN="$target_dir/debug/oxprof" OXPROF_GEN_POD="$target_dir/debug/examples/gen_pod" node ui/e2e/run.mjs

@@ -117,6 +117,8 @@ export interface Api {
   explain?(run: string, host: string): Promise<Explanation>;
   /** `/oxprof/api/progress` (JSON): the server's loads under way, for a long first analysis (absent in tests that do not need it). */
   progress?(): Promise<unknown>;
+  /** How many hosts one trace view merges (`/oxprof/api/run`'s `trace_view_max_hosts`; absent: no limit known). */
+  traceViewMaxHosts?(run: string): Promise<number>;
 }
 
 /** One finding of `oxprof explain` (the fields the UI shows). */
@@ -202,6 +204,10 @@ export const serverApi: Api = {
     const offered = info.offered ?? [];
     learnToolTitles(offered);
     return offered.map((t) => t.name);
+  },
+  traceViewMaxHosts: async (run) => {
+    const info = await getJson<{ trace_view_max_hosts?: number }>(buildUrl(OXPROF_RUN_ROUTE, { run }));
+    return info.trace_view_max_hosts ?? 0;
   },
   hosts: async (run, tool) => {
     const list = await getJson<(HostEntry | string)[]>(buildUrl(`${PROFILE_PREFIX}/hosts`, { run, tag: tool }));

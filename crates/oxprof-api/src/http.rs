@@ -759,6 +759,8 @@ impl Service {
                 let mut summary = run_summary(self.session.store(), &run);
                 summary["tools"] = tools["xprof"].clone();
                 summary["offered"] = tools["offered"].clone();
+                // The trace viewer's hosts picker says how many hosts one timeline takes.
+                summary["trace_view_max_hosts"] = json!(crate::trace::MAX_VIEW_HOSTS);
                 Ok(HttpResponse::json(200, &summary))
             }
             "/notes" => {

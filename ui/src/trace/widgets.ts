@@ -152,14 +152,29 @@ function clip(text: string, n = 120): string {
   return text.length > n ? `${text.slice(0, n - 1)}…` : text;
 }
 
-/** The hosts picker: checkboxes, applied together (the page reloads with those hosts). */
-export function hostPicker(hosts: readonly string[], shown: readonly string[], apply: (chosen: string[]) => void): HTMLElement {
+/**
+ * The hosts picker: a filter, checkboxes, applied together (the page reloads with those
+ * hosts). A pod has hundreds of hosts: the filter narrows the list (a substring of the
+ * name), "Listed" chooses what it shows, and at most `maxHosts` (the server's limit; 0:
+ * none known) can be shown on one timeline.
+ */
+export function hostPicker(hosts: readonly string[], shown: readonly string[], maxHosts: number, apply: (chosen: string[]) => void): HTMLElement {
   const boxes = hosts.map((name) => {
-    const box = h('input', { type: 'checkbox', value: name, 'data-host-choice': name });
+    const box = h('input', { type: 'checkbox', value: name, 'data-host-choice': name, onchange: () => update() });
     box.checked = shown.includes(name);
-    return h('label', { class: 'trace-host-choice' }, box, ` ${name}`);
+    return { name, box, label: h('label', { class: 'trace-host-choice' }, box, ` ${name}`) };
   });
-  const status = h('span', { class: 'muted' });
+  const chosen = () => boxes.filter((b) => b.box.checked).map((b) => b.name);
+  const status = h('span', { class: 'muted', 'data-role': 'hosts-status' });
+  const count = h('span', { class: 'muted', 'data-role': 'hosts-count' });
+  const filter = h('input', {
+    type: 'search',
+    class: 'trace-host-filter',
+    placeholder: 'Filter hosts by name',
+    'aria-label': 'Filter hosts by name',
+    'data-role': 'hosts-filter',
+    oninput: () => update(),
+  });
   const applyButton = h(
     'button',
     {
@@ -167,23 +182,46 @@ export function hostPicker(hosts: readonly string[], shown: readonly string[], a
       class: 'button primary',
       'data-role': 'hosts-apply',
       onclick: () => {
-        const chosen = boxes.map((l) => l.querySelector('input')).filter((b): b is HTMLInputElement => !!b && b.checked).map((b) => b.value);
-        if (!chosen.length) return void (status.textContent = 'Choose at least one host.');
-        apply(chosen);
+        const picked = chosen();
+        if (!picked.length) return void (status.textContent = 'Choose at least one host.');
+        if (maxHosts > 0 && picked.length > maxHosts) return;
+        apply(picked);
       },
     },
     'Show',
   );
-  const all = h(
-    'button',
-    { type: 'button', class: 'button', onclick: () => boxes.forEach((l) => { const b = l.querySelector('input'); if (b) b.checked = true; }) },
-    'All',
-  );
+  const setListed = (checked: boolean) => () => {
+    boxes.filter((b) => !b.label.hidden).forEach((b) => (b.box.checked = checked));
+    update();
+  };
+  const listed = h('button', { type: 'button', class: 'button', 'data-role': 'hosts-choose-listed', title: 'Choose every host the filter lists', onclick: setListed(true) }, 'Listed');
+  const none = h('button', { type: 'button', class: 'button', 'data-role': 'hosts-choose-none', title: 'Clear the listed hosts', onclick: setListed(false) }, 'None');
+  function update(): void {
+    const needle = (filter as HTMLInputElement).value.trim().toLowerCase();
+    let listedCount = 0;
+    for (const b of boxes) {
+      b.label.hidden = needle !== '' && !b.name.toLowerCase().includes(needle);
+      if (!b.label.hidden) listedCount++;
+    }
+    const n = chosen().length;
+    count.textContent = `${n} chosen · ${listedCount} of ${hosts.length} listed`;
+    const tooMany = maxHosts > 0 && n > maxHosts;
+    (applyButton as HTMLButtonElement).disabled = tooMany;
+    status.textContent = tooMany ? `One timeline shows at most ${maxHosts} hosts: choose ${n - maxHosts} fewer.` : '';
+  }
+  update();
   return h(
     'details',
     { class: 'trace-host-picker', 'data-role': 'hosts-picker' },
     h('summary', { class: 'button', title: 'Show several hosts of this run on one timeline' }, `Hosts (${shown.length} of ${hosts.length})`),
-    h('div', { class: 'trace-host-menu' }, h('p', { class: 'muted' }, 'Hosts on one timeline, on their own clocks as XProf shows them:'), boxes, h('div', { class: 'dialog-buttons' }, status, all, applyButton)),
+    h(
+      'div',
+      { class: 'trace-host-menu' },
+      h('p', { class: 'muted' }, 'Hosts on one timeline, on their own clocks as XProf shows them:'),
+      hosts.length > 8 ? filter : null,
+      h('div', { class: 'trace-host-list' }, boxes.map((b) => b.label)),
+      h('div', { class: 'dialog-buttons' }, count, status, listed, none, applyButton),
+    ),
   );
 }
 
@@ -230,15 +268,15 @@ export async function linksOf(ev: TraceEvent, model: TraceModel, client: TraceCl
  * `reload`.
  */
 export function mountHostPicker(ctx: PageContext, view: TraceView, holder: HTMLElement, reload: () => void): void {
-  void ctx.api
-    .hosts(ctx.state.run, ctx.state.tool)
-    .then((hosts) => {
+  const maxHosts = ctx.api.traceViewMaxHosts ? ctx.api.traceViewMaxHosts(ctx.state.run).catch(() => 0) : Promise.resolve(0);
+  void Promise.all([ctx.api.hosts(ctx.state.run, ctx.state.tool), maxHosts])
+    .then(([hosts, max]) => {
       const real = hosts.filter((x) => x !== 'ALL_HOSTS');
       if (real.length < 2) return;
       const shown = view.hosts.includes('ALL_HOSTS') ? real : view.hosts.length ? view.hosts : [ctx.state.host || real[0] || ''];
       replaceChildren(
         holder,
-        hostPicker(real, shown, (chosen) => {
+        hostPicker(real, shown, max, (chosen) => {
           for (const key of ['sel', 'range', 'range_tracks', 'collapsed', 'collapsed_hosts', 'hidden_tracks', 'pinned']) ctx.view.set(key, null);
           ctx.view.set('hosts', chosen.length > 1 ? chosen.join(',') : null);
           reload();
