@@ -4,7 +4,7 @@
 //! does; the analyses write no bytes themselves (that is `oxprof-wire`'s job); and
 //! `scripts/README.md` lists every script, as `docs/benchmarks.md` is what its script writes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {
@@ -364,4 +364,52 @@ fn indexes_and_command_tables_are_read() {
         "## Commands\n\n| command | what |\n| --- | --- |\n| `data` | x |\n| `serve` | y |\n\n## Next\n| `no` | z |\n";
     let commands: Vec<_> = documented_commands(doc).into_iter().collect();
     assert_eq!(commands, ["data", "serve"]);
+}
+
+/// Each package of `cargo tree` (`name vX`) with the features it is built with, for `args`.
+fn resolved_features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--locked", "--offline", "--prefix", "none", "--format", "{p}|{f}", "--target", "all"])
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo tree {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let mut packages: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((package, features)) = line.trim_end_matches(" (*)").split_once('|') else { continue };
+        // `name vX.Y.Z (path)`: the name and version name it.
+        let package = package.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+        let features = features.split(',').filter(|f| !f.is_empty()).map(str::to_string);
+        packages.entry(package).or_default().extend(features);
+    }
+    packages
+}
+
+/// `cargo build -p oxprof` (what the UI, object-store, SQL and Spark steps of CI build)
+/// resolves every crate it shares with `cargo test --workspace` with the same features.
+/// A feature only the tests turn on (a dev-dependency's) made each of those steps compile
+/// Arrow, DataFusion and everything above them a second time: 6 minutes of a cold CI run.
+#[test]
+fn the_binary_builds_with_the_test_builds_features() {
+    let binary = resolved_features(&["-p", "oxprof", "--edges", "normal,build"]);
+    let tests = resolved_features(&["--workspace", "--edges", "normal,build,dev"]);
+    assert!(binary.len() > 300, "cargo tree listed {} packages for oxprof", binary.len());
+    let differing: Vec<String> = binary
+        .iter()
+        .filter_map(|(package, features)| {
+            let test_features = tests.get(package)?;
+            (test_features != features).then(|| {
+                let only_tests: Vec<&String> = test_features.difference(features).collect();
+                format!("{package}: the tests add {only_tests:?}")
+            })
+        })
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "declare these features where the binary's crates depend on them (see \
+         crates/oxprof-arrow/Cargo.toml's arrow features):\n{}",
+        differing.join("\n")
+    );
 }
