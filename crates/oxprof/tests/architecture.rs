@@ -370,7 +370,7 @@ fn indexes_and_command_tables_are_read() {
 fn resolved_features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args(["tree", "--locked", "--offline", "--prefix", "none", "--format", "{p}|{f}", "--target", "all"])
+        .args(["tree", "--locked", "--offline", "--prefix", "none", "--format", "{p}|{f}"])
         .args(args)
         .current_dir(repo_root())
         .output()
