@@ -198,10 +198,26 @@ if [ "${SKIP_SQL_READERS:-0}" != "1" ]; then
 fi
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
-  join_background fuzz # built in the background (or, without it, by the smokes themselves)
-  step "fuzz smoke: XSpace decoder (${FUZZ_SECONDS:-60} s)"
-  bash scripts/ci/fuzz-smoke.sh
-  step "fuzz smoke: PyTorch trace importer (${FUZZ_SECONDS:-60} s)"
-  FUZZ_TARGET=import_kineto bash scripts/ci/fuzz-smoke.sh
+  join_background fuzz # built in the background
+  if [ -z "$background" ]; then # nothing built them ahead: one after the other (one cargo-fuzz install)
+    FUZZ_BUILD_ONLY=1 bash scripts/ci/fuzz-smoke.sh
+    FUZZ_BUILD_ONLY=1 FUZZ_TARGET=import_kineto bash scripts/ci/fuzz-smoke.sh
+  fi
+  # libFuzzer runs on one core: the two smokes run side by side, each with its own log.
+  step "fuzz smokes side by side: XSpace decoder and PyTorch trace importer (${FUZZ_SECONDS:-60} s each)"
+  smokes="$(mktemp -d)"
+  bash scripts/ci/fuzz-smoke.sh >"$smokes/decode_xspace.log" 2>&1 &
+  xspace_smoke=$!
+  FUZZ_TARGET=import_kineto bash scripts/ci/fuzz-smoke.sh >"$smokes/import_kineto.log" 2>&1 &
+  kineto_smoke=$!
+  smokes_failed=0
+  wait "$xspace_smoke" || smokes_failed=1
+  wait "$kineto_smoke" || smokes_failed=1
+  for log in "$smokes"/decode_xspace.log "$smokes"/import_kineto.log; do
+    echo "--- $(basename "$log" .log)"
+    cat "$log"
+  done
+  rm -rf "$smokes"
+  [ "$smokes_failed" = 0 ] || { echo "test: a fuzz smoke failed (above)" >&2; exit 1; }
 fi
 step "all checks passed"

@@ -34,6 +34,9 @@ if [ -z "${OXPROF_BIN:-}" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Spark's local mode binds (and its driver advertises) the loopback address only, not the
+# interface address the machine's hostname resolves to.
+export SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_HOSTNAME=127.0.0.1
 
 engines="duckdb"
 [ "${SKIP_SPARK:-0}" = "1" ] || engines="duckdb spark"

@@ -31,10 +31,17 @@ VENV="${OXPROF_REFKIT_VENV:-$HOME/.cache/oxprof-refkit/venv}"
 REFKIT="${OXPROF_REFKIT_DIR:-$ROOT/../shared/refkit}"
 PY="$VENV/bin/python"
 OUT="$ROOT/testdata/tpu-synthetic"
-generate() { # generate DIR: both generators into DIR
-  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_training -- "$1" >/dev/null)
-  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --no-default-features --example gen_tpu_counters -- "$1" >/dev/null)
-  (cd "$ROOT" && cargo run -q --locked -p oxprof-xspace --example gen_tpu_megascale -- "$1" >/dev/null)
+generate() { # generate DIR: the generators into DIR
+  # Built with the whole workspace's features, as `cargo test --workspace` builds them (a
+  # no-op after it; `cargo run -p oxprof-xspace` resolved other features and recompiled
+  # their dependencies: 2 minutes of a CI run).
+  (cd "$ROOT" && cargo build -q --locked --workspace --examples)
+  local examples
+  examples="$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples"
+  for generator in gen_tpu_training gen_tpu_counters gen_tpu_megascale; do
+    "$examples/$generator" "$1" >/dev/null
+  done
 }
 
 if [ "${1:-}" = "--check" ]; then
