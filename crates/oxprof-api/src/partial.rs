@@ -98,14 +98,20 @@ pub fn encode_partial(partial: &HostPartial) -> Vec<u8> {
 
 /// The partial in `bytes` (read from `path`), its JSON within `max_json_bytes`.
 pub fn decode_partial(path: &Path, bytes: &[u8], max_json_bytes: u64) -> Result<HostPartial, ApiError> {
-    let p: PartialIn = artifact::decode(PARTIAL_KIND, PARTIAL_VERSION, bytes, max_json_bytes)
-        .map_err(|cause| ApiError::Partial { path: path.to_path_buf(), cause })?;
+    let damaged = |cause| ApiError::Partial { path: path.to_path_buf(), cause };
+    let p: PartialIn = artifact::decode(PARTIAL_KIND, PARTIAL_VERSION, bytes, max_json_bytes).map_err(damaged)?;
+    let analysis = p.analysis.into_analysis();
+    let steps = &analysis.op_stats.step_db.step_sequence;
+    if let Some(step) = steps.iter().find(|s| s.all_reduce_summary.as_ref().is_some_and(|a| !a.is_consistent())) {
+        let cause = format!("step {}: a core's all-reduce list is not in the file", step.step_num);
+        return Err(damaged(artifact::ArtifactError::Damaged { kind: PARTIAL_KIND.into(), cause }));
+    }
     Ok(HostPartial {
         host: p.host,
         source: p.source,
         source_bytes: p.source_bytes,
         written_by: p.written_by,
-        analysis: p.analysis.into_analysis(),
+        analysis,
         megascale: p.megascale,
         features: p.features,
     })

@@ -224,3 +224,16 @@ fn a_partial_round_trips_exactly() {
     assert!(!partial.megascale.summaries.is_empty());
     assert!(partial.written_by.starts_with("oxprof "), "{}", partial.written_by);
 }
+
+/// A partial whose all-reduce summary names a list it does not hold is refused as damaged
+/// (no panic, no core silently left out of the input pipeline's split).
+#[test]
+fn a_partial_naming_a_missing_all_reduce_list_is_damaged() {
+    let bytes = std::fs::read(dirs().pod.join("tpu-pod-host-002.oxpartial")).unwrap();
+    let mut partial = pod::decode_partial(Path::new("x.oxpartial"), &bytes, 1 << 30).unwrap();
+    let step = partial.analysis.op_stats.step_db.step_sequence.iter_mut().find(|s| s.all_reduce_summary.is_some());
+    let summary = step.expect("a step with all-reduces").all_reduce_summary.as_mut().unwrap();
+    summary.cores.values_mut().next().unwrap().id_list = u32::MAX;
+    let err = pod::decode_partial(Path::new("x.oxpartial"), &pod::encode_partial(&partial), 1 << 30).unwrap_err();
+    assert!(err.to_string().contains("a core's all-reduce list is not in the file"), "{err}");
+}

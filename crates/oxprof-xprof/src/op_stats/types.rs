@@ -502,13 +502,20 @@ impl AllReduceSummary {
         }
     }
 
+    /// Whether every core names a list the summary has (a damaged or hand-made file may not).
+    pub fn is_consistent(&self) -> bool {
+        self.cores.values().all(|c| (c.id_list as usize) < self.id_lists.len())
+    }
+
     /// Adds `other`, its cores renamed by `core_id`. A core already summarised keeps its own
     /// (its shortest durations stay counted: they differ from XProf's only where two hosts'
     /// cores share a global id, which takes SparseCores on more than 1 000 hosts).
     pub fn merge(&mut self, other: AllReduceSummary, core_id: impl Fn(u32) -> u32) {
         let offset = self.id_lists.len() as u32;
         for (core, c) in other.cores {
-            self.cores.entry(core_id(core)).or_insert(CoreAllReduces { id_list: c.id_list + offset, ..c });
+            self.cores
+                .entry(core_id(core))
+                .or_insert(CoreAllReduces { id_list: c.id_list.saturating_add(offset), ..c });
         }
         self.id_lists.extend(other.id_lists);
         for (id, duration) in other.min_duration_ps {
