@@ -205,6 +205,11 @@ impl StepDetails {
         &self.collectives
     }
 
+    /// Collective ops per core, moved out (a TPU host's are 1 024 per core and step).
+    pub fn take_collectives(&mut self) -> BTreeMap<u32, AllReduceDbResult> {
+        std::mem::take(&mut self.collectives)
+    }
+
     /// Memory transfers: `[host-to-device, device-to-host, device-to-device]`.
     pub fn device_memory_transfers(&self) -> &[DeviceMemoryTransfer; 3] {
         &self.device_memory_transfers

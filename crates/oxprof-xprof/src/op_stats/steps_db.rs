@@ -87,9 +87,8 @@ fn per_core_step_info(step_num: u32, details: &mut StepDetails) -> PerCoreStepIn
         );
     }
     info.hlo_metrics_db = Some(combiner.into_db());
-    for (core_id, db) in details.collectives() {
-        info.all_reduce_db_per_core.insert(*core_id, db.clone());
-    }
+    // The step database is the step events' last reader of them.
+    info.all_reduce_db_per_core.extend(details.take_collectives());
     info
 }
 
@@ -132,7 +131,7 @@ fn step_details_to_step_info(has_device: bool, step_num: i64, details: &StepDeta
 /// step on core [`DEFAULT_GPU_LOCAL_CORE_ID`] with their collectives and memory transfers,
 /// unless not well formed. With `maybe_drop_incomplete_steps` and more than five steps,
 /// the first and last are dropped. TPU per-core databases get their total time and idle
-/// op set in place, as in XProf.
+/// op set in place, as in XProf; their collectives move into the database.
 pub fn step_events_to_step_db(
     has_device: bool,
     maybe_drop_incomplete_steps: bool,
@@ -149,9 +148,7 @@ pub fn step_events_to_step_db(
             }
             let mut info = PerCoreStepInfo { step_num: step as u32, ..Default::default() };
             info.step_info_per_core.insert(DEFAULT_GPU_LOCAL_CORE_ID, step_info);
-            for (core_id, db) in details.collectives() {
-                info.all_reduce_db_per_core.insert(*core_id, db.clone());
-            }
+            info.all_reduce_db_per_core.extend(details.take_collectives());
             info.device_memory_transfers = details.device_memory_transfers().to_vec();
             info
         };
