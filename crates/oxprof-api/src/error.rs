@@ -75,18 +75,30 @@ pub enum ApiError {
         /// What is wrong with it.
         cause: oxprof_wire::artifact::ArtifactError,
     },
-    /// A tool that needs a host's events, asked of a pod result, whose hosts are partial
-    /// results (only the multi-host tools read them).
+    /// A tool that needs a host's events, asked of a pod result's host whose own profile
+    /// its pod.json does not name (the partial holds what the multi-host tools read only).
     #[error(
         "{path}: host {host} of a pod result is a partial result, which holds what the multi-host tools need \
          (overview_page, input_pipeline_analyzer, framework_op_stats, pod_viewer, megascale_stats, ...) but \
-         not its events; open the host's own profile (pod.json names it) for this tool"
+         not its events, and the pod result's pod.json does not name its profile; open the host's own profile \
+         for this tool"
     )]
     PodHostWithoutEvents {
         /// The host.
         host: String,
         /// Its partial's file.
         path: std::path::PathBuf,
+    },
+    /// A pod result's host whose own profile (as its pod.json names it) this session may
+    /// not read, or not as named.
+    #[error("host {host} of a pod result: its profile {profile} {reason}")]
+    PodHostSource {
+        /// The host.
+        host: String,
+        /// Its profile, as pod.json names it.
+        profile: String,
+        /// Why it is not read.
+        reason: String,
     },
     /// A computation panicked (a bug); the request is answered 500 and the server goes on.
     #[error("internal error while answering this request; please report it")]
@@ -106,6 +118,7 @@ impl ApiError {
             ApiError::Http { status, .. } => *status,
             ApiError::BadParameter { .. } => 400,
             ApiError::Summary { .. } | ApiError::Partial { .. } | ApiError::PodHostWithoutEvents { .. } => 422,
+            ApiError::PodHostSource { .. } => 403,
             ApiError::Load(oxprof_format::LoadError::LimitExceeded { .. }) => 413,
             ApiError::Load(oxprof_format::LoadError::FileChanged { .. }) => 409,
             ApiError::Load(_) => 422,

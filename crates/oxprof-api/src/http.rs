@@ -269,6 +269,9 @@ pub struct ServiceOptions {
     /// [`LOOPBACK_FRAME_ANCESTORS`]. Empty (the default): none may (`frame-ancestors
     /// 'none'` and `X-Frame-Options: DENY`).
     pub frame_ancestors: Vec<String>,
+    /// Places a pod result's hosts' own profiles may be read from (see
+    /// [`SessionOptions::pod_sources`]).
+    pub pod_sources: Vec<String>,
 }
 
 impl ServiceOptions {
@@ -283,6 +286,7 @@ impl ServiceOptions {
             follow_symlinks: false,
             disk_cache: None,
             frame_ancestors: Vec::new(),
+            pod_sources: Vec::new(),
         }
     }
 }
@@ -325,6 +329,7 @@ impl Service {
             limits: options.limits.clone(),
             confine_to_root: !options.follow_symlinks,
             disk_cache: options.disk_cache.clone(),
+            pod_sources: options.pod_sources.clone(),
         };
         let session = Arc::new(Session::open_path(&options.root, session_options)?);
         Ok(Service {

@@ -24,6 +24,7 @@ pub mod op_stats;
 mod partial;
 mod persist;
 pub mod pod;
+mod pod_source;
 pub mod pytorch;
 pub mod registry;
 pub mod request;

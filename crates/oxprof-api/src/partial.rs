@@ -8,6 +8,7 @@
 use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::persist::{AnalysisIn, AnalysisOut, BUILD_FINGERPRINT};
+use crate::pod_source::{PodManifest, read_manifest};
 use crate::session::Session;
 use crate::tool::Features;
 use oxprof_format::HostFile;
@@ -25,10 +26,6 @@ pub const PARTIAL_KIND: &str = "host-partial";
 /// The partial format this build writes and reads (2: all-reduces as their exact summary,
 /// `AllReduceSummary`, instead of XProf's per-core lists).
 pub const PARTIAL_VERSION: u32 = 2;
-/// The pod result directory's manifest.
-pub const MANIFEST_FILE: &str = "pod.json";
-/// The manifest's `format` field.
-pub const MANIFEST_FORMAT: &str = "oxprof-pod";
 
 /// One host's contribution to the multi-host tools.
 #[derive(Debug)]
@@ -175,73 +172,12 @@ pub(crate) fn first_host_features(
     Ok(Features::of(&space))
 }
 
-/// A pod result directory's `pod.json`, as the job that computed it wrote it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PodManifest {
-    /// [`MANIFEST_FORMAT`].
-    pub format: String,
-    /// The manifest's version (1).
-    pub version: u32,
-    /// Where the hosts' profiles were read (the plan's source).
-    pub source: String,
-    /// The run of that source.
-    pub run: String,
-    /// What computed the partials (e.g. `{"kind": "spark", "master": …, "executors": 2}`).
-    pub engine: serde_json::Value,
-    /// The hosts whose partials are in the directory.
-    pub hosts: Vec<ManifestHost>,
-    /// The hosts whose partials could not be computed.
-    pub failed: Vec<FailedHost>,
-}
-
-/// A host of a [`PodManifest`] with its partial.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ManifestHost {
-    /// The host's name.
-    pub host: String,
-    /// Its profile (path or URL).
-    pub source: String,
-    /// Its partial's file name in the directory.
-    pub partial: String,
-    /// The profile's size.
-    pub source_bytes: Option<u64>,
-    /// The partial's size.
-    pub partial_bytes: Option<u64>,
-    /// Seconds its task took.
-    pub seconds: Option<f64>,
-    /// Peak resident memory of the process that computed it.
-    pub peak_rss_bytes: Option<u64>,
-}
-
-/// A host of a [`PodManifest`] without a partial, and why.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct FailedHost {
-    /// The host's name.
-    pub host: String,
-    /// Its profile (path or URL).
-    pub source: String,
-    /// The error its task reported (one line).
-    pub error: String,
-}
-
-/// The largest manifest read (a few hundred bytes per host).
-const MAX_MANIFEST_BYTES: u64 = 64 << 20;
-
 /// The manifest of `run` when it is a pod result (its hosts are partials) and has one.
 pub(crate) fn manifest_of(session: &Session, run: &ServedRun) -> Option<PodManifest> {
     if !run.hosts.iter().any(|h| is_partial(&h.path)) {
         return None;
     }
-    let path = run.dir.join(MANIFEST_FILE);
-    let store = session.store();
-    let size = store.stat(&path).ok()?.size;
-    if size > MAX_MANIFEST_BYTES {
-        return None;
-    }
-    serde_json::from_slice(&store.read_range(&path, 0..size).ok()?).ok()
+    read_manifest(session.store(), &run.dir)
 }
 
 /// oxprof's notes on a pod result: the hosts its job could not compute (the answer covers

@@ -14,11 +14,11 @@ use crate::ApiError;
 use crate::catalog::ServedRun;
 use crate::op_stats::fold_hosts;
 pub use crate::partial::{
-    COMBINED_FILE, COMBINED_KIND, COMBINED_VERSION, FailedHost, HostPartial, MANIFEST_FILE, MANIFEST_FORMAT,
-    ManifestHost, PARTIAL_KIND, PARTIAL_VERSION, PodManifest, artifact_kind, decode_partial, encode_partial,
-    is_partial,
+    COMBINED_FILE, COMBINED_KIND, COMBINED_VERSION, HostPartial, PARTIAL_KIND, PARTIAL_VERSION, artifact_kind,
+    decode_partial, encode_partial, is_partial,
 };
 use crate::partial::{CombinedParts, encode_combined, megascale_facts, read_partial, stamps, this_oxprof};
+pub use crate::pod_source::{FailedHost, MANIFEST_FILE, MANIFEST_FORMAT, ManifestHost, PodManifest};
 use crate::session::Session;
 use crate::tool::Features;
 use oxprof_format::HostFile;
@@ -78,11 +78,22 @@ pub fn plan(session: &Session, run: Option<&str>) -> Result<PodPlan, ApiError> {
         .iter()
         .map(|h| PlannedHost {
             host: h.host.clone(),
-            source: h.path.to_string_lossy().into_owned(),
+            source: absolute_source(&h.path),
             bytes: session.store().stat(&h.path).ok().map(|s| s.size),
         })
         .collect();
     Ok(PodPlan { run: run.name, hosts })
+}
+
+/// A host file as a task takes it and pod.json keeps it: a URL as it is, a local path made
+/// absolute (a relative one would mean another folder to each process that reads it, and
+/// nothing to a server opening the pod result later).
+fn absolute_source(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    if oxprof_objstore::is_url(&text) {
+        return text.into_owned();
+    }
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
 }
 
 /// The partial of the host `host` of the session's newest run (`None`: its only host; a

@@ -33,6 +33,7 @@
 use crate::ApiError;
 use crate::catalog::{Catalog, ServedRun};
 use crate::persist::{self, Persisted};
+use crate::pod_source::SourcePlace;
 use crate::request::Answer;
 use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_flight::{Abandoned, CacheStats, FlightCache, Lookup, Weighted};
@@ -62,6 +63,9 @@ pub struct SessionOptions {
     /// The persistent cache of per-host analyses shared with later processes
     /// (`--cache-dir`; `None`: `--no-cache`).
     pub disk_cache: Option<Arc<DiskCache>>,
+    /// Places besides the root from which a pod result's hosts' own profiles may be read
+    /// (`--pod-sources`: local folders or object-store prefixes; see `crate::pod_source`).
+    pub pod_sources: Vec<String>,
 }
 
 impl Default for SessionOptions {
@@ -71,6 +75,7 @@ impl Default for SessionOptions {
             confine_to_root: true,
             limits: LoadLimits::default(),
             disk_cache: None,
+            pod_sources: Vec::new(),
         }
     }
 }
@@ -78,7 +83,7 @@ impl Default for SessionOptions {
 impl SessionOptions {
     /// Options for a one-shot caller (the CLI): nothing outlives the request anyway.
     pub fn one_shot() -> Self {
-        SessionOptions { cache_bytes: 0, confine_to_root: false, limits: LoadLimits::default(), disk_cache: None }
+        SessionOptions { cache_bytes: 0, confine_to_root: false, ..SessionOptions::default() }
     }
 }
 
@@ -301,6 +306,10 @@ pub struct Session {
     counts: std::sync::Mutex<FileCounts>,
     /// See [`Session::memory_accounts`].
     accounts: std::sync::Mutex<Vec<std::sync::Weak<dyn MemoryAccount>>>,
+    /// See [`SessionOptions::pod_sources`].
+    pod_sources: Vec<String>,
+    /// The stores of `pod_sources` opened so far (one per entry at most).
+    pod_source_stores: std::sync::Mutex<Vec<(String, Arc<dyn ProfileStore>)>>,
 }
 
 /// Memory something holds for a session outside its cache, within a limit of its own
@@ -338,6 +347,8 @@ impl Session {
             cache: FlightCache::new(options.cache_bytes),
             counts: Default::default(),
             accounts: Default::default(),
+            pod_sources: options.pod_sources,
+            pod_source_stores: Default::default(),
         })
     }
 
@@ -359,6 +370,25 @@ impl Session {
     /// Where the session's profiles live.
     pub fn store(&self) -> &dyn ProfileStore {
         &*self.store
+    }
+
+    /// See [`SessionOptions::pod_sources`].
+    pub fn pod_sources(&self) -> &[String] {
+        &self.pod_sources
+    }
+
+    /// The store of `root`, one of [`Session::pod_sources`], opened once.
+    fn pod_source_store(&self, root: &str) -> Result<Arc<dyn ProfileStore>, ApiError> {
+        let mut stores = self.pod_source_stores.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, store)) = stores.iter().find(|(r, _)| r == root) {
+            return Ok(store.clone());
+        }
+        let remote = oxprof_objstore::RemoteOptions { disk_cache: self.disk_cache.clone(), ..Default::default() };
+        let store = oxprof_objstore::open_store(Path::new(root), &remote).map_err(|e| {
+            ApiError::Discovery(oxprof_format::DiscoveryError::Io { path: PathBuf::from(root), cause: e.into_io() })
+        })?;
+        stores.push((root.to_string(), store.clone()));
+        Ok(store)
     }
 
     /// A fingerprint of a run's files (each host's name and file identity, as the caches
@@ -406,14 +436,23 @@ impl Session {
     /// planes `lines_of` accepts.
     pub fn load(&self, file: &HostFile, lines_of: &dyn Fn(&str) -> bool) -> Result<XSpace, ApiError> {
         if oxprof_format::discovery::is_pod_partial(&file.path) {
-            return Err(ApiError::PodHostWithoutEvents { host: file.host.clone(), path: file.path.clone() });
+            // A pod result's host: its own profile, where pod.json says the job read it.
+            let (place, source) = crate::pod_source::host_source(&*self.store, &self.pod_sources, file)?;
+            let store = match place {
+                SourcePlace::Root => self.store.clone(),
+                SourcePlace::Allowed(root) => self.pod_source_store(&root)?,
+            };
+            return Ok(store.load(&source, &self.limits, lines_of)?);
         }
         Ok(self.store.load(&file.path, &self.limits, lines_of)?)
     }
 
     /// The persistent-cache slot of what `kind` computes from `file` (with `extra` inputs).
     pub(crate) fn persisted<'s>(&'s self, file: &'s HostFile, kind: &str, extra: &str) -> Persisted<'s> {
-        Persisted::new(self.disk_cache.as_deref(), self.store(), &file.path, kind, extra)
+        // What a pod host's events give is kept in memory only: the cache would key it on
+        // the partial's identity, which says nothing of its profile's.
+        let disk_cache = self.disk_cache.as_deref().filter(|_| !oxprof_format::discovery::is_pod_partial(&file.path));
+        Persisted::new(disk_cache, self.store(), &file.path, kind, extra)
     }
 
     /// Waits for this request's turn to decode profiles (see [`max_concurrent_loads`]).

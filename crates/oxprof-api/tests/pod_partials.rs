@@ -2,8 +2,9 @@
 //! multi-host tools byte for byte as the hosts' own files do: a generated 6-host pod with
 //! DCN collectives, a straggler and a slow-input host, each host's partial computed by its
 //! own session (as a Spark executor computes it, apart from the others), one host left out
-//! as a failed task. Also: a partial host refuses the tools that need its events, a damaged
-//! or foreign partial is named, and the partial round-trips exactly.
+//! as a failed task. Also: a host's events come from the profile pod.json names, only from
+//! the places allowed; a damaged or foreign partial is named, and the partial round-trips
+//! exactly.
 
 use oxprof_api::ApiError;
 use oxprof_api::data::{compute, one_shot_session, open_run};
@@ -21,6 +22,8 @@ const FAILED: &str = "tpu-pod-host-003";
 
 struct Dirs {
     _tmp: tempfile::TempDir,
+    /// The generated run (every host), where pod.json says the job read the hosts.
+    generated: PathBuf,
     /// The generated hosts but [`FAILED`], as profiles.
     profiles: PathBuf,
     /// Their partials and pod.json.
@@ -91,7 +94,7 @@ fn dirs() -> &'static Dirs {
         let (session, run) = open_run(&combined, None).unwrap();
         let bytes = pod::combine_pod(&session, &run).unwrap();
         std::fs::write(combined.join(pod::COMBINED_FILE), bytes).unwrap();
-        Dirs { _tmp: tmp, profiles, pod: pod_dir, combined }
+        Dirs { _tmp: tmp, generated: summary.run_dir.clone(), profiles, pod: pod_dir, combined }
     })
 }
 
@@ -172,11 +175,100 @@ fn one_host_of_a_pod_result_answers_as_its_file() {
     }
 }
 
+/// `tool`'s body for `host` of the run in `dir`, with pod hosts' profiles allowed from
+/// `pod_sources`.
+fn answer_with_sources(dir: &Path, tool: &str, host: &str, pod_sources: &[&Path]) -> Result<String, ApiError> {
+    let options = oxprof_api::session::SessionOptions {
+        pod_sources: pod_sources.iter().map(|p| p.display().to_string()).collect(),
+        ..oxprof_api::session::SessionOptions::one_shot()
+    };
+    let session = oxprof_api::data::local_session(dir, options)?;
+    let run = session.run(None)?;
+    let request = DataRequest { host: Some(host.into()), ..oxprof_api::registry::request(tool).unwrap() };
+    Ok(compute(&session, &run, &request, false)?.xprof_body().text)
+}
+
 #[test]
-fn a_tool_that_needs_events_says_where_the_profile_is() {
-    let err = answer(&dirs().pod, "trace_viewer@", "tpu-pod-host-000").unwrap_err();
+fn a_hosts_events_come_from_the_profile_pod_json_names_when_allowed() {
+    let dirs = dirs();
+    for tool in ["trace_viewer@", "op_profile"] {
+        let from_file = answer_with_sources(&dirs.profiles, tool, "tpu-pod-host-004", &[]).unwrap();
+        let drilled = answer_with_sources(&dirs.pod, tool, "tpu-pod-host-004", &[&dirs.generated]).unwrap();
+        assert!(from_file.len() > 1000, "{tool}: {from_file:.200}");
+        assert!(from_file == drilled, "{tool}: the drill-down answers differently from the host's file");
+    }
+}
+
+#[test]
+fn a_hosts_profile_outside_the_allowed_places_is_refused_and_the_flag_named() {
+    let dirs = dirs();
+    let err = answer_with_sources(&dirs.pod, "trace_viewer@", "tpu-pod-host-000", &[]).unwrap_err();
+    assert!(matches!(err, ApiError::PodHostSource { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("tpu-pod-host-000.xplane.pb lies outside"), "{text}");
+    assert!(text.contains(&format!("--pod-sources {}", dirs.generated.display())), "{text}");
+    assert_eq!(err.http_status(), 403);
+    // Another allowed place is not the host's.
+    let err = answer_with_sources(&dirs.pod, "trace_viewer@", "tpu-pod-host-000", &[&dirs.profiles]).unwrap_err();
+    assert!(matches!(err, ApiError::PodHostSource { .. }), "{err}");
+}
+
+/// A pod result whose pod.json names `source` for its one host (a copy of host 000's partial).
+fn pod_naming(source: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let partial = "tpu-pod-host-000.oxpartial";
+    std::fs::copy(dirs().pod.join(partial), dir.path().join(partial)).unwrap();
+    let manifest = PodManifest {
+        format: pod::MANIFEST_FORMAT.into(),
+        version: 1,
+        hosts: vec![ManifestHost {
+            host: "tpu-pod-host-000".into(),
+            source: source.into(),
+            partial: partial.into(),
+            ..ManifestHost::default()
+        }],
+        ..PodManifest::default()
+    };
+    std::fs::write(dir.path().join(pod::MANIFEST_FILE), serde_json::to_vec(&manifest).unwrap()).unwrap();
+    dir
+}
+
+#[test]
+fn a_hostile_pod_json_reads_nothing_outside_the_allowed_places() {
+    let dirs = dirs();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.xplane.pb");
+    std::fs::copy(dirs.profiles.join("tpu-pod-host-000.xplane.pb"), &secret).unwrap();
+    let allowed = tempfile::tempdir().unwrap();
+    let climbing = format!(
+        "{}/../{}",
+        allowed.path().display(),
+        secret.strip_prefix(allowed.path().parent().unwrap()).unwrap().display()
+    );
+    let link = allowed.path().join("link.xplane.pb");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    for source in [
+        secret.display().to_string(),
+        climbing,
+        link.display().to_string(),
+        "tpu-pod-host-000.xplane.pb".into(),
+        // Refused before anything is dialled (a closed loopback port, were it dialled).
+        "http://127.0.0.1:9/secret.xplane.pb".into(),
+        "s3://bucket/logs/../secret.xplane.pb".into(),
+    ] {
+        let pod = pod_naming(&source);
+        let err = answer_with_sources(pod.path(), "trace_viewer@", "tpu-pod-host-000", &[allowed.path()]).unwrap_err();
+        assert!(matches!(err, ApiError::PodHostSource { .. }), "{source}: {err}");
+    }
+    // The same file inside the allowed place is read.
+    std::fs::copy(&secret, allowed.path().join("h.xplane.pb")).unwrap();
+    let pod = pod_naming(&allowed.path().join("h.xplane.pb").display().to_string());
+    answer_with_sources(pod.path(), "trace_viewer@", "tpu-pod-host-000", &[allowed.path()]).unwrap();
+    // A pod.json without the host: the partial's own refusal.
+    std::fs::write(pod.path().join(pod::MANIFEST_FILE), b"{}").unwrap();
+    let err = answer_with_sources(pod.path(), "trace_viewer@", "tpu-pod-host-000", &[allowed.path()]).unwrap_err();
     assert!(matches!(err, ApiError::PodHostWithoutEvents { .. }), "{err}");
-    assert!(err.to_string().contains("open the host's own profile (pod.json names it)"), "{err}");
     assert_eq!(err.http_status(), 422);
 }
 

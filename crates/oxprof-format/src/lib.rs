@@ -35,8 +35,8 @@ pub use discovery::{Discovery, DiscoveryError, HostFile, Run, discover};
 pub use error::LoadError;
 pub use formats::{Detected, Format, FormatSpec, detect};
 pub use load::{
-    decode_bytes, decode_bytes_lines_of, decode_bytes_with, decode_stream_lines_of, load_xspace, load_xspace_lines_of,
-    load_xspace_with, return_freed_large_blocks_to_the_os,
+    decode_bytes, decode_bytes_lines_of, decode_bytes_with, decode_stream_lines_of, decode_stream_spilled, load_xspace,
+    load_xspace_lines_of, load_xspace_with, return_freed_large_blocks_to_the_os,
 };
 pub use oxprof_model::{
     Allowance, DiagnosticKind, Diagnostics, Event, EventMetadata, EventMetadataId, IntValue, KeepPages, Limit,

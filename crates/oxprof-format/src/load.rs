@@ -23,7 +23,7 @@ use oxprof_model::XSpace;
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits};
 use oxprof_model::{KeepPages, ReleasePages};
 use std::fs::{File, Metadata};
-use std::io::{Read, Seek};
+use std::io::{Read, Seek, Write};
 use std::ops::Range;
 use std::path::Path;
 
@@ -397,6 +397,48 @@ pub fn decode_stream_lines_of(
     keep.read_to_end(&mut Vec::new()).map_err(io)?;
     let space = import(detected.format, path, &inflated, &KeepPages, limits, lines_of)?;
     Ok((space, keep.kept))
+}
+
+/// A plain (not gzip) profile arriving as a stream, as [`decode_stream_lines_of`] takes it,
+/// written to an unlinked temporary file (in `TMPDIR`) as it arrives and decoded from a
+/// mapping of it, whose pages are given back as they are decoded, as a local file's are:
+/// the download is never in memory whole beside the model it becomes. Answers the model and
+/// the bytes read. A gzip stream, or one under a mapping's worth, is decoded as
+/// [`decode_stream_lines_of`] decodes it (its raw bytes are dropped).
+pub fn decode_stream_spilled(
+    path: &Path,
+    head: Vec<u8>,
+    mut rest: impl Read + Send,
+    size: u64,
+    limits: &LoadLimits,
+    lines_of: &dyn Fn(&str) -> bool,
+) -> Result<(XSpace, u64), LoadError> {
+    let detected = detect_or_name(path, &head[..head.len().min(SNIFF_BYTES)])?;
+    if detected.gzip || size < MMAP_THRESHOLD {
+        let (space, raw) = decode_stream_lines_of(path, head, rest, size, limits, lines_of)?;
+        return Ok((space, raw.len() as u64));
+    }
+    let spill_error = |cause: std::io::Error| {
+        let cause = std::io::Error::new(
+            cause.kind(),
+            format!(
+                "cannot keep the download in {} ({cause}); set TMPDIR to a folder with room",
+                std::env::temp_dir().display()
+            ),
+        );
+        LoadError::Io { path: path.to_path_buf(), cause }
+    };
+    let mut file = tempfile::tempfile().map_err(spill_error)?;
+    file.write_all(&head).map_err(spill_error)?;
+    // One byte past the budget is enough to know it was passed.
+    let copied = std::io::copy(&mut (&mut rest).take(limits.max_profile_bytes.saturating_add(1)), &mut file);
+    let copied = copied.map_err(|cause| LoadError::Io { path: path.to_path_buf(), cause })?;
+    let bytes_read = head.len() as u64 + copied;
+    drop(head);
+    file.rewind().map_err(spill_error)?;
+    let meta = file.metadata().map_err(spill_error)?;
+    let (result, _) = read_and_decode(&mut file, &meta, path, limits, lines_of);
+    Ok((result?, bytes_read))
 }
 
 /// A profile in memory (plain or gzip) into the model through the format seam.

@@ -110,3 +110,56 @@ fn a_streamed_pytorch_trace_imports_as_from_memory() {
     let message = capped.unwrap_err().to_string();
     assert!(message.contains("max-profile"), "{message}");
 }
+
+/// A plain profile of `events` events (over a mapping's worth of bytes from ~40 000).
+fn large_profile(events: i64) -> Vec<u8> {
+    oxprof_testkit::XSpaceBuilder::new()
+        .plane("/host:CPU", |p| {
+            p.line(1, "thread", 0, |l| {
+                for i in 0..events {
+                    l.event(["matmul", "relu", "conv"][(i % 3) as usize], i * 10, 5);
+                }
+            });
+        })
+        .to_bytes()
+}
+
+#[test]
+fn a_spilled_stream_decodes_as_from_memory_and_keeps_its_budget() {
+    use oxprof_format::decode_stream_spilled;
+    let limits = LoadLimits::default();
+    let bytes = large_profile(200_000);
+    assert!(bytes.len() > 1 << 20, "{} bytes: not spilled", bytes.len());
+    let path = Path::new("s3://b/h.xplane.pb");
+    let expected = decode_bytes_lines_of(path, &bytes, &limits, &|_| true).unwrap();
+    let (head, rest) = bytes.split_at(64);
+    let (space, read) =
+        decode_stream_spilled(path, head.to_vec(), std::io::Cursor::new(rest), bytes.len() as u64, &limits, &|_| true)
+            .unwrap();
+    assert_eq!(read, bytes.len() as u64);
+    assert_eq!(space.event_count(), expected.event_count());
+    assert_eq!(space.event_count(), 200_000);
+    // The small and the gzip ones take the in-memory way, with the same answers.
+    for (name, bytes) in [("h.xplane.pb", profile()), ("h.xplane.pb.gz", gzip(&large_profile(200_000)))] {
+        let (head, rest) = bytes.split_at(16);
+        let (space, read) =
+            decode_stream_spilled(Path::new(name), head.to_vec(), Trickle(rest), bytes.len() as u64, &limits, &|_| {
+                true
+            })
+            .unwrap();
+        assert_eq!(read, bytes.len() as u64, "{name}");
+        assert!(space.event_count() == 2 || space.event_count() == 200_000, "{name}");
+    }
+    // Over the budget: refused, whatever the stated size.
+    let small = LoadLimits { max_profile_bytes: 1 << 20, ..LoadLimits::default() };
+    let capped = decode_stream_spilled(path, head.to_vec(), std::io::Cursor::new(rest), 1 << 20, &small, &|_| true);
+    let message = capped.unwrap_err().to_string();
+    assert!(message.contains("max-profile"), "{message}");
+    // Cut short: what arrived is counted, for the caller to see it changed.
+    let short = &rest[..rest.len() / 2];
+    if let Ok((_, read)) =
+        decode_stream_spilled(path, head.to_vec(), std::io::Cursor::new(short), bytes.len() as u64, &limits, &|_| true)
+    {
+        assert!(read < bytes.len() as u64);
+    }
+}

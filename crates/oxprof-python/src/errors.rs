@@ -13,7 +13,7 @@ fn class_of(error: &ApiError) -> &'static str {
         ApiError::Discovery(_) | ApiError::NotFound(_) => "ProfileNotFound",
         ApiError::Load(LoadError::LimitExceeded { .. }) => "LimitExceeded",
         ApiError::Load(_) | ApiError::Summary { .. } | ApiError::Partial { .. } => "InvalidProfile",
-        ApiError::PodHostWithoutEvents { .. } => "BadParameter",
+        ApiError::PodHostWithoutEvents { .. } | ApiError::PodHostSource { .. } => "BadParameter",
         ApiError::UnknownRun { .. } => "UnknownRun",
         ApiError::UnknownHost { .. } => "UnknownHost",
         ApiError::UnknownTool(_) | ApiError::NotYetAvailable { .. } => "UnknownTool",

@@ -50,7 +50,13 @@ pub fn open(
     }
     // The caller owns the files (as with the CLI): runs are not confined to the path.
     let (disk_cache, cache_warning) = cache::open(persistent_cache, cache_dir, cache_dir_bytes);
-    let options = SessionOptions { cache_bytes, confine_to_root: false, limits, disk_cache: disk_cache.clone() };
+    let options = SessionOptions {
+        cache_bytes,
+        confine_to_root: false,
+        limits,
+        disk_cache: disk_cache.clone(),
+        ..Default::default()
+    };
     let opened = py.detach(|| -> Result<Session, ApiError> {
         let session = Session::open_path(&path, options)
             .map_err(|cause| ApiError::Discovery(DiscoveryError::Io { path: path.clone(), cause }))?;

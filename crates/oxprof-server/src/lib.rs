@@ -60,6 +60,8 @@ pub struct ServeOptions {
     /// Pages that may show the UI in a frame (CSP `frame-ancestors` sources; see
     /// `oxprof_api::http::ServiceOptions::frame_ancestors`). Empty: none may.
     pub frame_ancestors: Vec<String>,
+    /// Places a pod result's hosts' own profiles may be read from (`--pod-sources`).
+    pub pod_sources: Vec<String>,
 }
 
 impl Default for ServeOptions {
@@ -76,6 +78,7 @@ impl Default for ServeOptions {
             follow_symlinks: false,
             disk_cache: None,
             frame_ancestors: Vec::new(),
+            pod_sources: Vec::new(),
         }
     }
 }
@@ -157,6 +160,7 @@ async fn start_with(
         follow_symlinks: options.follow_symlinks,
         disk_cache: options.disk_cache.clone(),
         frame_ancestors: options.frame_ancestors.clone(),
+        pod_sources: options.pod_sources.clone(),
     };
     let ui: Arc<dyn oxprof_api::http::Assets> = match std::env::var_os("OXPROF_UI_DIR") {
         Some(dir) => Arc::new(assets::FromDir::load(std::path::Path::new(&dir))?),

@@ -60,6 +60,12 @@ enum Command {
         /// typed report as JSON.
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
+        /// Also read a pod result's hosts' own profiles from PLACE (repeatable; a folder or
+        /// an object-store prefix such as s3://bucket/logs): the tools that need a host's
+        /// events read the profile its pod.json names when it lies inside PATH or a PLACE,
+        /// and refuse it otherwise.
+        #[arg(long = "pod-sources", value_name = "PLACE")]
+        pod_sources: Vec<String>,
         #[command(flatten)]
         budget: InputBudget,
         #[command(flatten)]
@@ -291,6 +297,12 @@ enum Command {
         /// TensorBoard's own origin.
         #[arg(long = "frame-ancestors", value_name = "SOURCE", value_parser = frame_source)]
         frame_ancestors: Vec<String>,
+        /// Also read a pod result's hosts' own profiles from PLACE (repeatable; a folder or
+        /// an object-store prefix such as s3://bucket/logs): the tools that need a host's
+        /// events read the profile its pod.json names when it lies inside PATH or a PLACE,
+        /// and refuse it otherwise.
+        #[arg(long = "pod-sources", value_name = "PLACE")]
+        pod_sources: Vec<String>,
         #[command(flatten)]
         budget: InputBudget,
         #[command(flatten)]
@@ -1253,6 +1265,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             capture_allow,
             follow_symlinks,
             frame_ancestors,
+            pod_sources,
             budget,
             cache,
         } => {
@@ -1271,6 +1284,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                 follow_symlinks,
                 disk_cache: cache.open(),
                 frame_ancestors,
+                pod_sources,
             };
             let demo = options.path.is_none();
             oxprof_server::serve_blocking(options, |server| {
@@ -1414,11 +1428,12 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Data { tool, path, run, host, params, format, budget, cache } => {
+        Command::Data { tool, path, run, host, params, format, pod_sources, budget, cache } => {
             let request = oxprof_api::data::DataRequest { run, tool, host, params: params.into_iter().collect() };
             let options = oxprof_api::session::SessionOptions {
                 limits: budget.limits(),
                 disk_cache: cache.open(),
+                pod_sources,
                 ..oxprof_api::session::SessionOptions::one_shot()
             };
             let session = oxprof_api::data::local_session(&path, options)?;
