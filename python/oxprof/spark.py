@@ -4,9 +4,9 @@ The driver asks ``oxprof pod plan SOURCE`` for the run's hosts (a local director
 bucket: s3://, gs://, az://), runs one Spark task per host, in which the executor runs
 ``oxprof pod partial HOST_FILE`` and measures that process's peak RSS, and writes what comes
 back into a *pod result directory*: ``<host>.oxpartial`` per host and the manifest
-``pod.json``. With ``--combine`` the driver then runs ``oxprof pod combine OUT``, which
-writes the pod's own ALL_HOSTS combine (``ALL_HOSTS.oxcombined``): off by default, because
-today that file is larger than the partials and slower to answer from.
+``pod.json``. The driver then runs ``oxprof pod combine OUT``, which writes the pod's own
+ALL_HOSTS combine (``ALL_HOSTS.oxcombined``), what an ALL_HOSTS answer reads in one go
+(``--no-combine`` leaves it out: the answers then fold the partials).
 ``oxprof data TOOL --host ALL_HOSTS OUT`` and ``oxprof serve OUT`` answer the multi-host
 tools from it (docs/pods.md).
 
@@ -478,9 +478,9 @@ def main(argv=None):
                    help="stop a host's oxprof after this long and count the host failed (default 3600)")
     p.add_argument("--gather-mb", type=float, default=DEFAULT_GATHER_MB, metavar="MB",
                    help=f"MB of partials the driver fetches at once (default {DEFAULT_GATHER_MB})")
-    p.add_argument("--combine", action="store_true",
-                   help="end with the driver's `oxprof pod combine OUT` (ALL_HOSTS.oxcombined; off by default: "
-                        "today it is larger than the partials and slower to answer from, docs/pods.md)")
+    p.add_argument("--combine", action=argparse.BooleanOptionalAction, default=True,
+                   help="end with the driver's `oxprof pod combine OUT` (ALL_HOSTS.oxcombined, what ALL_HOSTS "
+                        "answers read in one go; on by default, --no-combine: the answers fold the partials)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the summary on stdout")
     a = p.parse_args(argv)
     if a.gather_mb <= 0:

@@ -115,7 +115,7 @@ def test_every_host_partial_failures_named_and_the_others_kept(tmp_path, fake_ox
     contents["host-1"] = b"deleted"
     (run / "host-1.xplane.pb").unlink()
     done = submit(run, out, "--oxprof", fake_oxprof, "--plan", tmp_path / "plan.json", "--format", "json",
-                  "--gather-mb", "0.00003", "--host-timeout", "3", "--combine")
+                  "--gather-mb", "0.00003", "--host-timeout", "3")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["hosts"] == 3
@@ -144,7 +144,7 @@ def test_every_host_partial_failures_named_and_the_others_kept(tmp_path, fake_ox
     assert failed["ghost"]["error"].startswith(f"{run}/ghost.xplane.pb: cannot read")
     assert failed["host-1"]["error"].startswith(f"{run}/host-1.xplane.pb: cannot read")
     assert failed["host-5"]["error"] == "killed after the 3 s time limit per host (--host-timeout)"
-    # --combine: the driver's combine ran last, over the partials the job wrote.
+    # The driver's combine (on by default) ran last, over the partials the job wrote.
     assert summary["combine"]["ok"] and summary["combine"]["peak_rss_bytes"] > 0, summary["combine"]
     assert (out / "ALL_HOSTS.oxcombined").read_bytes() == ("combined " + ",".join(f"{h}.oxpartial" for h in good)).encode()
     assert sorted(os.listdir(out)) == sorted([f"{h}.oxpartial" for h in good] + ["pod.json", "ALL_HOSTS.oxcombined"])
@@ -159,9 +159,9 @@ def test_a_failed_combine_is_named_and_the_partials_kept(tmp_path, fake_oxprof):
     assert not combined["ok"] and combined["error"] == f"{out}: cannot combine (the stand-in was told to fail)"
     assert "the combine failed; ALL_HOSTS answers fold the partials instead" in done.stderr
     assert sorted(os.listdir(out)) == ["a.oxpartial", "b.oxpartial", "pod.json"]
-    # Without --combine (the default): not run at all.
+    # With --no-combine: not run at all.
     out2 = tmp_path / "pod2"
-    done = submit(run, out2, "--oxprof", fake_oxprof, "--format", "json")
+    done = submit(run, out2, "--oxprof", fake_oxprof, "--format", "json", "--no-combine")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["combine"] is None
     assert "ALL_HOSTS.oxcombined" not in os.listdir(out2)

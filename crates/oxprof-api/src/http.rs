@@ -216,8 +216,33 @@ impl From<ApiError> for HttpError {
             return HttpError { status, message };
         }
         let status = e.http_status();
+        if let Some(message) = pod_source_refusal(&e) {
+            return HttpError { status, message };
+        }
         // Status 5xx from the API are our own limits (not yet available), safe to show.
         HttpError { status, message: e.to_string() }
+    }
+}
+
+/// A refused pod host's profile as a response tells it: without the local paths of the
+/// places the server may read (responses never carry absolute paths), a local profile by
+/// its file name (`oxprof data` says it whole).
+fn pod_source_refusal(e: &ApiError) -> Option<String> {
+    match e {
+        ApiError::Shared(inner) => pod_source_refusal(inner),
+        ApiError::PodHostSource { host, profile, .. } => {
+            let shown = if oxprof_objstore::is_url(profile) {
+                profile.clone()
+            } else {
+                Path::new(profile).file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            };
+            Some(format!(
+                "host {host} of a pod result: its profile {shown} (as pod.json names it) is not read: it lies outside \
+                 the served path and every place the server was started with (--pod-sources), or is not a plain path \
+                 or URL; start the server with --pod-sources naming where the job read the hosts (pod.json's \"source\")"
+            ))
+        }
+        _ => None,
     }
 }
 

@@ -103,6 +103,12 @@ pub fn decode_partial(path: &Path, bytes: &[u8], max_json_bytes: u64) -> Result<
         let cause = format!("step {}: a core's all-reduce list is not in the file", step.step_num);
         return Err(damaged(artifact::ArtifactError::Damaged { kind: PARTIAL_KIND.into(), cause }));
     }
+    // A partial is merged with others: its all-reduces must be ids, not settled sums.
+    if let Some(step) = steps.iter().find(|s| s.all_reduce_summary.as_ref().is_some_and(|a| a.is_settled())) {
+        let cause =
+            format!("step {}: its all-reduces are settled sums, which only a combine of every host has", step.step_num);
+        return Err(damaged(artifact::ArtifactError::Damaged { kind: PARTIAL_KIND.into(), cause }));
+    }
     Ok(HostPartial {
         host: p.host,
         source: p.source,
@@ -197,8 +203,9 @@ pub(crate) fn pod_notes(session: &Session, run: &ServedRun) -> Vec<String> {
 pub const COMBINED_FILE: &str = "ALL_HOSTS.oxcombined";
 /// The artifact kind of [`COMBINED_FILE`].
 pub const COMBINED_KIND: &str = "pod-combined";
-/// The combined format this build writes and reads (2: all-reduces summarised, as in partials).
-pub const COMBINED_VERSION: u32 = 2;
+/// The combined format this build writes and reads (2: all-reduces summarised, as in
+/// partials; 3: each core's all-reduce sums settled, the ids dropped).
+pub const COMBINED_VERSION: u32 = 3;
 
 /// Which partial a combine read: a changed, added or removed partial makes it stale.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -275,7 +282,16 @@ pub(crate) struct CombinedParts {
 }
 
 /// `parts` as the bytes of a [`COMBINED_FILE`].
-pub(crate) fn encode_combined(parts: CombinedParts) -> Vec<u8> {
+pub(crate) fn encode_combined(mut parts: CombinedParts) -> Vec<u8> {
+    // Nothing merges into a combine of every host: each core's all-reduce sums are final.
+    for op_stats in [&mut parts.all_steps.0, &mut parts.complete_steps.0] {
+        op_stats
+            .step_db
+            .step_sequence
+            .iter_mut()
+            .filter_map(|s| s.all_reduce_summary.as_mut())
+            .for_each(|a| a.settle());
+    }
     let file = CombinedFile {
         partials: parts.partials,
         all_steps: SelectionCombined { op_stats: parts.all_steps.0, notes: parts.all_steps.1 },

@@ -329,3 +329,33 @@ fn a_partial_naming_a_missing_all_reduce_list_is_damaged() {
     let err = pod::decode_partial(Path::new("x.oxpartial"), &pod::encode_partial(&partial), 1 << 30).unwrap_err();
     assert!(err.to_string().contains("a core's all-reduce list is not in the file"), "{err}");
 }
+
+#[test]
+fn a_partial_with_settled_all_reduces_is_damaged() {
+    let bytes = std::fs::read(dirs().pod.join("tpu-pod-host-002.oxpartial")).unwrap();
+    let mut partial = pod::decode_partial(Path::new("x.oxpartial"), &bytes, 1 << 30).unwrap();
+    for summary in
+        partial.analysis.op_stats.step_db.step_sequence.iter_mut().filter_map(|s| s.all_reduce_summary.as_mut())
+    {
+        summary.settle();
+    }
+    let err = pod::decode_partial(Path::new("x.oxpartial"), &pod::encode_partial(&partial), 1 << 30).unwrap_err();
+    assert!(err.to_string().contains("settled sums"), "{err}");
+}
+
+#[test]
+fn a_refused_host_answers_403_without_local_paths() {
+    let dirs = dirs();
+    let service = oxprof_api::http::Service::new(
+        oxprof_api::http::ServiceOptions::new(&dirs.pod),
+        std::sync::Arc::new(oxprof_api::http::NoAssets),
+    )
+    .unwrap();
+    let response =
+        service.handle("GET", "/data/plugin/profile/data", "run=pod&tag=trace_viewer%40&host=tpu-pod-host-000");
+    assert_eq!(response.status, 403);
+    let body = response.body_text();
+    assert!(body.contains("--pod-sources") && body.contains("tpu-pod-host-000.xplane.pb"), "{body}");
+    let tmp = dirs.generated.parent().unwrap().parent().unwrap().display().to_string();
+    assert!(!body.contains(&tmp), "an absolute path in a response: {body}");
+}

@@ -214,6 +214,10 @@ pub(crate) fn gather(session: &Session, run: &ServedRun, host: Option<&str>) -> 
 /// Whether `file` is a PyTorch (Kineto) trace, by the format seam's verdict on its first
 /// bytes (importing it would read a multi-GB trace twice).
 fn is_pytorch(session: &Session, file: &HostFile) -> Result<bool, ApiError> {
+    if oxprof_format::discovery::is_pod_partial(&file.path) {
+        // A pod result's host: its partial holds an XSpace host's analysis.
+        return Ok(false);
+    }
     let detected = session.store().detect(&file.path).map_err(ApiError::from)?;
     Ok(detected.format == oxprof_format::Format::Kineto)
 }

@@ -469,10 +469,14 @@ pub struct AllReduceSummary {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CoreAllReduces {
-    /// Its id list's index in [`AllReduceSummary::id_lists`].
+    /// Its id list's index in [`AllReduceSummary::id_lists`] (unused once settled).
     pub id_list: u32,
     /// The wrapping sum of its all-reduces' durations.
     pub total_duration_ps: u64,
+    /// Once the summary is settled: the wrapping sum of its ids' shortest durations (its
+    /// compute time; the rest of its total is synchronization).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_duration_ps: Option<u64>,
 }
 
 impl AllReduceSummary {
@@ -498,13 +502,37 @@ impl AllReduceSummary {
                 self.id_lists.push(ids.clone());
                 next
             });
-            self.cores.insert(core, CoreAllReduces { id_list, total_duration_ps });
+            self.cores.insert(core, CoreAllReduces { id_list, total_duration_ps, compute_duration_ps: None });
         }
     }
 
     /// Whether every core names a list the summary has (a damaged or hand-made file may not).
     pub fn is_consistent(&self) -> bool {
-        self.cores.values().all(|c| (c.id_list as usize) < self.id_lists.len())
+        self.cores.values().all(|c| c.compute_duration_ps.is_some() || (c.id_list as usize) < self.id_lists.len())
+    }
+
+    /// Whether some core's compute time is settled (a summary nothing more merges into).
+    pub fn is_settled(&self) -> bool {
+        self.cores.values().any(|c| c.compute_duration_ps.is_some())
+    }
+
+    /// Settles the summary once nothing more will merge into it (a pod's combine of every
+    /// host): each core's compute time (its ids' shortest durations, summed) is computed
+    /// now and the ids are dropped. On a 256-host pod they were 99 % of the combine file
+    /// (12 MB of JSON per step); what the input pipeline reads of a core is its two sums.
+    pub fn settle(&mut self) {
+        let mut list_compute: Vec<Option<u64>> = vec![None; self.id_lists.len()];
+        for core in self.cores.values_mut().filter(|c| c.compute_duration_ps.is_none()) {
+            let Some(slot) = list_compute.get_mut(core.id_list as usize) else { continue };
+            let ids = &self.id_lists[core.id_list as usize];
+            let min_duration_ps = &self.min_duration_ps;
+            core.compute_duration_ps = Some(*slot.get_or_insert_with(|| {
+                ids.iter().fold(0u64, |sum, id| sum.wrapping_add(min_duration_ps.get(id).copied().unwrap_or(0)))
+            }));
+            core.id_list = 0;
+        }
+        self.id_lists.clear();
+        self.min_duration_ps.clear();
     }
 
     /// Adds `other`, its cores renamed by `core_id`. A core already summarised keeps its own

@@ -889,10 +889,18 @@ fn all_reduce_breakdown_across_cores(step: &PerCoreStepInfo) -> HashMap<u32, All
         // Σ (duration − min) = Σ duration − Σ min in wrapping arithmetic: the same sync time.
         let mut list_compute: Vec<Option<u64>> = vec![None; summary.id_lists.len()];
         for (&core_id, core) in &summary.cores {
-            let Some(slot) = list_compute.get_mut(core.id_list as usize) else { continue };
-            let compute = *slot.get_or_insert_with(|| {
-                summary.id_lists[core.id_list as usize].iter().fold(0u64, |sum, id| sum.wrapping_add(min_of(id)))
-            });
+            let compute = match core.compute_duration_ps {
+                // Settled by the pod's combine, with every core's shortest durations.
+                Some(compute) => compute,
+                None => {
+                    let Some(slot) = list_compute.get_mut(core.id_list as usize) else { continue };
+                    *slot.get_or_insert_with(|| {
+                        summary.id_lists[core.id_list as usize]
+                            .iter()
+                            .fold(0u64, |sum, id| sum.wrapping_add(min_of(id)))
+                    })
+                }
+            };
             let breakdown: &mut AllReduceBreakdown = result.entry(core_id).or_default();
             breakdown.compute_duration_ps = breakdown.compute_duration_ps.wrapping_add(compute);
             breakdown.sync_duration_ps =
@@ -1998,6 +2006,13 @@ mod tests {
         assert_eq!(expected.len(), 6);
         assert_eq!(expected[&global_core_id(1, 0)], (7 + 10, 0), "the fastest core has no sync time");
         assert_eq!(breakdown(&summarised), expected);
+        // Settled (a pod's combine of every host): the ids are gone, the sums the same.
+        let mut settled = summarised.clone();
+        let summary = settled.all_reduce_summary.as_mut().unwrap();
+        summary.settle();
+        assert!(summary.id_lists.is_empty() && summary.min_duration_ps.is_empty() && summary.is_settled());
+        assert!(summary.is_consistent());
+        assert_eq!(breakdown(&settled), expected);
     }
 
     const MS: u64 = 1_000_000_000;
