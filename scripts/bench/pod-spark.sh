@@ -3,8 +3,8 @@
 #   one machine:   `oxprof data overview_page --host ALL_HOSTS RUN_DIR --no-cache` (wall, peak RSS)
 #   the cluster:   oxprof.spark on a 2-worker Spark standalone cluster on 127.0.0.1
 #                  (scripts/ci/spark-cluster.sh; spark-submit's wall time, with its plan,
-#                  compute and gather phases, and the largest per-host peak RSS), then the
-#                  combine `oxprof data overview_page --host ALL_HOSTS POD_DIR --no-cache`
+#                  compute and gather phases and the driver's combine, and the largest per-host
+#                  peak RSS), then the answer `oxprof data overview_page --host ALL_HOSTS POD_DIR --no-cache`
 #                  (wall, peak RSS)
 # Both read the same host files from local disk (the page cache: they have just been
 # written), so the comparison is of the engines, not of a storage server. The 16- and 64-host
@@ -116,7 +116,7 @@ result = {
     "pod_spark": rows,
     "glance": [[f"{largest['hosts']}-host generated pod ({largest['total_mb']:.0f} MB), ALL_HOSTS overview_page",
                 f"one machine {largest['one_machine_s']:.1f} s; 2-worker Spark {largest['job_s']:.1f} s + "
-                f"combine {largest['combine_s']:.2f} s"]],
+                f"answer {largest['combine_s']:.2f} s"]],
 }
 path = os.path.join("docs", "bench-results", "pod-spark.json")
 with open(path, "w", encoding="utf-8") as f:

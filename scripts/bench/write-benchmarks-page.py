@@ -175,13 +175,15 @@ def render_pod_spark(result):
         "both. *One machine*: `oxprof data overview_page --host ALL_HOSTS RUN --no-cache`. *Spark*: "
         "`spark-submit python/oxprof/spark.py RUN OUT` on a standalone cluster on 127.0.0.1 (a master and two "
         "workers of 1 core each, `scripts/ci/spark-cluster.sh`), the whole spark-submit (JVM and executors "
-        "started, plan, per-host partials, gather into OUT), then the combine, `oxprof data overview_page "
-        "--host ALL_HOSTS OUT --no-cache`. Both answers are checked byte-identical. Task peak RSS is the largest "
-        "of the per-host `oxprof pod partial` processes (÷ its host file). Seconds are wall time; MB = 10⁶ bytes.",
+        "started, plan, per-host partials, gather into OUT, the driver's `oxprof pod combine OUT`), then the "
+        "answer from the pod result, `oxprof data overview_page --host ALL_HOSTS OUT --no-cache` (one read of "
+        "its combine file). Both answers are checked byte-identical. Task peak RSS is the largest of the "
+        "per-host `oxprof pod partial` processes (÷ its host file; the process's own floor, about 20 MB, "
+        "included). Seconds are wall time; MB = 10⁶ bytes.",
         "",
         "| hosts | host files MB | one machine s | one machine peak RSS MB "
         "| Spark job s (plan / compute / gather) | task s: sum, max | task peak RSS MB (÷ file) "
-        "| partials MB | combine s | combine peak RSS MB | Spark job + combine s |",
+        "| partials MB | answer from OUT s | its peak RSS MB | Spark job + answer s |",
         "|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|",
     ]
     for r in result["pod_spark"]:
