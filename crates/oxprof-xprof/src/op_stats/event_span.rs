@@ -380,6 +380,25 @@ impl StepDetails {
             self.step_name.clone_from(&other.step_name);
         }
     }
+
+    /// [`StepDetails::combine`] consuming `other`: its collectives and op metrics are moved,
+    /// not copied (a TPU core's all-reduce lists are 1 024 entries a step).
+    pub fn combine_owned(&mut self, other: StepDetails) {
+        self.markers.extend(other.markers);
+        self.events.extend(other.events);
+        for (core, db) in other.collectives {
+            self.collectives.entry(core).or_insert(db);
+        }
+        for (dst, src) in self.device_memory_transfers.iter_mut().zip(&other.device_memory_transfers) {
+            dst.occurrence = dst.occurrence.wrapping_add(src.occurrence);
+            dst.bytes_transferred = dst.bytes_transferred.wrapping_add(src.bytes_transferred);
+            dst.time_us += src.time_us;
+        }
+        self.per_core_op_metrics_db.extend(other.per_core_op_metrics_db);
+        if self.step_name.is_empty() {
+            self.step_name = other.step_name;
+        }
+    }
 }
 
 /// Steps by step id (group id). XProf uses a hash map; every consumer either sorts the ids
@@ -393,11 +412,11 @@ pub fn union_combine_step_events(src: &StepEvents, dst: &mut StepEvents) {
     }
 }
 
-/// [`union_combine_step_events`] consuming `src`: steps `dst` lacks are moved, not copied.
+/// [`union_combine_step_events`] consuming `src`: its steps are moved, not copied.
 pub fn union_combine_step_events_owned(src: StepEvents, dst: &mut StepEvents) {
     for (id, details) in src {
         match dst.get_mut(&id) {
-            Some(existing) => existing.combine(&details),
+            Some(existing) => existing.combine_owned(details),
             None => {
                 dst.insert(id, details);
             }
@@ -415,6 +434,21 @@ pub fn intersect_combine_step_events(src: &StepEvents, dst: &mut StepEvents) {
     dst.retain(|id, details| match src.get(id) {
         Some(other) => {
             details.combine(other);
+            true
+        }
+        None => false,
+    });
+}
+
+/// [`intersect_combine_step_events`] consuming `src`: its steps are moved, not copied.
+pub fn intersect_combine_step_events_owned(mut src: StepEvents, dst: &mut StepEvents) {
+    if dst.is_empty() {
+        *dst = src;
+        return;
+    }
+    dst.retain(|id, details| match src.remove(id) {
+        Some(other) => {
+            details.combine_owned(other);
             true
         }
         None => false,

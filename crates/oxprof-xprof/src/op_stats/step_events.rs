@@ -11,7 +11,7 @@
 
 use super::event_span::{
     EventType, EventTypeSpan, StepDetails, StepEvents, StepMarker, StepMarkerType, Timespan,
-    intersect_combine_step_events, union_combine_step_events_owned,
+    intersect_combine_step_events_owned, union_combine_step_events_owned,
 };
 use super::types::{AllReduceInfo, OpMetricsDb};
 use oxprof_grouping::EventGroups;
@@ -785,7 +785,7 @@ pub fn device_plane_step_events<B: TpuOpMetricsBuilder>(
         }
     }
     if !step_events.is_empty() {
-        intersect_combine_step_events(&step_markers, &mut step_events);
+        intersect_combine_step_events_owned(step_markers, &mut step_events);
     }
     step_events
 }

@@ -4,7 +4,7 @@
 //! `ConvertXSpaceToOpStats` that builds it from an XSpace ([`xspace_to_step_db`]).
 
 use super::event_span::{
-    EventType, StepDetails, StepEvents, compute_precision_stats, intersect_combine_step_events,
+    EventType, StepDetails, StepEvents, compute_precision_stats, intersect_combine_step_events_owned,
     into_non_overlapped_step_events, union_combine_step_events_owned,
 };
 use super::op_metrics_db::OpMetricsDbCombiner;
@@ -207,7 +207,7 @@ pub fn xspace_to_step_db<B: TpuOpMetricsBuilder>(
             continue;
         }
         if is_tpu {
-            intersect_combine_step_events(&device, &mut step_events);
+            intersect_combine_step_events_owned(device, &mut step_events);
         } else {
             union_combine_step_events_owned(device, &mut step_events);
         }
