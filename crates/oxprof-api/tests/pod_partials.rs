@@ -359,3 +359,35 @@ fn a_refused_host_answers_403_without_local_paths() {
     let tmp = dirs.generated.parent().unwrap().parent().unwrap().display().to_string();
     assert!(!body.contains(&tmp), "an absolute path in a response: {body}");
 }
+
+#[test]
+fn concurrent_drill_downs_share_one_session_and_answer_as_the_files() {
+    let dirs = dirs();
+    let options = oxprof_api::session::SessionOptions {
+        pod_sources: vec![dirs.generated.display().to_string()],
+        cache_bytes: 64 << 20,
+        ..oxprof_api::session::SessionOptions::default()
+    };
+    let session = oxprof_api::data::local_session(&dirs.pod, options).unwrap();
+    let run = session.run(None).unwrap();
+    let hosts = ["tpu-pod-host-000", "tpu-pod-host-001", "tpu-pod-host-002"];
+    let expected: Vec<String> =
+        hosts.iter().map(|h| answer_with_sources(&dirs.profiles, "trace_viewer@", h, &[]).unwrap()).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..6)
+            .map(|i| {
+                let (session, run, host) = (&session, &run, hosts[i % hosts.len()]);
+                scope.spawn(move || {
+                    let request = DataRequest {
+                        host: Some(host.into()),
+                        ..oxprof_api::registry::request("trace_viewer@").unwrap()
+                    };
+                    compute(session, run, &request, false).unwrap().xprof_body().text
+                })
+            })
+            .collect();
+        for (i, worker) in workers.into_iter().enumerate() {
+            assert!(worker.join().unwrap() == expected[i % hosts.len()], "request {i} answered differently");
+        }
+    });
+}

@@ -256,12 +256,17 @@ impl StepDetails {
         for (core, db) in later.collectives {
             self.collectives.entry(core).or_insert(db);
         }
-        for (dst, src) in self.device_memory_transfers.iter_mut().zip(&later.device_memory_transfers) {
+        self.add_transfers(&later.device_memory_transfers);
+        self.per_core_op_metrics_db.extend(later.per_core_op_metrics_db);
+    }
+
+    /// Sums another step's memory transfers into this one's.
+    fn add_transfers(&mut self, transfers: &[DeviceMemoryTransfer; 3]) {
+        for (dst, src) in self.device_memory_transfers.iter_mut().zip(transfers) {
             dst.occurrence = dst.occurrence.wrapping_add(src.occurrence);
             dst.bytes_transferred = dst.bytes_transferred.wrapping_add(src.bytes_transferred);
             dst.time_us += src.time_us;
         }
-        self.per_core_op_metrics_db.extend(later.per_core_op_metrics_db);
     }
 
     /// Adds a marker.
@@ -368,11 +373,7 @@ impl StepDetails {
         for (core, db) in &other.collectives {
             self.collectives.entry(*core).or_insert_with(|| db.clone());
         }
-        for (dst, src) in self.device_memory_transfers.iter_mut().zip(&other.device_memory_transfers) {
-            dst.occurrence = dst.occurrence.wrapping_add(src.occurrence);
-            dst.bytes_transferred = dst.bytes_transferred.wrapping_add(src.bytes_transferred);
-            dst.time_us += src.time_us;
-        }
+        self.add_transfers(&other.device_memory_transfers);
         for (core, db) in &other.per_core_op_metrics_db {
             self.per_core_op_metrics_db.insert(*core, db.clone());
         }
@@ -389,11 +390,7 @@ impl StepDetails {
         for (core, db) in other.collectives {
             self.collectives.entry(core).or_insert(db);
         }
-        for (dst, src) in self.device_memory_transfers.iter_mut().zip(&other.device_memory_transfers) {
-            dst.occurrence = dst.occurrence.wrapping_add(src.occurrence);
-            dst.bytes_transferred = dst.bytes_transferred.wrapping_add(src.bytes_transferred);
-            dst.time_us += src.time_us;
-        }
+        self.add_transfers(&other.device_memory_transfers);
         self.per_core_op_metrics_db.extend(other.per_core_op_metrics_db);
         if self.step_name.is_empty() {
             self.step_name = other.step_name;
