@@ -17,7 +17,9 @@ fn main() {
         std::process::exit(2);
     };
     let t = Instant::now();
-    let space = match oxprof_format::load_xspace(std::path::Path::new(&path)) {
+    // A benchmark reads traces of any size (the default budget stops at 2 GiB).
+    let limits = oxprof_model::limits::LoadLimits::default().with_max_profile_bytes(u64::MAX);
+    let space = match oxprof_format::load_xspace_with(std::path::Path::new(&path), &limits, &|_| true) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");

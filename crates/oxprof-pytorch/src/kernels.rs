@@ -94,9 +94,9 @@ impl PytorchKernelStats {
             let mut index: FxHashMap<&str, usize> = FxHashMap::default();
             let (mut tc, mut all) = (0.0, 0.0);
             for k in p.devices.iter().filter(|d| d.ty == Ty::Kernel) {
-                let i = *index.entry(&*k.name).or_insert_with(|| {
+                let i = *index.entry(p.text(k.name)).or_insert_with(|| {
                     by_name.push(KernelRow {
-                        name: k.name.to_string(),
+                        name: p.text(k.name).to_string(),
                         tensor_cores_used: k.tc_used,
                         calls: 0,
                         total_us: 0.0,
@@ -139,11 +139,12 @@ impl PytorchKernelStats {
         let mut w2: Vec<(f64, f64)> = Vec::new();
         for &d in kernels {
             let k = &p.devices[d];
-            let op = k.op.map_or("N/A", |o| &*p.nodes[o].name);
-            let key = (&*k.name, op, &*k.kernel.grid, &*k.kernel.block, k.kernel.registers, k.kernel.shared_memory);
+            let op = k.op.map_or("N/A", |o| p.text(p.nodes[o].name));
+            let key =
+                (p.text(k.name), op, &*k.kernel.grid, &*k.kernel.block, k.kernel.registers, k.kernel.shared_memory);
             let i = *index.entry(key).or_insert_with(|| {
                 by_op.push(KernelOpRow {
-                    name: k.name.to_string(),
+                    name: p.text(k.name).to_string(),
                     operator: op.to_string(),
                     grid: k.kernel.grid.to_string(),
                     block: k.kernel.block.to_string(),

@@ -28,6 +28,7 @@ pub mod operators;
 pub mod overview;
 pub mod parse;
 mod ranges;
+mod start_order;
 #[cfg(test)]
 mod tests;
 

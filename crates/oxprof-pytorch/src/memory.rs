@@ -243,9 +243,9 @@ impl PytorchMemory {
 
         // Events (`get_memory_events`): allocations paired with releases by address.
         let label = |r: &MemRecord| -> String {
-            let name = r.op.map_or("<unknown>", |o| &*p.nodes[o].name);
+            let name = r.op.map_or("<unknown>", |o| p.text(p.nodes[o].name));
             match r.parent {
-                Some(parent) if name.starts_with("aten::empty") => format!("{} ({name})", p.nodes[parent].name),
+                Some(parent) if name.starts_with("aten::empty") => format!("{} ({name})", p.text(p.nodes[parent].name)),
                 _ => name.to_string(),
             }
         };
@@ -349,7 +349,7 @@ fn statistics(p: &Parsed) -> Vec<(String, Vec<OperatorMemory>)> {
             let is_op = node.is_listed_operator();
             if !done {
                 if is_op {
-                    *calls.entry(&*node.name).or_default() += 1;
+                    *calls.entry(p.text(node.name)).or_default() += 1;
                 }
                 if !p.mem_visited.get(n).copied().unwrap_or(false) {
                     continue;
@@ -398,7 +398,7 @@ fn statistics(p: &Parsed) -> Vec<(String, Vec<OperatorMemory>)> {
             continue;
         }
         for (&d, v) in devices {
-            let m = by_name.entry(d).or_default().entry(&*p.nodes[n].name).or_default();
+            let m = by_name.entry(d).or_default().entry(p.text(p.nodes[n].name)).or_default();
             for i in 0..6 {
                 m[i] += v[i];
             }

@@ -66,10 +66,11 @@ impl PytorchOpStats {
         let mut by_stack: Agg<(&str, &str)> = Agg::default();
         for &op in ops {
             let n = &p.nodes[op];
-            by_name.add(&*n.name, p, op, || (None, None));
-            by_input.add((&*n.name, &*n.shape), p, op, || (Some(n.shape.to_string()), None));
-            if let Some(stack) = n.stack.as_deref().filter(|s| !s.is_empty()) {
-                by_stack.add((&*n.name, stack), p, op, || (None, Some(stack.to_string())));
+            let (name, shape) = (p.text(n.name), p.text(n.shape));
+            by_name.add(name, p, op, || (None, None));
+            by_input.add((name, shape), p, op, || (Some(shape.to_string()), None));
+            if let Some(stack) = p.stack(n).filter(|s| !s.is_empty()) {
+                by_stack.add((name, stack), p, op, || (None, Some(stack.to_string())));
             }
         }
         let mut notes = Vec::new();
@@ -111,7 +112,7 @@ impl<K: std::hash::Hash + Eq> Agg<K> {
         let i = *self.index.entry(key).or_insert_with(|| {
             let (shape, stack) = extra();
             self.rows.push(OpRow {
-                name: n.name.to_string(),
+                name: p.text(n.name).to_string(),
                 input_shape: shape,
                 call_stack: stack,
                 calls: 0,

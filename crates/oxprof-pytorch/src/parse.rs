@@ -16,6 +16,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use super::ranges::{self, Range};
+use super::start_order::{LineAt, StartOrder};
 
 /// The category of an event as torch-tb-profiler types it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,14 +136,22 @@ struct NameFacts {
     tensor_core_kernel: bool,
     tensor_core_op: bool,
     data_loader: bool,
+    /// Not a name torch-tb-profiler's operator views leave out (`is_operator_node`).
+    listed: bool,
 }
 
 impl NameFacts {
+    /// A text that is not a name.
+    const NONE: NameFacts =
+        NameFacts { tensor_core_kernel: false, tensor_core_op: false, data_loader: false, listed: false };
+
     fn of(name: &str) -> NameFacts {
         NameFacts {
             tensor_core_kernel: kernel_uses_tensor_cores(name),
             tensor_core_op: op_is_tc_eligible(name),
             data_loader: is_data_loader(name),
+            listed: !matches!(name, "DataParallel.forward" | "DistributedDataParallel.forward")
+                && !name.starts_with("Optimizer."),
         }
     }
 }
@@ -177,81 +186,87 @@ pub(crate) struct KernelArgs {
     pub device: Option<i64>,
 }
 
-/// One event as torch-tb-profiler keeps it. Narrow (every kept event is held until the
-/// parse ends, tens of millions on multi-GB traces): texts and the rarer facts are indices
-/// into [`Texts`].
+/// One event as torch-tb-profiler reads it, while the walk in start order is at it (never
+/// kept: tens of millions on multi-GB traces): texts are indices into [`Texts`].
 struct Ev {
     ty: Ty,
     thread: u32,
-    /// Index into [`Texts::names`].
+    /// Index into [`Texts::all`].
     name: u32,
-    /// Index into [`Texts::shapes`]: `Input Dims` as Python prints it.
+    /// Index into [`Texts::all`]: `Input Dims` as Python prints it.
     shape: u32,
-    /// Index into [`Texts::stacks`] (0: none).
+    /// Index into [`Texts::all`] ([`NO_TEXT`]: none).
     stack: u32,
-    /// Index into [`Texts::kernels`] (kernels) or [`Texts::python`] (python functions), else
-    /// [`NO_EXTRA`].
-    extra: u32,
     ts: f64,
     dur: f64,
     ext: Option<i64>,
     corr: Option<i64>,
+    /// A kernel's launch facts.
+    kernel: Option<KernelArgs>,
+    /// A python function's ids.
+    python: PythonIds,
 }
 
-const NO_EXTRA: u32 = u32::MAX;
-/// [`Texts::shapes`] entries every parse has: no shape, and no `Input Dims`.
+/// [`Parsed::texts`] entries every parse has: no shape, and no `Input Dims`.
 const SHAPE_NONE: u32 = 0;
 const SHAPE_EMPTY_LIST: u32 = 1;
+/// No text (a node without a call stack).
+pub(crate) const NO_TEXT: u32 = u32::MAX;
 
-/// What event rows refer to by index, each text made once: names, shapes and stacks repeat
-/// across millions of events, and the nodes share them.
+/// What events refer to by index, each text made once: names, shapes and stacks repeat
+/// across millions of events. The table becomes [`Parsed::texts`]: nodes and devices hold
+/// 4-byte indices instead of a pointer each.
 struct Texts<'a> {
-    names: Vec<Arc<str>>,
-    shapes: Vec<Arc<str>>,
+    all: Vec<Box<str>>,
+    /// What torch-tb-profiler decides from each name by substring matching, once per name
+    /// (by index into `all`; shapes and stacks have none).
+    facts: Vec<NameFacts>,
     shape_ids: FxHashMap<&'a str, u32>,
-    stacks: Vec<Option<Arc<str>>>,
     stack_ids: FxHashMap<&'a str, u32>,
     /// Python's `str()` of kernels' `grid`/`block` texts, by the text.
     kernel_texts: FxHashMap<&'a str, Arc<str>>,
-    kernels: Vec<KernelArgs>,
-    python: Vec<PythonIds>,
 }
 
 impl<'a> Texts<'a> {
     fn new() -> Texts<'a> {
         Texts {
-            names: Vec::new(),
-            shapes: vec![Arc::from(""), Arc::from("[]")],
+            all: vec![Box::from(""), Box::from("[]")],
+            facts: vec![NameFacts::NONE; 2],
             shape_ids: FxHashMap::default(),
-            stacks: vec![None],
             stack_ids: FxHashMap::default(),
             kernel_texts: FxHashMap::default(),
-            kernels: Vec::new(),
-            python: Vec::new(),
         }
     }
 
-    fn name(&self, e: &Ev) -> &str {
-        &self.names[e.name as usize]
+    fn push(&mut self, text: Box<str>, facts: NameFacts) -> u32 {
+        let id = self.all.len() as u32;
+        self.all.push(text);
+        self.facts.push(facts);
+        id
+    }
+
+    /// The index of a name first met now.
+    fn add_name(&mut self, name: &str) -> u32 {
+        self.push(Box::from(name), NameFacts::of(name))
     }
 
     fn shape_of(&mut self, dims: Option<&'a str>) -> u32 {
         let Some(dims) = dims else { return SHAPE_EMPTY_LIST };
-        let next = self.shapes.len() as u32;
-        let id = *self.shape_ids.entry(dims).or_insert(next);
-        if id == next {
-            self.shapes.push(Arc::from(repr_text(Some(dims), "[]")));
+        if let Some(&id) = self.shape_ids.get(dims) {
+            return id;
         }
+        let id = self.push(Box::from(repr_text(Some(dims), "[]")), NameFacts::NONE);
+        self.shape_ids.insert(dims, id);
         id
     }
 
     fn stack_of(&mut self, stack: Option<&'a str>) -> u32 {
-        let Some(stack) = stack else { return 0 };
-        let next = self.stacks.len() as u32;
-        let id = *self.stack_ids.entry(stack).or_insert(next);
-        if id == next {
-            self.stacks.push(Some(Arc::from(stack)));
+        let Some(stack) = stack else { return NO_TEXT };
+        if let Some(&id) = self.stack_ids.get(stack) {
+            return id;
         }
+        let id = self.push(Box::from(stack), NameFacts::NONE);
+        self.stack_ids.insert(stack, id);
         id
     }
 
@@ -320,7 +335,8 @@ pub(crate) enum NodeKind {
 /// A node of a thread's operator tree.
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
-    pub name: Arc<str>,
+    /// Index into [`Parsed::texts`].
+    pub name: u32,
     pub kind: NodeKind,
     pub ty: Ty,
     pub start: f64,
@@ -328,8 +344,13 @@ pub(crate) struct Node {
     pub ext: Option<i64>,
     /// `Python module id` of a module node (0 otherwise).
     pub module_id: i64,
-    pub shape: Arc<str>,
-    pub stack: Option<Arc<str>>,
+    /// Index into [`Parsed::texts`]: `Input Dims` as Python prints it.
+    pub shape: u32,
+    /// Index into [`Parsed::texts`] ([`NO_TEXT`]: none).
+    pub stack: u32,
+    /// Whether the name is one torch-tb-profiler's operator views list (see
+    /// [`Node::is_listed_operator`]).
+    pub listed_name: bool,
     pub tc_eligible: bool,
     pub device_total: f64,
     pub host_self: f64,
@@ -347,10 +368,7 @@ impl Node {
 
     /// torch-tb-profiler's `is_operator_node`: the plain operators its views list.
     pub(crate) fn is_listed_operator(&self) -> bool {
-        self.kind == NodeKind::Operator
-            && self.ty == Ty::Operator
-            && !matches!(&*self.name, "DataParallel.forward" | "DistributedDataParallel.forward")
-            && !self.name.starts_with("Optimizer.")
+        self.kind == NodeKind::Operator && self.ty == Ty::Operator && self.listed_name
     }
 }
 
@@ -367,7 +385,8 @@ pub(crate) struct Runtime {
 /// Kernel, memcpy or memset activity.
 #[derive(Debug, Clone)]
 pub(crate) struct Device {
-    pub name: Arc<str>,
+    /// Index into [`Parsed::texts`].
+    pub name: u32,
     pub ty: Ty,
     pub start: f64,
     pub end: f64,
@@ -383,6 +402,8 @@ pub(crate) struct Device {
 /// The run as torch-tb-profiler's `RunProfileData` holds it after `process()`.
 #[derive(Debug, Default)]
 pub struct Parsed {
+    /// Names, shapes and call stacks, each once: what nodes and devices refer to by index.
+    pub(crate) texts: Vec<Box<str>>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) runtimes: Vec<Runtime>,
     pub(crate) devices: Vec<Device>,
@@ -476,9 +497,71 @@ struct Keys {
     block: Option<StatMetadataId>,
     regs: Option<StatMetadataId>,
     smem: Option<StatMetadataId>,
+    /// Which of the args an event's stat is, by stat metadata index: one lookup per stat
+    /// instead of comparing it with every key.
+    args: Vec<Arg>,
+}
+
+/// The event args the parse reads (see [`Keys`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arg {
+    Other,
+    ExtUpper,
+    ExtLower,
+    Corr,
+    Dims,
+    DimsLower,
+    Stack,
+    PythonId,
+    PythonParentId,
+    ModuleId,
+    Device,
+    BlocksPerSm,
+    Occupancy,
+    Grid,
+    Block,
+    Registers,
+    SharedMemory,
 }
 
 impl Keys {
+    /// What an event's stat is to the parse.
+    #[inline]
+    fn arg(&self, id: StatMetadataId) -> Arg {
+        self.args.get(id.index()).copied().unwrap_or(Arg::Other)
+    }
+
+    fn with_args(mut self, stat_metadata: usize) -> Keys {
+        let mut args = vec![Arg::Other; stat_metadata];
+        for (key, arg) in [
+            (self.ext[0], Arg::ExtUpper),
+            (self.ext[1], Arg::ExtLower),
+            (self.corr, Arg::Corr),
+            (self.dims[0], Arg::Dims),
+            (self.dims[1], Arg::DimsLower),
+            (self.stack, Arg::Stack),
+            (self.python_id, Arg::PythonId),
+            (self.python_parent_id, Arg::PythonParentId),
+            (self.module_id, Arg::ModuleId),
+            (self.device, Arg::Device),
+            (self.bps, Arg::BlocksPerSm),
+            (self.occupancy, Arg::Occupancy),
+            (self.grid, Arg::Grid),
+            (self.block, Arg::Block),
+            (self.regs, Arg::Registers),
+            (self.smem, Arg::SharedMemory),
+        ] {
+            // The first key of a name wins, as the comparisons in order did.
+            if let Some(slot) = key.and_then(|k| args.get_mut(k.index()))
+                && *slot == Arg::Other
+            {
+                *slot = arg;
+            }
+        }
+        self.args = args;
+        self
+    }
+
     fn of(p: &XPlane) -> Keys {
         let k = |n: &str| p.stat_metadata_named(n);
         Keys {
@@ -499,7 +582,9 @@ impl Keys {
             block: k("block"),
             regs: k("registers per thread"),
             smem: k("shared memory"),
+            args: Vec::new(),
         }
+        .with_args(p.stat_metadata_count())
     }
 }
 
@@ -649,77 +734,137 @@ fn base_name(line: &str) -> &str {
     }
 }
 
-/// Reads the events of every plane of `space` as torch-tb-profiler types them, with their
-/// positions in its order (by start, stably on the model's).
-fn read_events(space: &XSpace) -> (Vec<Ev>, Texts<'_>, Vec<u32>, Vec<MemRecord>, u64) {
-    let base_ns = space
-        .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
-        .and_then(|p| p.stats().find(|s| s.name() == "baseTimeNanoseconds").and_then(|s| stat_i64(s.value)))
-        .unwrap_or(0);
-    // Times as the trace wrote them: the importer may have shifted epoch-based ones.
-    let shift_ns = space
-        .plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME)
-        .and_then(|p| {
-            p.stats().find(|s| s.name() == oxprof_model::schema::TIME_SHIFT_STAT).and_then(|s| stat_i64(s.value))
-        })
-        .unwrap_or(0);
-    let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
-    // Rows are wide: reserve once rather than copy them on every growth.
-    let mut out = Vec::with_capacity(space.event_count());
-    let mut memory = Vec::new();
-    let mut skipped = 0u64;
-    let mut texts = Texts::new();
-    for plane in &space.planes {
-        let keys = Keys::of(plane);
-        // Category, phase (complete?) and whether a `[memory]` instant, per event metadata.
-        let mut meta: Vec<(Option<&str>, bool, bool)> = Vec::with_capacity(plane.event_metadata_count());
-        for id in plane.event_metadata_ids() {
-            let mut cat = None;
-            let mut complete = true;
-            let mut instant = false;
-            for s in plane.metadata_stats(id) {
-                if Some(s.metadata_id()) == keys.category {
-                    cat = s.as_str();
-                } else if Some(s.metadata_id()) == keys.phase {
-                    complete = false;
-                    instant = s.as_str() == Some("i");
-                }
-            }
-            let memory = instant && plane.str(plane.event_metadata_at(id).name) == "[memory]";
-            meta.push((cat, complete, memory));
+/// How one plane's events are read: its stat ids, and per event metadata what
+/// torch-tb-profiler makes of its events.
+struct PlaneRead<'a> {
+    keys: Keys,
+    kinds: Vec<Kind<'a>>,
+    /// Each event name's index into [`Texts::names`], made on first use.
+    name_ids: Vec<u32>,
+}
+
+/// What torch-tb-profiler makes of the events of one event metadata entry.
+#[derive(Clone, Copy)]
+struct Kind<'a> {
+    /// `None`: not a complete event (or no category: counted and skipped).
+    cat: Option<&'a str>,
+    complete: bool,
+    /// A `[memory]` instant.
+    memory: bool,
+    /// Its type, and its type when the event has a `Python module id` (a module's forward).
+    ty: Ty,
+    ty_with_module: Ty,
+}
+
+impl Kind<'_> {
+    /// The type of one of its complete events.
+    fn ty_of(&self, e: &Event<'_>, keys: &Keys) -> Ty {
+        if self.ty == self.ty_with_module || keys.module_id.is_none() {
+            return self.ty;
         }
-        // Each event name's index into `texts.names`, made on first use.
-        let mut name_ids: Vec<u32> = vec![u32::MAX; plane.event_metadata_count()];
-        for line in &plane.lines {
+        if e.stats().any(|s| Some(s.metadata_id()) == keys.module_id) { self.ty_with_module } else { self.ty }
+    }
+}
+
+/// The lines to walk and what one pass over every event finds before the walk: threads,
+/// the memory instants, how many rows of each kind the parse makes.
+struct Survey<'a> {
+    planes: Vec<PlaneRead<'a>>,
+    lines: Vec<LineAt>,
+    /// The thread of each of `lines`.
+    line_threads: Vec<u32>,
+    threads: usize,
+    /// `[memory]` instants by time (stable).
+    memory: Vec<MemRecord>,
+    /// Complete events without a category.
+    skipped: u64,
+    devices: usize,
+    runtimes: usize,
+    nodes: usize,
+}
+
+/// Times as the trace wrote them, from the host plane: `baseTimeNanoseconds` and the shift
+/// the importer may have applied to epoch-based times (ns).
+fn base_and_shift_ns(space: &XSpace) -> (i64, i64) {
+    let host = space.plane(oxprof_model::schema::HOST_THREADS_PLANE_NAME);
+    let stat = |name: &str| {
+        host.and_then(|p| p.stats().find(|s| s.name() == name).and_then(|s| stat_i64(s.value))).unwrap_or(0)
+    };
+    (stat("baseTimeNanoseconds"), stat(oxprof_model::schema::TIME_SHIFT_STAT))
+}
+
+/// One pass over every event of `space` in the model's order (see [`Survey`]).
+fn survey(space: &XSpace) -> Survey<'_> {
+    let (base_ns, shift_ns) = base_and_shift_ns(space);
+    let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
+    let mut out = Survey {
+        planes: Vec::with_capacity(space.planes.len()),
+        lines: Vec::new(),
+        line_threads: Vec::new(),
+        threads: 0,
+        memory: Vec::new(),
+        skipped: 0,
+        devices: 0,
+        runtimes: 0,
+        nodes: 0,
+    };
+    for (plane_index, plane) in space.planes.iter().enumerate() {
+        let keys = Keys::of(plane);
+        let kinds: Vec<Kind<'_>> = plane
+            .event_metadata_ids()
+            .map(|id| {
+                let mut cat = None;
+                let mut complete = true;
+                let mut instant = false;
+                for s in plane.metadata_stats(id) {
+                    if Some(s.metadata_id()) == keys.category {
+                        cat = s.as_str();
+                    } else if Some(s.metadata_id()) == keys.phase {
+                        complete = false;
+                        instant = s.as_str() == Some("i");
+                    }
+                }
+                let name = plane.str(plane.event_metadata_at(id).name);
+                let (ty, ty_with_module) = match cat {
+                    Some(cat) => (category_type(cat, name, false), category_type(cat, name, true)),
+                    None => (Ty::Other, Ty::Other),
+                };
+                Kind { cat, complete, memory: instant && name == "[memory]", ty, ty_with_module }
+            })
+            .collect();
+        for (line_index, line) in plane.lines.iter().enumerate() {
             let next = threads.len() as u32;
             let thread = *threads.entry((plane.id, base_name(&line.name))).or_insert(next);
             let line_ps = (i128::from(line.timestamp_ns) + i128::from(shift_ns) - i128::from(base_ns)) * 1000;
+            out.lines.push(LineAt { plane: plane_index as u32, line: line_index as u32, line_ps });
+            out.line_threads.push(thread);
             for e in line.events(plane) {
-                let Some(&(cat, complete, is_memory)) = meta.get(e.metadata_id().index()) else { continue };
-                if is_memory {
-                    memory.push(read_memory(&e, &keys, thread, line_ps));
+                let Some(kind) = kinds.get(e.metadata_id().index()) else { continue };
+                if kind.memory {
+                    out.memory.push(read_memory(&e, &keys, thread, line_ps));
                 }
-                if !complete {
+                if !kind.complete {
                     continue;
                 }
-                let Some(cat) = cat else {
+                if kind.cat.is_none() {
                     // torch-tb-profiler fails on such a trace; oxprof counts and skips them.
-                    skipped += 1;
+                    out.skipped += 1;
                     continue;
-                };
-                if let Some(ev) = read_event(&e, &keys, cat, thread, line_ps, &mut texts, &mut name_ids) {
-                    out.push(ev);
+                }
+                match kind.ty_of(&e, &keys) {
+                    Ty::Kernel | Ty::Memcpy | Ty::Memset => out.devices += 1,
+                    Ty::Runtime => out.runtimes += 1,
+                    Ty::Python | Ty::Operator | Ty::ProfilerStep | Ty::Module | Ty::UserAnnotation => out.nodes += 1,
+                    _ => {}
                 }
             }
         }
+        let name_ids = vec![u32::MAX; plane.event_metadata_count()];
+        out.planes.push(PlaneRead { keys, kinds, name_ids });
     }
-    // Python sorts by ts only (stable): the model's order is by plane, thread, start. The
-    // positions are sorted (ties by position: stable), not the wide rows.
-    let mut by_start: Vec<(f64, u32)> = out.iter().enumerate().map(|(i, e)| (e.ts, i as u32)).collect();
-    by_start.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let order: Vec<u32> = by_start.into_iter().map(|(_, i)| i).collect();
-    memory.sort_by(|a, b| a.ts.total_cmp(&b.ts));
-    (out, texts, order, memory, skipped)
+    out.threads = threads.len();
+    out.memory.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    out
 }
 
 fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRecord {
@@ -764,26 +909,19 @@ fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRec
     r
 }
 
-fn read_event<'a>(
-    e: &Event<'a>,
-    keys: &Keys,
-    cat: &str,
-    thread: u32,
-    line_ps: i128,
-    texts: &mut Texts<'a>,
-    name_ids: &mut [u32],
-) -> Option<Ev> {
-    let name = e.name();
-    let has_module_id = keys.module_id.is_some() && e.stats().any(|s| Some(s.metadata_id()) == keys.module_id);
-    let ty = category_type(cat, name, has_module_id);
-    if ty == Ty::Other {
+/// An event starting at `ts` (µs) as torch-tb-profiler reads it; `None` for what it
+/// ignores (other types, instants, events without a category).
+fn read_event<'a>(e: &Event<'a>, ts: f64, plane: &mut PlaneRead<'a>, thread: u32, texts: &mut Texts<'a>) -> Option<Ev> {
+    let kind = *plane.kinds.get(e.metadata_id().index())?;
+    let keys = &plane.keys;
+    let ty = kind.ty_of(e, keys);
+    if ty == Ty::Other || !kind.complete || kind.cat.is_none() {
         return None;
     }
-    let name_id = match name_ids.get_mut(e.metadata_id().index()) {
+    let name_id = match plane.name_ids.get_mut(e.metadata_id().index()) {
         Some(id) if *id != u32::MAX => *id,
         slot => {
-            let id = texts.names.len() as u32;
-            texts.names.push(Arc::from(name));
+            let id = texts.add_name(e.name());
             if let Some(slot) = slot {
                 *slot = id;
             }
@@ -795,57 +933,46 @@ fn read_event<'a>(
         thread,
         name: name_id,
         shape: SHAPE_NONE,
-        stack: 0,
-        extra: NO_EXTRA,
-        ts: ps_to_us(line_ps + i128::from(e.offset_ps())),
+        stack: NO_TEXT,
+        ts,
         dur: ps_to_us(i128::from(e.duration_ps())),
         ext: None,
         corr: None,
+        kernel: None,
+        python: PythonIds::default(),
     };
     let mut dims: [Option<&str>; 2] = [None, None];
     let mut stack = None;
     let mut ext_lower = None;
-    let mut kernel = KernelArgs::default();
-    let mut python = PythonIds::default();
+    let mut kernel = (ty == Ty::Kernel).then(KernelArgs::default);
+    let python = &mut ev.python;
     let mut grid = None;
     let mut block = None;
+    let python_fn = matches!(ty, Ty::PythonFunction | Ty::Module);
     for s in e.stats() {
-        let id = Some(s.metadata_id());
-        if id == keys.ext[0] {
-            ev.ext = stat_i64(s.value);
-        } else if id == keys.ext[1] {
-            ext_lower = stat_i64(s.value);
-        } else if id == keys.corr {
-            ev.corr = stat_i64(s.value);
-        } else if id == keys.dims[0] {
-            dims[0] = s.as_str();
-        } else if id == keys.dims[1] {
-            dims[1] = s.as_str();
-        } else if id == keys.stack {
-            stack = s.as_str();
-        } else if matches!(ty, Ty::PythonFunction | Ty::Module) {
-            if id == keys.python_id {
-                python.id = stat_i64(s.value);
-            } else if id == keys.python_parent_id {
-                python.parent = stat_i64(s.value);
-            } else if id == keys.module_id {
-                python.module = stat_i64(s.value);
-            }
-        } else if ty == Ty::Kernel {
-            if id == keys.device {
-                kernel.device = stat_i64(s.value);
-            } else if id == keys.bps {
-                kernel.blocks_per_sm = stat_f64(s.value);
-            } else if id == keys.occupancy {
-                kernel.occupancy = stat_f64(s.value);
-            } else if id == keys.grid {
-                grid = s.as_str();
-            } else if id == keys.block {
-                block = s.as_str();
-            } else if id == keys.regs {
-                kernel.registers = stat_i64(s.value).unwrap_or(0);
-            } else if id == keys.smem {
-                kernel.shared_memory = stat_i64(s.value).unwrap_or(0);
+        match keys.arg(s.metadata_id()) {
+            Arg::Other => {}
+            Arg::ExtUpper => ev.ext = stat_i64(s.value),
+            Arg::ExtLower => ext_lower = stat_i64(s.value),
+            Arg::Corr => ev.corr = stat_i64(s.value),
+            Arg::Dims => dims[0] = s.as_str(),
+            Arg::DimsLower => dims[1] = s.as_str(),
+            Arg::Stack => stack = s.as_str(),
+            Arg::PythonId if python_fn => python.id = stat_i64(s.value),
+            Arg::PythonParentId if python_fn => python.parent = stat_i64(s.value),
+            Arg::ModuleId if python_fn => python.module = stat_i64(s.value),
+            arg => {
+                let Some(kernel) = kernel.as_mut() else { continue };
+                match arg {
+                    Arg::Device => kernel.device = stat_i64(s.value),
+                    Arg::BlocksPerSm => kernel.blocks_per_sm = stat_f64(s.value),
+                    Arg::Occupancy => kernel.occupancy = stat_f64(s.value),
+                    Arg::Grid => grid = s.as_str(),
+                    Arg::Block => block = s.as_str(),
+                    Arg::Registers => kernel.registers = stat_i64(s.value).unwrap_or(0),
+                    Arg::SharedMemory => kernel.shared_memory = stat_i64(s.value).unwrap_or(0),
+                    _ => {}
+                }
             }
         }
     }
@@ -857,24 +984,22 @@ fn read_event<'a>(
     if matches!(ty, Ty::Operator | Ty::ProfilerStep | Ty::Python | Ty::UserAnnotation) {
         ev.shape = texts.shape_of(dims[0].or(dims[1]));
     }
-    if ty == Ty::Kernel {
+    if let Some(mut kernel) = kernel {
         kernel.grid = texts.kernel_text(grid);
         kernel.block = texts.kernel_text(block);
-        ev.extra = texts.kernels.len() as u32;
-        texts.kernels.push(kernel);
-    } else if matches!(ty, Ty::PythonFunction | Ty::Module) {
-        ev.extra = texts.python.len() as u32;
-        texts.python.push(python);
+        ev.kernel = Some(kernel);
     }
     Some(ev)
 }
 
-/// Builds the parsed run.
+/// Builds the parsed run: one pass over the events to count them, then one walk in
+/// torch-tb-profiler's order (by start, stably) that builds nodes, runtimes, devices, steps
+/// and role ranges as the events come, keeping no row per event.
 pub fn parse(space: &XSpace) -> Parsed {
-    let (events, mut texts, order, memory, skipped) = read_events(space);
+    let Survey { mut planes, lines, line_threads, threads, memory, skipped, devices, runtimes, nodes } = survey(space);
+    let mut texts = Texts::new();
     let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
-    p.profiler_start =
-        order.iter().map(|&i| events[i as usize].ts).chain(memory.iter().map(|r| r.ts)).fold(f64::INFINITY, f64::min);
+    p.profiler_start = memory.iter().map(|r| r.ts).fold(f64::INFINITY, f64::min);
     p.memory = memory;
     p.device_props = device_props(space);
 
@@ -889,38 +1014,43 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut comm_ext: rustc_hash::FxHashSet<Option<i64>> = Default::default();
     let mut used_devices = std::collections::BTreeSet::new();
     let mut device_order: Vec<usize> = Vec::new();
-    let mut thread_index: FxHashMap<u32, usize> = FxHashMap::default();
+    // Each thread's index into `thread_ops`, by thread id (dense: the survey numbered them).
+    let mut thread_index: Vec<Option<usize>> = vec![None; threads];
     // The rows are wide and tens of millions on big traces: sized once, never copied.
-    let count = |f: fn(Ty) -> bool| events.iter().filter(|e| f(e.ty)).count();
-    let (device_count, runtime_count) =
-        (count(|t| matches!(t, Ty::Kernel | Ty::Memcpy | Ty::Memset)), count(|t| t == Ty::Runtime));
-    p.devices.reserve_exact(device_count);
-    device_order.reserve_exact(device_count);
-    p.runtimes.reserve_exact(runtime_count + 1);
-    corr_to_runtime.reserve(runtime_count);
-    p.nodes.reserve_exact(
-        count(|t| matches!(t, Ty::Python | Ty::Operator | Ty::ProfilerStep | Ty::Module | Ty::UserAnnotation))
-            + events.iter().map(|e| e.thread).max().map_or(0, |t| t as usize + 1),
-    );
-    let Texts { names, shapes, stacks, kernels, python, .. } = &mut texts;
-    // What torch-tb-profiler decides from a name by substring matching, once per name.
-    let name_facts: Vec<NameFacts> = names.iter().map(|n| NameFacts::of(n)).collect();
-    // The first pass moves each event's kernel facts into the devices and shares its texts
-    // with the nodes (the second reads only types, times and names).
-    for &i in &order {
-        let e = &events[i as usize];
-        let name: &str = &names[e.name as usize];
-        let facts = name_facts[e.name as usize];
+    p.devices.reserve_exact(devices);
+    device_order.reserve_exact(devices);
+    p.runtimes.reserve_exact(runtimes + 1);
+    corr_to_runtime.reserve(runtimes);
+    p.nodes.reserve_exact(nodes + threads);
+
+    // Steps and role ranges (`parse_steps`), merged as the events come in start order. A
+    // kernel's role waits for the end: whether it is communication depends on operators
+    // that may start after it.
+    let mut roles: Vec<ranges::Union> = (0..7).map(|_| ranges::Union::default()).collect();
+    let mut kernel_ranges: Vec<(Range, Option<i64>)> = Vec::new();
+    let mut steps: Vec<(String, f64, f64)> = Vec::new();
+    let (mut cpu_min, mut cpu_max) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut global_min, mut global_max) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut profiler_span = None;
+
+    for (line, event, ts) in StartOrder::new(space, &lines, ps_to_us) {
+        let plane = &mut planes[lines[line].plane as usize];
+        let Some(e) = read_event(&event, ts, plane, line_threads[line], &mut texts) else {
+            continue;
+        };
+        let name: &str = &texts.all[e.name as usize];
+        let facts = texts.facts[e.name as usize];
+        p.profiler_start = p.profiler_start.min(e.ts);
         match e.ty {
             Ty::Kernel | Ty::Memcpy | Ty::Memset => {
                 let d = p.devices.len();
                 p.devices.push(Device {
-                    name: names[e.name as usize].clone(),
+                    name: e.name,
                     ty: e.ty,
                     start: e.ts,
                     end: e.ts + e.dur,
                     dur: e.dur,
-                    kernel: kernels.get_mut(e.extra as usize).map(std::mem::take).unwrap_or_default(),
+                    kernel: e.kernel.unwrap_or_default(),
                     tc_used: facts.tensor_core_kernel,
                     op: None,
                     op_tc_eligible: false,
@@ -979,16 +1109,17 @@ pub fn parse(space: &XSpace) -> Parsed {
                 p.use_ddp |= name == "DistributedDataParallel.forward";
                 let node = p.nodes.len();
                 p.nodes.push(Node {
-                    name: names[e.name as usize].clone(),
+                    name: e.name,
                     kind,
                     ty: e.ty,
                     start: e.ts,
                     end: e.ts + e.dur,
                     // Module nodes drop their external id (always 0 in traces).
                     ext: if kind == NodeKind::Module { None } else { e.ext },
-                    module_id: python.get(e.extra as usize).and_then(|p| p.module).unwrap_or(0),
-                    shape: shapes[e.shape as usize].clone(),
-                    stack: stacks[e.stack as usize].clone(),
+                    module_id: e.python.module.unwrap_or(0),
+                    shape: e.shape,
+                    stack: e.stack,
+                    listed_name: facts.listed,
                     tc_eligible: facts.tensor_core_op,
                     device_total: 0.0,
                     host_self: 0.0,
@@ -998,51 +1129,44 @@ pub fn parse(space: &XSpace) -> Parsed {
                     children: Vec::new(),
                     runtimes: Vec::new(),
                 });
-                let t = *thread_index.entry(e.thread).or_insert_with(|| {
-                    thread_ops.push(Vec::new());
-                    thread_order.push(e.thread);
-                    thread_ops.len() - 1
-                });
+                let t = match thread_index.get(e.thread as usize).copied().flatten() {
+                    Some(t) => t,
+                    None => {
+                        thread_ops.push(Vec::new());
+                        thread_order.push(e.thread);
+                        if let Some(slot) = thread_index.get_mut(e.thread as usize) {
+                            *slot = Some(thread_ops.len() - 1);
+                        }
+                        thread_ops.len() - 1
+                    }
+                };
                 thread_ops[t].push(node);
             }
             _ => {}
         }
         if matches!(e.ty, Ty::PythonFunction | Ty::Module) {
-            let ids = python.get(e.extra as usize).copied().unwrap_or_default();
             p.python_fns.push(PythonFn {
                 ts: e.ts,
-                id: ids.id,
-                parent: ids.parent,
-                module: (e.ty == Ty::Module).then(|| (name.to_string(), ids.module.unwrap_or(0))),
+                id: e.python.id,
+                parent: e.python.parent,
+                module: (e.ty == Ty::Module).then(|| (name.to_string(), e.python.module.unwrap_or(0))),
             });
         }
-    }
-    // torch-tb-profiler sorts by start, stably on the trace's order, which is `Python id`'s.
-    p.python_fns.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.id.cmp(&b.id)));
-    p.used_devices = used_devices.into_iter().collect();
 
-    // Steps and role ranges (`parse_steps`).
-    let mut roles: Vec<Vec<Range>> = vec![Vec::new(); 7];
-    let mut steps: Vec<(String, f64, f64)> = Vec::new();
-    let (mut cpu_min, mut cpu_max) = (f64::INFINITY, f64::NEG_INFINITY);
-    let (mut global_min, mut global_max) = (f64::INFINITY, f64::NEG_INFINITY);
-    let mut profiler_span = None;
-    for &i in &order {
-        let e = &events[i as usize];
-        let name = texts.name(e);
         let r = (e.ts, e.ts + e.dur);
         match e.ty {
-            Ty::Kernel if comm_ext.contains(&e.ext) => roles[COMMUNICATION].push(r),
-            Ty::Kernel => roles[KERNEL].push(r),
-            Ty::Memcpy => roles[MEMCPY].push(r),
-            Ty::Memset => roles[MEMSET].push(r),
-            Ty::Runtime => roles[RUNTIME].push(r),
-            Ty::Operator | Ty::UserAnnotation if is_data_loader(name) => roles[DATA_LOADER].push(r),
+            Ty::Kernel => kernel_ranges.push((r, e.ext)),
+            Ty::Memcpy => roles[MEMCPY].push_in_order(r),
+            Ty::Memset => roles[MEMSET].push_in_order(r),
+            Ty::Runtime => roles[RUNTIME].push_in_order(r),
+            Ty::Operator | Ty::UserAnnotation if facts.data_loader => roles[DATA_LOADER].push_in_order(r),
             Ty::ProfilerStep => {
                 steps.push((name.split('#').nth(1).unwrap_or("").to_string(), r.0, r.1));
             }
-            Ty::Python | Ty::Operator | Ty::UserAnnotation if COMM_OPS.contains(&name) => roles[COMMUNICATION].push(r),
-            Ty::Python | Ty::Operator | Ty::UserAnnotation => roles[CPU_OP].push(r),
+            Ty::Python | Ty::Operator | Ty::UserAnnotation if COMM_OPS.contains(&name) => {
+                roles[COMMUNICATION].push_in_order(r)
+            }
+            Ty::Python | Ty::Operator | Ty::UserAnnotation => roles[CPU_OP].push_in_order(r),
             _ => {}
         }
         if matches!(e.ty, Ty::Python | Ty::Operator | Ty::ProfilerStep) {
@@ -1055,6 +1179,12 @@ pub fn parse(space: &XSpace) -> Parsed {
             profiler_span = Some(r);
         }
     }
+    // torch-tb-profiler sorts by start, stably on the trace's order, which is `Python id`'s.
+    p.python_fns.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.id.cmp(&b.id)));
+    p.used_devices = used_devices.into_iter().collect();
+    let root_texts = (texts.add_name("CallTreeRoot"), texts.push(Box::from("None"), NameFacts::NONE));
+    p.texts = texts.all;
+
     p.global_span = profiler_span.unwrap_or((global_min, global_max));
     p.has_profiler_steps = !steps.is_empty();
     if steps.is_empty() {
@@ -1066,7 +1196,17 @@ pub fn parse(space: &XSpace) -> Parsed {
             steps.push(("0".to_string(), global_min, global_max));
         }
     }
-    p.role_ranges = roles.into_iter().map(ranges::merge).collect();
+    let (mut kernels, mut communication) = (ranges::Union::default(), roles[COMMUNICATION].take());
+    for (r, ext) in kernel_ranges {
+        if comm_ext.contains(&ext) {
+            communication.push(r);
+        } else {
+            kernels.push_in_order(r);
+        }
+    }
+    roles[KERNEL] = kernels;
+    p.role_ranges = roles.into_iter().map(ranges::Union::finish).collect();
+    p.role_ranges[COMMUNICATION] = ranges::merge(communication);
 
     // Runtimes to operators: the first operator (threads in order, ops by start) with
     // the runtime's external id takes them.
@@ -1093,7 +1233,7 @@ pub fn parse(space: &XSpace) -> Parsed {
         .collect();
 
     for (t, ops) in thread_ops.iter().enumerate() {
-        let is_main = ops.iter().any(|&o| p.nodes[o].name.starts_with("ProfilerStep#"));
+        let is_main = ops.iter().any(|&o| p.text(p.nodes[o].name).starts_with("ProfilerStep#"));
         let mut root_rts = zero_rts.get(&thread_order[t]).cloned().unwrap_or_default();
         if is_main && !stale.is_empty() {
             let rt = p.runtimes.len();
@@ -1107,7 +1247,7 @@ pub fn parse(space: &XSpace) -> Parsed {
             fill_runtime(&mut p, rt, None);
             root_rts.push(rt);
         }
-        let root = build_tree(&mut p, ops, root_rts);
+        let root = build_tree(&mut p, ops, root_rts, root_texts);
         p.roots.push(root);
         p.root_threads.push(thread_order[t]);
     }
@@ -1170,18 +1310,20 @@ fn device_props(space: &XSpace) -> Vec<DeviceProps> {
 
 /// Nests a thread's operators (sorted by start, longest first) under a root by time,
 /// merges a node with a lone same-named child, and fills the statistics.
-fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>) -> usize {
+/// `root_texts`: the indices of the root's name and shape.
+fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>, root_texts: (u32, u32)) -> usize {
     let root = p.nodes.len();
     p.nodes.push(Node {
-        name: Arc::from("CallTreeRoot"),
+        name: root_texts.0,
         kind: NodeKind::Root,
         ty: Ty::Python,
         start: f64::MIN,
         end: f64::MAX,
         ext: None,
         module_id: 0,
-        shape: Arc::from("None"),
-        stack: None,
+        shape: root_texts.1,
+        stack: NO_TEXT,
+        listed_name: false,
         tc_eligible: false,
         device_total: 0.0,
         host_self: 0.0,
@@ -1223,7 +1365,7 @@ fn remove_dup_nodes(p: &mut Parsed, root: usize) {
             }
             let c = node.children[0];
             let child = &p.nodes[c];
-            if node.name == child.name && node.ty == Ty::Operator && child.ty == Ty::Operator {
+            if p.text(node.name) == p.text(child.name) && node.ty == Ty::Operator && child.ty == Ty::Operator {
                 let children = std::mem::take(&mut p.nodes[c].children);
                 let runtimes = std::mem::take(&mut p.nodes[c].runtimes);
                 p.nodes[n].children = children;
@@ -1418,6 +1560,16 @@ fn update_device_steps(p: &mut Parsed, steps: &mut Vec<(String, f64, f64)>, devi
 }
 
 impl Parsed {
+    /// A text of [`Parsed::texts`] by index ("" for [`NO_TEXT`]).
+    pub(crate) fn text(&self, id: u32) -> &str {
+        self.texts.get(id as usize).map_or("", |t| t)
+    }
+
+    /// A node's call stack, if it has one.
+    pub(crate) fn stack(&self, node: &Node) -> Option<&str> {
+        (node.stack != NO_TEXT).then(|| self.text(node.stack))
+    }
+
     /// Whether the space it was read from is a PyTorch (Kineto) trace.
     pub fn is_pytorch(&self) -> bool {
         self.pytorch
@@ -1425,16 +1577,10 @@ impl Parsed {
 
     /// Heap bytes, roughly (what a cache weighs it at).
     pub fn heap_bytes(&self) -> usize {
-        let node = |n: &Node| {
-            std::mem::size_of::<Node>()
-                + n.name.len()
-                + n.shape.len()
-                + n.stack.as_ref().map_or(0, |s| s.len())
-                + 8 * (n.children.len() + n.runtimes.len())
-        };
-        let device =
-            |d: &Device| std::mem::size_of::<Device>() + d.name.len() + d.kernel.grid.len() + d.kernel.block.len();
-        self.nodes.iter().map(node).sum::<usize>()
+        let node = |n: &Node| std::mem::size_of::<Node>() + 8 * (n.children.len() + n.runtimes.len());
+        let device = |d: &Device| std::mem::size_of::<Device>() + d.kernel.grid.len() + d.kernel.block.len();
+        self.texts.iter().map(|t| t.len() + 16).sum::<usize>()
+            + self.nodes.iter().map(node).sum::<usize>()
             + self.devices.iter().map(device).sum::<usize>()
             + self.runtimes.iter().map(|r| std::mem::size_of::<Runtime>() + 8 * r.devices.len()).sum::<usize>()
             + self.role_ranges.iter().map(|r| 16 * r.len()).sum::<usize>()

@@ -7,23 +7,49 @@ pub(crate) type Range = (f64, f64);
 
 /// Sorts by start (stable) and merges touching or overlapping ranges.
 pub(crate) fn merge(mut ranges: Vec<Range>) -> Vec<Range> {
-    if ranges.is_empty() {
-        return ranges;
-    }
     ranges.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
-    out.push(ranges[0]);
-    for &r in &ranges[1..] {
-        let last = out.len() - 1;
-        if r.1 > out[last].1 {
-            if r.0 <= out[last].1 {
-                out[last].1 = r.1;
+    let mut out = Union::with_capacity(ranges.len());
+    for r in ranges {
+        out.push_in_order(r);
+    }
+    out.finish()
+}
+
+/// [`merge`] of ranges that arrive sorted by start, kept merged as they come: no list of
+/// every range (tens of millions on big traces).
+#[derive(Debug, Default)]
+pub(crate) struct Union(Vec<Range>);
+
+impl Union {
+    fn with_capacity(n: usize) -> Union {
+        Union(Vec::with_capacity(n))
+    }
+
+    /// Adds a range starting at or after every range added before (by `total_cmp`).
+    pub(crate) fn push_in_order(&mut self, r: Range) {
+        let Some(last) = self.0.last_mut() else {
+            self.0.push(r);
+            return;
+        };
+        if r.1 > last.1 {
+            if r.0 <= last.1 {
+                last.1 = r.1;
             } else {
-                out.push(r);
+                self.0.push(r);
             }
         }
     }
-    out
+
+    /// The ranges merged so far, leaving none.
+    pub(crate) fn take(&mut self) -> Vec<Range> {
+        std::mem::take(&mut self.0)
+    }
+
+    /// The merged ranges.
+    pub(crate) fn finish(mut self) -> Vec<Range> {
+        self.0.shrink_to_fit();
+        self.0
+    }
 }
 
 /// The parts of `a` inside `b` (both merged and sorted).

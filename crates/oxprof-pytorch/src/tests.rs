@@ -12,6 +12,20 @@ use oxprof_report::Report;
 
 const US: i64 = 1_000_000;
 
+/// The categories of [`two_steps`]' host events.
+fn host_categories(p: &mut oxprof_model::PlaneSketch) {
+    for (name, cat) in [
+        ("ProfilerStep#1", "user_annotation"),
+        ("ProfilerStep#2", "user_annotation"),
+        ("aten::mm", "cpu_op"),
+        ("aten::relu", "cpu_op"),
+        ("aten::add", "cpu_op"),
+        ("cudaLaunchKernel", "cuda_runtime"),
+    ] {
+        p.event_metadata_stat(name, "category", cat);
+    }
+}
+
 /// Two steps on one thread, a GEMM and an add kernel on stream 7 (times in µs):
 ///
 /// ```text
@@ -24,16 +38,7 @@ const US: i64 = 1_000_000;
 fn two_steps() -> XSpace {
     ModelBuilder::new()
         .plane("/host:CPU", |p| {
-            for (name, cat) in [
-                ("ProfilerStep#1", "user_annotation"),
-                ("ProfilerStep#2", "user_annotation"),
-                ("aten::mm", "cpu_op"),
-                ("aten::relu", "cpu_op"),
-                ("aten::add", "cpu_op"),
-                ("cudaLaunchKernel", "cuda_runtime"),
-            ] {
-                p.event_metadata_stat(name, "category", cat);
-            }
+            host_categories(p);
             p.line(1, "python", 0, |l| {
                 l.event("ProfilerStep#1", 0, 100 * US).stat("External id", Value::I64(10));
                 l.event("aten::mm", 10 * US, 30 * US)
@@ -425,4 +430,67 @@ fn memory_near_the_device_capacity_is_a_recommendation() {
     // 60 of 100 bytes: none.
     let o = PytorchOverview::from_parsed(&parse(&gpu_memory_trace(100)));
     assert!(!o.recommendations.iter().any(|r| r.starts_with("Device memory usage")), "{:?}", o.recommendations);
+}
+
+/// An event of [`two_steps_in`]: name, start µs, duration µs, External id, correlation id
+/// (-1: none).
+type EventRow = (&'static str, i64, i64, i64, i64);
+
+/// [`two_steps`] with every line's events given to the model in `order` (the importer
+/// writes them sorted by start; a space from elsewhere may not be).
+fn two_steps_in(order: fn(&mut Vec<EventRow>)) -> XSpace {
+    let mut host = vec![
+        ("ProfilerStep#1", 0, 100, 10, -1),
+        ("aten::mm", 10, 30, 1, -1),
+        ("cudaLaunchKernel", 20, 5, 1, 7),
+        ("aten::relu", 50, 10, 2, -1),
+        ("ProfilerStep#2", 100, 100, 11, -1),
+        ("aten::add", 115, 15, 3, -1),
+        ("cudaLaunchKernel", 120, 5, 3, 8),
+    ];
+    let mut gpu = vec![("sm80_xmma_gemm", 30, 40, 1, 7), ("add_kernel", 130, 20, 3, 8), ("add_kernel", 152, 2, 3, 8)];
+    order(&mut host);
+    order(&mut gpu);
+    let events = |l: &mut oxprof_model::LineSketch<'_>, events: &[EventRow]| {
+        for &(name, start, dur, ext, corr) in events {
+            let mut e = l.event(name, start * US, dur * US).stat("External id", Value::I64(ext));
+            if corr >= 0 {
+                e = e.stat("correlation_id", Value::I64(corr));
+            }
+            if name == "aten::mm" {
+                e.stat("Input Dims", "[[2, 3], [3, 4]]");
+            }
+        }
+    };
+    ModelBuilder::new()
+        .plane("/host:CPU", |p| {
+            host_categories(p);
+            p.line(1, "python", 0, |l| events(l, &host));
+        })
+        .plane("/device:GPU:0", |p| {
+            p.event_metadata_stat("sm80_xmma_gemm", "category", "kernel");
+            p.event_metadata_stat("add_kernel", "category", "kernel");
+            p.line(7, "Stream #7(Compute)", 0, |l| events(l, &gpu));
+        })
+        .build()
+        .unwrap()
+}
+
+/// The parse walks events by start whatever order the model holds them in: lines out of
+/// order (sorted instead of merged) give the same views.
+#[test]
+fn lines_out_of_start_order_parse_as_sorted_ones() {
+    let views = |space: &XSpace| {
+        let p = parse(space);
+        [
+            PytorchOverview::from_parsed(&p).to_json(),
+            PytorchOpStats::from_parsed(&p).to_json(),
+            PytorchKernelStats::from_parsed(&p).to_json(),
+        ]
+    };
+    let sorted = views(&two_steps_in(|_| {}));
+    assert_eq!(views(&two_steps_in(|events| events.reverse())), sorted);
+    assert_eq!(views(&two_steps_in(|events| events.rotate_left(3))), sorted);
+    let overview = &sorted[0];
+    assert_eq!(overview["steps"].as_array().map(Vec::len), Some(2), "{overview}");
 }

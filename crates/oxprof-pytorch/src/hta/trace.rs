@@ -101,26 +101,45 @@ impl RankTrace {
         if let Some(rank) = space.planes.iter().find_map(distributed_rank) {
             out.rank = rank;
         }
-        for plane in &space.planes {
+        // Per plane and event kind: (name, category), or None for kinds HTA drops.
+        let plane_kinds: Vec<Vec<Option<(u32, u32)>>> = space
+            .planes
+            .iter()
+            .map(|plane| {
+                plane
+                    .event_metadata_ids()
+                    .map(|id| {
+                        let m = plane.event_metadata_at(id);
+                        let mut cat = None;
+                        for s in plane.metadata_stats(id) {
+                            match s.name() {
+                                "ph" => return None, // instants and counters have no `dur`
+                                "category" => cat = s.as_str(),
+                                _ => {}
+                            }
+                        }
+                        let cat = cat.filter(|c| *c != "Trace")?;
+                        Some((
+                            intern(&mut names, &mut out.names, plane.str(m.name)),
+                            intern(&mut cats, &mut out.cats, cat),
+                        ))
+                    })
+                    .collect()
+            })
+            .collect();
+        // Millions of rows on big traces: counted first and sized once, never regrown.
+        let kept = |plane: &XPlane, kinds: &[Option<(u32, u32)>]| {
+            plane
+                .lines
+                .iter()
+                .flat_map(|l| l.events(plane))
+                .filter(|e| kinds[e.metadata_id().index()].is_some())
+                .count()
+        };
+        out.events.reserve_exact(space.planes.iter().zip(&plane_kinds).map(|(p, k)| kept(p, k)).sum());
+        for (plane, kinds) in space.planes.iter().zip(&plane_kinds) {
             let stream_id = plane.stat_metadata_named("stream");
             let corr_id = plane.stat_metadata_named("correlation_id");
-            // Per event kind: (name, category), or None for kinds HTA drops.
-            let kinds: Vec<Option<(u32, u32)>> = plane
-                .event_metadata_ids()
-                .map(|id| {
-                    let m = plane.event_metadata_at(id);
-                    let mut cat = None;
-                    for s in plane.metadata_stats(id) {
-                        match s.name() {
-                            "ph" => return None, // instants and counters have no `dur`
-                            "category" => cat = s.as_str(),
-                            _ => {}
-                        }
-                    }
-                    let cat = cat.filter(|c| *c != "Trace")?;
-                    Some((intern(&mut names, &mut out.names, plane.str(m.name)), intern(&mut cats, &mut out.cats, cat)))
-                })
-                .collect();
             for line in &plane.lines {
                 // The file's own `ts` (µs, as picoseconds): the line's time less the trace's
                 // `baseTimeNanoseconds`, which the importer added (plus any shift it took off).
@@ -328,24 +347,22 @@ pub fn filtered_events(r: &RankTrace) -> Option<Vec<HtaEvent>> {
     for e in cpu().filter(|e| e.ts < last_start) {
         *kept_corr.entry(e.correlation).or_default() += 1;
     }
-    let mut gpu = Vec::new();
-    let mut host = Vec::new();
-    for (e, g) in r.events.iter().zip(&is_gpu) {
-        if *g {
-            // Once per kept host event of its correlation (HTA's inner join). Only kernels
-            // with a correlation can repeat; a sync without one is kept once (repeats would
-            // only repeat the same interval in the unions that read syncs).
-            let times = kept_corr.get(&e.correlation).copied().unwrap_or(0);
-            let times = if e.correlation < 0 { times.min(1) } else { times };
-            for _ in 0..times {
-                gpu.push(*e);
-            }
-        } else if e.ts < last_start {
-            host.push(*e);
-        }
+    // Once per kept host event of its correlation (HTA's inner join). Only kernels with a
+    // correlation can repeat; a sync without one is kept once (repeats would only repeat
+    // the same interval in the unions that read syncs).
+    let times = |e: &HtaEvent| {
+        let times = kept_corr.get(&e.correlation).copied().unwrap_or(0) as usize;
+        if e.correlation < 0 { times.min(1) } else { times }
+    };
+    let gpu = || r.events.iter().zip(&is_gpu).filter(|(_, g)| **g).map(|(e, _)| e);
+    let host = || cpu().filter(|e| e.ts < last_start);
+    // A copy of most of the rank's rows: sized once, not regrown.
+    let mut out = Vec::with_capacity(gpu().map(times).sum::<usize>() + host().count());
+    for e in gpu() {
+        out.extend(std::iter::repeat_n(*e, times(e)));
     }
-    gpu.extend(host);
-    Some(gpu)
+    out.extend(host().copied());
+    Some(out)
 }
 
 /// HTA's kernel types (`hta.utils.utils.KernelType`).
