@@ -914,6 +914,7 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
         "analyses_from_trace": counts.analyses_from_trace,
         "trace_views_from_disk": counts.trace_views_from_disk,
         "pytorch_computed": counts.pytorch_computed,
+        "pytorch_views_from_disk": counts.pytorch_views_from_disk,
         "pytorch_found": counts.pytorch_found,
         "hta_parts_recomputed": counts.hta_parts_recomputed,
     })

@@ -18,6 +18,9 @@ pub(crate) const TRACE_INDEX_ENTRY: &str = "trace-index";
 /// Entry kind of one host's rendered `trace_viewer@` body and its notes (the request's
 /// parameters are the extra input; see [`write_trace_json`]).
 pub(crate) const TRACE_JSON_ENTRY: &str = "trace-viewer-json";
+/// Entry kind of one PyTorch view's typed report of a trace (the view is the extra input;
+/// see [`PytorchViewOut`]).
+pub(crate) const PYTORCH_VIEW_ENTRY: &str = "pytorch-view";
 /// Entry kind of a trace view's rendered body (the track list and the whole-trace window a
 /// trace viewer opens with; the route and its parameters are the extra input).
 pub(crate) const TRACE_VIEW_ENTRY: &str = "trace-view";
@@ -188,6 +191,15 @@ pub(crate) fn decode_trace_json(bytes: Vec<u8>) -> Option<(Vec<String>, String)>
     let mut body = bytes;
     body.drain(..=split);
     Some((notes, String::from_utf8(body).ok()?))
+}
+
+/// A PyTorch view as the persistent cache keeps it: the report, and whether the trace
+/// looked like a PyTorch trace (the one note it depends on). JSON with exact float round
+/// trips, so a reloaded report answers byte for byte.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct PytorchViewOut<T> {
+    pub(crate) is_pytorch: bool,
+    pub(crate) report: T,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
+use crate::persist::{PYTORCH_VIEW_ENTRY, Persisted, PytorchViewOut};
 use crate::request::{DataRequest, select_hosts, with_notes};
 use crate::session::{FileCounts, HostArtifact, Session};
 use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
@@ -118,6 +119,72 @@ enum View {
     Modules,
 }
 
+/// One view's typed report.
+enum ViewReport {
+    Overview(Box<PytorchOverview>),
+    Operators(Box<PytorchOpStats>),
+    Kernels(Box<PytorchKernelStats>),
+    Memory(Box<PytorchMemory>),
+    Modules(Box<PytorchModules>),
+}
+
+impl View {
+    /// Its name in the persistent cache's key.
+    fn name(self) -> &'static str {
+        match self {
+            View::Overview => "overview",
+            View::Operators => "operators",
+            View::Kernels => "kernels",
+            View::Memory => "memory",
+            View::Modules => "modules",
+        }
+    }
+
+    /// The view of a parsed trace.
+    fn of(self, parsed: &oxprof_pytorch::Parsed) -> ViewReport {
+        match self {
+            View::Overview => ViewReport::Overview(Box::new(PytorchOverview::from_parsed(parsed))),
+            View::Operators => ViewReport::Operators(Box::new(PytorchOpStats::from_parsed(parsed))),
+            View::Kernels => ViewReport::Kernels(Box::new(PytorchKernelStats::from_parsed(parsed))),
+            View::Memory => ViewReport::Memory(Box::new(PytorchMemory::from_parsed(parsed))),
+            View::Modules => ViewReport::Modules(Box::new(PytorchModules::from_parsed(parsed))),
+        }
+    }
+
+    /// The view kept in the persistent cache, with whether the trace was a PyTorch trace
+    /// (`None`: not kept, or unreadable: computed again).
+    fn read(self, slot: &Persisted<'_>) -> Option<(ViewReport, bool)> {
+        fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<(Box<T>, bool)> {
+            let out: PytorchViewOut<T> = serde_json::from_slice(bytes).ok()?;
+            Some((Box::new(out.report), out.is_pytorch))
+        }
+        let bytes = slot.read()?;
+        Some(match self {
+            View::Overview => decode(&bytes).map(|(r, p)| (ViewReport::Overview(r), p))?,
+            View::Operators => decode(&bytes).map(|(r, p)| (ViewReport::Operators(r), p))?,
+            View::Kernels => decode(&bytes).map(|(r, p)| (ViewReport::Kernels(r), p))?,
+            View::Memory => decode(&bytes).map(|(r, p)| (ViewReport::Memory(r), p))?,
+            View::Modules => decode(&bytes).map(|(r, p)| (ViewReport::Modules(r), p))?,
+        })
+    }
+}
+
+impl ViewReport {
+    /// The bytes [`View::read`] reads back.
+    fn encode(&self, is_pytorch: bool) -> Vec<u8> {
+        fn encode<T: serde::Serialize>(report: &T, is_pytorch: bool) -> Vec<u8> {
+            serde_json::to_vec(&PytorchViewOut { is_pytorch, report }).unwrap_or_default()
+        }
+        match self {
+            ViewReport::Overview(r) => encode(r, is_pytorch),
+            ViewReport::Operators(r) => encode(r, is_pytorch),
+            ViewReport::Kernels(r) => encode(r, is_pytorch),
+            ViewReport::Memory(r) => encode(r, is_pytorch),
+            ViewReport::Modules(r) => encode(r, is_pytorch),
+        }
+    }
+}
+
 fn compute(
     session: &Session,
     run: &ServedRun,
@@ -137,19 +204,36 @@ fn compute(
             file.host
         ));
     }
-    let parsed = host_pytorch(session, &[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
-    if !parsed.is_pytorch() {
+    // A new process answers a view it answered before from the persistent cache, without
+    // reading a multi-GB trace again; a session that holds the parse answers from memory.
+    let slot = session.persisted(file, PYTORCH_VIEW_ENTRY, view.name());
+    let in_memory = session.host_artifact_in_memory::<PytorchFile>(file).is_some();
+    let (report, is_pytorch) = match (!refresh && !in_memory).then(|| view.read(&slot)).flatten() {
+        Some(found) => {
+            session.count_pytorch_view_from_disk();
+            found
+        }
+        None => {
+            let parsed = host_pytorch(session, &[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
+            let report = view.of(&parsed);
+            if !slot.exists() {
+                slot.write(|| report.encode(parsed.is_pytorch()));
+            }
+            (report, parsed.is_pytorch())
+        }
+    };
+    if !is_pytorch {
         notes.push(format!(
             "{}: not a PyTorch profiler trace; these views read Kineto traces (*.pt.trace.json[.gz])",
             file.host
         ));
     }
-    let report: Box<dyn Report> = match view {
-        View::Overview => Box::new(PytorchOverview::from_parsed(&parsed)),
-        View::Operators => Box::new(PytorchOpStats::from_parsed(&parsed)),
-        View::Kernels => Box::new(PytorchKernelStats::from_parsed(&parsed)),
-        View::Memory => Box::new(PytorchMemory::from_parsed(&parsed)),
-        View::Modules => Box::new(PytorchModules::from_parsed(&parsed)),
+    let report: Box<dyn Report> = match report {
+        ViewReport::Overview(r) => r,
+        ViewReport::Operators(r) => r,
+        ViewReport::Kernels(r) => r,
+        ViewReport::Memory(r) => r,
+        ViewReport::Modules(r) => r,
     };
     Ok(with_notes(report, notes))
 }

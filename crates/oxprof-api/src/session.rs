@@ -203,6 +203,8 @@ pub struct FileCounts {
     pub trace_views_from_disk: u64,
     /// PyTorch traces read and parsed (torch-tb-profiler's parse with HTA's rows and parts).
     pub pytorch_computed: u64,
+    /// PyTorch views answered from the persistent cache without reading the trace.
+    pub pytorch_views_from_disk: u64,
     /// PyTorch parses found.
     pub pytorch_found: u64,
     /// HTA rank parts computed again for a selection whose step filter differs from the
@@ -559,6 +561,11 @@ impl Session {
     /// Counts a trace view answered from the persistent cache.
     pub(crate) fn count_trace_view_from_disk(&self) {
         self.counts.lock().unwrap_or_else(|p| p.into_inner()).trace_views_from_disk += 1;
+    }
+
+    /// Counts a PyTorch view answered from the persistent cache.
+    pub(crate) fn count_pytorch_view_from_disk(&self) {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner()).pytorch_views_from_disk += 1;
     }
 
     /// The rendered response kept under `key`, if any (never computes or waits).

@@ -379,3 +379,42 @@ fn an_entry_replaced_by_a_link_to_a_fifo_is_a_prompt_miss() {
         assert!(std::fs::symlink_metadata(entry).unwrap().file_type().is_symlink(), "{}", entry.display());
     }
 }
+
+/// Every PyTorch view of a session's one trace: body and notes.
+fn pytorch_views(session: &oxprof_api::session::Session) -> Vec<(String, Vec<String>)> {
+    let run = session.run(None).unwrap();
+    ["pytorch_overview", "pytorch_op_stats", "pytorch_kernel_stats", "pytorch_memory", "pytorch_modules"]
+        .iter()
+        .map(|tool| {
+            let request = oxprof_api::registry::request(tool).unwrap();
+            let (body, notes) = oxprof_api::answer::answer(session, &run, &request, false).unwrap().into_body();
+            (String::from_utf8(body.into_bytes()).unwrap(), notes)
+        })
+        .collect()
+}
+
+#[test]
+fn a_later_session_answers_the_pytorch_views_from_disk_without_reading_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let kineto = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    // A PyTorch trace, and a profile that is not one (its views carry a note saying so).
+    for (path, pytorch) in [(kineto, true), (profile("jax_train"), false)] {
+        let cold = pytorch_views(&server_session(&path, None));
+        let noted = cold.iter().all(|(_, notes)| notes.iter().any(|n| n.contains("not a PyTorch profiler trace")));
+        assert_eq!(noted, !pytorch, "{path:?}: {cold:?}");
+        let first = server_session(&path, Some(cache.clone()));
+        assert_eq!(pytorch_views(&first), cold, "{path:?}: the session that fills the cache");
+        assert_eq!(first.file_counts().pytorch_views_from_disk, 0, "{path:?}: nothing on disk yet");
+        let reopened = server_session(&path, Some(cache.clone()));
+        assert_eq!(pytorch_views(&reopened), cold, "{path:?}: the same bytes and notes from disk");
+        let counts = reopened.file_counts();
+        assert_eq!((counts.pytorch_computed, counts.pytorch_views_from_disk), (0, 5), "{path:?}: {counts:?}");
+        // Asked to refresh, the view reads the trace again.
+        let run = reopened.run(None).unwrap();
+        let request = oxprof_api::registry::request("pytorch_overview").unwrap();
+        let (body, _) = oxprof_api::answer::answer(&reopened, &run, &request, true).unwrap().into_body();
+        assert_eq!(String::from_utf8(body.into_bytes()).unwrap(), cold[0].0);
+        assert_eq!(reopened.file_counts().pytorch_computed, 1, "{path:?}");
+    }
+}
