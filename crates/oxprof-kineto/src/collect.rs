@@ -444,7 +444,10 @@ pub(crate) fn collect(
     }
     match r.out.strings.state() {
         State::Within => {}
-        State::OverBudget => return Err(KinetoError::LimitExceeded(r.out.strings.exceeded())),
+        // (A table that gave up as a second half is never the reader's: see `split`.)
+        State::OverBudget | State::HalvesOverBudget => {
+            return Err(KinetoError::LimitExceeded(r.out.strings.exceeded()));
+        }
         State::Full => r.too_large = r.too_large.or(Some("more than 4 GiB of distinct strings")),
     }
     if let Some(what) = r.too_large {

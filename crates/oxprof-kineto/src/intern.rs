@@ -16,6 +16,7 @@
 use oxprof_model::limits::{Limit, LimitExceeded, LoadLimits, STRING_ENTRY_BYTES};
 use oxprof_model::{StrId, StringTable};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Id of an interned string.
 pub(crate) type Sid = u32;
@@ -37,6 +38,16 @@ pub(crate) struct Interner {
     /// What the table may cost (see [`Interner::cost`]).
     allowed: u64,
     state: State,
+    /// While the trace is read in two halves: this table's half, and the first half's cost
+    /// (the first reader publishes it; the second adds it to its own).
+    halves: Option<(Half, Arc<AtomicU64>)>,
+}
+
+/// Which half of a split read a table belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Half {
+    First,
+    Second,
 }
 
 /// Whether the table is within its budget.
@@ -47,6 +58,10 @@ pub(crate) enum State {
     OverBudget,
     /// A string would take the text past 4 GiB (only with the budget raised that far).
     Full,
+    /// The second half of a split read: the two tables together past the budget. Both
+    /// tables count the strings both halves hold, so this is not the trace's verdict: the
+    /// second reader gives up and the first reads on alone, holding at most the budget.
+    HalvesOverBudget,
 }
 
 impl Interner {
@@ -60,6 +75,7 @@ impl Interner {
             invalid_utf8: 0,
             allowed,
             state: State::Within,
+            halves: None,
         }
     }
 
@@ -89,9 +105,30 @@ impl Interner {
     #[cold]
     fn added(&mut self, repaired: bool) {
         self.invalid_utf8 += u64::from(repaired);
-        if self.state == State::Within && self.cost() > self.allowed {
+        if self.state != State::Within {
+            return;
+        }
+        let cost = self.cost();
+        match &self.halves {
+            Some((Half::First, first)) => first.store(cost, Ordering::Relaxed),
+            Some((Half::Second, first)) if cost.saturating_add(first.load(Ordering::Relaxed)) > self.allowed => {
+                self.state = State::HalvesOverBudget;
+                return;
+            }
+            _ => {}
+        }
+        if cost > self.allowed {
             self.state = State::OverBudget;
         }
+    }
+
+    /// Makes this table one half of a split read (`first`: the first half's cost, shared by
+    /// both readers), or ends the split (`None`).
+    pub(crate) fn set_half(&mut self, half: Option<(Half, Arc<AtomicU64>)>) {
+        if let Some((Half::First, first)) = &half {
+            first.store(self.cost(), Ordering::Relaxed);
+        }
+        self.halves = half;
     }
 
     /// `bytes` when they do not fit: found if present, else "" and the table is full.
@@ -252,5 +289,32 @@ mod tests {
         assert_eq!((e.limit, e.allowed, e.at_least), (Limit::InternedBytes, 3 * entry + 16, 4 * entry + 17));
         i.intern(b"dd");
         assert_eq!(i.state(), State::OverBudget);
+    }
+
+    /// Two halves read side by side: the second stops once both tables together pass the
+    /// budget (its own state then says so, not the trace's), the first is charged alone.
+    #[test]
+    fn the_second_half_gives_up_when_both_tables_pass_the_budget() {
+        let entry = STRING_ENTRY_BYTES;
+        let allowed = entry + 4 * (entry + 8);
+        let first_cost = Arc::new(AtomicU64::new(0));
+        let mut first = Interner::new(allowed);
+        first.set_half(Some((Half::First, first_cost.clone())));
+        first.intern(b"aaaaaaaa");
+        first.intern(b"bbbbbbbb");
+        assert_eq!(first_cost.load(Ordering::Relaxed), first.cost());
+        let mut second = Interner::new(allowed);
+        second.set_half(Some((Half::Second, first_cost.clone())));
+        second.intern(b"aaaaaaaa");
+        assert_eq!(second.state(), State::Within);
+        // "" twice, and three strings of 8 bytes: past the budget only counted twice.
+        second.intern(b"cccccccc");
+        assert_eq!((first.state(), second.state()), (State::Within, State::HalvesOverBudget));
+        first.set_half(None);
+        first.intern(b"cccccccc");
+        assert_eq!(first.state(), State::Within);
+        first.intern(b"dddddddd");
+        first.intern(b"e");
+        assert_eq!(first.state(), State::OverBudget);
     }
 }

@@ -525,6 +525,19 @@ fn two_halves_side_by_side_give_one_readers_model() {
         assert!(import_split_at(&bytes, &l, None).starts_with("error"));
         assert_halves_merge_alike(&bytes, &l, memchr::memchr_iter(b'{', &bytes));
     }
+    // The strings budget, from far too small to just enough for one reader: wherever the
+    // second reader starts (and gives up when both tables pass it), the verdict and the
+    // model are one reader's.
+    let enough = (0..4_096u64)
+        .find(|&b| {
+            !import_split_at(&bytes, &LoadLimits::default().with_max_interned_bytes(b), None).starts_with("error")
+        })
+        .expect("the trace fits some budget");
+    for budget in [enough / 2, enough - 40, enough - 1, enough, enough + 40] {
+        let l = LoadLimits::default().with_max_interned_bytes(budget);
+        assert_eq!(import_split_at(&bytes, &l, None).starts_with("error"), budget < enough, "budget {budget}");
+        assert_halves_merge_alike(&bytes, &l, memchr::memchr_iter(b'{', &bytes));
+    }
 }
 
 /// A second `traceEvents` array after one read in halves adds to the same threads (whose

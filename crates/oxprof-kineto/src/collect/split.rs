@@ -17,10 +17,11 @@
 //! split: a wrong guess means the first reader reads what the second already released.
 
 use super::{Arg, ArgVal, EventKind, Ident, LineKey, Meta, RawEvent, RawFlow, Reader};
-use crate::intern::Sid;
+use crate::intern::{Half, Sid, State};
 use crate::json::{JsonError, Scanner};
 use oxprof_model::{DiagnosticKind, ReleasePages};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Least input left (bytes) worth a second reader.
 const MIN_SPLIT_BYTES: usize = 32 << 20;
@@ -123,17 +124,30 @@ impl Reader {
         plan: Plan<'a>,
     ) -> Result<(), JsonError> {
         let stop = AtomicBool::new(false);
-        let second = self.second_reader();
-        std::thread::scope(|scope| {
+        // The two tables together stay within the strings budget: past it, the second
+        // reader gives up (both count what both halves hold) and the first reads on alone.
+        let first_cost = Arc::new(AtomicU64::new(0));
+        self.out.strings.set_half(Some((Half::First, first_cost.clone())));
+        let mut second = self.second_reader();
+        second.out.strings.set_half(Some((Half::Second, first_cost)));
+        let result = std::thread::scope(|scope| {
             let worker = scope.spawn(|| second.read_second_half(plan, release, &stop));
             let _stop_on_return = StopOnDrop(&stop);
             loop {
                 let at = sc.pos();
                 if at == plan.at {
                     let (second, rest, result) = worker.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    self.merge(second);
-                    *sc = rest;
-                    return result;
+                    if second.out.strings.state() != State::HalvesOverBudget {
+                        self.out.strings.set_half(None);
+                        self.merge(second);
+                        *sc = rest;
+                        return result;
+                    }
+                    // The second half gave up at the strings budget: read on alone.
+                    drop(second);
+                    self.out.strings.set_half(None);
+                    while self.element(sc, release, &mut released)? {}
+                    return Ok(());
                 }
                 if at > plan.at {
                     // The guess was not an element of the array: read on alone.
@@ -146,7 +160,9 @@ impl Reader {
                     return Ok(());
                 }
             }
-        })
+        });
+        self.out.strings.set_half(None);
+        result
     }
 
     /// A reader for the second half: the same origin and budgets, nothing read yet.
