@@ -70,6 +70,11 @@ impl<'s> Persisted<'s> {
         self.cache?.get_with(&self.key, read)
     }
 
+    /// Whether the slot is kept anywhere (a cache, and an identity for the file).
+    pub(crate) fn is_active(&self) -> bool {
+        self.cache.is_some()
+    }
+
     /// Whether an entry is stored (not read or checked).
     pub(crate) fn exists(&self) -> bool {
         self.cache.is_some_and(|cache| cache.contains(&self.key))

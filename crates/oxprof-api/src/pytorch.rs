@@ -119,6 +119,21 @@ enum View {
     Modules,
 }
 
+/// Keeps every view of a parsed trace but `asked` in the persistent cache (when there is
+/// one and they are not there yet): an agent asks one view per command, and each later
+/// process then answers from disk instead of parsing a multi-GB trace again. The views
+/// cost a fraction of the parse (about 1 s beside 9–13 s on a 2 GB trace), side by side.
+fn keep_other_views(session: &Session, file: &HostFile, parsed: &oxprof_pytorch::Parsed, asked: View) {
+    use rayon::prelude::*;
+    let slots: Vec<(View, Persisted<'_>)> = View::ALL
+        .into_iter()
+        .filter(|v| v.name() != asked.name())
+        .map(|v| (v, session.persisted(file, PYTORCH_VIEW_ENTRY, v.name())))
+        .filter(|(_, slot)| slot.is_active() && !slot.exists())
+        .collect();
+    slots.into_par_iter().for_each(|(view, slot)| slot.write(|| view.of(parsed).encode(parsed.is_pytorch())));
+}
+
 /// One view's typed report.
 enum ViewReport {
     Overview(Box<PytorchOverview>),
@@ -129,6 +144,8 @@ enum ViewReport {
 }
 
 impl View {
+    const ALL: [View; 5] = [View::Overview, View::Operators, View::Kernels, View::Memory, View::Modules];
+
     /// Its name in the persistent cache's key.
     fn name(self) -> &'static str {
         match self {
@@ -219,6 +236,7 @@ fn compute(
             if !slot.exists() {
                 slot.write(|| report.encode(parsed.is_pytorch()));
             }
+            keep_other_views(session, file, &parsed, view);
             (report, parsed.is_pytorch())
         }
     };

@@ -418,3 +418,21 @@ fn a_later_session_answers_the_pytorch_views_from_disk_without_reading_the_trace
         assert_eq!(reopened.file_counts().pytorch_computed, 1, "{path:?}");
     }
 }
+
+/// The parse of a trace keeps every PyTorch view, not only the one asked: a later process
+/// asking any other answers from disk (agents ask one view per command).
+#[test]
+fn one_view_asked_keeps_every_pytorch_view_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    let cold = pytorch_views(&server_session(&path, None));
+    let first = server_session(&path, Some(cache.clone()));
+    let run = first.run(None).unwrap();
+    let request = oxprof_api::registry::request("pytorch_op_stats").unwrap();
+    oxprof_api::answer::answer(&first, &run, &request, false).unwrap();
+    let reopened = server_session(&path, Some(cache));
+    assert_eq!(pytorch_views(&reopened), cold);
+    let counts = reopened.file_counts();
+    assert_eq!((counts.pytorch_computed, counts.pytorch_views_from_disk), (0, 5), "{counts:?}");
+}
