@@ -203,6 +203,8 @@ pub(crate) fn decode_trace_json(bytes: Vec<u8>) -> Option<(Vec<String>, String)>
 /// trips, so a reloaded report answers byte for byte.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct PytorchViewOut<T> {
+    /// Which view the report is (read back only as that view).
+    pub(crate) view: String,
     pub(crate) is_pytorch: bool,
     pub(crate) report: T,
 }

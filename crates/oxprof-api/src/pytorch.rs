@@ -110,7 +110,7 @@ pub fn host_hta(session: &Session, files: &[&HostFile], refresh: bool) -> Result
 }
 
 /// Which view.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum View {
     Overview,
     Operators,
@@ -127,11 +127,11 @@ fn keep_other_views(session: &Session, file: &HostFile, parsed: &oxprof_pytorch:
     use rayon::prelude::*;
     let slots: Vec<(View, Persisted<'_>)> = View::ALL
         .into_iter()
-        .filter(|v| v.name() != asked.name())
+        .filter(|&v| v != asked)
         .map(|v| (v, session.persisted(file, PYTORCH_VIEW_ENTRY, v.name())))
         .filter(|(_, slot)| slot.is_active() && !slot.exists())
         .collect();
-    slots.into_par_iter().for_each(|(view, slot)| slot.write(|| view.of(parsed).encode(parsed.is_pytorch())));
+    slots.into_par_iter().for_each(|(view, slot)| slot.write(|| view.of(parsed).encode(view, parsed.is_pytorch())));
 }
 
 /// One view's typed report.
@@ -171,33 +171,34 @@ impl View {
     /// The view kept in the persistent cache, with whether the trace was a PyTorch trace
     /// (`None`: not kept, or unreadable: computed again).
     fn read(self, slot: &Persisted<'_>) -> Option<(ViewReport, bool)> {
-        fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<(Box<T>, bool)> {
+        fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8], view: View) -> Option<(Box<T>, bool)> {
             let out: PytorchViewOut<T> = serde_json::from_slice(bytes).ok()?;
-            Some((Box::new(out.report), out.is_pytorch))
+            (out.view == view.name()).then(|| (Box::new(out.report), out.is_pytorch))
         }
         let bytes = slot.read()?;
         Some(match self {
-            View::Overview => decode(&bytes).map(|(r, p)| (ViewReport::Overview(r), p))?,
-            View::Operators => decode(&bytes).map(|(r, p)| (ViewReport::Operators(r), p))?,
-            View::Kernels => decode(&bytes).map(|(r, p)| (ViewReport::Kernels(r), p))?,
-            View::Memory => decode(&bytes).map(|(r, p)| (ViewReport::Memory(r), p))?,
-            View::Modules => decode(&bytes).map(|(r, p)| (ViewReport::Modules(r), p))?,
+            View::Overview => decode(&bytes, self).map(|(r, p)| (ViewReport::Overview(r), p))?,
+            View::Operators => decode(&bytes, self).map(|(r, p)| (ViewReport::Operators(r), p))?,
+            View::Kernels => decode(&bytes, self).map(|(r, p)| (ViewReport::Kernels(r), p))?,
+            View::Memory => decode(&bytes, self).map(|(r, p)| (ViewReport::Memory(r), p))?,
+            View::Modules => decode(&bytes, self).map(|(r, p)| (ViewReport::Modules(r), p))?,
         })
     }
 }
 
 impl ViewReport {
     /// The bytes [`View::read`] reads back.
-    fn encode(&self, is_pytorch: bool) -> Vec<u8> {
-        fn encode<T: serde::Serialize>(report: &T, is_pytorch: bool) -> Vec<u8> {
-            serde_json::to_vec(&PytorchViewOut { is_pytorch, report }).unwrap_or_default()
+    fn encode(&self, view: View, is_pytorch: bool) -> Vec<u8> {
+        fn encode<T: serde::Serialize>(report: &T, view: View, is_pytorch: bool) -> Vec<u8> {
+            serde_json::to_vec(&PytorchViewOut { view: view.name().to_string(), is_pytorch, report })
+                .unwrap_or_default()
         }
         match self {
-            ViewReport::Overview(r) => encode(r, is_pytorch),
-            ViewReport::Operators(r) => encode(r, is_pytorch),
-            ViewReport::Kernels(r) => encode(r, is_pytorch),
-            ViewReport::Memory(r) => encode(r, is_pytorch),
-            ViewReport::Modules(r) => encode(r, is_pytorch),
+            ViewReport::Overview(r) => encode(r, view, is_pytorch),
+            ViewReport::Operators(r) => encode(r, view, is_pytorch),
+            ViewReport::Kernels(r) => encode(r, view, is_pytorch),
+            ViewReport::Memory(r) => encode(r, view, is_pytorch),
+            ViewReport::Modules(r) => encode(r, view, is_pytorch),
         }
     }
 }
@@ -234,7 +235,7 @@ fn compute(
             let parsed = host_pytorch(session, &[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
             let report = view.of(&parsed);
             if !slot.exists() {
-                slot.write(|| report.encode(parsed.is_pytorch()));
+                slot.write(|| report.encode(view, parsed.is_pytorch()));
             }
             keep_other_views(session, file, &parsed, view);
             (report, parsed.is_pytorch())

@@ -436,3 +436,67 @@ fn one_view_asked_keeps_every_pytorch_view_on_disk() {
     let counts = reopened.file_counts();
     assert_eq!((counts.pytorch_computed, counts.pytorch_views_from_disk), (0, 5), "{counts:?}");
 }
+
+/// PyTorch view entries that are damaged, or hold another view's report, are misses:
+/// the views are computed again, never answered from the wrong bytes.
+#[test]
+fn damaged_or_swapped_pytorch_view_entries_are_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    let cold = pytorch_views(&server_session(&path, None));
+    assert_eq!(pytorch_views(&server_session(&path, Some(cache.clone()))), cold);
+    let keys: Vec<String> = std::fs::read_dir(dir.path().join("v1"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().file_stem().unwrap().to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(keys.len(), 5, "one entry per view: {keys:?}");
+    // Each entry holds the next one's report (well-formed JSON of another view's type).
+    let payloads: Vec<Vec<u8>> = keys.iter().map(|k| cache.get(k).unwrap()).collect();
+    for (i, key) in keys.iter().enumerate() {
+        cache.put(key, &payloads[(i + 1) % keys.len()]).unwrap();
+    }
+    let reread = server_session(&path, Some(cache.clone()));
+    assert_eq!(pytorch_views(&reread), cold);
+    assert_eq!(reread.file_counts().pytorch_views_from_disk, 0, "no view answered from another's bytes");
+    for key in &keys {
+        cache.put(key, b"{\"is_pytorch\": true, \"report\": 7}").unwrap();
+    }
+    let reread = server_session(&path, Some(cache));
+    assert_eq!(pytorch_views(&reread), cold);
+    assert_eq!(reread.file_counts().pytorch_views_from_disk, 0);
+}
+
+/// Sessions of several processes asking every PyTorch view at once, over one cache being
+/// filled: each answer is the uncached one.
+#[test]
+fn concurrent_sessions_fill_and_read_the_pytorch_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    let cold = pytorch_views(&server_session(&path, None));
+    let tools = ["pytorch_overview", "pytorch_op_stats", "pytorch_kernel_stats", "pytorch_memory", "pytorch_modules"];
+    std::thread::scope(|scope| {
+        for round in 0..3 {
+            for (i, tool) in tools.iter().enumerate() {
+                let (cache, path, cold) = (cache.clone(), &path, &cold);
+                scope.spawn(move || {
+                    let session = server_session(path, Some(cache));
+                    let run = session.run(None).unwrap();
+                    let request = oxprof_api::registry::request(tool).unwrap();
+                    let (body, notes) =
+                        oxprof_api::answer::answer(&session, &run, &request, false).unwrap().into_body();
+                    assert_eq!(
+                        (String::from_utf8(body.into_bytes()).unwrap(), notes),
+                        cold[i],
+                        "{tool}, round {round}"
+                    );
+                });
+            }
+        }
+    });
+    let reread = server_session(&path, Some(cache));
+    assert_eq!(pytorch_views(&reread), cold);
+    assert_eq!(reread.file_counts().pytorch_computed, 0);
+}

@@ -736,18 +736,18 @@ fn base_name(line: &str) -> &str {
 
 /// How one plane's events are read: its stat ids, and per event metadata what
 /// torch-tb-profiler makes of its events.
-struct PlaneRead<'a> {
+struct PlaneRead {
     keys: Keys,
-    kinds: Vec<Kind<'a>>,
-    /// Each event name's index into [`Texts::names`], made on first use.
+    kinds: Vec<Kind>,
+    /// Each event name's index into [`Texts::all`], made on first use.
     name_ids: Vec<u32>,
 }
 
 /// What torch-tb-profiler makes of the events of one event metadata entry.
 #[derive(Clone, Copy)]
-struct Kind<'a> {
-    /// `None`: not a complete event (or no category: counted and skipped).
-    cat: Option<&'a str>,
+struct Kind {
+    /// Whether its events have a category (complete ones without are counted and skipped).
+    categorized: bool,
     complete: bool,
     /// A `[memory]` instant.
     memory: bool,
@@ -756,7 +756,7 @@ struct Kind<'a> {
     ty_with_module: Ty,
 }
 
-impl Kind<'_> {
+impl Kind {
     /// The type of one of its complete events.
     fn ty_of(&self, e: &Event<'_>, keys: &Keys) -> Ty {
         if self.ty == self.ty_with_module || keys.module_id.is_none() {
@@ -768,8 +768,8 @@ impl Kind<'_> {
 
 /// The lines to walk and what one pass over every event finds before the walk: threads,
 /// the memory instants, how many rows of each kind the parse makes.
-struct Survey<'a> {
-    planes: Vec<PlaneRead<'a>>,
+struct Survey {
+    planes: Vec<PlaneRead>,
     lines: Vec<LineAt>,
     /// The thread of each of `lines`.
     line_threads: Vec<u32>,
@@ -794,7 +794,7 @@ fn base_and_shift_ns(space: &XSpace) -> (i64, i64) {
 }
 
 /// One pass over every event of `space` in the model's order (see [`Survey`]).
-fn survey(space: &XSpace) -> Survey<'_> {
+fn survey(space: &XSpace) -> Survey {
     let (base_ns, shift_ns) = base_and_shift_ns(space);
     let mut threads: FxHashMap<(i64, &str), u32> = FxHashMap::default();
     let mut out = Survey {
@@ -810,7 +810,7 @@ fn survey(space: &XSpace) -> Survey<'_> {
     };
     for (plane_index, plane) in space.planes.iter().enumerate() {
         let keys = Keys::of(plane);
-        let kinds: Vec<Kind<'_>> = plane
+        let kinds: Vec<Kind> = plane
             .event_metadata_ids()
             .map(|id| {
                 let mut cat = None;
@@ -829,7 +829,7 @@ fn survey(space: &XSpace) -> Survey<'_> {
                     Some(cat) => (category_type(cat, name, false), category_type(cat, name, true)),
                     None => (Ty::Other, Ty::Other),
                 };
-                Kind { cat, complete, memory: instant && name == "[memory]", ty, ty_with_module }
+                Kind { categorized: cat.is_some(), complete, memory: instant && name == "[memory]", ty, ty_with_module }
             })
             .collect();
         for (line_index, line) in plane.lines.iter().enumerate() {
@@ -846,7 +846,7 @@ fn survey(space: &XSpace) -> Survey<'_> {
                 if !kind.complete {
                     continue;
                 }
-                if kind.cat.is_none() {
+                if !kind.categorized {
                     // torch-tb-profiler fails on such a trace; oxprof counts and skips them.
                     out.skipped += 1;
                     continue;
@@ -911,11 +911,11 @@ fn read_memory(e: &Event<'_>, keys: &Keys, thread: u32, line_ps: i128) -> MemRec
 
 /// An event starting at `ts` (µs) as torch-tb-profiler reads it; `None` for what it
 /// ignores (other types, instants, events without a category).
-fn read_event<'a>(e: &Event<'a>, ts: f64, plane: &mut PlaneRead<'a>, thread: u32, texts: &mut Texts<'a>) -> Option<Ev> {
+fn read_event<'a>(e: &Event<'a>, ts: f64, plane: &mut PlaneRead, thread: u32, texts: &mut Texts<'a>) -> Option<Ev> {
     let kind = *plane.kinds.get(e.metadata_id().index())?;
     let keys = &plane.keys;
     let ty = kind.ty_of(e, keys);
-    if ty == Ty::Other || !kind.complete || kind.cat.is_none() {
+    if ty == Ty::Other || !kind.complete || !kind.categorized {
         return None;
     }
     let name_id = match plane.name_ids.get_mut(e.metadata_id().index()) {
