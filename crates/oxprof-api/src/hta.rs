@@ -4,56 +4,124 @@
 //! streams) once per session, reduced to HTA's compact event rows and what both tools
 //! derive from each rank alone (`oxprof_pytorch::hta::parts`), together with the PyTorch
 //! views' parse (`crate::pytorch::host_hta`), and its model dropped; a request assembles the kept
-//! parts of the selected ranks.
+//! parts of the selected ranks. Each rank's steps and parts are also kept in the persistent
+//! cache, so a later process answers without reading the traces (unless a selection's step
+//! filter differs from a rank's own: that rank's rows are read again).
 //!
 //! Ranks are `distributedInfo.rank` of each trace; a trace without one takes its
 //! position in the run (and a note says so).
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::pytorch::{HtaRank, host_hta};
+use crate::persist::{HTA_RANK_ENTRY, KeptRank};
+use crate::pytorch::{HtaRank, PytorchFile, host_hta};
 use crate::request::{DataRequest, select_hosts, with_notes};
 use crate::session::Session;
 use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
+use oxprof_format::HostFile;
 use oxprof_pytorch::hta::distributed::HtaDistributed;
 use oxprof_pytorch::hta::gpu_idle::HtaGpuIdle;
 use oxprof_pytorch::hta::parts::{RankParts, RankView, filter_applies};
+use oxprof_pytorch::hta::trace::ProfilerStep;
 use oxprof_report::Report;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// The selected hosts' ranks from the session (read once with the PyTorch views' parse),
-/// each with its number in the report and its parts filtered as the selection calls for,
-/// and notes on how ranks were chosen.
-struct Selection {
-    ranks: Vec<Arc<HtaRank>>,
+/// One selected rank: loaded in this session (its rows at hand), or as an earlier process
+/// kept it in the persistent cache (its steps and parts only).
+enum Ranked {
+    Loaded(Arc<HtaRank>),
+    Kept(Box<KeptRank<'static>>),
+}
+
+impl Ranked {
+    /// `distributedInfo.rank`, −1 when the trace names none.
+    fn rank(&self) -> i64 {
+        match self {
+            Ranked::Loaded(r) => r.trace.rank,
+            Ranked::Kept(k) => k.rank,
+        }
+    }
+
+    fn steps(&self) -> &[ProfilerStep] {
+        match self {
+            Ranked::Loaded(r) => &r.trace.steps,
+            Ranked::Kept(k) => &k.steps,
+        }
+    }
+
+    /// The parts computed on load, filtered as the rank alone calls for.
+    fn parts(&self) -> &RankParts {
+        match self {
+            Ranked::Loaded(r) => &r.parts,
+            Ranked::Kept(k) => &k.parts,
+        }
+    }
+}
+
+/// The selected hosts' ranks (each read once per session with the PyTorch views' parse, or
+/// kept on disk by an earlier one), each with its number in the report and its parts
+/// filtered as the selection calls for, and notes on how ranks were chosen.
+struct Selection<'r> {
+    files: Vec<&'r HostFile>,
+    ranks: Vec<Ranked>,
     numbers: Vec<i64>,
     /// Parts computed again for this selection (`None`: the kept ones fit).
     recomputed: Vec<Option<RankParts>>,
     notes: Vec<String>,
 }
 
-impl Selection {
+impl Selection<'_> {
     fn views(&self) -> Vec<RankView<'_>> {
         self.ranks
             .iter()
+            .zip(&self.files)
             .zip(&self.numbers)
             .zip(&self.recomputed)
-            .map(|((r, &rank), again)| RankView {
+            .map(|(((r, file), &rank), again)| RankView {
                 rank,
-                host: &r.trace.host,
-                steps: &r.trace.steps,
-                parts: again.as_ref().unwrap_or(&r.parts),
+                host: &file.host,
+                steps: r.steps(),
+                parts: again.as_ref().unwrap_or(r.parts()),
             })
             .collect()
     }
 }
 
-fn select(session: &Session, run: &ServedRun, request: &DataRequest, refresh: bool) -> Result<Selection, ApiError> {
+/// Each file's rank: from this session's memory, else (unless refreshing) from the
+/// persistent cache, else loaded (the files to load read side by side, as one lookup).
+fn ranks_of(session: &Session, files: &[&HostFile], refresh: bool) -> Result<Vec<Ranked>, ApiError> {
+    let mut ranks: Vec<Option<Ranked>> = files
+        .iter()
+        .map(|file| {
+            if refresh || session.host_artifact_in_memory::<PytorchFile>(file).is_some() {
+                return None;
+            }
+            let kept = session.persisted(file, HTA_RANK_ENTRY, "").read().and_then(|b| KeptRank::decode(&b))?;
+            Some(Ranked::Kept(Box::new(kept)))
+        })
+        .collect();
+    let from_disk = ranks.iter().flatten().count() as u64;
+    session.count_with(|c| c.hta_ranks_from_disk += from_disk);
+    let missing: Vec<usize> = (0..files.len()).filter(|&i| ranks[i].is_none()).collect();
+    let loaded = host_hta(session, &missing.iter().map(|&i| files[i]).collect::<Vec<_>>(), refresh)?;
+    for (i, rank) in missing.into_iter().zip(loaded) {
+        ranks[i] = Some(Ranked::Loaded(rank));
+    }
+    Ok(ranks.into_iter().flatten().collect())
+}
+
+fn select<'r>(
+    session: &Session,
+    run: &'r ServedRun,
+    request: &DataRequest,
+    refresh: bool,
+) -> Result<Selection<'r>, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let ranks = host_hta(session, &files, refresh)?;
+    let mut ranks = ranks_of(session, &files, refresh)?;
     let mut notes = Vec::new();
-    let unnamed: Vec<&str> = ranks.iter().filter(|t| t.trace.rank < 0).map(|t| t.trace.host.as_str()).collect();
+    let unnamed: Vec<&str> =
+        ranks.iter().zip(&files).filter(|(r, _)| r.rank() < 0).map(|(_, f)| f.host.as_str()).collect();
     if !unnamed.is_empty() && ranks.len() > 1 {
         notes.push(format!(
             "no distributedInfo.rank in {}: ranks there are the host's position in the run",
@@ -61,23 +129,33 @@ fn select(session: &Session, run: &ServedRun, request: &DataRequest, refresh: bo
         ));
     }
     let numbers: Vec<i64> =
-        ranks.iter().enumerate().map(|(i, t)| if t.trace.rank < 0 { i as i64 } else { t.trace.rank }).collect();
+        ranks.iter().enumerate().map(|(i, r)| if r.rank() < 0 { i as i64 } else { r.rank() }).collect();
     let mut seen = std::collections::BTreeMap::new();
-    for (t, &rank) in ranks.iter().zip(&numbers) {
-        if let Some(first) = seen.insert(rank, t.trace.host.clone()) {
-            notes.push(format!("{} and {first} both say rank {rank}: both rows are kept", t.trace.host));
+    for (file, &rank) in files.iter().zip(&numbers) {
+        if let Some(first) = seen.insert(rank, file.host.clone()) {
+            notes.push(format!("{} and {first} both say rank {rank}: both rows are kept", file.host));
         }
     }
     // The kept parts are filtered as each rank alone calls for; ranks whose selection calls
-    // otherwise (their step names differ) are analysed again.
-    let applied = filter_applies(ranks.iter().map(|r| r.parts.step_names.as_slice()));
+    // otherwise (their step names differ) are analysed again, from their rows (loaded
+    // when the parts came from disk).
+    let applied = filter_applies(ranks.iter().map(|r| r.parts().step_names.as_slice()));
+    let other_way: Vec<usize> = (0..ranks.len()).filter(|&i| ranks[i].parts().filtered != applied).collect();
+    let to_load: Vec<usize> = other_way.iter().copied().filter(|&i| matches!(ranks[i], Ranked::Kept(_))).collect();
+    let loaded = host_hta(session, &to_load.iter().map(|&i| files[i]).collect::<Vec<_>>(), refresh)?;
+    for (i, rank) in to_load.into_iter().zip(loaded) {
+        ranks[i] = Ranked::Loaded(rank);
+    }
     let recomputed: Vec<Option<RankParts>> = ranks
         .par_iter()
-        .map(|r| (r.parts.filtered != applied).then(|| RankParts::compute(&r.trace, applied)))
+        .map(|r| match r {
+            Ranked::Loaded(r) if r.parts.filtered != applied => Some(RankParts::compute(&r.trace, applied)),
+            _ => None,
+        })
         .collect();
-    let n = recomputed.iter().filter(|p| p.is_some()).count() as u64;
+    let n = other_way.len() as u64;
     session.count_with(|c| c.hta_parts_recomputed += n);
-    Ok(Selection { ranks, numbers, recomputed, notes })
+    Ok(Selection { files, ranks, numbers, recomputed, notes })
 }
 
 /// [`crate::registry::Compute`] of `hta_distributed`.

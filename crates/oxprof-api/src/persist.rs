@@ -1,14 +1,18 @@
 //! What the session keeps in the persistent cache (`oxprof-diskcache`), as bytes: a file's
 //! identity read through its store (the one identity the session's memory caches key by
-//! too), and a host's OpStats analysis encoded so that a reloaded one gives byte-identical
+//! too), and what each tool family keeps per file (a host's OpStats analysis, trace
+//! bodies and views, PyTorch views, HTA ranks) encoded so that a reloaded one gives byte-identical
 //! answers (JSON with exact float round trips).
 
 use oxprof_diskcache::{DiskCache, FileIdentity};
 use oxprof_format::ProfileStore;
+use oxprof_pytorch::hta::parts::RankParts;
+use oxprof_pytorch::hta::trace::ProfilerStep;
 use oxprof_xprof::inference::HostInferenceStats;
 use oxprof_xprof::op_stats::convert::HostAnalysis;
 use oxprof_xprof::op_stats::types::OpStats;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// Entry kind of a host's OpStats analysis.
@@ -21,6 +25,8 @@ pub(crate) const TRACE_JSON_ENTRY: &str = "trace-viewer-json";
 /// Entry kind of one PyTorch view's typed report of a trace (the view is the extra input;
 /// see [`PytorchViewOut`]).
 pub(crate) const PYTORCH_VIEW_ENTRY: &str = "pytorch-view";
+/// Entry kind of one PyTorch trace's HTA rank: its rank, steps and parts (see [`KeptRank`]).
+pub(crate) const HTA_RANK_ENTRY: &str = "hta-rank";
 /// Entry kind of a trace view's rendered body (the track list and the whole-trace window a
 /// trace viewer opens with; the route and its parameters are the extra input).
 pub(crate) const TRACE_VIEW_ENTRY: &str = "trace-view";
@@ -207,6 +213,30 @@ pub(crate) struct PytorchViewOut<T> {
     pub(crate) view: String,
     pub(crate) is_pytorch: bool,
     pub(crate) report: T,
+}
+
+/// One PyTorch trace as the HTA tools keep it in the persistent cache: what a request
+/// assembles (its rank, steps and parts), not its rows. The host is not kept: it is the
+/// file's name in the run that serves it. JSON with exact float round trips, so a reloaded
+/// rank answers byte for byte.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct KeptRank<'a> {
+    /// `distributedInfo.rank`, −1 when the trace names none.
+    pub(crate) rank: i64,
+    pub(crate) steps: Cow<'a, [ProfilerStep]>,
+    pub(crate) parts: Cow<'a, RankParts>,
+}
+
+impl KeptRank<'_> {
+    /// The bytes [`KeptRank::decode`] reads back.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// A rank from bytes [`KeptRank::encode`] wrote (`None`: not one).
+    pub(crate) fn decode(bytes: &[u8]) -> Option<KeptRank<'static>> {
+        serde_json::from_slice(bytes).ok()
+    }
 }
 
 #[cfg(test)]

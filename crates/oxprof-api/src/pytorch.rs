@@ -11,7 +11,7 @@
 
 use crate::ApiError;
 use crate::catalog::ServedRun;
-use crate::persist::{PYTORCH_VIEW_ENTRY, Persisted, PytorchViewOut};
+use crate::persist::{HTA_RANK_ENTRY, KeptRank, PYTORCH_VIEW_ENTRY, Persisted, PytorchViewOut};
 use crate::request::{DataRequest, select_hosts, with_notes};
 use crate::session::{FileCounts, HostArtifact, Session};
 use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
@@ -65,6 +65,7 @@ impl HostArtifact for PytorchFile {
         );
         // Unmapping the model takes a while: not on the request's path.
         rayon::spawn(move || drop(space));
+        keep_hta_rank(session, file, &hta);
         Ok(PytorchFile { parsed: Arc::new(parsed), hta })
     }
 
@@ -107,6 +108,23 @@ pub fn host_pytorch_files(
 /// and kept.
 pub fn host_hta(session: &Session, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HtaRank>>, ApiError> {
     Ok(session.host_artifacts::<PytorchFile>(files, refresh)?.into_iter().map(|f| f.hta.clone()).collect())
+}
+
+/// Keeps what the HTA tools assemble of a trace (its rank, steps and parts: kilobytes) in
+/// the persistent cache, whichever tool loaded it: a later process answers the HTA tools
+/// without reading the trace ([`crate::hta`]).
+fn keep_hta_rank(session: &Session, file: &HostFile, hta: &HtaRank) {
+    let slot = session.persisted(file, HTA_RANK_ENTRY, "");
+    if slot.is_active() && !slot.exists() {
+        slot.write(|| {
+            KeptRank {
+                rank: hta.trace.rank,
+                steps: std::borrow::Cow::Borrowed(&hta.trace.steps),
+                parts: std::borrow::Cow::Borrowed(&hta.parts),
+            }
+            .encode()
+        });
+    }
 }
 
 /// Which view.

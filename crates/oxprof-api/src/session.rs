@@ -207,6 +207,8 @@ pub struct FileCounts {
     pub pytorch_views_from_disk: u64,
     /// PyTorch parses found.
     pub pytorch_found: u64,
+    /// HTA ranks (steps and parts) read from the persistent cache instead of the trace.
+    pub hta_ranks_from_disk: u64,
     /// HTA rank parts computed again for a selection whose step filter differs from the
     /// rank's own (the parts computed with each parse are not counted).
     pub hta_parts_recomputed: u64,

@@ -450,6 +450,7 @@ fn damaged_or_swapped_pytorch_view_entries_are_misses() {
         .unwrap()
         .flatten()
         .map(|e| e.path().file_stem().unwrap().to_str().unwrap().to_string())
+        .filter(|k| cache.get(k).is_some_and(|b| b.starts_with(b"{\"view\"")))
         .collect();
     assert_eq!(keys.len(), 5, "one entry per view: {keys:?}");
     // Each entry holds the next one's report (well-formed JSON of another view's type).
@@ -499,4 +500,124 @@ fn concurrent_sessions_fill_and_read_the_pytorch_views() {
     let reread = server_session(&path, Some(cache));
     assert_eq!(pytorch_views(&reread), cold);
     assert_eq!(reread.file_counts().pytorch_computed, 0);
+}
+
+/// The HTA tools over every rank of a session's run and over each rank alone: body and notes.
+fn hta_answers(session: &oxprof_api::session::Session) -> Vec<(String, Vec<String>)> {
+    let run = session.run(None).unwrap();
+    let mut hosts: Vec<String> = run.hosts.iter().map(|h| h.host.clone()).collect();
+    hosts.push("ALL_HOSTS".into());
+    let mut out = Vec::new();
+    for tool in ["hta_distributed", "hta_gpu_idle"] {
+        for host in &hosts {
+            if tool == "hta_distributed" && host != "ALL_HOSTS" {
+                continue; // every rank only
+            }
+            let mut request = oxprof_api::registry::request(tool).unwrap();
+            request.host = Some(host.clone());
+            let (body, notes) = oxprof_api::answer::answer(session, &run, &request, false).unwrap().into_body();
+            out.push((String::from_utf8(body.into_bytes()).unwrap(), notes));
+        }
+    }
+    out
+}
+
+/// A two-rank PyTorch run with GPU activity (`scripts/gen/explain-evalset.py`), copied into
+/// a directory a test may add to.
+fn ddp_run() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/explain/ddp_straggler");
+    for entry in std::fs::read_dir(source).unwrap().flatten() {
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_later_session_answers_the_hta_tools_from_disk_without_reading_the_traces() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(cache_dir.path(), 1 << 30).unwrap());
+    let run = ddp_run();
+    let cold = hta_answers(&server_session(run.path(), None));
+    assert!(cold[0].0.contains("\"ranks\""), "{:?}", cold[0]);
+    let first = server_session(run.path(), Some(cache.clone()));
+    assert_eq!(hta_answers(&first), cold, "the session that fills the cache");
+    assert_eq!((first.file_counts().pytorch_computed, first.file_counts().hta_ranks_from_disk), (2, 0));
+    let reopened = server_session(run.path(), Some(cache.clone()));
+    assert_eq!(hta_answers(&reopened), cold, "the same bytes and notes from disk");
+    let counts = reopened.file_counts();
+    assert_eq!(counts.pytorch_computed, 0, "no trace read: {counts:?}");
+    assert_eq!(counts.hta_ranks_from_disk, 6, "two ranks for each of three requests: {counts:?}");
+    // Asked to refresh, the tool reads the traces again.
+    let session_run = reopened.run(None).unwrap();
+    let request = oxprof_api::registry::request("hta_distributed").unwrap();
+    let (body, _) = oxprof_api::answer::answer(&reopened, &session_run, &request, true).unwrap().into_body();
+    assert_eq!(String::from_utf8(body.into_bytes()).unwrap(), cold[0].0);
+    assert_eq!(reopened.file_counts().pytorch_computed, 2);
+
+    // A PyTorch view's parse keeps the rank too: the HTA tools then answer from disk.
+    let views_first = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(views_first.path(), 1 << 30).unwrap());
+    let viewer = server_session(run.path(), Some(cache.clone()));
+    let viewer_run = viewer.run(None).unwrap();
+    for host in &viewer_run.hosts {
+        let mut request = oxprof_api::registry::request("pytorch_op_stats").unwrap();
+        request.host = Some(host.host.clone());
+        oxprof_api::answer::answer(&viewer, &viewer_run, &request, false).unwrap();
+    }
+    let reopened = server_session(run.path(), Some(cache));
+    assert_eq!(hta_answers(&reopened)[0], cold[0]);
+    assert_eq!(reopened.file_counts().pytorch_computed, 0, "{:?}", reopened.file_counts());
+}
+
+/// A rank whose own step filter differs from the selection's (it names no step beside
+/// ranks naming four) is read again for its rows; the others stay answered from disk.
+#[test]
+fn a_rank_whose_filter_differs_is_read_again_and_the_others_come_from_disk() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(cache_dir.path(), 1 << 30).unwrap());
+    let run = ddp_run();
+    let worker0 = std::fs::read_to_string(run.path().join("worker0.1700000000000.pt.trace.json")).unwrap();
+    let stepless = worker0.replace("ProfilerStep#", "NotAStep#").replace("\"rank\":0,", "\"rank\":2,");
+    std::fs::write(run.path().join("worker2.1700000000002.pt.trace.json"), stepless).unwrap();
+    let cold = hta_answers(&server_session(run.path(), None));
+    assert!(hta_answers(&server_session(run.path(), Some(cache.clone()))) == cold);
+    let reopened = server_session(run.path(), Some(cache));
+    let run_served = reopened.run(None).unwrap();
+    let mut request = oxprof_api::registry::request("hta_distributed").unwrap();
+    request.host = Some("ALL_HOSTS".into());
+    let (body, notes) = oxprof_api::answer::answer(&reopened, &run_served, &request, false).unwrap().into_body();
+    assert_eq!((String::from_utf8(body.into_bytes()).unwrap(), notes), cold[0]);
+    let counts = reopened.file_counts();
+    assert_eq!(
+        (counts.hta_ranks_from_disk, counts.pytorch_computed, counts.hta_parts_recomputed),
+        (3, 1, 1),
+        "three ranks from disk, the step-less one read again and analysed the other way: {counts:?}"
+    );
+    assert_eq!(hta_answers(&reopened), cold);
+}
+
+/// HTA rank entries that are damaged or hold something else are misses: the traces are
+/// read again, never answered from the wrong bytes.
+#[test]
+fn damaged_hta_rank_entries_are_misses() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(cache_dir.path(), 1 << 30).unwrap());
+    let run = ddp_run();
+    let cold = hta_answers(&server_session(run.path(), None));
+    hta_answers(&server_session(run.path(), Some(cache.clone())));
+    let keys: Vec<String> = std::fs::read_dir(cache_dir.path().join("v1"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().file_stem().unwrap().to_str().unwrap().to_string())
+        .filter(|k| cache.get(k).is_some_and(|b| b.starts_with(b"{\"rank\"")))
+        .collect();
+    assert_eq!(keys.len(), 2, "one entry per rank: {keys:?}");
+    for (key, damaged) in keys.iter().zip([&b"{\"rank\": 0, \"steps\": []}"[..], b"\x00not json"]) {
+        cache.put(key, damaged).unwrap();
+    }
+    let reread = server_session(run.path(), Some(cache));
+    assert_eq!(hta_answers(&reread), cold);
+    let counts = reread.file_counts();
+    assert_eq!((counts.hta_ranks_from_disk, counts.pytorch_computed), (0, 2), "{counts:?}");
 }

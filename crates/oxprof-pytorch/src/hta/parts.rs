@@ -18,10 +18,12 @@ use super::queue_length::{QueueLengthSummary, queue_length_summary};
 use super::temporal::{TemporalBreakdown, temporal_breakdown};
 use super::trace::{FilterSummary, ProfilerStep, RankTrace, filtered_events, profiler_step_number};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 /// One rank's share of both HTA tools (ranks in it are the trace's own, see
-/// [`RankParts::relabelled`]).
-#[derive(Debug, Clone, PartialEq)]
+/// [`RankParts::relabelled`]). Serializable so that a rank's parts outlive the process
+/// (the API's persistent cache keeps them: the HTA tools reopen without reading the trace).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankParts {
     /// Whether these are of the rank's events after HTA's step filter.
     pub filtered: bool,
