@@ -65,7 +65,10 @@ impl HostArtifact for PytorchFile {
         );
         // Unmapping the model takes a while: not on the request's path.
         rayon::spawn(move || drop(space));
+        // Whichever tool read the trace, a later process answers every PyTorch view and
+        // both HTA tools from the persistent cache.
         keep_hta_rank(session, file, &hta);
+        keep_views(session, file, &parsed);
         Ok(PytorchFile { parsed: Arc::new(parsed), hta })
     }
 
@@ -137,15 +140,14 @@ enum View {
     Modules,
 }
 
-/// Keeps every view of a parsed trace but `asked` in the persistent cache (when there is
-/// one and they are not there yet): an agent asks one view per command, and each later
-/// process then answers from disk instead of parsing a multi-GB trace again. The views
-/// cost a fraction of the parse (about 1 s beside 9–13 s on a 2 GB trace), side by side.
-fn keep_other_views(session: &Session, file: &HostFile, parsed: &oxprof_pytorch::Parsed, asked: View) {
+/// Keeps every view of a parsed trace in the persistent cache (when there is one and they
+/// are not there yet): an agent asks one view per command, and each later process then
+/// answers from disk instead of parsing a multi-GB trace again. The views cost a fraction
+/// of the parse (about 1 s beside 9–13 s on a 2 GB trace), side by side.
+fn keep_views(session: &Session, file: &HostFile, parsed: &oxprof_pytorch::Parsed) {
     use rayon::prelude::*;
     let slots: Vec<(View, Persisted<'_>)> = View::ALL
         .into_iter()
-        .filter(|&v| v != asked)
         .map(|v| (v, session.persisted(file, PYTORCH_VIEW_ENTRY, v.name())))
         .filter(|(_, slot)| slot.is_active() && !slot.exists())
         .collect();
@@ -252,10 +254,11 @@ fn compute(
         None => {
             let parsed = host_pytorch(session, &[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
             let report = view.of(&parsed);
+            // The parse kept every view on disk when it read the trace (`keep_views`); a
+            // parse kept in memory may outlive its entries (the disk cache's bound).
             if !slot.exists() {
                 slot.write(|| report.encode(view, parsed.is_pytorch()));
             }
-            keep_other_views(session, file, &parsed, view);
             (report, parsed.is_pytorch())
         }
     };

@@ -555,6 +555,12 @@ fn a_later_session_answers_the_hta_tools_from_disk_without_reading_the_traces() 
     assert_eq!(String::from_utf8(body.into_bytes()).unwrap(), cold[0].0);
     assert_eq!(reopened.file_counts().pytorch_computed, 2);
 
+    // And the parse an HTA tool made kept every PyTorch view.
+    let views = pytorch_views(&server_session(run.path(), None));
+    let reopened = server_session(run.path(), Some(cache.clone()));
+    assert_eq!(pytorch_views(&reopened), views);
+    assert_eq!((reopened.file_counts().pytorch_computed, reopened.file_counts().pytorch_views_from_disk), (0, 5));
+
     // A PyTorch view's parse keeps the rank too: the HTA tools then answer from disk.
     let views_first = tempfile::tempdir().unwrap();
     let cache = Arc::new(DiskCache::open(views_first.path(), 1 << 30).unwrap());

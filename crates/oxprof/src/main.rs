@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod memory;
 mod output;
 mod progress;
 mod sql;
@@ -271,8 +272,10 @@ enum Command {
         bind: std::net::IpAddr,
         /// Bound of the in-memory caches together (decoded profiles, per-host analyses,
         /// rendered tool outputs), in MB.
-        #[arg(long, value_name = "MB", default_value_t = 512)]
-        cache_mb: usize,
+        ///
+        /// [default: a quarter of this machine's memory, at least 512]
+        #[arg(long, value_name = "MB")]
+        cache_mb: Option<usize>,
         /// Do not log requests to stderr.
         #[arg(long)]
         quiet: bool,
@@ -453,8 +456,10 @@ enum Command {
         max_sessions: usize,
         /// Bound of the in-memory caches together (decoded profiles, per-host analyses,
         /// SQL tables), in MB.
-        #[arg(long, value_name = "MB", default_value_t = 512)]
-        cache_mb: usize,
+        ///
+        /// [default: a quarter of this machine's memory, at least 512]
+        #[arg(long, value_name = "MB")]
+        cache_mb: Option<usize>,
         #[command(flatten)]
         budget: InputBudget,
         #[command(flatten)]
@@ -1276,7 +1281,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
                 path,
                 bind,
                 port,
-                cache_bytes: cache_mb.saturating_mul(1 << 20),
+                cache_bytes: cache_mb.unwrap_or_else(memory::default_cache_mb).saturating_mul(1 << 20),
                 log_requests: !quiet,
                 allow_hosts,
                 capture_policy: oxprof_capture::CapturePolicy::loopback_only().allowing(capture_allow),
@@ -1406,7 +1411,7 @@ fn run_command(cli: Cli) -> Result<ExitCode> {
             let options = oxprof_mcp::McpOptions {
                 path,
                 session: oxprof_api::session::SessionOptions {
-                    cache_bytes: cache_mb.saturating_mul(1 << 20),
+                    cache_bytes: cache_mb.unwrap_or_else(memory::default_cache_mb).saturating_mul(1 << 20),
                     limits: budget.limits(),
                     disk_cache: disk_cache.clone(),
                     ..oxprof_api::session::SessionOptions::default()
