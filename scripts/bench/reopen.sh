@@ -6,10 +6,11 @@
 #   scripts/bench/reopen.sh [PROFILE.xplane.pb[.gz]]   (default bench-data/jax_large.xplane.pb)
 #   RUNS=3          reopen runs (one cold run first)
 #   OXPROF_BIN=...  the binary (default target/release/oxprof, built when missing)
+#   OXPROF_SERVE_ARGS="--max-profile-bytes 12GiB"   more `oxprof serve` flags (split on spaces)
 #
 # Per process (after listing the runs): the time of /oxprof/api/trace/tracks + the whole-trace /trace/window
 # (width 1200: the viewer's opening views), of overview_page (/data), the server's CPU
-# seconds and peak RSS (VmHWM) after those requests. Prints the load average before and after.
+# seconds and peak RSS (VmHWM) after the opening views and after overview_page. Prints the load average before and after.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 profile="${1:-$root/bench-data/jax_large.xplane.pb}"
@@ -26,7 +27,8 @@ ln "$(realpath "$profile")" "$scratch/logdir/plugins/profile/run1/$(basename "$p
   cp "$profile" "$scratch/logdir/plugins/profile/run1/$(basename "$profile")"
 
 one() { # label
-  "$oxprof" serve "$scratch/logdir" --port 0 --bind 127.0.0.1 --cache-dir "$scratch/cache" >"$scratch/out" 2>&1 &
+  # shellcheck disable=SC2086 # flags split on spaces
+  "$oxprof" serve "$scratch/logdir" --port 0 --bind 127.0.0.1 --cache-dir "$scratch/cache" ${OXPROF_SERVE_ARGS:-} >"$scratch/out" 2>&1 &
   pid=$!
   local url=""
   for _ in $(seq 1 300); do
@@ -41,13 +43,15 @@ one() { # label
   tracks_s=$(curl -sf -o "$scratch/tracks.json" -w '%{time_total}' "$url/oxprof/api/trace/tracks?run=run1")
   read -r start end < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["start_ps"], d["end_ps"])' "$scratch/tracks.json")
   window_s=$(curl -sf -o /dev/null -w '%{time_total}' "$url/oxprof/api/trace/window?run=run1&start_ps=$start&end_ps=$end&width=1200")
+  local views_rss
+  views_rss=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
   overview_s=$(curl -sf -o /dev/null -w '%{time_total}' "$url/data/plugin/profile/data?run=run1&tag=overview_page&host=ALL_HOSTS")
   local cpu rss
   cpu=$(awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$pid/stat")
   rss=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
-  printf '%-7s trace viewer opening views %6.3f s   overview_page %6.3f s   server CPU %s s   peak RSS %s MiB\n' \
-    "$1" "$(echo "$tracks_s + $window_s" | bc)" "$overview_s" "$cpu" "$rss"
+  printf '%-7s trace viewer opening views %6.3f s (peak RSS %s MiB)   overview_page %6.3f s   server CPU %s s   peak RSS %s MiB\n' \
+    "$1" "$(echo "$tracks_s + $window_s" | bc)" "$views_rss" "$overview_s" "$cpu" "$rss"
 }
 
 echo "profile $(basename "$profile") ($(stat -Lc %s "$profile") bytes); load $(cut -d' ' -f1-3 /proc/loadavg)"
