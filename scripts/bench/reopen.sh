@@ -20,7 +20,8 @@ oxprof="${OXPROF_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/oxprof}"
 [ -x "$oxprof" ] || (cd "$root" && cargo build --release -p oxprof --locked >&2)
 
 scratch="$(mktemp -d)"
-trap 'kill "${pid:-0}" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+# (`kill 0` would end the whole process group: a caller's too.)
+trap 'if [ -n "${pid:-}" ]; then kill "$pid" 2>/dev/null || true; fi; rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/logdir/plugins/profile/run1" "$scratch/cache"
 # The server follows no symlink out of its root: a hard link (a copy across filesystems).
 ln "$(realpath "$profile")" "$scratch/logdir/plugins/profile/run1/$(basename "$profile")" 2>/dev/null ||

@@ -250,12 +250,9 @@ fn a_failed_capture_leaves_no_directory_behind() {
 /// A pipe whose reading end is closed already: the first write to it fails with `EPIPE`.
 #[cfg(unix)]
 fn closed_pipe() -> Stdio {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors `pipe` writes.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: both descriptors were just opened and are owned here.
-    let (read, write) = unsafe { (std::fs::File::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    // Close-on-exec (std's pipe): a child another test spawns meanwhile must not inherit
+    // the read end, or the pipe stays open and the command's writes succeed.
+    let (read, write) = std::io::pipe().unwrap();
     drop(read);
     Stdio::from(write)
 }
