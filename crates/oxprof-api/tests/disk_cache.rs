@@ -437,6 +437,16 @@ fn one_view_asked_keeps_every_pytorch_view_on_disk() {
     assert_eq!((counts.pytorch_computed, counts.pytorch_views_from_disk), (0, 5), "{counts:?}");
 }
 
+/// The keys of a cache's entries (in directory `dir`) whose payload starts with `prefix`.
+fn keys_starting(dir: &Path, cache: &DiskCache, prefix: &[u8]) -> Vec<String> {
+    std::fs::read_dir(dir.join("v1"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().file_stem().unwrap().to_str().unwrap().to_string())
+        .filter(|k| cache.get(k).is_some_and(|b| b.starts_with(prefix)))
+        .collect()
+}
+
 /// PyTorch view entries that are damaged, or hold another view's report, are misses:
 /// the views are computed again, never answered from the wrong bytes.
 #[test]
@@ -446,12 +456,7 @@ fn damaged_or_swapped_pytorch_view_entries_are_misses() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
     let cold = pytorch_views(&server_session(&path, None));
     assert_eq!(pytorch_views(&server_session(&path, Some(cache.clone()))), cold);
-    let keys: Vec<String> = std::fs::read_dir(dir.path().join("v1"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().file_stem().unwrap().to_str().unwrap().to_string())
-        .filter(|k| cache.get(k).is_some_and(|b| b.starts_with(b"{\"view\"")))
-        .collect();
+    let keys = keys_starting(dir.path(), &cache, b"{\"view\"");
     assert_eq!(keys.len(), 5, "one entry per view: {keys:?}");
     // Each entry holds the next one's report (well-formed JSON of another view's type).
     let payloads: Vec<Vec<u8>> = keys.iter().map(|k| cache.get(k).unwrap()).collect();
@@ -533,10 +538,16 @@ fn ddp_run() -> tempfile::TempDir {
     dir
 }
 
+/// An empty persistent cache in a new directory.
+fn empty_cache() -> (tempfile::TempDir, Arc<DiskCache>) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    (dir, cache)
+}
+
 #[test]
 fn a_later_session_answers_the_hta_tools_from_disk_without_reading_the_traces() {
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(cache_dir.path(), 1 << 30).unwrap());
+    let (_dir, cache) = empty_cache();
     let run = ddp_run();
     let cold = hta_answers(&server_session(run.path(), None));
     assert!(cold[0].0.contains("\"ranks\""), "{:?}", cold[0]);
@@ -580,8 +591,7 @@ fn a_later_session_answers_the_hta_tools_from_disk_without_reading_the_traces() 
 /// ranks naming four) is read again for its rows; the others stay answered from disk.
 #[test]
 fn a_rank_whose_filter_differs_is_read_again_and_the_others_come_from_disk() {
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(cache_dir.path(), 1 << 30).unwrap());
+    let (_dir, cache) = empty_cache();
     let run = ddp_run();
     let worker0 = std::fs::read_to_string(run.path().join("worker0.1700000000000.pt.trace.json")).unwrap();
     let stepless = worker0.replace("ProfilerStep#", "NotAStep#").replace("\"rank\":0,", "\"rank\":2,");
@@ -607,17 +617,11 @@ fn a_rank_whose_filter_differs_is_read_again_and_the_others_come_from_disk() {
 /// read again, never answered from the wrong bytes.
 #[test]
 fn damaged_hta_rank_entries_are_misses() {
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(cache_dir.path(), 1 << 30).unwrap());
+    let (cache_dir, cache) = empty_cache();
     let run = ddp_run();
     let cold = hta_answers(&server_session(run.path(), None));
     hta_answers(&server_session(run.path(), Some(cache.clone())));
-    let keys: Vec<String> = std::fs::read_dir(cache_dir.path().join("v1"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().file_stem().unwrap().to_str().unwrap().to_string())
-        .filter(|k| cache.get(k).is_some_and(|b| b.starts_with(b"{\"rank\"")))
-        .collect();
+    let keys = keys_starting(cache_dir.path(), &cache, b"{\"rank\"");
     assert_eq!(keys.len(), 2, "one entry per rank: {keys:?}");
     for (key, damaged) in keys.iter().zip([&b"{\"rank\": 0, \"steps\": []}"[..], b"\x00not json"]) {
         cache.put(key, damaged).unwrap();
