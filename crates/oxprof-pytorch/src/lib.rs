@@ -21,6 +21,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod hta;
+mod id_index;
 pub mod kernels;
 pub mod memory;
 pub mod modules;

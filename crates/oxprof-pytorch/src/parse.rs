@@ -15,6 +15,7 @@ use oxprof_model::{Event, StatMetadataId, StatValue, XPlane, XSpace};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+use super::id_index::{IdIndex, IdLists};
 use super::ranges::{self, Range};
 use super::start_order::{LineAt, StartOrder};
 
@@ -1009,8 +1010,9 @@ pub fn parse(space: &XSpace) -> Parsed {
     let mut zero_rts: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
     let mut corr_to_device: FxHashMap<Option<i64>, Vec<usize>> = FxHashMap::default();
     let mut corr_order: Vec<Option<i64>> = Vec::new();
-    let mut corr_to_runtime: FxHashMap<Option<i64>, usize> = FxHashMap::default();
-    let mut ext_to_runtime: FxHashMap<Option<i64>, Vec<usize>> = FxHashMap::default();
+    // Both joins see every runtime: ids index vectors (`id_index`), not hash maps.
+    let mut corr_to_runtime = IdIndex::for_rows(runtimes);
+    let mut ext_to_runtime = IdLists::for_rows(runtimes);
     let mut comm_ext: rustc_hash::FxHashSet<Option<i64>> = Default::default();
     let mut used_devices = std::collections::BTreeSet::new();
     let mut device_order: Vec<usize> = Vec::new();
@@ -1020,7 +1022,6 @@ pub fn parse(space: &XSpace) -> Parsed {
     p.devices.reserve_exact(devices);
     device_order.reserve_exact(devices);
     p.runtimes.reserve_exact(runtimes + 1);
-    corr_to_runtime.reserve(runtimes);
     p.nodes.reserve_exact(nodes + threads);
 
     // Steps and role ranges (`parse_steps`), merged as the events come in start order. A
@@ -1058,8 +1059,8 @@ pub fn parse(space: &XSpace) -> Parsed {
                 if let Some(dev) = p.devices[d].kernel.device {
                     used_devices.insert(dev);
                 }
-                match corr_to_runtime.get(&e.corr) {
-                    Some(&rt) => p.runtimes[rt].devices.push(d),
+                match corr_to_runtime.get(e.corr) {
+                    Some(rt) => p.runtimes[rt].devices.push(d),
                     None => {
                         let list = corr_to_device.entry(e.corr).or_default();
                         if list.is_empty() {
@@ -1084,7 +1085,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     tc_duration: 0.0,
                 });
                 corr_to_runtime.insert(e.corr, rt);
-                ext_to_runtime.entry(e.ext).or_default().push(rt);
+                ext_to_runtime.push(e.ext, rt);
                 if e.ext == Some(0) {
                     zero_rts.entry(e.thread).or_default().push(rt);
                 }
@@ -1218,7 +1219,7 @@ pub fn parse(space: &XSpace) -> Parsed {
     }
     for ops in &thread_ops {
         for &op in ops {
-            if let Some(rts) = ext_to_runtime.remove(&p.nodes[op].ext) {
+            if let Some(rts) = ext_to_runtime.take(p.nodes[op].ext) {
                 p.nodes[op].runtimes.extend(rts);
             }
         }

@@ -1,0 +1,200 @@
+//! Rows by trace id (correlation and external ids), for the parse's joins of millions of
+//! runtimes: a profiler numbers these ids upwards from small values, so a vector indexed
+//! by the id takes 4 bytes a slot and one memory access, where a hash map takes ~24 bytes
+//! an entry and a probe. Ids a vector cannot hold within its bound (absent, negative, or
+//! far beyond the rows expected: any id a hostile trace makes up) go to a hash map, with
+//! the same answers.
+
+use rustc_hash::FxHashMap;
+
+/// Rows (indices) by id; a later insert of an id replaces its row, as a map's does.
+#[derive(Debug, Default)]
+pub(crate) struct IdIndex {
+    /// Row + 1 by id (0: none), for ids below `limit`.
+    dense: Vec<u32>,
+    /// Ids below it are kept in `dense` (grown as they come, never past it).
+    limit: u64,
+    sparse: FxHashMap<Option<i64>, usize>,
+}
+
+impl IdIndex {
+    /// An empty index for about `rows` rows: ids up to 4 per row (gaps, ids other
+    /// events use) plus 65,536 are kept densely, at most 16 bytes a row.
+    pub(crate) fn for_rows(rows: usize) -> IdIndex {
+        IdIndex {
+            dense: Vec::new(),
+            limit: (rows as u64).saturating_mul(4).saturating_add(1 << 16),
+            sparse: Default::default(),
+        }
+    }
+
+    /// The dense slot of `id`, if it has one.
+    fn slot(&self, id: Option<i64>) -> Option<usize> {
+        let id = u64::try_from(id?).ok()?;
+        (id < self.limit).then_some(id as usize)
+    }
+
+    /// Sets `id`'s row.
+    pub(crate) fn insert(&mut self, id: Option<i64>, row: usize) {
+        match (self.slot(id), u32::try_from(row).ok().filter(|&r| r < u32::MAX)) {
+            (Some(slot), Some(row)) => {
+                if slot >= self.dense.len() {
+                    self.dense.resize(slot + 1, 0);
+                }
+                self.dense[slot] = row + 1;
+                // A row beyond u32 kept earlier under this id is replaced.
+                if !self.sparse.is_empty() {
+                    self.sparse.remove(&id);
+                }
+            }
+            (Some(slot), None) => {
+                if let Some(kept) = self.dense.get_mut(slot) {
+                    *kept = 0;
+                }
+                self.sparse.insert(id, row);
+            }
+            (None, _) => {
+                self.sparse.insert(id, row);
+            }
+        }
+    }
+
+    /// `id`'s row.
+    pub(crate) fn get(&self, id: Option<i64>) -> Option<usize> {
+        match self.slot(id).and_then(|slot| self.dense.get(slot)) {
+            Some(&row) if row != 0 => Some(row as usize - 1),
+            _ if self.sparse.is_empty() => None,
+            _ => self.sparse.get(&id).copied(),
+        }
+    }
+
+    /// Removes `id`, returning its row.
+    pub(crate) fn remove(&mut self, id: Option<i64>) -> Option<usize> {
+        if let Some(row) = self.slot(id).and_then(|slot| self.dense.get_mut(slot)).filter(|row| **row != 0) {
+            let kept = *row as usize - 1;
+            *row = 0;
+            return Some(kept);
+        }
+        self.sparse.remove(&id)
+    }
+}
+
+/// Rows by id, several per id, each id's in the order they were pushed: a list through
+/// the rows (one `u32` each) from each id's latest row, instead of a vector per id.
+#[derive(Debug, Default)]
+pub(crate) struct IdLists {
+    /// Each id's latest row.
+    latest: IdIndex,
+    /// Per row (rows are pushed as 0, 1, 2…): the id's row before it + 1 (0: none).
+    earlier: Vec<u32>,
+}
+
+impl IdLists {
+    /// Empty lists for about `rows` rows.
+    pub(crate) fn for_rows(rows: usize) -> IdLists {
+        IdLists { latest: IdIndex::for_rows(rows), earlier: Vec::with_capacity(rows) }
+    }
+
+    /// Appends `row` to `id`'s list. Rows are pushed in order from 0 (the next row is
+    /// the number of rows pushed so far).
+    pub(crate) fn push(&mut self, id: Option<i64>, row: usize) {
+        debug_assert_eq!(row, self.earlier.len(), "rows are pushed in order");
+        let before = self.latest.get(id).map_or(0, |r| r as u32 + 1);
+        self.earlier.push(before);
+        self.latest.insert(id, row);
+    }
+
+    /// `id`'s rows in the order they were pushed, removed (`None`: none).
+    pub(crate) fn take(&mut self, id: Option<i64>) -> Option<Vec<usize>> {
+        let mut row = self.latest.remove(id)?;
+        let mut rows = vec![row];
+        while let Some(&before) = self.earlier.get(row) {
+            if before == 0 {
+                break;
+            }
+            row = before as usize - 1;
+            rows.push(row);
+        }
+        rows.reverse();
+        Some(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// xorshift: reproducible ids without a dependency.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// Ids as traces have them (dense, with gaps), and as hostile ones may (absent,
+    /// negative, huge).
+    fn id(state: &mut u64) -> Option<i64> {
+        match next(state) % 10 {
+            0 => None,
+            1 => Some(-((next(state) % 5) as i64) - 1),
+            2 => Some(i64::MAX - (next(state) % 3) as i64),
+            3 => Some((1 << 20) + (next(state) % 7) as i64),
+            _ => Some((next(state) % 300) as i64),
+        }
+    }
+
+    #[test]
+    fn the_index_answers_as_a_map_does() {
+        let mut state = 0x9E37_79B9_7F4A_7C15;
+        for rows in [0, 10, 100] {
+            let (mut index, mut map) = (IdIndex::for_rows(rows), HashMap::new());
+            for step in 0..5_000 {
+                let key = id(&mut state);
+                match next(&mut state) % 3 {
+                    0 => {
+                        index.insert(key, step);
+                        map.insert(key, step);
+                    }
+                    1 => assert_eq!(index.remove(key), map.remove(&key), "remove {key:?}"),
+                    _ => assert_eq!(index.get(key), map.get(&key).copied(), "get {key:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_past_u32_are_kept_too() {
+        let mut index = IdIndex::for_rows(4);
+        index.insert(Some(3), 7);
+        index.insert(Some(3), u32::MAX as usize + 5);
+        assert_eq!(index.get(Some(3)), Some(u32::MAX as usize + 5));
+        index.insert(Some(3), 9);
+        assert_eq!(index.get(Some(3)), Some(9));
+        assert_eq!(index.remove(Some(3)), Some(9));
+        assert_eq!(index.get(Some(3)), None);
+    }
+
+    #[test]
+    fn lists_give_each_ids_rows_in_push_order_once() {
+        let mut state = 0x2545_F491_4F6C_DD1D;
+        let (mut lists, mut map): (IdLists, HashMap<Option<i64>, Vec<usize>>) = (IdLists::for_rows(50), HashMap::new());
+        let mut pushed = 0;
+        for _ in 0..4_000 {
+            let key = id(&mut state);
+            if next(&mut state).is_multiple_of(4) {
+                assert_eq!(lists.take(key), map.remove(&key), "take {key:?}");
+            } else {
+                lists.push(key, pushed);
+                map.entry(key).or_default().push(pushed);
+                pushed += 1;
+            }
+        }
+        let keys: Vec<Option<i64>> = map.keys().copied().collect();
+        for key in keys {
+            assert_eq!(lists.take(key), map.remove(&key), "take {key:?}");
+            assert_eq!(lists.take(key), None);
+        }
+    }
+}
