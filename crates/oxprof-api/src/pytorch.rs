@@ -253,13 +253,19 @@ fn compute(
         }
         None => {
             let parsed = host_pytorch(session, &[*file], refresh)?.into_iter().next().ok_or(ApiError::Panicked)?;
-            let report = view.of(&parsed);
-            // The parse kept every view on disk when it read the trace (`keep_views`); a
-            // parse kept in memory may outlive its entries (the disk cache's bound).
-            if !slot.exists() {
-                slot.write(|| report.encode(view, parsed.is_pytorch()));
+            // A parse made now kept every view on disk (`keep_views`): the asked one is read
+            // back, not computed twice.
+            match (!in_memory).then(|| view.read(&slot)).flatten() {
+                Some(kept) => kept,
+                None => {
+                    let report = view.of(&parsed);
+                    // A parse kept in memory may outlive its entries (the disk cache's bound).
+                    if !slot.exists() {
+                        slot.write(|| report.encode(view, parsed.is_pytorch()));
+                    }
+                    (report, parsed.is_pytorch())
+                }
             }
-            (report, parsed.is_pytorch())
         }
     };
     if !is_pytorch {
