@@ -40,8 +40,7 @@ fn bodies(session: &oxprof_api::session::Session) -> Vec<String> {
 
 #[test]
 fn a_later_session_answers_from_disk_byte_for_byte() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let (_dir, cache) = empty_cache();
     for name in PROFILES {
         let cold = bodies(&session_with(&profile(name), None));
         let first = session_with(&profile(name), Some(cache.clone()));
@@ -102,10 +101,32 @@ fn server_session(path: &Path, cache: Option<Arc<DiskCache>>) -> oxprof_api::ses
     local_session(path, SessionOptions { disk_cache: cache, ..SessionOptions::default() }).unwrap()
 }
 
-#[test]
-fn a_later_session_opens_the_trace_viewer_from_disk_without_decoding() {
+/// An empty persistent cache in a new directory.
+fn empty_cache() -> (tempfile::TempDir, Arc<DiskCache>) {
     let dir = tempfile::tempdir().unwrap();
     let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    (dir, cache)
+}
+
+/// The one-worker PyTorch run of the fixtures.
+fn kineto_train() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train")
+}
+
+/// `tool`'s body and notes in a session (of `host`, else the tool's default selection).
+fn ask(session: &oxprof_api::session::Session, tool: &str, host: Option<&str>, refresh: bool) -> (String, Vec<String>) {
+    let run = session.run(None).unwrap();
+    let mut request = oxprof_api::registry::request(tool).unwrap();
+    if let Some(host) = host {
+        request.host = Some(host.to_string());
+    }
+    let (body, notes) = oxprof_api::answer::answer(session, &run, &request, refresh).unwrap().into_body();
+    (String::from_utf8(body.into_bytes()).unwrap(), notes)
+}
+
+#[test]
+fn a_later_session_opens_the_trace_viewer_from_disk_without_decoding() {
+    let (_dir, cache) = empty_cache();
     let path = profile("jax_train");
     // What the viewer asks first: the track list, then a window over the whole trace.
     let opening = |session: &oxprof_api::session::Session| {
@@ -163,8 +184,7 @@ fn trace_viewer_json(session: &oxprof_api::session::Session, params: &[(&str, &s
 
 #[test]
 fn a_later_process_answers_trace_viewer_json_from_disk_without_decoding() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let (_dir, cache) = empty_cache();
     let path = profile("jax_train");
     let zoom = [("start_time_ms", "0"), ("end_time_ms", "5")];
     let uncached = session_with(&path, None);
@@ -219,8 +239,7 @@ fn concurrent_processes_fill_and_read_one_trace_viewer_json_entry() {
 
 #[test]
 fn damaged_or_oversized_entries_are_misses_never_answers() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
+    let (dir, cache) = empty_cache();
     let path = profile("jax_train");
     let uncached = session_with(&path, None);
     let (tv, overview) = (trace_viewer_json(&uncached, &[]), bodies(&uncached));
@@ -382,22 +401,16 @@ fn an_entry_replaced_by_a_link_to_a_fifo_is_a_prompt_miss() {
 
 /// Every PyTorch view of a session's one trace: body and notes.
 fn pytorch_views(session: &oxprof_api::session::Session) -> Vec<(String, Vec<String>)> {
-    let run = session.run(None).unwrap();
     ["pytorch_overview", "pytorch_op_stats", "pytorch_kernel_stats", "pytorch_memory", "pytorch_modules"]
         .iter()
-        .map(|tool| {
-            let request = oxprof_api::registry::request(tool).unwrap();
-            let (body, notes) = oxprof_api::answer::answer(session, &run, &request, false).unwrap().into_body();
-            (String::from_utf8(body.into_bytes()).unwrap(), notes)
-        })
+        .map(|tool| ask(session, tool, None, false))
         .collect()
 }
 
 #[test]
 fn a_later_session_answers_the_pytorch_views_from_disk_without_reading_the_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
-    let kineto = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    let (_dir, cache) = empty_cache();
+    let kineto = kineto_train();
     // A PyTorch trace, and a profile that is not one (its views carry a note saying so).
     for (path, pytorch) in [(kineto, true), (profile("jax_train"), false)] {
         let cold = pytorch_views(&server_session(&path, None));
@@ -411,10 +424,7 @@ fn a_later_session_answers_the_pytorch_views_from_disk_without_reading_the_trace
         let counts = reopened.file_counts();
         assert_eq!((counts.pytorch_computed, counts.pytorch_views_from_disk), (0, 5), "{path:?}: {counts:?}");
         // Asked to refresh, the view reads the trace again.
-        let run = reopened.run(None).unwrap();
-        let request = oxprof_api::registry::request("pytorch_overview").unwrap();
-        let (body, _) = oxprof_api::answer::answer(&reopened, &run, &request, true).unwrap().into_body();
-        assert_eq!(String::from_utf8(body.into_bytes()).unwrap(), cold[0].0);
+        assert_eq!(ask(&reopened, "pytorch_overview", None, true).0, cold[0].0);
         assert_eq!(reopened.file_counts().pytorch_computed, 1, "{path:?}");
     }
 }
@@ -423,14 +433,10 @@ fn a_later_session_answers_the_pytorch_views_from_disk_without_reading_the_trace
 /// asking any other answers from disk (agents ask one view per command).
 #[test]
 fn one_view_asked_keeps_every_pytorch_view_on_disk() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    let (_dir, cache) = empty_cache();
+    let path = kineto_train();
     let cold = pytorch_views(&server_session(&path, None));
-    let first = server_session(&path, Some(cache.clone()));
-    let run = first.run(None).unwrap();
-    let request = oxprof_api::registry::request("pytorch_op_stats").unwrap();
-    oxprof_api::answer::answer(&first, &run, &request, false).unwrap();
+    ask(&server_session(&path, Some(cache.clone())), "pytorch_op_stats", None, false);
     let reopened = server_session(&path, Some(cache));
     assert_eq!(pytorch_views(&reopened), cold);
     let counts = reopened.file_counts();
@@ -451,9 +457,8 @@ fn keys_starting(dir: &Path, cache: &DiskCache, prefix: &[u8]) -> Vec<String> {
 /// the views are computed again, never answered from the wrong bytes.
 #[test]
 fn damaged_or_swapped_pytorch_view_entries_are_misses() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    let (dir, cache) = empty_cache();
+    let path = kineto_train();
     let cold = pytorch_views(&server_session(&path, None));
     assert_eq!(pytorch_views(&server_session(&path, Some(cache.clone()))), cold);
     let keys = keys_starting(dir.path(), &cache, b"{\"view\"");
@@ -478,9 +483,8 @@ fn damaged_or_swapped_pytorch_view_entries_are_misses() {
 /// filled: each answer is the uncached one.
 #[test]
 fn concurrent_sessions_fill_and_read_the_pytorch_views() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto/train");
+    let (_dir, cache) = empty_cache();
+    let path = kineto_train();
     let cold = pytorch_views(&server_session(&path, None));
     let tools = ["pytorch_overview", "pytorch_op_stats", "pytorch_kernel_stats", "pytorch_memory", "pytorch_modules"];
     std::thread::scope(|scope| {
@@ -489,15 +493,7 @@ fn concurrent_sessions_fill_and_read_the_pytorch_views() {
                 let (cache, path, cold) = (cache.clone(), &path, &cold);
                 scope.spawn(move || {
                     let session = server_session(path, Some(cache));
-                    let run = session.run(None).unwrap();
-                    let request = oxprof_api::registry::request(tool).unwrap();
-                    let (body, notes) =
-                        oxprof_api::answer::answer(&session, &run, &request, false).unwrap().into_body();
-                    assert_eq!(
-                        (String::from_utf8(body.into_bytes()).unwrap(), notes),
-                        cold[i],
-                        "{tool}, round {round}"
-                    );
+                    assert_eq!(ask(&session, tool, None, false), cold[i], "{tool}, round {round}");
                 });
             }
         }
@@ -518,10 +514,7 @@ fn hta_answers(session: &oxprof_api::session::Session) -> Vec<(String, Vec<Strin
             if tool == "hta_distributed" && host != "ALL_HOSTS" {
                 continue; // every rank only
             }
-            let mut request = oxprof_api::registry::request(tool).unwrap();
-            request.host = Some(host.clone());
-            let (body, notes) = oxprof_api::answer::answer(session, &run, &request, false).unwrap().into_body();
-            out.push((String::from_utf8(body.into_bytes()).unwrap(), notes));
+            out.push(ask(session, tool, Some(host), false));
         }
     }
     out
@@ -536,13 +529,6 @@ fn ddp_run() -> tempfile::TempDir {
         std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
     }
     dir
-}
-
-/// An empty persistent cache in a new directory.
-fn empty_cache() -> (tempfile::TempDir, Arc<DiskCache>) {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(dir.path(), 1 << 30).unwrap());
-    (dir, cache)
 }
 
 #[test]
@@ -560,10 +546,7 @@ fn a_later_session_answers_the_hta_tools_from_disk_without_reading_the_traces() 
     assert_eq!(counts.pytorch_computed, 0, "no trace read: {counts:?}");
     assert_eq!(counts.hta_ranks_from_disk, 6, "two ranks for each of three requests: {counts:?}");
     // Asked to refresh, the tool reads the traces again.
-    let session_run = reopened.run(None).unwrap();
-    let request = oxprof_api::registry::request("hta_distributed").unwrap();
-    let (body, _) = oxprof_api::answer::answer(&reopened, &session_run, &request, true).unwrap().into_body();
-    assert_eq!(String::from_utf8(body.into_bytes()).unwrap(), cold[0].0);
+    assert_eq!(ask(&reopened, "hta_distributed", None, true).0, cold[0].0);
     assert_eq!(reopened.file_counts().pytorch_computed, 2);
 
     // And the parse an HTA tool made kept every PyTorch view.
@@ -573,14 +556,10 @@ fn a_later_session_answers_the_hta_tools_from_disk_without_reading_the_traces() 
     assert_eq!((reopened.file_counts().pytorch_computed, reopened.file_counts().pytorch_views_from_disk), (0, 5));
 
     // A PyTorch view's parse keeps the rank too: the HTA tools then answer from disk.
-    let views_first = tempfile::tempdir().unwrap();
-    let cache = Arc::new(DiskCache::open(views_first.path(), 1 << 30).unwrap());
+    let (_views_first, cache) = empty_cache();
     let viewer = server_session(run.path(), Some(cache.clone()));
-    let viewer_run = viewer.run(None).unwrap();
-    for host in &viewer_run.hosts {
-        let mut request = oxprof_api::registry::request("pytorch_op_stats").unwrap();
-        request.host = Some(host.host.clone());
-        oxprof_api::answer::answer(&viewer, &viewer_run, &request, false).unwrap();
+    for host in viewer.run(None).unwrap().hosts.iter() {
+        ask(&viewer, "pytorch_op_stats", Some(&host.host), false);
     }
     let reopened = server_session(run.path(), Some(cache));
     assert_eq!(hta_answers(&reopened)[0], cold[0]);
@@ -599,11 +578,7 @@ fn a_rank_whose_filter_differs_is_read_again_and_the_others_come_from_disk() {
     let cold = hta_answers(&server_session(run.path(), None));
     assert!(hta_answers(&server_session(run.path(), Some(cache.clone()))) == cold);
     let reopened = server_session(run.path(), Some(cache));
-    let run_served = reopened.run(None).unwrap();
-    let mut request = oxprof_api::registry::request("hta_distributed").unwrap();
-    request.host = Some("ALL_HOSTS".into());
-    let (body, notes) = oxprof_api::answer::answer(&reopened, &run_served, &request, false).unwrap().into_body();
-    assert_eq!((String::from_utf8(body.into_bytes()).unwrap(), notes), cold[0]);
+    assert_eq!(ask(&reopened, "hta_distributed", Some("ALL_HOSTS"), false), cold[0]);
     let counts = reopened.file_counts();
     assert_eq!(
         (counts.hta_ranks_from_disk, counts.pytorch_computed, counts.hta_parts_recomputed),
@@ -630,4 +605,31 @@ fn damaged_hta_rank_entries_are_misses() {
     assert_eq!(hta_answers(&reread), cold);
     let counts = reread.file_counts();
     assert_eq!((counts.hta_ranks_from_disk, counts.pytorch_computed), (0, 2), "{counts:?}");
+}
+
+/// Sessions of several processes asking the HTA tools and the PyTorch views of a two-rank
+/// run at once, over one cache being filled: each answer is the uncached one, and a later
+/// session answers all of them without reading a trace.
+#[test]
+fn concurrent_sessions_fill_and_read_the_hta_ranks_and_views() {
+    let (_dir, cache) = empty_cache();
+    let run = ddp_run();
+    let (hta_cold, views_cold) =
+        (hta_answers(&server_session(run.path(), None)), pytorch_views(&server_session(run.path(), None)));
+    std::thread::scope(|scope| {
+        for round in 0..4 {
+            let (cache, path, hta_cold, views_cold) = (cache.clone(), run.path(), &hta_cold, &views_cold);
+            scope.spawn(move || {
+                let session = server_session(path, Some(cache));
+                if round % 2 == 0 {
+                    assert_eq!(&hta_answers(&session), hta_cold, "round {round}");
+                } else {
+                    assert_eq!(&pytorch_views(&session), views_cold, "round {round}");
+                }
+            });
+        }
+    });
+    let reread = server_session(run.path(), Some(cache));
+    assert_eq!((hta_answers(&reread), pytorch_views(&reread)), (hta_cold, views_cold));
+    assert_eq!(reread.file_counts().pytorch_computed, 0, "{:?}", reread.file_counts());
 }
