@@ -1,12 +1,13 @@
 //! The HTA tools (`hta_distributed`, `hta_gpu_idle`): Holistic Trace Analysis' numbers on
 //! a PyTorch run, each rank one host (file) of the run (shape in
 //! `oxprof_pytorch::hta`). Every selected host is loaded whole (host threads and GPU
-//! streams) once per session, reduced to HTA's compact event rows and what both tools
-//! derive from each rank alone (`oxprof_pytorch::hta::parts`), together with the PyTorch
-//! views' parse (`crate::pytorch::host_hta`), and its model dropped; a request assembles the kept
-//! parts of the selected ranks. Each rank's steps and parts are also kept in the persistent
-//! cache, so a later process answers without reading the traces (unless a selection's step
-//! filter differs from a rank's own: that rank's rows are read again).
+//! streams) once per session, together with the PyTorch views' parse
+//! (`crate::pytorch::host_hta`): HTA's rows of it are reduced to what both tools derive
+//! from each rank alone (`oxprof_pytorch::hta::parts`) and dropped with the model; a
+//! request assembles the kept parts of the selected ranks. Each rank's steps and parts are
+//! also kept in the persistent cache, so a later process answers without reading the
+//! traces. A selection whose step filter differs from a rank's own reads that rank's rows
+//! again, once: the parts it derives are kept too.
 //!
 //! Ranks are `distributedInfo.rank` of each trace; a trace without one takes its
 //! position in the run (and a note says so).
@@ -22,13 +23,12 @@ use oxprof_format::HostFile;
 use oxprof_pytorch::hta::distributed::HtaDistributed;
 use oxprof_pytorch::hta::gpu_idle::HtaGpuIdle;
 use oxprof_pytorch::hta::parts::{RankParts, RankView, filter_applies};
-use oxprof_pytorch::hta::trace::ProfilerStep;
+use oxprof_pytorch::hta::trace::{ProfilerStep, RankTrace};
 use oxprof_report::Report;
-use rayon::prelude::*;
 use std::sync::Arc;
 
-/// One selected rank: loaded in this session (its rows at hand), or as an earlier process
-/// kept it in the persistent cache (its steps and parts only).
+/// One selected rank: loaded in this session, or as an earlier process kept it in the
+/// persistent cache (its steps and parts only).
 enum Ranked {
     Loaded(Arc<HtaRank>),
     Kept(Box<KeptRank<'static>>),
@@ -38,14 +38,14 @@ impl Ranked {
     /// `distributedInfo.rank`, −1 when the trace names none.
     fn rank(&self) -> i64 {
         match self {
-            Ranked::Loaded(r) => r.trace.rank,
+            Ranked::Loaded(r) => r.rank,
             Ranked::Kept(k) => k.rank,
         }
     }
 
     fn steps(&self) -> &[ProfilerStep] {
         match self {
-            Ranked::Loaded(r) => &r.trace.steps,
+            Ranked::Loaded(r) => &r.steps,
             Ranked::Kept(k) => &k.steps,
         }
     }
@@ -118,7 +118,7 @@ fn select<'r>(
     refresh: bool,
 ) -> Result<Selection<'r>, ApiError> {
     let files = select_hosts(run, request.host.as_deref())?;
-    let mut ranks = ranks_of(session, &files, refresh)?;
+    let ranks = ranks_of(session, &files, refresh)?;
     let mut notes = Vec::new();
     let unnamed: Vec<&str> =
         ranks.iter().zip(&files).filter(|(r, _)| r.rank() < 0).map(|(_, f)| f.host.as_str()).collect();
@@ -137,25 +137,70 @@ fn select<'r>(
         }
     }
     // The kept parts are filtered as each rank alone calls for; ranks whose selection calls
-    // otherwise (their step names differ) are analysed again, from their rows (loaded
-    // when the parts came from disk).
+    // otherwise (their step names differ) take parts filtered the other way.
     let applied = filter_applies(ranks.iter().map(|r| r.parts().step_names.as_slice()));
-    let other_way: Vec<usize> = (0..ranks.len()).filter(|&i| ranks[i].parts().filtered != applied).collect();
-    let to_load: Vec<usize> = other_way.iter().copied().filter(|&i| matches!(ranks[i], Ranked::Kept(_))).collect();
-    let loaded = host_hta(session, &to_load.iter().map(|&i| files[i]).collect::<Vec<_>>(), refresh)?;
-    for (i, rank) in to_load.into_iter().zip(loaded) {
-        ranks[i] = Ranked::Loaded(rank);
-    }
+    // One rank at a time: each may read a multi-GB trace again.
     let recomputed: Vec<Option<RankParts>> = ranks
-        .par_iter()
-        .map(|r| match r {
-            Ranked::Loaded(r) if r.parts.filtered != applied => Some(RankParts::compute(&r.trace, applied)),
-            _ => None,
+        .iter()
+        .zip(&files)
+        .map(|(r, file)| {
+            (r.parts().filtered != applied).then(|| parts_other_way(session, file, r, applied, refresh)).transpose()
         })
-        .collect();
-    let n = other_way.len() as u64;
-    session.count_with(|c| c.hta_parts_recomputed += n);
+        .collect::<Result<_, _>>()?;
     Ok(Selection { files, ranks, numbers, recomputed, notes })
+}
+
+/// The persistent cache's name for a rank's parts filtered (or not) by a selection.
+fn other_way_key(filtered: bool) -> &'static str {
+    if filtered { "parts-filtered" } else { "parts-unfiltered" }
+}
+
+/// A rank's parts filtered as `applied` says, which its own are not (a selection whose
+/// ranks together name a different number of steps): kept with the rank in memory, else
+/// in the persistent cache, else computed from the rank's rows read again from the trace
+/// (the session keeps only what was derived from them) and then kept in both.
+fn parts_other_way(
+    session: &Session,
+    file: &HostFile,
+    rank: &Ranked,
+    applied: bool,
+    refresh: bool,
+) -> Result<RankParts, ApiError> {
+    let memo = match rank {
+        Ranked::Loaded(r) => Some(&r.other_way),
+        Ranked::Kept(_) => None,
+    };
+    if let Some(parts) = memo.and_then(|m| m.get()) {
+        return Ok(parts.clone());
+    }
+    let slot = session.persisted(file, HTA_RANK_ENTRY, other_way_key(applied));
+    let kept = (!refresh)
+        .then(|| slot.read())
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<RankParts>(&bytes).ok())
+        .filter(|parts| parts.filtered == applied);
+    let parts = match kept {
+        Some(parts) => {
+            session.count_with(|c| c.hta_parts_from_disk += 1);
+            parts
+        }
+        None => {
+            let space = session.load(file, &|_| true)?;
+            let trace = RankTrace::from_space(&space, &file.host, -1);
+            rayon::spawn(move || drop(space));
+            let parts = RankParts::compute(&trace, applied);
+            session.count_with(|c| c.hta_parts_recomputed += 1);
+            if slot.is_active() {
+                slot.write(|| serde_json::to_vec(&parts).unwrap_or_default());
+            }
+            parts
+        }
+    };
+    if let Some(memo) = memo {
+        // Another request may have set it first: the same parts either way.
+        let _ = memo.set(parts.clone());
+    }
+    Ok(parts)
 }
 
 /// [`crate::registry::Compute`] of `hta_distributed`.

@@ -917,6 +917,7 @@ fn file_counts_json(counts: &crate::session::FileCounts) -> Value {
         "pytorch_views_from_disk": counts.pytorch_views_from_disk,
         "pytorch_found": counts.pytorch_found,
         "hta_parts_recomputed": counts.hta_parts_recomputed,
+        "hta_parts_from_disk": counts.hta_parts_from_disk,
         "hta_ranks_from_disk": counts.hta_ranks_from_disk,
     })
 }

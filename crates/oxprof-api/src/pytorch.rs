@@ -3,8 +3,8 @@
 //! by `oxprof_pytorch` from the whole imported trace (host and GPU planes).
 //!
 //! The parsed trace is kept by the session ([`PytorchFile`], this family's per-host
-//! artifact, read with HTA's rows from one load): the first view reads the file, the others
-//! (and the HTA tools) answer from memory.
+//! artifact, read with what the HTA tools keep of the rank from one load): the first view
+//! reads the file, the others (and the HTA tools) answer from memory.
 //!
 //! Host selection: one trace per worker/rank; with several selected (`ALL_HOSTS`, or no
 //! host on a run of several ranks) the first is shown and a note names the others.
@@ -16,12 +16,13 @@ use crate::request::{DataRequest, select_hosts, with_notes};
 use crate::session::{FileCounts, HostArtifact, Session};
 use crate::tool::{Computation, Family, Hosts, JSON, Listed, Offered, Reference, Tool, ToolId};
 use oxprof_format::HostFile;
+use oxprof_pytorch::hta::{host_spans::HostSpans, parts::RankParts, trace::ProfilerStep, trace::RankTrace};
 use oxprof_pytorch::{
     kernels::PytorchKernelStats, memory::PytorchMemory, modules::PytorchModules, operators::PytorchOpStats,
     overview::PytorchOverview,
 };
 use oxprof_report::Report;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// One PyTorch trace as both tool families read it: switching between a PyTorch view and an
 /// HTA tool on a run answers from memory instead of reading a multi-GB file again.
@@ -30,13 +31,38 @@ pub struct PytorchFile {
     hta: Arc<HtaRank>,
 }
 
-/// One rank as the HTA tools read it, from one load with the PyTorch parse.
+/// One rank as the HTA tools (and explain) read it, from one load with the PyTorch parse:
+/// what they derive from HTA's rows, not the rows (millions on a multi-GB trace, dropped
+/// with the model).
 pub struct HtaRank {
-    /// HTA's rows, rank `-1` when the trace names none (the caller numbers those); read
-    /// again only by a selection whose step filter differs from `parts`'.
-    pub trace: oxprof_pytorch::hta::trace::RankTrace,
+    /// `distributedInfo.rank`, −1 when the trace names none (the caller numbers those).
+    pub rank: i64,
+    /// The rank's `ProfilerStep#N` events (before the filter), by start.
+    pub steps: Vec<ProfilerStep>,
     /// What both HTA tools derive from this rank alone, filtered as the rank's own steps say.
-    pub parts: oxprof_pytorch::hta::parts::RankParts,
+    pub parts: RankParts,
+    /// The parts filtered the other way, once a selection of ranks asked for them (read
+    /// again from the trace, [`crate::hta`]).
+    pub(crate) other_way: OnceLock<RankParts>,
+    /// The host spans explain's DataLoader and torch.compile facts read.
+    pub spans: HostSpans,
+}
+
+impl HtaRank {
+    /// What the HTA tools and explain keep of a rank's rows (which go).
+    pub fn of_rows(mut trace: RankTrace) -> HtaRank {
+        let spans = HostSpans::of_rank(&trace);
+        let (rank, steps) = (trace.rank, std::mem::take(&mut trace.steps));
+        HtaRank { rank, parts: RankParts::of_own_rank(trace), steps, other_way: OnceLock::new(), spans }
+    }
+
+    /// Heap bytes, roughly (what a cache weighs it at).
+    fn heap_bytes(&self) -> usize {
+        self.steps.capacity() * std::mem::size_of::<ProfilerStep>()
+            + self.parts.heap_bytes()
+            + self.other_way.get().map_or(0, RankParts::heap_bytes)
+            + self.spans.heap_bytes()
+    }
 }
 
 impl PytorchFile {
@@ -45,7 +71,7 @@ impl PytorchFile {
         &self.parsed
     }
 
-    /// HTA's rows and parts.
+    /// What the HTA tools keep of the rank.
     pub fn hta(&self) -> &Arc<HtaRank> {
         &self.hta
     }
@@ -54,14 +80,11 @@ impl PytorchFile {
 impl HostArtifact for PytorchFile {
     fn compute(session: &Session, file: &HostFile) -> Result<PytorchFile, ApiError> {
         let space = session.load(file, &|_| true)?;
-        // HTA's rows and what its tools derive from them, beside the PyTorch parse.
+        // HTA's rows, reduced to what its tools and explain read before the parse peaks,
+        // beside the PyTorch parse.
         let (parsed, hta) = rayon::join(
             || oxprof_pytorch::parse(&space),
-            || {
-                let trace = oxprof_pytorch::hta::trace::RankTrace::from_space(&space, &file.host, -1);
-                let parts = oxprof_pytorch::hta::parts::RankParts::of_rank(&trace);
-                Arc::new(HtaRank { trace, parts })
-            },
+            || Arc::new(HtaRank::of_rows(RankTrace::from_space(&space, &file.host, -1))),
         );
         // Unmapping the model takes a while: not on the request's path.
         rayon::spawn(move || drop(space));
@@ -73,7 +96,7 @@ impl HostArtifact for PytorchFile {
     }
 
     fn weight(&self) -> usize {
-        self.parsed.heap_bytes() + self.hta.trace.heap_bytes() + self.hta.parts.heap_bytes()
+        self.parsed.heap_bytes() + self.hta.heap_bytes()
     }
 
     fn count(counts: &mut FileCounts, computed: bool) {
@@ -86,7 +109,7 @@ impl HostArtifact for PytorchFile {
 }
 
 /// Each host's PyTorch trace as the PyTorch views read it (parsed once per file, with
-/// HTA's rows, and kept, so every view after the first answers without reading the file).
+/// HTA's rank, and kept, so every view after the first answers without reading the file).
 pub fn host_pytorch(
     session: &Session,
     files: &[&HostFile],
@@ -96,7 +119,7 @@ pub fn host_pytorch(
 }
 
 /// Each host's trace as both families read it, from one artifact lookup: a caller that
-/// needs the parse and HTA's rows (explain) reads the file once even in a session that
+/// needs the parse and HTA's rank (explain) reads the file once even in a session that
 /// keeps nothing.
 pub fn host_pytorch_files(
     session: &Session,
@@ -106,9 +129,8 @@ pub fn host_pytorch_files(
     session.host_artifacts::<PytorchFile>(files, refresh)
 }
 
-/// Each host's events as HTA holds them (rank −1 when the trace names none) and what
-/// the HTA tools derive from them, read with [`host_pytorch`]'s parse from the same load
-/// and kept.
+/// What the HTA tools keep of each host's rank (rank −1 when the trace names none), read
+/// with [`host_pytorch`]'s parse from the same load and kept.
 pub fn host_hta(session: &Session, files: &[&HostFile], refresh: bool) -> Result<Vec<Arc<HtaRank>>, ApiError> {
     Ok(session.host_artifacts::<PytorchFile>(files, refresh)?.into_iter().map(|f| f.hta.clone()).collect())
 }
@@ -121,8 +143,8 @@ fn keep_hta_rank(session: &Session, file: &HostFile, hta: &HtaRank) {
     if slot.is_active() && !slot.exists() {
         slot.write(|| {
             KeptRank {
-                rank: hta.trace.rank,
-                steps: std::borrow::Cow::Borrowed(&hta.trace.steps),
+                rank: hta.rank,
+                steps: std::borrow::Cow::Borrowed(&hta.steps),
                 parts: std::borrow::Cow::Borrowed(&hta.parts),
             }
             .encode()

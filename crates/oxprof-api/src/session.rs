@@ -209,9 +209,12 @@ pub struct FileCounts {
     pub pytorch_found: u64,
     /// HTA ranks (steps and parts) read from the persistent cache instead of the trace.
     pub hta_ranks_from_disk: u64,
-    /// HTA rank parts computed again for a selection whose step filter differs from the
-    /// rank's own (the parts computed with each parse are not counted).
+    /// HTA rank parts computed again, from the rank's rows read again from the trace, for a
+    /// selection whose step filter differs from the rank's own (the parts computed with
+    /// each parse are not counted).
     pub hta_parts_recomputed: u64,
+    /// Those parts read from the persistent cache instead.
+    pub hta_parts_from_disk: u64,
     /// Per-host artifacts of the crates above this one (`explain`'s HLO facts) computed.
     pub front_end_computed: u64,
     /// Those found.

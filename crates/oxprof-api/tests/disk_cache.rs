@@ -569,23 +569,38 @@ fn a_later_session_answers_the_hta_tools_from_disk_without_reading_the_traces() 
 /// A rank whose own step filter differs from the selection's (it names no step beside
 /// ranks naming four) is read again for its rows; the others stay answered from disk.
 #[test]
-fn a_rank_whose_filter_differs_is_read_again_and_the_others_come_from_disk() {
-    let (_dir, cache) = empty_cache();
+fn a_rank_whose_filter_differs_is_read_again_once_and_then_comes_from_disk() {
+    let (cache_dir, cache) = empty_cache();
     let run = ddp_run();
     let worker0 = std::fs::read_to_string(run.path().join("worker0.1700000000000.pt.trace.json")).unwrap();
     let stepless = worker0.replace("ProfilerStep#", "NotAStep#").replace("\"rank\":0,", "\"rank\":2,");
     std::fs::write(run.path().join("worker2.1700000000002.pt.trace.json"), stepless).unwrap();
     let cold = hta_answers(&server_session(run.path(), None));
-    assert!(hta_answers(&server_session(run.path(), Some(cache.clone()))) == cold);
-    let reopened = server_session(run.path(), Some(cache));
+    let filling = server_session(run.path(), Some(cache.clone()));
+    assert!(hta_answers(&filling) == cold);
+    let counts = filling.file_counts();
+    assert_eq!(
+        (counts.pytorch_computed, counts.hta_parts_recomputed, counts.hta_parts_from_disk),
+        (3, 1, 0),
+        "the step-less rank's rows read again for the first selection of all ranks only: {counts:?}"
+    );
+    let reopened = server_session(run.path(), Some(cache.clone()));
     assert_eq!(ask(&reopened, "hta_distributed", Some("ALL_HOSTS"), false), cold[0]);
     let counts = reopened.file_counts();
     assert_eq!(
-        (counts.hta_ranks_from_disk, counts.pytorch_computed, counts.hta_parts_recomputed),
-        (3, 1, 1),
-        "three ranks from disk, the step-less one read again and analysed the other way: {counts:?}"
+        (counts.hta_ranks_from_disk, counts.pytorch_computed, counts.hta_parts_recomputed, counts.hta_parts_from_disk),
+        (3, 0, 0, 1),
+        "three ranks from disk, and the step-less one's parts filtered the other way: {counts:?}"
     );
     assert_eq!(hta_answers(&reopened), cold);
+    // Damaged, those parts are a miss: the rank's rows are read again.
+    let keys = keys_starting(cache_dir.path(), &cache, b"{\"filtered\"");
+    assert_eq!(keys.len(), 1, "one entry of parts filtered the other way: {keys:?}");
+    cache.put(&keys[0], b"{\"filtered\": true}").unwrap();
+    let reread = server_session(run.path(), Some(cache));
+    assert_eq!(ask(&reread, "hta_distributed", Some("ALL_HOSTS"), false), cold[0]);
+    let counts = reread.file_counts();
+    assert_eq!((counts.hta_ranks_from_disk, counts.hta_parts_recomputed, counts.hta_parts_from_disk), (3, 1, 0));
 }
 
 /// HTA rank entries that are damaged or hold something else are misses: the traces are

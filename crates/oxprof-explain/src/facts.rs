@@ -570,8 +570,8 @@ fn pytorch_facts(session: &Session, files: &[&HostFile]) -> Result<Facts, ApiErr
     let gpu = !overview.gpus.is_empty();
     let trace = hta.first().ok_or(ApiError::Panicked)?;
     let gpu_idle = if gpu { GpuIdle::from_rows(&trace.parts.idle, step_count) } else { None };
-    let data_loader = crate::torch::data_loader(&trace.trace);
-    let torch_compile = crate::torch::torch_compile(&trace.trace);
+    let data_loader = crate::torch::data_loader(&trace.spans, &trace.steps);
+    let torch_compile = crate::torch::torch_compile(&trace.spans, &trace.steps);
     let mut parts = pytorch_parts(&overview.average, gpu);
     let host_side = if gpu { Category::Host } else { Category::DeviceCompute };
     // torch-tb-profiler 0.4.3 drops DataLoader spans written as `user_annotation` (as recent

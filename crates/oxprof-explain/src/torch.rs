@@ -1,5 +1,6 @@
-//! The PyTorch facts torch-tb-profiler's views do not hold, read from HTA's rows of the same
-//! trace (kept by the session beside the parse, so nothing is read twice):
+//! The PyTorch facts torch-tb-profiler's views do not hold, read from what the session keeps
+//! of HTA's rows beside the parse (its per-rank parts and host spans, so nothing is read
+//! twice):
 //!
 //! * the GPU's idle time by HTA's causes (host wait, kernel wait, other);
 //! * DataLoader spans of any category: Kineto writes `enumerate(DataLoader)#…__next__` as a
@@ -9,8 +10,9 @@
 //!   Inductor's timers, recorded with `record_function`), and the compiled regions'
 //!   recompile ids (`Torch-Compiled Region: F/N`, N > 0 after a recompile).
 
+use oxprof_pytorch::hta::host_spans::{HostSpans, is_compile, recompile_number};
 use oxprof_pytorch::hta::idle_time::{IdleCategory, IdleTimeRow};
-use oxprof_pytorch::hta::trace::{RankTrace, merge_intervals};
+use oxprof_pytorch::hta::trace::{ProfilerStep, merge_intervals};
 use oxprof_pytorch::parse::is_data_loader;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -90,39 +92,22 @@ pub struct TorchCompile {
     pub max_recompile: u32,
 }
 
-fn is_compile(name: &str) -> bool {
-    name.ends_with(" (dynamo_timed)")
-}
-
-/// `Torch-Compiled Region: F/N` → N.
-fn recompile_number(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("Torch-Compiled Region: ")?;
-    rest.split_once('/')?.1.trim().parse().ok()
-}
-
 /// The steps' windows (µs), or the host events' whole span as one step.
-fn windows(trace: &RankTrace) -> Vec<(i64, i64)> {
-    if !trace.steps.is_empty() {
-        return trace.steps.iter().map(|s| (s.ts, s.end)).collect();
+fn windows(trace: &HostSpans, steps: &[ProfilerStep]) -> Vec<(i64, i64)> {
+    if !steps.is_empty() {
+        return steps.iter().map(|s| (s.ts, s.end)).collect();
     }
-    let host = trace.events.iter().filter(|e| e.stream == -1);
-    let start = host.clone().map(|e| e.ts).min();
-    let end = host.map(|e| e.end).max();
-    match (start, end) {
-        (Some(s), Some(e)) if e > s => vec![(s, e)],
+    match trace.host_window {
+        Some((s, e)) if e > s => vec![(s, e)],
         _ => Vec::new(),
     }
 }
 
 /// The merged host spans of the events whose name passes `test`, clipped to each window:
 /// (µs covered, spans starting in it) per window.
-fn per_window(trace: &RankTrace, windows: &[(i64, i64)], test: &[bool]) -> Vec<(i64, u64)> {
-    let spans: Vec<(i64, i64)> = trace
-        .events
-        .iter()
-        .filter(|e| e.stream == -1 && test[e.name as usize] && e.end > e.ts)
-        .map(|e| (e.ts, e.end))
-        .collect();
+fn per_window(trace: &HostSpans, windows: &[(i64, i64)], test: &[bool]) -> Vec<(i64, u64)> {
+    let spans: Vec<(i64, i64)> =
+        trace.spans.iter().filter(|e| test[e.name as usize] && e.end > e.ts).map(|e| (e.ts, e.end)).collect();
     let mut starts: Vec<i64> = spans.iter().map(|s| s.0).collect();
     starts.sort_unstable();
     // Disjoint, sorted intervals and the time they cover before each: the time covered in
@@ -150,20 +135,20 @@ fn per_window(trace: &RankTrace, windows: &[(i64, i64)], test: &[bool]) -> Vec<(
 }
 
 /// The host time of the events whose name passes `test`, by name (µs).
-fn host_totals(trace: &RankTrace, test: &[bool]) -> BTreeMap<u32, i64> {
+fn host_totals(trace: &HostSpans, test: &[bool]) -> BTreeMap<u32, i64> {
     let mut totals: BTreeMap<u32, i64> = BTreeMap::new();
-    for e in trace.events.iter().filter(|e| e.stream == -1 && test[e.name as usize]) {
-        *totals.entry(e.name).or_default() += e.dur().max(0);
+    for e in trace.spans.iter().filter(|e| test[e.name as usize]) {
+        *totals.entry(e.name).or_default() += (e.end - e.ts).max(0);
     }
     totals
 }
 
 /// The DataLoader's fetches per step (`None`: the trace has none).
-pub(crate) fn data_loader(trace: &RankTrace) -> Option<DataLoader> {
+pub(crate) fn data_loader(trace: &HostSpans, steps: &[ProfilerStep]) -> Option<DataLoader> {
     let test = trace.names_where(is_data_loader);
     let totals = host_totals(trace, &test);
     let (&name, _) = totals.iter().max_by_key(|(name, us)| (**us, std::cmp::Reverse(**name)))?;
-    let windows = windows(trace);
+    let windows = windows(trace, steps);
     let rows = per_window(trace, &windows, &test);
     let n = rows.len().max(1) as f64;
     let name = trace.names[name as usize].clone();
@@ -177,13 +162,13 @@ pub(crate) fn data_loader(trace: &RankTrace) -> Option<DataLoader> {
 
 /// torch.compile's compiling in the steps (`None`: no compile spans and no recompiled
 /// region).
-pub(crate) fn torch_compile(trace: &RankTrace) -> Option<TorchCompile> {
+pub(crate) fn torch_compile(trace: &HostSpans, steps: &[ProfilerStep]) -> Option<TorchCompile> {
     let test = trace.names_where(is_compile);
     let max_recompile = trace.names.iter().filter_map(|n| recompile_number(n)).max().unwrap_or(0);
     if !test.contains(&true) && max_recompile == 0 {
         return None;
     }
-    let windows = windows(trace);
+    let windows = windows(trace, steps);
     let mut per_step: Vec<i64> = per_window(trace, &windows, &test).into_iter().map(|r| r.0).collect();
     let steps_compiling = per_step.iter().filter(|us| **us > 0).count();
     per_step.sort_unstable();
@@ -200,10 +185,11 @@ pub(crate) fn torch_compile(trace: &RankTrace) -> Option<TorchCompile> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxprof_pytorch::hta::trace::{HtaEvent, ProfilerStep};
+    use oxprof_pytorch::hta::trace::{HtaEvent, RankTrace};
 
-    /// A rank with host spans `(name, ts, end)` and steps `(ts, end)`.
-    fn rank(spans: &[(&str, i64, i64)], steps: &[(i64, i64)]) -> RankTrace {
+    /// A rank's kept spans and its steps, from host spans `(name, ts, end)` and steps
+    /// `(ts, end)`.
+    fn rank(spans: &[(&str, i64, i64)], steps: &[(i64, i64)]) -> (HostSpans, Vec<ProfilerStep>) {
         let mut t = RankTrace { cats: vec!["user_annotation".into()], ..RankTrace::default() };
         for &(name, ts, end) in spans {
             let index = match t.names.iter().position(|n| n == name) {
@@ -215,8 +201,16 @@ mod tests {
             };
             t.events.push(HtaEvent { name: index as u32, cat: 0, ts, end, stream: -1, correlation: -1 });
         }
-        t.steps = steps.iter().enumerate().map(|(i, &(ts, end))| ProfilerStep { step: i as i64, ts, end }).collect();
-        t
+        let steps = steps.iter().enumerate().map(|(i, &(ts, end))| ProfilerStep { step: i as i64, ts, end }).collect();
+        (HostSpans::of_rank(&t), steps)
+    }
+
+    fn compile_of(rank: &(HostSpans, Vec<ProfilerStep>)) -> Option<TorchCompile> {
+        torch_compile(&rank.0, &rank.1)
+    }
+
+    fn loader_of(rank: &(HostSpans, Vec<ProfilerStep>)) -> Option<DataLoader> {
+        data_loader(&rank.0, &rank.1)
     }
 
     #[test]
@@ -232,13 +226,13 @@ mod tests {
             ],
             &[(0, 1000), (1000, 2000), (2000, 3000)],
         );
-        let c = torch_compile(&t).unwrap();
+        let c = compile_of(&t).unwrap();
         assert_eq!((c.median_step_ms, c.steps_compiling, c.max_recompile), (0.5, 3, 2));
         assert_eq!(c.top[0], ("_compile.compile_inner (dynamo_timed)".to_string(), 1.5));
         // A program compiled once, in the first step, is warm-up: the median step has none.
         let warm = rank(&[("_compile.compile_inner (dynamo_timed)", 0, 600)], &[(0, 1000), (1000, 2000), (2000, 3000)]);
-        assert_eq!(torch_compile(&warm).unwrap().median_step_ms, 0.0);
-        assert_eq!(torch_compile(&rank(&[("aten::mm", 0, 9)], &[(0, 10)])), None);
+        assert_eq!(compile_of(&warm).unwrap().median_step_ms, 0.0);
+        assert_eq!(compile_of(&rank(&[("aten::mm", 0, 9)], &[(0, 10)])), None);
     }
 
     /// The windowed sums equal a direct clip-and-merge per window, and a hostile trace of
@@ -250,8 +244,8 @@ mod tests {
             vec![(compile, 0, 10), (compile, 5, 20), (compile, 30, 40), (compile, 35, 36), (compile, 50, 51)];
         let windows = [(0, 100), (8, 32), (20, 30), (36, 60), (100, 200), (-5, 6)];
         let t = rank(&spans, &[]);
-        let test = t.names_where(is_compile);
-        let got = per_window(&t, &windows, &test);
+        let test = t.0.names_where(is_compile);
+        let got = per_window(&t.0, &windows, &test);
         let naive: Vec<(i64, u64)> = windows
             .iter()
             .map(|&(a, b)| {
@@ -267,7 +261,7 @@ mod tests {
         let many: Vec<(&str, i64, i64)> = (0..200_000).map(|i| (compile, 2 * i, 2 * i + 1)).collect();
         let steps: Vec<(i64, i64)> = (0..200_000).map(|i| (i, 400_000 + i)).collect();
         let t = rank(&many, &steps);
-        let c = torch_compile(&t).unwrap();
+        let c = compile_of(&t).unwrap();
         assert_eq!(c.steps_compiling, 200_000);
     }
 
@@ -275,13 +269,13 @@ mod tests {
     fn the_data_loader_says_whether_workers_feed_it() {
         let multi = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
         let t = rank(&[(multi, 0, 300), (multi, 1000, 1100)], &[(0, 1000), (1000, 2000)]);
-        let d = data_loader(&t).unwrap();
+        let d = loader_of(&t).unwrap();
         assert!(d.workers, "{d:?}");
         assert_eq!((d.calls_per_step, d.ms_per_step), (1.0, 0.2));
         let single = rank(&[("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 500)], &[]);
-        let d = data_loader(&single).unwrap();
+        let d = loader_of(&single).unwrap();
         assert!(!d.workers && d.ms_per_step == 0.5, "{d:?}");
-        assert_eq!(data_loader(&rank(&[("aten::mm", 0, 9)], &[])), None);
+        assert_eq!(loader_of(&rank(&[("aten::mm", 0, 9)], &[])), None);
     }
 
     #[test]

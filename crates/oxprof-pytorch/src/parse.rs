@@ -1180,6 +1180,8 @@ pub fn parse(space: &XSpace) -> Parsed {
             profiler_span = Some(r);
         }
     }
+    // The walk's join by correlation is done: its index goes before the trees are built.
+    drop(corr_to_runtime);
     // torch-tb-profiler sorts by start, stably on the trace's order, which is `Python id`'s.
     p.python_fns.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.id.cmp(&b.id)));
     p.used_devices = used_devices.into_iter().collect();
@@ -1224,6 +1226,7 @@ pub fn parse(space: &XSpace) -> Parsed {
             }
         }
     }
+    drop(ext_to_runtime);
     // Device activity no runtime launched: kernels under the main thread's root.
     let stale: Vec<usize> = corr_order
         .iter()

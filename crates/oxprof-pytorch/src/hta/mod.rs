@@ -16,6 +16,7 @@
 pub mod comm_ops;
 pub mod distributed;
 pub mod gpu_idle;
+pub mod host_spans;
 pub mod idle_time;
 pub mod launch_stats;
 pub mod overlap;

@@ -16,7 +16,9 @@ use super::launch_stats::{LaunchSummary, launches, summarize};
 use super::overlap::{CommCompOverlap, comm_comp_overlap};
 use super::queue_length::{QueueLengthSummary, queue_length_summary};
 use super::temporal::{TemporalBreakdown, temporal_breakdown};
-use super::trace::{FilterSummary, ProfilerStep, RankTrace, filtered_events, profiler_step_number};
+use super::trace::{
+    FilterSummary, ProfilerStep, RankTrace, filter_events_in_place, filtered_events, profiler_step_number,
+};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -85,17 +87,31 @@ impl RankParts {
         RankParts::with_step_names(trace, filtered, step_names(trace))
     }
 
+    /// [`RankParts::of_rank`] of rows the caller no longer needs: they are filtered in place
+    /// (not copied) before the analyses run.
+    pub fn of_own_rank(mut trace: RankTrace) -> RankParts {
+        let names = step_names(&trace);
+        let filtered = names.len() >= 2;
+        let before = trace.events.len();
+        let mut dropped_events = 0;
+        if filtered && filter_events_in_place(&mut trace) {
+            dropped_events = before.saturating_sub(trace.events.len()) as u64;
+        }
+        RankParts::analysed(&trace, filtered, dropped_events, names)
+    }
+
     fn with_step_names(trace: &RankTrace, filtered: bool, step_names: Vec<String>) -> RankParts {
-        let kept = if filtered { filtered_events(trace) } else { None };
-        let owned;
-        let (t, dropped_events) = match kept {
+        match filtered.then(|| filtered_events(trace)).flatten() {
             Some(events) => {
                 let dropped = trace.events.len().saturating_sub(events.len()) as u64;
-                owned = RankTrace { events, ..trace.without_events() };
-                (&owned, dropped)
+                RankParts::analysed(&RankTrace { events, ..trace.without_events() }, filtered, dropped, step_names)
             }
-            None => (trace, 0),
-        };
+            None => RankParts::analysed(trace, filtered, 0, step_names),
+        }
+    }
+
+    /// The analyses of rows already filtered (or not) as `filtered` says.
+    fn analysed(t: &RankTrace, filtered: bool, dropped_events: u64, step_names: Vec<String>) -> RankParts {
         let ((temporal, overlap), (comm_ops, (idle, (launch_part, queue_length)))) = rayon::join(
             || rayon::join(|| temporal_breakdown(t), || comm_comp_overlap(t)),
             || {
@@ -206,5 +222,37 @@ pub(crate) fn filter_summary(ranks: &[RankView<'_>]) -> FilterSummary {
         applied,
         step_names,
         dropped_events: if applied { ranks.iter().map(|r| r.parts.dropped_events).sum() } else { 0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hta::test_trace::{gpu, host, rank};
+
+    /// The parts of rows handed over (filtered in place of the rows) equal those computed
+    /// beside them, filtered or not.
+    #[test]
+    fn own_rows_give_the_same_parts_as_borrowed_ones() {
+        let two_steps = rank(&[
+            host("ProfilerStep#1", 0, 100, None),
+            host("ProfilerStep#2", 100, 200, None),
+            host("cudaLaunchKernel", 10, 12, Some(1)),
+            host("cudaLaunchKernel", 150, 152, Some(2)),
+            gpu("sgemm", 20, 60, 7, 1),
+            gpu("sgemm", 160, 190, 7, 2),
+        ]);
+        let own = RankParts::of_own_rank(two_steps.clone());
+        assert!(own.filtered && own.dropped_events > 0, "{own:?}");
+        assert_eq!(own, RankParts::of_rank(&two_steps));
+        let one_step = rank(&[
+            host("ProfilerStep#1", 0, 100, None),
+            host("cudaLaunchKernel", 10, 12, Some(1)),
+            gpu("sgemm", 20, 60, 7, 1),
+        ]);
+        let own = RankParts::of_own_rank(one_step.clone());
+        assert!(!own.filtered && own.dropped_events == 0, "{own:?}");
+        assert_eq!(own, RankParts::of_rank(&one_step));
+        assert_ne!(own, RankParts::compute(&one_step, true), "filtering the one-step rank drops its step");
     }
 }

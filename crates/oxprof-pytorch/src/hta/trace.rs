@@ -335,34 +335,102 @@ fn filter_rank(r: &mut RankTrace) {
 /// The events HTA's step filter keeps of one rank (GPU events first, then host events),
 /// or `None` when it keeps them all as they are (a rank without host events).
 pub fn filtered_events(r: &RankTrace) -> Option<Vec<HtaEvent>> {
-    let test = r.gpu_kernel_test();
-    let is_gpu: Vec<bool> = r.events.iter().map(test).collect();
-    let is_step = r.names_where(|n| profiler_step_number(n).is_some());
-    let cpu = || r.events.iter().zip(&is_gpu).filter(|(_, g)| !**g).map(|(e, _)| e);
-    // No host events: nothing to filter by.
-    cpu().next()?;
-    let step_starts = cpu().filter(|e| is_step[e.name as usize]).map(|e| e.ts).max();
-    let last_start = step_starts.or_else(|| cpu().map(|e| e.ts).min())?;
-    let mut kept_corr: FxHashMap<i64, u32> = FxHashMap::default();
-    for e in cpu().filter(|e| e.ts < last_start) {
-        *kept_corr.entry(e.correlation).or_default() += 1;
-    }
-    // Once per kept host event of its correlation (HTA's inner join). Only kernels with a
-    // correlation can repeat; a sync without one is kept once (repeats would only repeat
-    // the same interval in the unions that read syncs).
-    let times = |e: &HtaEvent| {
-        let times = kept_corr.get(&e.correlation).copied().unwrap_or(0) as usize;
-        if e.correlation < 0 { times.min(1) } else { times }
-    };
-    let gpu = || r.events.iter().zip(&is_gpu).filter(|(_, g)| **g).map(|(e, _)| e);
-    let host = || cpu().filter(|e| e.ts < last_start);
+    let keep = StepFilter::of(r)?;
     // A copy of most of the rank's rows: sized once, not regrown.
-    let mut out = Vec::with_capacity(gpu().map(times).sum::<usize>() + host().count());
-    for e in gpu() {
-        out.extend(std::iter::repeat_n(*e, times(e)));
+    let mut out = Vec::with_capacity(keep.gpu(r).map(|e| keep.times(e)).sum::<usize>() + keep.host(r).count());
+    for e in keep.gpu(r) {
+        out.extend(std::iter::repeat_n(*e, keep.times(e)));
     }
-    out.extend(host().copied());
+    out.extend(keep.host(r).copied());
     Some(out)
+}
+
+/// [`filtered_events`] in place of the rank's rows (what it returns, in the same order;
+/// `false`: it keeps them all as they are). The rows are compacted where they lie and only
+/// the smaller of the kept GPU and host events is copied aside, so a multi-GB trace's rows
+/// are not held twice.
+pub fn filter_events_in_place(r: &mut RankTrace) -> bool {
+    let Some(keep) = StepFilter::of(r) else { return false };
+    if keep.gpu(r).any(|e| keep.times(e) > 1) {
+        // A kernel joined to several kept host events repeats: that output is longer than
+        // its share of the rows.
+        if let Some(events) = filtered_events(r) {
+            r.events = events;
+        }
+        return true;
+    }
+    let kept_gpu = |i: usize, e: &HtaEvent| keep.is_gpu[i] && keep.times(e) == 1;
+    let kept_host = |i: usize, e: &HtaEvent| !keep.is_gpu[i] && e.ts < keep.last_start;
+    let (gpu, host) = (keep.gpu(r).filter(|e| keep.times(e) == 1).count(), keep.host(r).count());
+    let aside: Vec<HtaEvent>;
+    if gpu <= host {
+        // GPU events aside; host events compacted to the front, then moved after them.
+        aside = r.events.iter().enumerate().filter(|&(i, e)| kept_gpu(i, e)).map(|(_, e)| *e).collect();
+        compact(&mut r.events, kept_host);
+        r.events.splice(0..0, aside);
+    } else {
+        aside = r.events.iter().enumerate().filter(|&(i, e)| kept_host(i, e)).map(|(_, e)| *e).collect();
+        compact(&mut r.events, kept_gpu);
+        r.events.extend(aside);
+    }
+    r.events.shrink_to_fit();
+    true
+}
+
+/// Keeps the events `keep(index, event)` says, in order, where they lie.
+fn compact(events: &mut Vec<HtaEvent>, keep: impl Fn(usize, &HtaEvent) -> bool) {
+    let mut kept = 0;
+    for i in 0..events.len() {
+        if keep(i, &events[i]) {
+            events[kept] = events[i];
+            kept += 1;
+        }
+    }
+    events.truncate(kept);
+}
+
+/// What HTA's step filter keeps of a rank.
+struct StepFilter {
+    /// Whether each event counts as a GPU event.
+    is_gpu: Vec<bool>,
+    /// Host events starting before this are kept.
+    last_start: i64,
+    /// Kept host events per correlation.
+    kept_corr: FxHashMap<i64, u32>,
+}
+
+impl StepFilter {
+    /// `None`: the rank has no host events (nothing to filter by).
+    fn of(r: &RankTrace) -> Option<StepFilter> {
+        let test = r.gpu_kernel_test();
+        let is_gpu: Vec<bool> = r.events.iter().map(test).collect();
+        let is_step = r.names_where(|n| profiler_step_number(n).is_some());
+        let cpu = || r.events.iter().zip(&is_gpu).filter(|(_, g)| !**g).map(|(e, _)| e);
+        cpu().next()?;
+        let step_starts = cpu().filter(|e| is_step[e.name as usize]).map(|e| e.ts).max();
+        let last_start = step_starts.or_else(|| cpu().map(|e| e.ts).min())?;
+        let mut kept_corr: FxHashMap<i64, u32> = FxHashMap::default();
+        for e in cpu().filter(|e| e.ts < last_start) {
+            *kept_corr.entry(e.correlation).or_default() += 1;
+        }
+        Some(StepFilter { is_gpu, last_start, kept_corr })
+    }
+
+    /// How often a GPU event is kept: once per kept host event of its correlation (HTA's
+    /// inner join). Only kernels with a correlation can repeat; a sync without one is kept
+    /// once (repeats would only repeat the same interval in the unions that read syncs).
+    fn times(&self, e: &HtaEvent) -> usize {
+        let times = self.kept_corr.get(&e.correlation).copied().unwrap_or(0) as usize;
+        if e.correlation < 0 { times.min(1) } else { times }
+    }
+
+    fn gpu<'r>(&'r self, r: &'r RankTrace) -> impl Iterator<Item = &'r HtaEvent> + 'r {
+        r.events.iter().zip(&self.is_gpu).filter(|(_, g)| **g).map(|(e, _)| e)
+    }
+
+    fn host<'r>(&'r self, r: &'r RankTrace) -> impl Iterator<Item = &'r HtaEvent> + 'r {
+        r.events.iter().zip(&self.is_gpu).filter(move |(e, g)| !**g && e.ts < self.last_start).map(|(e, _)| e)
+    }
 }
 
 /// HTA's kernel types (`hta.utils.utils.KernelType`).
@@ -475,6 +543,55 @@ mod tests {
         let merged = merge_intervals(vec![(12, 20), (0, 10), (30, 40), (5, 12)]);
         assert_eq!(merged, vec![(0, 20), (30, 40)]);
         assert_eq!(merged_length(&merged), 30);
+    }
+
+    /// A rank of two steps and `hosts` host events, each launching `kernels` kernels (its
+    /// correlation shared by `repeat` host events), a sync every fifth.
+    fn mixed_rank(hosts: i64, kernels: i64, repeat: i64) -> RankTrace {
+        let names = ["ProfilerStep#1", "ProfilerStep#2", "aten::mm", "sgemm", "Event Sync"];
+        let mut r = RankTrace { names: names.map(String::from).to_vec(), cats: vec!["x".into()], ..Default::default() };
+        let event = |name, ts, stream, correlation| HtaEvent { name, cat: 0, ts, end: ts + 3, stream, correlation };
+        for h in 0..hosts {
+            let ts = (h * 37) % 1000;
+            r.events.push(event(2, ts, -1, h / repeat));
+            for _ in 0..kernels {
+                r.events.push(event(3, ts + 1, 7, h / repeat));
+            }
+            if h % 5 == 0 {
+                r.events.push(event(4, ts + 2, -1, -1));
+            }
+        }
+        r.events.push(HtaEvent { name: 0, cat: 0, ts: 0, end: 400, stream: -1, correlation: -1 });
+        r.events.push(HtaEvent { name: 1, cat: 0, ts: 400, end: 900, stream: -1, correlation: -1 });
+        r
+    }
+
+    /// Filtering in place gives exactly the copy's events, in its order: GPU-heavy and
+    /// host-heavy ranks (either side copied aside), kernels repeated by the join, and a
+    /// rank without host events (left as it is).
+    #[test]
+    fn filtering_in_place_equals_the_copy() {
+        // Host only; fewer kept kernels than host events; more; kernels repeated by the join.
+        for (hosts, kernels, repeat) in [(200, 0, 1), (200, 1, 1), (200, 3, 1), (200, 1, 3)] {
+            let rank = mixed_rank(hosts, kernels, repeat);
+            let mut own = rank.clone();
+            let applied = filter_events_in_place(&mut own);
+            match filtered_events(&rank) {
+                Some(copy) => {
+                    assert!(applied);
+                    assert_eq!(own.events, copy, "{hosts} {kernels} {repeat}");
+                    assert_ne!(copy.len(), rank.events.len(), "{hosts} {kernels} {repeat}: the filter drops events");
+                }
+                None => assert!(!applied && own.events == rank.events),
+            }
+        }
+        let gpu_only = RankTrace {
+            events: vec![HtaEvent { name: 0, cat: 0, ts: 1, end: 2, stream: 7, correlation: 1 }],
+            names: vec!["k".into()],
+            ..Default::default()
+        };
+        let mut own = gpu_only.clone();
+        assert!(!filter_events_in_place(&mut own) && own.events == gpu_only.events);
     }
 
     #[test]
