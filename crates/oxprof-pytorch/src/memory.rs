@@ -14,7 +14,7 @@
 //! innermost operator around it. Times are µs since the first event torch-tb-profiler keeps
 //! (its `profiler_start_ts`), sizes bytes, unrounded.
 
-use super::parse::{MemRecord, Parsed};
+use super::parse::{MemRecord, NO_LINK, Parsed, link};
 use oxprof_report::{ColumnKind, NumberFormat, Report, Table, XprofBody, json_of};
 use oxprof_wire::datatable::CellValue;
 use rustc_hash::FxHashMap;
@@ -119,9 +119,10 @@ pub(crate) fn attribute(p: &mut Parsed) {
         if let Some(root) = current {
             p.mem_visited[root] = true;
         }
-        // (node, index of the child being visited) above `current`.
+        // (node, the child being visited) above `current`.
         let mut stack: Vec<(usize, usize)> = Vec::new();
-        let mut child = 0usize;
+        // The child of `current` to look at next ([`NO_LINK`]: none left).
+        let mut child = current.map_or(NO_LINK, |n| p.nodes[n].first_child);
         let mut k = 0usize;
         while k < records.len() {
             let ri = records[k];
@@ -138,25 +139,24 @@ pub(crate) fn attribute(p: &mut Parsed) {
             }
             if ts >= p.nodes[node].end {
                 match stack.pop() {
-                    Some((parent, index)) => {
+                    Some((parent, visited)) => {
                         current = Some(parent);
-                        child = index + 1;
+                        child = p.nodes[visited].next_sibling;
                     }
                     None => current = None,
                 }
                 continue;
             }
-            while child < p.nodes[node].children.len() {
-                let c = p.nodes[node].children[child];
+            while let Some(c) = link(child) {
                 if ts < p.nodes[c].start {
                     break;
                 } else if ts >= p.nodes[c].end {
-                    child += 1;
+                    child = p.nodes[c].next_sibling;
                 } else {
                     p.mem_visited[c] = true;
-                    stack.push((node, child));
+                    stack.push((node, c));
                     node = c;
-                    child = 0;
+                    child = p.nodes[c].first_child;
                 }
             }
             current = Some(node);
@@ -343,7 +343,8 @@ fn statistics(p: &Parsed) -> Vec<(String, Vec<OperatorMemory>)> {
     let mut calls: FxHashMap<&str, u64> = FxHashMap::default();
     for &root in &p.roots {
         // Post-order over the subtrees of the root's children.
-        let mut todo: Vec<(usize, bool)> = p.nodes[root].children.iter().rev().map(|&c| (c, false)).collect();
+        let mut todo: Vec<(usize, bool)> = p.children(root).map(|c| (c, false)).collect();
+        todo.reverse();
         while let Some((n, done)) = todo.pop() {
             let node = &p.nodes[n];
             let is_op = node.is_listed_operator();
@@ -371,13 +372,15 @@ fn statistics(p: &Parsed) -> Vec<(String, Vec<OperatorMemory>)> {
                     }
                 }
                 todo.push((n, true));
-                todo.extend(node.children.iter().rev().map(|&c| (c, false)));
+                let first = todo.len();
+                todo.extend(p.children(n).map(|c| (c, false)));
+                todo[first..].reverse();
                 continue;
             }
             // Children done: add their totals.
             let mut add: Vec<(&str, Metrics)> = Vec::new();
-            for c in &node.children {
-                if let Some(m) = per_node.get(c) {
+            for c in p.children(n) {
+                if let Some(m) = per_node.get(&c) {
                     add.extend(m.iter().map(|(&d, &v)| (d, v)));
                 }
             }

@@ -166,19 +166,19 @@ struct Agg {
 /// torch-tb-profiler's `_aggregate_modules` over the module nodes of every tree.
 fn aggregate(p: &Parsed) -> FxHashMap<(&str, i64), Agg> {
     let mut out: FxHashMap<(&str, i64), Agg> = FxHashMap::default();
-    let mut todo: Vec<usize> = p.roots.iter().flat_map(|&r| p.nodes[r].children.iter().copied()).collect();
+    let mut todo: Vec<usize> = p.roots.iter().flat_map(|&r| p.children(r)).collect();
     while let Some(n) = todo.pop() {
         let node = &p.nodes[n];
         if node.kind == NodeKind::Module {
             let a = out.entry((p.text(node.name), node.module_id)).or_default();
             a.occurrences += 1;
-            a.operators += node.children.iter().filter(|&&c| p.nodes[c].is_listed_operator()).count() as u64;
+            a.operators += p.children(n).filter(|&c| p.nodes[c].is_listed_operator()).count() as u64;
             a.host_total += node.duration();
             a.host_self += node.host_self;
             a.device_total += node.device_total;
             a.device_self += node.device_self;
         }
-        todo.extend(node.children.iter().copied());
+        todo.extend(p.children(n));
     }
     out
 }

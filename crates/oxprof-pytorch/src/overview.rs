@@ -209,7 +209,7 @@ fn gpu_summaries(p: &Parsed, ops: &[usize]) -> Vec<GpuSummary> {
     let mut tc: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
     let mut has_kernel = false;
     for &op in ops {
-        for &rt in &p.nodes[op].runtimes {
+        for rt in p.node_runtimes(op) {
             for &d in &p.runtimes[rt].devices {
                 let k = &p.devices[d];
                 if k.ty != Ty::Kernel {
@@ -274,7 +274,7 @@ fn gpu_summaries(p: &Parsed, ops: &[usize]) -> Vec<GpuSummary> {
 fn tc_eligible_ops_kernel_ratio(p: &Parsed, ops: &[usize]) -> f64 {
     fn bottom(p: &Parsed, n: usize, out: &mut Vec<usize>) -> bool {
         let before = out.len();
-        for &c in &p.nodes[n].children {
+        for c in p.children(n) {
             bottom(p, c, out);
         }
         if p.nodes[n].tc_eligible && out.len() == before {
@@ -286,7 +286,7 @@ fn tc_eligible_ops_kernel_ratio(p: &Parsed, ops: &[usize]) -> f64 {
         let mut sum = 0.0;
         for &n in nodes {
             let node = &p.nodes[n];
-            for &rt in &node.runtimes {
+            for rt in p.node_runtimes(n) {
                 if node.kind == NodeKind::Root && p.runtimes[rt].span.is_none() {
                     continue;
                 }

@@ -214,6 +214,13 @@ const SHAPE_EMPTY_LIST: u32 = 1;
 /// No text (a node without a call stack).
 pub(crate) const NO_TEXT: u32 = u32::MAX;
 
+/// The end of a list of children or runtimes.
+pub(crate) const NO_LINK: u32 = u32::MAX;
+
+pub(crate) fn link(id: u32) -> Option<usize> {
+    (id != NO_LINK).then_some(id as usize)
+}
+
 /// What events refer to by index, each text made once: names, shapes and stacks repeat
 /// across millions of events. The table becomes [`Parsed::texts`]: nodes and devices hold
 /// 4-byte indices instead of a pointer each.
@@ -358,8 +365,15 @@ pub(crate) struct Node {
     pub device_self: f64,
     pub tc_self: f64,
     pub tc_total: f64,
-    pub children: Vec<usize>,
-    pub runtimes: Vec<usize>,
+    /// Children in start order, as a list through [`Node::next_sibling`] ([`NO_LINK`]:
+    /// none; read with [`Parsed::children`]). Links instead of a vector per node: tens of
+    /// millions of nodes on multi-GB traces.
+    pub first_child: u32,
+    pub next_sibling: u32,
+    /// Runtimes it launched, as a list through [`Runtime::next`] ([`Parsed::node_runtimes`]);
+    /// of a root, its index in [`Parsed::root_runtimes`] (a root's runtimes may also be an
+    /// operator's, as in torch-tb-profiler, where both hold the same object).
+    pub first_runtime: u32,
 }
 
 impl Node {
@@ -381,6 +395,8 @@ pub(crate) struct Runtime {
     pub devices: Vec<usize>,
     pub device_duration: f64,
     pub tc_duration: f64,
+    /// The next runtime of its operator ([`NO_LINK`]: the last).
+    pub next: u32,
 }
 
 /// Kernel, memcpy or memset activity.
@@ -410,6 +426,9 @@ pub struct Parsed {
     pub(crate) devices: Vec<Device>,
     /// Roots of the per-thread trees, by thread.
     pub(crate) roots: Vec<usize>,
+    /// The runtimes of each root (external id 0, and the stand-in of device activity no
+    /// runtime launched), by [`Node::first_runtime`].
+    pub(crate) root_runtimes: Vec<Vec<usize>>,
     /// Steps after device widening: (name, start, end) in µs.
     pub(crate) steps: Vec<(String, f64, f64)>,
     /// Whether steps came from `ProfilerStep#N` (else one step spans the host events).
@@ -1083,6 +1102,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     devices,
                     device_duration: 0.0,
                     tc_duration: 0.0,
+                    next: NO_LINK,
                 });
                 corr_to_runtime.insert(e.corr, rt);
                 ext_to_runtime.push(e.ext, rt);
@@ -1127,8 +1147,9 @@ pub fn parse(space: &XSpace) -> Parsed {
                     device_self: 0.0,
                     tc_self: 0.0,
                     tc_total: 0.0,
-                    children: Vec::new(),
-                    runtimes: Vec::new(),
+                    first_child: NO_LINK,
+                    next_sibling: NO_LINK,
+                    first_runtime: NO_LINK,
                 });
                 let t = match thread_index.get(e.thread as usize).copied().flatten() {
                     Some(t) => t,
@@ -1222,7 +1243,7 @@ pub fn parse(space: &XSpace) -> Parsed {
     for ops in &thread_ops {
         for &op in ops {
             if let Some(rts) = ext_to_runtime.take(p.nodes[op].ext) {
-                p.nodes[op].runtimes.extend(rts);
+                p.set_runtimes(op, &rts);
             }
         }
     }
@@ -1246,7 +1267,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                 let (a, b) = (&p.devices[a], &p.devices[b]);
                 a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
             });
-            p.runtimes.push(Runtime { span: None, devices, device_duration: 0.0, tc_duration: 0.0 });
+            p.runtimes.push(Runtime { span: None, devices, device_duration: 0.0, tc_duration: 0.0, next: NO_LINK });
             // torch-tb-profiler fills the stand-in once on creation (and again with the root).
             fill_runtime(&mut p, rt, None);
             root_rts.push(rt);
@@ -1334,17 +1355,26 @@ fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>, root_tex
         device_self: 0.0,
         tc_self: 0.0,
         tc_total: 0.0,
-        children: Vec::new(),
-        runtimes: root_runtimes,
+        first_child: NO_LINK,
+        next_sibling: NO_LINK,
+        first_runtime: p.root_runtimes.len() as u32,
     });
-    let mut stack = vec![root];
+    p.root_runtimes.push(root_runtimes);
+    // (node, its last child so far)
+    let mut stack = vec![(root, NO_LINK)];
     for &op in ops {
-        while let Some(&tail) = stack.last() {
+        while let Some(&(tail, last)) = stack.last() {
             let (start, end) = (p.nodes[op].start, p.nodes[op].end);
             if start < p.nodes[tail].end {
                 if end <= p.nodes[tail].end {
-                    p.nodes[tail].children.push(op);
-                    stack.push(op);
+                    match link(last) {
+                        Some(last) => p.nodes[last].next_sibling = op as u32,
+                        None => p.nodes[tail].first_child = op as u32,
+                    }
+                    if let Some(top) = stack.last_mut() {
+                        top.1 = op as u32;
+                    }
+                    stack.push((op, NO_LINK));
                 } else {
                     // Overlaps its parent without nesting: torch-tb-profiler drops it.
                     p.unnested += 1;
@@ -1364,21 +1394,21 @@ fn remove_dup_nodes(p: &mut Parsed, root: usize) {
     while let Some(n) = todo.pop() {
         loop {
             let node = &p.nodes[n];
-            if node.children.len() != 1 {
+            let Some(c) = link(node.first_child).filter(|&c| p.nodes[c].next_sibling == NO_LINK) else {
                 break;
-            }
-            let c = node.children[0];
+            };
             let child = &p.nodes[c];
             if p.text(node.name) == p.text(child.name) && node.ty == Ty::Operator && child.ty == Ty::Operator {
-                let children = std::mem::take(&mut p.nodes[c].children);
-                let runtimes = std::mem::take(&mut p.nodes[c].runtimes);
-                p.nodes[n].children = children;
-                p.nodes[n].runtimes = runtimes;
+                let (children, runtimes) = (child.first_child, child.first_runtime);
+                p.nodes[c].first_child = NO_LINK;
+                p.nodes[c].first_runtime = NO_LINK;
+                p.nodes[n].first_child = children;
+                p.nodes[n].first_runtime = runtimes;
             } else {
                 break;
             }
         }
-        todo.extend(p.nodes[n].children.iter().copied());
+        todo.extend(p.children(n));
     }
 }
 
@@ -1413,26 +1443,26 @@ fn fill_stats(p: &mut Parsed, root: usize) {
     let mut todo = vec![(root, false)];
     while let Some((n, done)) = todo.pop() {
         if !done {
-            let mut children = std::mem::take(&mut p.nodes[n].children);
+            let mut children: Vec<usize> = p.children(n).collect();
             children.sort_by(|&a, &b| {
                 let (a, b) = (&p.nodes[a], &p.nodes[b]);
                 a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
             });
-            let mut rts = std::mem::take(&mut p.nodes[n].runtimes);
+            let mut rts: Vec<usize> = p.node_runtimes(n).collect();
             rts.sort_by(|&a, &b| {
                 let key = |r: &Runtime| r.span.map_or((f64::MAX, f64::MIN), |(s, e)| (s, -e));
                 let (a, b) = (key(&p.runtimes[a]), key(&p.runtimes[b]));
                 a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
             });
-            p.nodes[n].runtimes = rts;
+            p.set_runtimes(n, &rts);
             todo.push((n, true));
             for &c in children.iter().rev() {
                 todo.push((c, false));
             }
-            p.nodes[n].children = children;
+            p.set_children(n, &children);
             continue;
         }
-        let rts = std::mem::take(&mut p.nodes[n].runtimes);
+        let rts: Vec<usize> = p.node_runtimes(n).collect();
         for &rt in &rts {
             fill_runtime(p, rt, Some(n));
         }
@@ -1441,7 +1471,7 @@ fn fill_stats(p: &mut Parsed, root: usize) {
         let (mut device_total, mut device_self, mut tc_self, mut tc_total) = (0.0, 0.0, 0.0, 0.0);
         let mut tc_eligible = node.tc_eligible;
         let is_op = node.ty == Ty::Operator;
-        for &c in &node.children {
+        for c in p.children(n) {
             let child = &p.nodes[c];
             device_total += child.device_total;
             host_self -= child.end - child.start;
@@ -1471,14 +1501,13 @@ fn fill_stats(p: &mut Parsed, root: usize) {
         node.tc_self += tc_self;
         node.tc_total += tc_total;
         node.tc_eligible = tc_eligible;
-        node.runtimes = rts;
     }
 }
 
 /// torch-tb-profiler's `get_chilren_self_device_time`: a module's own device time includes
 /// the total device time of its direct child operators.
 fn children_self_device(p: &Parsed, n: usize) -> f64 {
-    p.nodes[n].children.iter().map(|&c| &p.nodes[c]).filter(|c| c.is_listed_operator()).map(|c| c.device_total).sum()
+    p.children(n).map(|c| &p.nodes[c]).filter(|c| c.is_listed_operator()).map(|c| c.device_total).sum()
 }
 
 /// torch-tb-profiler's `_find_device_steps` and `_update_steps_duration`: a step runs
@@ -1579,9 +1608,54 @@ impl Parsed {
         self.pytorch
     }
 
+    /// A node's children, in start order once the tree is built.
+    pub(crate) fn children(&self, n: usize) -> impl Iterator<Item = usize> + Clone + '_ {
+        std::iter::successors(link(self.nodes[n].first_child), move |&c| link(self.nodes[c].next_sibling))
+    }
+
+    /// The runtimes a node launched.
+    pub(crate) fn node_runtimes(&self, n: usize) -> impl Iterator<Item = usize> + Clone + '_ {
+        let node = &self.nodes[n];
+        let (root, first) = match node.kind {
+            NodeKind::Root => {
+                (self.root_runtimes.get(node.first_runtime as usize).map_or(&[][..], Vec::as_slice), None)
+            }
+            _ => (&[][..], link(node.first_runtime)),
+        };
+        root.iter().copied().chain(std::iter::successors(first, move |&r| link(self.runtimes[r].next)))
+    }
+
+    /// Makes `children` a node's children, in that order.
+    fn set_children(&mut self, n: usize, children: &[usize]) {
+        self.nodes[n].first_child = children.first().map_or(NO_LINK, |&c| c as u32);
+        for pair in children.windows(2) {
+            self.nodes[pair[0]].next_sibling = pair[1] as u32;
+        }
+        if let Some(&last) = children.last() {
+            self.nodes[last].next_sibling = NO_LINK;
+        }
+    }
+
+    /// Makes `runtimes` the runtimes a node launched, in that order.
+    fn set_runtimes(&mut self, n: usize, runtimes: &[usize]) {
+        if self.nodes[n].kind == NodeKind::Root {
+            if let Some(list) = self.root_runtimes.get_mut(self.nodes[n].first_runtime as usize) {
+                *list = runtimes.to_vec();
+            }
+            return;
+        }
+        self.nodes[n].first_runtime = runtimes.first().map_or(NO_LINK, |&r| r as u32);
+        for pair in runtimes.windows(2) {
+            self.runtimes[pair[0]].next = pair[1] as u32;
+        }
+        if let Some(&last) = runtimes.last() {
+            self.runtimes[last].next = NO_LINK;
+        }
+    }
+
     /// Heap bytes, roughly (what a cache weighs it at).
     pub fn heap_bytes(&self) -> usize {
-        let node = |n: &Node| std::mem::size_of::<Node>() + 8 * (n.children.len() + n.runtimes.len());
+        let node = |_: &Node| std::mem::size_of::<Node>();
         let device = |d: &Device| std::mem::size_of::<Device>() + d.kernel.grid.len() + d.kernel.block.len();
         self.texts.iter().map(|t| t.len() + 16).sum::<usize>()
             + self.nodes.iter().map(node).sum::<usize>()
@@ -1595,6 +1669,7 @@ impl Parsed {
                 .map(|f| std::mem::size_of::<PythonFn>() + f.module.as_ref().map_or(0, |m| m.0.len()))
                 .sum::<usize>()
             + 8 * (self.listed_ops.len() + self.op_kernels.len())
+            + self.root_runtimes.iter().map(|r| 24 + 8 * r.len()).sum::<usize>()
     }
 
     /// Listed operators and the kernels of every tree, in torch-tb-profiler's traversal
@@ -1609,12 +1684,12 @@ impl Parsed {
                 let node = &self.nodes[n];
                 if !done {
                     todo.push((n, true));
-                    for &c in node.children.iter().rev() {
-                        todo.push((c, false));
-                    }
+                    let first = todo.len();
+                    todo.extend(self.children(n).map(|c| (c, false)));
+                    todo[first..].reverse();
                     continue;
                 }
-                for &rt in &node.runtimes {
+                for rt in self.node_runtimes(n) {
                     kernels.extend(
                         self.runtimes[rt].devices.iter().copied().filter(|&d| self.devices[d].ty == Ty::Kernel),
                     );
