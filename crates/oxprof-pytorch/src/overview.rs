@@ -210,7 +210,7 @@ fn gpu_summaries(p: &Parsed, ops: &[usize]) -> Vec<GpuSummary> {
     let mut has_kernel = false;
     for &op in ops {
         for rt in p.node_runtimes(op) {
-            for &d in &p.runtimes[rt].devices {
+            for d in p.runtime_devices(rt) {
                 let k = &p.devices[d];
                 if k.ty != Ty::Kernel {
                     continue;
@@ -290,7 +290,7 @@ fn tc_eligible_ops_kernel_ratio(p: &Parsed, ops: &[usize]) -> f64 {
                 if node.kind == NodeKind::Root && p.runtimes[rt].span.is_none() {
                     continue;
                 }
-                for &d in &p.runtimes[rt].devices {
+                for d in p.runtime_devices(rt) {
                     let k = &p.devices[d];
                     if k.ty == Ty::Kernel {
                         sum += k.end - k.start;

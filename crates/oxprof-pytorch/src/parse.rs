@@ -392,7 +392,12 @@ impl Node {
 pub(crate) struct Runtime {
     /// `None` for the stand-in of device activity no runtime launched.
     pub span: Option<(f64, f64)>,
-    pub devices: Vec<usize>,
+    /// The device activity it launched, as a list through [`Device::next_in_runtime`]
+    /// from this to `last_device` ([`NO_LINK`]: none; read with [`Parsed::runtime_devices`]);
+    /// of a stand-in, its index in [`Parsed::standin_devices`] (each main thread's stand-in
+    /// holds the same activity).
+    pub first_device: u32,
+    pub last_device: u32,
     pub device_duration: f64,
     pub tc_duration: f64,
     /// The next runtime of its operator ([`NO_LINK`]: the last).
@@ -414,6 +419,8 @@ pub(crate) struct Device {
     /// The operator whose runtime launched it.
     pub op: Option<usize>,
     pub op_tc_eligible: bool,
+    /// The next device activity of its runtime ([`NO_LINK`]: the last).
+    pub next_in_runtime: u32,
 }
 
 /// The run as torch-tb-profiler's `RunProfileData` holds it after `process()`.
@@ -429,6 +436,8 @@ pub struct Parsed {
     /// The runtimes of each root (external id 0, and the stand-in of device activity no
     /// runtime launched), by [`Node::first_runtime`].
     pub(crate) root_runtimes: Vec<Vec<usize>>,
+    /// The device activity of each stand-in runtime, by [`Runtime::first_device`].
+    pub(crate) standin_devices: Vec<Vec<usize>>,
     /// Steps after device widening: (name, start, end) in µs.
     pub(crate) steps: Vec<(String, f64, f64)>,
     /// Whether steps came from `ProfilerStep#N` (else one step spans the host events).
@@ -1074,12 +1083,13 @@ pub fn parse(space: &XSpace) -> Parsed {
                     tc_used: facts.tensor_core_kernel,
                     op: None,
                     op_tc_eligible: false,
+                    next_in_runtime: NO_LINK,
                 });
                 if let Some(dev) = p.devices[d].kernel.device {
                     used_devices.insert(dev);
                 }
                 match corr_to_runtime.get(e.corr) {
-                    Some(rt) => p.runtimes[rt].devices.push(d),
+                    Some(rt) => p.append_device(rt, d),
                     None => {
                         let list = corr_to_device.entry(e.corr).or_default();
                         if list.is_empty() {
@@ -1099,11 +1109,15 @@ pub fn parse(space: &XSpace) -> Parsed {
                 let rt = p.runtimes.len();
                 p.runtimes.push(Runtime {
                     span: Some((e.ts, e.ts + e.dur)),
-                    devices,
+                    first_device: NO_LINK,
+                    last_device: NO_LINK,
                     device_duration: 0.0,
                     tc_duration: 0.0,
                     next: NO_LINK,
                 });
+                for d in devices {
+                    p.append_device(rt, d);
+                }
                 corr_to_runtime.insert(e.corr, rt);
                 ext_to_runtime.push(e.ext, rt);
                 if e.ext == Some(0) {
@@ -1267,7 +1281,15 @@ pub fn parse(space: &XSpace) -> Parsed {
                 let (a, b) = (&p.devices[a], &p.devices[b]);
                 a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
             });
-            p.runtimes.push(Runtime { span: None, devices, device_duration: 0.0, tc_duration: 0.0, next: NO_LINK });
+            p.runtimes.push(Runtime {
+                span: None,
+                first_device: p.standin_devices.len() as u32,
+                last_device: NO_LINK,
+                device_duration: 0.0,
+                tc_duration: 0.0,
+                next: NO_LINK,
+            });
+            p.standin_devices.push(devices);
             // torch-tb-profiler fills the stand-in once on creation (and again with the root).
             fill_runtime(&mut p, rt, None);
             root_rts.push(rt);
@@ -1413,13 +1435,27 @@ fn remove_dup_nodes(p: &mut Parsed, root: usize) {
 }
 
 fn fill_runtime(p: &mut Parsed, rt: usize, op: Option<usize>) {
-    let devices = std::mem::take(&mut p.runtimes[rt].devices);
     let (op_tc, op_ok) = match op {
         Some(o) => (p.nodes[o].tc_eligible, true),
         None => (false, false),
     };
+    // A stand-in's activity is a vector (one per run); a runtime's a list through the
+    // devices, walked without collecting it (millions of runtimes).
+    let standin = p.runtimes[rt].span.is_none();
+    let mut side = if standin { p.runtime_devices(rt).collect() } else { Vec::new() }.into_iter();
+    let mut next = if standin { NO_LINK } else { p.runtimes[rt].first_device };
     let (mut dd, mut tc) = (0.0, 0.0);
-    for &d in &devices {
+    loop {
+        let d = match side.next() {
+            Some(d) => d,
+            None => match link(next) {
+                Some(d) => {
+                    next = p.devices[d].next_in_runtime;
+                    d
+                }
+                None => break,
+            },
+        };
         let dev = &mut p.devices[d];
         if op_ok {
             dev.op = op;
@@ -1432,7 +1468,6 @@ fn fill_runtime(p: &mut Parsed, rt: usize, op: Option<usize>) {
         }
     }
     let r = &mut p.runtimes[rt];
-    r.devices = devices;
     r.device_duration += dd;
     r.tc_duration += tc;
 }
@@ -1530,7 +1565,7 @@ fn update_device_steps(p: &mut Parsed, steps: &mut Vec<(String, f64, f64)>, devi
         if r_start < s_start {
             i_rt += 1;
         } else if r_end <= s_end {
-            for &d in &p.runtimes[rts[i_rt]].devices {
+            for d in p.runtime_devices(rts[i_rt]) {
                 dmin = dmin.min(p.devices[d].start);
                 dmax = dmax.max(p.devices[d].end);
                 matched[d] = true;
@@ -1625,6 +1660,26 @@ impl Parsed {
         root.iter().copied().chain(std::iter::successors(first, move |&r| link(self.runtimes[r].next)))
     }
 
+    /// The device activity a runtime launched.
+    pub(crate) fn runtime_devices(&self, rt: usize) -> impl Iterator<Item = usize> + Clone + '_ {
+        let r = &self.runtimes[rt];
+        let (standin, first) = match r.span {
+            None => (self.standin_devices.get(r.first_device as usize).map_or(&[][..], Vec::as_slice), None),
+            Some(_) => (&[][..], link(r.first_device)),
+        };
+        standin.iter().copied().chain(std::iter::successors(first, move |&d| link(self.devices[d].next_in_runtime)))
+    }
+
+    /// Appends device activity to a (not stand-in) runtime's.
+    fn append_device(&mut self, rt: usize, d: usize) {
+        let r = &mut self.runtimes[rt];
+        match link(r.last_device) {
+            Some(last) => self.devices[last].next_in_runtime = d as u32,
+            None => r.first_device = d as u32,
+        }
+        r.last_device = d as u32;
+    }
+
     /// Makes `children` a node's children, in that order.
     fn set_children(&mut self, n: usize, children: &[usize]) {
         self.nodes[n].first_child = children.first().map_or(NO_LINK, |&c| c as u32);
@@ -1660,7 +1715,8 @@ impl Parsed {
         self.texts.iter().map(|t| t.len() + 16).sum::<usize>()
             + self.nodes.iter().map(node).sum::<usize>()
             + self.devices.iter().map(device).sum::<usize>()
-            + self.runtimes.iter().map(|r| std::mem::size_of::<Runtime>() + 8 * r.devices.len()).sum::<usize>()
+            + self.runtimes.len() * std::mem::size_of::<Runtime>()
+            + self.standin_devices.iter().map(|d| 24 + 8 * d.len()).sum::<usize>()
             + self.role_ranges.iter().map(|r| 16 * r.len()).sum::<usize>()
             + 64 * (self.steps.len() + self.roots.len())
             + self
@@ -1691,7 +1747,7 @@ impl Parsed {
                 }
                 for rt in self.node_runtimes(n) {
                     kernels.extend(
-                        self.runtimes[rt].devices.iter().copied().filter(|&d| self.devices[d].ty == Ty::Kernel),
+                        self.runtime_devices(rt).filter(|&d| self.devices[d].ty == Ty::Kernel),
                     );
                 }
                 if node.is_listed_operator() {
