@@ -139,7 +139,7 @@ impl PytorchKernelStats {
         let mut w2: Vec<(f64, f64)> = Vec::new();
         for &d in kernels {
             let k = &p.devices[d];
-            let op = k.op.map_or("N/A", |o| p.text(p.nodes[o].name));
+            let op = k.op().map_or("N/A", |o| p.text(p.nodes[o].name));
             let key =
                 (p.text(k.name), op, &*k.kernel.grid, &*k.kernel.block, k.kernel.registers, k.kernel.shared_memory);
             let i = *index.entry(key).or_insert_with(|| {

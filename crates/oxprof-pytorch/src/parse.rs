@@ -174,7 +174,8 @@ const RUNTIME: usize = 4;
 pub(crate) const DATA_LOADER: usize = 5;
 const CPU_OP: usize = 6;
 
-/// Kernel launch facts Kineto records as args.
+/// Kernel launch facts Kineto records as args: one per distinct set, shared by the kernels
+/// launched alike (a few per kernel name, where devices are millions).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KernelArgs {
     pub blocks_per_sm: Option<f64>,
@@ -185,6 +186,35 @@ pub(crate) struct KernelArgs {
     pub registers: i64,
     pub shared_memory: i64,
     pub device: Option<i64>,
+}
+
+impl KernelArgs {
+    /// Everything it holds, floats by their bits (so equal sets hash alike).
+    fn key(&self) -> impl Eq + std::hash::Hash + '_ {
+        (
+            self.blocks_per_sm.map(f64::to_bits),
+            self.occupancy.map(f64::to_bits),
+            &*self.grid,
+            &*self.block,
+            self.registers,
+            self.shared_memory,
+            self.device,
+        )
+    }
+}
+
+impl PartialEq for KernelArgs {
+    fn eq(&self, other: &KernelArgs) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for KernelArgs {}
+
+impl std::hash::Hash for KernelArgs {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
 }
 
 /// One event as torch-tb-profiler reads it, while the walk in start order is at it (never
@@ -202,8 +232,8 @@ struct Ev {
     dur: f64,
     ext: Option<i64>,
     corr: Option<i64>,
-    /// A kernel's launch facts.
-    kernel: Option<KernelArgs>,
+    /// A device activity's launch facts (default for copies and sets).
+    kernel: Option<Arc<KernelArgs>>,
     /// A python function's ids.
     python: PythonIds,
 }
@@ -233,6 +263,10 @@ struct Texts<'a> {
     stack_ids: FxHashMap<&'a str, u32>,
     /// Python's `str()` of kernels' `grid`/`block` texts, by the text.
     kernel_texts: FxHashMap<&'a str, Arc<str>>,
+    /// `None`, what an absent `grid`/`block` reads as.
+    none_text: Arc<str>,
+    /// Each distinct set of launch facts, once.
+    kernel_args: rustc_hash::FxHashSet<Arc<KernelArgs>>,
 }
 
 impl<'a> Texts<'a> {
@@ -243,7 +277,19 @@ impl<'a> Texts<'a> {
             shape_ids: FxHashMap::default(),
             stack_ids: FxHashMap::default(),
             kernel_texts: FxHashMap::default(),
+            none_text: Arc::from("None"),
+            kernel_args: Default::default(),
         }
+    }
+
+    /// The shared copy of a set of launch facts.
+    fn kernel_args(&mut self, args: KernelArgs) -> Arc<KernelArgs> {
+        if let Some(kept) = self.kernel_args.get(&args) {
+            return kept.clone();
+        }
+        let args = Arc::new(args);
+        self.kernel_args.insert(args.clone());
+        args
     }
 
     fn push(&mut self, text: Box<str>, facts: NameFacts) -> u32 {
@@ -280,7 +326,7 @@ impl<'a> Texts<'a> {
 
     fn kernel_text(&mut self, text: Option<&'a str>) -> Arc<str> {
         match text {
-            None => Arc::from("None"),
+            None => self.none_text.clone(),
             Some(t) => self.kernel_texts.entry(t).or_insert_with(|| Arc::from(repr_text(Some(t), "None"))).clone(),
         }
     }
@@ -414,13 +460,21 @@ pub(crate) struct Device {
     pub end: f64,
     /// The raw `dur` (what the per-name kernel table sums).
     pub dur: f64,
-    pub kernel: KernelArgs,
+    pub kernel: Arc<KernelArgs>,
     pub tc_used: bool,
-    /// The operator whose runtime launched it.
-    pub op: Option<usize>,
+    /// The operator whose runtime launched it ([`NO_LINK`]: none; read with
+    /// [`Device::op`]).
+    pub launched_by: u32,
     pub op_tc_eligible: bool,
     /// The next device activity of its runtime ([`NO_LINK`]: the last).
     pub next_in_runtime: u32,
+}
+
+impl Device {
+    /// The operator whose runtime launched it.
+    pub(crate) fn op(&self) -> Option<usize> {
+        link(self.launched_by)
+    }
 }
 
 /// The run as torch-tb-profiler's `RunProfileData` holds it after `process()`.
@@ -1016,7 +1070,9 @@ fn read_event<'a>(e: &Event<'a>, ts: f64, plane: &mut PlaneRead, thread: u32, te
     if let Some(mut kernel) = kernel {
         kernel.grid = texts.kernel_text(grid);
         kernel.block = texts.kernel_text(block);
-        ev.kernel = Some(kernel);
+        ev.kernel = Some(texts.kernel_args(kernel));
+    } else if matches!(ty, Ty::Memcpy | Ty::Memset) {
+        ev.kernel = Some(texts.kernel_args(KernelArgs::default()));
     }
     Some(ev)
 }
@@ -1081,7 +1137,7 @@ pub fn parse(space: &XSpace) -> Parsed {
                     dur: e.dur,
                     kernel: e.kernel.unwrap_or_default(),
                     tc_used: facts.tensor_core_kernel,
-                    op: None,
+                    launched_by: NO_LINK,
                     op_tc_eligible: false,
                     next_in_runtime: NO_LINK,
                 });
@@ -1458,7 +1514,7 @@ fn fill_runtime(p: &mut Parsed, rt: usize, op: Option<usize>) {
         };
         let dev = &mut p.devices[d];
         if op_ok {
-            dev.op = op;
+            dev.launched_by = op.map_or(NO_LINK, |o| o as u32);
             dev.op_tc_eligible = op_tc;
         }
         let dur = dev.end - dev.start;
@@ -1711,7 +1767,7 @@ impl Parsed {
     /// Heap bytes, roughly (what a cache weighs it at).
     pub fn heap_bytes(&self) -> usize {
         let node = |_: &Node| std::mem::size_of::<Node>();
-        let device = |d: &Device| std::mem::size_of::<Device>() + d.kernel.grid.len() + d.kernel.block.len();
+        let device = |_: &Device| std::mem::size_of::<Device>();
         self.texts.iter().map(|t| t.len() + 16).sum::<usize>()
             + self.nodes.iter().map(node).sum::<usize>()
             + self.devices.iter().map(device).sum::<usize>()
@@ -1746,9 +1802,7 @@ impl Parsed {
                     continue;
                 }
                 for rt in self.node_runtimes(n) {
-                    kernels.extend(
-                        self.runtime_devices(rt).filter(|&d| self.devices[d].ty == Ty::Kernel),
-                    );
+                    kernels.extend(self.runtime_devices(rt).filter(|&d| self.devices[d].ty == Ty::Kernel));
                 }
                 if node.is_listed_operator() {
                     ops.push(n);
