@@ -170,7 +170,7 @@ fn aggregate(p: &Parsed) -> FxHashMap<(&str, i64), Agg> {
     while let Some(n) = todo.pop() {
         let node = &p.nodes[n];
         if node.kind == NodeKind::Module {
-            let a = out.entry((p.text(node.name), node.module_id)).or_default();
+            let a = out.entry((p.text(node.name), node.module_id())).or_default();
             a.occurrences += 1;
             a.operators += p.children(n).filter(|&c| p.nodes[c].is_listed_operator()).count() as u64;
             a.host_total += node.duration();

@@ -395,9 +395,11 @@ pub(crate) struct Node {
     pub ty: Ty,
     pub start: f64,
     pub end: f64,
-    pub ext: Option<i64>,
-    /// `Python module id` of a module node (0 otherwise).
-    pub module_id: i64,
+    /// A module node's `Python module id`, another node's external id (when `has_ext`):
+    /// one field for both, as a module node drops its external id ([`Node::ext`],
+    /// [`Node::module_id`]).
+    id: i64,
+    has_ext: bool,
     /// Index into [`Parsed::texts`]: `Input Dims` as Python prints it.
     pub shape: u32,
     /// Index into [`Parsed::texts`] ([`NO_TEXT`]: none).
@@ -423,6 +425,17 @@ pub(crate) struct Node {
 }
 
 impl Node {
+    /// The external id its runtimes are joined by (a module node has none: always 0 in
+    /// traces).
+    pub(crate) fn ext(&self) -> Option<i64> {
+        (self.kind != NodeKind::Module && self.has_ext).then_some(self.id)
+    }
+
+    /// `Python module id` of a module node (0 otherwise).
+    pub(crate) fn module_id(&self) -> i64 {
+        if self.kind == NodeKind::Module { self.id } else { 0 }
+    }
+
     pub(crate) fn duration(&self) -> f64 {
         self.end - self.start
     }
@@ -1206,8 +1219,8 @@ pub fn parse(space: &XSpace) -> Parsed {
                     start: e.ts,
                     end: e.ts + e.dur,
                     // Module nodes drop their external id (always 0 in traces).
-                    ext: if kind == NodeKind::Module { None } else { e.ext },
-                    module_id: e.python.module.unwrap_or(0),
+                    id: if kind == NodeKind::Module { e.python.module.unwrap_or(0) } else { e.ext.unwrap_or(0) },
+                    has_ext: kind != NodeKind::Module && e.ext.is_some(),
                     shape: e.shape,
                     stack: e.stack,
                     listed_name: facts.listed,
@@ -1312,7 +1325,7 @@ pub fn parse(space: &XSpace) -> Parsed {
     }
     for ops in &thread_ops {
         for &op in ops {
-            if let Some(rts) = ext_to_runtime.take(p.nodes[op].ext) {
+            if let Some(rts) = ext_to_runtime.take(p.nodes[op].ext()) {
                 p.set_runtimes(op, &rts);
             }
         }
@@ -1422,8 +1435,8 @@ fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>, root_tex
         ty: Ty::Python,
         start: f64::MIN,
         end: f64::MAX,
-        ext: None,
-        module_id: 0,
+        id: 0,
+        has_ext: false,
         shape: root_texts.1,
         stack: NO_TEXT,
         listed_name: false,

@@ -494,3 +494,12 @@ fn lines_out_of_start_order_parse_as_sorted_ones() {
     let overview = &sorted[0];
     assert_eq!(overview["steps"].as_array().map(Vec::len), Some(2), "{overview}");
 }
+
+/// The per-event rows of the parse stay small: tens of millions of them on a multi-GB
+/// trace (lists are links, kernels share their launch facts).
+#[test]
+fn the_parse_rows_stay_small() {
+    use crate::parse::{Device, Node, Runtime};
+    let sizes = (std::mem::size_of::<Node>(), std::mem::size_of::<Runtime>(), std::mem::size_of::<Device>());
+    assert!(sizes.0 <= 96 && sizes.1 <= 56 && sizes.2 <= 56, "node, runtime, device: {sizes:?}");
+}
