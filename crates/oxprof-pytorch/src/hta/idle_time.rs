@@ -74,7 +74,7 @@ pub fn idle_time_breakdown(trace: &RankTrace) -> Vec<IdleTimeRow> {
     let mut streams: BTreeMap<i64, Vec<(i64, i64, Option<i64>)>> = BTreeMap::new();
     for e in trace.gpu_events() {
         if kernel_cat[e.cat as usize] {
-            streams.entry(e.stream).or_default().push((e.ts, e.end, partner.get(&e.correlation).copied()));
+            streams.entry(e.stream).or_default().push((e.ts, e.end, partner.get(e.correlation)));
         }
     }
     let mut out = Vec::new();

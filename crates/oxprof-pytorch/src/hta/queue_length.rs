@@ -15,8 +15,8 @@
 //! and that is the order it gave on every recorded trace (the GPU event of an earlier launch
 //! precedes the later launch in the file).
 
-use super::trace::RankTrace;
-use rustc_hash::{FxHashMap, FxHashSet};
+use super::trace::{HtaEvent, RankTrace};
+use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -68,12 +68,16 @@ pub struct QueueLengthSummary {
 /// The queue-length summaries of a rank, streams ascending.
 pub fn queue_length_summary(trace: &RankTrace) -> Vec<QueueLengthSummary> {
     let linked = trace.gpu_kernel_correlations();
-    let mut gpu_by_corr: FxHashMap<i64, Vec<usize>> = FxHashMap::default();
-    for (i, e) in trace.events.iter().enumerate() {
-        if e.stream != -1 {
-            gpu_by_corr.entry(e.correlation).or_default().push(i);
-        }
-    }
+    // GPU events by correlation, in event order: sorted pairs sized once (a vector per
+    // correlation would be millions of allocations).
+    let gpu = |e: &&HtaEvent| e.stream != -1;
+    let mut gpu_by_corr: Vec<(i64, usize)> = Vec::with_capacity(trace.events.iter().filter(gpu).count());
+    gpu_by_corr.extend(trace.events.iter().enumerate().filter(|(_, e)| gpu(e)).map(|(i, e)| (e.correlation, i)));
+    gpu_by_corr.sort_by_key(|&(corr, _)| corr);
+    let launched = |corr: i64| {
+        let from = gpu_by_corr.partition_point(|&(c, _)| c < corr);
+        gpu_by_corr[from..].iter().take_while(move |&&(c, _)| c == corr).map(|&(_, i)| i)
+    };
     // Launch rows first (with the stream of each GPU event they launched), then GPU rows.
     let mut rows: Vec<(i64, i64, i32)> = Vec::new();
     let mut runtime_corr: FxHashSet<i64> = FxHashSet::default();
@@ -83,7 +87,7 @@ pub fn queue_length_summary(trace: &RankTrace) -> Vec<QueueLengthSummary> {
             continue;
         }
         runtime_corr.insert(e.correlation);
-        for &g in gpu_by_corr.get(&e.correlation).map(Vec::as_slice).unwrap_or(&[]) {
+        for g in launched(e.correlation) {
             rows.push((e.ts, trace.events[g].stream, 1));
         }
     }

@@ -75,6 +75,21 @@ pub struct RankTrace {
     pub steps: Vec<ProfilerStep>,
 }
 
+/// Host partners' starts by correlation ([`RankTrace::host_partner_start`]).
+#[derive(Debug, Clone, Default)]
+pub struct PartnerStarts {
+    /// (correlation, start), one per correlation, by correlation.
+    pairs: Vec<(i64, i64)>,
+}
+
+impl PartnerStarts {
+    /// The start of the host partner of `correlation`.
+    pub fn get(&self, correlation: i64) -> Option<i64> {
+        let i = self.pairs.binary_search_by_key(&correlation, |&(corr, _)| corr).ok()?;
+        Some(self.pairs[i].1)
+    }
+}
+
 /// Names HTA treats as GPU events without a stream (device-wide synchronisation).
 const DEVICE_SYNC_NAMES: [&str; 2] = ["Event Sync", "Context Sync"];
 
@@ -220,17 +235,26 @@ impl RankTrace {
     }
 
     /// For each event that is a host-side partner of a GPU kernel (same correlation): the
-    /// kernel's host partner's start, keyed by correlation (the last host event of a
-    /// correlation wins, as HTA's `transform_correlation_to_index` assigns).
-    pub fn host_partner_start(&self) -> FxHashMap<i64, i64> {
+    /// kernel's host partner's start, by correlation (the last host event of a correlation
+    /// wins, as HTA's `transform_correlation_to_index` assigns).
+    pub fn host_partner_start(&self) -> PartnerStarts {
         let is_gpu = self.gpu_kernel_test();
-        let mut out = FxHashMap::default();
-        for e in &self.events {
-            if e.correlation != -1 && !is_gpu(e) {
-                out.insert(e.correlation, e.ts);
+        let partner = |e: &&HtaEvent| e.correlation != -1 && !is_gpu(e);
+        // Sorted pairs, sized once (16 bytes a partner, where a hash map of millions
+        // takes several times that while it grows).
+        let mut pairs = Vec::with_capacity(self.events.iter().filter(partner).count());
+        pairs.extend(self.events.iter().filter(partner).map(|e| (e.correlation, e.ts)));
+        // Stable: of equal correlations the last in event order ends each run.
+        pairs.sort_by_key(|&(corr, _)| corr);
+        let mut last = 0;
+        for i in 0..pairs.len() {
+            if i + 1 == pairs.len() || pairs[i + 1].0 != pairs[i].0 {
+                pairs[last] = pairs[i];
+                last += 1;
             }
         }
-        out
+        pairs.truncate(last);
+        PartnerStarts { pairs }
     }
 
     /// Correlations of the GPU kernels (what a host event needs to be linked).
@@ -592,6 +616,24 @@ mod tests {
         };
         let mut own = gpu_only.clone();
         assert!(!filter_events_in_place(&mut own) && own.events == gpu_only.events);
+    }
+
+    /// The partners' starts answer as a map filled in event order does (the last host
+    /// event of a correlation wins), for present and absent correlations.
+    #[test]
+    fn partner_starts_are_the_last_host_event_of_each_correlation() {
+        for (hosts, kernels, repeat) in [(200, 1, 1), (200, 2, 3), (0, 0, 1)] {
+            let rank = mixed_rank(hosts, kernels, repeat);
+            let is_gpu = rank.gpu_kernel_test();
+            let mut map = FxHashMap::default();
+            for e in rank.events.iter().filter(|e| e.correlation != -1 && !is_gpu(e)) {
+                map.insert(e.correlation, e.ts);
+            }
+            let starts = rank.host_partner_start();
+            for corr in -2..hosts + 3 {
+                assert_eq!(starts.get(corr), map.get(&corr).copied(), "{corr} of {hosts} {kernels} {repeat}");
+            }
+        }
     }
 
     #[test]
