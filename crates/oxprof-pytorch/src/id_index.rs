@@ -1,9 +1,10 @@
 //! Rows by trace id (correlation and external ids), for the parse's joins of millions of
-//! runtimes: a profiler numbers these ids upwards from small values, so a vector indexed
-//! by the id takes 4 bytes a slot and one memory access, where a hash map takes ~24 bytes
-//! an entry and a probe. Ids a vector cannot hold within its bound (absent, negative, or
-//! far beyond the rows expected: any id a hostile trace makes up) go to a hash map, with
-//! the same answers.
+//! runtimes. [`IdIndex`], one row per id, looked up as the walk goes: a profiler numbers
+//! these ids upwards, so a vector indexed by the id takes 4 bytes a slot and one memory
+//! access, where a hash map takes ~24 bytes an entry and a probe; ids a vector cannot hold
+//! within its bound (absent, negative, or far beyond the rows expected: any id a hostile
+//! trace makes up) go to a hash map, with the same answers. [`IdLists`], several rows per
+//! id, read once the walk is done: sorted pairs.
 
 use rustc_hash::FxHashMap;
 
@@ -87,44 +88,48 @@ impl IdIndex {
     }
 }
 
-/// Rows by id, several per id, each id's in the order they were pushed: a list through
-/// the rows (one `u32` each) from each id's latest row, instead of a vector per id.
+/// Rows by id, several per id, each id's in the order they were pushed: (id, row) pairs,
+/// sorted by id when first taken from (24 bytes a row whatever the ids: external ids are
+/// counters of the whole process, often far above the rows' count, where a vector indexed
+/// by the id would take several times that).
 #[derive(Debug, Default)]
 pub(crate) struct IdLists {
-    /// Each id's latest row.
-    latest: IdIndex,
-    /// Per row (rows are pushed as 0, 1, 2…): the id's row before it + 1 (0: none).
-    earlier: Vec<u32>,
+    /// Pushed pairs; those before `sorted` are in id order (stably: push order within an
+    /// id). A taken row is [`TAKEN`].
+    pairs: Vec<(Option<i64>, usize)>,
+    sorted: usize,
 }
+
+/// A row already taken.
+const TAKEN: usize = usize::MAX;
 
 impl IdLists {
     /// Empty lists for about `rows` rows.
     pub(crate) fn for_rows(rows: usize) -> IdLists {
-        IdLists { latest: IdIndex::for_rows(rows), earlier: Vec::with_capacity(rows) }
+        IdLists { pairs: Vec::with_capacity(rows), sorted: 0 }
     }
 
-    /// Appends `row` to `id`'s list. Rows are pushed in order from 0 (the next row is
-    /// the number of rows pushed so far).
+    /// Appends `row` to `id`'s list.
     pub(crate) fn push(&mut self, id: Option<i64>, row: usize) {
-        debug_assert_eq!(row, self.earlier.len(), "rows are pushed in order");
-        let before = self.latest.get(id).map_or(0, |r| r as u32 + 1);
-        self.earlier.push(before);
-        self.latest.insert(id, row);
+        self.pairs.push((id, row));
     }
 
     /// `id`'s rows in the order they were pushed, removed (`None`: none).
     pub(crate) fn take(&mut self, id: Option<i64>) -> Option<Vec<usize>> {
-        let mut row = self.latest.remove(id)?;
-        let mut rows = vec![row];
-        while let Some(&before) = self.earlier.get(row) {
-            if before == 0 {
-                break;
-            }
-            row = before as usize - 1;
-            rows.push(row);
+        if self.sorted < self.pairs.len() {
+            // Stable: pairs pushed later follow the earlier ones of their id. Ids come
+            // nearly in order (counters), so this is close to a merge.
+            self.pairs.sort_by_key(|&(id, _)| id);
+            self.sorted = self.pairs.len();
         }
-        rows.reverse();
-        Some(rows)
+        let from = self.pairs.partition_point(|&(other, _)| other < id);
+        let rows: Vec<usize> = self.pairs[from..]
+            .iter_mut()
+            .take_while(|(other, _)| *other == id)
+            .filter(|(_, row)| *row != TAKEN)
+            .map(|(_, row)| std::mem::replace(row, TAKEN))
+            .collect();
+        (!rows.is_empty()).then_some(rows)
     }
 }
 
