@@ -79,15 +79,26 @@ impl PytorchFile {
 
 impl HostArtifact for PytorchFile {
     fn compute(session: &Session, file: &HostFile) -> Result<PytorchFile, ApiError> {
-        let space = session.load(file, &|_| true)?;
+        let space = Arc::new(session.load(file, &|_| true)?);
+        // Whichever side reads the model last frees it (the parse's walk, usually, long
+        // before its trees are built; HTA's rows once read), not on the request's path:
+        // unmapping takes a while.
+        let release = |model: Arc<oxprof_model::XSpace>| {
+            if let Ok(model) = Arc::try_unwrap(model) {
+                rayon::spawn(move || drop(model));
+            }
+        };
+        let (for_parse, for_hta) = (space.clone(), space);
         // HTA's rows, reduced to what its tools and explain read before the parse peaks,
         // beside the PyTorch parse.
         let (parsed, hta) = rayon::join(
-            || oxprof_pytorch::parse(&space),
-            || Arc::new(HtaRank::of_rows(RankTrace::from_space(&space, &file.host, -1))),
+            || oxprof_pytorch::parse_releasing(for_parse, release),
+            || {
+                let rows = RankTrace::from_space(&for_hta, &file.host, -1);
+                release(for_hta);
+                Arc::new(HtaRank::of_rows(rows))
+            },
         );
-        // Unmapping the model takes a while: not on the request's path.
-        rayon::spawn(move || drop(space));
         // Whichever tool read the trace, a later process answers every PyTorch view and
         // both HTA tools from the persistent cache.
         keep_hta_rank(session, file, &hta);

@@ -36,7 +36,7 @@ mod tests;
 use oxprof_report::{Table, XprofBody};
 use oxprof_wire::datatable::{Cell, ColumnType, DataTable};
 
-pub use parse::{Parsed, is_pytorch, parse};
+pub use parse::{Parsed, is_pytorch, parse, parse_releasing};
 
 /// The body these tools serve (XProf has none): their tables as a JSON array of DataTables
 /// (what oxprof's table pages read), each with its name and title as properties. Notes

@@ -1094,6 +1094,14 @@ fn read_event<'a>(e: &Event<'a>, ts: f64, plane: &mut PlaneRead, thread: u32, te
 /// torch-tb-profiler's order (by start, stably) that builds nodes, runtimes, devices, steps
 /// and role ranges as the events come, keeping no row per event.
 pub fn parse(space: &XSpace) -> Parsed {
+    parse_releasing(space, drop)
+}
+
+/// [`parse`] of a model the caller may share: `release` gets it back as soon as the walk
+/// has read it, before the trees are built, so that its last holder can free it then
+/// instead of holding the model through the rest of the parse.
+pub fn parse_releasing<S: std::ops::Deref<Target = XSpace>>(model: S, release: impl FnOnce(S)) -> Parsed {
+    let space: &XSpace = &model;
     let Survey { mut planes, lines, line_threads, threads, memory, skipped, devices, runtimes, nodes } = survey(space);
     let mut texts = Texts::new();
     let mut p = Parsed { skipped_no_category: skipped, pytorch: is_pytorch(space), ..Parsed::default() };
@@ -1290,7 +1298,12 @@ pub fn parse(space: &XSpace) -> Parsed {
     p.python_fns.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.id.cmp(&b.id)));
     p.used_devices = used_devices.into_iter().collect();
     let root_texts = (texts.add_name("CallTreeRoot"), texts.push(Box::from("None"), NameFacts::NONE));
-    p.texts = texts.all;
+    // The texts' lookups borrow the model: dropped here, and the model released.
+    p.texts = {
+        let texts = texts;
+        texts.all
+    };
+    release(model);
 
     p.global_span = profiler_span.unwrap_or((global_min, global_max));
     p.has_profiler_steps = !steps.is_empty();
