@@ -618,6 +618,22 @@ mod tests {
         assert!(!filter_events_in_place(&mut own) && own.events == gpu_only.events);
     }
 
+    /// A GPU event is kept once per kept host event of its correlation (once at most
+    /// without one), as counting the host events directly says.
+    #[test]
+    fn the_filter_keeps_a_gpu_event_once_per_kept_host_event_of_its_correlation() {
+        for (hosts, kernels, repeat) in [(200, 1, 1), (200, 2, 3), (60, 1, 5)] {
+            let rank = mixed_rank(hosts, kernels, repeat);
+            let keep = StepFilter::of(&rank).unwrap();
+            for e in keep.gpu(&rank) {
+                let host = |h: &&HtaEvent| h.stream == -1 && h.correlation == e.correlation && h.ts < keep.last_start;
+                let naive = rank.events.iter().filter(host).count();
+                let naive = if e.correlation < 0 { naive.min(1) } else { naive };
+                assert_eq!(keep.times(e), naive, "{e:?} of {hosts} {kernels} {repeat}");
+            }
+        }
+    }
+
     /// The partners' starts answer as a map filled in event order does (the last host
     /// event of a correlation wins), for present and absent correlations.
     #[test]
