@@ -166,11 +166,22 @@ fn parts_other_way(
     applied: bool,
     refresh: bool,
 ) -> Result<RankParts, ApiError> {
-    let memo = match rank {
-        Ranked::Loaded(r) => Some(&r.other_way),
+    // Held while the parts are made: a request at the same time waits for them instead of
+    // reading the trace a second time. Only a requesting thread waits (see
+    // `crate::session`); on the pool (whose threads the holder's work may need) a request
+    // finding it held makes the parts itself.
+    let mut memo = match rank {
+        Ranked::Loaded(r) if rayon::current_thread_index().is_none() => {
+            Some(r.other_way.lock().unwrap_or_else(|p| p.into_inner()))
+        }
+        Ranked::Loaded(r) => match r.other_way.try_lock() {
+            Ok(held) => Some(held),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        },
         Ranked::Kept(_) => None,
     };
-    if let Some(parts) = memo.and_then(|m| m.get()) {
+    if let Some(parts) = memo.as_deref().and_then(Option::as_ref) {
         return Ok(parts.clone());
     }
     let slot = session.persisted(file, HTA_RANK_ENTRY, other_way_key(applied));
@@ -196,9 +207,8 @@ fn parts_other_way(
             parts
         }
     };
-    if let Some(memo) = memo {
-        // Another request may have set it first: the same parts either way.
-        let _ = memo.set(parts.clone());
+    if let Some(memo) = memo.as_deref_mut() {
+        *memo = Some(parts.clone());
     }
     Ok(parts)
 }

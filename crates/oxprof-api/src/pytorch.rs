@@ -22,7 +22,7 @@ use oxprof_pytorch::{
     overview::PytorchOverview,
 };
 use oxprof_report::Report;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// One PyTorch trace as both tool families read it: switching between a PyTorch view and an
 /// HTA tool on a run answers from memory instead of reading a multi-GB file again.
@@ -42,8 +42,9 @@ pub struct HtaRank {
     /// What both HTA tools derive from this rank alone, filtered as the rank's own steps say.
     pub parts: RankParts,
     /// The parts filtered the other way, once a selection of ranks asked for them (read
-    /// again from the trace, [`crate::hta`]).
-    pub(crate) other_way: OnceLock<RankParts>,
+    /// again from the trace, [`crate::hta`]); locked while they are made, so requests at
+    /// once read a multi-GB trace once, not each.
+    pub(crate) other_way: Mutex<Option<RankParts>>,
     /// The host spans explain's DataLoader and torch.compile facts read.
     pub spans: HostSpans,
 }
@@ -53,14 +54,14 @@ impl HtaRank {
     pub fn of_rows(mut trace: RankTrace) -> HtaRank {
         let spans = HostSpans::of_rank(&trace);
         let (rank, steps) = (trace.rank, std::mem::take(&mut trace.steps));
-        HtaRank { rank, parts: RankParts::of_own_rank(trace), steps, other_way: OnceLock::new(), spans }
+        HtaRank { rank, parts: RankParts::of_own_rank(trace), steps, other_way: Mutex::new(None), spans }
     }
 
     /// Heap bytes, roughly (what a cache weighs it at).
     fn heap_bytes(&self) -> usize {
         self.steps.capacity() * std::mem::size_of::<ProfilerStep>()
             + self.parts.heap_bytes()
-            + self.other_way.get().map_or(0, RankParts::heap_bytes)
+            + self.other_way.lock().map_or(0, |parts| parts.as_ref().map_or(0, RankParts::heap_bytes))
             + self.spans.heap_bytes()
     }
 }

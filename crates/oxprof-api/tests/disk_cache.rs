@@ -603,6 +603,38 @@ fn a_rank_whose_filter_differs_is_read_again_once_and_then_comes_from_disk() {
     assert_eq!((counts.hta_ranks_from_disk, counts.hta_parts_recomputed, counts.hta_parts_from_disk), (3, 1, 0));
 }
 
+/// Requests at once that need a rank's parts filtered the other way read its trace once:
+/// the others wait for those parts, and every answer is the one asked alone.
+#[test]
+fn concurrent_selections_read_a_rank_again_once() {
+    let run = ddp_run();
+    let worker0 = std::fs::read_to_string(run.path().join("worker0.1700000000000.pt.trace.json")).unwrap();
+    let stepless = worker0.replace("ProfilerStep#", "NotAStep#").replace("\"rank\":0,", "\"rank\":2,");
+    std::fs::write(run.path().join("worker2.1700000000002.pt.trace.json"), stepless).unwrap();
+    let alone = server_session(run.path(), None);
+    let tools = ["hta_distributed", "hta_gpu_idle"];
+    let expected: Vec<_> = tools.iter().map(|tool| ask(&alone, tool, Some("ALL_HOSTS"), false)).collect();
+    let session = server_session(run.path(), None);
+    // Every rank parsed first, so that the requests below meet at the other-way parts.
+    for host in session.run(None).unwrap().hosts.iter().map(|h| h.host.clone()) {
+        let _ = ask(&session, "pytorch_overview", Some(&host), false);
+    }
+    std::thread::scope(|scope| {
+        for round in 0..6 {
+            let (session, expected) = (&session, &expected);
+            scope.spawn(move || {
+                assert_eq!(
+                    ask(session, tools[round % 2], Some("ALL_HOSTS"), false),
+                    expected[round % 2],
+                    "round {round}"
+                );
+            });
+        }
+    });
+    let counts = session.file_counts();
+    assert_eq!((counts.pytorch_computed, counts.hta_parts_recomputed), (3, 1), "{counts:?}");
+}
+
 /// HTA rank entries that are damaged or hold something else are misses: the traces are
 /// read again, never answered from the wrong bytes.
 #[test]
