@@ -174,9 +174,10 @@ fn aggregate(p: &Parsed) -> FxHashMap<(&str, i64), Agg> {
             a.occurrences += 1;
             a.operators += p.children(n).filter(|&c| p.nodes[c].is_listed_operator()).count() as u64;
             a.host_total += node.duration();
-            a.host_self += node.host_self;
-            a.device_total += node.device_total;
-            a.device_self += node.device_self;
+            let times = &p.node_times[n];
+            a.host_self += times.host_self;
+            a.device_total += times.device_total;
+            a.device_self += times.device_self;
         }
         todo.extend(p.children(n));
     }

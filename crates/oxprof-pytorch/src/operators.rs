@@ -130,11 +130,12 @@ impl<K: std::hash::Hash + Eq> Agg<K> {
         let r = &mut self.rows[i];
         r.calls += 1;
         r.host_total_us += n.duration();
-        r.device_total_us += n.device_total;
-        r.host_self_us += n.host_self;
-        r.device_self_us += n.device_self;
-        r.tc_self_us += n.tc_self;
-        r.tc_total_us += n.tc_total;
+        let times = &p.node_times[op];
+        r.device_total_us += times.device_total;
+        r.host_self_us += times.host_self;
+        r.device_self_us += times.device_self;
+        r.tc_self_us += times.tc_self;
+        r.tc_total_us += times.tc_total;
     }
 
     fn finish(mut self) -> Vec<OpRow> {

@@ -408,11 +408,6 @@ pub(crate) struct Node {
     /// [`Node::is_listed_operator`]).
     pub listed_name: bool,
     pub tc_eligible: bool,
-    pub device_total: f64,
-    pub host_self: f64,
-    pub device_self: f64,
-    pub tc_self: f64,
-    pub tc_total: f64,
     /// Children in start order, as a list through [`Node::next_sibling`] ([`NO_LINK`]:
     /// none; read with [`Parsed::children`]). Links instead of a vector per node: tens of
     /// millions of nodes on multi-GB traces.
@@ -422,6 +417,17 @@ pub(crate) struct Node {
     /// of a root, its index in [`Parsed::root_runtimes`] (a root's runtimes may also be an
     /// operator's, as in torch-tb-profiler, where both hold the same object).
     pub first_runtime: u32,
+}
+
+/// A node's times (torch-tb-profiler's `fill_stats`), in [`Parsed::node_times`] by node:
+/// apart from the nodes, so that the walk, which holds the model, does not carry them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NodeTimes {
+    pub device_total: f64,
+    pub host_self: f64,
+    pub device_self: f64,
+    pub tc_self: f64,
+    pub tc_total: f64,
 }
 
 impl Node {
@@ -496,6 +502,8 @@ pub struct Parsed {
     /// Names, shapes and call stacks, each once: what nodes and devices refer to by index.
     pub(crate) texts: Vec<Box<str>>,
     pub(crate) nodes: Vec<Node>,
+    /// Each node's times, made once the trees are built.
+    pub(crate) node_times: Vec<NodeTimes>,
     pub(crate) runtimes: Vec<Runtime>,
     pub(crate) devices: Vec<Device>,
     /// Roots of the per-thread trees, by thread.
@@ -1233,11 +1241,6 @@ pub fn parse_releasing<S: std::ops::Deref<Target = XSpace>>(model: S, release: i
                     stack: e.stack,
                     listed_name: facts.listed,
                     tc_eligible: facts.tensor_core_op,
-                    device_total: 0.0,
-                    host_self: 0.0,
-                    device_self: 0.0,
-                    tc_self: 0.0,
-                    tc_total: 0.0,
                     first_child: NO_LINK,
                     next_sibling: NO_LINK,
                     first_runtime: NO_LINK,
@@ -1454,11 +1457,6 @@ fn build_tree(p: &mut Parsed, ops: &[usize], root_runtimes: Vec<usize>, root_tex
         stack: NO_TEXT,
         listed_name: false,
         tc_eligible: false,
-        device_total: 0.0,
-        host_self: 0.0,
-        device_self: 0.0,
-        tc_self: 0.0,
-        tc_total: 0.0,
         first_child: NO_LINK,
         next_sibling: NO_LINK,
         first_runtime: p.root_runtimes.len() as u32,
@@ -1556,6 +1554,13 @@ fn fill_runtime(p: &mut Parsed, rt: usize, op: Option<usize>) {
 
 /// torch-tb-profiler's `OperatorNode.fill_stats`, post-order without recursion.
 fn fill_stats(p: &mut Parsed, root: usize) {
+    if p.node_times.len() < p.nodes.len() {
+        // Sized once for every tree (the roots are the last nodes made).
+        if p.node_times.capacity() == 0 {
+            p.node_times.reserve_exact(p.nodes.capacity());
+        }
+        p.node_times.resize(p.nodes.len(), NodeTimes::default());
+    }
     // (node, children done?)
     let mut todo = vec![(root, false)];
     while let Some((n, done)) = todo.pop() {
@@ -1589,10 +1594,10 @@ fn fill_stats(p: &mut Parsed, root: usize) {
         let mut tc_eligible = node.tc_eligible;
         let is_op = node.ty == Ty::Operator;
         for c in p.children(n) {
-            let child = &p.nodes[c];
-            device_total += child.device_total;
+            let (child, times) = (&p.nodes[c], &p.node_times[c]);
+            device_total += times.device_total;
             host_self -= child.end - child.start;
-            tc_total += child.tc_total;
+            tc_total += times.tc_total;
             if is_op && !tc_eligible && child.tc_eligible {
                 tc_eligible = true;
             }
@@ -1611,20 +1616,20 @@ fn fill_stats(p: &mut Parsed, root: usize) {
             }
         }
         let module_extra = if node.kind == NodeKind::Module { children_self_device(p, n) } else { 0.0 };
-        let node = &mut p.nodes[n];
-        node.host_self = host_self;
-        node.device_total += device_total;
-        node.device_self += device_self + module_extra;
-        node.tc_self += tc_self;
-        node.tc_total += tc_total;
-        node.tc_eligible = tc_eligible;
+        p.nodes[n].tc_eligible = tc_eligible;
+        let times = &mut p.node_times[n];
+        times.host_self = host_self;
+        times.device_total += device_total;
+        times.device_self += device_self + module_extra;
+        times.tc_self += tc_self;
+        times.tc_total += tc_total;
     }
 }
 
 /// torch-tb-profiler's `get_chilren_self_device_time`: a module's own device time includes
 /// the total device time of its direct child operators.
 fn children_self_device(p: &Parsed, n: usize) -> f64 {
-    p.children(n).map(|c| &p.nodes[c]).filter(|c| c.is_listed_operator()).map(|c| c.device_total).sum()
+    p.children(n).filter(|&c| p.nodes[c].is_listed_operator()).map(|c| p.node_times[c].device_total).sum()
 }
 
 /// torch-tb-profiler's `_find_device_steps` and `_update_steps_duration`: a step runs
@@ -1796,6 +1801,7 @@ impl Parsed {
         let device = |_: &Device| std::mem::size_of::<Device>();
         self.texts.iter().map(|t| t.len() + 16).sum::<usize>()
             + self.nodes.iter().map(node).sum::<usize>()
+            + self.node_times.len() * std::mem::size_of::<NodeTimes>()
             + self.devices.iter().map(device).sum::<usize>()
             + self.runtimes.len() * std::mem::size_of::<Runtime>()
             + self.standin_devices.iter().map(|d| 24 + 8 * d.len()).sum::<usize>()
