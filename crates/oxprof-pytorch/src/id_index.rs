@@ -1,80 +1,74 @@
 //! Rows by trace id (correlation and external ids), for the parse's joins of millions of
 //! runtimes. [`IdIndex`], one row per id, looked up as the walk goes: a profiler numbers
-//! these ids upwards, so a vector indexed by the id takes 4 bytes a slot and one memory
-//! access, where a hash map takes ~24 bytes an entry and a probe; ids a vector cannot hold
-//! within its bound (absent, negative, or far beyond the rows expected: any id a hostile
-//! trace makes up) go to a hash map, with the same answers. [`IdLists`], several rows per
-//! id, read once the walk is done: sorted pairs.
+//! these ids upwards as it records the events the walk meets in start order, so ids come
+//! almost always in increasing order; those are kept in two sorted vectors (12 bytes an
+//! entry, whatever the ids' range: real traces' ids are process-wide counters, 4–14 per
+//! runtime) and found by a search back from the newest, the ones a lookup usually wants.
+//! Any other id (out of order, absent, a repeat) goes to a hash map, with the same answers.
+//! [`IdLists`], several rows per id, read once the walk is done: sorted pairs.
 
 use rustc_hash::FxHashMap;
 
 /// Rows (indices) by id; a later insert of an id replaces its row, as a map's does.
 #[derive(Debug, Default)]
 pub(crate) struct IdIndex {
-    /// Row + 1 by id (0: none), for ids below `limit`.
-    dense: Vec<u32>,
-    /// Ids below it are kept in `dense` (grown as they come, never past it).
-    limit: u64,
-    sparse: FxHashMap<Option<i64>, usize>,
+    /// Ids inserted in strictly increasing order, and their rows (same length).
+    ids: Vec<i64>,
+    rows: Vec<u32>,
+    /// Every other insert: ids out of order or absent, rows beyond u32. It wins over
+    /// `ids` (an id kept there again later is a repeat, and a later insert replaces).
+    others: FxHashMap<Option<i64>, usize>,
 }
 
 impl IdIndex {
-    /// An empty index for about `rows` rows: ids up to 16 per row (gaps, ids other
-    /// events use: a generated trace repeating a source's events numbers each copy past
-    /// every id of the source) plus 65,536 are kept densely, at most 64 bytes a row (what
-    /// a hash map takes for one entry while it grows).
+    /// An empty index for about `rows` rows (reserved once; a trace whose ids all come in
+    /// order never grows it).
     pub(crate) fn for_rows(rows: usize) -> IdIndex {
-        IdIndex {
-            dense: Vec::new(),
-            limit: (rows as u64).saturating_mul(16).saturating_add(1 << 16),
-            sparse: Default::default(),
-        }
-    }
-
-    /// The dense slot of `id`, if it has one.
-    fn slot(&self, id: Option<i64>) -> Option<usize> {
-        let id = u64::try_from(id?).ok()?;
-        (id < self.limit).then_some(id as usize)
+        IdIndex { ids: Vec::with_capacity(rows), rows: Vec::with_capacity(rows), others: Default::default() }
     }
 
     /// Sets `id`'s row.
     pub(crate) fn insert(&mut self, id: Option<i64>, row: usize) {
-        match (self.slot(id), u32::try_from(row).ok().filter(|&r| r < u32::MAX)) {
-            (Some(slot), Some(row)) => {
-                if slot >= self.dense.len() {
-                    if slot >= self.dense.capacity() {
-                        // Doubling, but never past the bound: the last doubling would
-                        // otherwise take up to twice what the bound allows.
-                        let target = (slot + 1).max(self.dense.capacity().saturating_mul(2)).min(self.limit as usize);
-                        self.dense.reserve_exact(target.saturating_sub(self.dense.len()));
-                    }
-                    self.dense.resize(slot + 1, 0);
-                }
-                self.dense[slot] = row + 1;
+        let in_order = id.filter(|&id| self.ids.last().is_none_or(|&last| id > last));
+        match (in_order, u32::try_from(row)) {
+            (Some(id), Ok(row)) => {
+                self.ids.push(id);
+                self.rows.push(row);
                 // A row beyond u32 kept earlier under this id is replaced.
-                if !self.sparse.is_empty() {
-                    self.sparse.remove(&id);
+                if !self.others.is_empty() {
+                    self.others.remove(&Some(id));
                 }
             }
-            (Some(slot), None) => {
-                if let Some(kept) = self.dense.get_mut(slot) {
-                    *kept = 0;
-                }
-                self.sparse.insert(id, row);
-            }
-            (None, _) => {
-                self.sparse.insert(id, row);
+            _ => {
+                self.others.insert(id, row);
             }
         }
     }
 
     /// `id`'s row.
     pub(crate) fn get(&self, id: Option<i64>) -> Option<usize> {
-        match self.slot(id).and_then(|slot| self.dense.get(slot)) {
-            Some(&row) if row != 0 => Some(row as usize - 1),
-            _ if self.sparse.is_empty() => None,
-            _ => self.sparse.get(&id).copied(),
+        if !self.others.is_empty()
+            && let Some(&row) = self.others.get(&id)
+        {
+            return Some(row);
         }
+        self.position(id?).map(|at| self.rows[at] as usize)
+    }
+
+    /// Where `id` is in `ids`: a galloping search back from the end (the walk looks up
+    /// ids it inserted shortly before), then a binary search in the range found.
+    fn position(&self, id: i64) -> Option<usize> {
+        // Every id in `ids[high..]` is greater than `id`.
+        let (mut high, mut step) = (self.ids.len(), 1);
+        while high > 0 {
+            let probe = high.saturating_sub(step);
+            if self.ids[probe] <= id {
+                return self.ids[probe..high].binary_search(&id).ok().map(|at| probe + at);
+            }
+            high = probe;
+            step *= 2;
+        }
+        None
     }
 }
 
@@ -165,24 +159,41 @@ mod tests {
         }
     }
 
-    /// The dense vector grows by doubling up to its bound and never past it.
+    /// Ids as a profiler numbers them: increasing, with gaps, a few out of order and a
+    /// few repeated; the index answers as a map does and keeps the ordered ones in its
+    /// vectors, sized once.
     #[test]
-    fn the_dense_vector_stops_at_its_bound() {
-        let mut index = IdIndex::for_rows(10_000);
-        let limit = index.limit as usize;
-        let mut grown = 0;
-        for id in (0..limit as i64).step_by(7) {
-            let before = index.dense.capacity();
-            index.insert(Some(id), id as usize);
-            grown += usize::from(index.dense.capacity() != before);
-            assert!(index.dense.capacity() <= limit, "{} > {limit}", index.dense.capacity());
+    fn ids_in_order_stay_in_the_vectors_and_answer_as_a_map_does() {
+        let mut state = 0x9E37_79B9_7F4A_7C15;
+        let rows = 20_000;
+        let (mut index, mut map) = (IdIndex::for_rows(rows), HashMap::new());
+        let (mut counter, mut last) = (1_000_i64, 1_000_i64);
+        let mut out_of_order = 0;
+        for row in 0..rows {
+            counter += 1 + (next(&mut state) % 14) as i64;
+            let key = match next(&mut state) % 100 {
+                0 => Some(last - (next(&mut state) % 50) as i64),
+                1 => map.keys().next().copied().flatten(),
+                _ => Some(counter),
+            };
+            out_of_order += usize::from(key != Some(counter));
+            if key == Some(counter) {
+                last = counter;
+            }
+            index.insert(key, row);
+            map.insert(key, row);
+            let probe = Some(counter - (next(&mut state) % 200) as i64);
+            assert_eq!(index.get(probe), map.get(&probe).copied(), "get {probe:?}");
+            assert_eq!(index.get(key), Some(row));
         }
-        // Doubling: a handful of growths for ~21,000 inserts, not one each.
-        assert!(grown <= 20, "{grown} growths");
-        index.insert(Some(limit as i64 - 1), 1);
-        assert_eq!(index.dense.capacity(), limit);
-        index.insert(Some(limit as i64), 2);
-        assert_eq!((index.dense.capacity(), index.sparse.len()), (limit, 1));
+        for (key, row) in &map {
+            assert_eq!(index.get(*key), Some(*row), "get {key:?}");
+        }
+        assert_eq!(index.get(Some(0)), None);
+        assert_eq!(index.get(Some(i64::MAX)), None);
+        assert!(index.others.len() <= out_of_order, "{} kept aside", index.others.len());
+        assert_eq!(index.ids.len() + out_of_order, rows);
+        assert_eq!((index.ids.capacity(), index.rows.capacity()), (rows, rows), "grown");
     }
 
     #[test]
