@@ -82,6 +82,38 @@ pub(crate) struct IdLists {
     /// id). A taken row is [`TAKEN`].
     pairs: Vec<(Option<i64>, usize)>,
     sorted: usize,
+    /// Where the last take found its id: the next one's search starts there (takes come
+    /// in id order within a thread, as operators start).
+    hint: usize,
+}
+
+impl IdLists {
+    /// The first sorted pair whose id is not below `id`: a galloping search from the last
+    /// take's place, in whichever direction `id` lies, then a binary search in the range.
+    fn first_at_or_after(&self, id: Option<i64>) -> usize {
+        let below = |at: usize| self.pairs[at].0 < id;
+        let len = self.pairs.len();
+        let hint = self.hint.min(len);
+        if hint < len && below(hint) {
+            // Forward: every pair before `low` is below `id`.
+            let (mut low, mut step) = (hint + 1, 1);
+            while low + step <= len && below(low + step - 1) {
+                low += step;
+                step *= 2;
+            }
+            let high = (low + step - 1).min(len);
+            low + self.pairs[low..high].partition_point(|&(other, _)| other < id)
+        } else {
+            // Backward: no pair from `high` on is below `id`.
+            let (mut high, mut step) = (hint, 1);
+            while high >= step && !below(high - step) {
+                high -= step;
+                step *= 2;
+            }
+            let low = high.saturating_sub(step);
+            low + self.pairs[low..high].partition_point(|&(other, _)| other < id)
+        }
+    }
 }
 
 /// A row already taken.
@@ -90,7 +122,7 @@ const TAKEN: usize = usize::MAX;
 impl IdLists {
     /// Empty lists for about `rows` rows.
     pub(crate) fn for_rows(rows: usize) -> IdLists {
-        IdLists { pairs: Vec::with_capacity(rows), sorted: 0 }
+        IdLists { pairs: Vec::with_capacity(rows), sorted: 0, hint: 0 }
     }
 
     /// Appends `row` to `id`'s list.
@@ -106,7 +138,8 @@ impl IdLists {
             self.pairs.sort_by_key(|&(id, _)| id);
             self.sorted = self.pairs.len();
         }
-        let from = self.pairs.partition_point(|&(other, _)| other < id);
+        let from = self.first_at_or_after(id);
+        self.hint = from;
         let rows: Vec<usize> = self.pairs[from..]
             .iter_mut()
             .take_while(|(other, _)| *other == id)

@@ -20,11 +20,12 @@
 //! interval merge ([`merge_intervals`]).
 
 use oxprof_model::{XPlane, XSpace};
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// An event as HTA keeps it (times in µs, rounded as HTA rounds them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HtaEvent {
     /// Index into [`RankTrace::names`].
     pub name: u32,
@@ -142,43 +143,53 @@ impl RankTrace {
                     .collect()
             })
             .collect();
-        // Millions of rows on big traces: counted first and sized once, never regrown.
-        let kept = |plane: &XPlane, kinds: &[Option<(u32, u32)>]| {
-            plane
-                .lines
-                .iter()
-                .flat_map(|l| l.events(plane))
-                .filter(|e| kinds[e.metadata_id().index()].is_some())
-                .count()
-        };
-        out.events.reserve_exact(space.planes.iter().zip(&plane_kinds).map(|(p, k)| kept(p, k)).sum());
-        for (plane, kinds) in space.planes.iter().zip(&plane_kinds) {
+        // Millions of rows on big traces: counted first and sized once, never regrown; each
+        // line fills its own part of them, lines in parallel.
+        let lines: Vec<(&XPlane, &[Option<(u32, u32)>], &oxprof_model::XLine)> = space
+            .planes
+            .iter()
+            .zip(&plane_kinds)
+            .flat_map(|(plane, kinds)| plane.lines.iter().map(move |line| (plane, kinds.as_slice(), line)))
+            .collect();
+        let kept: Vec<usize> = lines
+            .par_iter()
+            .map(|&(plane, kinds, line)| {
+                line.events(plane).filter(|e| kinds[e.metadata_id().index()].is_some()).count()
+            })
+            .collect();
+        out.events = vec![HtaEvent::default(); kept.iter().sum()];
+        let mut parts: Vec<&mut [HtaEvent]> = Vec::with_capacity(lines.len());
+        let mut rest = out.events.as_mut_slice();
+        for &count in &kept {
+            let (part, after) = rest.split_at_mut(count);
+            parts.push(part);
+            rest = after;
+        }
+        lines.par_iter().zip(parts).for_each(|(&(plane, kinds, line), part)| {
             let stream_id = plane.stat_metadata_named("stream");
             let corr_id = plane.stat_metadata_named("correlation_id");
-            for line in &plane.lines {
-                // The file's own `ts` (µs, as picoseconds): the line's time less the trace's
-                // `baseTimeNanoseconds`, which the importer added (plus any shift it took off).
-                let line_ps = (i128::from(line.timestamp_ns) + i128::from(shift_ns) - i128::from(base_time_ns)) * 1000;
-                for e in line.events(plane) {
-                    let Some((name, cat)) = kinds[e.metadata_id().index()] else { continue };
-                    let (mut stream, mut correlation) = (-1, -1);
-                    for (id, value) in e.stats().int_values() {
-                        let v = match value {
-                            oxprof_model::IntValue::Int64(v) => v,
-                            oxprof_model::IntValue::Uint64(v) => v as i64,
-                            oxprof_model::IntValue::NotInt => continue,
-                        };
-                        if Some(id) == stream_id {
-                            stream = v;
-                        } else if Some(id) == corr_id {
-                            correlation = v;
-                        }
+            // The file's own `ts` (µs, as picoseconds): the line's time less the trace's
+            // `baseTimeNanoseconds`, which the importer added (plus any shift it took off).
+            let line_ps = (i128::from(line.timestamp_ns) + i128::from(shift_ns) - i128::from(base_time_ns)) * 1000;
+            let kept_events = line.events(plane).filter_map(|e| Some((e, kinds[e.metadata_id().index()]?)));
+            for (slot, (e, (name, cat))) in part.iter_mut().zip(kept_events) {
+                let (mut stream, mut correlation) = (-1, -1);
+                for (id, value) in e.stats().int_values() {
+                    let v = match value {
+                        oxprof_model::IntValue::Int64(v) => v,
+                        oxprof_model::IntValue::Uint64(v) => v as i64,
+                        oxprof_model::IntValue::NotInt => continue,
+                    };
+                    if Some(id) == stream_id {
+                        stream = v;
+                    } else if Some(id) == corr_id {
+                        correlation = v;
                     }
-                    let (ts, end) = hta_rounding(line_ps + i128::from(e.offset_ps()), e.duration_ps());
-                    out.events.push(HtaEvent { name, cat, ts, end, stream, correlation });
                 }
+                let (ts, end) = hta_rounding(line_ps + i128::from(e.offset_ps()), e.duration_ps());
+                *slot = HtaEvent { name, cat, ts, end, stream, correlation };
             }
-        }
+        });
         let mut steps: Vec<ProfilerStep> = out
             .events
             .iter()
