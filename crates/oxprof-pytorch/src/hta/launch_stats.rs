@@ -15,7 +15,6 @@
 //! (delay > 100 µs).
 
 use super::trace::RankTrace;
-use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 /// HTA's default `runtime_cutoff`, µs.
@@ -49,22 +48,34 @@ pub struct Launch {
 /// Every launch of a rank, by correlation, CPU then GPU duration.
 pub fn launches(trace: &RankTrace) -> Vec<Launch> {
     let is_launch = trace.names_where(|n| LAUNCHES.contains(&n) || MEMORY_LAUNCHES.contains(&n));
-    let launch_corr: FxHashSet<i64> = trace
+    // Sorted vectors, not a set and a map of vectors: millions of correlations on big
+    // traces, where a vector per correlation was most of this analysis's time.
+    let mut launch_corr: Vec<i64> = trace
         .events
         .iter()
         .filter(|e| e.correlation != -1 && is_launch[e.name as usize])
         .map(|e| e.correlation)
         .collect();
-    let mut cpu: FxHashMap<i64, Vec<usize>> = FxHashMap::default();
-    for (i, e) in trace.events.iter().enumerate() {
-        if e.stream == -1 && launch_corr.contains(&e.correlation) {
-            cpu.entry(e.correlation).or_default().push(i);
-        }
-    }
+    launch_corr.sort_unstable();
+    launch_corr.dedup();
+    // Host events of a launch's correlation, (correlation, event) by correlation, each
+    // correlation's in event order (a stable sort of pairs pushed in event order).
+    let mut cpu: Vec<(i64, usize)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.stream == -1 && launch_corr.binary_search(&e.correlation).is_ok())
+        .map(|(i, e)| (e.correlation, i))
+        .collect();
+    drop(launch_corr);
+    cpu.sort_by_key(|&(corr, _)| corr);
+    let hosts_of = |corr: i64| {
+        let from = cpu.partition_point(|&(c, _)| c < corr);
+        cpu[from..].iter().take_while(move |&&(c, _)| c == corr).map(|&(_, i)| i)
+    };
     let mut out = Vec::new();
     for g in trace.gpu_events() {
-        let Some(hosts) = cpu.get(&g.correlation) else { continue };
-        for &h in hosts {
+        for h in hosts_of(g.correlation) {
             let c = &trace.events[h];
             out.push(Launch {
                 correlation: g.correlation,
