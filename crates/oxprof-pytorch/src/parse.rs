@@ -1563,14 +1563,18 @@ fn fill_stats(p: &mut Parsed, root: usize) {
     }
     // (node, children done?)
     let mut todo = vec![(root, false)];
+    // Reused for every node: millions of nodes on big traces.
+    let (mut children, mut rts): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
     while let Some((n, done)) = todo.pop() {
         if !done {
-            let mut children: Vec<usize> = p.children(n).collect();
+            children.clear();
+            children.extend(p.children(n));
             children.sort_by(|&a, &b| {
                 let (a, b) = (&p.nodes[a], &p.nodes[b]);
                 a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end))
             });
-            let mut rts: Vec<usize> = p.node_runtimes(n).collect();
+            rts.clear();
+            rts.extend(p.node_runtimes(n));
             rts.sort_by(|&a, &b| {
                 let key = |r: &Runtime| r.span.map_or((f64::MAX, f64::MIN), |(s, e)| (s, -e));
                 let (a, b) = (key(&p.runtimes[a]), key(&p.runtimes[b]));
@@ -1584,7 +1588,8 @@ fn fill_stats(p: &mut Parsed, root: usize) {
             p.set_children(n, &children);
             continue;
         }
-        let rts: Vec<usize> = p.node_runtimes(n).collect();
+        rts.clear();
+        rts.extend(p.node_runtimes(n));
         for &rt in &rts {
             fill_runtime(p, rt, Some(n));
         }
