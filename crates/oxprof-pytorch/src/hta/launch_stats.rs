@@ -58,8 +58,8 @@ pub fn launches(trace: &RankTrace) -> Vec<Launch> {
         .collect();
     launch_corr.sort_unstable();
     launch_corr.dedup();
-    // Host events of a launch's correlation, (correlation, event) by correlation, each
-    // correlation's in event order (a stable sort of pairs pushed in event order).
+    // Host events of a launch's correlation, (correlation, event) sorted: each
+    // correlation's in event order.
     let mut cpu: Vec<(i64, usize)> = trace
         .events
         .iter()
@@ -68,7 +68,7 @@ pub fn launches(trace: &RankTrace) -> Vec<Launch> {
         .map(|(i, e)| (e.correlation, i))
         .collect();
     drop(launch_corr);
-    cpu.sort_by_key(|&(corr, _)| corr);
+    cpu.sort_unstable();
     let hosts_of = |corr: i64| {
         let from = cpu.partition_point(|&(c, _)| c < corr);
         cpu[from..].iter().take_while(move |&&(c, _)| c == corr).map(|&(_, i)| i)

@@ -16,7 +16,6 @@
 //! precedes the later launch in the file).
 
 use super::trace::{HtaEvent, RankTrace};
-use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -73,30 +72,36 @@ pub fn queue_length_summary(trace: &RankTrace) -> Vec<QueueLengthSummary> {
     let gpu = |e: &&HtaEvent| e.stream != -1;
     let mut gpu_by_corr: Vec<(i64, usize)> = Vec::with_capacity(trace.events.iter().filter(gpu).count());
     gpu_by_corr.extend(trace.events.iter().enumerate().filter(|(_, e)| gpu(e)).map(|(i, e)| (e.correlation, i)));
-    gpu_by_corr.sort_by_key(|&(corr, _)| corr);
+    // By (correlation, event): event order within a correlation, without a stable sort's
+    // buffer.
+    gpu_by_corr.sort_unstable();
     let launched = |corr: i64| {
         let from = gpu_by_corr.partition_point(|&(c, _)| c < corr);
         gpu_by_corr[from..].iter().take_while(move |&&(c, _)| c == corr).map(|&(_, i)| i)
     };
     // Launch rows first (with the stream of each GPU event they launched), then GPU rows.
     let mut rows: Vec<(i64, i64, i32)> = Vec::new();
-    let mut runtime_corr: FxHashSet<i64> = FxHashSet::default();
+    let mut runtime_corr: Vec<i64> = Vec::new();
     let is_launch = trace.names_where(|n| RUNTIME_LAUNCHES.contains(&n));
     for e in &trace.events {
-        if e.correlation == -1 || !is_launch[e.name as usize] || !linked.contains(&e.correlation) {
+        if e.correlation == -1 || !is_launch[e.name as usize] || linked.binary_search(&e.correlation).is_err() {
             continue;
         }
-        runtime_corr.insert(e.correlation);
+        runtime_corr.push(e.correlation);
         for g in launched(e.correlation) {
             rows.push((e.ts, trace.events[g].stream, 1));
         }
     }
+    drop(linked);
+    runtime_corr.sort_unstable();
+    runtime_corr.dedup();
     for e in trace.gpu_events() {
-        if runtime_corr.contains(&e.correlation) {
+        if runtime_corr.binary_search(&e.correlation).is_ok() {
             rows.push((e.ts, e.stream, -1));
         }
     }
-    rows.sort_by_key(|r| (r.1, r.0, r.2));
+    // Every field is in the key: rows that compare equal are the same row.
+    rows.sort_unstable_by_key(|r| (r.1, r.0, r.2));
     let mut streams: BTreeMap<i64, (i64, Vec<f64>, u64)> = BTreeMap::new();
     for (i, &(ts, stream, delta)) in rows.iter().enumerate() {
         let (running, samples, ties) = streams.entry(stream).or_default();

@@ -268,10 +268,15 @@ impl RankTrace {
         PartnerStarts { pairs }
     }
 
-    /// Correlations of the GPU kernels (what a host event needs to be linked).
-    pub fn gpu_kernel_correlations(&self) -> rustc_hash::FxHashSet<i64> {
+    /// Correlations of the GPU kernels (what a host event needs to be linked), sorted, each
+    /// once.
+    pub fn gpu_kernel_correlations(&self) -> Vec<i64> {
         let is_gpu = self.gpu_kernel_test();
-        self.events.iter().filter(|e| e.correlation != -1 && is_gpu(e)).map(|e| e.correlation).collect()
+        let mut ids: Vec<i64> =
+            self.events.iter().filter(|e| e.correlation != -1 && is_gpu(e)).map(|e| e.correlation).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 
     /// HTA's kernel type of every name, by name index.
