@@ -85,7 +85,14 @@ pub(crate) struct IdLists {
     /// Where the last take found its id: the next one's search starts there (takes come
     /// in id order within a thread, as operators start).
     hint: usize,
+    /// Ids with a long list, all taken since the last sort: later takes of them answer
+    /// at once instead of walking the list again (operators without an external id, or
+    /// with id 0, ask for the same long list millions of times).
+    emptied: rustc_hash::FxHashSet<Option<i64>>,
 }
+
+/// Lists longer than this are remembered once emptied.
+const LONG_LIST: usize = 16;
 
 impl IdLists {
     /// The first sorted pair whose id is not below `id`: a galloping search from the last
@@ -122,7 +129,7 @@ const TAKEN: usize = usize::MAX;
 impl IdLists {
     /// Empty lists for about `rows` rows.
     pub(crate) fn for_rows(rows: usize) -> IdLists {
-        IdLists { pairs: Vec::with_capacity(rows), sorted: 0, hint: 0 }
+        IdLists { pairs: Vec::with_capacity(rows), sorted: 0, hint: 0, emptied: Default::default() }
     }
 
     /// Appends `row` to `id`'s list.
@@ -137,15 +144,23 @@ impl IdLists {
             // nearly in order (counters), so this is close to a merge.
             self.pairs.sort_by_key(|&(id, _)| id);
             self.sorted = self.pairs.len();
+            self.emptied.clear();
+        }
+        if self.emptied.contains(&id) {
+            return None;
         }
         let from = self.first_at_or_after(id);
         self.hint = from;
-        let rows: Vec<usize> = self.pairs[from..]
-            .iter_mut()
-            .take_while(|(other, _)| *other == id)
+        let list = self.pairs[from..].iter_mut().take_while(|(other, _)| *other == id);
+        let mut length = 0;
+        let rows: Vec<usize> = list
+            .inspect(|_| length += 1)
             .filter(|(_, row)| *row != TAKEN)
             .map(|(_, row)| std::mem::replace(row, TAKEN))
             .collect();
+        if length > LONG_LIST {
+            self.emptied.insert(id);
+        }
         (!rows.is_empty()).then_some(rows)
     }
 }
@@ -238,6 +253,23 @@ mod tests {
         index.insert(Some(3), 9);
         assert_eq!(index.get(Some(3)), Some(9));
         assert_eq!(index.get(Some(4)), None);
+    }
+
+    /// A long list, once emptied, answers at once; rows pushed to it later are taken.
+    #[test]
+    fn a_long_list_is_taken_once_and_again_after_new_pushes() {
+        let mut lists = IdLists::for_rows(100);
+        for row in 0..40 {
+            lists.push(if row % 2 == 0 { None } else { Some(0) }, row);
+        }
+        lists.push(Some(5), 40);
+        assert_eq!(lists.take(None), Some((0..40).step_by(2).collect()));
+        assert_eq!(lists.take(Some(0)), Some((1..40).step_by(2).collect()));
+        assert!(lists.emptied.contains(&None) && lists.emptied.contains(&Some(0)));
+        assert_eq!((lists.take(None), lists.take(Some(0))), (None, None));
+        lists.push(None, 41);
+        assert_eq!(lists.take(None), Some(vec![41]));
+        assert_eq!((lists.take(None), lists.take(Some(5)), lists.take(Some(5))), (None, Some(vec![40]), None));
     }
 
     #[test]
