@@ -20,7 +20,6 @@
 // Library code must not panic on bad input: no unwrap/expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-mod counter_hash;
 pub mod hta;
 mod id_index;
 pub mod kernels;

@@ -19,7 +19,6 @@
 //! Also HTA's kernel classification ([`kernel_type`], from `hta/common/types.py`) and its
 //! interval merge ([`merge_intervals`]).
 
-use crate::counter_hash::CounterMap;
 use oxprof_model::{XPlane, XSpace};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -436,9 +435,8 @@ struct StepFilter {
     is_gpu: Vec<bool>,
     /// Host events starting before this are kept.
     last_start: i64,
-    /// Kept host events per correlation (a hash that keeps counted-up ids together:
-    /// millions of correlations on big traces, looked up as the events come).
-    kept_corr: CounterMap<u32>,
+    /// Kept host events per correlation.
+    kept_corr: FxHashMap<i64, u32>,
 }
 
 impl StepFilter {
@@ -451,7 +449,7 @@ impl StepFilter {
         cpu().next()?;
         let step_starts = cpu().filter(|e| is_step[e.name as usize]).map(|e| e.ts).max();
         let last_start = step_starts.or_else(|| cpu().map(|e| e.ts).min())?;
-        let mut kept_corr: CounterMap<u32> = CounterMap::default();
+        let mut kept_corr: FxHashMap<i64, u32> = FxHashMap::default();
         for e in cpu().filter(|e| e.ts < last_start) {
             *kept_corr.entry(e.correlation).or_default() += 1;
         }
