@@ -83,7 +83,7 @@ impl HostArtifact for PytorchFile {
         let space = Arc::new(session.load(file, &|_| true)?);
         // HTA's rows first, reduced to what its tools and explain read, then the parse:
         // side by side, both sides' rows were alive at once beside the model (0.70x the
-        // JSON at the peak on a 2 GB trace; one after the other 0.47x, ~25% slower).
+        // JSON at the peak on a 2 GB trace; one after the other 0.45x, ~25% slower).
         let hta = Arc::new(HtaRank::of_rows(RankTrace::from_space(&space, &file.host, -1)));
         // The parse's walk frees the model as soon as it has read it, before the trees are
         // built, off the request's path: unmapping takes a while.

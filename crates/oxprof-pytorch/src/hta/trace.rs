@@ -24,6 +24,9 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+/// A line whose events become rows, with its plane and the plane's kept event kinds.
+type LineToRead<'s> = (&'s XPlane, &'s [Option<(u32, u32)>], &'s oxprof_model::XLine);
+
 /// An event as HTA keeps it (times in µs, rounded as HTA rounds them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HtaEvent {
@@ -145,7 +148,7 @@ impl RankTrace {
             .collect();
         // Millions of rows on big traces: counted first and sized once, never regrown; each
         // line fills its own part of them, lines in parallel.
-        let lines: Vec<(&XPlane, &[Option<(u32, u32)>], &oxprof_model::XLine)> = space
+        let lines: Vec<LineToRead<'_>> = space
             .planes
             .iter()
             .zip(&plane_kinds)
