@@ -80,18 +80,14 @@ impl PytorchFile {
 
 impl HostArtifact for PytorchFile {
     fn compute(session: &Session, file: &HostFile) -> Result<PytorchFile, ApiError> {
-        let space = Arc::new(session.load(file, &|_| true)?);
+        let space = Box::new(session.load(file, &|_| true)?);
         // HTA's rows first, reduced to what its tools and explain read, then the parse:
         // side by side, both sides' rows were alive at once beside the model (0.70x the
         // JSON at the peak on a 2 GB trace; one after the other 0.45x, ~25% slower).
         let hta = Arc::new(HtaRank::of_rows(RankTrace::from_space(&space, &file.host, -1)));
         // The parse's walk frees the model as soon as it has read it, before the trees are
         // built, off the request's path: unmapping takes a while.
-        let release = |model: Arc<oxprof_model::XSpace>| {
-            if let Ok(model) = Arc::try_unwrap(model) {
-                rayon::spawn(move || drop(model));
-            }
-        };
+        let release = |model: Box<oxprof_model::XSpace>| rayon::spawn(move || drop(model));
         let parsed = oxprof_pytorch::parse_releasing(space, release);
         // Whichever tool read the trace, a later process answers every PyTorch view and
         // both HTA tools from the persistent cache.

@@ -14,7 +14,7 @@
 //! launch, launch ≤ 50 µs), runtime outliers (launch > 50 µs), launch-delay outliers
 //! (delay > 100 µs).
 
-use super::trace::RankTrace;
+use super::trace::{ByCorrelation, RankTrace, sorted_ids};
 use serde::{Deserialize, Serialize};
 
 /// HTA's default `runtime_cutoff`, µs.
@@ -50,32 +50,15 @@ pub fn launches(trace: &RankTrace) -> Vec<Launch> {
     let is_launch = trace.names_where(|n| LAUNCHES.contains(&n) || MEMORY_LAUNCHES.contains(&n));
     // Sorted vectors, not a set and a map of vectors: millions of correlations on big
     // traces, where a vector per correlation was most of this analysis's time.
-    let mut launch_corr: Vec<i64> = trace
-        .events
-        .iter()
-        .filter(|e| e.correlation != -1 && is_launch[e.name as usize])
-        .map(|e| e.correlation)
-        .collect();
-    launch_corr.sort_unstable();
-    launch_corr.dedup();
-    // Host events of a launch's correlation, (correlation, event) sorted: each
-    // correlation's in event order.
-    let mut cpu: Vec<(i64, usize)> = trace
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.stream == -1 && launch_corr.binary_search(&e.correlation).is_ok())
-        .map(|(i, e)| (e.correlation, i))
-        .collect();
+    let launch_corr = sorted_ids(
+        trace.events.iter().filter(|e| e.correlation != -1 && is_launch[e.name as usize]).map(|e| e.correlation),
+    );
+    // Host events of a launch's correlation.
+    let cpu = ByCorrelation::of(trace, |e| e.stream == -1 && launch_corr.binary_search(&e.correlation).is_ok());
     drop(launch_corr);
-    cpu.sort_unstable();
-    let hosts_of = |corr: i64| {
-        let from = cpu.partition_point(|&(c, _)| c < corr);
-        cpu[from..].iter().take_while(move |&&(c, _)| c == corr).map(|&(_, i)| i)
-    };
     let mut out = Vec::new();
     for g in trace.gpu_events() {
-        for h in hosts_of(g.correlation) {
+        for h in cpu.events(g.correlation) {
             let c = &trace.events[h];
             out.push(Launch {
                 correlation: g.correlation,

@@ -15,7 +15,7 @@
 //! and that is the order it gave on every recorded trace (the GPU event of an earlier launch
 //! precedes the later launch in the file).
 
-use super::trace::{HtaEvent, RankTrace};
+use super::trace::{ByCorrelation, RankTrace, sorted_ids};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -67,18 +67,7 @@ pub struct QueueLengthSummary {
 /// The queue-length summaries of a rank, streams ascending.
 pub fn queue_length_summary(trace: &RankTrace) -> Vec<QueueLengthSummary> {
     let linked = trace.gpu_kernel_correlations();
-    // GPU events by correlation, in event order: sorted pairs sized once (a vector per
-    // correlation would be millions of allocations).
-    let gpu = |e: &&HtaEvent| e.stream != -1;
-    let mut gpu_by_corr: Vec<(i64, usize)> = Vec::with_capacity(trace.events.iter().filter(gpu).count());
-    gpu_by_corr.extend(trace.events.iter().enumerate().filter(|(_, e)| gpu(e)).map(|(i, e)| (e.correlation, i)));
-    // By (correlation, event): event order within a correlation, without a stable sort's
-    // buffer.
-    gpu_by_corr.sort_unstable();
-    let launched = |corr: i64| {
-        let from = gpu_by_corr.partition_point(|&(c, _)| c < corr);
-        gpu_by_corr[from..].iter().take_while(move |&&(c, _)| c == corr).map(|&(_, i)| i)
-    };
+    let gpu_by_corr = ByCorrelation::of(trace, |e| e.stream != -1);
     // Launch rows first (with the stream of each GPU event they launched), then GPU rows.
     let mut rows: Vec<(i64, i64, i32)> = Vec::new();
     let mut runtime_corr: Vec<i64> = Vec::new();
@@ -88,13 +77,12 @@ pub fn queue_length_summary(trace: &RankTrace) -> Vec<QueueLengthSummary> {
             continue;
         }
         runtime_corr.push(e.correlation);
-        for g in launched(e.correlation) {
+        for g in gpu_by_corr.events(e.correlation) {
             rows.push((e.ts, trace.events[g].stream, 1));
         }
     }
     drop(linked);
-    runtime_corr.sort_unstable();
-    runtime_corr.dedup();
+    let runtime_corr = sorted_ids(runtime_corr.into_iter());
     for e in trace.gpu_events() {
         if runtime_corr.binary_search(&e.correlation).is_ok() {
             rows.push((e.ts, e.stream, -1));

@@ -275,11 +275,7 @@ impl RankTrace {
     /// once.
     pub fn gpu_kernel_correlations(&self) -> Vec<i64> {
         let is_gpu = self.gpu_kernel_test();
-        let mut ids: Vec<i64> =
-            self.events.iter().filter(|e| e.correlation != -1 && is_gpu(e)).map(|e| e.correlation).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids
+        sorted_ids(self.events.iter().filter(|e| e.correlation != -1 && is_gpu(e)).map(|e| e.correlation))
     }
 
     /// HTA's kernel type of every name, by name index.
@@ -473,6 +469,39 @@ impl StepFilter {
 
     fn host<'r>(&'r self, r: &'r RankTrace) -> impl Iterator<Item = &'r HtaEvent> + 'r {
         r.events.iter().zip(&self.is_gpu).filter(move |(e, g)| !**g && e.ts < self.last_start).map(|(e, _)| e)
+    }
+}
+
+/// Ids sorted, each once: a set looked up by binary search (millions of correlations on
+/// big traces, where a hash set misses the cache on every probe).
+pub(crate) fn sorted_ids(ids: impl Iterator<Item = i64>) -> Vec<i64> {
+    let mut ids: Vec<i64> = ids.collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Some of a rank's events by correlation: `(correlation, event index)` pairs, sorted and
+/// sized once (a vector per correlation would be millions of allocations on big traces).
+pub(crate) struct ByCorrelation {
+    pairs: Vec<(i64, usize)>,
+}
+
+impl ByCorrelation {
+    /// The events `keep` says, each correlation's in event order.
+    pub(crate) fn of(trace: &RankTrace, keep: impl Fn(&HtaEvent) -> bool) -> ByCorrelation {
+        let mut pairs = Vec::with_capacity(trace.events.iter().filter(|e| keep(e)).count());
+        pairs.extend(trace.events.iter().enumerate().filter(|(_, e)| keep(e)).map(|(i, e)| (e.correlation, i)));
+        // (correlation, event) pairs are distinct: unstable gives event order within a
+        // correlation, without a stable sort's buffer.
+        pairs.sort_unstable();
+        ByCorrelation { pairs }
+    }
+
+    /// The kept events of `correlation`, in event order.
+    pub(crate) fn events(&self, correlation: i64) -> impl Iterator<Item = usize> + '_ {
+        let from = self.pairs.partition_point(|&(c, _)| c < correlation);
+        self.pairs[from..].iter().take_while(move |&&(c, _)| c == correlation).map(|&(_, i)| i)
     }
 }
 
